@@ -1,0 +1,88 @@
+/**
+ * The validated configuration. Durations are milliseconds, sizes are bytes.
+ * Keys are snake_case in the file and camelCase here; src/config/schema.ts maps them.
+ */
+import type { SocketAddress } from '../protocol/address.js';
+
+export type FrontProtocol = 'fastcgi' | 'scgi' | 'http';
+export type BackendProtocol = 'fastcgi' | 'scgi';
+
+export interface ListenerConfig {
+  protocol: FrontProtocol;
+  address: SocketAddress;
+  pool: string;
+  /** Unix socket file mode, e.g. 0o660. */
+  mode: number | undefined;
+  /** HTTP only: where SCRIPT_FILENAME points, and the index script for directory URLs. */
+  documentRoot: string | undefined;
+  index: string;
+  /** Close a front-end connection that sends nothing for this long (default 60s). */
+  idleTimeout: number;
+  /** Max simultaneous front-end connections (FCGI_MAX_CONNS; default 1024). */
+  maxConns: number;
+  /** Extra or overriding CGI params given to every request from this listener. */
+  params: Record<string, string>;
+}
+
+export type PmMode = 'static' | 'dynamic' | 'ondemand';
+
+export interface PoolConfig {
+  name: string;
+  /** Protocol the backends speak. */
+  backend: BackendProtocol;
+  /** External backends (issue 2). Empty when `command` is set. */
+  backends: SocketAddress[];
+  maxConnsPerBackend: number; // default 16
+  /** How long a refusing backend is skipped (default 5s). */
+  backendDownTime: number;
+  connectTimeout: number; // default 5s
+  /** No byte from the backend for this long → 504 (default 60s). */
+  readTimeout: number;
+  keepAlive: boolean; // default true
+
+  // Spawned workers (issue 3). `command` undefined → external backends only.
+  command: string[] | undefined;
+  socket: 'fd0' | 'argv';
+  env: Record<string, string>;
+  inheritEnv: string[];
+  cwd: string | undefined;
+  user: string | undefined;
+  group: string | undefined;
+  pm: PmMode; // default ondemand
+  maxChildren: number; // default 5
+  startChildren: number; // dynamic; default min_spare
+  minSpare: number; // default 1
+  maxSpare: number; // default 3
+  maxSpawnRate: number; // default 32
+  spawnTimeout: number; // default 10s
+  idleTimeout: number; // default 10s
+  maxRequests: number; // 0 = never
+  maxRequestsJitter: number;
+  maxLifetime: number; // 0 = never
+  requestTimeout: number; // 0 = never
+  slowRequest: number; // 0 = off
+  killTimeout: number; // default 5s
+  crashLimit: number; // default 5
+  crashWindow: number; // default 60s
+  queueLimit: number; // default 1024
+  queueTimeout: number; // default 30s
+}
+
+export interface LimitsConfig {
+  /** Total bytes of request variables (FastCGI PARAMS / SCGI header). Default 64 KiB. */
+  maxParamsBytes: number;
+  maxParamsCount: number; // default 1000
+}
+
+export interface Config {
+  /** Absolute path of the file it was read from, or '<command line>'. */
+  source: string;
+  listen: ListenerConfig[];
+  pools: Map<string, PoolConfig>;
+  limits: LimitsConfig;
+  log: { level: string; access: boolean };
+  /** How long SIGTERM waits for in-flight requests (default 30s). */
+  shutdownTimeout: number;
+  /** Private directory for worker sockets (default: a fresh 0700 dir under the OS tmpdir). */
+  runtimeDir: string | undefined;
+}

@@ -1,0 +1,78 @@
+/**
+ * Every error fcgi-pm raises on purpose has a stable `code`. The table below is the
+ * single list of them; README's "Error codes" section documents each one and a test
+ * checks that none is missing there.
+ *
+ * This module is a leaf: every folder may import it, it imports nothing.
+ */
+
+export const ErrorCodes = {
+  // Protocol faults from a peer (front-end client or backend): the connection is closed.
+  FCGI_BAD_VERSION: 'ERR_FCGI_BAD_VERSION',
+  FCGI_BAD_RECORD: 'ERR_FCGI_BAD_RECORD',
+  FCGI_TRUNCATED: 'ERR_FCGI_TRUNCATED',
+  FCGI_BAD_PARAMS: 'ERR_FCGI_BAD_PARAMS',
+  PARAMS_TOO_LARGE: 'ERR_PARAMS_TOO_LARGE',
+  PARAMS_TOO_MANY: 'ERR_PARAMS_TOO_MANY',
+  SCGI_BAD_NETSTRING: 'ERR_SCGI_BAD_NETSTRING',
+  SCGI_HEADER_TOO_LARGE: 'ERR_SCGI_HEADER_TOO_LARGE',
+  SCGI_BAD_HEADERS: 'ERR_SCGI_BAD_HEADERS',
+  CGI_BAD_RESPONSE_HEAD: 'ERR_CGI_BAD_RESPONSE_HEAD',
+  CGI_RESPONSE_HEAD_TOO_LARGE: 'ERR_CGI_RESPONSE_HEAD_TOO_LARGE',
+  // Failures a client sees as an HTTP status.
+  BACKEND_UNREACHABLE: 'ERR_BACKEND_UNREACHABLE', // 502
+  BACKEND_CLOSED: 'ERR_BACKEND_CLOSED', // 502: connection lost mid-request
+  BACKEND_PROTOCOL: 'ERR_BACKEND_PROTOCOL', // 502: backend spoke garbage
+  BACKEND_TIMEOUT: 'ERR_BACKEND_TIMEOUT', // 504
+  ALL_BACKENDS_DOWN: 'ERR_ALL_BACKENDS_DOWN', // 502
+  WORKER_CRASHED: 'ERR_WORKER_CRASHED', // 502
+  REQUEST_TIMEOUT: 'ERR_REQUEST_TIMEOUT', // 504: worker killed after request_timeout
+  QUEUE_FULL: 'ERR_QUEUE_FULL', // 503
+  QUEUE_TIMEOUT: 'ERR_QUEUE_TIMEOUT', // 503
+  POOL_FAILING: 'ERR_POOL_FAILING', // 503: crash limit reached
+  MEMORY_HARD_LIMIT: 'ERR_MEMORY_HARD_LIMIT', // 503: worker over max_memory_hard
+  SHUTTING_DOWN: 'ERR_SHUTTING_DOWN', // 503
+  NO_POOL: 'ERR_NO_POOL', // 500: listener names a pool that does not exist
+  // Configuration and start-up.
+  CONFIG_INVALID: 'ERR_CONFIG_INVALID',
+  LISTEN_FAILED: 'ERR_LISTEN_FAILED',
+  SPAWN_FAILED: 'ERR_SPAWN_FAILED',
+} as const;
+
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+/** A peer sent bytes that break the FastCGI, SCGI or CGI-response rules. */
+export class ProtocolError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = 'ProtocolError';
+    this.code = code;
+  }
+}
+
+/** A request could not be served; `status` is what the client is answered with. */
+export class ProxyError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Seconds for a Retry-After header (503 only). */
+  readonly retryAfter: number | undefined;
+  constructor(code: ErrorCode, status: number, message: string, retryAfter?: number) {
+    super(message);
+    this.name = 'ProxyError';
+    this.code = code;
+    this.status = status;
+    this.retryAfter = retryAfter;
+  }
+}
+
+export class ConfigError extends Error {
+  readonly code = ErrorCodes.CONFIG_INVALID;
+  /** One line per problem: "file:line: key: message". */
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * What front ends and the daemon see of a pool.
+ */
+import type { Exchange } from '../protocol/exchange.js';
+
+export interface WorkerSnapshot {
+  pid: number;
+  state: string;
+  requests: number;
+  startedAt: number; // epoch ms
+  lastUsedAt: number; // epoch ms
+  /** Current request's SCRIPT_NAME/REQUEST_URI and start, if busy. */
+  current: { uri: string; startedAt: number } | undefined;
+}
+
+export interface PoolSnapshot {
+  name: string;
+  kind: 'external' | 'spawned';
+  pm: string | undefined;
+  queued: number;
+  maxQueued: number;
+  active: number;
+  maxActive: number;
+  accepted: number;
+  completed: number;
+  rejected: { queueFull: number; queueTimeout: number; failing: number };
+  errors: { unreachable: number; timeout: number; crashed: number };
+  workers: WorkerSnapshot[];
+  backends: Array<{ address: string; active: number; down: boolean }>;
+  maxChildrenReached: number;
+  crashes: number;
+  recycles: Record<string, number>;
+  slowRequests: number;
+}
+
+export interface Pool {
+  readonly name: string;
+  /** Takes ownership of the exchange: it will be answered (response or error) exactly once. */
+  dispatch(ex: Exchange): void;
+  /** Spawns the workers static/dynamic modes start with; resolves when they are ready or failed. */
+  start(): Promise<void>;
+  /**
+   * Stops taking requests (new ones get 503 SHUTTING_DOWN), lets queued and running ones
+   * finish for up to timeoutMs, then stops every worker (SIGTERM → kill_timeout → SIGKILL).
+   */
+  stop(timeoutMs: number): Promise<void>;
+  snapshot(): PoolSnapshot;
+}

@@ -1,0 +1,252 @@
+/**
+ * One request on its way through fcgi-pm, independent of the protocols on either side.
+ *
+ * The front end creates an Exchange once it has the request variables, pushes the
+ * request body into it, and implements the ResponseSink that the response goes to.
+ * The pool queues it and hands it to an upstream connection, which consumes the body
+ * and calls the respond* methods. Both directions carry back-pressure:
+ *   body:     pushBody() returns false → front end pauses its socket until onBodyDrain.
+ *   response: respondBody() returns false → upstream pauses its socket until onResponseDrain.
+ *
+ * Pure: no sockets, no timers.
+ */
+import type { ProxyError } from '../errors.js';
+import type { CgiParams } from './params.js';
+
+/** A parsed CGI response head ("Status: 404 Not Found\r\nContent-Type: ...\r\n\r\n"). */
+export interface CgiResponseHead {
+  status: number;
+  /** Reason phrase from the Status header, or the standard one. */
+  reason: string;
+  /** Header lines except Status, in order, names as sent. */
+  headers: Array<[string, string]>;
+  /** The head exactly as the backend sent it, including the blank line. */
+  raw: Buffer;
+}
+
+/** Implemented by each front end: where one request's response goes. */
+export interface ResponseSink {
+  head(head: CgiResponseHead): void;
+  /** Returns false when the client is slow; the exchange then waits for responseDrained(). */
+  body(chunk: Buffer): boolean;
+  /** Backend's FastCGI STDERR output. */
+  stderr(chunk: Buffer): void;
+  end(): void;
+  /**
+   * The request failed. Before head(): answer err.status with a short body.
+   * After head(): the response is cut; end it as the protocol allows (close or abort).
+   */
+  fail(err: ProxyError): void;
+}
+
+export interface BodyConsumer {
+  /** Returns false to ask for a pause; call exchange.bodyConsumerDrained() to resume. */
+  data(chunk: Buffer): boolean;
+  end(): void;
+}
+
+/** Body bytes kept so a request that never reached a backend can be sent to another. */
+export const BODY_REPLAY_LIMIT = 64 * 1024;
+/** Body bytes buffered while waiting in the queue before the front end is asked to pause. */
+export const BODY_PENDING_HIGH_WATER = 64 * 1024;
+
+let nextExchangeId = 1;
+
+export type ExchangeState = 'pending' | 'responding' | 'done' | 'failed' | 'aborted';
+
+export class Exchange {
+  readonly id = nextExchangeId++;
+  readonly params: CgiParams;
+  readonly sink: ResponseSink;
+  /** performance.now() at creation. */
+  readonly startedAt: number;
+  /** Front-end protocol, for logs: 'fastcgi' | 'scgi' | 'http'. */
+  readonly frontend: string;
+
+  state: ExchangeState = 'pending';
+  /** Set by the pool, for logs and status. */
+  pool: string | undefined;
+  backend: string | undefined;
+  workerPid: number | undefined;
+  /** Response facts, for the access log. */
+  status = 0;
+  bytesOut = 0;
+  error: ProxyError | undefined;
+
+  /** Front end: called when the body consumer wants more after pushBody() returned false. */
+  onBodyDrain: (() => void) | undefined;
+  /** Upstream: called when the client drained after respondBody() returned false. */
+  onResponseDrain: (() => void) | undefined;
+  /** Whoever holds the exchange (queue, upstream) sets this to learn of a client abort. */
+  onAbort: (() => void) | undefined;
+  /** Called once when the exchange reaches done, failed or aborted (access log). */
+  onFinish: ((ex: Exchange) => void) | undefined;
+
+  // Request body. `chunks[delivered..]` are waiting for the consumer; the ones before
+  // are kept only while `replayable` so a retry can send them again.
+  private chunks: Buffer[] = [];
+  private delivered = 0;
+  private pendingBytes = 0;
+  private keptBytes = 0;
+  private bodyEnded = false;
+  private replayable = true;
+  private consumer: BodyConsumer | undefined;
+  private consumerPaused = false;
+  private frontendPaused = false;
+
+  constructor(params: CgiParams, sink: ResponseSink, frontend: string, now: number) {
+    this.params = params;
+    this.sink = sink;
+    this.frontend = frontend;
+    this.startedAt = now;
+  }
+
+  get finished(): boolean {
+    return this.state === 'done' || this.state === 'failed' || this.state === 'aborted';
+  }
+
+  /** True until a response byte went to the client; a failure before then can be answered with an error page. */
+  get responseStarted(): boolean {
+    return this.state !== 'pending';
+  }
+
+  // ---- front-end side -------------------------------------------------------------
+
+  /** Returns false when the front end should stop reading this request's body. */
+  pushBody(chunk: Buffer): boolean {
+    if (this.finished || this.bodyEnded || chunk.length === 0) return true;
+    this.chunks.push(chunk);
+    this.pendingBytes += chunk.length;
+    this.flushBody();
+    const ok = this.consumer ? !this.consumerPaused : this.pendingBytes < BODY_PENDING_HIGH_WATER;
+    if (!ok) this.frontendPaused = true;
+    return ok;
+  }
+
+  endBody(): void {
+    if (this.bodyEnded) return;
+    this.bodyEnded = true;
+    this.flushBody();
+  }
+
+  get bodyComplete(): boolean {
+    return this.bodyEnded;
+  }
+
+  /** The client went away or sent FCGI_ABORT_REQUEST. */
+  abort(): void {
+    if (this.finished) return;
+    this.state = 'aborted';
+    this.chunks = [];
+    const h = this.onAbort;
+    this.onAbort = undefined;
+    h?.();
+    this.finish();
+  }
+
+  /** The front end's socket drained after sink.body() returned false. */
+  responseDrained(): void {
+    this.onResponseDrain?.();
+  }
+
+  // ---- upstream side --------------------------------------------------------------
+
+  /** Starts delivering the body (from its first byte) to an upstream connection. */
+  consumeBody(consumer: BodyConsumer): void {
+    this.consumer = consumer;
+    this.consumerPaused = false;
+    this.flushBody();
+  }
+
+  bodyConsumerDrained(): void {
+    this.consumerPaused = false;
+    this.flushBody();
+  }
+
+  /**
+   * After a failure that never reached the backend: detach the consumer and rewind
+   * the body so another backend can get it. False if the body was not kept.
+   */
+  rewind(): boolean {
+    this.consumer = undefined;
+    if (!this.replayable || this.responseStarted || this.finished) return false;
+    for (let i = 0; i < this.delivered; i++) this.pendingBytes += this.chunks[i]!.length;
+    this.delivered = 0;
+    this.keptBytes = 0;
+    return true;
+  }
+
+  respondHead(head: CgiResponseHead): void {
+    if (this.finished) return;
+    this.state = 'responding';
+    this.status = head.status;
+    this.chunks = [];
+    this.replayable = false;
+    this.sink.head(head);
+  }
+
+  respondBody(chunk: Buffer): boolean {
+    if (this.finished) return true;
+    this.bytesOut += chunk.length;
+    return this.sink.body(chunk);
+  }
+
+  respondStderr(chunk: Buffer): void {
+    if (!this.finished) this.sink.stderr(chunk);
+  }
+
+  respondEnd(): void {
+    if (this.finished) return;
+    this.state = 'done';
+    this.sink.end();
+    this.finish();
+  }
+
+  respondError(err: ProxyError): void {
+    if (this.finished) return;
+    this.error = err;
+    if (!this.responseStarted) this.status = err.status;
+    this.state = 'failed';
+    this.chunks = [];
+    this.sink.fail(err);
+    this.finish();
+  }
+
+  private flushBody(): void {
+    const c = this.consumer;
+    if (!c) return;
+    while (!this.consumerPaused && this.delivered < this.chunks.length) {
+      const chunk = this.chunks[this.delivered]!;
+      this.pendingBytes -= chunk.length;
+      if (this.replayable && this.keptBytes + chunk.length <= BODY_REPLAY_LIMIT) {
+        this.keptBytes += chunk.length;
+        this.delivered++;
+      } else {
+        // Too much to keep: drop what was delivered so memory stays bounded.
+        this.replayable = false;
+        this.chunks.splice(0, this.delivered + 1);
+        this.delivered = 0;
+      }
+      if (!c.data(chunk)) this.consumerPaused = true;
+    }
+    if (this.consumer !== c) return;
+    if (!this.replayable && this.delivered > 0) {
+      this.chunks.splice(0, this.delivered);
+      this.delivered = 0;
+    }
+    if (this.delivered === this.chunks.length && this.bodyEnded && !this.consumerPaused) {
+      this.consumer = undefined;
+      c.end();
+    }
+    if (this.frontendPaused && !this.consumerPaused && this.pendingBytes < BODY_PENDING_HIGH_WATER) {
+      this.frontendPaused = false;
+      this.onBodyDrain?.();
+    }
+  }
+
+  private finish(): void {
+    const f = this.onFinish;
+    this.onFinish = undefined;
+    f?.(this);
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The contract between a pool and the connections to its backends.
+ */
+import type { ProxyError } from '../errors.js';
+import type { SocketAddress } from '../protocol/address.js';
+import type { Exchange } from '../protocol/exchange.js';
+import type { ParamsLimits } from '../protocol/params.js';
+import type { BackendProtocol } from '../config/types.js';
+
+export interface UpstreamOptions {
+  protocol: BackendProtocol;
+  connectTimeout: number;
+  /** No byte from the backend for this long while a request runs → 504. */
+  readTimeout: number;
+  /** FastCGI only: FCGI_KEEP_CONN and reuse connections between requests. */
+  keepAlive: boolean;
+  /** Idle kept-alive connections an endpoint holds at most. */
+  maxIdle: number;
+}
+
+export type UpstreamOutcome =
+  /** The response was delivered (respondEnd was called). */
+  | { kind: 'done' }
+  /** The client aborted; the backend request was cancelled. */
+  | { kind: 'aborted' }
+  /**
+   * The exchange was NOT answered; the caller decides. `retryable`: the request never
+   * reached the backend's application (connect refused, or a reused connection closed
+   * before any response byte) and exchange.rewind() may let another backend take it.
+   * `backendDown`: the backend itself looks unreachable (mark it down for a while).
+   */
+  | { kind: 'failed'; error: ProxyError; retryable: boolean; backendDown: boolean };
+
+/**
+ * All connections to one backend address. run() uses an idle kept-alive connection
+ * or opens one; when a reused connection turns out closed by the backend before any
+ * response byte, it retries once on a fresh connection before reporting.
+ */
+export interface Endpoint {
+  readonly address: SocketAddress;
+  /** Requests running now. */
+  readonly active: number;
+  run(ex: Exchange, done: (outcome: UpstreamOutcome) => void): void;
+  /** Closes idle connections (e.g. before stopping a worker). */
+  closeIdle(): void;
+  /** Closes everything; running requests fail with BACKEND_CLOSED. */
+  destroy(): void;
+}
+
+export type { ParamsLimits };
