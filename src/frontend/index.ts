@@ -1,11 +1,17 @@
 /**
- * What the daemon sees of the front ends. STUB signatures; the frontend owner implements.
+ * What the daemon sees of the front ends: startListener() binds one configured listener
+ * (FastCGI, SCGI or HTTP on TCP or a Unix socket) and serves it until close().
  */
 import type { Logger } from '../log/log.js';
 import type { ListenerConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { ParamsLimits } from '../protocol/params.js';
 import type { Pool } from '../pool/types.js';
+import { startFastcgiListener } from './fastcgi-server.js';
+import { startHttpListener } from './http-server.js';
+import { startScgiListener } from './scgi-server.js';
+
+export { ListenError } from './listen.js';
 
 export interface FrontendContext {
   /** Looked up per request, so a reload can swap pools under a running listener. */
@@ -26,4 +32,14 @@ export interface Listener {
   close(timeoutMs: number): Promise<void>;
 }
 
-export declare function startListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener>;
+/** Binds and starts serving; rejects with ListenError (code ERR_LISTEN_FAILED) when it cannot bind. */
+export function startListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener> {
+  switch (cfg.protocol) {
+    case 'fastcgi':
+      return startFastcgiListener(cfg, ctx);
+    case 'scgi':
+      return startScgiListener(cfg, ctx);
+    case 'http':
+      return startHttpListener(cfg, ctx);
+  }
+}

@@ -23,3 +23,16 @@ export function createLogger(opts: LogOptions): Logger {
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Resolves once buffered lines reached the destination (call before process.exit). */
+export function flushLogger(logger: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    try {
+      logger.flush(() => resolve());
+    } catch {
+      resolve(); // a destination without flush (tests) has nothing buffered
+    }
+  });
+}

@@ -17,14 +17,19 @@ export interface PoolSnapshot {
   name: string;
   kind: 'external' | 'spawned';
   pm: string | undefined;
+  /** 'running' | 'failing' (crash limit reached: answering 503) | 'stopping' | 'stopped'. */
+  state?: string;
   queued: number;
   maxQueued: number;
   active: number;
   maxActive: number;
   accepted: number;
   completed: number;
-  rejected: { queueFull: number; queueTimeout: number; failing: number };
-  errors: { unreachable: number; timeout: number; crashed: number };
+  /** Clients that went away before their response was complete. */
+  aborted?: number;
+  rejected: { queueFull: number; queueTimeout: number; failing: number; shuttingDown?: number };
+  /** Requests answered with an error: unreachable/all down, timeouts (read, request_timeout), crashed worker, other (closed mid-response, protocol). */
+  errors: { unreachable: number; timeout: number; crashed: number; other?: number };
   workers: WorkerSnapshot[];
   backends: Array<{ address: string; active: number; down: boolean }>;
   maxChildrenReached: number;

@@ -27,6 +27,8 @@ export function parseAddress(input: string): SocketAddress | string {
     host = s.slice(0, i);
     portText = s.slice(i + 1);
     if (host.includes(':')) return `IPv6 addresses need brackets, e.g. "[::1]:9000": "${input}"`;
+    // Catches "[]:80", "a b:80", "x/y:80" here rather than as a confusing DNS error later.
+    if (host !== '' && host !== '*' && !/^[A-Za-z0-9._-]+$/.test(host)) return `bad host name in "${input}"`;
   }
   if (!/^\d+$/.test(portText)) return `bad port in "${input}"`;
   const port = Number(portText);

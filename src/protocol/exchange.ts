@@ -180,8 +180,14 @@ export class Exchange {
     if (this.finished) return;
     this.state = 'responding';
     this.status = head.status;
-    this.chunks = [];
+    // Only the replay copies go: a backend may answer before it has read the whole
+    // body, and the chunks not yet delivered must still reach it.
     this.replayable = false;
+    if (this.delivered > 0) {
+      this.chunks.splice(0, this.delivered);
+      this.delivered = 0;
+    }
+    this.keptBytes = 0;
     this.sink.head(head);
   }
 
@@ -214,8 +220,9 @@ export class Exchange {
 
   private flushBody(): void {
     const c = this.consumer;
-    if (!c) return;
-    while (!this.consumerPaused && this.delivered < this.chunks.length) {
+    if (!c || this.finished) return;
+    // c.data() may rewind, abort or fail the exchange; stop as soon as c is no longer the consumer.
+    while (this.consumer === c && !this.consumerPaused && this.delivered < this.chunks.length) {
       const chunk = this.chunks[this.delivered]!;
       this.pendingBytes -= chunk.length;
       if (this.replayable && this.keptBytes + chunk.length <= BODY_REPLAY_LIMIT) {
@@ -245,6 +252,8 @@ export class Exchange {
   }
 
   private finish(): void {
+    // Nothing is delivered to an upstream after the exchange ended.
+    this.consumer = undefined;
     const f = this.onFinish;
     this.onFinish = undefined;
     f?.(this);

@@ -1,9 +1,13 @@
 /**
  * FastCGI 1.0 wire format: record headers, typed bodies, name-value pairs, stream
  * splitting, and a resumable push decoder. Pure: bytes in, records out.
- * STUB: signatures fixed; the protocol owner fills in bodies.
+ *
+ * Used by both sides (front-end server sessions and upstream clients), so the decoder
+ * checks only what no peer may ever send; what a role may send (e.g. STDIN from a
+ * backend) is for the role layer to judge.
  */
-import type { CgiParams, ParamsLimits } from './params.js';
+import { ErrorCodes, ProtocolError } from '../errors.js';
+import { CgiParams, type ParamsLimits } from './params.js';
 
 export const FCGI_VERSION_1 = 1;
 export const FCGI_HEADER_LEN = 8;
@@ -34,6 +38,13 @@ export const ProtocolStatus = {
   UnknownRole: 3,
 } as const;
 
+/** Variable names a FCGI_GET_VALUES record may ask for (spec §4.1). */
+export const FcgiValueName = {
+  MaxConns: 'FCGI_MAX_CONNS',
+  MaxReqs: 'FCGI_MAX_REQS',
+  MpxsConns: 'FCGI_MPXS_CONNS',
+} as const;
+
 /** One decoded record. `content` is a view into the pushed chunk (copied only if the record straddled chunks). */
 export interface FcgiRecord {
   type: number;
@@ -41,51 +52,537 @@ export interface FcgiRecord {
   content: Buffer;
 }
 
+const EMPTY = Buffer.alloc(0);
+/** Padding never needs more than 7 bytes; every padded record shares these zeros. */
+const ZERO_PAD = Buffer.alloc(8);
+/** Below this a stream record is built in one allocation; above, the data goes out as a view. */
+const SMALL_STREAM = 1024;
+
+const TYPE_NAMES = [
+  'UNKNOWN(0)',
+  'BEGIN_REQUEST',
+  'ABORT_REQUEST',
+  'END_REQUEST',
+  'PARAMS',
+  'STDIN',
+  'STDOUT',
+  'STDERR',
+  'DATA',
+  'GET_VALUES',
+  'GET_VALUES_RESULT',
+  'UNKNOWN_TYPE',
+];
+
+/** "STDOUT", "BEGIN_REQUEST", ... or "UNKNOWN(n)", for logs and error messages. */
+export function recordTypeName(type: number): string {
+  return TYPE_NAMES[type] ?? `UNKNOWN(${type})`;
+}
+
+function paddingFor(contentLength: number): number {
+  return -contentLength & 7;
+}
+
+function writeHeader(buf: Buffer, off: number, type: number, requestId: number, contentLength: number, padding: number): void {
+  buf[off] = FCGI_VERSION_1;
+  buf[off + 1] = type;
+  buf[off + 2] = requestId >>> 8;
+  buf[off + 3] = requestId & 0xff;
+  buf[off + 4] = contentLength >>> 8;
+  buf[off + 5] = contentLength & 0xff;
+  buf[off + 6] = padding;
+  buf[off + 7] = 0;
+}
+
+// ---- decoder ----------------------------------------------------------------------
+
+const ST_HEADER = 0;
+const ST_CONTENT = 1;
+const ST_PADDING = 2;
+const ST_DEAD = 3;
+
+/**
+ * The content length a record type must have, or -1 when any length is allowed.
+ * A header that breaks this can only come from a peer that is not speaking FastCGI.
+ */
+function fixedContentLength(type: number): number {
+  switch (type) {
+    case RecordType.BeginRequest:
+    case RecordType.EndRequest:
+    case RecordType.UnknownType:
+      return 8;
+    case RecordType.AbortRequest:
+      return 0;
+    default:
+      return -1;
+  }
+}
+
 /**
  * Push decoder. `push(chunk)` calls onRecord for each complete record, in order, and
  * keeps a partial record for the next push. Throws ProtocolError (FCGI_BAD_VERSION,
  * FCGI_BAD_RECORD) on bytes that cannot be FastCGI; after a throw the decoder is unusable.
+ *
+ * A record is delivered as soon as its content is complete; its padding is skipped
+ * afterwards (so `midRecord` stays true until the padding arrived too).
  */
 export class FcgiDecoder {
+  private readonly onRecord: (rec: FcgiRecord) => void;
+  private state = ST_HEADER;
+  // A header split across chunks is gathered here; the common case reads it in place.
+  private readonly hdr = Buffer.alloc(FCGI_HEADER_LEN);
+  private hdrPos = 0;
+  private type = 0;
+  private requestId = 0;
+  private contentLength = 0;
+  private paddingLength = 0;
+  // Content of a record that straddles chunks, filled up to bodyPos.
+  private body: Buffer | undefined;
+  private bodyPos = 0;
+  private padLeft = 0;
+  private error: Error | undefined;
+
   constructor(onRecord: (rec: FcgiRecord) => void) {
-    void onRecord;
-    throw new Error('todo');
+    this.onRecord = onRecord;
   }
+
   push(chunk: Buffer): void {
-    void chunk;
+    if (this.state === ST_DEAD) throw this.deadError();
+    try {
+      this.run(chunk);
+    } catch (err) {
+      this.state = ST_DEAD;
+      this.body = undefined;
+      this.error = err as Error;
+      throw err;
+    }
   }
+
   /** True when a record is partly received (EOF now means a truncated record). */
   get midRecord(): boolean {
-    return false;
+    return this.state === ST_CONTENT || this.state === ST_PADDING || (this.state === ST_HEADER && this.hdrPos > 0);
+  }
+
+  /** True after push() threw; every later push() throws again. */
+  get dead(): boolean {
+    return this.state === ST_DEAD;
+  }
+
+  private deadError(): ProtocolError {
+    const e = this.error;
+    if (e instanceof ProtocolError) return e;
+    return new ProtocolError(ErrorCodes.FCGI_BAD_RECORD, `FastCGI decoder stopped after an earlier error: ${e?.message ?? 'unknown'}`);
+  }
+
+  private run(chunk: Buffer): void {
+    const len = chunk.length;
+    let pos = 0;
+    while (pos < len) {
+      switch (this.state) {
+        case ST_HEADER: {
+          if (this.hdrPos === 0 && len - pos >= FCGI_HEADER_LEN) {
+            this.parseHeader(chunk, pos);
+            pos += FCGI_HEADER_LEN;
+          } else {
+            const n = Math.min(FCGI_HEADER_LEN - this.hdrPos, len - pos);
+            chunk.copy(this.hdr, this.hdrPos, pos, pos + n);
+            this.hdrPos += n;
+            pos += n;
+            if (this.hdrPos < FCGI_HEADER_LEN) return;
+            this.hdrPos = 0;
+            this.parseHeader(this.hdr, 0);
+          }
+          if (this.contentLength === 0) this.emit(EMPTY);
+          break;
+        }
+        case ST_CONTENT: {
+          const cl = this.contentLength;
+          if (this.body === undefined) {
+            if (len - pos >= cl) {
+              const view = chunk.subarray(pos, pos + cl);
+              pos += cl;
+              this.emit(view);
+              break;
+            }
+            this.body = Buffer.allocUnsafe(cl);
+            this.bodyPos = 0;
+          }
+          const n = Math.min(cl - this.bodyPos, len - pos);
+          chunk.copy(this.body, this.bodyPos, pos, pos + n);
+          this.bodyPos += n;
+          pos += n;
+          if (this.bodyPos === cl) {
+            const body = this.body;
+            this.body = undefined;
+            this.emit(body);
+          }
+          break;
+        }
+        case ST_PADDING: {
+          const n = Math.min(this.padLeft, len - pos);
+          this.padLeft -= n;
+          pos += n;
+          if (this.padLeft === 0) this.state = ST_HEADER;
+          break;
+        }
+        default:
+          throw this.deadError();
+      }
+    }
+  }
+
+  private parseHeader(b: Buffer, o: number): void {
+    const version = b[o]!;
+    const type = b[o + 1]!;
+    const contentLength = (b[o + 4]! << 8) | b[o + 5]!;
+    if (version !== FCGI_VERSION_1) {
+      throw new ProtocolError(ErrorCodes.FCGI_BAD_VERSION, `FastCGI record version ${version}, expected 1`);
+    }
+    if (type === 0) throw new ProtocolError(ErrorCodes.FCGI_BAD_RECORD, 'FastCGI record type 0');
+    const fixed = fixedContentLength(type);
+    if (fixed >= 0 && contentLength !== fixed) {
+      throw new ProtocolError(
+        ErrorCodes.FCGI_BAD_RECORD,
+        `FastCGI ${recordTypeName(type)} record with ${contentLength} content bytes, expected ${fixed}`,
+      );
+    }
+    this.type = type;
+    this.requestId = (b[o + 2]! << 8) | b[o + 3]!;
+    this.contentLength = contentLength;
+    this.paddingLength = b[o + 6]!;
+    this.state = ST_CONTENT;
+  }
+
+  /** Moves past the content before calling out, so the state is right even if onRecord throws. */
+  private emit(content: Buffer): void {
+    if (this.paddingLength > 0) {
+      this.padLeft = this.paddingLength;
+      this.state = ST_PADDING;
+    } else {
+      this.state = ST_HEADER;
+    }
+    this.onRecord({ type: this.type, requestId: this.requestId, content });
   }
 }
 
+// ---- encoders ---------------------------------------------------------------------
+
 /** A whole record (header, content, padding to a multiple of 8) as one buffer. content ≤ 65535 bytes. */
-export declare function encodeRecord(type: number, requestId: number, content?: Buffer): Buffer;
+export function encodeRecord(type: number, requestId: number, content: Buffer = EMPTY): Buffer {
+  const cl = content.length;
+  if (cl > FCGI_MAX_CONTENT) throw new RangeError(`FastCGI record content of ${cl} bytes exceeds ${FCGI_MAX_CONTENT}`);
+  const pad = paddingFor(cl);
+  const buf = Buffer.allocUnsafe(FCGI_HEADER_LEN + cl + pad);
+  writeHeader(buf, 0, type, requestId, cl, pad);
+  content.copy(buf, FCGI_HEADER_LEN);
+  if (pad > 0) buf.fill(0, FCGI_HEADER_LEN + cl);
+  return buf;
+}
+
 /**
  * A stream's data as records of at most 65535 content bytes (no closing empty record),
  * appended to `out` as [header, view, padding?, ...] buffers ready for writev/cork.
+ * Small data is copied into one buffer instead: one allocation beats three writev entries.
  */
-export declare function encodeStream(type: number, requestId: number, data: Buffer, out: Buffer[]): void;
-export declare function encodeBeginRequest(requestId: number, role: number, flags: number): Buffer;
-export declare function parseBeginRequest(content: Buffer): { role: number; flags: number };
-export declare function encodeEndRequest(requestId: number, appStatus: number, protocolStatus: number): Buffer;
-export declare function parseEndRequest(content: Buffer): { appStatus: number; protocolStatus: number };
-export declare function encodeAbortRequest(requestId: number): Buffer;
-export declare function encodeUnknownType(type: number): Buffer;
+export function encodeStream(type: number, requestId: number, data: Buffer, out: Buffer[]): void {
+  const total = data.length;
+  if (total === 0) return;
+  if (total <= SMALL_STREAM) {
+    out.push(encodeRecord(type, requestId, data));
+    return;
+  }
+  const records = Math.ceil(total / FCGI_MAX_CONTENT);
+  // One allocation for all headers of this call.
+  const headers = Buffer.allocUnsafe(records * FCGI_HEADER_LEN);
+  let off = 0;
+  for (let i = 0; i < records; i++) {
+    const cl = Math.min(FCGI_MAX_CONTENT, total - off);
+    const pad = paddingFor(cl);
+    const h = i * FCGI_HEADER_LEN;
+    writeHeader(headers, h, type, requestId, cl, pad);
+    out.push(headers.subarray(h, h + FCGI_HEADER_LEN), data.subarray(off, off + cl));
+    if (pad > 0) out.push(ZERO_PAD.subarray(0, pad));
+    off += cl;
+  }
+}
+
+export function encodeBeginRequest(requestId: number, role: number, flags: number): Buffer {
+  const buf = Buffer.alloc(16);
+  writeHeader(buf, 0, RecordType.BeginRequest, requestId, 8, 0);
+  buf.writeUInt16BE(role, 8);
+  buf[10] = flags;
+  return buf;
+}
+
+export function parseBeginRequest(content: Buffer): { role: number; flags: number } {
+  if (content.length < 8) throw new ProtocolError(ErrorCodes.FCGI_BAD_RECORD, 'short FastCGI BEGIN_REQUEST body');
+  return { role: content.readUInt16BE(0), flags: content[2]! };
+}
+
+export function encodeEndRequest(requestId: number, appStatus: number, protocolStatus: number): Buffer {
+  const buf = Buffer.alloc(16);
+  writeHeader(buf, 0, RecordType.EndRequest, requestId, 8, 0);
+  buf.writeUInt32BE(appStatus >>> 0, 8);
+  buf[12] = protocolStatus;
+  return buf;
+}
+
+export function parseEndRequest(content: Buffer): { appStatus: number; protocolStatus: number } {
+  if (content.length < 8) throw new ProtocolError(ErrorCodes.FCGI_BAD_RECORD, 'short FastCGI END_REQUEST body');
+  return { appStatus: content.readUInt32BE(0), protocolStatus: content[4]! };
+}
+
+export function encodeAbortRequest(requestId: number): Buffer {
+  const buf = Buffer.alloc(FCGI_HEADER_LEN);
+  writeHeader(buf, 0, RecordType.AbortRequest, requestId, 0, 0);
+  return buf;
+}
+
+export function encodeUnknownType(type: number): Buffer {
+  const buf = Buffer.alloc(16);
+  writeHeader(buf, 0, RecordType.UnknownType, FCGI_NULL_REQUEST_ID, 8, 0);
+  buf[8] = type;
+  return buf;
+}
+
+/** The record type an UNKNOWN_TYPE record refers to. */
+export function parseUnknownType(content: Buffer): number {
+  if (content.length < 8) throw new ProtocolError(ErrorCodes.FCGI_BAD_RECORD, 'short FastCGI UNKNOWN_TYPE body');
+  return content[0]!;
+}
+
+/** A FCGI_GET_VALUES record asking for these variables (names with empty values). */
+export function encodeGetValues(names: readonly string[]): Buffer {
+  const flat: string[] = [];
+  for (const n of names) flat.push(n, '');
+  return encodeRecord(RecordType.GetValues, FCGI_NULL_REQUEST_ID, encodeNameValues(new CgiParams(flat)));
+}
+
+/** The FCGI_GET_VALUES_RESULT answer; values are decimal strings per the spec. */
+export function encodeGetValuesResult(values: CgiParams): Buffer {
+  return encodeRecord(RecordType.GetValuesResult, FCGI_NULL_REQUEST_ID, encodeNameValues(values));
+}
+
+// ---- name-value pairs -------------------------------------------------------------
+
+const MAX_NV_LENGTH = 0x7fffffff;
+
+function lengthSize(n: number): number {
+  return n < 128 ? 1 : 4;
+}
+
+function writeLength(buf: Buffer, off: number, n: number): number {
+  if (n < 128) {
+    buf[off] = n;
+    return off + 1;
+  }
+  if (n > MAX_NV_LENGTH) throw new RangeError(`FastCGI name or value of ${n} bytes is too long`);
+  buf.writeUInt32BE((n | 0x80000000) >>> 0, off);
+  return off + 4;
+}
+
+/** Encoded size of the pairs; latin1 strings are one byte per char. */
+function nameValuesLength(flat: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < flat.length; i++) {
+    const l = flat[i]!.length;
+    n += lengthSize(l) + l;
+  }
+  return n;
+}
+
+function writeNameValues(flat: readonly string[], buf: Buffer, off: number): number {
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i]!;
+    const value = flat[i + 1]!;
+    off = writeLength(buf, off, name.length);
+    off = writeLength(buf, off, value.length);
+    if (name.length > 0) off += buf.write(name, off, 'latin1');
+    if (value.length > 0) off += buf.write(value, off, 'latin1');
+  }
+  return off;
+}
+
 /** Name-value pair body (1- or 4-byte lengths), without record headers. */
-export declare function encodeNameValues(params: CgiParams): Buffer;
+export function encodeNameValues(params: CgiParams): Buffer {
+  const flat = params.pairs;
+  const buf = Buffer.allocUnsafe(nameValuesLength(flat));
+  writeNameValues(flat, buf, 0);
+  return buf;
+}
+
 /** Throws ProtocolError FCGI_BAD_PARAMS, PARAMS_TOO_LARGE, PARAMS_TOO_MANY. */
-export declare function decodeNameValues(body: Buffer, limits: ParamsLimits): CgiParams;
+export function decodeNameValues(body: Buffer, limits: ParamsLimits): CgiParams {
+  const c = new ParamsCollector(limits);
+  if (body.length > 0) c.add(body);
+  return c.add(EMPTY)!;
+}
+
 /** BEGIN_REQUEST + PARAMS records + empty PARAMS, as one buffer. */
-export declare function encodeRequestHead(requestId: number, role: number, flags: number, params: CgiParams): Buffer;
+export function encodeRequestHead(requestId: number, role: number, flags: number, params: CgiParams): Buffer {
+  const flat = params.pairs;
+  const nvLen = nameValuesLength(flat);
+  const records = Math.ceil(nvLen / FCGI_MAX_CONTENT);
+  // BEGIN_REQUEST (16) + PARAMS headers and padding + closing PARAMS (8).
+  let total = 16 + nvLen + records * FCGI_HEADER_LEN + FCGI_HEADER_LEN;
+  for (let i = 0; i < records; i++) total += paddingFor(Math.min(FCGI_MAX_CONTENT, nvLen - i * FCGI_MAX_CONTENT));
+  const buf = Buffer.allocUnsafe(total);
+  writeHeader(buf, 0, RecordType.BeginRequest, requestId, 8, 0);
+  buf.writeUInt16BE(role, 8);
+  buf[10] = flags;
+  buf.fill(0, 11, 16);
+  let off = 16;
+  if (records === 1) {
+    // The common case: pairs written straight into place, no intermediate copy.
+    const pad = paddingFor(nvLen);
+    writeHeader(buf, off, RecordType.Params, requestId, nvLen, pad);
+    off = writeNameValues(flat, buf, off + FCGI_HEADER_LEN);
+    buf.fill(0, off, off + pad);
+    off += pad;
+  } else if (records > 1) {
+    // Pairs may straddle records (the PARAMS stream is one byte sequence).
+    const nv = Buffer.allocUnsafe(nvLen);
+    writeNameValues(flat, nv, 0);
+    for (let src = 0; src < nvLen; ) {
+      const cl = Math.min(FCGI_MAX_CONTENT, nvLen - src);
+      const pad = paddingFor(cl);
+      writeHeader(buf, off, RecordType.Params, requestId, cl, pad);
+      off += FCGI_HEADER_LEN;
+      nv.copy(buf, off, src, src + cl);
+      off += cl;
+      src += cl;
+      buf.fill(0, off, off + pad);
+      off += pad;
+    }
+  }
+  writeHeader(buf, off, RecordType.Params, requestId, 0, 0);
+  return buf;
+}
 
 /**
  * Collects one request's PARAMS stream across records; enforces limits as bytes arrive
  * (not only at the end) so an endless stream is refused early.
+ *
+ * Limits: `maxCount` pairs, and `maxBytes` of names plus values (length prefixes not
+ * counted). Both are checked as soon as a pair's lengths are known, before its bytes
+ * arrive, so a pair claiming 2 GB is refused at once and nothing large is allocated.
+ * Pairs may straddle records; a pair inside one record is decoded without a copy.
  */
-export declare class ParamsCollector {
-  constructor(limits: ParamsLimits);
+export class ParamsCollector {
+  private readonly maxBytes: number;
+  private readonly maxCount: number;
+  private readonly flat: string[] = [];
+  private bytes = 0;
+  private done = false;
+  // A pair whose lengths straddle records: its length bytes so far.
+  private readonly hdr = Buffer.alloc(8);
+  private hdrPos = 0;
+  // A pair whose lengths are known but whose bytes straddle records.
+  private nameLen = 0;
+  private valueLen = 0;
+  private pair: Buffer | undefined;
+  private pairPos = 0;
+
+  constructor(limits: ParamsLimits) {
+    this.maxBytes = limits.maxBytes;
+    this.maxCount = limits.maxCount;
+  }
+
   /** Adds a PARAMS record body; returns the decoded params when `content` is empty (end of stream). */
-  add(content: Buffer): CgiParams | undefined;
+  add(content: Buffer): CgiParams | undefined {
+    if (this.done) throw new ProtocolError(ErrorCodes.FCGI_BAD_PARAMS, 'FastCGI PARAMS record after the end of the stream');
+    const end = content.length;
+    if (end === 0) {
+      if (this.hdrPos > 0 || this.pair !== undefined) {
+        throw new ProtocolError(ErrorCodes.FCGI_BAD_PARAMS, 'FastCGI PARAMS stream ends inside a name-value pair');
+      }
+      this.done = true;
+      return new CgiParams(this.flat);
+    }
+    let pos = 0;
+    while (pos < end) {
+      if (this.hdrPos === 0 && this.pair === undefined) {
+        const next = this.wholePair(content, pos);
+        if (next >= 0) {
+          pos = next;
+          continue;
+        }
+      }
+      pos = this.partialPair(content, pos);
+    }
+    return undefined;
+  }
+
+  /** Decodes a pair that lies entirely in `c` at `pos`; returns -1 (consuming nothing) if it does not. */
+  private wholePair(c: Buffer, pos: number): number {
+    const end = c.length;
+    let p = pos;
+    let nl = c[p]!;
+    if (nl < 128) p += 1;
+    else if (p + 4 <= end) {
+      nl = c.readUInt32BE(p) & MAX_NV_LENGTH;
+      p += 4;
+    } else return -1;
+    if (p >= end) return -1;
+    let vl = c[p]!;
+    if (vl < 128) p += 1;
+    else if (p + 4 <= end) {
+      vl = c.readUInt32BE(p) & MAX_NV_LENGTH;
+      p += 4;
+    } else return -1;
+    if (end - p < nl + vl) return -1;
+    this.admit(nl, vl);
+    this.flat.push(c.toString('latin1', p, p + nl), c.toString('latin1', p + nl, p + nl + vl));
+    return p + nl + vl;
+  }
+
+  /** Byte-wise path for a pair split across records. */
+  private partialPair(c: Buffer, pos: number): number {
+    const end = c.length;
+    if (this.pair === undefined) {
+      const h = this.hdr;
+      while (pos < end) {
+        h[this.hdrPos++] = c[pos++]!;
+        const nameSize = h[0]! < 128 ? 1 : 4;
+        if (this.hdrPos <= nameSize) continue;
+        const valueSize = h[nameSize]! < 128 ? 1 : 4;
+        if (this.hdrPos < nameSize + valueSize) continue;
+        const nl = nameSize === 1 ? h[0]! : h.readUInt32BE(0) & MAX_NV_LENGTH;
+        const vl = valueSize === 1 ? h[nameSize]! : h.readUInt32BE(nameSize) & MAX_NV_LENGTH;
+        this.hdrPos = 0;
+        this.admit(nl, vl);
+        if (nl + vl === 0) {
+          this.flat.push('', '');
+          return pos;
+        }
+        this.nameLen = nl;
+        this.valueLen = vl;
+        this.pair = Buffer.allocUnsafe(nl + vl);
+        this.pairPos = 0;
+        break;
+      }
+      if (this.pair === undefined) return pos;
+    }
+    const pair = this.pair;
+    const n = Math.min(pair.length - this.pairPos, end - pos);
+    c.copy(pair, this.pairPos, pos, pos + n);
+    this.pairPos += n;
+    pos += n;
+    if (this.pairPos === pair.length) {
+      this.flat.push(pair.toString('latin1', 0, this.nameLen), pair.toString('latin1', this.nameLen, this.nameLen + this.valueLen));
+      this.pair = undefined;
+    }
+    return pos;
+  }
+
+  /** Counts a pair against the limits once its lengths are known. */
+  private admit(nameLen: number, valueLen: number): void {
+    if ((this.flat.length >> 1) + 1 > this.maxCount) {
+      throw new ProtocolError(ErrorCodes.PARAMS_TOO_MANY, `more than ${this.maxCount} request variables`);
+    }
+    const bytes = this.bytes + nameLen + valueLen;
+    if (bytes > this.maxBytes) {
+      throw new ProtocolError(ErrorCodes.PARAMS_TOO_LARGE, `request variables exceed ${this.maxBytes} bytes`);
+    }
+    this.bytes = bytes;
+  }
 }

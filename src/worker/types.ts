@@ -6,6 +6,11 @@
  * `draining` = retired (reason set) but still finishing its request.
  */
 
+import type { SocketAddress } from '../protocol/address.js';
+import type { ErrorCode } from '../errors.js';
+import type { Logger } from '../log/log.js';
+import type { ExitVerdict } from './exit-policy.js';
+
 export type WorkerState = 'spawning' | 'idle' | 'busy' | 'draining' | 'stopping' | 'exited';
 
 /** Why the manager retired a worker; undefined while it is wanted. */
@@ -44,3 +49,59 @@ export interface WorkerSpec {
   spawnTimeout: number;
   killTimeout: number;
 }
+
+// ---------------------------------------------------------------------------------
+// Additions by the worker owner (backwards compatible): what a pool drives, so pool
+// unit tests can inject fake workers through a WorkerFactory.
+
+/** Why a worker never became ready. Emitted at most once, always before `exit`. */
+export interface WorkerSpawnFailure extends Error {
+  readonly code: ErrorCode; // ErrorCodes.SPAWN_FAILED
+  /** 'ENOENT', 'EACCES', ... when the OS refused; 'EXITED' when it exited before ready; 'TIMEOUT'; 'SETUP' (runtime dir, socket). */
+  readonly errno: string;
+}
+
+/**
+ * Events, in the order they can happen:
+ *   ready        once, spawning → idle (its socket accepts; the pool may assign)
+ *   spawnFailed  at most once, instead of ready (command missing, exited early, timed out)
+ *   exit         exactly once, last; also after spawnFailed (then code/signal may be null).
+ *                `verdict` = classifyExit(exit, wasBusy): crash? restart? The worker has
+ *                already logged it at verdict.level; the pool should not log it again.
+ */
+export interface WorkerEventMap {
+  ready: [];
+  spawnFailed: [failure: WorkerSpawnFailure];
+  exit: [exit: WorkerExit, verdict: ExitVerdict];
+}
+
+/** What a pool sees of one worker. src/worker/worker.ts implements it. */
+export interface ManagedWorker {
+  readonly id: number;
+  /** OS pid; undefined only when the process could not be started at all. */
+  readonly pid: number | undefined;
+  /** Where the upstream connects. */
+  readonly address: SocketAddress;
+  readonly state: WorkerState;
+  readonly retireReason: RetireReason | undefined;
+  /** Requests assigned so far. */
+  readonly requests: number;
+  readonly startedAt: number; // epoch ms
+  readonly lastUsedAt: number; // epoch ms (start, assign, release)
+  /** URI of the running request and when it was assigned (busy/draining only). */
+  readonly current: { uri: string; startedAt: number } | undefined;
+  /** idle → busy. Throws (in development) unless idle. */
+  assign(uri?: string): void;
+  /** busy → idle, or draining → stopping (it is then stopped). No-op once stopping/exited. */
+  release(): void;
+  /** Graceful: idle/spawning → stopping now; busy → draining (stopped at release). */
+  retire(reason: RetireReason): void;
+  /** Stop now even if busy: SIGTERM, SIGKILL after killTimeout. Idempotent; resolves with the one exit. */
+  stop(reason: RetireReason): Promise<WorkerExit>;
+  on<K extends keyof WorkerEventMap>(event: K, listener: (...args: WorkerEventMap[K]) => void): this;
+  once<K extends keyof WorkerEventMap>(event: K, listener: (...args: WorkerEventMap[K]) => void): this;
+  off<K extends keyof WorkerEventMap>(event: K, listener: (...args: WorkerEventMap[K]) => void): this;
+}
+
+/** How a pool creates workers; `Worker.spawn` is the real one. */
+export type WorkerFactory = (spec: WorkerSpec, logger: Logger, id: number) => ManagedWorker;

@@ -1,0 +1,74 @@
+/**
+ * The fcgi-pm command line. One file per command; bin/fcgi-pm calls main().
+ * Commands to come: status, reload, stop, workers, bench, tune.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import { LOG_LEVELS } from '../log/log.js';
+import { checkCommand } from './check.js';
+import { EXIT_OK, EXIT_USAGE } from './report.js';
+import { runCommand } from './run.js';
+
+export function packageVersion(): string {
+  // dist/src/cli/main.js → package.json at the package root.
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+const EXAMPLES = `
+Examples:
+  # Spawn php-cgi workers on demand behind nginx (fastcgi_pass 127.0.0.1:9000):
+  fcgi-pm run --fastcgi 127.0.0.1:9000 --command php-cgi
+
+  # Try PHP scripts straight from a browser, no web server needed:
+  fcgi-pm run --http 127.0.0.1:8080 --document-root /var/www/html --command php-cgi
+
+  # Put fcgi-pm in front of backends that are already running:
+  fcgi-pm run --fastcgi 127.0.0.1:9000 --backend fastcgi://127.0.0.1:9001 --backend fastcgi://127.0.0.1:9002
+
+  # With a config file (see examples/demo/fcgi-pm.yaml in the fcgi-pm package):
+  fcgi-pm check -c /etc/fcgi-pm/fcgi-pm.yaml
+  fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
+
+A minimal config file:
+  listen:
+    - { protocol: fastcgi, address: 127.0.0.1:9000, pool: php }
+  pools:
+    php:
+      command: [php-cgi]
+      pm: ondemand
+      max_children: 8
+
+Run "fcgi-pm help <command>" for a command's options.
+Exit status: 0 success, 1 bad configuration or the daemon failed, 2 wrong usage.
+`;
+
+export function buildProgram(): Command {
+  const program = new Command('fcgi-pm')
+    .description('FastCGI/SCGI application process manager: spawns php-cgi and other FastCGI/SCGI\nworkers on demand and proxies FastCGI, SCGI and HTTP front ends to them.')
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .addOption(new Option('--log-level <level>', 'log level, overrides the config file').choices(LOG_LEVELS))
+    .showHelpAfterError('(run "fcgi-pm --help" for usage)')
+    .addHelpText('after', EXAMPLES);
+  program.addCommand(runCommand());
+  program.addCommand(checkCommand());
+  // Commander would exit 1 on a usage mistake, the same as a bad config; throw instead
+  // so main() can use 2, like our own usage errors.
+  for (const cmd of [program, ...program.commands]) cmd.exitOverride();
+  return program;
+}
+
+export async function main(argv: readonly string[] = process.argv): Promise<void> {
+  // `fcgi-pm --help | head` closes the pipe early; that is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+  try {
+    await buildProgram().parseAsync([...argv]);
+  } catch (err) {
+    if (!(err instanceof CommanderError)) throw err;
+    // Its message is already on stderr; --help and --version end here too.
+    process.exitCode = err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+  }
+}

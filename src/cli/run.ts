@@ -1,0 +1,99 @@
+/**
+ * `fcgi-pm run`: the daemon in the foreground, from a config file (-c) or the quick
+ * form (--fastcgi/--scgi/--http plus --backend or --command).
+ */
+import { Command, Option } from 'commander';
+import { loadConfig } from '../config/load.js';
+import { configFromObject } from '../config/schema.js';
+import type { Config } from '../config/types.js';
+import { createLogger, flushLogger, type Logger } from '../log/log.js';
+import { hasQuickOptions, quickConfigObject, UsageError, type QuickOptions } from './quick.js';
+import { EXIT_FAILURE, reportError } from './report.js';
+
+interface RunOptions extends QuickOptions {
+  config?: string;
+  logLevel?: string;
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+export function runCommand(): Command {
+  return new Command('run')
+    .description('run the daemon in the foreground (stop it with SIGTERM or Ctrl-C)')
+    .option('-c, --config <file>', 'config file (YAML or JSON)')
+    .option('--fastcgi <addr>', 'quick form: listen for FastCGI (e.g. from nginx) on ADDR; repeatable', collect, [])
+    .option('--scgi <addr>', 'quick form: listen for SCGI on ADDR; repeatable', collect, [])
+    .option('--http <addr>', 'quick form: listen for plain HTTP on ADDR; repeatable', collect, [])
+    .option('--document-root <dir>', 'quick form, with --http: where scripts are looked up')
+    .option('--index <file>', 'quick form, with --http: script for URLs ending in / (default index.php)')
+    .option('--backend <url>', 'quick form: a running backend, fastcgi://ADDR or scgi://ADDR; repeatable', collect, [])
+    .option('--command <cmdline>', 'quick form: spawn workers running this program (no shell), e.g. "php-cgi"')
+    .addOption(new Option('--pm <mode>', 'quick form, with --command: process manager').choices(['static', 'dynamic', 'ondemand']))
+    .option('--max-children <n>', 'quick form, with --command: most workers at once (default 5)')
+    .option('--shutdown-timeout <duration>', 'quick form: how long a stop waits for running requests (default 30s)')
+    .option('--no-access-log', 'quick form: do not log one line per request')
+    .addHelpText(
+      'after',
+      `
+ADDR is host:port ("127.0.0.1:9000", "[::1]:9000", ":9000" for all interfaces) or
+unix:/path.sock. Logs are JSON lines on stdout.
+
+Examples:
+  fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
+  fcgi-pm run --fastcgi 127.0.0.1:9000 --command php-cgi --max-children 8
+  fcgi-pm run --http 127.0.0.1:8080 --document-root ./public --command php-cgi
+  fcgi-pm run --fastcgi 127.0.0.1:9000 --backend fastcgi://unix:/run/php/php-fpm.sock
+`,
+    )
+    .action(async (_opts: RunOptions, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<RunOptions>();
+      let config: Config;
+      try {
+        config = buildConfig(opts);
+      } catch (err) {
+        process.exitCode = reportError(err);
+        return;
+      }
+      process.exitCode = await runDaemon(config);
+    });
+}
+
+function buildConfig(opts: RunOptions): Config {
+  const quick = hasQuickOptions(opts);
+  if (opts.config !== undefined && quick) throw new UsageError('give either -c FILE or the quick-form options, not both');
+  if (opts.config === undefined && !quick) throw new UsageError('give -c FILE, or a listener (--fastcgi/--scgi/--http ADDR) and --backend or --command');
+  if (opts.config !== undefined) {
+    const cfg = loadConfig(opts.config);
+    if (opts.logLevel !== undefined) cfg.log.level = opts.logLevel;
+    return cfg;
+  }
+  return configFromObject(quickConfigObject(opts, opts.logLevel), '<command line>', { baseDir: process.cwd() });
+}
+
+/** Resolves with the exit code once the daemon stopped (after a signal) or failed to start. */
+async function runDaemon(config: Config): Promise<number> {
+  const logger: Logger = createLogger({ level: config.log.level });
+  // Loaded here so check and --help never load pools and front ends.
+  const { Daemon } = await import('../daemon/daemon.js');
+  const { attachToProcess } = await import('../daemon/process.js');
+  const daemon = new Daemon(config, { logger });
+  return new Promise<number>((resolve) => {
+    const detach = attachToProcess(daemon, logger, {
+      exit: (code) => {
+        detach();
+        void flushLogger(logger).then(() => resolve(code));
+      },
+    });
+    daemon.start().catch(async (err: unknown) => {
+      logger.fatal({ err }, 'could not start');
+      detach();
+      await flushLogger(logger);
+      reportError(err);
+      resolve(EXIT_FAILURE);
+    });
+  }).then((code) => {
+    // Whatever still holds the event loop open (a stuck socket) must not keep us alive.
+    setTimeout(() => process.exit(code), 2000).unref();
+    return code;
+  });
+}

@@ -1,0 +1,186 @@
+/**
+ * Every configuration key, as data: its type, its default (spelt as in the file) and a
+ * one-line description. schema.ts validates with these tables and README's key
+ * reference is generated from / checked against CONFIG_KEYS, so a key is described once.
+ */
+
+export type KeyType =
+  | { kind: 'int'; min: number; max?: number }
+  | { kind: 'duration'; min: number }
+  | { kind: 'size'; min: number; max: number }
+  | { kind: 'bool' }
+  | { kind: 'string' }
+  /** A filesystem path; relative ones are resolved against the config file's directory. */
+  | { kind: 'path' }
+  | { kind: 'enum'; values: readonly string[] }
+  | { kind: 'address' }
+  /** A list of addresses (a single string is taken as a list of one). */
+  | { kind: 'addresses' }
+  /** argv: a list of strings, or one string split at spaces. */
+  | { kind: 'argv' }
+  | { kind: 'string-map' }
+  | { kind: 'string-list' }
+  /** Unix file mode, octal: "0660". */
+  | { kind: 'mode' };
+
+/** Where a key is allowed: some keys only make sense for one kind of pool or listener. */
+export type KeyScope = 'spawned' | 'external' | 'http';
+
+export interface KeySpec {
+  /** snake_case, as in the file. */
+  key: string;
+  /** camelCase property in src/config/types.ts. */
+  field: string;
+  type: KeyType;
+  /** Default in file form ("10s", "64KiB"); undefined = unset unless `required`. */
+  default?: unknown;
+  /** For the key table when the default is derived rather than a constant. */
+  defaultText?: string;
+  required?: boolean;
+  scope?: KeyScope;
+  doc: string;
+}
+
+const positiveDuration = { kind: 'duration', min: 1 } as const;
+const anyDuration = { kind: 'duration', min: 0 } as const;
+
+export const LISTENER_KEYS: readonly KeySpec[] = [
+  { key: 'protocol', field: 'protocol', type: { kind: 'enum', values: ['fastcgi', 'scgi', 'http'] }, required: true, doc: 'Protocol the front-end web server speaks to this listener.' },
+  { key: 'address', field: 'address', type: { kind: 'address' }, required: true, doc: 'Where to listen: "127.0.0.1:9000", "[::1]:9000", ":9000" (all interfaces) or "unix:/path.sock".' },
+  { key: 'pool', field: 'pool', type: { kind: 'string' }, defaultText: '(the only pool)', doc: 'Pool that serves this listener; may be left out when there is exactly one pool.' },
+  { key: 'mode', field: 'mode', type: { kind: 'mode' }, defaultText: '(umask)', doc: 'Unix sockets only: file mode of the socket, octal and quoted, e.g. "0660".' },
+  { key: 'document_root', field: 'documentRoot', type: { kind: 'path' }, scope: 'http', doc: 'HTTP only: directory in which SCRIPT_FILENAME is resolved.' },
+  { key: 'index', field: 'index', type: { kind: 'string' }, default: 'index.php', scope: 'http', doc: 'HTTP only: script served for URLs ending in "/".' },
+  { key: 'idle_timeout', field: 'idleTimeout', type: positiveDuration, default: '60s', doc: 'Close a front-end connection that sends nothing for this long.' },
+  { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS).' },
+  { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },
+];
+
+export const POOL_KEYS: readonly KeySpec[] = [
+  { key: 'backend', field: 'backend', type: { kind: 'enum', values: ['fastcgi', 'scgi'] }, default: 'fastcgi', doc: 'Protocol the backends or spawned workers speak.' },
+  { key: 'backends', field: 'backends', type: { kind: 'addresses' }, scope: 'external', doc: 'External backend addresses, tried in turn; a pool has either `backends` or `command`.' },
+  { key: 'max_conns_per_backend', field: 'maxConnsPerBackend', type: { kind: 'int', min: 1, max: 100_000 }, default: 16, scope: 'external', doc: 'Most simultaneous requests sent to one external backend.' },
+  { key: 'backend_down_time', field: 'backendDownTime', type: anyDuration, default: '5s', scope: 'external', doc: 'How long a backend that refused a connection is skipped.' },
+  { key: 'connect_timeout', field: 'connectTimeout', type: positiveDuration, default: '5s', doc: 'Give up connecting to a backend or worker after this long (502).' },
+  { key: 'read_timeout', field: 'readTimeout', type: positiveDuration, default: '60s', doc: 'No byte from the backend for this long while a request runs: 504.' },
+  { key: 'keep_alive', field: 'keepAlive', type: { kind: 'bool' }, default: true, doc: 'FastCGI: keep backend connections open between requests (FCGI_KEEP_CONN).' },
+  { key: 'command', field: 'command', type: { kind: 'argv' }, scope: 'spawned', doc: 'Spawn workers running this program: a list of arguments, no shell (e.g. [php-cgi]).' },
+  { key: 'socket', field: 'socket', type: { kind: 'enum', values: ['fd0', 'argv'] }, default: 'fd0', scope: 'spawned', doc: 'How a worker gets its socket: fd0 (FastCGI standard, as stdin) or argv (the program binds "{socket}" or "{port}" given in its arguments).' },
+  { key: 'env', field: 'env', type: { kind: 'string-map' }, default: {}, scope: 'spawned', doc: 'Environment variables set for workers (php-cgi gets PHP_FCGI_CHILDREN=0, PHP_FCGI_MAX_REQUESTS=0 unless set).' },
+  { key: 'inherit_env', field: 'inheritEnv', type: { kind: 'string-list' }, default: ['PATH', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'], scope: 'spawned', doc: "Names of fcgi-pm's own environment variables passed on to workers; all others are cleared." },
+  { key: 'cwd', field: 'cwd', type: { kind: 'path' }, scope: 'spawned', defaultText: "(fcgi-pm's)", doc: 'Working directory of workers.' },
+  { key: 'user', field: 'user', type: { kind: 'string' }, scope: 'spawned', doc: 'Run workers as this user (name or uid; fcgi-pm must run as root).' },
+  { key: 'group', field: 'group', type: { kind: 'string' }, scope: 'spawned', defaultText: "(the user's group)", doc: 'Run workers with this group (name or gid).' },
+  { key: 'pm', field: 'pm', type: { kind: 'enum', values: ['static', 'dynamic', 'ondemand'] }, default: 'ondemand', scope: 'spawned', doc: 'Process manager: static (always max_children), dynamic (keep min..max spare idle), ondemand (spawn per need).' },
+  { key: 'max_children', field: 'maxChildren', type: { kind: 'int', min: 1, max: 100_000 }, default: 5, scope: 'spawned', doc: 'Most workers alive at once; more requests wait in the queue.' },
+  { key: 'start_children', field: 'startChildren', type: { kind: 'int', min: 0, max: 100_000 }, defaultText: '(static: max_children, dynamic: min_spare, ondemand: 0)', scope: 'spawned', doc: 'Workers spawned at start.' },
+  { key: 'min_spare', field: 'minSpare', type: { kind: 'int', min: 0, max: 100_000 }, default: 1, scope: 'spawned', doc: 'pm dynamic: spawn workers when fewer than this are idle.' },
+  { key: 'max_spare', field: 'maxSpare', type: { kind: 'int', min: 1, max: 100_000 }, default: 3, defaultText: '3 (at most max_children)', scope: 'spawned', doc: 'pm dynamic: stop idle workers beyond this many.' },
+  { key: 'max_spawn_rate', field: 'maxSpawnRate', type: { kind: 'int', min: 1, max: 100_000 }, default: 32, scope: 'spawned', doc: 'Most workers spawned at once when scaling up.' },
+  { key: 'spawn_timeout', field: 'spawnTimeout', type: positiveDuration, default: '10s', scope: 'spawned', doc: 'A worker not ready to accept after this long is killed and counted as a crash.' },
+  { key: 'idle_timeout', field: 'idleTimeout', type: positiveDuration, default: '10s', scope: 'spawned', doc: 'pm ondemand/dynamic: stop a worker idle for this long.' },
+  { key: 'max_requests', field: 'maxRequests', type: { kind: 'int', min: 0 }, default: 0, scope: 'spawned', doc: 'Recycle a worker after this many requests (0 = never).' },
+  { key: 'max_requests_jitter', field: 'maxRequestsJitter', type: { kind: 'int', min: 0 }, default: 0, scope: 'spawned', doc: 'Random 0..N added to max_requests per worker so they do not all recycle at once.' },
+  { key: 'max_lifetime', field: 'maxLifetime', type: anyDuration, default: '0s', scope: 'spawned', doc: 'Recycle a worker after it lived this long, once idle (0 = never).' },
+  { key: 'request_timeout', field: 'requestTimeout', type: anyDuration, default: '0s', scope: 'spawned', doc: 'Kill a worker whose request runs longer than this; the client gets 504 (0 = never).' },
+  { key: 'slow_request', field: 'slowRequest', type: anyDuration, default: '0s', scope: 'spawned', doc: 'Log a warning for requests running longer than this (0 = off).' },
+  { key: 'kill_timeout', field: 'killTimeout', type: anyDuration, default: '5s', scope: 'spawned', doc: 'After SIGTERM, wait this long before SIGKILL.' },
+  { key: 'crash_limit', field: 'crashLimit', type: { kind: 'int', min: 0 }, default: 5, scope: 'spawned', doc: 'This many crashes within crash_window stop spawning for a while; requests get 503 (0 = off).' },
+  { key: 'crash_window', field: 'crashWindow', type: positiveDuration, default: '60s', scope: 'spawned', doc: 'Time window over which crash_limit counts.' },
+  { key: 'queue_limit', field: 'queueLimit', type: { kind: 'int', min: 0 }, default: 1024, doc: 'Requests waiting for a free backend or worker; beyond this: 503 (0 = no queue).' },
+  { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '30s', doc: 'A request waiting in the queue this long gets 503.' },
+];
+
+export const LIMITS_KEYS: readonly KeySpec[] = [
+  { key: 'max_params_bytes', field: 'maxParamsBytes', type: { kind: 'size', min: 1024, max: 16 * 1024 * 1024 }, default: '64KiB', doc: 'Most bytes of request variables (FastCGI PARAMS, SCGI header, HTTP head) a request may send.' },
+  { key: 'max_params_count', field: 'maxParamsCount', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1000, doc: 'Most request variables a request may send.' },
+];
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const LOG_KEYS: readonly KeySpec[] = [
+  { key: 'level', field: 'level', type: { kind: 'enum', values: LOG_LEVELS }, default: 'info', doc: 'Least important log level written (--log-level overrides it).' },
+  { key: 'access', field: 'access', type: { kind: 'bool' }, default: true, doc: 'Write one access-log line per finished request.' },
+];
+
+/** Top-level scalar keys; the sections (listen, pools, limits, log) are handled by schema.ts. */
+export const TOP_KEYS: readonly KeySpec[] = [
+  { key: 'shutdown_timeout', field: 'shutdownTimeout', type: anyDuration, default: '30s', doc: 'On SIGTERM/SIGINT, how long running requests may finish before they are cut.' },
+  { key: 'runtime_dir', field: 'runtimeDir', type: { kind: 'path' }, defaultText: '(a fresh directory under the OS tmpdir)', doc: 'Directory under which fcgi-pm makes its private 0700 directory for worker sockets (removed on exit).' },
+];
+
+export const SECTION_KEYS = ['listen', 'pools', 'limits', 'log'] as const;
+
+/** One row of the key reference. */
+export interface KeyDoc {
+  /** e.g. "listen[].address", "pools.<name>.max_children", "limits.max_params_bytes". */
+  path: string;
+  /** Human-readable type, e.g. "duration", "whole number ≥ 1", "fastcgi | scgi". */
+  type: string;
+  /** As written in the file, or a note in parentheses; "" when required or unset. */
+  default: string;
+  required: boolean;
+  description: string;
+}
+
+export function describeType(t: KeyType): string {
+  switch (t.kind) {
+    case 'int':
+      return t.max === undefined ? `whole number ≥ ${t.min}` : `whole number ${t.min}..${t.max}`;
+    case 'duration':
+      return 'duration';
+    case 'size':
+      return 'size';
+    case 'bool':
+      return 'true | false';
+    case 'string':
+      return 'string';
+    case 'path':
+      return 'path';
+    case 'enum':
+      return t.values.join(' | ');
+    case 'address':
+      return 'address';
+    case 'addresses':
+      return 'list of addresses';
+    case 'argv':
+      return 'list of strings';
+    case 'string-map':
+      return 'mapping of strings';
+    case 'string-list':
+      return 'list of strings';
+    case 'mode':
+      return 'octal mode';
+  }
+}
+
+function defaultText(k: KeySpec): string {
+  if (k.defaultText !== undefined) return k.defaultText;
+  if (k.default === undefined) return '';
+  if (Array.isArray(k.default)) return `[${k.default.join(', ')}]`;
+  if (typeof k.default === 'object') return '{}';
+  return String(k.default);
+}
+
+function rows(prefix: string, keys: readonly KeySpec[]): KeyDoc[] {
+  return keys.map((k) => ({
+    path: prefix + k.key,
+    type: describeType(k.type),
+    default: defaultText(k),
+    required: k.required === true,
+    description: k.doc,
+  }));
+}
+
+/** The whole key reference, in the order README lists it. */
+export const CONFIG_KEYS: readonly KeyDoc[] = [
+  { path: 'listen', type: 'list of listeners', default: '', required: true, description: 'Where front-end web servers connect; at least one.' },
+  ...rows('listen[].', LISTENER_KEYS),
+  { path: 'pools', type: 'mapping of name to pool', default: '', required: true, description: 'Named groups of backends or spawned workers; names may use letters, digits, "_", "-", ".".' },
+  ...rows('pools.<name>.', POOL_KEYS),
+  { path: 'limits', type: 'mapping', default: '', required: false, description: 'Limits on what a client may send.' },
+  ...rows('limits.', LIMITS_KEYS),
+  { path: 'log', type: 'mapping', default: '', required: false, description: 'Logging (JSON lines on stdout).' },
+  ...rows('log.', LOG_KEYS),
+  ...rows('', TOP_KEYS),
+];

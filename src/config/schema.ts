@@ -1,0 +1,489 @@
+/**
+ * Turns a parsed config object (snake_case, as in the file) into a validated Config,
+ * driven by the key tables in keys.ts. Every problem is collected (not just the first)
+ * and reported as "file:line: key.path: message"; the line comes from a Locator that
+ * load.ts builds from the YAML node ranges (objects built in code have no lines).
+ *
+ * Pure: no file I/O (relative paths are resolved as text against baseDir).
+ */
+import * as nodePath from 'node:path';
+import { ConfigError } from '../errors.js';
+import { parseAddress, type SocketAddress } from '../protocol/address.js';
+import type { Config, ListenerConfig, PoolConfig } from './types.js';
+import { LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, SECTION_KEYS, TOP_KEYS, type KeySpec, type KeyType } from './keys.js';
+import { closest, didYouMean } from './suggest.js';
+import { formatDuration, formatSize, parseDuration, parseSize, show } from './units.js';
+
+export type KeyPath = ReadonlyArray<string | number>;
+
+export interface Locator {
+  /** 1-based line where the key (or list item) at this path is written, if it is. */
+  line(path: KeyPath): number | undefined;
+  /** A scalar's text as written (e.g. "0660" where YAML made the number 660). */
+  raw(path: KeyPath): string | undefined;
+}
+
+export interface FromObjectOptions {
+  /** Name used in messages (default: `source`). */
+  label?: string;
+  locate?: Locator;
+  /** Relative paths are resolved against this (default: the directory of `source` when absolute, else the cwd). */
+  baseDir?: string;
+}
+
+/** Pool names end up in logs, status output and socket file names. */
+const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/** Environment defaults for php-cgi: fcgi-pm runs one process per worker and recycles it itself. */
+const PHP_CGI_ENV: Record<string, string> = { PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' };
+
+export function formatKeyPath(path: KeyPath): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out === '' ? p : `.${p}`;
+  return out;
+}
+
+class Problems {
+  private readonly list: Array<{ line: number; order: number; text: string }> = [];
+
+  constructor(
+    private readonly label: string,
+    private readonly locate: Locator | undefined,
+  ) {}
+
+  get count(): number {
+    return this.list.length;
+  }
+
+  add(path: KeyPath, message: string): void {
+    const line = this.lineOf(path);
+    const where = line === undefined ? this.label : `${this.label}:${line}`;
+    const key = formatKeyPath(path);
+    this.list.push({ line: line ?? Infinity, order: this.list.length, text: key === '' ? `${where}: ${message}` : `${where}: ${key}: ${message}` });
+  }
+
+  raw(path: KeyPath): string | undefined {
+    return this.locate?.raw(path);
+  }
+
+  /** In file order, so they read top to bottom. */
+  texts(): string[] {
+    return [...this.list].sort((a, b) => a.line - b.line || a.order - b.order).map((p) => p.text);
+  }
+
+  private lineOf(path: KeyPath): number | undefined {
+    if (!this.locate) return undefined;
+    for (let n = path.length; n >= 0; n--) {
+      const l = this.locate.line(path.slice(0, n));
+      if (l !== undefined) return l;
+    }
+    return undefined;
+  }
+}
+
+interface Ctx {
+  problems: Problems;
+  baseDir: string;
+}
+
+const INVALID: unique symbol = Symbol('invalid');
+type Converted = unknown | typeof INVALID;
+
+function isMapping(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function scalarText(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  if (typeof v === 'boolean') return String(v);
+  return undefined;
+}
+
+function convert(type: KeyType, v: unknown, path: KeyPath, ctx: Ctx): Converted {
+  const bad = (msg: string): typeof INVALID => {
+    ctx.problems.add(path, msg);
+    return INVALID;
+  };
+  switch (type.kind) {
+    case 'int': {
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < type.min) return bad(`must be a whole number ≥ ${type.min}, got ${show(v)}`);
+      if (type.max !== undefined && v > type.max) return bad(`must be at most ${type.max}, got ${v}`);
+      return v;
+    }
+    case 'duration': {
+      const ms = parseDuration(v);
+      if (typeof ms === 'string') return bad(ms);
+      if (ms < type.min) return bad(type.min === 1 ? `must be longer than 0, got ${show(v)}` : `must be at least ${formatDuration(type.min)}, got ${show(v)}`);
+      return ms;
+    }
+    case 'size': {
+      const n = parseSize(v);
+      if (typeof n === 'string') return bad(n);
+      if (n < type.min || n > type.max) return bad(`must be from ${formatSize(type.min)} to ${formatSize(type.max)}, got ${show(v)}`);
+      return n;
+    }
+    case 'bool':
+      return typeof v === 'boolean' ? v : bad(`must be true or false, got ${show(v)}`);
+    case 'string': {
+      const s = scalarText(v);
+      if (s === undefined || typeof v === 'boolean') return bad(`must be a string, got ${show(v)}`);
+      return s === '' ? bad('must not be empty') : s;
+    }
+    case 'path': {
+      if (typeof v !== 'string') return bad(`must be a path (a string), got ${show(v)}`);
+      if (v === '' || v.includes('\0')) return bad(`must be a path, got ${show(v)}`);
+      return nodePath.resolve(ctx.baseDir, v);
+    }
+    case 'enum': {
+      const s = typeof v === 'string' ? v.toLowerCase() : undefined;
+      if (s !== undefined && type.values.includes(s)) return s;
+      return bad(`must be one of ${type.values.join(', ')}, got ${show(v)}${s === undefined ? '' : didYouMean(s, type.values)}`);
+    }
+    case 'address': {
+      if (typeof v !== 'string') return bad(`must be an address such as "127.0.0.1:9000" or "unix:/run/app.sock", got ${show(v)}`);
+      const a = parseAddress(v);
+      return typeof a === 'string' ? bad(a) : a;
+    }
+    case 'addresses': {
+      const list = typeof v === 'string' ? [v] : v;
+      if (!Array.isArray(list)) return bad(`must be a list of addresses, got ${show(v)}`);
+      if (list.length === 0) return bad('must list at least one address');
+      const out: SocketAddress[] = [];
+      const seen = new Map<string, number>();
+      let ok = true;
+      list.forEach((item, i) => {
+        const itemPath = typeof v === 'string' ? path : [...path, i];
+        const a = convert({ kind: 'address' }, item, itemPath, ctx);
+        if (a === INVALID) {
+          ok = false;
+          return;
+        }
+        const addr = a as SocketAddress;
+        const prev = seen.get(addr.text);
+        if (prev !== undefined) {
+          ctx.problems.add(itemPath, `${addr.text} is listed twice (also at [${prev}])`);
+          ok = false;
+        }
+        seen.set(addr.text, i);
+        out.push(addr);
+      });
+      return ok ? out : INVALID;
+    }
+    case 'argv': {
+      let argv: string[];
+      if (typeof v === 'string') {
+        // A string is split at spaces; quoting rules are a shell's business, not ours.
+        if (/["'\\]/.test(v)) return bad(`contains quotes or backslashes; write it as a list, e.g. [php-cgi, -d, "memory_limit=256M"]`);
+        argv = v.trim().split(/\s+/).filter((s) => s !== '');
+      } else if (Array.isArray(v)) {
+        argv = [];
+        for (let i = 0; i < v.length; i++) {
+          const s = scalarText(v[i]);
+          if (s === undefined) return bad(`[${i}] must be a string, got ${show(v[i])}`);
+          argv.push(s);
+        }
+      } else {
+        return bad(`must be a list of program and arguments, e.g. [php-cgi], got ${show(v)}`);
+      }
+      if (argv.length === 0 || argv[0] === '') return bad('must name a program');
+      // "./app.fcgi" is relative to the config file; "php-cgi" is looked up in PATH.
+      if (argv[0]!.includes('/') && !nodePath.isAbsolute(argv[0]!)) argv[0] = nodePath.resolve(ctx.baseDir, argv[0]!);
+      return argv;
+    }
+    case 'string-map': {
+      if (!isMapping(v)) return bad(`must be a mapping of names to values, got ${show(v)}`);
+      const out: Record<string, string> = {};
+      let ok = true;
+      for (const [k, val] of Object.entries(v)) {
+        if (k === '' || k.includes('=') || k.includes('\0')) {
+          ctx.problems.add([...path, k], 'names must not be empty or contain "="');
+          ok = false;
+          continue;
+        }
+        const s = val === null ? '' : scalarText(val);
+        if (s === undefined) {
+          ctx.problems.add([...path, k], `must be a string, got ${show(val)}`);
+          ok = false;
+          continue;
+        }
+        out[k] = s;
+      }
+      return ok ? out : INVALID;
+    }
+    case 'string-list': {
+      const list = typeof v === 'string' ? [v] : v;
+      if (!Array.isArray(list)) return bad(`must be a list of strings, got ${show(v)}`);
+      const out: string[] = [];
+      for (let i = 0; i < list.length; i++) {
+        const s = list[i];
+        if (typeof s !== 'string' || s === '') return bad(`[${i}] must be a non-empty string, got ${show(s)}`);
+        out.push(s);
+      }
+      return out;
+    }
+    case 'mode': {
+      // YAML reads `mode: 0660` as the decimal number 660; the raw text tells what was meant.
+      let text: string | undefined;
+      if (typeof v === 'string') text = v.trim();
+      else if (typeof v === 'number') {
+        const raw = ctx.problems.raw(path);
+        if (raw !== undefined && /^0(o?)[0-7]+$/i.test(raw)) text = raw;
+      }
+      const m = text === undefined ? null : /^(?:0o)?([0-7]{3,4})$/i.exec(text);
+      if (!m) return bad(`must be an octal file mode in quotes, e.g. "0660", got ${show(v)}`);
+      const mode = parseInt(m[1]!, 8);
+      return mode > 0o7777 ? bad(`must be at most "07777", got ${show(v)}`) : mode;
+    }
+  }
+}
+
+/** Where else a key is valid, for "it belongs in ..." hints. */
+const KEY_HOMES: Array<[string, readonly KeySpec[]]> = [
+  ['listen[]', LISTENER_KEYS],
+  ['pools.<name>', POOL_KEYS],
+  ['limits', LIMITS_KEYS],
+  ['log', LOG_KEYS],
+  ['the top level', TOP_KEYS],
+];
+
+function unknownKeyMessage(key: string, here: readonly KeySpec[], extra: readonly string[] = []): string {
+  const names = [...here.map((k) => k.key), ...extra];
+  const near = closest(key, names);
+  if (near !== undefined) return `unknown key (did you mean "${near}"?)`;
+  for (const [home, specs] of KEY_HOMES) {
+    if (specs !== here && specs.some((k) => k.key === key)) return `unknown key here (it belongs in ${home})`;
+  }
+  return `unknown key; valid keys are: ${names.join(', ')}`;
+}
+
+interface Section {
+  values: Record<string, unknown>;
+  /** Keys the file set (as opposed to defaults). */
+  present: Set<string>;
+  ok: boolean;
+}
+
+const defaultsCache = new Map<KeySpec, unknown>();
+
+function defaultOf(spec: KeySpec): unknown {
+  if (spec.default === undefined) return undefined;
+  let v = defaultsCache.get(spec);
+  if (v === undefined) {
+    const problems = new Problems('<defaults>', undefined);
+    v = convert(spec.type, spec.default, [spec.key], { problems, baseDir: '/' });
+    if (problems.count > 0) throw new Error(`bad default for ${spec.key}: ${problems.texts().join('; ')}`);
+    defaultsCache.set(spec, v);
+  }
+  // Lists and maps are handed out as copies so one pool's edits cannot leak into another.
+  if (Array.isArray(v)) return [...v];
+  if (isMapping(v)) return { ...v };
+  return v;
+}
+
+function readSection(obj: unknown, specs: readonly KeySpec[], path: KeyPath, ctx: Ctx, what: string): Section {
+  const section: Section = { values: {}, present: new Set(), ok: true };
+  const before = ctx.problems.count;
+  let given: Record<string, unknown> = {};
+  if (isMapping(obj)) given = obj;
+  else if (obj !== undefined && obj !== null) ctx.problems.add(path, `must be a mapping (${what}), got ${show(obj)}`);
+  for (const key of Object.keys(given)) {
+    if (!specs.some((s) => s.key === key)) ctx.problems.add([...path, key], unknownKeyMessage(key, specs));
+  }
+  for (const spec of specs) {
+    const raw = given[spec.key];
+    if (raw === undefined || raw === null) {
+      if (spec.required) ctx.problems.add(path, `"${spec.key}" is required (${spec.doc})`);
+      section.values[spec.field] = defaultOf(spec);
+      continue;
+    }
+    section.present.add(spec.key);
+    const v = convert(spec.type, raw, [...path, spec.key], ctx);
+    section.values[spec.field] = v === INVALID ? undefined : v;
+  }
+  section.ok = ctx.problems.count === before;
+  return section;
+}
+
+function checkScope(section: Section, specs: readonly KeySpec[], path: KeyPath, allowed: ReadonlySet<string>, message: (scope: string) => string, ctx: Ctx): void {
+  for (const spec of specs) {
+    if (spec.scope !== undefined && section.present.has(spec.key) && !allowed.has(spec.scope)) {
+      ctx.problems.add([...path, spec.key], message(spec.scope));
+    }
+  }
+}
+
+function buildPool(name: string, obj: unknown, ctx: Ctx): PoolConfig {
+  const path = ['pools', name];
+  const s = readSection(obj, POOL_KEYS, path, ctx, 'pool settings');
+  const v = s.values;
+  const spawned = s.present.has('command');
+  const external = s.present.has('backends');
+  if (!spawned && !external && isMapping(obj)) {
+    ctx.problems.add(path, 'needs either "backends" (addresses of running backends) or "command" (a program fcgi-pm spawns)');
+  } else if (spawned && external) {
+    ctx.problems.add(path, 'has both "backends" and "command"; a pool either proxies to running backends or spawns workers, so make two pools');
+  } else {
+    checkScope(s, POOL_KEYS, path, new Set([spawned ? 'spawned' : 'external']), (scope) => scope === 'spawned' ? 'only applies to pools with "command" (this pool has "backends")' : 'only applies to pools with "backends" (this pool has "command")', ctx);
+  }
+
+  const pool = { name, ...v } as unknown as PoolConfig;
+  pool.backends ??= [];
+
+  if (pool.pm === 'dynamic') {
+    // Defaults give way to a small max_children; values the file set are checked.
+    if (!s.present.has('max_spare')) pool.maxSpare = Math.max(1, Math.min(pool.maxSpare, pool.maxChildren));
+    if (!s.present.has('min_spare')) pool.minSpare = Math.min(pool.minSpare, pool.maxSpare);
+    if (pool.minSpare > pool.maxSpare) ctx.problems.add([...path, 'min_spare'], `must be ≤ max_spare (${pool.maxSpare}), got ${pool.minSpare}`);
+    if (pool.maxSpare > pool.maxChildren) ctx.problems.add([...path, 'max_spare'], `must be ≤ max_children (${pool.maxChildren}), got ${pool.maxSpare}`);
+  }
+  if (pool.startChildren === undefined) {
+    pool.startChildren = pool.pm === 'static' ? pool.maxChildren : pool.pm === 'dynamic' ? pool.minSpare : 0;
+  } else if (pool.pm === 'dynamic' && (pool.startChildren < pool.minSpare || pool.startChildren > pool.maxSpare)) {
+    ctx.problems.add([...path, 'start_children'], `must be from min_spare (${pool.minSpare}) to max_spare (${pool.maxSpare}) with pm dynamic, got ${pool.startChildren}`);
+  } else if (pool.startChildren > pool.maxChildren) {
+    ctx.problems.add([...path, 'start_children'], `must be ≤ max_children (${pool.maxChildren}), got ${pool.startChildren}`);
+  }
+  if (pool.maxRequests > 0 && pool.maxRequestsJitter >= pool.maxRequests) {
+    ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);
+  }
+
+  if (pool.command !== undefined) {
+    if (pool.socket === 'argv' && !pool.command.slice(1).some((a) => a.includes('{socket}') || a.includes('{port}'))) {
+      ctx.problems.add([...path, 'command'], 'needs "{socket}" (a Unix socket path) or "{port}" (a loopback port) in its arguments when socket is argv, e.g. [php-cgi, -b, "{socket}"]');
+    }
+    if (pool.env !== undefined && nodePath.basename(pool.command[0]!).startsWith('php-cgi')) {
+      for (const [k, val] of Object.entries(PHP_CGI_ENV)) if (!(k in pool.env)) pool.env[k] = val;
+    }
+  } else {
+    pool.socket = 'fd0';
+  }
+  return pool;
+}
+
+function buildListener(obj: unknown, i: number, poolNames: readonly string[], ctx: Ctx): ListenerConfig | undefined {
+  const path = ['listen', i];
+  if (!isMapping(obj)) {
+    ctx.problems.add(path, `must be a mapping such as { protocol: fastcgi, address: "127.0.0.1:9000", pool: php }, got ${show(obj)}`);
+    return undefined;
+  }
+  const s = readSection(obj, LISTENER_KEYS, path, ctx, 'listener settings');
+  const l = s.values as unknown as ListenerConfig;
+  if (l.protocol !== undefined) {
+    checkScope(s, LISTENER_KEYS, path, new Set(l.protocol === 'http' ? ['http'] : []), () => 'only applies to http listeners', ctx);
+  }
+  if (l.mode !== undefined && l.address !== undefined && l.address.kind !== 'unix') {
+    ctx.problems.add([...path, 'mode'], 'only applies to unix: socket addresses');
+  }
+  if (l.pool === undefined) {
+    if (poolNames.length === 1) l.pool = poolNames[0]!;
+    else if (poolNames.length > 1) ctx.problems.add(path, `"pool" is required when there are several pools (${poolNames.join(', ')})`);
+  } else if (poolNames.length > 0 && !poolNames.includes(l.pool)) {
+    ctx.problems.add([...path, 'pool'], `no pool named "${l.pool}"${didYouMean(l.pool, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
+  }
+  return l;
+}
+
+function isWildcard(host: string): boolean {
+  return host === '0.0.0.0' || host === '::';
+}
+
+/** True when binding both would fail (or, for a backend, when it is our own listener). */
+function sameSocket(a: SocketAddress, b: SocketAddress): boolean {
+  if (a.kind === 'unix' || b.kind === 'unix') return a.kind === 'unix' && b.kind === 'unix' && a.path === b.path;
+  if (a.port !== b.port || a.port === 0) return false;
+  if (a.host === b.host || a.host === '::' || b.host === '::') return true;
+  // 0.0.0.0 takes the port on every IPv4 address.
+  return (isWildcard(a.host) && !b.host.includes(':')) || (isWildcard(b.host) && !a.host.includes(':'));
+}
+
+function checkAddresses(listeners: Array<ListenerConfig | undefined>, pools: Map<string, PoolConfig>, ctx: Ctx): void {
+  listeners.forEach((l, i) => {
+    if (!l?.address) return;
+    for (let j = 0; j < i; j++) {
+      const o = listeners[j];
+      if (o?.address && sameSocket(l.address, o.address)) {
+        const other = o.address.text === l.address.text ? '' : ` (${o.address.text})`;
+        ctx.problems.add(['listen', i, 'address'], `${l.address.text} is already used by listen[${j}]${other}`);
+        break;
+      }
+    }
+  });
+  for (const pool of pools.values()) {
+    pool.backends.forEach((b, k) => {
+      const i = listeners.findIndex((l) => l?.address !== undefined && sameSocket(l.address, b));
+      if (i >= 0) ctx.problems.add(['pools', pool.name, 'backends', k], `${b.text} is fcgi-pm's own listener (listen[${i}]); requests would loop`);
+    });
+  }
+}
+
+/**
+ * Validates a config object in file form (snake_case keys) and returns the Config.
+ * Throws ConfigError listing every problem.
+ */
+export function configFromObject(obj: unknown, source: string, opts: FromObjectOptions = {}): Config {
+  const problems = new Problems(opts.label ?? source, opts.locate);
+  const ctx: Ctx = { problems, baseDir: opts.baseDir ?? (nodePath.isAbsolute(source) ? nodePath.dirname(source) : process.cwd()) };
+  if (!isMapping(obj)) {
+    problems.add([], `the configuration must be a mapping with "listen" and "pools", got ${show(obj)}`);
+    throw new ConfigError(problems.texts());
+  }
+
+  const topNames = [...SECTION_KEYS, ...TOP_KEYS.map((k) => k.key)];
+  for (const key of Object.keys(obj)) {
+    // "x-" keys are free for YAML anchors (x-php: &php {...}) shared through "<<: *php".
+    if (!topNames.includes(key) && !key.startsWith('x-')) problems.add([key], unknownKeyMessage(key, TOP_KEYS, SECTION_KEYS));
+  }
+
+  const pools = new Map<string, PoolConfig>();
+  const poolsObj = obj.pools;
+  if (poolsObj === undefined || poolsObj === null) problems.add([], '"pools" is required: at least one pool of backends or workers');
+  else if (!isMapping(poolsObj)) problems.add(['pools'], `must be a mapping of pool names to settings, got ${show(poolsObj)}`);
+  else if (Object.keys(poolsObj).length === 0) problems.add(['pools'], 'must define at least one pool');
+  else {
+    for (const [name, p] of Object.entries(poolsObj)) {
+      if (!POOL_NAME.test(name)) problems.add(['pools', name], 'pool names may use letters, digits, "_", "-" and "." (and start with a letter or digit)');
+      if (!isMapping(p)) {
+        problems.add(['pools', name], `must be a mapping with "backends" or "command", got ${show(p)}`);
+        continue;
+      }
+      pools.set(name, buildPool(name, p, ctx));
+    }
+  }
+  const poolNames = isMapping(poolsObj) ? Object.keys(poolsObj) : [];
+
+  const listeners: Array<ListenerConfig | undefined> = [];
+  const listenObj = obj.listen;
+  if (listenObj === undefined || listenObj === null) problems.add([], '"listen" is required: at least one listener');
+  else if (!Array.isArray(listenObj)) problems.add(['listen'], `must be a list of listeners, got ${show(listenObj)}`);
+  else if (listenObj.length === 0) problems.add(['listen'], 'must list at least one listener');
+  else listenObj.forEach((l, i) => listeners.push(buildListener(l, i, poolNames, ctx)));
+
+  const limits = readSection(obj.limits, LIMITS_KEYS, ['limits'], ctx, 'limits');
+  const log = readSection(obj.log, LOG_KEYS, ['log'], ctx, 'log settings');
+  const top = readSection(Object.fromEntries(TOP_KEYS.map((k) => [k.key, obj[k.key]])), TOP_KEYS, [], ctx, 'top level');
+
+  checkAddresses(listeners, pools, ctx);
+
+  if (problems.count > 0) throw new ConfigError(problems.texts());
+  return {
+    source,
+    listen: listeners as ListenerConfig[],
+    pools,
+    limits: limits.values as unknown as Config['limits'],
+    log: log.values as unknown as Config['log'],
+    shutdownTimeout: top.values.shutdownTimeout as number,
+    runtimeDir: top.values.runtimeDir as string | undefined,
+  };
+}
+
+/**
+ * One validated PoolConfig from file-form settings, with every default applied: handy
+ * for tests and tools that need a pool without a whole config. Throws ConfigError.
+ */
+export function poolConfigFromObject(name: string, obj: Record<string, unknown>, source = '<pool>'): PoolConfig {
+  const problems = new Problems(source, undefined);
+  const pool = buildPool(name, obj, { problems, baseDir: process.cwd() });
+  if (problems.count > 0) throw new ConfigError(problems.texts());
+  return pool;
+}

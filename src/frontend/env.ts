@@ -1,0 +1,12 @@
+/** What a listener hands each of its sessions; built once per listener. */
+import type { ListenerConfig } from '../config/types.js';
+import type { FrontendContext } from './index.js';
+import type { SessionListener } from './listener-base.js';
+import type { ParamsOverride } from './params-override.js';
+
+export interface FrontendEnv {
+  readonly cfg: ListenerConfig;
+  readonly ctx: FrontendContext;
+  readonly listener: SessionListener;
+  readonly override: ParamsOverride;
+}

@@ -1,0 +1,68 @@
+/**
+ * One FastCGI request on a front-end connection, and the ResponseSink its exchange
+ * answers through. The session owns the socket; this object only knows its request id
+ * and where it is in its life.
+ */
+import type { ProxyError } from '../errors.js';
+import { RecordType, type ParamsCollector } from '../protocol/fastcgi.js';
+import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchange.js';
+import type { FcgiSession } from './fastcgi-session.js';
+
+/**
+ * params:  collecting PARAMS records, no exchange yet
+ * running: exchange dispatched; STDIN flows into it until the empty STDIN record
+ * ended:   END_REQUEST written or the request dropped; the session forgot it
+ */
+export type FcgiRequestState = 'params' | 'running' | 'ended';
+
+export class FcgiRequest implements ResponseSink {
+  readonly id: number;
+  readonly role: number;
+  readonly keepConn: boolean;
+  readonly session: FcgiSession;
+  state: FcgiRequestState = 'params';
+  collector: ParamsCollector | undefined;
+  exchange: Exchange | undefined;
+  headSent = false;
+  stdinDone = false;
+  /** pushBody() returned false; the session's socket is paused on our behalf. */
+  bodyPaused = false;
+  /** body() returned false; waiting for the socket's 'drain'. */
+  awaitingDrain = false;
+
+  constructor(session: FcgiSession, id: number, role: number, keepConn: boolean, collector: ParamsCollector) {
+    this.session = session;
+    this.id = id;
+    this.role = role;
+    this.keepConn = keepConn;
+    this.collector = collector;
+  }
+
+  head(head: CgiResponseHead): void {
+    this.headSent = true;
+    this.session.sendStream(RecordType.Stdout, this.id, head.raw);
+  }
+
+  body(chunk: Buffer): boolean {
+    return this.session.sendBody(this, chunk);
+  }
+
+  stderr(chunk: Buffer): void {
+    this.session.sendStream(RecordType.Stderr, this.id, chunk);
+  }
+
+  end(): void {
+    this.session.endRequest(this);
+  }
+
+  fail(err: ProxyError): void {
+    if (this.headSent) this.session.cutResponse(this, err);
+    else this.session.answerError(this, err.status, err.code, err.retryAfter);
+  }
+}
+
+/** Exchange.onBodyDrain for every FastCGI exchange: one shared function, `this` is the exchange. */
+export function fcgiBodyDrained(this: Exchange): void {
+  const r = this.sink as FcgiRequest;
+  r.session.bodyDrained(r);
+}

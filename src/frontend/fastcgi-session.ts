@@ -1,0 +1,439 @@
+/**
+ * One front-end FastCGI connection (nginx, lighttpd, Apache mod_proxy_fcgi, HAProxy):
+ * a responder server over FcgiDecoder. Requests live in a Map by id, so records of
+ * several requests may interleave (FCGI_MPXS_CONNS=1); records for ids we do not know
+ * are ignored as the spec says.
+ *
+ * Failure policy: a request whose PARAMS break the limits is answered with an error and
+ * the connection kept (record framing is still sound); bytes that are not FastCGI close
+ * the connection and abort every exchange on it.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Socket } from 'node:net';
+import { ErrorCodes, ProtocolError, type ProxyError } from '../errors.js';
+import {
+  FcgiDecoder,
+  FCGI_KEEP_CONN,
+  ParamsCollector,
+  ProtocolStatus,
+  RecordType,
+  Role,
+  decodeNameValues,
+  encodeEndRequest,
+  encodeGetValuesResult,
+  encodeRecord,
+  encodeStream,
+  encodeUnknownType,
+  parseBeginRequest,
+  type FcgiRecord,
+} from '../protocol/fastcgi.js';
+import { renderCgiError } from '../protocol/cgi-response.js';
+import { Exchange } from '../protocol/exchange.js';
+import { CgiParams } from '../protocol/params.js';
+import type { FrontendEnv } from './env.js';
+import { FcgiRequest, fcgiBodyDrained } from './fastcgi-request.js';
+import type { Session } from './listener-base.js';
+import { remoteText } from './listen.js';
+import { applyOverride } from './params-override.js';
+import { errorText, statusOfProtocolError } from './request-errors.js';
+import { dispatchExchange } from './dispatch.js';
+
+/**
+ * Roles this server plays. An authorizer would add its entry here and its own sink
+ * (a 200 means "allowed", Variable-* headers); everything else is shared.
+ */
+const SUPPORTED_ROLES: ReadonlySet<number> = new Set([Role.Responder]);
+
+/** Requests one connection may have open at once; more get FCGI_OVERLOADED. */
+export const MAX_REQUESTS_PER_CONNECTION = 256;
+
+/** Body chunks up to this size are framed into one buffer (one small copy beats a writev entry each). */
+const SMALL_CHUNK = 8 * 1024;
+
+type SessionState = 'open' | 'draining' | 'closed';
+
+export class FcgiSession implements Session {
+  private readonly env: FrontendEnv;
+  private readonly socket: Socket;
+  private readonly remote: string;
+  private readonly decoder: FcgiDecoder;
+  private readonly requests = new Map<number, FcgiRequest>();
+  private state: SessionState = 'open';
+  /** Requests whose body the exchange asked us to stop reading. */
+  private pausedBy = 0;
+  private drainWaiters: FcgiRequest[] = [];
+  private corked = false;
+  /** Scratch list for encodeStream, reused for every write. */
+  private readonly out: Buffer[] = [];
+
+  constructor(env: FrontendEnv, socket: Socket) {
+    this.env = env;
+    this.socket = socket;
+    this.remote = remoteText(socket.remoteAddress, socket.remotePort);
+    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec));
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('end', () => this.onEnd());
+    socket.on('close', () => this.onClose());
+    socket.on('error', (err: NodeJS.ErrnoException) => this.onSocketError(err));
+    socket.on('drain', () => this.onDrain());
+    socket.on('timeout', () => this.onTimeout());
+    if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
+    env.listener.add(this);
+  }
+
+  // ---- Session (listener side) ------------------------------------------------------
+
+  drain(): void {
+    if (this.state !== 'open') return;
+    this.state = 'draining';
+    if (this.requests.size === 0) this.closeGracefully();
+  }
+
+  destroy(): void {
+    this.closeNow();
+  }
+
+  // ---- input ------------------------------------------------------------------------
+
+  private onData(chunk: Buffer): void {
+    if (this.state === 'closed') return;
+    try {
+      this.decoder.push(chunk);
+    } catch (err) {
+      this.badInput(err);
+    }
+  }
+
+  private badInput(err: unknown): void {
+    if (err instanceof ProtocolError) {
+      this.env.listener.log.warn({ remote: this.remote, code: err.code, err: err.message }, 'bad FastCGI input; closing connection');
+    } else {
+      this.env.listener.log.error({ remote: this.remote, err }, 'internal error on FastCGI connection; closing it');
+    }
+    this.closeNow();
+  }
+
+  private onRecord(rec: FcgiRecord): void {
+    if (this.state === 'closed') return;
+    const id = rec.requestId;
+    if (id === 0) {
+      this.onManagementRecord(rec);
+      return;
+    }
+    switch (rec.type) {
+      case RecordType.BeginRequest:
+        this.onBegin(id, rec.content);
+        return;
+      case RecordType.Params: {
+        const r = this.requests.get(id);
+        if (r !== undefined && r.state === 'params') this.onParams(r, rec.content);
+        return;
+      }
+      case RecordType.Stdin: {
+        const r = this.requests.get(id);
+        if (r === undefined) return;
+        if (r.state === 'params') throw new ProtocolError(ErrorCodes.FCGI_BAD_RECORD, `STDIN for request ${id} before its PARAMS ended`);
+        this.onStdin(r, rec.content);
+        return;
+      }
+      case RecordType.AbortRequest: {
+        const r = this.requests.get(id);
+        if (r !== undefined) this.onAbortRequest(r);
+        return;
+      }
+      case RecordType.Data:
+        // Only the filter role reads DATA; a responder has no use for it.
+        return;
+      default:
+        this.write1(encodeUnknownType(rec.type));
+    }
+  }
+
+  private onManagementRecord(rec: FcgiRecord): void {
+    if (rec.type !== RecordType.GetValues) {
+      this.write1(encodeUnknownType(rec.type));
+      return;
+    }
+    const asked = decodeNameValues(rec.content, this.env.ctx.limits);
+    const answer = new CgiParams();
+    const maxConns = this.env.cfg.maxConns;
+    asked.forEach((name) => {
+      switch (name) {
+        case 'FCGI_MAX_CONNS':
+          answer.set(name, String(maxConns));
+          break;
+        case 'FCGI_MAX_REQS':
+          answer.set(name, String(maxConns * MAX_REQUESTS_PER_CONNECTION));
+          break;
+        case 'FCGI_MPXS_CONNS':
+          answer.set(name, '1');
+          break;
+      }
+    });
+    this.write1(encodeGetValuesResult(answer));
+  }
+
+  private onBegin(id: number, content: Buffer): void {
+    if (this.requests.has(id)) throw new ProtocolError(ErrorCodes.FCGI_BAD_RECORD, `BEGIN_REQUEST for request ${id}, which is already in flight`);
+    const { role, flags } = parseBeginRequest(content);
+    const keepConn = (flags & FCGI_KEEP_CONN) !== 0;
+    if (!SUPPORTED_ROLES.has(role)) {
+      this.env.listener.log.warn({ remote: this.remote, role }, 'FastCGI role not supported; answered FCGI_UNKNOWN_ROLE');
+      this.rejectBegin(id, ProtocolStatus.UnknownRole, keepConn);
+      return;
+    }
+    if (this.requests.size >= MAX_REQUESTS_PER_CONNECTION) {
+      this.env.listener.log.warn({ remote: this.remote, open: this.requests.size }, 'too many requests on one connection; answered FCGI_OVERLOADED');
+      this.rejectBegin(id, ProtocolStatus.Overloaded, keepConn);
+      return;
+    }
+    this.requests.set(id, new FcgiRequest(this, id, role, keepConn, new ParamsCollector(this.env.ctx.limits)));
+  }
+
+  private rejectBegin(id: number, protocolStatus: number, keepConn: boolean): void {
+    this.write1(encodeEndRequest(id, 0, protocolStatus));
+    if (!keepConn || this.state === 'draining') this.maybeCloseAfterRequest(false);
+  }
+
+  private onParams(r: FcgiRequest, content: Buffer): void {
+    let params: CgiParams | undefined;
+    try {
+      params = r.collector!.add(content);
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err;
+      // The record framing is intact: refuse this request, keep the connection.
+      const status = statusOfProtocolError(err);
+      this.env.listener.log.warn({ remote: this.remote, code: err.code, err: err.message, status }, 'bad FastCGI request variables; request refused');
+      this.answerError(r, status, err.code, undefined);
+      return;
+    }
+    if (params === undefined) return;
+    r.collector = undefined;
+    r.state = 'running';
+    applyOverride(params, this.env.override);
+    const ex = new Exchange(params, r, 'fastcgi', performance.now());
+    ex.onBodyDrain = fcgiBodyDrained;
+    r.exchange = ex;
+    dispatchExchange(this.env, ex);
+  }
+
+  private onStdin(r: FcgiRequest, content: Buffer): void {
+    if (r.stdinDone) return;
+    const ex = r.exchange!;
+    if (content.length === 0) {
+      r.stdinDone = true;
+      ex.endBody();
+      return;
+    }
+    if (!ex.pushBody(content) && !r.bodyPaused && r.state === 'running') {
+      r.bodyPaused = true;
+      if (this.pausedBy++ === 0) this.socket.pause();
+    }
+  }
+
+  /** The exchange wants more body (called through Exchange.onBodyDrain). */
+  bodyDrained(r: FcgiRequest): void {
+    if (!r.bodyPaused) return;
+    r.bodyPaused = false;
+    if (--this.pausedBy === 0 && this.state !== 'closed') this.socket.resume();
+  }
+
+  private onAbortRequest(r: FcgiRequest): void {
+    this.forget(r);
+    r.exchange?.abort();
+    this.write1(encodeEndRequest(r.id, 0, ProtocolStatus.RequestComplete));
+    this.maybeCloseAfterRequest(r.keepConn);
+  }
+
+  // ---- output (ResponseSink calls from FcgiRequest) --------------------------------
+
+  sendStream(type: number, id: number, data: Buffer): boolean {
+    if (this.state === 'closed') return true;
+    const out = this.out;
+    encodeStream(type, id, data, out);
+    const ok = this.writeList(out);
+    out.length = 0;
+    return ok;
+  }
+
+  sendBody(r: FcgiRequest, chunk: Buffer): boolean {
+    if (this.state === 'closed' || chunk.length === 0) return true;
+    let ok: boolean;
+    if (chunk.length <= SMALL_CHUNK) {
+      const out = this.out;
+      encodeStream(RecordType.Stdout, r.id, chunk, out);
+      ok = this.write1(out.length === 1 ? out[0]! : Buffer.concat(out));
+      out.length = 0;
+    } else {
+      ok = this.sendStream(RecordType.Stdout, r.id, chunk);
+    }
+    if (!ok && !r.awaitingDrain) {
+      r.awaitingDrain = true;
+      this.drainWaiters.push(r);
+    }
+    return ok;
+  }
+
+  endRequest(r: FcgiRequest): void {
+    if (r.state === 'ended') return;
+    this.forget(r);
+    if (this.state === 'closed') return;
+    const out = this.out;
+    out.push(encodeRecord(RecordType.Stdout, r.id), encodeEndRequest(r.id, 0, ProtocolStatus.RequestComplete));
+    this.write1(Buffer.concat(out));
+    out.length = 0;
+    this.maybeCloseAfterRequest(r.keepConn);
+  }
+
+  /** Answers the request with a CGI error page (nothing was sent for it yet) and ends it. */
+  answerError(r: FcgiRequest, status: number, code: string, retryAfter: number | undefined): void {
+    if (r.state === 'ended') return;
+    if (this.state !== 'closed') this.sendStream(RecordType.Stdout, r.id, renderCgiError(status, errorText(status, code), retryAfter));
+    this.endRequest(r);
+  }
+
+  /**
+   * The response failed after its head went out. FastCGI has no way to say "this
+   * response is broken" short of closing the connection; a clean END_REQUEST would let
+   * nginx cache or pass on a truncated page.
+   */
+  cutResponse(r: FcgiRequest, err: ProxyError): void {
+    this.env.listener.log.warn({ remote: this.remote, request: r.id, code: err.code }, 'response failed after its head; closing the connection');
+    this.forget(r);
+    this.closeNow();
+  }
+
+  private write1(buf: Buffer): boolean {
+    if (this.state === 'closed') return true;
+    this.cork();
+    return this.socket.write(buf);
+  }
+
+  private writeList(bufs: Buffer[]): boolean {
+    if (this.state === 'closed') return true;
+    this.cork();
+    let ok = true;
+    for (let i = 0; i < bufs.length; i++) ok = this.socket.write(bufs[i]!);
+    return ok;
+  }
+
+  /** Everything written in this tick leaves in one writev. */
+  private cork(): void {
+    if (this.corked) return;
+    this.corked = true;
+    this.socket.cork();
+    process.nextTick(uncork, this);
+  }
+
+  /** @internal process.nextTick target. */
+  uncorkNow(): void {
+    this.corked = false;
+    this.socket.uncork();
+  }
+
+  private onDrain(): void {
+    const waiters = this.drainWaiters;
+    if (waiters.length === 0) return;
+    this.drainWaiters = [];
+    for (const r of waiters) {
+      r.awaitingDrain = false;
+      if (r.state !== 'ended') r.exchange?.responseDrained();
+    }
+  }
+
+  // ---- lifecycle --------------------------------------------------------------------
+
+  /** Drops a request from the session (its exchange has finished or is being aborted). */
+  private forget(r: FcgiRequest): void {
+    if (r.state === 'ended') return;
+    r.state = 'ended';
+    r.collector = undefined;
+    this.requests.delete(r.id);
+    if (r.bodyPaused) {
+      r.bodyPaused = false;
+      if (--this.pausedBy === 0 && this.state !== 'closed') this.socket.resume();
+    }
+  }
+
+  private maybeCloseAfterRequest(keepConn: boolean): void {
+    if (this.state === 'closed') return;
+    if (!keepConn) this.closeGracefully();
+    else if (this.state === 'draining' && this.requests.size === 0) this.closeGracefully();
+  }
+
+  /** Flushes what was written, then closes; requests still open are aborted. */
+  private closeGracefully(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.abortAll();
+    if (this.corked) this.uncorkNow();
+    this.socket.end();
+    this.env.listener.remove(this);
+  }
+
+  private closeNow(): void {
+    if (this.state !== 'closed') {
+      this.state = 'closed';
+      this.abortAll();
+      this.env.listener.remove(this);
+    }
+    this.socket.destroy();
+  }
+
+  private abortAll(): void {
+    if (this.requests.size === 0) return;
+    const open = [...this.requests.values()];
+    this.requests.clear();
+    for (const r of open) {
+      r.state = 'ended';
+      r.exchange?.abort();
+    }
+    this.pausedBy = 0;
+    this.drainWaiters = [];
+  }
+
+  private onEnd(): void {
+    if (this.state === 'closed') return;
+    if (this.decoder.midRecord) {
+      this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI connection closed in the middle of a record');
+    } else {
+      this.env.listener.log.debug({ remote: this.remote, open: this.requests.size }, 'FastCGI client closed the connection');
+    }
+    this.closeNow();
+  }
+
+  private onClose(): void {
+    if (this.state === 'closed') return;
+    this.env.listener.log.debug({ remote: this.remote, open: this.requests.size }, 'FastCGI connection lost');
+    this.state = 'closed';
+    this.abortAll();
+    this.env.listener.remove(this);
+  }
+
+  private onSocketError(err: NodeJS.ErrnoException): void {
+    // ECONNRESET and EPIPE are how clients usually go away; 'close' follows.
+    this.env.listener.log.debug({ remote: this.remote, code: err.code }, 'FastCGI socket error');
+  }
+
+  private onTimeout(): void {
+    if (this.state === 'closed' || this.pausedBy > 0) return;
+    if (this.decoder.midRecord) {
+      this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI client stalled in the middle of a record; closing');
+      this.closeNow();
+      return;
+    }
+    let running = false;
+    for (const r of this.requests.values()) if (r.state === 'running') running = true;
+    if (running) return; // waiting for a backend is not idleness
+    if (this.requests.size > 0) {
+      this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI client stalled before its PARAMS ended; closing');
+    } else {
+      this.env.listener.log.debug({ remote: this.remote }, 'idle FastCGI connection closed');
+    }
+    this.closeGracefully();
+  }
+}
+
+function uncork(s: FcgiSession): void {
+  s.uncorkNow();
+}

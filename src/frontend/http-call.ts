@@ -1,0 +1,243 @@
+/**
+ * One HTTP request through node:http: it becomes an Exchange once its CGI variables are
+ * built, and this object is the exchange's ResponseSink, turning the CGI response back
+ * into HTTP (status line and headers from the CGI head; node picks Content-Length,
+ * chunked or close-delimited framing, and drops bodies of HEAD responses).
+ *
+ * Listeners on req/res are shared module functions (`this` is the emitter), so a request
+ * costs no closures.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { ProxyError } from '../errors.js';
+import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchange.js';
+import type { FrontendEnv } from './env.js';
+import type { Session } from './listener-base.js';
+import { remoteText } from './listen.js';
+import { errorText } from './request-errors.js';
+
+const kCall = Symbol('fcgi-pm.httpCall');
+const kConn = Symbol('fcgi-pm.httpConn');
+
+type WithCall = { [kCall]?: HttpCall };
+type WithConn = { [kConn]?: HttpConnection };
+
+/** Response headers that describe one hop; node sets its own. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
+
+/** One client connection, for graceful close and the idle/stall timeout. */
+export class HttpConnection implements Session {
+  readonly env: FrontendEnv;
+  readonly socket: Socket;
+  readonly remote: string;
+  /** Requests begun on this connection, and those not finished yet. */
+  requests = 0;
+  readonly calls = new Set<HttpCall>();
+  draining = false;
+
+  constructor(env: FrontendEnv, socket: Socket) {
+    this.env = env;
+    this.socket = socket;
+    this.remote = remoteText(socket.remoteAddress, socket.remotePort);
+    (socket as Socket & WithConn)[kConn] = this;
+    env.listener.add(this);
+  }
+
+  static of(socket: Socket): HttpConnection | undefined {
+    return (socket as Socket & WithConn)[kConn];
+  }
+
+  drain(): void {
+    this.draining = true;
+    if (this.calls.size === 0) this.socket.end();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  /** The socket saw no traffic for idleTimeout. */
+  onTimeout(): void {
+    const log = this.env.listener.log;
+    if (this.calls.size === 0) {
+      if (this.requests === 0 && this.socket.bytesRead > 0) log.warn({ remote: this.remote, code: 'ERR_HTTP_REQUEST_TIMEOUT' }, 'HTTP client stalled in its request head; closing');
+      else log.debug({ remote: this.remote }, 'idle HTTP connection closed');
+      this.socket.destroy();
+      return;
+    }
+    for (const c of this.calls) {
+      const ex = c.exchange;
+      if (ex === undefined || ex.finished) continue;
+      if (!c.bodyDone && !c.bodyPaused) {
+        log.warn({ remote: this.remote, code: 'ERR_HTTP_REQUEST_TIMEOUT' }, 'HTTP client stalled sending its request body; closing');
+        this.socket.destroy();
+        return;
+      }
+      if (c.awaitingDrain) {
+        log.warn({ remote: this.remote, code: 'ERR_HTTP_SEND_TIMEOUT' }, 'HTTP client stopped reading its response; closing');
+        this.socket.destroy();
+        return;
+      }
+    }
+    // Otherwise we are waiting for a backend; its read timeout covers that.
+  }
+
+  closed(): void {
+    this.env.listener.remove(this);
+  }
+}
+
+export class HttpCall implements ResponseSink {
+  readonly conn: HttpConnection;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  exchange: Exchange | undefined;
+  /** The response closed (client gone) before an exchange existed. */
+  gone = false;
+  bodyDone = false;
+  bodyPaused = false;
+  awaitingDrain = false;
+  private drainHooked = false;
+  /** The backend's head could not be sent as HTTP; we answered 502 and drop the rest. */
+  private broken = false;
+
+  constructor(conn: HttpConnection, req: IncomingMessage, res: ServerResponse) {
+    this.conn = conn;
+    this.req = req;
+    this.res = res;
+    (req as IncomingMessage & WithCall)[kCall] = this;
+    (res as ServerResponse & WithCall)[kCall] = this;
+    conn.requests++;
+    conn.calls.add(this);
+    res.on('close', onResClose);
+  }
+
+  /** Starts the exchange: body flows into it from now on. */
+  attach(ex: Exchange): void {
+    this.exchange = ex;
+    ex.onBodyDrain = httpBodyDrained;
+    this.req.on('data', onReqData);
+    this.req.on('end', onReqEnd);
+  }
+
+  /** Answers without an exchange (bad request before dispatch). */
+  answerPlain(status: number, code: string): void {
+    sendPlain(this.res, status, errorText(status, code), undefined, this.conn.draining);
+  }
+
+  // ---- ResponseSink -------------------------------------------------------------------
+
+  head(head: CgiResponseHead): void {
+    const res = this.res;
+    const flat: string[] = [];
+    for (const [name, value] of head.headers) {
+      if (!HOP_BY_HOP.has(name.toLowerCase())) flat.push(name, value);
+    }
+    if (this.conn.draining) flat.push('Connection', 'close');
+    try {
+      res.writeHead(head.status, head.reason, flat);
+    } catch (err) {
+      this.broken = true;
+      this.conn.env.listener.log.warn({ remote: this.conn.remote, code: 'ERR_BACKEND_PROTOCOL', err: (err as Error).message }, 'backend response head is not valid HTTP; answered 502');
+      if (this.exchange) this.exchange.status = 502;
+      sendPlain(res, 502, errorText(502, 'ERR_BACKEND_PROTOCOL'), undefined, true);
+    }
+  }
+
+  body(chunk: Buffer): boolean {
+    if (this.broken) return true;
+    const ok = this.res.write(chunk);
+    if (!ok) {
+      this.awaitingDrain = true;
+      if (!this.drainHooked) {
+        this.drainHooked = true;
+        this.res.on('drain', onResDrain);
+      }
+    }
+    return ok;
+  }
+
+  stderr(chunk: Buffer): void {
+    this.conn.env.listener.log.warn({ remote: this.conn.remote, stderr: chunk.toString('utf8', 0, Math.min(chunk.length, 4096)) }, 'backend wrote to stderr');
+  }
+
+  end(): void {
+    if (!this.broken) this.res.end();
+    this.releaseBody();
+  }
+
+  fail(err: ProxyError): void {
+    if (this.broken) return;
+    if (this.res.headersSent) {
+      // A clean end would make a cut body look complete (and cacheable) to the client.
+      this.conn.env.listener.log.warn({ remote: this.conn.remote, code: err.code }, 'response failed after its head; cutting the connection');
+      this.res.destroy();
+      return;
+    }
+    sendPlain(this.res, err.status, errorText(err.status, err.code), err.retryAfter, this.conn.draining);
+    this.releaseBody();
+  }
+
+  /** The response is complete before the request body was read: read and drop the rest. */
+  private releaseBody(): void {
+    if (this.bodyPaused) {
+      this.bodyPaused = false;
+      this.req.resume();
+    }
+  }
+}
+
+function sendPlain(res: ServerResponse, status: number, text: string, retryAfter: number | undefined, close: boolean): void {
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  const body = Buffer.from(text, 'utf8');
+  const headers: string[] = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(body.length)];
+  if (retryAfter !== undefined) headers.push('Retry-After', String(retryAfter));
+  if (close) headers.push('Connection', 'close');
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+function onReqData(this: IncomingMessage, chunk: Buffer): void {
+  const c = (this as IncomingMessage & WithCall)[kCall]!;
+  const ex = c.exchange!;
+  if (!ex.pushBody(chunk) && !c.bodyPaused && !ex.finished) {
+    c.bodyPaused = true;
+    this.pause();
+  }
+}
+
+function onReqEnd(this: IncomingMessage): void {
+  const c = (this as IncomingMessage & WithCall)[kCall]!;
+  c.bodyDone = true;
+  c.exchange!.endBody();
+}
+
+function httpBodyDrained(this: Exchange): void {
+  const c = this.sink as HttpCall;
+  if (!c.bodyPaused) return;
+  c.bodyPaused = false;
+  c.req.resume();
+}
+
+function onResDrain(this: ServerResponse): void {
+  const c = (this as ServerResponse & WithCall)[kCall]!;
+  if (!c.awaitingDrain) return;
+  c.awaitingDrain = false;
+  c.exchange?.responseDrained();
+}
+
+function onResClose(this: ServerResponse): void {
+  const c = (this as ServerResponse & WithCall)[kCall]!;
+  const conn = c.conn;
+  conn.calls.delete(c);
+  const ex = c.exchange;
+  if (ex === undefined) c.gone = true;
+  else if (!ex.finished) {
+    conn.env.listener.log.debug({ remote: conn.remote }, 'HTTP client went away mid-request');
+    ex.abort();
+  }
+  if (conn.draining && conn.calls.size === 0) conn.socket.end();
+}

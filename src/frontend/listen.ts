@@ -1,0 +1,139 @@
+/**
+ * Binding a front-end server to its address: TCP (IPv4, IPv6) or a Unix socket.
+ *
+ * Unix sockets get the configured file mode and replace a stale socket file left by a
+ * crashed predecessor, but never a live socket (someone answers there) and never a file
+ * that is not a socket: deleting an operator's regular file by a config typo is worse
+ * than refusing to start.
+ */
+import { connect, type Server } from 'node:net';
+import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
+import { ErrorCodes } from '../errors.js';
+import type { SocketAddress } from '../protocol/address.js';
+
+export class ListenError extends Error {
+  readonly code = ErrorCodes.LISTEN_FAILED;
+  constructor(message: string) {
+    super(message);
+    this.name = 'ListenError';
+  }
+}
+
+export interface ListenOptions {
+  /** Unix sockets: file mode applied before the listener is reported ready. */
+  mode?: number | undefined;
+  /** server.maxConnections; connections beyond it are closed by node on accept. */
+  maxConns?: number | undefined;
+}
+
+/** Binds `server` (net.Server or http.Server) and resolves with the bound address as text. */
+export async function listenOn(server: Server, address: SocketAddress, opts: ListenOptions = {}): Promise<string> {
+  if (opts.maxConns !== undefined && opts.maxConns > 0) server.maxConnections = opts.maxConns;
+  if (address.kind === 'tcp') {
+    await bind(server, address.text, () => server.listen({ host: address.host, port: address.port }));
+    const a = server.address();
+    if (a === null || typeof a === 'string') return address.text;
+    return a.family === 'IPv6' || a.address.includes(':') ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
+  }
+  const path = address.path;
+  await clearStaleSocket(path);
+  await bind(server, address.text, () => listenUnixRestricted(server, path));
+  if (opts.mode !== undefined) {
+    try {
+      chmodSync(path, opts.mode);
+    } catch (err) {
+      server.close();
+      throw new ListenError(`${address.text}: cannot set mode ${opts.mode.toString(8)}: ${(err as Error).message}`);
+    }
+  }
+  return address.text;
+}
+
+function bind(server: Server, text: string, start: () => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      server.off('listening', onListening);
+      const why = err.code === 'EADDRINUSE' ? 'already in use' : err.message;
+      reject(new ListenError(`cannot listen on ${text}: ${why}`));
+    };
+    const onListening = (): void => {
+      server.off('error', onError);
+      resolve();
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    try {
+      start();
+    } catch (err) {
+      server.off('error', onError);
+      server.off('listening', onListening);
+      reject(new ListenError(`cannot listen on ${text}: ${(err as Error).message}`));
+    }
+  });
+}
+
+/**
+ * Node binds a Unix socket synchronously inside listen(), so a restrictive umask set
+ * around the call means the socket is never reachable by others before chmod gives it
+ * the configured mode. process.umask() cannot be set in worker threads; chmod alone
+ * then still applies the mode, only a moment later.
+ */
+function listenUnixRestricted(server: Server, path: string): void {
+  let old: number | undefined;
+  try {
+    old = process.umask(0o177);
+  } catch {
+    old = undefined;
+  }
+  try {
+    server.listen({ path });
+  } finally {
+    if (old !== undefined) process.umask(old);
+  }
+}
+
+async function clearStaleSocket(path: string): Promise<void> {
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new ListenError(`unix:${path}: ${(err as Error).message}`);
+  }
+  if (!st.isSocket()) throw new ListenError(`unix:${path}: exists and is not a socket; not removing it`);
+  const state = await probeSocket(path);
+  if (state === 'alive') throw new ListenError(`unix:${path}: already in use (something answers there)`);
+  if (state !== 'stale') throw new ListenError(`unix:${path}: cannot probe existing socket: ${state}`);
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ListenError(`unix:${path}: cannot remove stale socket: ${(err as Error).message}`);
+  }
+}
+
+/** 'alive' when a connect succeeds, 'stale' when refused (nobody listens), else the error text. */
+function probeSocket(path: string): Promise<string> {
+  return new Promise((resolve) => {
+    const s = connect({ path });
+    const timer = setTimeout(() => {
+      // A listener with a full backlog does not accept at once but is still alive.
+      s.destroy();
+      resolve('alive');
+    }, 1000);
+    s.once('connect', () => {
+      clearTimeout(timer);
+      s.destroy();
+      resolve('alive');
+    });
+    s.once('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      resolve(err.code === 'ECONNREFUSED' || err.code === 'ENOENT' ? 'stale' : err.message);
+    });
+  });
+}
+
+/** Address text for log lines: "1.2.3.4:5678", "[::1]:5678" or "unix". */
+export function remoteText(addr: string | undefined, port: number | undefined): string {
+  if (addr === undefined) return 'unix';
+  return addr.includes(':') ? `[${addr}]:${port}` : `${addr}:${port}`;
+}

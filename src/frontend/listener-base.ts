@@ -1,0 +1,83 @@
+/**
+ * What every listener shares: the set of open front-end sessions and a graceful close
+ * (stop accepting, let sessions finish their requests, then cut what is left).
+ */
+import type { Server } from 'node:net';
+import type { Logger } from '../log/log.js';
+import type { ListenerConfig } from '../config/types.js';
+import type { Listener } from './index.js';
+
+/** One front-end connection as the listener sees it. */
+export interface Session {
+  /** Close once no request is in flight (at once when idle); new requests are still served meanwhile. */
+  drain(): void;
+  /** Close now; in-flight exchanges are aborted. */
+  destroy(): void;
+}
+
+export class SessionListener implements Listener {
+  readonly config: ListenerConfig;
+  address = '';
+  readonly server: Server;
+  /** Child logger bound to this listener's address, made once. */
+  log: Logger;
+  private readonly sessions = new Set<Session>();
+  private closing = false;
+  private closedWaiter: (() => void) | undefined;
+
+  constructor(config: ListenerConfig, server: Server, log: Logger) {
+    this.config = config;
+    this.server = server;
+    this.log = log;
+  }
+
+  get connections(): number {
+    return this.sessions.size;
+  }
+
+  get isClosing(): boolean {
+    return this.closing;
+  }
+
+  add(s: Session): void {
+    this.sessions.add(s);
+    // Accepted just before close(): serve what it sends but do not keep it.
+    if (this.closing) s.drain();
+  }
+
+  remove(s: Session): void {
+    if (!this.sessions.delete(s)) return;
+    if (this.sessions.size > 0) return;
+    const w = this.closedWaiter;
+    this.closedWaiter = undefined;
+    w?.();
+  }
+
+  close(timeoutMs: number): Promise<void> {
+    if (!this.closing) {
+      this.closing = true;
+      this.server.close();
+      this.log.info({ connections: this.sessions.size }, 'listener closing');
+    }
+    if (this.sessions.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const prev = this.closedWaiter;
+      const done = (): void => {
+        if (timer) clearTimeout(timer);
+        prev?.();
+        resolve();
+      };
+      this.closedWaiter = done;
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (this.sessions.size > 0) this.log.warn({ connections: this.sessions.size }, 'close timeout; cutting open connections');
+        for (const s of [...this.sessions]) s.destroy();
+        this.sessions.clear();
+        this.closedWaiter = undefined;
+        done();
+      }, timeoutMs);
+      for (const s of [...this.sessions]) s.drain();
+    });
+  }
+}

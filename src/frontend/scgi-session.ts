@@ -1,0 +1,265 @@
+/**
+ * One front-end SCGI connection: exactly one request (a netstring of variables, then
+ * CONTENT_LENGTH body bytes) and one response (the CGI head and body, raw), then the
+ * connection closes: SCGI has no keep-alive, the close is the end of the response.
+ *
+ * A FIN from the client before the response is complete aborts the request (see onSocketEnd).
+ */
+import { performance } from 'node:perf_hooks';
+import type { Socket } from 'node:net';
+import { ErrorCodes, ProtocolError, type ProxyError } from '../errors.js';
+import { renderCgiError } from '../protocol/cgi-response.js';
+import { Exchange, type CgiResponseHead, type ResponseSink } from '../protocol/exchange.js';
+import type { CgiParams } from '../protocol/params.js';
+import { ScgiRequestDecoder, type ScgiLimits } from '../protocol/scgi.js';
+import { dispatchExchange } from './dispatch.js';
+import type { FrontendEnv } from './env.js';
+import type { Session } from './listener-base.js';
+import { remoteText } from './listen.js';
+import { applyOverride } from './params-override.js';
+import { errorText, statusOfProtocolError } from './request-errors.js';
+
+/**
+ * head:       reading the netstring
+ * body:       exchange dispatched, body flowing in
+ * waiting:    request complete, waiting for / streaming the response
+ * closed:     socket ended or destroyed
+ */
+type ScgiState = 'head' | 'body' | 'waiting' | 'closed';
+
+export class ScgiSession implements Session, ResponseSink {
+  private readonly env: FrontendEnv;
+  private readonly socket: Socket;
+  private readonly remote: string;
+  private readonly decoder: ScgiRequestDecoder;
+  private state: ScgiState = 'head';
+  private exchange: Exchange | undefined;
+  private received = 0;
+  private written = false;
+  private bodyPaused = false;
+  private awaitingDrain = false;
+  private corked = false;
+
+  constructor(env: FrontendEnv, socket: Socket, limits: ScgiLimits) {
+    this.env = env;
+    this.socket = socket;
+    this.remote = remoteText(socket.remoteAddress, socket.remotePort);
+    this.decoder = new ScgiRequestDecoder(limits, {
+      onHead: (params, contentLength) => this.onHead(params, contentLength),
+      onBody: (chunk) => this.onBody(chunk),
+      onEnd: () => this.onRequestEnd(),
+    });
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('end', () => this.onSocketEnd());
+    socket.on('close', () => this.onClose());
+    socket.on('error', (err: NodeJS.ErrnoException) => this.onSocketError(err));
+    socket.on('drain', () => this.onDrain());
+    socket.on('timeout', () => this.onTimeout());
+    if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
+    env.listener.add(this);
+  }
+
+  // ---- Session ----------------------------------------------------------------------
+
+  drain(): void {
+    // One request per connection: only a connection that has not started one is idle.
+    if (this.state === 'head' && this.received === 0) this.finishSocket();
+  }
+
+  destroy(): void {
+    this.closeNow();
+  }
+
+  // ---- decoder handlers ---------------------------------------------------------------
+
+  private onHead(params: CgiParams, _contentLength: number): void {
+    this.state = 'body';
+    applyOverride(params, this.env.override);
+    const ex = new Exchange(params, this, 'scgi', performance.now());
+    ex.onBodyDrain = scgiBodyDrained;
+    this.exchange = ex;
+    dispatchExchange(this.env, ex);
+  }
+
+  private onBody(chunk: Buffer): void {
+    const ex = this.exchange!;
+    if (!ex.pushBody(chunk) && !this.bodyPaused && !ex.finished) {
+      this.bodyPaused = true;
+      this.socket.pause();
+    }
+  }
+
+  private onRequestEnd(): void {
+    if (this.state === 'body') this.state = 'waiting';
+    this.exchange?.endBody();
+  }
+
+  bodyDrained(): void {
+    if (!this.bodyPaused) return;
+    this.bodyPaused = false;
+    if (this.state !== 'closed') this.socket.resume();
+  }
+
+  // ---- ResponseSink -------------------------------------------------------------------
+
+  head(head: CgiResponseHead): void {
+    this.write(head.raw);
+  }
+
+  body(chunk: Buffer): boolean {
+    const ok = this.write(chunk);
+    if (!ok) this.awaitingDrain = true;
+    return ok;
+  }
+
+  stderr(chunk: Buffer): void {
+    // SCGI has no error stream; the operator sees it in our log.
+    this.env.listener.log.warn({ remote: this.remote, stderr: chunk.toString('utf8', 0, Math.min(chunk.length, 4096)) }, 'backend wrote to stderr');
+  }
+
+  end(): void {
+    this.finishSocket();
+  }
+
+  fail(err: ProxyError): void {
+    if (this.written) {
+      this.env.listener.log.warn({ remote: this.remote, code: err.code }, 'response failed after its head; cutting the connection');
+      this.closeNow();
+      return;
+    }
+    this.write(renderCgiError(err.status, errorText(err.status, err.code), err.retryAfter));
+    this.finishSocket();
+  }
+
+  // ---- socket -------------------------------------------------------------------------
+
+  private write(buf: Buffer): boolean {
+    if (this.state === 'closed') return true;
+    this.written = true;
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(uncork, this);
+    }
+    return this.socket.write(buf);
+  }
+
+  /** @internal process.nextTick target. */
+  uncorkNow(): void {
+    this.corked = false;
+    this.socket.uncork();
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.state === 'closed') return;
+    this.received += chunk.length;
+    try {
+      this.decoder.push(chunk);
+    } catch (err) {
+      this.badInput(err);
+    }
+  }
+
+  private badInput(err: unknown): void {
+    if (!(err instanceof ProtocolError)) {
+      this.env.listener.log.error({ remote: this.remote, err }, 'internal error on SCGI connection; closing it');
+      this.closeNow();
+      return;
+    }
+    const status = statusOfProtocolError(err);
+    this.env.listener.log.warn({ remote: this.remote, code: err.code, err: err.message, status }, 'bad SCGI request; closing connection');
+    const ex = this.exchange;
+    if (ex !== undefined && !ex.finished) {
+      this.state = 'closed';
+      ex.abort();
+      this.socket.destroy();
+      return;
+    }
+    if (!this.written) this.write(renderCgiError(status, errorText(status, err.code)));
+    this.finishSocket();
+  }
+
+  private onDrain(): void {
+    if (!this.awaitingDrain) return;
+    this.awaitingDrain = false;
+    this.exchange?.responseDrained();
+  }
+
+  /** Ends our side after flushing the response; the socket closes once both sides did. */
+  private finishSocket(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    if (this.corked) this.uncorkNow();
+    this.socket.end();
+    // Unread request bytes left in the kernel would turn our close into a reset that
+    // can destroy the response in flight; read and drop them instead.
+    if (this.bodyPaused) {
+      this.bodyPaused = false;
+      this.socket.resume();
+    }
+    // The client may keep its side open; do not wait for it forever.
+    this.socket.setTimeout(this.env.cfg.idleTimeout > 0 ? this.env.cfg.idleTimeout : 5000);
+  }
+
+  private closeNow(): void {
+    this.state = 'closed';
+    const ex = this.exchange;
+    if (ex !== undefined && !ex.finished) ex.abort();
+    this.socket.destroy();
+  }
+
+  /**
+   * The client closed its side before the response was complete. Like nginx with HTTP
+   * clients, that counts as gone: a half-close cannot be told from an abort, and a
+   * cancelled request must not keep a worker busy.
+   */
+  private onSocketEnd(): void {
+    if (this.state === 'closed') return;
+    const log = this.env.listener.log;
+    if (this.state === 'head' && this.received === 0) {
+      log.debug({ remote: this.remote }, 'SCGI client closed without a request');
+    } else if (this.state === 'waiting') {
+      log.debug({ remote: this.remote }, 'SCGI client closed before its response was complete');
+    } else {
+      log.warn({ remote: this.remote, code: ErrorCodes.SCGI_BAD_NETSTRING, received: this.received }, 'SCGI client closed before its request was complete');
+    }
+    this.closeNow();
+  }
+
+  private onClose(): void {
+    const ex = this.exchange;
+    if (ex !== undefined && !ex.finished) {
+      this.env.listener.log.debug({ remote: this.remote }, 'SCGI client disconnected mid-request');
+      ex.abort();
+    }
+    this.state = 'closed';
+    this.env.listener.remove(this);
+  }
+
+  private onSocketError(err: NodeJS.ErrnoException): void {
+    this.env.listener.log.debug({ remote: this.remote, code: err.code }, 'SCGI socket error');
+  }
+
+  private onTimeout(): void {
+    if (this.state === 'closed') {
+      this.socket.destroy(); // we ended, the client never did
+      return;
+    }
+    if (this.bodyPaused || this.state === 'waiting') return; // back-pressure or a slow backend
+    if (this.received === 0) {
+      this.env.listener.log.debug({ remote: this.remote }, 'idle SCGI connection closed');
+    } else {
+      this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.SCGI_BAD_NETSTRING, received: this.received }, 'SCGI client stalled mid-request; closing');
+    }
+    this.closeNow();
+  }
+}
+
+function uncork(s: ScgiSession): void {
+  s.uncorkNow();
+}
+
+/** Exchange.onBodyDrain for SCGI exchanges: shared, `this` is the exchange. */
+function scgiBodyDrained(this: Exchange): void {
+  (this.sink as ScgiSession).bodyDrained();
+}

@@ -1,0 +1,63 @@
+/**
+ * Time as the pool sees it: a monotonic millisecond clock and one-shot timers.
+ * Injected so the scaling and queue logic can run on a fake clock in tests.
+ */
+export interface Clock {
+  /** Monotonic milliseconds (performance.now() in production). */
+  now(): number;
+  setTimer(fn: () => void, ms: number): unknown;
+  clearTimer(handle: unknown): void;
+}
+
+/** Real time. Timers are unref'd: a pool's bookkeeping alone never keeps the process alive. */
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  setTimer(fn, ms) {
+    const t = setTimeout(fn, Math.max(0, Math.ceil(ms)));
+    t.unref();
+    return t;
+  },
+  clearTimer(handle) {
+    clearTimeout(handle as NodeJS.Timeout);
+  },
+};
+
+/**
+ * One timer re-armed to the earliest time anyone asked for. Callers ask for a time;
+ * the callback recomputes what is due and asks again. Arming for a later time than the
+ * one pending keeps the earlier one (the callback then finds nothing due and re-arms),
+ * which avoids clearTimeout/setTimeout churn on the hot path.
+ */
+export class OneTimer {
+  private handle: unknown = undefined;
+  private at = Infinity;
+  private readonly clock: Clock;
+  private readonly fire: () => void;
+
+  constructor(clock: Clock, onFire: () => void) {
+    this.clock = clock;
+    this.fire = () => {
+      this.handle = undefined;
+      this.at = Infinity;
+      onFire();
+    };
+  }
+
+  /** Makes sure the callback runs at or soon after `at` (monotonic ms). */
+  armAt(at: number): void {
+    if (at >= this.at) return;
+    if (this.handle !== undefined) this.clock.clearTimer(this.handle);
+    this.at = at;
+    this.handle = this.clock.setTimer(this.fire, at - this.clock.now());
+  }
+
+  get armed(): boolean {
+    return this.handle !== undefined;
+  }
+
+  cancel(): void {
+    if (this.handle !== undefined) this.clock.clearTimer(this.handle);
+    this.handle = undefined;
+    this.at = Infinity;
+  }
+}

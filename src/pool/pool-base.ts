@@ -1,0 +1,230 @@
+/**
+ * What external and spawned pools share: the front door (dispatch, refusals while
+ * stopping or failing), the bounded queue and its rejections, counters, and the
+ * stop sequence (drain for up to timeoutMs, then force). Subclasses say how to start a
+ * request now (startNow) and what to do when one had to wait (onQueued).
+ */
+import { ErrorCodes, ProxyError, type ErrorCode } from '../errors.js';
+import type { Logger } from '../log/log.js';
+import type { PoolConfig } from '../config/types.js';
+import type { Exchange } from '../protocol/exchange.js';
+import type { Clock } from './clock.js';
+import { RequestQueue } from './queue.js';
+import { PoolStats } from './stats.js';
+import type { Pool, PoolSnapshot } from './types.js';
+
+export type PoolState = 'running' | 'stopping' | 'stopped';
+
+type RejectCause = keyof PoolStats['rejected'];
+
+/** One warning line per cause per this many ms; the rest are counted into the next line. */
+const REJECT_LOG_INTERVAL_MS = 1000;
+
+export abstract class PoolBase implements Pool {
+  readonly name: string;
+  protected readonly cfg: PoolConfig;
+  protected readonly log: Logger;
+  protected readonly clock: Clock;
+  protected readonly queue: RequestQueue;
+  readonly stats = new PoolStats();
+  protected state: PoolState = 'running';
+  /** Set once stop()'s drain time ran out: requests still running are cut. */
+  protected forced = false;
+
+  private drained: (() => void) | undefined;
+  private stopping: Promise<void> | undefined;
+  private readonly rejectLog = new Map<RejectCause, { at: number; suppressed: number }>();
+
+  constructor(cfg: PoolConfig, log: Logger, clock: Clock) {
+    this.name = cfg.name;
+    this.cfg = cfg;
+    this.log = log;
+    this.clock = clock;
+    this.queue = new RequestQueue(clock, Math.max(0, cfg.queueLimit), Math.max(0, cfg.queueTimeout), {
+      timeout: (ex, waited) => this.onQueueTimeout(ex, waited),
+      aborted: (ex) => this.onQueuedAbort(ex),
+    });
+  }
+
+  /** Starts the request on a free backend or worker now; false when none is free. */
+  protected abstract startNow(ex: Exchange): boolean;
+  /** A request was queued (grow the pool if it may). */
+  protected abstract onQueued(): void;
+  /** Refuses new requests for a pool-specific reason (a failing pool), or undefined. */
+  protected abstract refusal(): ProxyError | undefined;
+  /** After the drain: stop workers / close connections; resolves when everything is gone. */
+  protected abstract shutdown(): Promise<void>;
+  protected abstract fillSnapshot(s: PoolSnapshot): void;
+  abstract start(): Promise<void>;
+
+  dispatch(ex: Exchange): void {
+    this.stats.accepted++;
+    ex.pool = this.name;
+    if (ex.finished) return;
+    if (this.state !== 'running') {
+      this.reject(ex, 'shuttingDown', new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
+      return;
+    }
+    const refused = this.refusal();
+    if (refused) {
+      this.reject(ex, 'failing', refused);
+      return;
+    }
+    if (this.queue.length === 0 && this.startNow(ex)) return;
+    if (!this.queue.push(ex)) {
+      this.reject(
+        ex,
+        'queueFull',
+        new ProxyError(ErrorCodes.QUEUE_FULL, 503, `pool ${this.name}: queue full (${this.queue.limit} waiting)`, 1),
+      );
+      return;
+    }
+    this.onQueued();
+  }
+
+  stop(timeoutMs: number): Promise<void> {
+    this.stopping ??= this.runStop(timeoutMs);
+    return this.stopping;
+  }
+
+  snapshot(): PoolSnapshot {
+    const st = this.stats;
+    const s: PoolSnapshot = {
+      name: this.name,
+      kind: 'external',
+      pm: undefined,
+      state: this.state,
+      queued: this.queue.length,
+      maxQueued: this.queue.maxLength,
+      active: st.active,
+      maxActive: st.maxActive,
+      accepted: st.accepted,
+      completed: st.completed,
+      aborted: st.aborted,
+      rejected: { ...st.rejected },
+      errors: { ...st.errors },
+      workers: [],
+      backends: [],
+      maxChildrenReached: st.maxChildrenReached,
+      crashes: st.crashes,
+      recycles: { ...st.recycles },
+      slowRequests: st.slowRequests,
+    };
+    this.fillSnapshot(s);
+    return s;
+  }
+
+  // ---- for subclasses ---------------------------------------------------------------
+
+  /** Answers a request that ran (or was about to) with an error, and counts it. */
+  protected fail(ex: Exchange, err: ProxyError): void {
+    if (ex.finished) return;
+    this.stats.error(err);
+    ex.respondError(err);
+  }
+
+  /** Refuses a request with 503 (queue full / timeout, failing, shutting down): counted, logged at most once a second per cause. */
+  protected reject(ex: Exchange, cause: RejectCause, err: ProxyError, extra?: Record<string, unknown>): void {
+    this.stats.rejected[cause]++;
+    this.logReject(cause, err.code, err.message, extra);
+    ex.respondError(err);
+  }
+
+  /** Answers every queued request with `err` (pool failing, spawn failure, all backends down). */
+  protected rejectQueued(cause: RejectCause | undefined, err: ProxyError): number {
+    const all = this.queue.drain();
+    for (const ex of all) {
+      if (cause) {
+        this.stats.rejected[cause]++;
+        ex.respondError(err);
+      } else this.fail(ex, err);
+    }
+    if (all.length > 0 && cause) this.logReject(cause, err.code, err.message, { answered: all.length });
+    this.checkDrained();
+    return all.length;
+  }
+
+  /** Call whenever a request ends or leaves the queue: resolves stop()'s drain wait. */
+  protected checkDrained(): void {
+    if (this.drained && this.queue.length === 0 && this.stats.active === 0) {
+      const d = this.drained;
+      this.drained = undefined;
+      d();
+    }
+  }
+
+  protected requestEnded(): void {
+    this.stats.active--;
+    if (this.drained) this.checkDrained();
+  }
+
+  // ---- internals ---------------------------------------------------------------------
+
+  private onQueueTimeout(ex: Exchange, waited: number): void {
+    this.reject(
+      ex,
+      'queueTimeout',
+      new ProxyError(ErrorCodes.QUEUE_TIMEOUT, 503, `pool ${this.name}: no free ${this.targetNoun()} within ${this.cfg.queueTimeout} ms`, 1),
+      { waitedMs: Math.round(waited) },
+    );
+    this.checkDrained();
+  }
+
+  private onQueuedAbort(_ex: Exchange): void {
+    this.stats.aborted++;
+    this.checkDrained();
+  }
+
+  protected targetNoun(): string {
+    return 'backend';
+  }
+
+  private logReject(cause: RejectCause, code: ErrorCode, message: string, extra?: Record<string, unknown>): void {
+    const now = this.clock.now();
+    const last = this.rejectLog.get(cause);
+    if (last && now - last.at < REJECT_LOG_INTERVAL_MS) {
+      last.suppressed++;
+      return;
+    }
+    const suppressed = last?.suppressed ?? 0;
+    this.rejectLog.set(cause, { at: now, suppressed: 0 });
+    this.log.warn(
+      {
+        code,
+        queued: this.queue.length,
+        queueLimit: this.queue.limit,
+        active: this.stats.active,
+        rejected: this.stats.rejected[cause],
+        ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}),
+        ...extra,
+      },
+      message,
+    );
+  }
+
+  private async runStop(timeoutMs: number): Promise<void> {
+    if (this.state === 'running') this.state = 'stopping';
+    this.log.info({ queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name} stopping`);
+    if (this.queue.length > 0 || this.stats.active > 0) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          this.drained = undefined;
+          resolve();
+        }, Math.max(0, timeoutMs));
+        this.drained = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+    this.forced = this.queue.length > 0 || this.stats.active > 0;
+    if (this.forced) {
+      this.log.warn({ queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name}: requests still unfinished after the shutdown timeout; cutting them`);
+    }
+    this.rejectQueued('shuttingDown', new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
+    await this.shutdown();
+    this.queue.dispose();
+    this.state = 'stopped';
+    this.log.info({ completed: this.stats.completed }, `pool ${this.name} stopped`);
+  }
+}

@@ -1,0 +1,692 @@
+/**
+ * A pool of worker processes fcgi-pm spawns itself (issue 3), PHP-FPM style:
+ * static / dynamic / ondemand (scaling.ts decides how many), one request per worker,
+ * each worker with its own Endpoint (one kept-alive connection is the norm).
+ *
+ * Dispatch takes the most recently used idle worker (LIFO), so surplus workers really
+ * go idle and the idle timer can stop them, longest idle first. Workers are recycled
+ * between requests (max_requests ± jitter, max_lifetime); a request running longer
+ * than request_timeout gets 504 and its worker is stopped. A worker that dies under a
+ * request answers it 502 WORKER_CRASHED, or hands it to another worker when it never
+ * reached the application. crash_limit crashes within crash_window make the pool
+ * `failing`: 503 at once, and one worker is tried again after a pause.
+ *
+ * Timers: one for the queue, one for request timeouts, one for slow requests (each a
+ * DeadlineList), one for idle stops, one for spawn rounds / restart back-off, one for
+ * the failing probe. Nothing scans once a second.
+ */
+import { ErrorCodes, ProxyError } from '../errors.js';
+import type { Logger } from '../log/log.js';
+import type { PoolConfig } from '../config/types.js';
+import type { Exchange } from '../protocol/exchange.js';
+import type { Endpoint, UpstreamOptions, UpstreamOutcome } from '../upstream/types.js';
+import { backoffDelay, BACKOFF_MAX_MS, CrashWindow, type ExitVerdict } from '../worker/exit-policy.js';
+import type { ManagedWorker, RetireReason, WorkerExit, WorkerFactory, WorkerSpawnFailure, WorkerSpec } from '../worker/types.js';
+import { OneTimer, type Clock } from './clock.js';
+import { DeadlineList, DeadlineNode } from './deadline-list.js';
+import type { EndpointFactory } from './external-pool.js';
+import { PoolBase } from './pool-base.js';
+import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
+import type { PoolSnapshot } from './types.js';
+
+type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
+
+/**
+ * A failure that may mean the worker is dying (connection closed, connect refused) waits
+ * this long for the exit event, so the client learns WORKER_CRASHED (with the exit code
+ * in the log) or the request goes to another worker. The exit usually comes within ms.
+ */
+export const EXIT_GRACE_MS = 250;
+/** Shortest pause before a failing pool tries a worker again. */
+export const MIN_FAILING_PAUSE_MS = 1000;
+
+export interface SpawnedPoolDeps {
+  logger: Logger;
+  clock: Clock;
+  spec: WorkerSpec;
+  workerFactory: WorkerFactory;
+  /** Logger handed to workers (they bind pool and worker id themselves). */
+  workerLogger: Logger;
+  endpointFactory: EndpointFactory;
+  /** [0, 1), for max_requests_jitter. */
+  random: () => number;
+}
+
+class Slot {
+  readonly worker: ManagedWorker;
+  /** Monotonic ms it was spawned. */
+  readonly spawnedAt: number;
+  readonly maxRequests: number;
+  readonly reqNode: DeadlineNode<Slot>;
+  readonly slowNode: DeadlineNode<Slot>;
+  /** The endpoint's callback, made once per worker rather than per request. */
+  readonly done: (o: UpstreamOutcome) => void;
+  log: Logger;
+  endpoint: Endpoint | undefined;
+  ready = false;
+  /** Tried while the pool is failing: its readiness ends the failing state. */
+  probe = false;
+  inIdle = false;
+  idleSince = 0;
+  current: Exchange | undefined;
+  busySince = 0;
+  /** A failure waiting for the exit event (EXIT_GRACE_MS). */
+  held: FailedOutcome | undefined;
+  heldTimer: unknown;
+  exit: WorkerExit | undefined;
+  spawnFailure: WorkerSpawnFailure | undefined;
+  /** Resolves start()'s wait for this worker (ready or gone). */
+  settle: (() => void) | undefined;
+
+  constructor(pool: SpawnedPool, worker: ManagedWorker, now: number, maxRequests: number, log: Logger) {
+    this.worker = worker;
+    this.spawnedAt = now;
+    this.maxRequests = maxRequests;
+    this.log = log;
+    this.reqNode = new DeadlineNode<Slot>(this);
+    this.slowNode = new DeadlineNode<Slot>(this);
+    this.done = (o) => pool.onOutcome(this, o);
+  }
+
+  get pid(): number | undefined {
+    return this.worker.pid;
+  }
+}
+
+function scriptOf(ex: Exchange): string {
+  return ex.params.get('SCRIPT_FILENAME') ?? ex.params.get('SCRIPT_NAME') ?? ex.params.get('REQUEST_URI') ?? '';
+}
+
+function exitText(exit: WorkerExit): string {
+  if (exit.signal !== null) return `was killed by ${exit.signal}`;
+  if (exit.code !== null) return `exited with code ${exit.code}`;
+  return 'could not be started';
+}
+
+export class SpawnedPool extends PoolBase {
+  private readonly deps: SpawnedPoolDeps;
+  private readonly scaling: ScalingConfig;
+  private readonly upstreamOpts: UpstreamOptions;
+  /** Live workers (not yet exited). */
+  private readonly slots = new Set<Slot>();
+  /** Idle workers; the end is the most recently used (taken first), index 0 the longest idle. */
+  private readonly idle: Slot[] = [];
+  private nextId = 1;
+  private round: SpawnRound = NO_ROUND;
+  private atMaxChildren = false;
+  /** Monotonic ms before which no worker is spawned (crash back-off). */
+  private respawnAt = 0;
+  private readonly crashes: CrashWindow;
+  private failing = false;
+  private failingSince = 0;
+  private probeAt = 0;
+  private probing = false;
+  private shuttingDown = false;
+  /** The start failure reported at error level; repeats of it are logged at debug. */
+  private reportedStartError: string | undefined;
+  private lastStartError: string | undefined;
+  private readonly requestTimer: DeadlineList<Slot> | undefined;
+  private readonly slowTimer: DeadlineList<Slot> | undefined;
+  private readonly idleTimer: OneTimer;
+  private readonly scaleTimer: OneTimer;
+  private readonly probeTimer: OneTimer;
+  /** How long after going idle a worker may first be due to stop (Infinity: never). */
+  private readonly firstIdleDue: number;
+  private allExited: (() => void) | undefined;
+
+  constructor(cfg: PoolConfig, deps: SpawnedPoolDeps) {
+    super(cfg, deps.logger, deps.clock);
+    this.deps = deps;
+    this.scaling = {
+      pm: cfg.pm,
+      maxChildren: Math.max(1, cfg.maxChildren),
+      startChildren: cfg.startChildren,
+      minSpare: cfg.minSpare,
+      maxSpare: cfg.maxSpare,
+      maxSpawnRate: cfg.maxSpawnRate,
+      idleTimeout: cfg.idleTimeout,
+    };
+    this.upstreamOpts = {
+      protocol: cfg.backend,
+      connectTimeout: cfg.connectTimeout,
+      readTimeout: cfg.readTimeout,
+      keepAlive: cfg.keepAlive && cfg.backend === 'fastcgi',
+      maxIdle: 1,
+    };
+    this.crashes = new CrashWindow(cfg.crashLimit, cfg.crashWindow);
+    const clock = deps.clock;
+    this.requestTimer = cfg.requestTimeout > 0 ? new DeadlineList(clock, cfg.requestTimeout, (s) => this.onRequestTimeout(s)) : undefined;
+    this.slowTimer = cfg.slowRequest > 0 ? new DeadlineList(clock, cfg.slowRequest, (s) => this.onSlowRequest(s)) : undefined;
+    this.idleTimer = new OneTimer(clock, () => this.onIdleTimer());
+    this.scaleTimer = new OneTimer(clock, () => this.scale());
+    this.probeTimer = new OneTimer(clock, () => this.onProbeTimer());
+    const idleTimeout = cfg.idleTimeout > 0 ? cfg.idleTimeout : Infinity;
+    this.firstIdleDue = cfg.pm === 'static' ? Infinity : cfg.pm === 'dynamic' ? Math.min(SURPLUS_IDLE_MS, idleTimeout) : idleTimeout;
+  }
+
+  async start(): Promise<void> {
+    const n = initialWorkers(this.scaling);
+    this.log.info(
+      { pm: this.cfg.pm, command: this.cfg.command, maxChildren: this.scaling.maxChildren, starting: n },
+      `pool ${this.name} (${this.cfg.pm}) starting ${n} worker(s)`,
+    );
+    if (n === 0) return;
+    const waits: Array<Promise<void>> = [];
+    for (let i = 0; i < n; i++) {
+      const slot = this.spawn();
+      waits.push(new Promise<void>((resolve) => (slot.settle = resolve)));
+    }
+    await Promise.all(waits);
+  }
+
+  // ---- PoolBase hooks ---------------------------------------------------------------
+
+  protected startNow(ex: Exchange): boolean {
+    const idle = this.idle;
+    for (let slot = idle.pop(); slot !== undefined; slot = idle.pop()) {
+      slot.inIdle = false;
+      if (this.cfg.maxLifetime > 0 && this.clock.now() - slot.spawnedAt >= this.cfg.maxLifetime) {
+        this.retire(slot, 'max_lifetime');
+        continue;
+      }
+      this.assign(slot, ex);
+      if (this.cfg.pm === 'dynamic' && idle.length < this.scaling.minSpare) this.scale();
+      return true;
+    }
+    return false;
+  }
+
+  protected onQueued(): void {
+    this.scale();
+  }
+
+  protected refusal(): ProxyError | undefined {
+    if (!this.failing) return undefined;
+    return this.failingError();
+  }
+
+  protected override targetNoun(): string {
+    return 'worker';
+  }
+
+  protected async shutdown(): Promise<void> {
+    this.shuttingDown = true;
+    this.idleTimer.cancel();
+    this.scaleTimer.cancel();
+    this.probeTimer.cancel();
+    this.requestTimer?.dispose();
+    this.slowTimer?.dispose();
+    const exits: Array<Promise<unknown>> = [];
+    for (const slot of [...this.slots]) {
+      const ex = slot.current;
+      if (ex) {
+        // stop() ran out of time with this request still running.
+        this.detach(slot);
+        this.fail(ex, new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
+        this.requestEnded();
+      }
+      slot.endpoint?.closeIdle();
+      exits.push(slot.worker.stop('shutdown'));
+    }
+    if (this.slots.size > 0) {
+      await new Promise<void>((resolve) => {
+        this.allExited = resolve;
+        this.checkAllExited();
+      });
+    }
+    await Promise.all(exits);
+  }
+
+  protected fillSnapshot(s: PoolSnapshot): void {
+    s.kind = 'spawned';
+    s.pm = this.cfg.pm;
+    if (this.failing && this.state === 'running') s.state = 'failing';
+    for (const slot of this.slots) {
+      const w = slot.worker;
+      s.workers.push({
+        pid: w.pid ?? 0,
+        state: w.state,
+        requests: w.requests,
+        startedAt: w.startedAt,
+        lastUsedAt: w.lastUsedAt,
+        current: w.current,
+      });
+    }
+  }
+
+  // ---- requests ---------------------------------------------------------------------
+
+  private assign(slot: Slot, ex: Exchange): void {
+    const w = slot.worker;
+    w.assign(ex.params.get('REQUEST_URI') ?? ex.params.get('SCRIPT_NAME') ?? '');
+    slot.current = ex;
+    slot.busySince = this.clock.now();
+    ex.workerPid = w.pid;
+    ex.backend = w.address.text;
+    this.stats.started();
+    this.requestTimer?.push(slot.reqNode);
+    this.slowTimer?.push(slot.slowNode);
+    slot.endpoint!.run(ex, slot.done);
+  }
+
+  /** @internal The endpoint finished a request on this worker. */
+  onOutcome(slot: Slot, o: UpstreamOutcome): void {
+    const ex = slot.current;
+    if (ex === undefined || slot.held !== undefined) return; // already answered (request_timeout, shutdown)
+    if (o.kind === 'failed' && !this.forced && slot.exit === undefined && (o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED)) {
+      // The worker may be dying: learn how before answering.
+      slot.held = o;
+      slot.heldTimer = this.clock.setTimer(() => this.onHeldTimeout(slot), EXIT_GRACE_MS);
+      return;
+    }
+    this.endRequest(slot, ex, o);
+  }
+
+  private endRequest(slot: Slot, ex: Exchange, o: UpstreamOutcome): void {
+    this.detach(slot);
+    if (o.kind === 'done') this.stats.completed++;
+    else if (o.kind === 'aborted') this.stats.aborted++;
+    else if (this.forced) this.fail(ex, new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
+    else if (slot.exit !== undefined) this.lost(slot, ex, o, slot.exit);
+    else this.fail(ex, o.error);
+    this.requestEnded();
+    if (slot.exit === undefined) this.afterRequest(slot, o);
+  }
+
+  /** Clears the worker's request: timers, held failure. */
+  private detach(slot: Slot): void {
+    slot.current = undefined;
+    if (slot.held !== undefined) {
+      this.clock.clearTimer(slot.heldTimer);
+      slot.held = undefined;
+    }
+    this.requestTimer?.remove(slot.reqNode);
+    this.slowTimer?.remove(slot.slowNode);
+  }
+
+  /** The worker died while running `ex`. */
+  private lost(slot: Slot, ex: Exchange, o: FailedOutcome, exit: WorkerExit): void {
+    if (o.retryable && ex.rewind()) {
+      // It never reached the application: another worker takes it, first in line.
+      slot.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
+      this.queue.unshift(ex);
+      return;
+    }
+    this.fail(
+      ex,
+      new ProxyError(
+        ErrorCodes.WORKER_CRASHED,
+        502,
+        `worker ${slot.pid ?? '?'} of pool ${this.name} ${exitText(exit)} while serving ${scriptOf(ex)}`,
+      ),
+    );
+  }
+
+  /** The worker is alive after a request ended: recycle it, or give it the next request. */
+  private afterRequest(slot: Slot, o: UpstreamOutcome): void {
+    const w = slot.worker;
+    const st = w.state;
+    if (st === 'draining') {
+      w.release(); // → stopping: the worker stops itself
+      return;
+    }
+    if (st !== 'busy') return; // stopping (request_timeout, shutdown)
+    w.release();
+    if (o.kind === 'failed' && o.error.code === ErrorCodes.BACKEND_TIMEOUT) {
+      // No byte for read_timeout: the script still runs and would hold the next request.
+      this.retire(slot, 'request_timeout');
+    } else if (w.requests >= slot.maxRequests) {
+      this.retire(slot, 'max_requests');
+    } else if (this.cfg.maxLifetime > 0 && this.clock.now() - slot.spawnedAt >= this.cfg.maxLifetime) {
+      this.retire(slot, 'max_lifetime');
+    } else {
+      this.free(slot);
+      return;
+    }
+    this.scale();
+  }
+
+  /** An idle worker takes the oldest waiting request, or goes on top of the idle stack. */
+  private free(slot: Slot): void {
+    const ex = this.queue.shift();
+    if (ex !== undefined) {
+      this.assign(slot, ex);
+      return;
+    }
+    const now = this.clock.now();
+    slot.idleSince = now;
+    slot.inIdle = true;
+    this.idle.push(slot);
+    if (this.firstIdleDue !== Infinity) this.idleTimer.armAt(now + this.firstIdleDue);
+  }
+
+  /** Gives requests put back at the head of the queue to idle workers. */
+  private pump(): void {
+    while (this.queue.length > 0 && this.idle.length > 0 && !this.failing) {
+      const ex = this.queue.shift()!;
+      if (!this.startNow(ex)) {
+        this.queue.unshift(ex);
+        return;
+      }
+    }
+  }
+
+  private onHeldTimeout(slot: Slot): void {
+    const o = slot.held;
+    const ex = slot.current;
+    slot.held = undefined;
+    if (o === undefined || ex === undefined) return;
+    if (!o.retryable) {
+      this.endRequest(slot, ex, o);
+      return;
+    }
+    // Alive but unreachable: it cannot serve. The request goes to another worker.
+    slot.log.warn({ code: o.error.code }, `worker is alive but unreachable (${o.error.message}); replacing it`);
+    this.detach(slot);
+    this.requestEnded();
+    if (ex.rewind()) this.queue.unshift(ex);
+    else this.fail(ex, o.error);
+    this.retire(slot, 'scale_down');
+    this.pump();
+    this.scale();
+  }
+
+  private onRequestTimeout(slot: Slot): void {
+    const ex = slot.current;
+    if (ex === undefined) return;
+    const duration = Math.round(this.clock.now() - slot.busySince);
+    const script = scriptOf(ex);
+    slot.log.warn(
+      { script, uri: ex.params.get('REQUEST_URI'), durationMs: duration, requestTimeout: this.cfg.requestTimeout },
+      `request to ${script} ran ${duration} ms, past request_timeout (${this.cfg.requestTimeout} ms): stopping worker ${slot.pid}`,
+    );
+    this.detach(slot);
+    this.fail(ex, new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, `request exceeded request_timeout (${this.cfg.requestTimeout} ms) in pool ${this.name}`));
+    this.requestEnded();
+    this.stats.recycled('request_timeout');
+    void slot.worker.stop('request_timeout');
+    this.scale();
+  }
+
+  private onSlowRequest(slot: Slot): void {
+    const ex = slot.current;
+    if (ex === undefined) return;
+    this.stats.slowRequests++;
+    const elapsed = Math.round(this.clock.now() - slot.busySince);
+    slot.log.warn(
+      { script: scriptOf(ex), uri: ex.params.get('REQUEST_URI'), elapsedMs: elapsed, slowRequest: this.cfg.slowRequest, slowRequests: this.stats.slowRequests },
+      `slow request: ${scriptOf(ex)} still running after ${elapsed} ms`,
+    );
+  }
+
+  // ---- workers ----------------------------------------------------------------------
+
+  private spawn(): Slot {
+    const id = this.nextId++;
+    const cfg = this.cfg;
+    const maxRequests = cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
+    const w = this.deps.workerFactory(this.deps.spec, this.deps.workerLogger, id);
+    const slot = new Slot(this, w, this.clock.now(), maxRequests, this.log);
+    this.slots.add(slot);
+    w.on('ready', () => this.onReady(slot));
+    w.on('spawnFailed', (f) => (slot.spawnFailure = f));
+    w.on('exit', (exit, verdict) => this.onExit(slot, exit, verdict));
+    return slot;
+  }
+
+  private onReady(slot: Slot): void {
+    const w = slot.worker;
+    slot.ready = true;
+    const spawnMs = Math.round(this.clock.now() - slot.spawnedAt);
+    slot.log = this.log.child({ pid: w.pid });
+    slot.endpoint = this.deps.endpointFactory(w.address, this.upstreamOpts, slot.log);
+    slot.log.info({ spawnMs, workers: this.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
+    this.reportedStartError = undefined;
+    if (this.failing) this.recover(slot);
+    const settle = slot.settle;
+    slot.settle = undefined;
+    if (w.state === 'idle' && !this.shuttingDown) this.free(slot);
+    this.scale();
+    settle?.();
+  }
+
+  /** Retires a worker between requests (busy ones finish first). */
+  private retire(slot: Slot, reason: RetireReason): void {
+    const w = slot.worker;
+    if (slot.inIdle) {
+      const i = this.idle.indexOf(slot);
+      if (i >= 0) this.idle.splice(i, 1);
+      slot.inIdle = false;
+    }
+    this.stats.recycled(reason);
+    slot.log.info(
+      { reason, requests: w.requests, uptimeMs: Math.round(this.clock.now() - slot.spawnedAt), workers: this.slots.size },
+      `retiring worker ${w.pid}: ${reason}`,
+    );
+    slot.endpoint?.closeIdle();
+    w.retire(reason);
+  }
+
+  private onExit(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): void {
+    const now = this.clock.now();
+    slot.exit = exit;
+    this.slots.delete(slot);
+    if (slot.inIdle) {
+      const i = this.idle.indexOf(slot);
+      if (i >= 0) this.idle.splice(i, 1);
+      slot.inIdle = false;
+    }
+    const ex = slot.current;
+    if (ex !== undefined) {
+      if (slot.held !== undefined) this.endRequest(slot, ex, slot.held);
+      else {
+        // The endpoint has not noticed yet: closing it makes it report now.
+        slot.endpoint?.destroy();
+        if (slot.current !== undefined) {
+          this.endRequest(slot, ex, {
+            kind: 'failed',
+            error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'worker exited'),
+            retryable: false,
+            backendDown: true,
+          });
+        }
+      }
+    }
+    slot.endpoint?.destroy();
+
+    if (verdict.crash) {
+      this.stats.crashes++;
+      this.crashes.record(now);
+    }
+    if (!slot.ready) this.onStartFailure(slot, exit);
+
+    if (verdict.crash) {
+      if (this.failing) {
+        if (slot.probe) this.scheduleProbe(slot);
+      } else if (this.crashes.failing(now)) {
+        this.enterFailing(slot);
+      } else {
+        this.respawnAt = Math.max(this.respawnAt, now + this.crashes.delay(now, slot.spawnedAt));
+      }
+    }
+    if (slot.probe) this.probing = false;
+    const settle = slot.settle;
+    slot.settle = undefined;
+    settle?.();
+    this.pump();
+    this.scale();
+    this.checkAllExited();
+    this.checkDrained();
+  }
+
+  private onStartFailure(slot: Slot, exit: WorkerExit): void {
+    const message = slot.spawnFailure?.message ?? `worker ${exitText(exit)} before it was ready`;
+    this.lastStartError = message;
+    if (exit.reason === 'shutdown' || this.shuttingDown) return;
+    if (this.reportedStartError !== message) {
+      this.reportedStartError = message;
+      this.log.error(
+        {
+          code: ErrorCodes.SPAWN_FAILED,
+          errno: slot.spawnFailure?.errno,
+          command: this.cfg.command,
+          crashes: this.crashes.count(this.clock.now()),
+          crashLimit: this.cfg.crashLimit,
+          queued: this.queue.length,
+        },
+        `pool ${this.name} cannot start workers: ${message}`,
+      );
+    } else {
+      this.log.debug({ errno: slot.spawnFailure?.errno }, `pool ${this.name}: worker start failed again: ${message}`);
+    }
+    // Waiting requests get 503 now unless some worker may still take them.
+    let serving = 0;
+    for (const s of this.slots) if (s.ready || s.worker.state === 'spawning') serving++;
+    if (serving === 0 && this.queue.length > 0) {
+      this.rejectQueued(
+        'failing',
+        new ProxyError(ErrorCodes.POOL_FAILING, 503, `pool ${this.name} cannot start workers: ${message}`, 1),
+      );
+    }
+  }
+
+  // ---- failing --------------------------------------------------------------------------
+
+  private enterFailing(slot: Slot): void {
+    const now = this.clock.now();
+    this.failing = true;
+    this.failingSince = now;
+    const n = this.crashes.count(now);
+    const pause = this.failingPause(now);
+    this.probeAt = now + pause;
+    this.probeTimer.armAt(this.probeAt);
+    this.scaleTimer.cancel();
+    const last = slot.spawnFailure?.message ?? (slot.exit ? `last worker ${exitText(slot.exit)}` : '');
+    this.log.error(
+      { crashes: n, crashWindow: this.cfg.crashWindow, crashLimit: this.cfg.crashLimit, pauseMs: pause, queued: this.queue.length, last },
+      `pool ${this.name} is failing: ${n} crashes within ${this.cfg.crashWindow} ms (crash_limit ${this.cfg.crashLimit}); answering 503 until a worker starts again, next try in ${pause} ms`,
+    );
+    this.rejectQueued('failing', this.failingError());
+  }
+
+  private failingPause(now: number): number {
+    return Math.min(BACKOFF_MAX_MS, Math.max(MIN_FAILING_PAUSE_MS, backoffDelay(this.crashes.count(now))));
+  }
+
+  private scheduleProbe(slot: Slot): void {
+    const now = this.clock.now();
+    const pause = this.failingPause(now);
+    this.probeAt = now + pause;
+    this.probeTimer.armAt(this.probeAt);
+    const why = slot.spawnFailure?.message ?? (slot.exit ? `worker ${exitText(slot.exit)}` : 'failed');
+    this.log.warn({ pauseMs: pause, crashes: this.crashes.count(now) }, `pool ${this.name} still failing (${why}); next try in ${pause} ms`);
+  }
+
+  private onProbeTimer(): void {
+    if (!this.failing || this.probing || this.shuttingDown || this.state === 'stopped') return;
+    this.probing = true;
+    this.log.info({ failingMs: Math.round(this.clock.now() - this.failingSince) }, `pool ${this.name}: trying one worker again`);
+    this.spawn().probe = true;
+  }
+
+  private recover(slot: Slot): void {
+    this.failing = false;
+    this.probing = false;
+    this.probeTimer.cancel();
+    this.crashes.clear();
+    this.respawnAt = 0;
+    this.log.info(
+      { pid: slot.pid, failingMs: Math.round(this.clock.now() - this.failingSince) },
+      `pool ${this.name} recovered: worker ${slot.pid} started`,
+    );
+  }
+
+  private failingError(): ProxyError {
+    const wait = Math.max(1, Math.ceil((this.probeAt - this.clock.now()) / 1000));
+    const why = this.lastStartError !== undefined && this.reportedStartError !== undefined ? `: ${this.lastStartError}` : '';
+    return new ProxyError(ErrorCodes.POOL_FAILING, 503, `pool ${this.name} is failing (workers keep crashing${why})`, wait);
+  }
+
+  // ---- scaling ----------------------------------------------------------------------
+
+  private counts(): WorkerCounts {
+    const c: WorkerCounts = { idle: 0, busy: 0, spawning: 0, retiring: 0, queued: this.queue.length };
+    for (const s of this.slots) {
+      switch (s.worker.state) {
+        case 'spawning':
+          c.spawning++;
+          break;
+        case 'idle':
+          c.idle++;
+          break;
+        case 'busy':
+          c.busy++;
+          break;
+        case 'draining':
+        case 'stopping':
+          c.retiring++;
+          break;
+        case 'exited':
+          break;
+      }
+    }
+    return c;
+  }
+
+  /** Spawns what the mode wants now; re-arms itself for rate rounds and crash back-off. */
+  private scale(): void {
+    if (this.failing || this.shuttingDown || this.state === 'stopped') return;
+    const now = this.clock.now();
+    const c = this.counts();
+    // While stopping, only waiting requests justify a new worker.
+    const scaling: ScalingConfig = this.state === 'running' ? this.scaling : { ...this.scaling, pm: 'ondemand' };
+    const plan = planSpawns(scaling, c, now, this.round);
+    if (plan.atMaxChildren && !this.atMaxChildren) {
+      this.stats.maxChildrenReached++;
+      this.log.warn(
+        { maxChildren: this.scaling.maxChildren, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, times: this.stats.maxChildrenReached },
+        `pool ${this.name} reached max_children (${this.scaling.maxChildren}); requests wait in the queue`,
+      );
+    }
+    this.atMaxChildren = plan.atMaxChildren;
+    if (plan.spawn === 0) {
+      this.round = plan.round;
+      if (plan.recheckAt !== undefined) this.scaleTimer.armAt(plan.recheckAt);
+      return;
+    }
+    if (now < this.respawnAt) {
+      // Crash back-off: ask again when it ends (the rate round is not used up).
+      this.scaleTimer.armAt(this.respawnAt);
+      return;
+    }
+    this.round = plan.round;
+    this.log.info(
+      { spawn: plan.spawn, idle: c.idle, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, maxChildren: this.scaling.maxChildren },
+      `pool ${this.name}: spawning ${plan.spawn} worker(s)`,
+    );
+    for (let i = 0; i < plan.spawn; i++) this.spawn();
+    if (plan.recheckAt !== undefined) this.scaleTimer.armAt(plan.recheckAt);
+  }
+
+  private onIdleTimer(): void {
+    if (this.shuttingDown) return;
+    const now = this.clock.now();
+    const since = this.idle.map((s) => s.idleSince);
+    const plan = planIdleStops(this.scaling, since, now);
+    if (plan.stop > 0) {
+      const idleTimeout = this.cfg.idleTimeout > 0 ? this.cfg.idleTimeout : Infinity;
+      for (const slot of this.idle.slice(0, plan.stop)) {
+        this.retire(slot, now - slot.idleSince >= idleTimeout ? 'idle_timeout' : 'scale_down');
+      }
+    }
+    if (plan.recheckAt !== undefined) this.idleTimer.armAt(plan.recheckAt);
+  }
+
+  private checkAllExited(): void {
+    if (this.allExited !== undefined && this.slots.size === 0) {
+      const r = this.allExited;
+      this.allExited = undefined;
+      r();
+    }
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Counters a pool keeps for its status page. Plain fields, bumped on the hot path.
+ */
+import { ErrorCodes, type ProxyError } from '../errors.js';
+
+export class PoolStats {
+  accepted = 0;
+  completed = 0;
+  aborted = 0;
+  active = 0;
+  maxActive = 0;
+  rejected = { queueFull: 0, queueTimeout: 0, failing: 0, shuttingDown: 0 };
+  errors = { unreachable: 0, timeout: 0, crashed: 0, other: 0 };
+  maxChildrenReached = 0;
+  crashes = 0;
+  recycles: Record<string, number> = {};
+  slowRequests = 0;
+
+  started(): void {
+    if (++this.active > this.maxActive) this.maxActive = this.active;
+  }
+
+  /** Counts an error the pool answered a request with (not a queue rejection). */
+  error(err: ProxyError): void {
+    switch (err.code) {
+      case ErrorCodes.BACKEND_UNREACHABLE:
+      case ErrorCodes.ALL_BACKENDS_DOWN:
+        this.errors.unreachable++;
+        break;
+      case ErrorCodes.BACKEND_TIMEOUT:
+      case ErrorCodes.REQUEST_TIMEOUT:
+        this.errors.timeout++;
+        break;
+      case ErrorCodes.WORKER_CRASHED:
+        this.errors.crashed++;
+        break;
+      default:
+        this.errors.other++;
+    }
+  }
+
+  recycled(reason: string): void {
+    this.recycles[reason] = (this.recycles[reason] ?? 0) + 1;
+  }
+}

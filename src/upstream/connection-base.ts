@@ -1,0 +1,281 @@
+/**
+ * One socket to a backend and the request running on it: connecting, timeouts, body
+ * back-pressure in both directions, client abort, and what a close means in each state.
+ * The protocol subclasses (FastCGI, SCGI) encode the request and decode the response.
+ *
+ * States:  connecting → busy ⇄ idle → closed      (connecting/busy always carry an exchange)
+ *
+ * Socket and exchange callbacks are bound once per connection, not per request.
+ */
+import { connect, type NetConnectOpts, type Socket } from 'node:net';
+import type { Logger } from '../log/log.js';
+import type { SocketAddress } from '../protocol/address.js';
+import type { BodyConsumer, Exchange } from '../protocol/exchange.js';
+import { ABORTED, closedEarly, connectFailed, connectTimedOut, readTimedOut, unencodable, type FailedOutcome } from './failures.js';
+import type { UpstreamOptions, UpstreamOutcome } from './types.js';
+
+export type ConnectionState = 'connecting' | 'busy' | 'idle' | 'closed';
+
+export type DoneCallback = (outcome: UpstreamOutcome) => void;
+
+/** The endpoint that owns a connection. */
+export interface ConnectionOwner {
+  /**
+   * The request on `conn` is over; called exactly once per start(). `reusable`: the
+   * connection is idle and may take another request (else it is closed). `stale`: a
+   * reused connection was closed by the backend before any response byte, so the
+   * request may be replayed on a fresh connection.
+   */
+  requestFinished(
+    conn: UpstreamConnection,
+    ex: Exchange,
+    done: DoneCallback,
+    outcome: UpstreamOutcome,
+    reusable: boolean,
+    stale: boolean,
+  ): void;
+  /** An idle connection was closed by the backend or failed; forget it. */
+  idleClosed(conn: UpstreamConnection): void;
+}
+
+/** Socket buffer before the request body is paused: one full FastCGI record fits. */
+const WRITE_HIGH_WATER = 128 * 1024;
+
+export abstract class UpstreamConnection implements BodyConsumer {
+  state: ConnectionState = 'connecting';
+  /** Requests started on this connection; more than one means it was reused. */
+  requests = 0;
+
+  protected readonly socket: Socket;
+  protected readonly owner: ConnectionOwner;
+  protected readonly address: SocketAddress;
+  protected readonly opts: UpstreamOptions;
+  protected readonly logger: Logger;
+
+  // The running request (undefined while idle or closed).
+  protected ex: Exchange | undefined;
+  private done: DoneCallback | undefined;
+  /** Any byte from the backend since the request started. */
+  protected gotBytes = false;
+  /** The CGI response head went to the exchange. */
+  protected headDone = false;
+  /** The whole request body was written (the exchange detached its consumer). */
+  protected bodyDone = false;
+  /** data() returned false; 'drain' resumes the exchange. */
+  private bodyPaused = false;
+  /** Socket paused because the client is slow; onResponseDrain resumes it. */
+  private readPaused = false;
+  private lastError: Error | undefined;
+
+  private readonly onAbortBound = (): void => this.onClientAbort();
+  private readonly onResponseDrainBound = (): void => this.resumeReading();
+
+  constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
+    this.owner = owner;
+    this.address = address;
+    this.opts = opts;
+    this.logger = logger;
+    // writableHighWaterMark is passed through to the stream; @types/node does not list it.
+    const connectOpts: NetConnectOpts & { writableHighWaterMark: number } =
+      address.kind === 'unix'
+        ? { path: address.path, writableHighWaterMark: WRITE_HIGH_WATER }
+        : { host: address.host, port: address.port, noDelay: true, writableHighWaterMark: WRITE_HIGH_WATER };
+    this.socket = connect(connectOpts);
+    this.socket.setTimeout(opts.connectTimeout);
+    this.socket.on('connect', () => this.onConnect());
+    this.socket.on('data', (chunk: Buffer) => {
+      this.gotBytes = true;
+      this.onData(chunk);
+    });
+    this.socket.on('end', () => this.onPeerClosed(undefined));
+    this.socket.on('error', (err: Error) => {
+      this.lastError ??= err;
+    });
+    this.socket.on('close', () => this.onPeerClosed(this.lastError));
+    this.socket.on('timeout', () => this.onTimeout());
+    this.socket.on('drain', () => this.onWritable());
+  }
+
+  /** Runs `ex` on this connection (fresh, or idle from the endpoint). */
+  start(ex: Exchange, done: DoneCallback): void {
+    this.ex = ex;
+    this.done = done;
+    this.requests++;
+    this.gotBytes = false;
+    this.headDone = false;
+    this.bodyDone = false;
+    this.bodyPaused = false;
+    ex.onAbort = this.onAbortBound;
+    ex.onResponseDrain = this.onResponseDrainBound;
+    this.resetResponse();
+    if (this.state === 'idle') {
+      this.state = 'busy';
+      this.beginRequest(ex);
+    }
+  }
+
+  /** Closes the connection without reporting anything (idle ones, or after finish). */
+  close(): void {
+    this.state = 'closed';
+    this.socket.destroy();
+  }
+
+  /** The endpoint is going away: fail the running request. */
+  abandon(outcome: FailedOutcome): void {
+    if (this.state !== 'busy' && this.state !== 'connecting') return;
+    this.fail(outcome);
+  }
+
+  // ---- BodyConsumer (the exchange calls these while the body flows) ----------------
+
+  abstract data(chunk: Buffer): boolean;
+  abstract end(): void;
+
+  // ---- protocol hooks ---------------------------------------------------------------
+
+  /** Clears per-request response parsing state. */
+  protected abstract resetResponse(): void;
+  /** Writes the request head and starts consuming the body. */
+  protected abstract sendRequest(ex: Exchange): void;
+  /** Backend bytes while busy (subclasses check the state; idle bytes are a fault). */
+  protected abstract onData(chunk: Buffer): void;
+  /** EOF or error while busy. */
+  protected abstract onClosedWhileBusy(err: Error | undefined): void;
+  /** Best effort: tell the backend the client is gone, just before the socket is destroyed. */
+  protected abstract sendAbort(): void;
+
+  // ---- helpers for subclasses -------------------------------------------------------
+
+  /** Writes buffers as one writev; returns false (and remembers to resume) when the socket is full. */
+  protected writeBody(bufs: readonly Buffer[]): boolean {
+    const s = this.socket;
+    let ok = true;
+    if (bufs.length === 1) {
+      ok = s.write(bufs[0]!);
+    } else {
+      s.cork();
+      for (let i = 0; i < bufs.length; i++) ok = s.write(bufs[i]!);
+      s.uncork();
+    }
+    if (!ok) this.bodyPaused = true;
+    return ok;
+  }
+
+  /** Passes response body bytes (a view, never copied) on; pauses the socket when the client is slow. */
+  protected deliverBody(chunk: Buffer): void {
+    if (this.ex!.respondBody(chunk) || this.readPaused || this.state !== 'busy') return;
+    this.readPaused = true;
+    this.socket.pause();
+    // Waiting for the client is not the backend's silence.
+    this.socket.setTimeout(0);
+  }
+
+  /** The request ended normally or failed; hands the connection back to the endpoint. */
+  protected finish(outcome: UpstreamOutcome, reusable: boolean, stale: boolean): void {
+    const ex = this.ex!;
+    const done = this.done!;
+    this.ex = undefined;
+    this.done = undefined;
+    if (ex.onAbort === this.onAbortBound) ex.onAbort = undefined;
+    if (ex.onResponseDrain === this.onResponseDrainBound) ex.onResponseDrain = undefined;
+    if (reusable) {
+      this.state = 'idle';
+      if (this.readPaused) this.resumeReading();
+    } else {
+      this.close();
+    }
+    this.owner.requestFinished(this, ex, done, outcome, reusable, stale);
+  }
+
+  /** Destroys the socket and reports the failure. */
+  protected fail(outcome: FailedOutcome): void {
+    this.close();
+    this.finish(outcome, false, false);
+  }
+
+  /** An idle connection misbehaved (bytes without a request): drop it quietly. */
+  protected dropIdle(why: string): void {
+    this.logger.debug({ why }, 'dropping idle backend connection');
+    this.close();
+    this.owner.idleClosed(this);
+  }
+
+  // ---- socket and exchange events ---------------------------------------------------
+
+  private onConnect(): void {
+    if (this.state !== 'connecting') return;
+    this.state = 'busy';
+    // Kept armed while idle too: a timeout then is ignored, and the next write re-arms it.
+    this.socket.setTimeout(this.opts.readTimeout);
+    this.beginRequest(this.ex!);
+  }
+
+  private beginRequest(ex: Exchange): void {
+    try {
+      this.sendRequest(ex);
+    } catch (err) {
+      // Encoders refuse what the protocol cannot carry; that request fails, nothing else.
+      if (this.state === 'busy') this.fail(unencodable(this.address.text, err as Error));
+    }
+  }
+
+  private onTimeout(): void {
+    if (this.state === 'connecting') {
+      this.fail(connectTimedOut(this.address.text, this.opts.connectTimeout));
+    } else if (this.state === 'busy' && !this.readPaused) {
+      this.fail(readTimedOut(this.address.text, this.opts.readTimeout));
+    }
+  }
+
+  private onPeerClosed(err: Error | undefined): void {
+    switch (this.state) {
+      case 'connecting':
+        this.fail(connectFailed(this.address.text, err ?? new Error('connection closed while connecting')));
+        return;
+      case 'busy':
+        this.onClosedWhileBusy(err);
+        return;
+      case 'idle':
+        this.logger.debug({ err: err?.message }, 'idle backend connection closed');
+        this.close();
+        this.owner.idleClosed(this);
+        return;
+      case 'closed':
+        return;
+    }
+  }
+
+  /** A busy connection closed; subclasses call this when EOF is not the normal end. */
+  protected failClosed(err: Error | undefined): void {
+    if (this.requests > 1 && !this.gotBytes) {
+      // A kept-alive connection the backend had already given up on (php-cgi after
+      // PHP_FCGI_MAX_REQUESTS, an idle timeout): the endpoint replays on a fresh one.
+      this.close();
+      this.finish(closedEarly(this.address.text, err, false, false), false, true);
+      return;
+    }
+    this.fail(closedEarly(this.address.text, err, this.headDone, this.gotBytes));
+  }
+
+  private onWritable(): void {
+    if (!this.bodyPaused || this.state !== 'busy') return;
+    this.bodyPaused = false;
+    this.ex!.bodyConsumerDrained();
+  }
+
+  private resumeReading(): void {
+    if (!this.readPaused) return;
+    this.readPaused = false;
+    if (this.state === 'closed') return;
+    this.socket.setTimeout(this.opts.readTimeout);
+    this.socket.resume();
+  }
+
+  private onClientAbort(): void {
+    if (this.state !== 'busy' && this.state !== 'connecting') return;
+    if (this.state === 'busy') this.sendAbort();
+    // php-cgi ignores FCGI_ABORT_REQUEST; a closed socket makes its next write fail.
+    this.close();
+    this.finish(ABORTED, false, false);
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * How a failed exchange with a backend is reported to the pool. One function per kind
+ * of failure, so the classification (code, status, retryable, backendDown) lives in one
+ * place and every message names the backend address.
+ */
+import { ErrorCodes, ProtocolError, ProxyError } from '../errors.js';
+import type { UpstreamOutcome } from './types.js';
+
+export type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
+
+export const DONE: UpstreamOutcome = Object.freeze({ kind: 'done' });
+export const ABORTED: UpstreamOutcome = Object.freeze({ kind: 'aborted' });
+
+function failed(error: ProxyError, retryable: boolean, backendDown: boolean): FailedOutcome {
+  return { kind: 'failed', error, retryable, backendDown };
+}
+
+function errno(err: Error | undefined): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code ?? err?.message ?? 'unknown error';
+}
+
+/**
+ * The connection was never established: nothing reached the backend, another one may
+ * take the request. A full accept queue on a Unix socket (EAGAIN) means busy, not down.
+ */
+export function connectFailed(address: string, err: Error): FailedOutcome {
+  const code = errno(err);
+  const down = code !== 'EAGAIN';
+  const what = code === 'ECONNREFUSED' ? 'refused the connection' : code === 'EAGAIN' ? 'has a full accept queue' : 'is unreachable';
+  return failed(new ProxyError(ErrorCodes.BACKEND_UNREACHABLE, 502, `backend ${address} ${what} (${code})`), true, down);
+}
+
+export function connectTimedOut(address: string, ms: number): FailedOutcome {
+  return failed(new ProxyError(ErrorCodes.BACKEND_TIMEOUT, 504, `backend ${address}: connect timed out after ${ms} ms`), true, true);
+}
+
+/** No byte from the backend for `ms` while the request ran. */
+export function readTimedOut(address: string, ms: number): FailedOutcome {
+  return failed(new ProxyError(ErrorCodes.BACKEND_TIMEOUT, 504, `backend ${address}: no response for ${ms} ms`), false, false);
+}
+
+/**
+ * The backend closed the connection before the response was complete. Never retryable:
+ * the application may have run (and a kept-alive connection's stale close is retried
+ * inside the endpoint before it gets here).
+ */
+export function closedEarly(address: string, err: Error | undefined, afterHead: boolean, gotBytes: boolean): FailedOutcome {
+  const how = err ? errno(err) : 'EOF';
+  const when = afterHead ? 'mid-response' : gotBytes ? 'before the response head was complete' : 'before responding';
+  return failed(new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, `backend ${address} closed the connection ${when} (${how})`), false, false);
+}
+
+/** Garbage records, an invalid CGI head, an END_REQUEST without a response. */
+export function protocolFault(address: string, detail: string | ProtocolError): FailedOutcome {
+  const text = typeof detail === 'string' ? detail : `${detail.message} (${detail.code})`;
+  return failed(new ProxyError(ErrorCodes.BACKEND_PROTOCOL, 502, `backend ${address} broke the protocol: ${text}`), false, false);
+}
+
+/** END_REQUEST with CANT_MPX_CONN / OVERLOADED: the application did not take the request. */
+export function refusedRequest(address: string, why: string): FailedOutcome {
+  return failed(new ProxyError(ErrorCodes.BACKEND_UNREACHABLE, 502, `backend ${address} refused the request (${why})`), true, false);
+}
+
+/** The request cannot be written in the backend's protocol (e.g. a NUL byte in a param over SCGI). */
+export function unencodable(address: string, err: Error): FailedOutcome {
+  const code = err instanceof ProtocolError ? err.code : ErrorCodes.BACKEND_PROTOCOL;
+  return failed(new ProxyError(code, 400, `request cannot be sent to backend ${address}: ${err.message}`), false, false);
+}
+
+/** The endpoint was destroyed while the request ran or before it started. */
+export function endpointClosed(address: string, started: boolean): FailedOutcome {
+  return failed(
+    new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, `backend ${address}: connection closed by fcgi-pm (endpoint destroyed)`),
+    !started,
+    false,
+  );
+}

@@ -1,0 +1,207 @@
+/**
+ * FastCGI client side of one connection: one request at a time (php-cgi does not
+ * multiplex), request id 1, role RESPONDER, FCGI_KEEP_CONN when keep-alive is on.
+ *
+ * Request:  BEGIN_REQUEST + PARAMS in one write, body as STDIN records, empty STDIN.
+ * Response: STDOUT → CGI head parser → respondHead, then body views; STDERR →
+ *           respondStderr; END_REQUEST → respondEnd (acted on once the chunk that
+ *           carried it is fully decoded, so stray bytes after it cannot leak into the
+ *           next request on this connection).
+ */
+import { ProtocolError } from '../errors.js';
+import type { Logger } from '../log/log.js';
+import type { SocketAddress } from '../protocol/address.js';
+import { CgiResponseHeadParser } from '../protocol/cgi-response.js';
+import type { Exchange } from '../protocol/exchange.js';
+import {
+  encodeAbortRequest,
+  encodeRecord,
+  encodeRequestHead,
+  encodeStream,
+  FCGI_KEEP_CONN,
+  FcgiDecoder,
+  parseEndRequest,
+  ProtocolStatus,
+  RecordType,
+  Role,
+  type FcgiRecord,
+} from '../protocol/fastcgi.js';
+import { UpstreamConnection, type ConnectionOwner } from './connection-base.js';
+import { DONE, protocolFault, refusedRequest } from './failures.js';
+import type { UpstreamOptions } from './types.js';
+
+/** One request at a time per connection, so every request uses the same id. */
+const REQUEST_ID = 1;
+
+let emptyStdin: Buffer | undefined;
+let abortRecord: Buffer | undefined;
+
+export class FastcgiConnection extends UpstreamConnection {
+  private readonly decoder: FcgiDecoder;
+  private headParser: CgiResponseHeadParser | undefined;
+  /** END_REQUEST (complete) decoded in the current chunk; acted on after it. */
+  private endSeen = false;
+  /** STDOUT bytes arrived for the current request. */
+  private sawStdout = false;
+  /** Records after END_REQUEST or while idle: the connection is not reused. */
+  private tainted = false;
+  /** Reused output array for encodeStream. */
+  private readonly out: Buffer[] = [];
+
+  constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
+    super(owner, address, opts, logger);
+    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec));
+  }
+
+  // ---- request ------------------------------------------------------------------------
+
+  protected sendRequest(ex: Exchange): void {
+    const s = this.socket;
+    s.cork();
+    s.write(encodeRequestHead(REQUEST_ID, Role.Responder, this.opts.keepAlive ? FCGI_KEEP_CONN : 0, ex.params));
+    // Delivers what the front end already has (often the whole body) inside this cork.
+    ex.consumeBody(this);
+    s.uncork();
+  }
+
+  data(chunk: Buffer): boolean {
+    if (this.state !== 'busy' || this.bodyDone) return true;
+    if (chunk.length === 0) return true;
+    const out = this.out;
+    out.length = 0;
+    encodeStream(RecordType.Stdin, REQUEST_ID, chunk, out);
+    const ok = this.writeBody(out);
+    out.length = 0;
+    return ok;
+  }
+
+  end(): void {
+    if (this.state !== 'busy' || this.bodyDone) return;
+    this.bodyDone = true;
+    this.socket.write((emptyStdin ??= encodeRecord(RecordType.Stdin, REQUEST_ID)));
+  }
+
+  protected sendAbort(): void {
+    this.socket.write((abortRecord ??= encodeAbortRequest(REQUEST_ID)));
+  }
+
+  // ---- response -----------------------------------------------------------------------
+
+  protected resetResponse(): void {
+    this.headParser = new CgiResponseHeadParser();
+    this.endSeen = false;
+    this.sawStdout = false;
+  }
+
+  protected onData(chunk: Buffer): void {
+    if (this.state === 'idle') {
+      this.dropIdle('backend sent data while no request was running');
+      return;
+    }
+    if (this.state !== 'busy') return;
+    try {
+      this.decoder.push(chunk);
+    } catch (err) {
+      this.onThrown(err);
+      return;
+    }
+    if (this.endSeen && this.state === 'busy') this.complete();
+  }
+
+  private onRecord(rec: FcgiRecord): void {
+    if (this.state !== 'busy' || this.endSeen) {
+      if (rec.requestId !== 0) this.tainted = true;
+      return;
+    }
+    if (rec.requestId !== REQUEST_ID) {
+      // Management records (id 0, e.g. GET_VALUES_RESULT) are not for a request.
+      if (rec.requestId === 0) return;
+      this.fail(protocolFault(this.address.text, `record for request id ${rec.requestId}, expected ${REQUEST_ID}`));
+      return;
+    }
+    switch (rec.type) {
+      case RecordType.Stdout:
+        this.onStdout(rec.content);
+        return;
+      case RecordType.Stderr:
+        if (rec.content.length > 0) this.ex!.respondStderr(rec.content);
+        return;
+      case RecordType.EndRequest:
+        this.onEndRequest(rec.content);
+        return;
+      default:
+        this.fail(protocolFault(this.address.text, `unexpected record type ${rec.type}`));
+    }
+  }
+
+  private onStdout(content: Buffer): void {
+    if (content.length === 0) return; // end of the STDOUT stream; END_REQUEST follows
+    this.sawStdout = true;
+    if (this.headDone) {
+      this.deliverBody(content);
+      return;
+    }
+    let r: ReturnType<CgiResponseHeadParser['push']>;
+    try {
+      r = this.headParser!.push(content);
+    } catch (err) {
+      this.onThrown(err);
+      return;
+    }
+    if (r === undefined) return;
+    this.headDone = true;
+    this.headParser = undefined;
+    this.ex!.respondHead(r.head);
+    // The sink may have aborted the exchange from inside respondHead.
+    if (this.state === 'busy' && r.rest.length > 0) this.deliverBody(r.rest);
+  }
+
+  private onEndRequest(content: Buffer): void {
+    if (content.length < 8) {
+      this.fail(protocolFault(this.address.text, `END_REQUEST body of ${content.length} bytes`));
+      return;
+    }
+    const { protocolStatus } = parseEndRequest(content);
+    if (protocolStatus === ProtocolStatus.CantMpxConn || protocolStatus === ProtocolStatus.Overloaded) {
+      const why = protocolStatus === ProtocolStatus.Overloaded ? 'FCGI_OVERLOADED' : 'FCGI_CANT_MPX_CONN';
+      if (!this.sawStdout) {
+        this.fail(refusedRequest(this.address.text, why));
+      } else {
+        this.fail(protocolFault(this.address.text, `${why} after response output`));
+      }
+      return;
+    }
+    if (protocolStatus !== ProtocolStatus.RequestComplete) {
+      this.fail(protocolFault(this.address.text, `END_REQUEST with protocol status ${protocolStatus}`));
+      return;
+    }
+    if (!this.headDone) {
+      this.fail(protocolFault(this.address.text, 'request ended without a complete CGI response head'));
+      return;
+    }
+    this.endSeen = true;
+  }
+
+  private complete(): void {
+    this.endSeen = false;
+    // Reuse only a connection whose request went out completely: leftover STDIN for
+    // id 1 would be read as part of the next request.
+    const reusable = this.opts.keepAlive && this.bodyDone && !this.tainted && !this.decoder.midRecord;
+    this.ex!.respondEnd();
+    this.finish(DONE, reusable, false);
+  }
+
+  protected onClosedWhileBusy(err: Error | undefined): void {
+    this.failClosed(err);
+  }
+
+  private onThrown(err: unknown): void {
+    if (err instanceof ProtocolError) {
+      this.fail(protocolFault(this.address.text, err));
+      return;
+    }
+    // A bug in a sink called from here; keep the daemon up, lose only this request.
+    this.logger.error({ err }, 'internal error while relaying a FastCGI response');
+    if (this.state === 'busy') this.fail(protocolFault(this.address.text, `internal error: ${(err as Error)?.message}`));
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * SCGI client side: one connection per request. The request is the netstring head
+ * (CONTENT_LENGTH first) followed by the body; the response is everything the backend
+ * sends until it closes: a CGI head, then the body. No keep-alive in SCGI.
+ */
+import { ProtocolError } from '../errors.js';
+import type { Logger } from '../log/log.js';
+import type { SocketAddress } from '../protocol/address.js';
+import { CgiResponseHeadParser } from '../protocol/cgi-response.js';
+import type { Exchange } from '../protocol/exchange.js';
+import { encodeScgiHead } from '../protocol/scgi.js';
+import { UpstreamConnection, type ConnectionOwner } from './connection-base.js';
+import { DONE, protocolFault } from './failures.js';
+import type { UpstreamOptions } from './types.js';
+
+export class ScgiConnection extends UpstreamConnection {
+  private headParser: CgiResponseHeadParser | undefined;
+  /** One-element array for writeBody, reused. */
+  private readonly one: Buffer[] = [];
+
+  constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
+    super(owner, address, opts, logger);
+  }
+
+  protected sendRequest(ex: Exchange): void {
+    const s = this.socket;
+    s.cork();
+    s.write(encodeScgiHead(ex.params));
+    ex.consumeBody(this);
+    s.uncork();
+  }
+
+  data(chunk: Buffer): boolean {
+    if (this.state !== 'busy' || this.bodyDone || chunk.length === 0) return true;
+    this.one[0] = chunk;
+    const ok = this.writeBody(this.one);
+    this.one.length = 0;
+    return ok;
+  }
+
+  end(): void {
+    // SCGI frames the body by CONTENT_LENGTH; no half-close, some servers take EOF as
+    // the client going away.
+    this.bodyDone = true;
+  }
+
+  protected sendAbort(): void {
+    // SCGI has no abort message; closing the connection is the signal.
+  }
+
+  protected resetResponse(): void {
+    this.headParser = new CgiResponseHeadParser();
+  }
+
+  protected onData(chunk: Buffer): void {
+    if (this.state !== 'busy') return;
+    if (this.headDone) {
+      this.deliverBody(chunk);
+      return;
+    }
+    let r: ReturnType<CgiResponseHeadParser['push']>;
+    try {
+      r = this.headParser!.push(chunk);
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err;
+      this.fail(protocolFault(this.address.text, err));
+      return;
+    }
+    if (r === undefined) return;
+    this.headDone = true;
+    this.headParser = undefined;
+    this.ex!.respondHead(r.head);
+    if (this.state === 'busy' && r.rest.length > 0) this.deliverBody(r.rest);
+  }
+
+  protected onClosedWhileBusy(err: Error | undefined): void {
+    if (err === undefined && this.headDone) {
+      // EOF is the end of an SCGI response.
+      this.ex!.respondEnd();
+      this.finish(DONE, false, false);
+      return;
+    }
+    this.failClosed(err);
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * What an exit means, and how soon to try again. Pure (clock passed in).
+ *
+ * Like PHP-FPM: a worker the manager stopped (reason set) is quiet; anything else that
+ * ends on a signal or a non-zero code is a crash, and "possible request loss" when it
+ * was serving one. Like runit: crashes back off exponentially, never sooner than a
+ * second after the last start; `failing` when crash_limit crashes fall in crash_window.
+ */
+import type { RetireReason, WorkerExit } from './types.js';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface ExitVerdict {
+  /** Counts toward the crash window (and its back-off). */
+  crash: boolean;
+  /** The pool should replace it (after restartDelay when crash). Scaling may still decide not to. */
+  restart: boolean;
+  level: LogLevel;
+  message: string;
+}
+
+interface PlannedRule {
+  restart: boolean;
+  level: LogLevel;
+  what: string;
+}
+
+/** Planned exits, by the reason the manager gave. spawn_timeout is handled as a crash. */
+const PLANNED: Record<Exclude<RetireReason, 'spawn_timeout'>, PlannedRule> = {
+  idle_timeout: { restart: false, level: 'debug', what: 'stopped after idle_timeout' },
+  scale_down: { restart: false, level: 'debug', what: 'stopped: more idle workers than max_spare' },
+  shutdown: { restart: false, level: 'debug', what: 'stopped for shutdown' },
+  reload: { restart: true, level: 'debug', what: 'stopped for reload' },
+  max_requests: { restart: true, level: 'debug', what: 'recycled after max_requests' },
+  max_lifetime: { restart: true, level: 'debug', what: 'recycled after max_lifetime' },
+  memory: { restart: true, level: 'info', what: 'recycled: memory above max_memory' },
+  memory_budget: { restart: false, level: 'info', what: 'stopped: pool over its memory budget' },
+  memory_hard: { restart: true, level: 'warn', what: 'killed: memory above max_memory_hard' },
+  request_timeout: { restart: true, level: 'warn', what: 'killed after request_timeout' },
+};
+
+const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+const atLeast = (a: LogLevel, b: LogLevel): LogLevel => (LEVEL_RANK[a] >= LEVEL_RANK[b] ? a : b);
+
+function describeEnd(exit: WorkerExit): string {
+  if (exit.signal !== null) return `exited on signal ${exit.signal}`;
+  if (exit.code !== null) return `exited with code ${exit.code}`;
+  return 'could not be started';
+}
+
+function uptimeText(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(2)}s` : `${Math.round(ms / 1000)}s`;
+}
+
+export function classifyExit(exit: WorkerExit, wasBusy: boolean): ExitVerdict {
+  const after = `(uptime ${uptimeText(exit.uptime)})`;
+  const loss = wasBusy ? ', possible request loss' : '';
+  const reason = exit.reason;
+
+  if (reason === 'spawn_timeout') {
+    return { crash: true, restart: true, level: 'warn', message: `did not become ready within spawn_timeout, killed (${describeEnd(exit)})` };
+  }
+  if (reason !== undefined) {
+    const rule = PLANNED[reason];
+    // A planned stop that needed SIGKILL did not honour SIGTERM within kill_timeout.
+    const forced = exit.signal === 'SIGKILL' && reason !== 'memory_hard' && reason !== 'request_timeout' ? ' (needed SIGKILL)' : '';
+    const level = wasBusy ? atLeast(rule.level, 'warn') : forced ? atLeast(rule.level, 'info') : rule.level;
+    return { crash: false, restart: rule.restart, level, message: `${rule.what}${forced} ${after}${loss}` };
+  }
+  if (exit.signal === null && exit.code === 0) {
+    // Exited by itself, cleanly: php-cgi does this after PHP_FCGI_MAX_REQUESTS.
+    return { crash: false, restart: true, level: wasBusy ? 'warn' : 'info', message: `exited by itself (code 0) ${after}${loss}` };
+  }
+  return { crash: true, restart: true, level: wasBusy ? 'error' : 'warn', message: `${describeEnd(exit)} ${after}${loss}` };
+}
+
+export const BACKOFF_MIN_MS = 100;
+export const BACKOFF_MAX_MS = 30_000;
+/** runit: no restart sooner than this after the last start of a crashing worker. */
+export const MIN_RESTART_INTERVAL_MS = 1000;
+
+/** 0 without crashes; then 100 ms doubling per recent crash, capped at 30 s. */
+export function backoffDelay(recentCrashes: number): number {
+  if (recentCrashes <= 0) return 0;
+  if (recentCrashes > 20) return BACKOFF_MAX_MS;
+  return Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** (recentCrashes - 1));
+}
+
+/** Milliseconds to wait before spawning a replacement. `lastStartAt`: when the crashed worker started. */
+export function restartDelay(recentCrashes: number, now: number, lastStartAt: number): number {
+  if (recentCrashes <= 0) return 0;
+  return Math.max(backoffDelay(recentCrashes), lastStartAt + MIN_RESTART_INTERVAL_MS - now, 0);
+}
+
+/**
+ * Ring of recent crash times for one pool. `limit` ≤ 0 disables `failing`.
+ * Times are whatever clock the caller uses (monotonic ms recommended).
+ */
+export class CrashWindow {
+  readonly limit: number;
+  readonly windowMs: number;
+  private readonly ring: number[];
+  private head = 0; // next slot to write
+  private size = 0;
+
+  constructor(limit: number, windowMs: number) {
+    this.limit = limit;
+    this.windowMs = windowMs;
+    // Enough for the failing test and for the back-off exponent to reach its cap.
+    this.ring = new Array<number>(Math.max(limit, 16)).fill(0);
+  }
+
+  record(now: number): void {
+    this.ring[this.head] = now;
+    this.head = (this.head + 1) % this.ring.length;
+    if (this.size < this.ring.length) this.size++;
+  }
+
+  /** Crashes within the window ending at `now`. */
+  count(now: number): number {
+    const cutoff = now - this.windowMs;
+    const cap = this.ring.length;
+    let n = 0;
+    for (let i = 1; i <= this.size; i++) {
+      const t = this.ring[(this.head - i + cap) % cap]!;
+      if (t <= cutoff) break; // older ones are older still
+      n++;
+    }
+    return n;
+  }
+
+  failing(now: number): boolean {
+    return this.limit > 0 && this.count(now) >= this.limit;
+  }
+
+  /** When to respawn after a crash of a worker started at `lastStartAt`. */
+  delay(now: number, lastStartAt: number): number {
+    return restartDelay(this.count(now), now, lastStartAt);
+  }
+
+  /** Most recent crash time, if any. */
+  get last(): number | undefined {
+    return this.size === 0 ? undefined : this.ring[(this.head - 1 + this.ring.length) % this.ring.length];
+  }
+
+  clear(): void {
+    this.size = 0;
+    this.head = 0;
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * A worker's stdout/stderr → log lines: split at '\n' (bytes, so UTF-8 is never cut
+ * mid-character), long lines truncated, rate-limited by a shared TokenBucket. While
+ * lines are being dropped, one line later says how many ("N lines dropped").
+ */
+import type { Readable } from 'node:stream';
+import type { Logger } from '../log/log.js';
+import { TokenBucket } from './rate-limit.js';
+
+export const MAX_LINE_BYTES = 4096;
+const NL = 0x0a;
+
+export type OutputLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
+/** Splits one byte stream into lines and hands each to `emit`; pure apart from the callback. */
+export class LineSplitter {
+  private partial: Buffer | undefined;
+  private skipping = false; // inside an over-long line whose head was already emitted
+  constructor(
+    private readonly emit: (line: string) => void,
+    private readonly maxLine = MAX_LINE_BYTES,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(NL, start);
+      if (nl < 0) break;
+      this.add(chunk.subarray(start, nl), true);
+      start = nl + 1;
+    }
+    if (start < chunk.length) this.add(chunk.subarray(start), false);
+  }
+
+  /** Flushes a last line without newline. */
+  end(): void {
+    if (this.partial !== undefined && !this.skipping) this.line(this.partial);
+    this.partial = undefined;
+    this.skipping = false;
+  }
+
+  private add(piece: Buffer, complete: boolean): void {
+    if (this.skipping) {
+      if (complete) this.skipping = false;
+      return;
+    }
+    const buf = this.partial === undefined ? piece : Buffer.concat([this.partial, piece]);
+    this.partial = undefined;
+    if (buf.length > this.maxLine) {
+      this.line(buf.subarray(0, this.maxLine), ' …(truncated)');
+      this.skipping = !complete;
+      return;
+    }
+    if (complete) this.line(buf);
+    else this.partial = Buffer.from(buf); // own the bytes: the chunk may be reused
+  }
+
+  private line(buf: Buffer, suffix = ''): void {
+    let end = buf.length;
+    if (end > 0 && buf[end - 1] === 0x0d) end--;
+    if (end === 0 && suffix === '') return; // blank lines say nothing
+    this.emit(buf.toString('utf8', 0, end) + suffix);
+  }
+}
+
+/** Drops are reported at most this often while a flood lasts. */
+export const DROP_REPORT_INTERVAL_MS = 1000;
+
+/**
+ * Logs lines through a limiter. Drops are reported by a timer (unref'd) at most once per
+ * DROP_REPORT_INTERVAL_MS, and on flush(). One per worker, shared by stdout and stderr.
+ */
+export class RateLimitedLog {
+  private timer: NodeJS.Timeout | undefined;
+  constructor(
+    /** Replaceable: a worker rebinds it once its pid is known. */
+    public logger: Logger,
+    readonly limiter: TokenBucket = new TokenBucket(),
+  ) {}
+
+  write(level: OutputLevel, stream: string, line: string): void {
+    if (!this.limiter.take()) {
+      this.armReport();
+      return;
+    }
+    this.logger[level]({ stream }, line);
+  }
+
+  /** Logs the pending drop count now, if any. */
+  flush(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.reportDropped();
+  }
+
+  private reportDropped(): void {
+    const n = this.limiter.takeDropped();
+    if (n > 0) this.logger.warn({ dropped: n }, `worker output rate-limited: ${n} line${n === 1 ? '' : 's'} dropped`);
+  }
+
+  private armReport(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.reportDropped();
+    }, DROP_REPORT_INTERVAL_MS);
+    this.timer.unref();
+  }
+}
+
+/** Wires a child's output stream to the log. */
+export function captureOutput(stream: Readable, out: RateLimitedLog, name: string, level: OutputLevel): void {
+  const split = new LineSplitter((line) => out.write(level, name, line));
+  stream.on('data', (chunk: Buffer) => split.push(chunk));
+  stream.on('end', () => split.end());
+  stream.on('error', () => split.end());
+}

@@ -1,0 +1,87 @@
+/**
+ * Starting the OS process: resolve the command (so a missing or non-executable program is
+ * reported by name and errno before anything is forked, instead of as setpriv's exit 127),
+ * then spawn it detached (its own process group, so a SIGKILL escalation reaches its
+ * children too) through the death guard, with ONLY spec.env, spec.cwd and uid/gid.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { DeathGuard } from './death-guard.js';
+import type { WorkerSpec } from './types.js';
+
+/** execvp's fallback when PATH is unset. */
+export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+export type Resolved = { ok: true; file: string } | { ok: false; errno: string; message: string };
+
+function executable(p: string): 'ok' | 'ENOENT' | 'EACCES' {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(p);
+  } catch {
+    return 'ENOENT';
+  }
+  if (!st.isFile()) return 'EACCES';
+  try {
+    fs.accessSync(p, fs.constants.X_OK);
+    return 'ok';
+  } catch {
+    return 'EACCES';
+  }
+}
+
+/** Finds argv[0] the way execvp would, with the worker's PATH and cwd. */
+export function resolveCommand(cmd: string, env: Record<string, string>, cwd: string | undefined): Resolved {
+  if (cmd === '') return { ok: false, errno: 'ENOENT', message: 'empty command' };
+  if (cmd.includes('/')) {
+    const file = path.resolve(cwd ?? process.cwd(), cmd);
+    const r = executable(file);
+    if (r === 'ok') return { ok: true, file };
+    return { ok: false, errno: r, message: `cannot execute ${file}: ${r === 'ENOENT' ? 'ENOENT (no such file)' : 'EACCES (not an executable file)'}` };
+  }
+  let sawEacces = false;
+  const dirs = (env['PATH'] ?? DEFAULT_PATH).split(':');
+  for (const d of dirs) {
+    const file = path.resolve(cwd ?? process.cwd(), d === '' ? '.' : d, cmd);
+    const r = executable(file);
+    if (r === 'ok') return { ok: true, file };
+    if (r === 'EACCES') sawEacces = true;
+  }
+  const errno = sawEacces ? 'EACCES' : 'ENOENT';
+  return { ok: false, errno, message: `cannot execute "${cmd}": ${errno} (${sawEacces ? 'found but not executable' : 'not found'} in PATH=${env['PATH'] ?? DEFAULT_PATH})` };
+}
+
+/** A reason cwd is unusable, or undefined. */
+export function checkCwd(cwd: string | undefined): string | undefined {
+  if (cwd === undefined) return undefined;
+  try {
+    if (!fs.statSync(cwd).isDirectory()) return `cwd ${cwd}: ENOTDIR`;
+  } catch (e) {
+    return `cwd ${cwd}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`;
+  }
+  return undefined;
+}
+
+export interface StartOptions {
+  spec: WorkerSpec;
+  file: string;
+  args: string[];
+  /** The listening socket for fd 0, or undefined (stdin = /dev/null). */
+  fd0: number | undefined;
+  guard: DeathGuard;
+}
+
+/** May throw synchronously (EAGAIN, EPERM for uid/gid …); otherwise errors come as 'error'. */
+export function startProcess(o: StartOptions): ChildProcess {
+  const w = o.guard.wrap(o.file, o.args);
+  return spawn(w.file, w.args, {
+    stdio: [o.fd0 ?? 'ignore', 'pipe', 'pipe'],
+    env: o.spec.env,
+    cwd: o.spec.cwd,
+    uid: o.spec.uid,
+    gid: o.spec.gid,
+    detached: true,
+    windowsHide: true,
+  });
+}

@@ -1,0 +1,367 @@
+/**
+ * One spawned backend process from spawn to exit, driven by a pool.
+ *
+ * Every state change goes through the lifecycle table (lifecycle.ts). Events: `ready`
+ * once, or `spawnFailed` at most once; then `exit` exactly once, last (see types.ts).
+ * The worker logs its own exit (classifyExit) and its stdout/stderr (rate-limited);
+ * it removes its socket file and kills stray members of its process group on exit.
+ */
+import { EventEmitter } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
+import type { Logger } from '../log/log.js';
+import type { SocketAddress } from '../protocol/address.js';
+import { defaultDeathGuard, type DeathGuard } from './death-guard.js';
+import { classifyExit } from './exit-policy.js';
+import { LIFECYCLE_STRICT, LifecycleError, nextState, transition, type Lifecycle, type LifecycleEvent } from './lifecycle.js';
+import { captureOutput, RateLimitedLog } from './output.js';
+import { TokenBucket } from './rate-limit.js';
+import { probeAccept, probeConnect, type ReadyProbe } from './ready-probe.js';
+import {
+  argvSocketPath,
+  checkRuntimeDir,
+  freeLoopbackPort,
+  listenFd0,
+  socketBaseName,
+  substituteArgv,
+  tcpAddress,
+  unixAddress,
+  unlinkQuiet,
+  type Fd0Listener,
+} from './socket.js';
+import { WorkerSpawnError } from './spawn-error.js';
+import { checkCwd, resolveCommand, startProcess } from './spawn.js';
+import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerFactory, WorkerSpec, WorkerState } from './types.js';
+
+export interface WorkerOptions {
+  /** Default: setpriv --pdeathsig when available, else the sh watchdog. */
+  deathGuard?: DeathGuard;
+  /** Limits logged output lines; default 20 lines/s, burst 100. */
+  outputLimiter?: TokenBucket;
+}
+
+// Shared, allocation-free lifecycle values for the per-request path (idle/busy never carry a reason).
+const LC_IDLE: Lifecycle = Object.freeze({ state: 'idle', reason: undefined });
+const LC_BUSY: Lifecycle = Object.freeze({ state: 'busy', reason: undefined });
+
+export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorker {
+  /** Starts the process on the next tick, so listeners attached now see every event. */
+  static spawn(spec: WorkerSpec, logger: Logger, id: number, opts: WorkerOptions = {}): Worker {
+    const w = new Worker(spec, logger, id, opts);
+    process.nextTick(() => void w.start());
+    return w;
+  }
+
+  readonly id: number;
+  readonly spec: WorkerSpec;
+  pid: number | undefined;
+  /** Known at once for Unix sockets; for argv `{port}` the port is filled in before spawn. */
+  address: SocketAddress;
+  requests = 0;
+  readonly startedAt: number;
+  lastUsedAt: number;
+  /** When it became ready (epoch ms). */
+  readyAt: number | undefined;
+
+  private lc: Lifecycle = { state: 'spawning', reason: undefined };
+  private log: Logger;
+  private readonly out: RateLimitedLog;
+  private readonly guard: DeathGuard;
+  private readonly exitPromise: Promise<WorkerExit>;
+  private resolveExit!: (e: WorkerExit) => void;
+  private probe: ReadyProbe | undefined;
+  private spawnTimer: NodeJS.Timeout | undefined;
+  private killTimer: NodeJS.Timeout | undefined;
+  private termSent = false;
+  private failureEmitted = false;
+  private finished = false;
+  private socketPath: string | undefined;
+  private currentUri = '';
+  private currentSince = 0;
+
+  private constructor(spec: WorkerSpec, logger: Logger, id: number, opts: WorkerOptions) {
+    super();
+    this.id = id;
+    this.spec = spec;
+    this.startedAt = Date.now();
+    this.lastUsedAt = this.startedAt;
+    this.guard = opts.deathGuard ?? defaultDeathGuard();
+    this.log = logger.child({ pool: spec.pool, worker: id });
+    this.out = new RateLimitedLog(this.log, opts.outputLimiter ?? new TokenBucket());
+    this.address = unixAddress('');
+    this.exitPromise = new Promise((resolve) => (this.resolveExit = resolve));
+  }
+
+  get state(): WorkerState {
+    return this.lc.state;
+  }
+
+  get retireReason(): RetireReason | undefined {
+    return this.lc.reason;
+  }
+
+  get current(): { uri: string; startedAt: number } | undefined {
+    const s = this.lc.state;
+    return s === 'busy' || s === 'draining' ? { uri: this.currentUri, startedAt: this.currentSince } : undefined;
+  }
+
+  /** Resolves with the one exit (also after a spawn failure). */
+  get exited(): Promise<WorkerExit> {
+    return this.exitPromise;
+  }
+
+  // ---- what the pool calls ----------------------------------------------------------
+
+  assign(uri = ''): void {
+    // The table decides; the shared constant only avoids an allocation per request.
+    if (nextState(this.lc.state, 'assign') !== 'busy') return this.illegal('assign');
+    this.lc = LC_BUSY;
+    this.requests++;
+    const now = Date.now();
+    this.lastUsedAt = now;
+    this.currentUri = uri;
+    this.currentSince = now;
+  }
+
+  release(): void {
+    const from = this.lc.state;
+    const to = nextState(from, 'release');
+    if (to === 'idle') {
+      this.lc = LC_IDLE;
+      this.lastUsedAt = Date.now();
+      this.currentUri = '';
+      return;
+    }
+    if (to === undefined) return this.illegal('release');
+    this.apply('release');
+    this.currentUri = '';
+    if (from === 'draining') this.terminate();
+  }
+
+  retire(reason: RetireReason): void {
+    this.apply('retire', reason);
+    if (this.lc.state === 'stopping') this.terminate();
+  }
+
+  stop(reason: RetireReason): Promise<WorkerExit> {
+    if (!this.finished) {
+      this.apply('stop', reason);
+      this.terminate();
+    }
+    return this.exitPromise;
+  }
+
+  // ---- start ------------------------------------------------------------------------
+
+  private async start(): Promise<void> {
+    const spec = this.spec;
+    const cmd = spec.command[0] ?? '';
+    this.spawnTimer = setTimeout(() => this.onSpawnTimeout(), spec.spawnTimeout);
+    if (this.lc.state !== 'spawning') return this.finish(null, null, false);
+
+    const setupProblem = checkRuntimeDir(spec.runtimeDir) ?? checkCwd(spec.cwd);
+    if (setupProblem !== undefined) return this.failWithoutProcess('SETUP', `cannot start ${cmd}: ${setupProblem}`);
+    const resolved = resolveCommand(cmd, spec.env, spec.cwd);
+    if (!resolved.ok) return this.failWithoutProcess(resolved.errno, resolved.message);
+
+    let args = spec.command.slice(1);
+    let fd0: Fd0Listener | undefined;
+    const base = socketBaseName(spec.pool, this.id);
+    try {
+      if (spec.socket === 'fd0') {
+        fd0 = await listenFd0(spec.runtimeDir, base);
+        this.address = unixAddress(fd0.path);
+      } else {
+        const wantsSocket = args.some((a) => a.includes('{socket}'));
+        const wantsPort = args.some((a) => a.includes('{port}'));
+        if (!wantsSocket && !wantsPort) throw new Error('socket "argv" needs {socket} or {port} in the command arguments');
+        const sockPath = wantsSocket ? argvSocketPath(spec.runtimeDir, base) : undefined;
+        const port = wantsPort ? await freeLoopbackPort() : undefined;
+        args = substituteArgv(args, sockPath, port);
+        this.address = sockPath !== undefined ? unixAddress(sockPath) : tcpAddress('127.0.0.1', port!);
+        this.socketPath = sockPath;
+      }
+    } catch (e) {
+      fd0?.abort();
+      return this.failWithoutProcess('SETUP', `cannot start ${cmd}: socket setup failed: ${(e as Error).message}`);
+    }
+    if (this.lc.state !== 'spawning') {
+      // Retired or stopped while the socket was being prepared.
+      fd0?.abort();
+      return this.finish(null, null, false);
+    }
+
+    let child: ChildProcess;
+    try {
+      child = startProcess({ spec, file: resolved.file, args, fd0: fd0?.fd, guard: this.guard });
+    } catch (e) {
+      fd0?.abort();
+      const err = e as NodeJS.ErrnoException;
+      return this.failWithoutProcess(err.code ?? 'ESPAWN', `cannot start ${resolved.file}: ${err.message}`);
+    }
+    if (fd0 !== undefined) {
+      // Synchronously after spawn(): see socket.ts for why.
+      try {
+        fd0.handOff();
+        this.socketPath = fd0.path;
+      } catch (e) {
+        fd0.abort();
+        this.log.error({ err: e }, 'cannot publish the worker socket');
+      }
+    }
+    child.on('error', (err: NodeJS.ErrnoException) => this.onChildError(err, resolved.file));
+    if (child.pid === undefined) return; // spawn failed; 'error' follows
+    this.pid = child.pid;
+    // `wpid`, not `pid`: the base logger's `pid` is the daemon's.
+    this.log = this.log.child({ wpid: child.pid });
+    this.out.logger = this.log;
+    this.guard.started(child.pid);
+    child.on('exit', (code, signal) => this.onExit(code, signal));
+    captureOutput(child.stdout!, this.out, 'stdout', 'info');
+    captureOutput(child.stderr!, this.out, 'stderr', 'warn');
+    this.log.debug({ command: [resolved.file, ...args], address: this.address.text }, 'worker spawned');
+
+    const onReady = (): void => this.onReady();
+    this.probe = spec.socket === 'fd0' ? probeAccept(this.address, onReady) : probeConnect(this.address, onReady);
+  }
+
+  private onReady(): void {
+    this.probe = undefined;
+    if (this.lc.state !== 'spawning') return;
+    this.clearSpawnTimer();
+    this.lc = transition(this.lc, 'ready');
+    const now = Date.now();
+    this.readyAt = now;
+    this.lastUsedAt = now;
+    this.log.debug({ ms: now - this.startedAt }, 'worker ready');
+    this.emit('ready');
+  }
+
+  private onSpawnTimeout(): void {
+    this.spawnTimer = undefined;
+    if (this.lc.state !== 'spawning') return;
+    this.apply('spawn_timeout');
+    this.emitFailure('TIMEOUT', `${this.spec.command[0]} did not accept connections on ${this.address.text} within spawn_timeout (${this.spec.spawnTimeout} ms)`);
+    this.terminate();
+  }
+
+  private onChildError(err: NodeJS.ErrnoException, file: string): void {
+    if (this.pid === undefined) {
+      this.failWithoutProcess(err.code ?? 'ESPAWN', `cannot start ${file}: ${err.message}`);
+      return;
+    }
+    this.log.warn({ err }, 'worker process error');
+  }
+
+  // ---- stop -------------------------------------------------------------------------
+
+  /** SIGTERM to its process group now, SIGKILL after killTimeout. Once. */
+  private terminate(): void {
+    this.cancelProbe();
+    this.clearSpawnTimer();
+    if (this.termSent || this.finished || this.pid === undefined) return; // no process yet: start() sees the state
+    this.termSent = true;
+    this.signalGroup('SIGTERM');
+    this.killTimer = setTimeout(() => {
+      this.killTimer = undefined;
+      if (this.finished) return;
+      this.log.warn({ killTimeout: this.spec.killTimeout }, 'worker did not exit within kill_timeout after SIGTERM; sending SIGKILL');
+      this.signalGroup('SIGKILL');
+    }, this.spec.killTimeout);
+  }
+
+  private signalGroup(sig: NodeJS.Signals): void {
+    const pid = this.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+
+  // ---- exit -------------------------------------------------------------------------
+
+  private onExit(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.finished) return;
+    const s = this.lc.state;
+    if (s === 'spawning') {
+      const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
+      const hint = code === 126 || code === 127 ? ' (the command could not be executed)' : '';
+      this.emitFailure('EXITED', `${this.spec.command[0]} ${how} before accepting connections${hint}; see its output above`);
+    }
+    const pid = this.pid!;
+    // Members of its group that outlived it (php-cgi children after a crash) still hold the socket.
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* none left */
+    }
+    this.guard.exited(pid);
+    this.finish(code, signal, s === 'busy' || s === 'draining');
+  }
+
+  private failWithoutProcess(errno: string, message: string): void {
+    this.emitFailure(errno, message);
+    this.finish(null, null, false);
+  }
+
+  private emitFailure(errno: string, message: string): void {
+    if (this.failureEmitted) return;
+    this.failureEmitted = true;
+    this.log.error({ errno, code: 'ERR_SPAWN_FAILED' }, `worker spawn failed: ${message}`);
+    this.emit('spawnFailed', new WorkerSpawnError(this.spec.command[0] ?? '', errno, message));
+  }
+
+  private finish(code: number | null, signal: NodeJS.Signals | null, wasBusy: boolean): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.cancelProbe();
+    this.clearSpawnTimer();
+    if (this.killTimer !== undefined) clearTimeout(this.killTimer);
+    this.killTimer = undefined;
+    if (this.socketPath !== undefined) unlinkQuiet(this.socketPath);
+    this.out.flush();
+    this.lc = transition(this.lc, 'exit');
+    const exit: WorkerExit = { code, signal, reason: this.lc.reason, uptime: Date.now() - this.startedAt };
+    const verdict = classifyExit(exit, wasBusy);
+    // After a spawn failure the failure line already said it all.
+    const level = this.failureEmitted ? 'debug' : verdict.level;
+    this.log[level]({ code, signal, reason: exit.reason, uptime: exit.uptime, requests: this.requests }, `worker ${verdict.message}`);
+    this.emit('exit', exit, verdict);
+    this.resolveExit(exit);
+  }
+
+  // ---- helpers ----------------------------------------------------------------------
+
+  private apply(event: LifecycleEvent, reason?: RetireReason): void {
+    try {
+      this.lc = transition(this.lc, event, reason);
+    } catch (e) {
+      if (!(e instanceof LifecycleError) || LIFECYCLE_STRICT) throw e;
+      this.log.error({ err: e }, e.message);
+    }
+  }
+
+  private illegal(event: LifecycleEvent): void {
+    const e = new LifecycleError(this.lc.state, event);
+    if (LIFECYCLE_STRICT) throw e;
+    this.log.error({ err: e }, e.message);
+  }
+
+  private cancelProbe(): void {
+    this.probe?.cancel();
+    this.probe = undefined;
+  }
+
+  private clearSpawnTimer(): void {
+    if (this.spawnTimer !== undefined) clearTimeout(this.spawnTimer);
+    this.spawnTimer = undefined;
+  }
+}
+
+/** The real WorkerFactory for pools. */
+export const spawnWorker: WorkerFactory = (spec, logger, id) => Worker.spawn(spec, logger, id);

@@ -1,0 +1,195 @@
+/**
+ * The SCGI front end over TCP and a Unix socket against a fake pool: normal requests,
+ * 10 MB both ways, half-close, bad netstrings and headers, stalls, disconnects, failures;
+ * after each bad input the listener still serves.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ErrorCodes, ProxyError } from '../../src/errors.js';
+import { parseCgiOutput } from '../helpers/fcgi-client.js';
+import { echoBody, echoParams, failAfterHead, failWith, never } from '../helpers/fake-pool.js';
+import { seededBytes, sha256 } from '../helpers/payload.js';
+import { RawConn } from '../helpers/raw-socket.js';
+import { encodeScgiRequest, scgiRequest } from '../helpers/scgi-client.js';
+import { Cleanup } from '../helpers/scope.js';
+import { DEBUG, addressFor, pendingBody, startRig, type Rig, type Transport } from './support.js';
+
+const PARAMS = { REQUEST_METHOD: 'GET', SCRIPT_NAME: '/x.py', QUERY_STRING: 'a=1' };
+
+async function servesNormally(rig: Rig): Promise<void> {
+  rig.pool.behaviour = echoParams;
+  const r = await scgiRequest(rig.target, { ...PARAMS, CHECK: 'still-serving' });
+  assert.equal(r.status, 200);
+  assert.equal(JSON.parse(r.body.toString()).CHECK, 'still-serving');
+}
+
+for (const transport of ['tcp', 'unix'] as Transport[]) {
+  describe(`SCGI listener over ${transport}`, { timeout: 60_000 }, () => {
+    const scope = new Cleanup();
+    let rig: Rig;
+
+    before(async () => {
+      rig = await startRig(scope, 'scgi', addressFor(scope, transport), {
+        cfg: { params: { FROM_LISTENER: 'yes' } },
+        limits: { maxBytes: 4096, maxCount: 50 },
+      });
+    });
+    after(() => scope.run());
+
+    it('answers a normal request and closes the connection', async () => {
+      rig.pool.behaviour = echoParams;
+      const r = await scgiRequest(rig.target, PARAMS);
+      assert.equal(r.status, 200);
+      const p = JSON.parse(r.body.toString());
+      assert.equal(p.QUERY_STRING, 'a=1');
+      assert.equal(p.CONTENT_LENGTH, '0');
+      assert.equal(p.SCGI, '1');
+      assert.equal(p.FROM_LISTENER, 'yes');
+      assert.equal(rig.pool.dispatched.at(-1)!.frontend, 'scgi');
+    });
+
+    it('streams 10 MB up and back down with back-pressure (sha256)', async () => {
+      rig.pool.behaviour = echoBody;
+      const before = rig.pool.responsePauses;
+      const upload = seededBytes(10 * 1024 * 1024, 3);
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.socket.pause();
+      c.write(encodeScgiRequest({ ...PARAMS, REQUEST_METHOD: 'POST' }, upload));
+      await new Promise((r) => setTimeout(r, 300));
+      assert.ok(pendingBody(rig.pool.dispatched.at(-1)!) < 1024 * 1024, 'the listener stopped reading instead of buffering the body');
+      c.socket.resume();
+      const res = await c.waitClose(30_000);
+      assert.equal(res.ended, 'end');
+      const out = parseCgiOutput(res.received);
+      assert.equal(out.body.length, upload.length);
+      assert.equal(sha256(out.body), sha256(upload));
+      assert.ok(rig.pool.responsePauses > before, 'the response hit back-pressure');
+    });
+
+    it('treats a client that closes its side before the response as gone (like nginx)', async () => {
+      rig.pool.behaviour = never;
+      const n = rig.pool.dispatched.length;
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write(encodeScgiRequest(PARAMS, Buffer.from('body')));
+      const ex = await rig.pool.nth(n + 1);
+      c.end();
+      await rig.pool.abortedP(ex);
+      assert.equal((await c.waitClose(3000)).ended, 'end');
+      await servesNormally(rig);
+    });
+
+    it('answers a bad netstring with 400, logs it, closes, and keeps serving', async () => {
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write('GET / HTTP/1.0\r\n\r\n');
+      const res = await c.waitClose(3000);
+      assert.equal(res.ended, 'end');
+      assert.equal(parseCgiOutput(res.received).status, 400);
+      const line = await rig.logged((l) => l.code === ErrorCodes.SCGI_BAD_NETSTRING);
+      assert.equal(line.listener, rig.listener.address);
+      assert.equal(typeof line.remote, 'string');
+      await servesNormally(rig);
+    });
+
+    it('answers an oversized header with 431 before reading it', async () => {
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write('900000:CONTENT_LENGTH\x000\x00');
+      const res = await c.waitClose(3000);
+      assert.equal(parseCgiOutput(res.received).status, 431);
+      await rig.logged((l) => l.code === ErrorCodes.SCGI_HEADER_TOO_LARGE);
+      await servesNormally(rig);
+    });
+
+    it('answers too many variables with 431', async () => {
+      const many: Record<string, string> = {};
+      for (let i = 0; i < 60; i++) many[`V${i}`] = 'v';
+      const n = rig.pool.dispatched.length;
+      const r = await scgiRequest(rig.target, many);
+      assert.equal(r.status, 431);
+      assert.equal(rig.pool.dispatched.length, n);
+      await rig.logged((l) => l.code === ErrorCodes.PARAMS_TOO_MANY);
+      await servesNormally(rig);
+    });
+
+    it('a truncated header then close is logged', async () => {
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write(encodeScgiRequest(PARAMS).subarray(0, 15));
+      await new Promise((r) => setTimeout(r, 20));
+      c.end();
+      const res = await c.waitClose(3000);
+      assert.notEqual(res.ended, 'timeout');
+      await rig.logged((l) => /before its request was complete/.test(l.msg));
+      await servesNormally(rig);
+    });
+
+    it('a truncated body then close aborts the exchange', async () => {
+      rig.pool.behaviour = never;
+      const n = rig.pool.dispatched.length;
+      const c = new RawConn(rig.target);
+      await c.connected;
+      const req = encodeScgiRequest(PARAMS, Buffer.alloc(1000, 1));
+      c.write(req.subarray(0, req.length - 500));
+      const ex = await rig.pool.nth(n + 1);
+      c.end();
+      await rig.pool.abortedP(ex);
+      c.destroy();
+      await servesNormally(rig);
+    });
+
+    it('closes a connection that sends nothing for the idle timeout', async () => {
+      const c = new RawConn(rig.target);
+      await c.connected;
+      const res = await c.waitClose(3000);
+      assert.equal(res.ended, 'end');
+      await rig.logged((l) => /idle SCGI/.test(l.msg), DEBUG);
+      await servesNormally(rig);
+    });
+
+    it('closes a connection that stalls mid-request', async () => {
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write('40:CONTENT_');
+      const res = await c.waitClose(3000);
+      assert.notEqual(res.ended, 'timeout');
+      await rig.logged((l) => /stalled/.test(l.msg));
+      await servesNormally(rig);
+    });
+
+    it('aborts the exchange when the client disconnects mid-request', async () => {
+      rig.pool.behaviour = never;
+      const n = rig.pool.dispatched.length;
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write(encodeScgiRequest(PARAMS));
+      const ex = await rig.pool.nth(n + 1);
+      c.destroy();
+      await rig.pool.abortedP(ex);
+      assert.equal(ex.state, 'aborted');
+      await servesNormally(rig);
+    });
+
+    it('answers a failure before the head with a CGI error page', async () => {
+      rig.pool.behaviour = failWith(new ProxyError(ErrorCodes.BACKEND_TIMEOUT, 504, 'slow'));
+      const r = await scgiRequest(rig.target, PARAMS);
+      assert.equal(r.status, 504);
+      assert.match(r.body.toString(), /ERR_BACKEND_TIMEOUT/);
+      await servesNormally(rig);
+    });
+
+    it('cuts the connection when the response fails after its head', async () => {
+      rig.pool.behaviour = failAfterHead;
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write(encodeScgiRequest(PARAMS));
+      const res = await c.waitClose(3000);
+      assert.notEqual(res.ended, 'timeout');
+      assert.match(res.received.toString(), /partial/);
+      await rig.logged((l) => l.code === ErrorCodes.BACKEND_CLOSED);
+      await servesNormally(rig);
+    });
+  });
+}

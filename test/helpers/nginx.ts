@@ -1,0 +1,105 @@
+/**
+ * A private nginx: its own prefix dir, pid file, error log and temp paths, one loopback
+ * port, `daemon off` so the master is our child and is stopped by pid.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ManagedChild } from './child.js';
+import { NGINX } from './paths.js';
+import { freePort } from './ports.js';
+import type { Scope } from './scope.js';
+import { makeTempDir } from './tmp.js';
+import { canConnect, waitFor } from './wait.js';
+
+export interface Nginx {
+  port: number;
+  /** "http://127.0.0.1:PORT" */
+  url: string;
+  dir: string;
+  pid: number;
+  errorLog(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * `serverBody` goes inside `server { listen 127.0.0.1:PORT; ... }`; `httpExtra` goes in
+ * the http block (e.g. `upstream` blocks).
+ */
+export async function startNginx(scope: Scope, serverBody: string, opts: { httpExtra?: string } = {}): Promise<Nginx> {
+  const dir = makeTempDir(scope, 'fpm-ngx-');
+  for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d));
+  const port = await freePort();
+  // As root the workers would drop to "nobody" and could not reach our 0700 temp dirs.
+  const user = process.getuid?.() === 0 ? 'user root root;' : '';
+  const conf = `
+${user}
+daemon off;
+master_process on;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log info;
+events { worker_connections 2048; }
+http {
+  access_log off;
+  default_type application/octet-stream;
+  client_body_temp_path ${dir}/client_body;
+  fastcgi_temp_path ${dir}/fastcgi;
+  scgi_temp_path ${dir}/scgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  proxy_temp_path ${dir}/proxy;
+  client_max_body_size 64m;
+  keepalive_requests 100000;
+  ${opts.httpExtra ?? ''}
+  server {
+    listen 127.0.0.1:${port};
+    server_name localhost;
+    ${serverBody}
+  }
+}
+`;
+  const confPath = join(dir, 'nginx.conf');
+  writeFileSync(confPath, conf);
+  const child = new ManagedChild('nginx', NGINX, ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', confPath], {});
+  const stop = async (): Promise<void> => {
+    // SIGTERM is nginx's fast shutdown; the master stops its worker before exiting.
+    await child.stop(5000);
+  };
+  scope.after(stop);
+  const errorLog = (): string => {
+    try {
+      return readFileSync(join(dir, 'logs', 'error.log'), 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  try {
+    await waitFor(
+      async () => {
+        if (!child.running) throw new Error(`nginx exited ${JSON.stringify(child.exit)}: ${child.stderr}`);
+        return canConnect({ port });
+      },
+      { timeout: 10_000, what: `nginx on port ${port}` },
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\nerror.log:\n${errorLog()}\nconf:\n${conf}`);
+  }
+  return { port, url: `http://127.0.0.1:${port}`, dir, pid: child.pid, errorLog, stop };
+}
+
+/** fastcgi_param lines for a PHP location served from `root`. */
+export function fastcgiParams(): string {
+  return `
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;`;
+}
+
+/** scgi_param lines for the same (nginx adds CONTENT_LENGTH itself). */
+export function scgiParams(): string {
+  return `
+      include /etc/nginx/scgi_params;
+      scgi_param SCRIPT_FILENAME $document_root$uri;
+      scgi_param SCRIPT_NAME $uri;
+      scgi_param REDIRECT_STATUS 200;
+      scgi_param GATEWAY_INTERFACE CGI/1.1;
+      scgi_param SERVER_SOFTWARE nginx;`;
+}

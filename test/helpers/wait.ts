@@ -1,0 +1,61 @@
+import { connect } from 'node:net';
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `pred` until it returns a truthy value; throws naming `what` after `timeout` ms. */
+export async function waitFor<T>(
+  pred: () => T | Promise<T>,
+  opts: { timeout?: number; interval?: number; what?: string } = {},
+): Promise<NonNullable<T>> {
+  const timeout = opts.timeout ?? 10_000;
+  const interval = opts.interval ?? 25;
+  const deadline = Date.now() + timeout;
+  let lastErr: unknown;
+  for (;;) {
+    try {
+      const v = await pred();
+      if (v) return v as NonNullable<T>;
+    } catch (err) {
+      lastErr = err;
+    }
+    if (Date.now() >= deadline) {
+      const why = lastErr instanceof Error ? ` (last error: ${lastErr.message})` : '';
+      throw new Error(`timed out after ${timeout} ms waiting for ${opts.what ?? 'condition'}${why}`);
+    }
+    await sleep(interval);
+  }
+}
+
+/** Rejects with a clear message if `p` does not settle within `ms`. */
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+export type ConnectTarget = { port: number; host?: string } | { path: string };
+
+/** Resolves true when a connection to the target succeeds (and closes it), false on error. */
+export function canConnect(target: ConnectTarget): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = 'path' in target ? connect(target.path) : connect(target.port, target.host ?? '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** Parses "unix:/p", "/p" or "host:port" the way the config does. */
+export function targetOf(address: string): ConnectTarget {
+  if (address.startsWith('unix:')) return { path: address.slice(5) };
+  if (address.startsWith('/')) return { path: address };
+  const i = address.lastIndexOf(':');
+  let host = address.slice(0, i);
+  if (host.startsWith('[')) host = host.slice(1, -1);
+  if (host === '' || host === '*' || host === '0.0.0.0') host = '127.0.0.1';
+  return { host, port: Number(address.slice(i + 1)) };
+}

@@ -1,0 +1,161 @@
+/**
+ * Spawned pools with real php-cgi workers: process counts come from /proc, not from
+ * the pool's bookkeeping.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ErrorCodes } from '../../src/errors.js';
+import { isAlive } from '../helpers/proc.js';
+import { waitFor, withTimeout } from '../helpers/wait.js';
+import { phpPool } from './php-harness.js';
+
+const T = { timeout: 60_000 };
+
+test('ondemand: zero processes at start, never more than max_children under 20 concurrent requests, none after idle_timeout', T, async (t) => {
+  const p = phpPool(t, { pm: 'ondemand', maxChildren: 3, idleTimeout: 500 });
+  await p.pool.start();
+  assert.deepEqual(p.processes(), [], 'no worker before the first request');
+
+  let maxSeen = 0;
+  const seen = new Set<number>();
+  const sample = setInterval(() => {
+    const procs = p.processes();
+    for (const pid of procs) seen.add(pid);
+    maxSeen = Math.max(maxSeen, procs.length);
+  }, 5);
+  t.after(() => clearInterval(sample));
+  const reqs = Array.from({ length: 20 }, () => p.request('sleep.php', 'ms=150'));
+  await withTimeout(Promise.all(reqs.map((r) => r.sink.answered)), 30_000, '20 requests');
+  clearInterval(sample);
+
+  for (const r of reqs) assert.equal(r.sink.status, 200, r.sink.error?.message);
+  const pids = new Set(reqs.map((r) => Number(r.sink.text())));
+  assert.equal(pids.size, 3, 'three workers served them');
+  assert.ok(maxSeen <= 3, `saw ${maxSeen} php-cgi processes`);
+  assert.equal(maxSeen, 3);
+  const s = p.pool.snapshot();
+  assert.equal(s.completed, 20);
+  assert.equal(s.maxActive, 3);
+  assert.ok(s.maxChildrenReached >= 1);
+
+  // Idle for idle_timeout: all of them stop.
+  await waitFor(() => p.processes().length === 0, { timeout: 10_000, what: 'idle workers to stop' });
+  for (const pid of seen) assert.equal(isAlive(pid), false);
+  assert.equal(p.pool.snapshot().recycles['idle_timeout'], 3);
+});
+
+test('max_requests recycles the worker: the pid changes', T, async (t) => {
+  const p = phpPool(t, { pm: 'ondemand', maxChildren: 1, maxRequests: 2 });
+  const pids: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await p.get('pid.php');
+    assert.equal(r.sink.status, 200, r.sink.error?.message);
+    pids.push(Number(r.sink.text()));
+  }
+  assert.equal(pids[0], pids[1]);
+  assert.notEqual(pids[1], pids[2]);
+  assert.equal(pids[2], pids[3]);
+  assert.notEqual(pids[3], pids[4]);
+  await waitFor(() => !isAlive(pids[0]!) && !isAlive(pids[2]!), { timeout: 5000, what: 'recycled workers to exit' });
+  assert.equal(p.pool.snapshot().recycles['max_requests'], 2);
+});
+
+test('a page that kills its worker: 502 WORKER_CRASHED, and the next request succeeds', T, async (t) => {
+  const p = phpPool(t, { pm: 'ondemand', maxChildren: 2 });
+  const first = await p.get('pid.php');
+  const pid = Number(first.sink.text());
+  const crash = await p.get('kill9.php');
+  assert.equal(crash.sink.error?.code, ErrorCodes.WORKER_CRASHED, crash.sink.error?.message);
+  assert.equal(crash.sink.status, 502);
+  assert.match(crash.sink.error!.message, new RegExp(`worker ${pid} .*killed by SIGKILL while serving .*kill9.php`));
+  const segv = await p.get('segv.php');
+  assert.equal(segv.sink.error?.code, ErrorCodes.WORKER_CRASHED);
+  assert.match(segv.sink.error!.message, /SIGSEGV/);
+  const next = await p.get('pid.php');
+  assert.equal(next.sink.status, 200, next.sink.error?.message);
+  assert.notEqual(Number(next.sink.text()), pid);
+  const s = p.pool.snapshot();
+  assert.equal(s.crashes, 2);
+  assert.equal(s.errors.crashed, 2);
+});
+
+test('a request past request_timeout gets 504 and its worker is gone from /proc', T, async (t) => {
+  const p = phpPool(t, { pm: 'ondemand', maxChildren: 1, requestTimeout: 500, slowRequest: 200 });
+  const pid = Number((await p.get('pid.php')).sink.text());
+  const r = await p.get('sleep.php', 'ms=20000');
+  assert.equal(r.sink.status, 504);
+  assert.equal(r.sink.error?.code, ErrorCodes.REQUEST_TIMEOUT);
+  await waitFor(() => !isAlive(pid), { timeout: 5000, what: `pid ${pid} to exit` });
+  const line = p.lines.find((l) => String(l.msg).includes('past request_timeout'));
+  assert.ok(line, 'a log line about the timeout');
+  assert.equal(line.pid, pid);
+  assert.equal(line.pool, 'php');
+  assert.match(String(line.script), /sleep\.php$/);
+  assert.ok(Number(line.durationMs) >= 500);
+  assert.equal(p.pool.snapshot().slowRequests, 1);
+  // The pool goes on with a new worker.
+  const next = await p.get('pid.php');
+  assert.equal(next.sink.status, 200);
+});
+
+test('max_children 1 + queue_limit 2: of 10 concurrent slow requests 3 succeed and 7 get 503 at once', T, async (t) => {
+  const p = phpPool(t, { pm: 'ondemand', maxChildren: 1, queueLimit: 2 });
+  const reqs = Array.from({ length: 10 }, () => p.request('sleep.php', 'ms=300'));
+  await withTimeout(Promise.all(reqs.map((r) => r.sink.answered)), 20_000, 'all answered');
+  const ok = reqs.filter((r) => r.sink.status === 200);
+  const full = reqs.filter((r) => r.sink.status === 503);
+  assert.equal(ok.length, 3);
+  assert.equal(full.length, 7);
+  for (const r of full) assert.equal(r.sink.error?.code, ErrorCodes.QUEUE_FULL);
+  // "At once": every rejection was answered before the first success.
+  const firstOk = Math.min(...ok.map((r) => r.sink.answeredAt));
+  for (const r of full) assert.ok(r.sink.answeredAt < firstOk);
+  assert.equal(p.pool.snapshot().rejected.queueFull, 7);
+});
+
+test('static: max_children processes from start, a killed one is replaced', T, async (t) => {
+  const p = phpPool(t, { pm: 'static', maxChildren: 3, idleTimeout: 200 });
+  await p.pool.start();
+  const first = p.processes();
+  assert.equal(first.length, 3);
+  process.kill(first[1]!, 'SIGKILL');
+  await waitFor(() => !isAlive(first[1]!), { timeout: 5000, what: 'killed worker to go' });
+  await waitFor(() => p.processes().length === 3 && !p.processes().includes(first[1]!), { timeout: 10_000, what: 'replacement' });
+  // Idle time does not shrink a static pool.
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(p.processes().length, 3);
+  const r = await p.get('pid.php');
+  assert.equal(r.sink.status, 200);
+});
+
+test('dynamic: start_children, growth under load, back down to min_spare when idle', T, async (t) => {
+  const p = phpPool(t, { pm: 'dynamic', maxChildren: 4, startChildren: 2, minSpare: 1, maxSpare: 2, idleTimeout: 600 });
+  await p.pool.start();
+  assert.equal(p.processes().length, 2);
+  let maxSeen = 0;
+  const sample = setInterval(() => (maxSeen = Math.max(maxSeen, p.processes().length)), 5);
+  t.after(() => clearInterval(sample));
+  const reqs = Array.from({ length: 8 }, () => p.request('sleep.php', 'ms=700'));
+  await withTimeout(Promise.all(reqs.map((r) => r.sink.answered)), 30_000, 'load');
+  clearInterval(sample);
+  for (const r of reqs) assert.equal(r.sink.status, 200, r.sink.error?.message);
+  assert.ok(maxSeen > 2, `grew (saw ${maxSeen})`);
+  assert.ok(maxSeen <= 4, `never past max_children (saw ${maxSeen})`);
+  await waitFor(() => p.processes().length === 1, { timeout: 10_000, what: 'shrink to min_spare' });
+  await new Promise((r) => setTimeout(r, 800));
+  assert.equal(p.processes().length, 1, 'not below min_spare');
+});
+
+test('stop: running requests finish, then every worker process exits before stop resolves', T, async (t) => {
+  const p = phpPool(t, { pm: 'static', maxChildren: 2 });
+  await p.pool.start();
+  const pids = p.processes();
+  assert.equal(pids.length, 2);
+  const running = p.request('sleep.php', 'ms=300');
+  await new Promise((r) => setTimeout(r, 50));
+  await p.pool.stop(5000);
+  assert.equal(running.sink.status, 200);
+  for (const pid of pids) assert.equal(isAlive(pid), false);
+  const late = await p.get('pid.php');
+  assert.equal(late.sink.error?.code, ErrorCodes.SHUTTING_DOWN);
+});

@@ -1,0 +1,359 @@
+/**
+ * The spawned pool on fake workers, fake endpoints and a fake clock: dispatch, scaling,
+ * recycling, timeouts, crashes and the failing state, without processes.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ErrorCodes, ProxyError } from '../../src/errors.js';
+import { SpawnedPool, EXIT_GRACE_MS } from '../../src/pool/spawned-pool.js';
+import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
+import type { PoolConfig } from '../../src/config/types.js';
+import type { UpstreamOutcome } from '../../src/upstream/types.js';
+import { FakeClock } from './fake-clock.js';
+import { FakeWorkerFactory, type FakeWorker } from './fake-worker.js';
+import { FakeEndpoint, makeRequest, poolConfig, recordingLogger, type TestRequest } from './helpers.js';
+
+function setup(over: Partial<PoolConfig> = {}) {
+  const clock = new FakeClock();
+  const wf = new FakeWorkerFactory(clock);
+  const eps = new Map<string, FakeEndpoint>();
+  const { logger, lines } = recordingLogger();
+  const cfg = poolConfig({ command: ['/fake/app'], ...over });
+  const pool = new SpawnedPool(cfg, {
+    logger,
+    clock,
+    spec: buildWorkerSpec(cfg, '/tmp'),
+    workerFactory: wf.create,
+    workerLogger: logger,
+    endpointFactory: (a, o) => {
+      const e = new FakeEndpoint(a, o);
+      eps.set(a.text, e);
+      return e;
+    },
+    random: () => 0.999,
+  });
+  const ep = (w: FakeWorker): FakeEndpoint => eps.get(w.address.text)!;
+  const send = (n: number, params: Record<string, string> = {}): TestRequest[] => {
+    const out: TestRequest[] = [];
+    for (let i = 0; i < n; i++) {
+      const r = makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php', REQUEST_URI: `/r${i}`, ...params });
+      pool.dispatch(r.ex);
+      out.push(r);
+    }
+    return out;
+  };
+  return { pool, clock, wf, ep, lines, send, cfg };
+}
+
+const closed: UpstreamOutcome = {
+  kind: 'failed',
+  error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'closed before responding'),
+  retryable: false,
+  backendDown: false,
+};
+const refused: UpstreamOutcome = {
+  kind: 'failed',
+  error: new ProxyError(ErrorCodes.BACKEND_UNREACHABLE, 502, 'refused (ECONNREFUSED)'),
+  retryable: true,
+  backendDown: true,
+};
+
+test('ondemand: no worker until a request, exactly the spawns needed, never past max_children', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 3 });
+  await pool.start();
+  assert.equal(wf.workers.length, 0);
+  const reqs = send(1);
+  assert.equal(wf.workers.length, 1, 'one request, one spawn');
+  send(1);
+  assert.equal(wf.workers.length, 2);
+  // Two more while two are still starting: one more spawn (the third), none for the fourth.
+  const more = send(6);
+  assert.equal(wf.workers.length, 3);
+  assert.equal(pool.snapshot().maxChildrenReached, 1);
+  clock.advance(10); // all three ready: each takes the oldest waiting request
+  assert.equal(pool.snapshot().queued, 5);
+  assert.deepEqual(wf.workers.map((w) => w.state), ['busy', 'busy', 'busy']);
+  assert.equal(reqs[0]!.ex.workerPid, wf.workers[0]!.pid);
+  // A finished worker takes the next waiting one at once.
+  ep(wf.workers[1]!).finish();
+  assert.equal(ep(wf.workers[1]!).running[0]!.ex, more[1]!.ex);
+  for (let i = 0; i < 20 && pool.snapshot().active > 0; i++) for (const w of wf.workers) if (ep(w).active) ep(w).finish();
+  assert.equal(wf.workers.length, 3, 'never more than max_children');
+  const s = pool.snapshot();
+  assert.equal(s.completed, 8);
+  assert.equal(s.maxActive, 3);
+});
+
+test('the most recently used idle worker takes the next request (LIFO), so others go idle and stop', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 3, idleTimeout: 1000 });
+  send(3);
+  clock.advance(10);
+  const [a, b, c] = wf.workers as [FakeWorker, FakeWorker, FakeWorker];
+  ep(a).finish();
+  clock.advance(100);
+  ep(b).finish();
+  clock.advance(100);
+  ep(c).finish(); // c is the most recently used
+  // A steady trickle of one request at a time keeps hitting c only.
+  for (let i = 0; i < 10; i++) {
+    send(1);
+    assert.equal(c.state, 'busy');
+    ep(c).finish();
+    clock.advance(100);
+  }
+  assert.equal(a.requests, 1);
+  assert.equal(b.requests, 1);
+  assert.equal(c.requests, 11);
+  // a (idle longest) stopped first, then b; c stays while used.
+  assert.equal(a.state, 'exited');
+  assert.equal(a.retireReason, 'idle_timeout');
+  assert.equal(b.state, 'exited');
+  assert.notEqual(c.state, 'exited');
+  clock.advance(1000);
+  assert.equal(c.state, 'exited');
+  assert.equal(pool.snapshot().workers.length, 0);
+  assert.equal(pool.snapshot().recycles['idle_timeout'], 3);
+});
+
+test('idle stops run from one timer re-armed to the next expiry, not a per-second scan', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 4, idleTimeout: 60_000 });
+  send(4);
+  clock.advance(10);
+  for (const w of wf.workers) ep(w).finish();
+  void pool;
+  // One idle timer for all four, plus the queue's (left armed lazily, it fires once for nothing).
+  assert.ok(clock.pending <= 2, `${clock.pending} timers`);
+  clock.advance(59_000);
+  assert.equal(wf.live.length, 4);
+  clock.advance(1_000);
+  assert.equal(wf.count('stopping') + wf.count('exited'), 4);
+});
+
+test('dynamic: start_children at start, then min_spare idle kept, surplus over max_spare stopped', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'dynamic', maxChildren: 10, startChildren: 3, minSpare: 2, maxSpare: 4, idleTimeout: 10_000 });
+  const started = pool.start();
+  assert.equal(wf.workers.length, 3);
+  clock.advance(10);
+  await started;
+  assert.equal(wf.count('idle'), 3);
+  // Two busy leaves one idle: below min_spare → one spawn (rate 1 in the first round).
+  send(2);
+  assert.equal(wf.workers.length, 4);
+  clock.advance(10);
+  assert.equal(wf.count('idle'), 2);
+  // Burst: 6 busy at once. Spawning is rate limited: 1, then 2, 4 per second.
+  send(6);
+  const counts: number[] = [wf.workers.length];
+  for (let s = 0; s < 4; s++) {
+    clock.advance(1000);
+    counts.push(wf.workers.length);
+  }
+  assert.deepEqual(counts, [4, 6, 10, 10, 10], 'rate 1 used up this second, then 2, 4; capped by max_children; rate doubles each second of need, capped by max_children');
+  // All requests end: 10 idle > max_spare 4 → the surplus goes after a second, down to max_spare.
+  for (const w of wf.workers) while (ep(w).active) ep(w).finish();
+  assert.equal(pool.snapshot().completed, 8);
+  clock.advance(1100);
+  assert.equal(wf.live.length, 4);
+  // After idle_timeout the rest go down to min_spare, not below.
+  clock.advance(20_000);
+  assert.equal(wf.live.length, 2);
+  assert.ok((pool.snapshot().recycles['scale_down'] ?? 0) >= 6);
+});
+
+test('static: max_children always running, an exited worker is replaced', async () => {
+  const { pool, clock, wf } = setup({ pm: 'static', maxChildren: 3, idleTimeout: 100 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  assert.equal(wf.count('idle'), 3);
+  clock.advance(10_000);
+  assert.equal(wf.count('idle'), 3, 'static workers never idle-stop');
+  wf.workers[1]!.exit(0, null); // exits by itself, cleanly: replaced without back-off
+  assert.equal(wf.workers.length, 4);
+  clock.advance(10);
+  assert.equal(wf.count('idle'), 3);
+  wf.workers[0]!.exit(null, 'SIGSEGV'); // a crash: replaced after the back-off
+  assert.equal(wf.workers.length, 4);
+  clock.advance(1000);
+  assert.equal(wf.workers.length, 5);
+  clock.advance(10);
+  assert.equal(wf.count('idle'), 3);
+  assert.equal(pool.snapshot().crashes, 1);
+});
+
+test('max_requests (with jitter) recycles a worker between requests', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 1, maxRequests: 3, maxRequestsJitter: 2 });
+  // random() = 0.999 → jitter 2 → 5 requests per worker.
+  const pids = new Set<number | undefined>();
+  for (let i = 0; i < 12; i++) {
+    const [r] = send(1);
+    clock.advance(10);
+    const w = wf.live.find((x) => x.state === 'busy')!;
+    pids.add(w.pid);
+    ep(w).finish();
+    assert.equal(r!.sink.status, 200);
+    clock.advance(10);
+  }
+  assert.equal(wf.workers[0]!.requests, 5);
+  assert.equal(wf.workers[0]!.retireReason, 'max_requests');
+  assert.equal(pids.size, 3);
+  assert.equal(pool.snapshot().recycles['max_requests'], 2);
+});
+
+test('max_lifetime: a busy worker finishes its request, then retires', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 1, maxLifetime: 1000 });
+  send(1);
+  clock.advance(10);
+  const w = wf.workers[0]!;
+  clock.advance(2000);
+  assert.equal(w.state, 'busy', 'not while busy');
+  ep(w).finish();
+  assert.equal(w.retireReason, 'max_lifetime');
+  assert.equal(pool.snapshot().recycles['max_lifetime'], 1);
+});
+
+test('request_timeout: 504, worker stopped with reason request_timeout, log names pid, script and duration', async () => {
+  const { pool, clock, wf, send, lines } = setup({ pm: 'ondemand', maxChildren: 2, requestTimeout: 3000, slowRequest: 1000 });
+  const [r] = send(1);
+  clock.advance(10);
+  const w = wf.workers[0]!;
+  clock.advance(1000);
+  assert.equal(pool.snapshot().slowRequests, 1);
+  assert.ok(lines.some((l) => l.level === 40 && l.msg.includes('slow request') && l.pid === w.pid));
+  clock.advance(1999);
+  assert.equal(r!.sink.done, false);
+  clock.advance(1);
+  assert.equal(r!.sink.status, 504);
+  assert.equal(r!.sink.error?.code, ErrorCodes.REQUEST_TIMEOUT);
+  assert.deepEqual(w.stopCalls, ['request_timeout']);
+  const line = lines.find((l) => l.msg.includes('past request_timeout'))!;
+  assert.equal(line.pid, w.pid);
+  assert.equal(line.script, '/srv/app/index.php');
+  assert.equal(line.durationMs, 3000);
+  assert.equal(pool.snapshot().errors.timeout, 1);
+});
+
+test('a worker dying under a request: 502 WORKER_CRASHED, whichever event comes first', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2 });
+  // 1. The connection closes first, the exit follows.
+  const [a] = send(1);
+  clock.advance(10);
+  const w1 = wf.workers[0]!;
+  ep(w1).finish(closed);
+  assert.equal(a!.sink.done, false, 'held until the exit is known');
+  w1.exit(null, 'SIGKILL');
+  assert.equal(a!.sink.status, 502);
+  assert.equal(a!.sink.error?.code, ErrorCodes.WORKER_CRASHED);
+  assert.match(a!.sink.error!.message, /killed by SIGKILL while serving \/srv\/app\/index.php/);
+  // 2. The exit comes first: the endpoint is closed and the request answered.
+  clock.advance(1000);
+  const [b] = send(1);
+  clock.advance(10);
+  const w2 = wf.live.find((w) => w.state === 'busy')!;
+  w2.exit(255, null);
+  assert.equal(b!.sink.error?.code, ErrorCodes.WORKER_CRASHED);
+  assert.equal(pool.snapshot().errors.crashed, 2);
+  assert.equal(pool.snapshot().crashes, 2);
+  // 3. Closed but it lives on: after the grace the endpoint's error is the answer and the worker stays.
+  clock.advance(5000);
+  const [c] = send(1);
+  clock.advance(10);
+  const w3 = wf.live.find((w) => w.state === 'busy')!;
+  ep(w3).finish(closed);
+  clock.advance(EXIT_GRACE_MS);
+  assert.equal(c!.sink.error?.code, ErrorCodes.BACKEND_CLOSED);
+  assert.equal(w3.state, 'idle');
+});
+
+test('a request that never reached the dying worker goes to another one', async () => {
+  const { clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2 });
+  send(2);
+  clock.advance(10);
+  const [w1, w2] = wf.workers as [FakeWorker, FakeWorker];
+  ep(w2).finish();
+  const [r] = send(1);
+  assert.equal(w2.state, 'busy', 'LIFO: w2 took it');
+  ep(w2).finish(refused);
+  w2.exit(0, null); // php-cgi after PHP_FCGI_MAX_REQUESTS
+  assert.equal(r!.sink.done, false);
+  // Queued first in line; w1 frees → it takes it.
+  ep(w1).finish();
+  assert.equal(ep(w1).running[0]!.ex, r!.ex);
+  ep(w1).finish();
+  assert.equal(r!.sink.status, 200);
+});
+
+test('crash loop: after crash_limit crashes in crash_window the pool fails fast with 503, then tries one worker again', async () => {
+  const { pool, clock, wf, send, lines } = setup({ pm: 'ondemand', maxChildren: 2, crashLimit: 3, crashWindow: 60_000 });
+  wf.plan = { spawnFailAfter: 5, spawnErrno: 'EXITED' };
+  const answered: TestRequest[] = [];
+  for (let i = 0; i < 3; i++) {
+    if (i > 0) clock.advance(2_000); // past the restart back-off
+    answered.push(...send(1));
+    clock.advance(5); // the start fails
+  }
+  assert.equal(wf.workers.length, 3);
+  for (const r of answered) assert.equal(r.sink.status, 503, 'a queued request is not left hanging when no worker can start');
+  assert.equal(pool.snapshot().state, 'failing');
+  assert.ok(lines.some((l) => l.level === 50 && l.msg.includes('is failing: 3 crashes')));
+  // New requests: 503 at once, no spawn.
+  const [r] = send(1);
+  assert.equal(r!.sink.error?.code, ErrorCodes.POOL_FAILING);
+  assert.ok(r!.sink.error!.retryAfter! >= 1);
+  assert.equal(wf.workers.length, 3);
+  // The pause passes: one probe; it fails: still failing, longer pause.
+  clock.advance(1000);
+  assert.equal(wf.workers.length, 4);
+  clock.advance(10);
+  assert.equal(pool.snapshot().state, 'failing');
+  // The command is fixed: the next probe starts and the pool recovers.
+  wf.plan = { readyAfter: 10 };
+  clock.advance(1000);
+  assert.equal(wf.workers.length, 5);
+  clock.advance(10);
+  assert.equal(pool.snapshot().state, 'running');
+  assert.ok(lines.some((l) => l.msg.includes('recovered')));
+  const [ok] = send(1);
+  assert.equal(ok!.ex.workerPid, wf.workers[4]!.pid);
+  assert.ok(pool.snapshot().rejected.failing >= 1);
+});
+
+test('a command that cannot start is reported once, not in a tight loop, and queued requests get 503', async () => {
+  const { pool, clock, wf, send, lines } = setup({ pm: 'static', maxChildren: 4, crashLimit: 5 });
+  wf.plan = { spawnFailAfter: 0, spawnErrno: 'ENOENT' };
+  const started = pool.start();
+  clock.advance(0);
+  await started;
+  const reqs = send(2);
+  for (let i = 0; i < 60; i++) clock.advance(1000);
+  for (const r of reqs) assert.equal(r.sink.status, 503);
+  const reports = lines.filter((l) => l.level === 50 && l.msg.includes('cannot start workers'));
+  assert.equal(reports.length, 1, 'one clear error line');
+  assert.match(reports[0]!.msg, /ENOENT/);
+  // Back-off and failing pauses: a handful of attempts in a minute, not thousands.
+  assert.ok(wf.workers.length < 20, `${wf.workers.length} attempts`);
+  assert.equal(pool.snapshot().state, 'failing');
+});
+
+test('stop: running requests finish, new ones 503, workers stopped with reason shutdown', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2 });
+  const [a, b, q] = send(3);
+  clock.advance(10);
+  const stopped = pool.stop(10_000);
+  let done = false;
+  void stopped.then(() => (done = true));
+  const [late] = send(1);
+  assert.equal(late!.sink.error?.code, ErrorCodes.SHUTTING_DOWN);
+  ep(wf.workers[0]!).finish();
+  ep(wf.workers[0]!).finish(); // the queued one ran on the freed worker
+  ep(wf.workers[1]!).finish();
+  await new Promise((r) => setImmediate(r));
+  clock.advance(100);
+  await stopped;
+  assert.equal(done, true);
+  for (const r of [a, b, q]) assert.equal(r!.sink.status, 200);
+  for (const w of wf.workers) {
+    assert.equal(w.state, 'exited');
+    assert.equal(w.retireReason, 'shutdown');
+  }
+});

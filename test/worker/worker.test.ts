@@ -1,0 +1,261 @@
+/**
+ * Worker behaviour with the fixture programs (test/fixtures/workers/).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import { silentLogger } from '../../src/log/log.js';
+import { ErrorCodes } from '../../src/errors.js';
+import { LifecycleError } from '../../src/worker/lifecycle.js';
+import { Worker } from '../../src/worker/worker.js';
+import type { ExitVerdict } from '../../src/worker/exit-policy.js';
+import type { WorkerExit, WorkerSpawnFailure, WorkerSpec } from '../../src/worker/types.js';
+import { fixtureCommand } from '../fixtures/workers/index.js';
+import { fcgiRequest } from './fcgi-raw.js';
+import { captureLogger, makeSpec, processGone, tempDir, waitFor } from './helpers.js';
+
+interface Recorded {
+  w: Worker;
+  events: string[];
+  failures: WorkerSpawnFailure[];
+  exit: Promise<[WorkerExit, ExitVerdict]>;
+}
+
+/** Spawns and records every event; always stopped after the test. */
+function spawnRecorded(t: { after: (fn: () => void | Promise<void>) => void }, spec: WorkerSpec, logger = silentLogger()): Recorded {
+  const w = Worker.spawn(spec, logger, 1);
+  const events: string[] = [];
+  const failures: WorkerSpawnFailure[] = [];
+  w.on('ready', () => events.push('ready'));
+  w.on('spawnFailed', (f) => {
+    events.push('spawnFailed');
+    failures.push(f);
+  });
+  w.on('exit', () => events.push('exit'));
+  const exit = once(w, 'exit') as Promise<[WorkerExit, ExitVerdict]>;
+  t.after(async () => void (await w.stop('shutdown')));
+  return { w, events, failures, exit };
+}
+
+const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 50));
+
+test('never-ready (accepts nothing on fd 0): spawn timeout, one failure, killed, reason spawn_timeout', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('never-ready'), { spawnTimeout: 400, killTimeout: 1000 }));
+  const [exit, verdict] = await r.exit;
+  await settle();
+  assert.deepEqual(r.events, ['spawnFailed', 'exit']);
+  assert.equal(r.failures[0]!.errno, 'TIMEOUT');
+  assert.equal(r.failures[0]!.code, ErrorCodes.SPAWN_FAILED);
+  assert.match(r.failures[0]!.message, /within spawn_timeout \(400 ms\)/);
+  assert.equal(exit.reason, 'spawn_timeout');
+  assert.equal(exit.signal, 'SIGTERM');
+  assert.equal(verdict.crash, true);
+  assert.ok(processGone(r.w.pid!));
+  assert.deepEqual(fs.readdirSync(dir), [], 'socket file removed');
+});
+
+test('never-ready in argv mode (never binds {socket}): spawn timeout too', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('never-ready', '--socket', '{socket}'), { socket: 'argv', spawnTimeout: 300 }));
+  const [exit] = await r.exit;
+  assert.deepEqual(r.events, ['spawnFailed', 'exit']);
+  assert.equal(exit.reason, 'spawn_timeout');
+});
+
+test('a missing command is reported once, by name and errno, and nothing is spawned', async (t) => {
+  const dir = tempDir(t);
+  const { logger, records } = captureLogger();
+  const r = spawnRecorded(t, makeSpec(dir, ['no-such-backend-xyz', '-b', '{socket}']), logger);
+  const [exit, verdict] = await r.exit;
+  await settle();
+  assert.deepEqual(r.events, ['spawnFailed', 'exit']);
+  const f = r.failures[0]!;
+  assert.equal(f.errno, 'ENOENT');
+  assert.match(f.message, /no-such-backend-xyz/);
+  assert.match(f.message, /ENOENT/);
+  assert.equal(r.w.pid, undefined);
+  assert.deepEqual([exit.code, exit.signal], [null, null]);
+  assert.equal(verdict.crash, true);
+  assert.equal(records.filter((x) => x.level === 50).length, 1, 'one error line');
+  // stop() after the fact resolves with the same exit.
+  assert.equal(await r.w.stop('shutdown'), exit);
+});
+
+test('a command that is not executable: EACCES', async (t) => {
+  const dir = tempDir(t);
+  const file = path.join(dir, 'not-exec.sh');
+  fs.writeFileSync(file, '#!/bin/sh\n', { mode: 0o644 });
+  const r = spawnRecorded(t, makeSpec(dir, [file]));
+  await r.exit;
+  assert.deepEqual(r.events, ['spawnFailed', 'exit']);
+  assert.equal(r.failures[0]!.errno, 'EACCES');
+  assert.match(r.failures[0]!.message, /not-exec\.sh/);
+});
+
+test('exit before ready (crash loop fixture): one EXITED failure, then the exit with its code', async (t) => {
+  const dir = tempDir(t);
+  const { logger, records } = captureLogger();
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('exit-immediately', '3')), logger);
+  const [exit, verdict] = await r.exit;
+  await settle();
+  assert.deepEqual(r.events, ['spawnFailed', 'exit']);
+  assert.equal(r.failures[0]!.errno, 'EXITED');
+  assert.match(r.failures[0]!.message, /exited with code 3 before accepting connections/);
+  assert.equal(exit.code, 3);
+  assert.equal(exit.reason, undefined);
+  assert.equal(verdict.crash, true);
+  assert.ok(
+    records.some((x) => x['stream'] === 'stderr' && x.msg === 'exit-immediately: giving up' && x['wpid'] === r.w.pid && x['pool'] === 'test'),
+    'stderr line logged with pool and worker pid',
+  );
+  assert.deepEqual(fs.readdirSync(dir), []);
+});
+
+test('stop escalates SIGTERM → SIGKILL after killTimeout for a worker that ignores SIGTERM; stop is idempotent', async (t) => {
+  const dir = tempDir(t);
+  const { logger, records } = captureLogger();
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('ignore-sigterm'), { killTimeout: 300 }), logger);
+  await once(r.w, 'ready');
+  const p1 = r.w.stop('shutdown');
+  const p2 = r.w.stop('reload');
+  assert.equal(p1, p2);
+  assert.equal(r.w.state, 'stopping');
+  const exit = await p1;
+  assert.equal(exit.signal, 'SIGKILL');
+  assert.equal(exit.reason, 'shutdown', 'the first reason stays');
+  assert.ok(records.some((x) => x['stream'] === 'stdout' && /SIGTERM ignored/.test(x.msg)), 'it did get SIGTERM first');
+  assert.ok(records.some((x) => /did not exit within kill_timeout/.test(x.msg)));
+  assert.deepEqual(r.events, ['ready', 'exit']);
+  assert.equal(await r.w.stop('shutdown'), exit);
+});
+
+test('retire while busy drains: it keeps serving, and stops at release with the reason kept', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
+  await once(r.w, 'ready');
+  r.w.assign('/slow');
+  const reply = fcgiRequest(r.w.address, { QUERY_STRING: 'sleep=200', REQUEST_URI: '/slow' });
+  r.w.retire('max_requests');
+  assert.equal(r.w.state, 'draining');
+  assert.equal(r.w.retireReason, 'max_requests');
+  const res = await reply;
+  assert.match(res.stdout.toString(), /hello pid=\d+ n=1 uri=\/slow/);
+  assert.equal(processGone(r.w.pid!), false, 'not stopped while draining');
+  r.w.release();
+  assert.equal(r.w.state, 'stopping');
+  const [exit, verdict] = await r.exit;
+  assert.equal(exit.reason, 'max_requests');
+  assert.deepEqual([verdict.crash, verdict.restart, verdict.level], [false, true, 'debug']);
+  // A late release (the request's connection closed after the exit) is harmless.
+  r.w.release();
+  assert.equal(r.w.state, 'exited');
+});
+
+test('retire on an idle worker stops it at once', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder', '--port', '{port}'), { socket: 'argv' }));
+  await once(r.w, 'ready');
+  assert.equal(r.w.address.kind, 'tcp');
+  const res = await fcgiRequest(r.w.address, { REQUEST_URI: '/tcp' });
+  assert.match(res.stdout.toString(), /uri=\/tcp/);
+  r.w.retire('idle_timeout');
+  assert.equal(r.w.state, 'stopping');
+  const [exit, verdict] = await r.exit;
+  assert.equal(exit.reason, 'idle_timeout');
+  assert.equal(verdict.restart, false);
+});
+
+test('illegal calls throw a LifecycleError (development mode)', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
+  assert.throws(() => r.w.assign(), LifecycleError, 'assign while spawning');
+  await once(r.w, 'ready');
+  assert.throws(() => r.w.release(), LifecycleError, 'release while idle');
+  r.w.assign();
+  assert.throws(() => r.w.assign(), LifecycleError, 'assign while busy');
+  r.w.retire('reload');
+  assert.throws(() => r.w.assign(), LifecycleError, 'assign while draining');
+  r.w.release();
+  await r.exit;
+});
+
+test('a crash while busy is reported as possible request loss', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
+  await once(r.w, 'ready');
+  r.w.assign('/crash');
+  const res = await fcgiRequest(r.w.address, { QUERY_STRING: 'crash=1' }).catch(() => undefined);
+  assert.equal(res?.appStatus, undefined, 'no END_REQUEST');
+  const [exit, verdict] = await r.exit;
+  assert.equal(exit.code, 70);
+  assert.deepEqual([verdict.crash, verdict.level], [true, 'error']);
+  assert.match(verdict.message, /possible request loss/);
+});
+
+test('retire while spawning stops it without a spawn failure', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('never-ready'), { spawnTimeout: 10_000 }));
+  r.w.retire('shutdown'); // before the process even started
+  const [exit] = await r.exit;
+  assert.deepEqual(r.events, ['exit']);
+  assert.equal(exit.reason, 'shutdown');
+  assert.equal(r.w.pid, undefined);
+  const r2 = spawnRecorded(t, makeSpec(dir, fixtureCommand('never-ready'), { spawnTimeout: 10_000 }));
+  await waitFor(() => r2.w.pid !== undefined, 3000);
+  r2.w.retire('scale_down');
+  const [exit2] = await r2.exit;
+  assert.deepEqual(r2.events, ['exit']);
+  assert.deepEqual([exit2.reason, exit2.signal], ['scale_down', 'SIGTERM']);
+});
+
+test('a runtime dir other users can enter is refused', async (t) => {
+  const dir = tempDir(t);
+  fs.chmodSync(dir, 0o755);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
+  await r.exit;
+  assert.deepEqual(r.events, ['spawnFailed', 'exit']);
+  assert.equal(r.failures[0]!.errno, 'SETUP');
+  assert.match(r.failures[0]!.message, /0755.*0700/);
+});
+
+test('argv mode without {socket} or {port} is a setup failure', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder'), { socket: 'argv' }));
+  await r.exit;
+  assert.equal(r.failures[0]!.errno, 'SETUP');
+  assert.match(r.failures[0]!.message, /\{socket\} or \{port\}/);
+});
+
+test('garbage and close-mid-response fixtures become ready (they accept) and misbehave on requests', async (t) => {
+  const dir = tempDir(t);
+  const g = spawnRecorded(t, makeSpec(dir, fixtureCommand('garbage')));
+  await once(g.w, 'ready');
+  const gr = await fcgiRequest(g.w.address, { REQUEST_URI: '/' });
+  assert.equal(gr.appStatus, undefined, 'no END_REQUEST from garbage');
+  const c = spawnRecorded(t, makeSpec(dir, fixtureCommand('close-mid-response', '--socket', '{socket}'), { socket: 'argv' }));
+  await once(c.w, 'ready');
+  const cr = await fcgiRequest(c.w.address, { REQUEST_URI: '/' });
+  assert.equal(cr.appStatus, undefined, 'cut before END_REQUEST');
+});
+
+test('a noisy worker is rate-limited: the burst is logged, the rest counted in one report', async (t) => {
+  const dir = tempDir(t);
+  const { logger, records } = captureLogger();
+  const { TokenBucket } = await import('../../src/worker/rate-limit.js');
+  // Practically no refill, so the count is exact whatever the machine's speed.
+  const w = Worker.spawn(makeSpec(dir, fixtureCommand('noisy-stderr', '--lines', '1000')), logger, 1, {
+    outputLimiter: new TokenBucket({ ratePerSec: 0.001, burst: 10 }),
+  });
+  t.after(async () => void (await w.stop('shutdown')));
+  await once(w, 'ready');
+  const lines = (): number => records.filter((x) => x['stream'] === 'stderr').length;
+  const dropped = (): number => records.reduce((n, x) => n + (typeof x['dropped'] === 'number' ? (x['dropped'] as number) : 0), 0);
+  await w.stop('shutdown');
+  // 1000 short lines + one long one; the report may follow the exit by up to a second.
+  assert.ok(await waitFor(() => lines() + dropped() === 1001, 5000), `lines ${lines()} dropped ${dropped()}`);
+  assert.equal(lines(), 10);
+  assert.equal(records.filter((x) => x['dropped'] !== undefined).length <= 2, true);
+});
