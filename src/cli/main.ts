@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { LOG_LEVELS } from '../log/log.js';
+import { LOG_LEVELS } from '../config/keys.js';
 import { checkCommand } from './check.js';
 import { EXIT_OK, EXIT_USAGE } from './report.js';
 import { runCommand } from './run.js';

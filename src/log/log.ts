@@ -24,8 +24,6 @@ export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
 /** Resolves once buffered lines reached the destination (call before process.exit). */
 export function flushLogger(logger: Logger): Promise<void> {
   return new Promise((resolve) => {

@@ -55,6 +55,10 @@ export abstract class PoolBase implements Pool {
   /** After the drain: stop workers / close connections; resolves when everything is gone. */
   protected abstract shutdown(): Promise<void>;
   protected abstract fillSnapshot(s: PoolSnapshot): void;
+  /** Targets being started that will each take a queued request: they do not use up queue_limit. */
+  protected starting(): number {
+    return 0;
+  }
   abstract start(): Promise<void>;
 
   dispatch(ex: Exchange): void {
@@ -71,7 +75,7 @@ export abstract class PoolBase implements Pool {
       return;
     }
     if (this.queue.length === 0 && this.startNow(ex)) return;
-    if (!this.queue.push(ex)) {
+    if (!this.queue.push(ex, this.starting())) {
       this.reject(
         ex,
         'queueFull',

@@ -48,9 +48,12 @@ export class RequestQueue {
     return this.list.timeoutMs;
   }
 
-  /** Appends; false (and nothing queued) when the queue is at queue_limit. */
-  push(ex: Exchange): boolean {
-    if (this.list.length >= this.limit) return false;
+  /**
+   * Appends; false (and nothing queued) when the queue is at queue_limit. `reserved`:
+   * requests at the head that a starting worker will take, not counted against the limit.
+   */
+  push(ex: Exchange, reserved = 0): boolean {
+    if (this.list.length >= this.limit + reserved) return false;
     this.link(ex, false);
     return true;
   }

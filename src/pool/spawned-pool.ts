@@ -74,6 +74,8 @@ class Slot {
   held: FailedOutcome | undefined;
   heldTimer: unknown;
   exit: WorkerExit | undefined;
+  /** Waits for the endpoint's report after the worker exited under a request. */
+  exitTimer: unknown;
   spawnFailure: WorkerSpawnFailure | undefined;
   /** Resolves start()'s wait for this worker (ready or gone). */
   settle: (() => void) | undefined;
@@ -112,6 +114,8 @@ export class SpawnedPool extends PoolBase {
   /** Idle workers; the end is the most recently used (taken first), index 0 the longest idle. */
   private readonly idle: Slot[] = [];
   private nextId = 1;
+  /** Workers spawned and not yet ready or gone. */
+  private nStarting = 0;
   private round: SpawnRound = NO_ROUND;
   private atMaxChildren = false;
   /** Monotonic ms before which no worker is spawned (crash back-off). */
@@ -205,6 +209,10 @@ export class SpawnedPool extends PoolBase {
     return this.failingError();
   }
 
+  protected override starting(): number {
+    return this.nStarting;
+  }
+
   protected override targetNoun(): string {
     return 'worker';
   }
@@ -290,7 +298,31 @@ export class SpawnedPool extends PoolBase {
     else if (slot.exit !== undefined) this.lost(slot, ex, o, slot.exit);
     else this.fail(ex, o.error);
     this.requestEnded();
-    if (slot.exit === undefined) this.afterRequest(slot, o);
+    if (slot.exit === undefined) {
+      this.afterRequest(slot, o);
+      return;
+    }
+    // The worker is gone: its endpoint too. A request put back in the queue needs a worker.
+    slot.endpoint?.destroy();
+    if (this.queue.length > 0) {
+      this.pump();
+      this.scale();
+    }
+  }
+
+  private onExitGrace(slot: Slot): void {
+    slot.exitTimer = undefined;
+    const ex = slot.current;
+    if (ex === undefined) return;
+    slot.endpoint?.destroy(); // reports synchronously
+    if (slot.current === ex) {
+      this.endRequest(slot, ex, {
+        kind: 'failed',
+        error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'worker exited'),
+        retryable: false,
+        backendDown: true,
+      });
+    }
   }
 
   /** Clears the worker's request: timers, held failure. */
@@ -300,13 +332,21 @@ export class SpawnedPool extends PoolBase {
       this.clock.clearTimer(slot.heldTimer);
       slot.held = undefined;
     }
+    if (slot.exitTimer !== undefined) {
+      this.clock.clearTimer(slot.exitTimer);
+      slot.exitTimer = undefined;
+    }
     this.requestTimer?.remove(slot.reqNode);
     this.slowTimer?.remove(slot.slowNode);
   }
 
   /** The worker died while running `ex`. */
   private lost(slot: Slot, ex: Exchange, o: FailedOutcome, exit: WorkerExit): void {
-    if (o.retryable && ex.rewind()) {
+    // A worker that exits cleanly by itself (php-cgi after PHP_FCGI_MAX_REQUESTS) does so
+    // between requests: one that got no response byte was never read by the application,
+    // even if it sat in the socket's backlog when the process went.
+    const cleanSelfExit = exit.code === 0 && exit.signal === null && exit.reason === undefined;
+    if ((o.retryable || (cleanSelfExit && o.error.code === ErrorCodes.BACKEND_CLOSED)) && ex.rewind()) {
       // It never reached the application: another worker takes it, first in line.
       slot.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
       this.queue.unshift(ex);
@@ -428,6 +468,7 @@ export class SpawnedPool extends PoolBase {
     const w = this.deps.workerFactory(this.deps.spec, this.deps.workerLogger, id);
     const slot = new Slot(this, w, this.clock.now(), maxRequests, this.log);
     this.slots.add(slot);
+    this.nStarting++;
     w.on('ready', () => this.onReady(slot));
     w.on('spawnFailed', (f) => (slot.spawnFailure = f));
     w.on('exit', (exit, verdict) => this.onExit(slot, exit, verdict));
@@ -437,6 +478,7 @@ export class SpawnedPool extends PoolBase {
   private onReady(slot: Slot): void {
     const w = slot.worker;
     slot.ready = true;
+    this.nStarting--;
     const spawnMs = Math.round(this.clock.now() - slot.spawnedAt);
     slot.log = this.log.child({ pid: w.pid });
     slot.endpoint = this.deps.endpointFactory(w.address, this.upstreamOpts, slot.log);
@@ -471,6 +513,7 @@ export class SpawnedPool extends PoolBase {
     const now = this.clock.now();
     slot.exit = exit;
     this.slots.delete(slot);
+    if (!slot.ready) this.nStarting--;
     if (slot.inIdle) {
       const i = this.idle.indexOf(slot);
       if (i >= 0) this.idle.splice(i, 1);
@@ -479,20 +522,12 @@ export class SpawnedPool extends PoolBase {
     const ex = slot.current;
     if (ex !== undefined) {
       if (slot.held !== undefined) this.endRequest(slot, ex, slot.held);
-      else {
-        // The endpoint has not noticed yet: closing it makes it report now.
-        slot.endpoint?.destroy();
-        if (slot.current !== undefined) {
-          this.endRequest(slot, ex, {
-            kind: 'failed',
-            error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'worker exited'),
-            retryable: false,
-            backendDown: true,
-          });
-        }
-      }
+      // The endpoint has not noticed yet. Its own report says best whether the request
+      // reached the application (a dead process's sockets close at once); closing it
+      // ourselves after the grace would have to guess.
+      else slot.exitTimer = this.clock.setTimer(() => this.onExitGrace(slot), EXIT_GRACE_MS);
     }
-    slot.endpoint?.destroy();
+    if (slot.current === undefined) slot.endpoint?.destroy();
 
     if (verdict.crash) {
       this.stats.crashes++;

@@ -188,15 +188,18 @@ function badHeaders(message: string): ProtocolError {
  * (the spec forbids them but front ends send them for repeated HTTP headers).
  */
 export function decodeScgiHeaders(header: Buffer, limits: ParamsLimits): CgiParams {
+  // One latin1 string for the whole header: slicing it is far cheaper than a
+  // Buffer.toString() per name and value.
+  const text = header.toString('latin1');
   const flat: string[] = [];
-  const end = header.length;
+  const end = text.length;
   let bytes = 0;
   let pos = 0;
   while (pos < end) {
-    const nameEnd = header.indexOf(0, pos);
+    const nameEnd = text.indexOf('\0', pos);
     if (nameEnd < 0) throw badHeaders('SCGI header name not terminated by NUL');
     if (nameEnd === pos) throw badHeaders('empty SCGI header name');
-    const valueEnd = header.indexOf(0, nameEnd + 1);
+    const valueEnd = text.indexOf('\0', nameEnd + 1);
     if (valueEnd < 0) throw badHeaders('SCGI header value not terminated by NUL');
     if ((flat.length >> 1) + 1 > limits.maxCount) {
       throw new ProtocolError(ErrorCodes.PARAMS_TOO_MANY, `more than ${limits.maxCount} request variables`);
@@ -205,7 +208,7 @@ export function decodeScgiHeaders(header: Buffer, limits: ParamsLimits): CgiPara
     if (bytes > limits.maxBytes) {
       throw new ProtocolError(ErrorCodes.PARAMS_TOO_LARGE, `request variables exceed ${limits.maxBytes} bytes`);
     }
-    flat.push(header.toString('latin1', pos, nameEnd), header.toString('latin1', nameEnd + 1, valueEnd));
+    flat.push(text.slice(pos, nameEnd), text.slice(nameEnd + 1, valueEnd));
     pos = valueEnd + 1;
   }
   if (flat.length === 0 || flat[0] !== 'CONTENT_LENGTH') throw badHeaders('first SCGI header is not CONTENT_LENGTH');
@@ -244,20 +247,31 @@ export function encodeScgiHead(params: CgiParams): Buffer {
   }
   const prefix = `${len}:`;
   const buf = Buffer.allocUnsafe(prefix.length + len + 1);
-  let off = buf.write(prefix, 0, 'latin1');
-  off += buf.write('CONTENT_LENGTH\0', off, 'latin1');
-  off += buf.write(contentLength, off, 'latin1');
+  let off = writeLatin1(buf, 0, prefix);
+  off = writeLatin1(buf, off, 'CONTENT_LENGTH\0');
+  off = writeLatin1(buf, off, contentLength);
   buf[off++] = 0;
-  off += buf.write('SCGI\x001\0', off, 'latin1');
+  off = writeLatin1(buf, off, 'SCGI\x001\0');
   for (let i = 0; i < flat.length; i += 2) {
     const name = flat[i]!;
     if (name === 'CONTENT_LENGTH' || name === 'SCGI') continue;
-    const value = flat[i + 1]!;
-    off += buf.write(name, off, 'latin1');
+    off = writeLatin1(buf, off, name);
     buf[off++] = 0;
-    if (value.length > 0) off += buf.write(value, off, 'latin1');
+    off = writeLatin1(buf, off, flat[i + 1]!);
     buf[off++] = 0;
   }
   buf[off] = COMMA;
   return buf;
+}
+
+/** Below this length a JS loop beats a call into Buffer.write (the same trick as fastcgi.ts). */
+const SHORT_STRING = 32;
+
+function writeLatin1(buf: Buffer, off: number, s: string): number {
+  const n = s.length;
+  if (n < SHORT_STRING) {
+    for (let i = 0; i < n; i++) buf[off + i] = s.charCodeAt(i);
+    return off + n;
+  }
+  return off + buf.write(s, off, 'latin1');
 }

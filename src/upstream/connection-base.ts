@@ -6,12 +6,17 @@
  * States:  connecting → busy ⇄ idle → closed      (connecting/busy always carry an exchange)
  *
  * Socket and exchange callbacks are bound once per connection, not per request.
+ *
+ * Timeouts use the socket's inactivity timer: connectTimeout until connected, then
+ * readTimeout. Our own writes re-arm it too, so a backend still taking a request body
+ * is not "silent"; while the client is slow (socket paused) the timer is off.
  */
 import { connect, type NetConnectOpts, type Socket } from 'node:net';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import type { BodyConsumer, Exchange } from '../protocol/exchange.js';
-import { ABORTED, closedEarly, connectFailed, connectTimedOut, readTimedOut, unencodable, type FailedOutcome } from './failures.js';
+import { ProtocolError } from '../errors.js';
+import { ABORTED, closedEarly, connectFailed, connectTimedOut, protocolFault, readTimedOut, unencodable, type FailedOutcome } from './failures.js';
 import type { UpstreamOptions, UpstreamOutcome } from './types.js';
 
 export type ConnectionState = 'connecting' | 'busy' | 'idle' | 'closed';
@@ -85,7 +90,11 @@ export abstract class UpstreamConnection implements BodyConsumer {
     this.socket.on('connect', () => this.onConnect());
     this.socket.on('data', (chunk: Buffer) => {
       this.gotBytes = true;
-      this.onData(chunk);
+      try {
+        this.onData(chunk);
+      } catch (err) {
+        this.onThrown(err);
+      }
     });
     this.socket.on('end', () => this.onPeerClosed(undefined));
     this.socket.on('error', (err: Error) => {
@@ -191,6 +200,23 @@ export abstract class UpstreamConnection implements BodyConsumer {
   protected fail(outcome: FailedOutcome): void {
     this.close();
     this.finish(outcome, false, false);
+  }
+
+  /**
+   * A decoder threw (the backend broke the protocol), or a sink called from inside
+   * onData did (a bug): either way only this request and connection are lost.
+   */
+  private onThrown(err: unknown): void {
+    if (this.state !== 'busy') {
+      this.close();
+      return;
+    }
+    if (err instanceof ProtocolError) {
+      this.fail(protocolFault(this.address.text, err));
+      return;
+    }
+    this.logger.error({ err }, 'internal error while relaying a backend response');
+    this.fail(protocolFault(this.address.text, `internal error: ${(err as Error)?.message}`));
   }
 
   /** An idle connection misbehaved (bytes without a request): drop it quietly. */

@@ -8,7 +8,6 @@
  *           carried it is fully decoded, so stray bytes after it cannot leak into the
  *           next request on this connection).
  */
-import { ProtocolError } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import { CgiResponseHeadParser } from '../protocol/cgi-response.js';
@@ -99,12 +98,8 @@ export class FastcgiConnection extends UpstreamConnection {
       return;
     }
     if (this.state !== 'busy') return;
-    try {
-      this.decoder.push(chunk);
-    } catch (err) {
-      this.onThrown(err);
-      return;
-    }
+    // Decoder and head parser throw ProtocolError; the base turns it into BACKEND_PROTOCOL.
+    this.decoder.push(chunk);
     if (this.endSeen && this.state === 'busy') this.complete();
   }
 
@@ -141,13 +136,7 @@ export class FastcgiConnection extends UpstreamConnection {
       this.deliverBody(content);
       return;
     }
-    let r: ReturnType<CgiResponseHeadParser['push']>;
-    try {
-      r = this.headParser!.push(content);
-    } catch (err) {
-      this.onThrown(err);
-      return;
-    }
+    const r = this.headParser!.push(content);
     if (r === undefined) return;
     this.headDone = true;
     this.headParser = undefined;
@@ -193,15 +182,5 @@ export class FastcgiConnection extends UpstreamConnection {
 
   protected onClosedWhileBusy(err: Error | undefined): void {
     this.failClosed(err);
-  }
-
-  private onThrown(err: unknown): void {
-    if (err instanceof ProtocolError) {
-      this.fail(protocolFault(this.address.text, err));
-      return;
-    }
-    // A bug in a sink called from here; keep the daemon up, lose only this request.
-    this.logger.error({ err }, 'internal error while relaying a FastCGI response');
-    if (this.state === 'busy') this.fail(protocolFault(this.address.text, `internal error: ${(err as Error)?.message}`));
   }
 }

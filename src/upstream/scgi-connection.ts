@@ -3,14 +3,13 @@
  * (CONTENT_LENGTH first) followed by the body; the response is everything the backend
  * sends until it closes: a CGI head, then the body. No keep-alive in SCGI.
  */
-import { ProtocolError } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import { CgiResponseHeadParser } from '../protocol/cgi-response.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { encodeScgiHead } from '../protocol/scgi.js';
 import { UpstreamConnection, type ConnectionOwner } from './connection-base.js';
-import { DONE, protocolFault } from './failures.js';
+import { DONE } from './failures.js';
 import type { UpstreamOptions } from './types.js';
 
 export class ScgiConnection extends UpstreamConnection {
@@ -58,14 +57,8 @@ export class ScgiConnection extends UpstreamConnection {
       this.deliverBody(chunk);
       return;
     }
-    let r: ReturnType<CgiResponseHeadParser['push']>;
-    try {
-      r = this.headParser!.push(chunk);
-    } catch (err) {
-      if (!(err instanceof ProtocolError)) throw err;
-      this.fail(protocolFault(this.address.text, err));
-      return;
-    }
+    // Throws ProtocolError on a bad head; the base turns it into BACKEND_PROTOCOL.
+    const r = this.headParser!.push(chunk);
     if (r === undefined) return;
     this.headDone = true;
     this.headParser = undefined;

@@ -239,15 +239,18 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
     });
 
     it('keeps connections alive between requests', async () => {
-      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      rig.pool.behaviour = respond(200, [['Content-Length', '3']], 'one');
+      const c = new RawConn(rig.target);
+      await c.connected;
       try {
-        rig.pool.behaviour = respond(200, [], 'one');
-        const a = await request(rig.target, '/index.php', { agent });
-        const b = await request(rig.target, '/index.php', { agent });
-        assert.equal(a.body.toString(), 'one');
-        assert.equal(b.reused, true);
+        c.write('GET /index.php HTTP/1.1\r\nHost: x\r\n\r\n');
+        await c.waitData((b) => b.toString().endsWith('\r\n\r\none'), 3000);
+        c.write('GET /index.php HTTP/1.1\r\nHost: x\r\n\r\n');
+        const both = await c.waitData((b) => (b.toString().match(/\r\n\r\none/g) ?? []).length === 2, 3000);
+        assert.equal((both.toString().match(/HTTP\/1\.1 200 /g) ?? []).length, 2);
+        assert.equal(c.closed, false);
       } finally {
-        agent.destroy();
+        c.destroy();
       }
     });
 

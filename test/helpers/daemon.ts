@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ManagedChild, type ExitInfo } from './child.js';
 import { FCGI_PM_BIN, REPO_ROOT } from './paths.js';
-import { descendantsMatching, isAlive } from './proc.js';
+import { descendantsMatching } from './proc.js';
 import type { Scope } from './scope.js';
 import { makeTempDir } from './tmp.js';
 import { canConnect, sleep, targetOf, waitFor } from './wait.js';
@@ -107,20 +107,8 @@ export class Daemon {
   }
 
   /** SIGTERM, SIGKILL after graceMs; then SIGKILLs any descendant that outlived it. */
-  async stop(graceMs = 15_000): Promise<ExitInfo> {
-    const before = this.child.running ? descendantsMatching(this.pid, '') : [];
-    const exit = await this.child.stop(graceMs);
-    await sleep(0);
-    for (const p of before) {
-      if (isAlive(p.pid)) {
-        try {
-          process.kill(p.pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
-    }
-    return exit;
+  stop(graceMs = 15_000): Promise<ExitInfo> {
+    return this.child.stop(graceMs);
   }
 
   private onStdout(s: string): void {

@@ -59,7 +59,7 @@ http {
 `;
   const confPath = join(dir, 'nginx.conf');
   writeFileSync(confPath, conf);
-  const child = new ManagedChild('nginx', NGINX, ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', confPath], {});
+  const child = new ManagedChild('nginx', NGINX, ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', confPath], {}, 'SIGTERM');
   const stop = async (): Promise<void> => {
     // SIGTERM is nginx's fast shutdown; the master stops its worker before exiting.
     await child.stop(5000);

@@ -32,10 +32,11 @@ export class Cleanup implements Scope {
   }
 }
 
-const livePids = new Set<number>();
+const livePids = new Map<number, NodeJS.Signals>();
 
-export function trackPid(pid: number): void {
-  livePids.add(pid);
+/** `signal`: what the exit hook sends (nginx wants SIGTERM so its master stops its workers). */
+export function trackPid(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
+  livePids.set(pid, signal);
 }
 
 export function untrackPid(pid: number): void {
@@ -43,9 +44,9 @@ export function untrackPid(pid: number): void {
 }
 
 process.on('exit', () => {
-  for (const pid of livePids) {
+  for (const [pid, signal] of livePids) {
     try {
-      process.kill(pid, 'SIGKILL');
+      process.kill(pid, signal);
     } catch {
       // already gone
     }

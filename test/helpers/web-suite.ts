@@ -97,6 +97,13 @@ export function webSuite(name: string, setup: (scope: Scope) => Promise<WebTarge
       });
     }
 
+    it('writes an access log line with the status', async () => {
+      await target.daemon.waitForLog((l) => l.status === 418 && JSON.stringify(l).includes('status.php?code=418'), {
+        timeout: 3000,
+        what: 'access line for /status.php?code=418',
+      });
+    });
+
     it('query string passes unchanged', async () => {
       const qs = 'a=1&b=x%20y&c=&d=%C3%A9&e[]=1&e[]=2';
       const r = await httpRequest(`${target.url}/echo.php?${qs}`);

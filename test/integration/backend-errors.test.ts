@@ -92,7 +92,7 @@ describe('backend errors', { timeout: 60_000 }, () => {
     const since = daemon.mark();
     const agent = keepAliveAgent(1);
     try {
-      const r1 = await httpRequest(`http://127.0.0.1:${port.httpSlow}/sleep.php?ms=3000`, { agent, timeout: 10_000 });
+      const r1 = await httpRequest(`http://127.0.0.1:${port.httpSlow}/sleep.php?ms=1600`, { agent, timeout: 10_000 });
       assert.equal(r1.status, 504);
       assert.ok(r1.body.length > 0 && r1.body.length < 1024, `short body, got ${r1.body.length} bytes`);
       await loggedSince(since, TIMEOUT, 'about the backend timeout');
@@ -126,7 +126,7 @@ describe('backend errors', { timeout: 60_000 }, () => {
     const since = daemon.mark();
     const c = await FcgiClient.connect({ port: port.fcgiSlow! });
     try {
-      c.request(1, phpParams(PHP_FIXTURES, '/sleep.php?ms=3000'));
+      c.request(1, phpParams(PHP_FIXTURES, '/sleep.php?ms=1600'));
       const r = await c.response(1, 10_000);
       assert.equal(parseCgiOutput(r.stdout).status, 504, r.stdout.toString('latin1').slice(0, 200));
       await loggedSince(since, TIMEOUT, 'about the backend timeout');

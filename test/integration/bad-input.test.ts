@@ -290,6 +290,25 @@ describe('bad input on every listener', { timeout: 60_000 }, () => {
       await httpServes();
     });
 
+    it('request variables over limits.max_params_bytes: 431, warning logged', async () => {
+      const since = await quietMark();
+      const r = await httpRequest(`http://127.0.0.1:${http.port}/hello.php`, { headers: { 'x-big': 'x'.repeat(3000) } });
+      assert.equal(r.status, 431);
+      assert.doesNotMatch(r.text, /Hello from PHP/);
+      await expectLog(since, LogLevel.warn, 'about the oversized request variables');
+      await httpServes();
+    });
+
+    it('paths that escape document_root are refused, never run', async () => {
+      for (const path of ['/../../../../etc/passwd', '/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd', '/hello.php/../../../../../etc/passwd', '/..%2f..%2f..%2f..%2fetc/passwd', '/echo.php%00.txt']) {
+        const r = await rawExchange(http, [`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`]);
+        const text = r.received.toString('latin1');
+        assert.match(text, /^HTTP\/1\.1 4\d\d /, `${path}: ${text.slice(0, 80)}`);
+        assert.doesNotMatch(text, /root:/, `${path} leaked /etc/passwd`);
+      }
+      await httpServes();
+    });
+
     it('unknown protocol version: 4xx or closed, warning logged', async () => {
       const since = await quietMark();
       const r = await rawExchange(http, ['BREW /hello.php HTCPCP/1.0\r\nHost: x\r\n\r\n']);

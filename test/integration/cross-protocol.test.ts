@@ -33,17 +33,24 @@ describe('protocol translation', { timeout: 60_000 }, () => {
     echo = await startScgiEcho(join(dir, 'echo.sock'));
     scope.after(() => echo.close());
     fcgiPort = await freePort();
-    daemon = await startDaemon(scope, {
-      listen: [
-        { protocol: 'scgi', address: `unix:${dir}/front.sock`, pool: 'php' },
-        { protocol: 'fastcgi', address: `127.0.0.1:${fcgiPort}`, pool: 'echo' },
-      ],
-      pools: {
-        php: { backend: 'fastcgi', backends: [`unix:${dir}/php.sock`], max_conns_per_backend: 1 },
-        echo: { backend: 'scgi', backends: [`unix:${dir}/echo.sock`] },
-      },
-      log: { level: 'info', access: true },
-    });
+    // Written as an operator would (YAML text), to cover that path of startDaemon too.
+    daemon = await startDaemon(
+      scope,
+      `
+listen:
+  - { protocol: scgi, address: "unix:${dir}/front.sock", pool: php }
+  - { protocol: fastcgi, address: "127.0.0.1:${fcgiPort}", pool: echo }
+pools:
+  php:
+    backend: fastcgi
+    backends: [ "unix:${dir}/php.sock" ]
+    max_conns_per_backend: 1
+  echo:
+    backend: scgi
+    backends: [ "unix:${dir}/echo.sock" ]
+log: { level: info, access: true }
+`,
+    );
     ngx = await startNginx(scope, `location / { fastcgi_pass 127.0.0.1:${fcgiPort}; ${fastcgiParams()} }`);
   });
   after(() => scope.run());

@@ -88,7 +88,7 @@ describe('spawned ondemand pool through nginx', { timeout: 90_000 }, () => {
     assert.ok(counts.size >= 3, `9 requests need at least 3 workers: ${pids.join(',')}`);
   });
 
-  it(`50 concurrent slow requests: all answered, never more than max_children (${MAX_CHILDREN}) php-cgi`, async () => {
+  it(`50 concurrent slow requests: all answered, never more than max_children (${MAX_CHILDREN}) php-cgi`, async (t) => {
     const sampler = sampleWorkers(daemon, MARKER, 20);
     const agent = new http.Agent({ keepAlive: false, maxSockets: 50 });
     try {
@@ -101,6 +101,7 @@ describe('spawned ondemand pool through nginx', { timeout: 90_000 }, () => {
       agent.destroy();
       sampler.stop();
     }
+    t.diagnostic(`${sampler.samples.length} samples, max ${sampler.max()} workers`);
     const over = sampler.samples.filter((s) => s.pids.length > MAX_CHILDREN);
     assert.equal(over.length, 0, `more than ${MAX_CHILDREN} php-cgi at times: ${over.slice(0, 3).map((s) => s.pids.join(',')).join(' | ')}`);
     assert.ok(sampler.max() >= 2, `load ran in parallel (max ${sampler.max()} workers seen)`);

@@ -251,6 +251,8 @@ test('a worker dying under a request: 502 WORKER_CRASHED, whichever event comes 
   clock.advance(10);
   const w2 = wf.live.find((w) => w.state === 'busy')!;
   w2.exit(255, null);
+  assert.equal(b!.sink.done, false, 'the endpoint may still report how it ended');
+  clock.advance(EXIT_GRACE_MS);
   assert.equal(b!.sink.error?.code, ErrorCodes.WORKER_CRASHED);
   assert.equal(pool.snapshot().errors.crashed, 2);
   assert.equal(pool.snapshot().crashes, 2);

@@ -275,6 +275,18 @@ describe('abort', () => {
     assert.equal(ex.pushBody(Buffer.from('c')), true);
   });
 
+  test('regression: no end() to the consumer when the body ends after an abort', () => {
+    const { ex } = make();
+    const c = new Consumer();
+    ex.consumeBody(c);
+    ex.abort();
+    ex.endBody();
+    assert.equal(c.ended, 0);
+    const late = new Consumer();
+    ex.consumeBody(late);
+    assert.equal(late.ended, 0, 'a consumer attached after the end hears nothing');
+  });
+
   test('a consumer that aborts the exchange from data() gets nothing more', () => {
     const { ex } = make();
     ex.pushBody(Buffer.from('1'));

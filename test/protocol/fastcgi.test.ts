@@ -561,6 +561,13 @@ describe('ParamsCollector limits', () => {
     throwsCode(() => c.add(Buffer.alloc(0)), ErrorCodes.FCGI_BAD_PARAMS);
   });
 
+  test('after an error every later add throws the same error', () => {
+    const c = new ParamsCollector({ maxBytes: 100, maxCount: 1 });
+    c.add(pair('A', 'b'));
+    throwsCode(() => c.add(pair('C', 'd')), ErrorCodes.PARAMS_TOO_MANY);
+    throwsCode(() => c.add(Buffer.alloc(0)), ErrorCodes.PARAMS_TOO_MANY);
+  });
+
   test('a PARAMS record after the closing one is refused', () => {
     const c = new ParamsCollector(BIG_LIMITS);
     assert.equal(c.add(Buffer.alloc(0))?.size, 0);

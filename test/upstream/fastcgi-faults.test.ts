@@ -180,6 +180,30 @@ test('backend answers before reading the body: done, and the connection is not r
   assert.equal(s.endpoint.connectionsOpened, 2);
 });
 
+test('a backend that stops reading: the request body buffered in fcgi-pm stays bounded', async (t) => {
+  const s = await setup(t);
+  const fed = { bytes: 0 };
+  let ex: RunResult['ex'] | undefined;
+  const p = s.run('stall', { body: Buffer.alloc(20 * 1024 * 1024, 9), fed, onStarted: (e) => (ex = e) });
+  await waitFor(() => s.fixture.events.requests === 1, { timeout: 5000, what: 'request at the backend' });
+  // Nothing can be awaited for "nothing more happens": give the pipeline time to fill.
+  let last = -1;
+  await waitFor(
+    async () => {
+      const now = fed.bytes;
+      const settled = now === last;
+      last = now;
+      if (!settled) await new Promise((r) => setTimeout(r, 100));
+      return settled;
+    },
+    { timeout: 10_000, interval: 100, what: 'the body feed to stall' },
+  );
+  // Socket buffers on both sides plus one high-water mark; never the whole body.
+  assert.ok(fed.bytes < 4 * 1024 * 1024, `${fed.bytes} bytes taken while the backend read nothing`);
+  ex!.abort();
+  assert.deepEqual((await p).outcome, { kind: 'aborted' });
+});
+
 test('keep-alive off: FCGI_KEEP_CONN not set, the backend closes, nothing kept idle', async (t) => {
   const s = await setup(t, { keepAlive: false });
   assertDone(await s.run('ok'), 'ok 1');
