@@ -343,10 +343,13 @@ export class SpawnedPool extends PoolBase {
   /** The worker died while running `ex`. */
   private lost(slot: Slot, ex: Exchange, o: FailedOutcome, exit: WorkerExit): void {
     // A worker that exits cleanly by itself (php-cgi after PHP_FCGI_MAX_REQUESTS) does so
-    // between requests: one that got no response byte was never read by the application,
-    // even if it sat in the socket's backlog when the process went.
+    // between requests: a request that got no response byte was never read by the
+    // application, even if it sat in the socket's backlog when the process went.
+    // A crash is different: the endpoint's "retryable" may follow its replay of a request
+    // that the application did run (and crashed on) on the kept-alive connection, so the
+    // request is not given to another worker: a crashing page must not run twice.
     const cleanSelfExit = exit.code === 0 && exit.signal === null && exit.reason === undefined;
-    if ((o.retryable || (cleanSelfExit && o.error.code === ErrorCodes.BACKEND_CLOSED)) && ex.rewind()) {
+    if (cleanSelfExit && (o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED) && ex.rewind()) {
       // It never reached the application: another worker takes it, first in line.
       slot.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
       this.queue.unshift(ex);

@@ -11,7 +11,7 @@ import { FCGI_PM_BIN, REPO_ROOT } from './paths.js';
 import { descendantsMatching } from './proc.js';
 import type { Scope } from './scope.js';
 import { makeTempDir } from './tmp.js';
-import { canConnect, sleep, targetOf, waitFor } from './wait.js';
+import { canConnect, sleep, targetOf, WaitAborted, waitFor } from './wait.js';
 
 /** One parsed stdout line. Non-JSON lines are kept as { raw }. */
 export type LogLine = Record<string, unknown> & { level?: number; msg?: string };
@@ -179,7 +179,7 @@ export async function startDaemon(
       const target = targetOf(String(l.address));
       await waitFor(
         async () => {
-          if (!d.running) throw new Error(`daemon exited ${JSON.stringify(child.exit)}`);
+          if (!d.running) throw new WaitAborted(`daemon exited ${JSON.stringify(child.exit)}`);
           return canConnect(target);
         },
         { timeout, interval: 30, what: `fcgi-pm listener ${l.address}` },

@@ -9,7 +9,7 @@ import { NGINX } from './paths.js';
 import { freePort } from './ports.js';
 import type { Scope } from './scope.js';
 import { makeTempDir } from './tmp.js';
-import { canConnect, waitFor } from './wait.js';
+import { canConnect, WaitAborted, waitFor } from './wait.js';
 
 export interface Nginx {
   port: number;
@@ -75,7 +75,7 @@ http {
   try {
     await waitFor(
       async () => {
-        if (!child.running) throw new Error(`nginx exited ${JSON.stringify(child.exit)}: ${child.stderr}`);
+        if (!child.running) throw new WaitAborted(`nginx exited ${JSON.stringify(child.exit)}: ${child.stderr}`);
         return canConnect({ port });
       },
       { timeout: 10_000, what: `nginx on port ${port}` },

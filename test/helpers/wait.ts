@@ -2,6 +2,9 @@ import { connect } from 'node:net';
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Thrown by a waitFor predicate to stop waiting at once (e.g. the process being waited on exited). */
+export class WaitAborted extends Error {}
+
 /** Polls `pred` until it returns a truthy value; throws naming `what` after `timeout` ms. */
 export async function waitFor<T>(
   pred: () => T | Promise<T>,
@@ -16,6 +19,7 @@ export async function waitFor<T>(
       const v = await pred();
       if (v) return v as NonNullable<T>;
     } catch (err) {
+      if (err instanceof WaitAborted) throw err;
       lastErr = err;
     }
     if (Date.now() >= deadline) {

@@ -285,6 +285,29 @@ test('a request that never reached the dying worker goes to another one', async 
   assert.equal(r!.sink.status, 200);
 });
 
+test('a crash is never replayed on another worker, even when the endpoint calls it retryable', async () => {
+  // The endpoint retries a reused connection that closed before any byte on a fresh one;
+  // if that connect is refused it says "retryable", though the page may have run and crashed.
+  const { clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2 });
+  const [r] = send(1);
+  clock.advance(10);
+  const w = wf.workers[0]!;
+  ep(w).finish(refused);
+  w.exit(null, 'SIGKILL');
+  assert.equal(r!.sink.error?.code, ErrorCodes.WORKER_CRASHED);
+  clock.advance(5000);
+  assert.equal(wf.workers.length, 1, 'no worker was started to run it again');
+});
+
+test('ondemand: requests waiting for a starting worker do not use up queue_limit', async () => {
+  const { clock, send } = setup({ pm: 'ondemand', maxChildren: 1, queueLimit: 2 });
+  const reqs = send(10);
+  const rejected = reqs.filter((r) => r.sink.error?.code === ErrorCodes.QUEUE_FULL);
+  assert.equal(rejected.length, 7, 'one for the starting worker, two queued');
+  clock.advance(10);
+  assert.equal(reqs[0]!.ex.workerPid !== undefined, true);
+});
+
 test('crash loop: after crash_limit crashes in crash_window the pool fails fast with 503, then tries one worker again', async () => {
   const { pool, clock, wf, send, lines } = setup({ pm: 'ondemand', maxChildren: 2, crashLimit: 3, crashWindow: 60_000 });
   wf.plan = { spawnFailAfter: 5, spawnErrno: 'EXITED' };
