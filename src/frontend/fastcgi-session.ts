@@ -365,9 +365,13 @@ export class FcgiSession implements Session {
   private closeGracefully(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    const wasPaused = this.pausedBy > 0;
     this.abortAll();
     if (this.corked) this.uncorkNow();
     this.socket.end();
+    // Read (and drop) until the client closes too; a paused socket would never see its FIN.
+    if (wasPaused) this.socket.resume();
+    if (this.env.cfg.idleTimeout <= 0) this.socket.setTimeout(5000);
     this.env.listener.remove(this);
   }
 
@@ -416,7 +420,11 @@ export class FcgiSession implements Session {
   }
 
   private onTimeout(): void {
-    if (this.state === 'closed' || this.pausedBy > 0) return;
+    if (this.state === 'closed') {
+      this.socket.destroy(); // we ended our side; the client never closed its own
+      return;
+    }
+    if (this.pausedBy > 0) return;
     if (this.decoder.midRecord) {
       this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI client stalled in the middle of a record; closing');
       this.closeNow();

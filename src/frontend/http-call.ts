@@ -9,12 +9,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { ProxyError } from '../errors.js';
+import { ErrorCodes, type ProxyError } from '../errors.js';
 import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchange.js';
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
 import { remoteText } from './listen.js';
-import { errorText } from './request-errors.js';
+import { HttpRejectCodes, errorText } from './request-errors.js';
 
 const kCall = Symbol('fcgi-pm.httpCall');
 const kConn = Symbol('fcgi-pm.httpConn');
@@ -60,7 +60,7 @@ export class HttpConnection implements Session {
   onTimeout(): void {
     const log = this.env.listener.log;
     if (this.calls.size === 0) {
-      if (this.requests === 0 && this.socket.bytesRead > 0) log.warn({ remote: this.remote, code: 'ERR_HTTP_REQUEST_TIMEOUT' }, 'HTTP client stalled in its request head; closing');
+      if (this.requests === 0 && this.socket.bytesRead > 0) log.warn({ remote: this.remote, code: HttpRejectCodes.HEAD_TIMEOUT }, 'HTTP client stalled in its request head; closing');
       else log.debug({ remote: this.remote }, 'idle HTTP connection closed');
       this.socket.destroy();
       return;
@@ -69,12 +69,12 @@ export class HttpConnection implements Session {
       const ex = c.exchange;
       if (ex === undefined || ex.finished) continue;
       if (!c.bodyDone && !c.bodyPaused) {
-        log.warn({ remote: this.remote, code: 'ERR_HTTP_REQUEST_TIMEOUT' }, 'HTTP client stalled sending its request body; closing');
+        log.warn({ remote: this.remote, code: HttpRejectCodes.BODY_TIMEOUT }, 'HTTP client stalled sending its request body; closing');
         this.socket.destroy();
         return;
       }
       if (c.awaitingDrain) {
-        log.warn({ remote: this.remote, code: 'ERR_HTTP_SEND_TIMEOUT' }, 'HTTP client stopped reading its response; closing');
+        log.warn({ remote: this.remote, code: HttpRejectCodes.SEND_TIMEOUT }, 'HTTP client stopped reading its response; closing');
         this.socket.destroy();
         return;
       }
@@ -138,9 +138,9 @@ export class HttpCall implements ResponseSink {
       res.writeHead(head.status, head.reason, flat);
     } catch (err) {
       this.broken = true;
-      this.conn.env.listener.log.warn({ remote: this.conn.remote, code: 'ERR_BACKEND_PROTOCOL', err: (err as Error).message }, 'backend response head is not valid HTTP; answered 502');
+      this.conn.env.listener.log.warn({ remote: this.conn.remote, code: ErrorCodes.BACKEND_PROTOCOL, err: (err as Error).message }, 'backend response head is not valid HTTP; answered 502');
       if (this.exchange) this.exchange.status = 502;
-      sendPlain(res, 502, errorText(502, 'ERR_BACKEND_PROTOCOL'), undefined, true);
+      sendPlain(res, 502, errorText(502, ErrorCodes.BACKEND_PROTOCOL), undefined, true);
     }
   }
 

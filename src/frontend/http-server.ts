@@ -19,6 +19,7 @@ import { HttpCall, HttpConnection } from './http-call.js';
 import { buildHttpCgiParams, paramsBytes, splitTarget, type HttpCgiOptions } from './http-cgi.js';
 import type { FrontendContext, Listener } from './index.js';
 import { remoteText } from './listen.js';
+import { HttpRejectCodes } from './request-errors.js';
 import { SessionListener } from './listener-base.js';
 import { applyOverride, compileOverride } from './params-override.js';
 import { StatCache, percentDecode, splitScript, type ScriptSplit } from './script-path.js';
@@ -107,8 +108,8 @@ class HttpHandler {
   }
 
   private reject(call: HttpCall, status: number, why: string): void {
-    this.env.listener.log.warn({ remote: call.conn.remote, code: 'ERR_HTTP_BAD_PATH', status, url: call.req.url }, why);
-    call.answerPlain(status, 'ERR_HTTP_BAD_PATH');
+    this.env.listener.log.warn({ remote: call.conn.remote, code: HttpRejectCodes.BAD_PATH, status, url: call.req.url }, why);
+    call.answerPlain(status, HttpRejectCodes.BAD_PATH);
   }
 
   private start(call: HttpCall, url: string, query: string, split: ScriptSplit): void {
@@ -147,7 +148,7 @@ class HttpHandler {
 
 function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Socket): void {
   const remote = remoteText(socket.remoteAddress, socket.remotePort);
-  const code = err.code ?? 'ERR_HTTP_BAD_REQUEST';
+  const code = err.code ?? 'HTTP_BAD_REQUEST';
   if (code === 'ECONNRESET' || code === 'EPIPE') {
     env.listener.log.debug({ remote, code }, 'HTTP client connection reset');
     socket.destroy();

@@ -2,7 +2,7 @@
  * How front ends turn failures into answers: which status a bad request gets, and the
  * short text an error page carries (the code, never internal details like backend paths).
  */
-import { ErrorCodes, ProtocolError, type ProxyError } from '../errors.js';
+import { ErrorCodes, type ProtocolError } from '../errors.js';
 import { reasonPhrase } from '../protocol/cgi-response.js';
 
 /** 431 for request variables over the limits, 400 for anything else malformed. */
@@ -22,13 +22,17 @@ export function errorText(status: number, code: string): string {
   return `${status} ${reasonPhrase(status)} (${code})\n`;
 }
 
-export function errorTextOf(err: ProxyError): string {
-  return errorText(err.status, err.code);
-}
-
-/** The code of an error for log lines, whatever was thrown. */
-export function codeOf(err: unknown): string {
-  if (err instanceof ProtocolError) return err.code;
-  const c = (err as { code?: unknown } | null)?.code;
-  return typeof c === 'string' ? c : 'ERR_INTERNAL';
-}
+/**
+ * Codes for HTTP-level rejections in log lines and error pages. They never travel as a
+ * ProxyError, so they are not in ErrorCodes (node's own parser errors log as HPE_*).
+ */
+export const HttpRejectCodes = {
+  /** Undecodable path, NUL byte, or ".." climbing out of the document root: 400. */
+  BAD_PATH: 'HTTP_BAD_PATH',
+  /** Request head not complete within idle_timeout. */
+  HEAD_TIMEOUT: 'HTTP_HEAD_TIMEOUT',
+  /** Request body stalled for idle_timeout. */
+  BODY_TIMEOUT: 'HTTP_BODY_TIMEOUT',
+  /** Client stopped reading its response for idle_timeout. */
+  SEND_TIMEOUT: 'HTTP_SEND_TIMEOUT',
+} as const;

@@ -90,14 +90,15 @@ export function planSpawns(cfg: ScalingConfig, c: WorkerCounts, now: number, rou
   let spawn = Math.min(want, room);
   if (spawn === 0 || cfg.pm !== 'dynamic') return { spawn, round, recheckAt: undefined, atMaxChildren };
 
+  const maxRate = Math.max(1, cfg.maxSpawnRate);
   let r = round;
   if (now >= r.endsAt) {
     // A new round: the rate doubles when need lasted through the previous one.
     const consecutive = r.rate > 0 && now < r.endsAt + ROUND_MS;
-    const rate = consecutive ? Math.min(r.rate * 2, Math.max(1, cfg.maxSpawnRate)) : 1;
+    const rate = consecutive ? Math.min(r.rate * 2, maxRate) : 1;
     r = { rate, spawned: 0, endsAt: now + ROUND_MS };
   }
-  spawn = Math.min(spawn, r.rate - r.spawned);
+  spawn = Math.max(0, Math.min(spawn, Math.min(r.rate, maxRate) - r.spawned));
   if (spawn > 0) r = { rate: r.rate, spawned: r.spawned + spawn, endsAt: r.endsAt };
   const unmet = Math.min(want, room) - spawn;
   return { spawn, round: r, recheckAt: unmet > 0 ? r.endsAt : undefined, atMaxChildren };

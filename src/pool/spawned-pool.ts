@@ -7,25 +7,26 @@
  * go idle and the idle timer can stop them, longest idle first. Workers are recycled
  * between requests (max_requests ± jitter, max_lifetime); a request running longer
  * than request_timeout gets 504 and its worker is stopped. A worker that dies under a
- * request answers it 502 WORKER_CRASHED, or hands it to another worker when it never
- * reached the application. crash_limit crashes within crash_window make the pool
- * `failing`: 503 at once, and one worker is tried again after a pause.
+ * request answers it 502 WORKER_CRASHED, or hands it to another worker when it exited
+ * cleanly before reading it. Crashes back off restarts and can make the pool `failing`
+ * (crash-guard.ts).
  *
- * Timers: one for the queue, one for request timeouts, one for slow requests (each a
- * DeadlineList), one for idle stops, one for spawn rounds / restart back-off, one for
- * the failing probe. Nothing scans once a second.
+ * Timers: one for the queue, one each for request timeouts and slow requests
+ * (request-timer.ts), one for idle stops, one for spawn rounds / restart back-off, one
+ * for the failing probe. Nothing scans once a second.
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { Endpoint, UpstreamOptions, UpstreamOutcome } from '../upstream/types.js';
-import { backoffDelay, BACKOFF_MAX_MS, CrashWindow, type ExitVerdict } from '../worker/exit-policy.js';
+import type { ExitVerdict } from '../worker/exit-policy.js';
 import type { ManagedWorker, RetireReason, WorkerExit, WorkerFactory, WorkerSpawnFailure, WorkerSpec } from '../worker/types.js';
 import { OneTimer, type Clock } from './clock.js';
-import { DeadlineList, DeadlineNode } from './deadline-list.js';
+import { CrashGuard } from './crash-guard.js';
 import type { EndpointFactory } from './external-pool.js';
 import { PoolBase } from './pool-base.js';
+import { RequestNodes, RequestTimer } from './request-timer.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
 import type { PoolSnapshot } from './types.js';
 
@@ -37,8 +38,6 @@ type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
  * in the log) or the request goes to another worker. The exit usually comes within ms.
  */
 export const EXIT_GRACE_MS = 250;
-/** Shortest pause before a failing pool tries a worker again. */
-export const MIN_FAILING_PAUSE_MS = 1000;
 
 export interface SpawnedPoolDeps {
   logger: Logger;
@@ -57,8 +56,7 @@ class Slot {
   /** Monotonic ms it was spawned. */
   readonly spawnedAt: number;
   readonly maxRequests: number;
-  readonly reqNode: DeadlineNode<Slot>;
-  readonly slowNode: DeadlineNode<Slot>;
+  readonly timerNodes: RequestNodes<Slot>;
   /** The endpoint's callback, made once per worker rather than per request. */
   readonly done: (o: UpstreamOutcome) => void;
   log: Logger;
@@ -85,8 +83,7 @@ class Slot {
     this.spawnedAt = now;
     this.maxRequests = maxRequests;
     this.log = log;
-    this.reqNode = new DeadlineNode<Slot>(this);
-    this.slowNode = new DeadlineNode<Slot>(this);
+    this.timerNodes = new RequestNodes<Slot>(this);
     this.done = (o) => pool.onOutcome(this, o);
   }
 
@@ -118,22 +115,14 @@ export class SpawnedPool extends PoolBase {
   private nStarting = 0;
   private round: SpawnRound = NO_ROUND;
   private atMaxChildren = false;
-  /** Monotonic ms before which no worker is spawned (crash back-off). */
-  private respawnAt = 0;
-  private readonly crashes: CrashWindow;
-  private failing = false;
-  private failingSince = 0;
-  private probeAt = 0;
-  private probing = false;
+  private readonly crashes: CrashGuard;
   private shuttingDown = false;
   /** The start failure reported at error level; repeats of it are logged at debug. */
   private reportedStartError: string | undefined;
   private lastStartError: string | undefined;
-  private readonly requestTimer: DeadlineList<Slot> | undefined;
-  private readonly slowTimer: DeadlineList<Slot> | undefined;
+  private readonly requestTimer: RequestTimer<Slot>;
   private readonly idleTimer: OneTimer;
   private readonly scaleTimer: OneTimer;
-  private readonly probeTimer: OneTimer;
   /** How long after going idle a worker may first be due to stop (Infinity: never). */
   private readonly firstIdleDue: number;
   private allExited: (() => void) | undefined;
@@ -157,13 +146,17 @@ export class SpawnedPool extends PoolBase {
       keepAlive: cfg.keepAlive && cfg.backend === 'fastcgi',
       maxIdle: 1,
     };
-    this.crashes = new CrashWindow(cfg.crashLimit, cfg.crashWindow);
     const clock = deps.clock;
-    this.requestTimer = cfg.requestTimeout > 0 ? new DeadlineList(clock, cfg.requestTimeout, (s) => this.onRequestTimeout(s)) : undefined;
-    this.slowTimer = cfg.slowRequest > 0 ? new DeadlineList(clock, cfg.slowRequest, (s) => this.onSlowRequest(s)) : undefined;
+    this.crashes = new CrashGuard(cfg.name, cfg.crashLimit, cfg.crashWindow, clock, this.log, () => this.onProbe());
+    this.requestTimer = new RequestTimer<Slot>(
+      clock,
+      cfg.requestTimeout,
+      cfg.slowRequest,
+      (s) => this.onRequestTimeout(s),
+      (s) => this.onSlowRequest(s),
+    );
     this.idleTimer = new OneTimer(clock, () => this.onIdleTimer());
     this.scaleTimer = new OneTimer(clock, () => this.scale());
-    this.probeTimer = new OneTimer(clock, () => this.onProbeTimer());
     const idleTimeout = cfg.idleTimeout > 0 ? cfg.idleTimeout : Infinity;
     this.firstIdleDue = cfg.pm === 'static' ? Infinity : cfg.pm === 'dynamic' ? Math.min(SURPLUS_IDLE_MS, idleTimeout) : idleTimeout;
   }
@@ -205,8 +198,7 @@ export class SpawnedPool extends PoolBase {
   }
 
   protected refusal(): ProxyError | undefined {
-    if (!this.failing) return undefined;
-    return this.failingError();
+    return this.crashes.failing ? this.failingError() : undefined;
   }
 
   protected override starting(): number {
@@ -221,9 +213,8 @@ export class SpawnedPool extends PoolBase {
     this.shuttingDown = true;
     this.idleTimer.cancel();
     this.scaleTimer.cancel();
-    this.probeTimer.cancel();
-    this.requestTimer?.dispose();
-    this.slowTimer?.dispose();
+    this.crashes.dispose();
+    this.requestTimer.dispose();
     const exits: Array<Promise<unknown>> = [];
     for (const slot of [...this.slots]) {
       const ex = slot.current;
@@ -248,7 +239,7 @@ export class SpawnedPool extends PoolBase {
   protected fillSnapshot(s: PoolSnapshot): void {
     s.kind = 'spawned';
     s.pm = this.cfg.pm;
-    if (this.failing && this.state === 'running') s.state = 'failing';
+    if (this.crashes.failing && this.state === 'running') s.state = 'failing';
     for (const slot of this.slots) {
       const w = slot.worker;
       s.workers.push({
@@ -272,8 +263,7 @@ export class SpawnedPool extends PoolBase {
     ex.workerPid = w.pid;
     ex.backend = w.address.text;
     this.stats.started();
-    this.requestTimer?.push(slot.reqNode);
-    this.slowTimer?.push(slot.slowNode);
+    this.requestTimer.start(slot.timerNodes);
     slot.endpoint!.run(ex, slot.done);
   }
 
@@ -336,8 +326,7 @@ export class SpawnedPool extends PoolBase {
       this.clock.clearTimer(slot.exitTimer);
       slot.exitTimer = undefined;
     }
-    this.requestTimer?.remove(slot.reqNode);
-    this.slowTimer?.remove(slot.slowNode);
+    this.requestTimer.stop(slot.timerNodes);
   }
 
   /** The worker died while running `ex`. */
@@ -405,7 +394,7 @@ export class SpawnedPool extends PoolBase {
 
   /** Gives requests put back at the head of the queue to idle workers. */
   private pump(): void {
-    while (this.queue.length > 0 && this.idle.length > 0 && !this.failing) {
+    while (this.queue.length > 0 && this.idle.length > 0 && !this.crashes.failing) {
       const ex = this.queue.shift()!;
       if (!this.startNow(ex)) {
         this.queue.unshift(ex);
@@ -487,7 +476,7 @@ export class SpawnedPool extends PoolBase {
     slot.endpoint = this.deps.endpointFactory(w.address, this.upstreamOpts, slot.log);
     slot.log.info({ spawnMs, workers: this.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
     this.reportedStartError = undefined;
-    if (this.failing) this.recover(slot);
+    this.crashes.ready(w.pid);
     const settle = slot.settle;
     slot.settle = undefined;
     if (w.state === 'idle' && !this.shuttingDown) this.free(slot);
@@ -513,7 +502,6 @@ export class SpawnedPool extends PoolBase {
   }
 
   private onExit(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): void {
-    const now = this.clock.now();
     slot.exit = exit;
     this.slots.delete(slot);
     if (!slot.ready) this.nStarting--;
@@ -532,22 +520,17 @@ export class SpawnedPool extends PoolBase {
     }
     if (slot.current === undefined) slot.endpoint?.destroy();
 
+    let nowFailing = false;
     if (verdict.crash) {
       this.stats.crashes++;
-      this.crashes.record(now);
-    }
+      const why = slot.spawnFailure?.message ?? `worker ${slot.pid ?? '?'} ${exitText(exit)}`;
+      nowFailing = this.crashes.crashed(slot.spawnedAt, slot.probe, why, this.queue.length);
+    } else if (slot.probe) this.crashes.probeGone();
     if (!slot.ready) this.onStartFailure(slot, exit);
-
-    if (verdict.crash) {
-      if (this.failing) {
-        if (slot.probe) this.scheduleProbe(slot);
-      } else if (this.crashes.failing(now)) {
-        this.enterFailing(slot);
-      } else {
-        this.respawnAt = Math.max(this.respawnAt, now + this.crashes.delay(now, slot.spawnedAt));
-      }
+    if (nowFailing) {
+      this.scaleTimer.cancel();
+      this.rejectQueued('failing', this.failingError());
     }
-    if (slot.probe) this.probing = false;
     const settle = slot.settle;
     slot.settle = undefined;
     settle?.();
@@ -568,7 +551,7 @@ export class SpawnedPool extends PoolBase {
           code: ErrorCodes.SPAWN_FAILED,
           errno: slot.spawnFailure?.errno,
           command: this.cfg.command,
-          crashes: this.crashes.count(this.clock.now()),
+          crashes: this.crashes.recent,
           crashLimit: this.cfg.crashLimit,
           queued: this.queue.length,
         },
@@ -588,61 +571,18 @@ export class SpawnedPool extends PoolBase {
     }
   }
 
-  // ---- failing --------------------------------------------------------------------------
-
-  private enterFailing(slot: Slot): void {
-    const now = this.clock.now();
-    this.failing = true;
-    this.failingSince = now;
-    const n = this.crashes.count(now);
-    const pause = this.failingPause(now);
-    this.probeAt = now + pause;
-    this.probeTimer.armAt(this.probeAt);
-    this.scaleTimer.cancel();
-    const last = slot.spawnFailure?.message ?? (slot.exit ? `last worker ${exitText(slot.exit)}` : '');
-    this.log.error(
-      { crashes: n, crashWindow: this.cfg.crashWindow, crashLimit: this.cfg.crashLimit, pauseMs: pause, queued: this.queue.length, last },
-      `pool ${this.name} is failing: ${n} crashes within ${this.cfg.crashWindow} ms (crash_limit ${this.cfg.crashLimit}); answering 503 until a worker starts again, next try in ${pause} ms`,
-    );
-    this.rejectQueued('failing', this.failingError());
-  }
-
-  private failingPause(now: number): number {
-    return Math.min(BACKOFF_MAX_MS, Math.max(MIN_FAILING_PAUSE_MS, backoffDelay(this.crashes.count(now))));
-  }
-
-  private scheduleProbe(slot: Slot): void {
-    const now = this.clock.now();
-    const pause = this.failingPause(now);
-    this.probeAt = now + pause;
-    this.probeTimer.armAt(this.probeAt);
-    const why = slot.spawnFailure?.message ?? (slot.exit ? `worker ${exitText(slot.exit)}` : 'failed');
-    this.log.warn({ pauseMs: pause, crashes: this.crashes.count(now) }, `pool ${this.name} still failing (${why}); next try in ${pause} ms`);
-  }
-
-  private onProbeTimer(): void {
-    if (!this.failing || this.probing || this.shuttingDown || this.state === 'stopped') return;
-    this.probing = true;
-    this.log.info({ failingMs: Math.round(this.clock.now() - this.failingSince) }, `pool ${this.name}: trying one worker again`);
-    this.spawn().probe = true;
-  }
-
-  private recover(slot: Slot): void {
-    this.failing = false;
-    this.probing = false;
-    this.probeTimer.cancel();
-    this.crashes.clear();
-    this.respawnAt = 0;
-    this.log.info(
-      { pid: slot.pid, failingMs: Math.round(this.clock.now() - this.failingSince) },
-      `pool ${this.name} recovered: worker ${slot.pid} started`,
-    );
-  }
+  // ---- failing ----------------------------------------------------------------------
 
   private failingError(): ProxyError {
-    const wait = Math.max(1, Math.ceil((this.probeAt - this.clock.now()) / 1000));
-    const why = this.lastStartError !== undefined && this.reportedStartError !== undefined ? `: ${this.lastStartError}` : '';
-    return new ProxyError(ErrorCodes.POOL_FAILING, 503, `pool ${this.name} is failing (workers keep crashing${why})`, wait);
+    return this.crashes.error(this.reportedStartError !== undefined ? this.lastStartError : undefined);
+  }
+
+  private onProbe(): void {
+    if (this.shuttingDown || this.state === 'stopped') {
+      this.crashes.probeGone();
+      return;
+    }
+    this.spawn().probe = true;
   }
 
   // ---- scaling ----------------------------------------------------------------------
@@ -673,7 +613,7 @@ export class SpawnedPool extends PoolBase {
 
   /** Spawns what the mode wants now; re-arms itself for rate rounds and crash back-off. */
   private scale(): void {
-    if (this.failing || this.shuttingDown || this.state === 'stopped') return;
+    if (this.crashes.failing || this.shuttingDown || this.state === 'stopped') return;
     const now = this.clock.now();
     const c = this.counts();
     // While stopping, only waiting requests justify a new worker.
@@ -692,9 +632,9 @@ export class SpawnedPool extends PoolBase {
       if (plan.recheckAt !== undefined) this.scaleTimer.armAt(plan.recheckAt);
       return;
     }
-    if (now < this.respawnAt) {
+    if (now < this.crashes.respawnAt) {
       // Crash back-off: ask again when it ends (the rate round is not used up).
-      this.scaleTimer.armAt(this.respawnAt);
+      this.scaleTimer.armAt(this.crashes.respawnAt);
       return;
     }
     this.round = plan.round;

@@ -1,7 +1,8 @@
 /**
- * A stand-in pool for daemon wiring tests while src/pool's createPool is not there:
- * it answers every request itself and records what the daemon asked of it.
- * Listeners in these tests are the real ones from src/frontend.
+ * A stand-in pool for daemon wiring tests: it answers every request itself and records
+ * what the daemon asked of it, so start/stop order and the access log can be checked
+ * exactly. Listeners in these tests are the real ones from src/frontend; the real pools
+ * run in process.test.ts and test/cli/run.test.ts.
  */
 import { Writable } from 'node:stream';
 import type { PoolConfig } from '../../src/config/types.js';

@@ -1,10 +1,9 @@
 // The daemon as a process (bin/fcgi-pm run -c FILE): signals and exit codes, with an
-// external pool in front of a real php-cgi. Skipped while src/pool's createPool is a stub.
+// external pool in front of a real php-cgi.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import * as http from 'node:http';
-import * as pool from '../../src/pool/index.js';
 import { startDaemon } from '../helpers/daemon.js';
 import { PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
@@ -12,8 +11,6 @@ import { makeTempDir } from '../helpers/tmp.js';
 import { withTimeout } from '../helpers/wait.js';
 import { startPhpCgi } from '../fixtures/upstream/php.js';
 import type { TestContext } from 'node:test';
-
-const skip = typeof (pool as { createPool?: unknown }).createPool !== 'function' ? 'src/pool createPool is not implemented yet' : false;
 
 async function phpDaemon(t: TestContext) {
   const dir = makeTempDir(t, 'fpm-dp-');
@@ -47,7 +44,7 @@ function startGet(port: number, path: string): Promise<{ status: number; body: P
   });
 }
 
-test('SIGTERM lets the running request finish, then exits 0 and removes the runtime dir', { skip, timeout: 60_000 }, async (t) => {
+test('SIGTERM lets the running request finish, then exits 0 and removes the runtime dir', { timeout: 60_000 }, async (t) => {
   const { d, port, runtimeDir } = await phpDaemon(t);
   assert.ok(existsSync(runtimeDir));
   const res = await startGet(port, '/sleep.php?ms=700&flush=1');
@@ -61,7 +58,7 @@ test('SIGTERM lets the running request finish, then exits 0 and removes the runt
   assert.equal(existsSync(runtimeDir), false);
 });
 
-test('SIGHUP does not kill it; a second SIGINT cuts a long request and exits 0', { skip, timeout: 60_000 }, async (t) => {
+test('SIGHUP does not kill it; a second SIGINT cuts a long request and exits 0', { timeout: 60_000 }, async (t) => {
   const { d, port } = await phpDaemon(t);
   d.signal('SIGHUP');
   await d.waitForLog((l) => l.kind === 'reload', { what: 'SIGHUP warning' });

@@ -44,7 +44,10 @@ function request(
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
+      res.on('error', (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
       res.on('end', () => {
         clearTimeout(timer);
         resolve({
@@ -183,7 +186,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
         const res = await c.waitClose(3000);
         assert.match(res.received.toString(), /^HTTP\/1\.1 400 /, target);
       }
-      await rig.logged((l) => l.code === 'ERR_HTTP_BAD_PATH');
+      await rig.logged((l) => l.code === 'HTTP_BAD_PATH');
       await servesNormally(rig);
     });
 
@@ -337,7 +340,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       c.write('GET /index.php HTTP/1.1\r\nHost: x\r\n');
       const res = await c.waitClose(3000);
       assert.notEqual(res.ended, 'timeout');
-      await rig.logged((l) => l.code === 'ERR_HTTP_REQUEST_TIMEOUT');
+      await rig.logged((l) => l.code === 'HTTP_HEAD_TIMEOUT');
       await servesNormally(rig);
     });
 
@@ -350,7 +353,22 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       const ex = await rig.pool.nth(n + 1);
       await rig.pool.abortedP(ex);
       assert.notEqual((await c.waitClose(3000)).ended, 'timeout');
-      await rig.logged((l) => /stalled sending its request body/.test(l.msg));
+      await rig.logged((l) => l.code === 'HTTP_BODY_TIMEOUT');
+      await servesNormally(rig);
+    });
+
+    it('closes a connection whose client stops reading its response, aborting the exchange', async () => {
+      rig.pool.behaviour = streamBytes(seededBytes(65536, 1), 64 * 1024 * 1024);
+      const n = rig.pool.dispatched.length;
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write('GET /index.php HTTP/1.1\r\nHost: x\r\n\r\n');
+      c.socket.pause();
+      const ex = await rig.pool.nth(n + 1);
+      await rig.pool.abortedP(ex);
+      assert.ok(ex.bytesOut < 64 * 1024 * 1024);
+      await rig.logged((l) => l.code === 'HTTP_SEND_TIMEOUT');
+      c.destroy();
       await servesNormally(rig);
     });
 

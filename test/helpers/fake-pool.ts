@@ -116,6 +116,36 @@ export const echoBody: Behaviour = (ex, pool) => {
   });
 };
 
+/**
+ * Reads the whole body, then sends it back (with back-pressure). nginx stops sending a
+ * request body once the response head arrived, so behind nginx a backend must read
+ * first, as php-cgi does.
+ */
+export const echoBodyAfterEnd: Behaviour = (ex, pool) => {
+  readBody(ex, (body) => sendPaced(ex, pool, body, 65536));
+};
+
+function sendPaced(ex: Exchange, pool: FakePool, data: Buffer, piece: number): void {
+  ex.respondHead(makeHead(200, [['Content-Length', String(data.length)]]));
+  let off = 0;
+  const pump = (): void => {
+    while (off < data.length && !ex.finished) {
+      const chunk = data.subarray(off, off + piece);
+      off += chunk.length;
+      if (!ex.respondBody(chunk)) {
+        pool.responsePauses++;
+        ex.onResponseDrain = () => {
+          ex.onResponseDrain = undefined;
+          pump();
+        };
+        return;
+      }
+    }
+    if (!ex.finished) ex.respondEnd();
+  };
+  pump();
+}
+
 /** Sends `total` bytes of `block` repeated, waiting for drain whenever the client is slow. */
 export function streamBytes(block: Buffer, total: number, headers: Array<[string, string]> = []): Behaviour {
   return (ex, pool) => {
