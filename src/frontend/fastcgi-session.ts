@@ -424,6 +424,11 @@ export class FcgiSession implements Session {
       this.socket.destroy(); // we ended our side; the client never closed its own
       return;
     }
+    if (this.drainWaiters.length > 0) {
+      this.env.listener.log.warn({ remote: this.remote, open: this.requests.size }, 'FastCGI client stopped reading responses; closing');
+      this.closeNow();
+      return;
+    }
     if (this.pausedBy > 0) return;
     if (this.decoder.midRecord) {
       this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI client stalled in the middle of a record; closing');

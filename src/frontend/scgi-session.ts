@@ -245,6 +245,11 @@ export class ScgiSession implements Session, ResponseSink {
       this.socket.destroy(); // we ended, the client never did
       return;
     }
+    if (this.awaitingDrain) {
+      this.env.listener.log.warn({ remote: this.remote }, 'SCGI client stopped reading its response; closing');
+      this.closeNow();
+      return;
+    }
     if (this.bodyPaused || this.state === 'waiting') return; // back-pressure or a slow backend
     if (this.received === 0) {
       this.env.listener.log.debug({ remote: this.remote }, 'idle SCGI connection closed');
