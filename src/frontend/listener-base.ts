@@ -35,10 +35,6 @@ export class SessionListener implements Listener {
     return this.sessions.size;
   }
 
-  get isClosing(): boolean {
-    return this.closing;
-  }
-
   add(s: Session): void {
     this.sessions.add(s);
     // Accepted just before close(): serve what it sends but do not keep it.

@@ -85,7 +85,9 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       }
     });
 
-    it('streams 10 MB up and back down with back-pressure (sha256)', async () => {
+    it('streams 10 MB up and back down with back-pressure (sha256)', async (t) => {
+      // Its own listener: the client stops reading for longer than the shared one's idle timeout.
+      const rig = await startRig(t, 'fastcgi', addressFor(t, transport), { cfg: { idleTimeout: 10_000 } });
       rig.pool.behaviour = echoBody;
       const pausesBefore = rig.pool.responsePauses;
       const upload = seededBytes(10 * 1024 * 1024, 7);

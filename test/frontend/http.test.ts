@@ -257,7 +257,9 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       }
     });
 
-    it('streams 10 MB up and back down with back-pressure (sha256)', async () => {
+    it('streams 10 MB up and back down with back-pressure (sha256)', async (t) => {
+      // Its own listener: the client stops reading for longer than the shared one's idle timeout.
+      const rig = await startRig(t, 'http', addressFor(t, transport), { cfg: { idleTimeout: 10_000, documentRoot: root } });
       rig.pool.behaviour = echoBody;
       const before = rig.pool.responsePauses;
       const upload = seededBytes(10 * 1024 * 1024, 5);
@@ -311,6 +313,33 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       assert.match(res.received.toString(), /^HTTP\/1\.1 400 /);
       const line = await rig.logged((l) => typeof l.code === 'string' && l.code.startsWith('HPE_'));
       assert.equal(line.listener, rig.listener.address);
+      await servesNormally(rig);
+    });
+
+    it('answers an unknown method with 400', async () => {
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write('BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n');
+      assert.match((await c.waitClose(3000)).received.toString(), /^HTTP\/1\.1 400 /);
+      await servesNormally(rig);
+    });
+
+    it('a truncated head or body then close: nothing dispatched, or the exchange aborted', async () => {
+      rig.pool.behaviour = never;
+      const n = rig.pool.dispatched.length;
+      let c = new RawConn(rig.target);
+      await c.connected;
+      c.write('GET /index.php HTTP/1.1\r\nHo');
+      c.end();
+      await c.waitClose(3000);
+      assert.equal(rig.pool.dispatched.length, n);
+      c = new RawConn(rig.target);
+      await c.connected;
+      c.write('POST /index.php HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nhalf');
+      const ex = await rig.pool.nth(n + 1);
+      c.end();
+      await rig.pool.abortedP(ex);
+      c.destroy();
       await servesNormally(rig);
     });
 

@@ -5,17 +5,19 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { FcgiClient, parseCgiOutput, phpParams } from '../helpers/fcgi-client.js';
 import { httpRequest, keepAliveAgent } from '../helpers/http-client.js';
 import { fastcgiParams, startNginx, type Nginx } from '../helpers/nginx.js';
 import { PHP_FIXTURES } from '../helpers/paths.js';
-import { startPhpCgi } from '../helpers/php.js';
+import { startPhpCgi, type PhpCgi } from '../helpers/php.js';
 import { freePort } from '../helpers/ports.js';
 import { scgiRequest } from '../helpers/scgi-client.js';
 import { Cleanup } from '../helpers/scope.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { withTimeout } from '../helpers/wait.js';
 
 describe('backend errors', { timeout: 60_000 }, () => {
   const scope = new Cleanup();
@@ -23,18 +25,28 @@ describe('backend errors', { timeout: 60_000 }, () => {
   let ngx: Nginx;
   const port: Record<string, number> = {};
   let scgiDead: string;
+  let restartSock: string;
+  let restartPhp: PhpCgi;
+  let tmp: string;
 
   before(async () => {
     const dir = makeTempDir(scope);
     await startPhpCgi(scope, join(dir, 'slow1.sock'));
     await startPhpCgi(scope, join(dir, 'slow2.sock'));
-    for (const k of ['httpDead', 'httpRefused', 'httpSlow', 'fcgiDead', 'fcgiSlow', 'closed']) port[k] = await freePort();
+    restartSock = join(dir, 'restart.sock');
+    restartPhp = await startPhpCgi(scope, restartSock, { env: { PHP_FCGI_MAX_REQUESTS: '2' } });
+    await startPhpCgi(scope, join(dir, 'once1.sock'), { env: { PHP_FCGI_MAX_REQUESTS: '2' } });
+    await startPhpCgi(scope, join(dir, 'once2.sock'));
+    tmp = dir;
+    for (const k of ['httpDead', 'httpRefused', 'httpSlow', 'httpRestart', 'httpOnce', 'fcgiDead', 'fcgiSlow', 'closed']) port[k] = await freePort();
     scgiDead = join(dir, 'scgi-dead.sock');
     daemon = await startDaemon(scope, {
       listen: [
         { protocol: 'http', address: `127.0.0.1:${port.httpDead}`, pool: 'dead', document_root: PHP_FIXTURES },
         { protocol: 'http', address: `127.0.0.1:${port.httpRefused}`, pool: 'refused', document_root: PHP_FIXTURES },
         { protocol: 'http', address: `127.0.0.1:${port.httpSlow}`, pool: 'slow', document_root: PHP_FIXTURES },
+        { protocol: 'http', address: `127.0.0.1:${port.httpRestart}`, pool: 'restart', document_root: PHP_FIXTURES },
+        { protocol: 'http', address: `127.0.0.1:${port.httpOnce}`, pool: 'once', document_root: PHP_FIXTURES },
         { protocol: 'fastcgi', address: `127.0.0.1:${port.fcgiDead}`, pool: 'dead' },
         { protocol: 'fastcgi', address: `127.0.0.1:${port.fcgiSlow}`, pool: 'slow' },
         { protocol: 'scgi', address: `unix:${scgiDead}`, pool: 'dead' },
@@ -44,6 +56,10 @@ describe('backend errors', { timeout: 60_000 }, () => {
         dead: { backend: 'fastcgi', backends: [`unix:${dir}/nobody-here.sock`] },
         // A port nobody listens on: ECONNREFUSED.
         refused: { backend: 'fastcgi', backends: [`127.0.0.1:${port.closed}`] },
+        // php-cgi exits after PHP_FCGI_MAX_REQUESTS; the test restarts it like a supervisor would.
+        restart: { backend: 'fastcgi', backends: [`unix:${dir}/restart.sock`], max_conns_per_backend: 1, keep_alive: true },
+        // once1 exits after 2 requests and stays gone; once2 takes over.
+        once: { backend: 'fastcgi', backends: [`unix:${dir}/once1.sock`, `unix:${dir}/once2.sock`], max_conns_per_backend: 1 },
         slow: {
           backend: 'fastcgi',
           backends: [`unix:${dir}/slow1.sock`, `unix:${dir}/slow2.sock`],
@@ -146,6 +162,36 @@ describe('backend errors', { timeout: 60_000 }, () => {
     const r = await scgiRequest({ path: scgiDead }, phpParams(PHP_FIXTURES, '/hello.php'));
     assert.equal(r.status, 502);
     assert.ok(r.body.length > 0 && r.body.length < 1024);
+  });
+
+  it('a php-cgi that exits after PHP_FCGI_MAX_REQUESTS and is restarted: no request fails', async () => {
+    const url = `http://127.0.0.1:${port.httpRestart}/pid.php`;
+    const pids: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 2; i++) {
+        const r = await httpRequest(url);
+        assert.equal(r.status, 200, `round ${round} request ${i}: ${r.text.slice(0, 100)}`);
+        pids.push(Number(r.text));
+      }
+      // Its second request was its last: php-cgi exits, a supervisor starts a new one.
+      await withTimeout(restartPhp.child.exited, 5000, 'php-cgi to exit after 2 requests');
+      rmSync(restartSock, { force: true });
+      restartPhp = await startPhpCgi(scope, restartSock, { env: { PHP_FCGI_MAX_REQUESTS: '2' } });
+    }
+    assert.equal(new Set(pids).size, 3, `one php-cgi per round: ${pids.join(',')}`);
+  });
+
+  it('a request is never run twice nor lost: a backend that exits after answering causes no replay', async () => {
+    const file = join(tmp, 'ran.txt');
+    const statuses: string[] = [];
+    for (let n = 0; n < 6; n++) {
+      const r = await httpRequest(`http://127.0.0.1:${port.httpOnce}/append.php?n=${n}&file=${encodeURIComponent(file)}`, { method: 'POST', body: `n=${n}` });
+      statuses.push(`${n}:${r.status}`);
+    }
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    const report = `ran: ${lines.join(', ')}; answered: ${statuses.join(' ')}`;
+    assert.deepEqual(lines, [0, 1, 2, 3, 4, 5].map((n) => `POST ${n}`), `each POST ran exactly once (${report})`);
+    assert.deepEqual(statuses, [0, 1, 2, 3, 4, 5].map((n) => `${n}:200`), `each POST answered 200 (${report})`);
   });
 
   it('stops on SIGTERM with exit code 0', async () => {
