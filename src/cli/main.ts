@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { LOG_LEVELS } from '../config/keys.js';
+import { benchCommand } from './bench.js';
 import { checkCommand } from './check.js';
 import { EXIT_OK, EXIT_USAGE } from './report.js';
 import { runCommand } from './run.js';
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
     .addHelpText('after', EXAMPLES);
   program.addCommand(runCommand());
   program.addCommand(checkCommand());
+  program.addCommand(benchCommand());
   // Commander would exit 1 on a usage mistake, the same as a bad config; throw instead
   // so main() can use 2, like our own usage errors.
   for (const cmd of [program, ...program.commands]) cmd.exitOverride();
