@@ -84,7 +84,7 @@ async function runDaemon(config: Config): Promise<number> {
         void flushLogger(logger).then(() => resolve(code));
       },
     });
-    daemon.start().catch(async (err: unknown) => {
+    daemon.start().then(() => announceUrls(daemon.listeners), async (err: unknown) => {
       logger.fatal({ err }, 'could not start');
       detach();
       await flushLogger(logger);
@@ -96,4 +96,13 @@ async function runDaemon(config: Config): Promise<number> {
     setTimeout(() => process.exit(code), 2000).unref();
     return code;
   });
+}
+
+/** For people, on stderr (stdout is the JSON log): where to point a browser. */
+function announceUrls(listeners: readonly { config: { protocol: string; pool: string }; address: string }[]): void {
+  for (const l of listeners) {
+    if (l.config.protocol !== 'http' || l.address.startsWith('unix:')) continue;
+    const url = `http://${l.address.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '[::1]:')}/`;
+    process.stderr.write(`fcgi-pm: serving pool ${l.config.pool} at ${url}\n`);
+  }
 }
