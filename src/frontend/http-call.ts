@@ -116,9 +116,19 @@ export class HttpCall implements ResponseSink {
   attach(ex: Exchange): void {
     this.exchange = ex;
     ex.onBodyDrain = httpBodyDrained;
+    const h = this.req.headers;
+    this.bodyLeft = h['transfer-encoding'] !== undefined ? -1 : Number(h['content-length'] ?? 0);
+    // End the body as soon as its last byte is here (or at once when there is none), not
+    // on the stream's later 'end': the upstream then sends the end-of-stdin record in the
+    // same write as the last bytes, before a backend can answer and close (php-cgi
+    // exiting at PHP_FCGI_MAX_REQUESTS), which would make that write fail and lose the answer.
+    if (this.bodyLeft === 0) ex.endBody();
     this.req.on('data', onReqData);
     this.req.on('end', onReqEnd);
   }
+
+  /** Body bytes still expected by Content-Length; -1 when chunked (ends with the stream). */
+  bodyLeft = -1;
 
   /** Answers without an exchange (bad request before dispatch). */
   answerPlain(status: number, code: string): void {
@@ -203,7 +213,12 @@ function sendPlain(res: ServerResponse, status: number, text: string, retryAfter
 function onReqData(this: IncomingMessage, chunk: Buffer): void {
   const c = (this as IncomingMessage & WithCall)[kCall]!;
   const ex = c.exchange!;
-  if (!ex.pushBody(chunk) && !c.bodyPaused && !ex.finished) {
+  const more = ex.pushBody(chunk);
+  if (c.bodyLeft > 0) {
+    c.bodyLeft -= chunk.length;
+    if (c.bodyLeft <= 0) ex.endBody();
+  }
+  if (!more && !c.bodyPaused && !ex.finished) {
     c.bodyPaused = true;
     this.pause();
   }

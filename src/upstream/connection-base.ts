@@ -66,6 +66,11 @@ export abstract class UpstreamConnection implements BodyConsumer {
   protected headDone = false;
   /** The whole request body was written (the exchange detached its consumer). */
   protected bodyDone = false;
+  /**
+   * The request head reached our kernel (its write callback succeeded). Before that a
+   * close means the backend never saw this request; after it, it may have run it.
+   */
+  protected headAccepted = false;
   /** data() returned false; 'drain' resumes the exchange. */
   private bodyPaused = false;
   /** Socket paused because the client is slow; onResponseDrain resumes it. */
@@ -73,6 +78,10 @@ export abstract class UpstreamConnection implements BodyConsumer {
   private lastError: Error | undefined;
 
   private readonly onAbortBound = (): void => this.onClientAbort();
+  /** Write callback of a request head; bound once. */
+  protected readonly onHeadWritten = (err?: Error | null): void => {
+    if (!err) this.headAccepted = true;
+  };
   private readonly onResponseDrainBound = (): void => this.resumeReading();
 
   constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
@@ -113,6 +122,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
     this.gotBytes = false;
     this.headDone = false;
     this.bodyDone = false;
+    this.headAccepted = false;
     this.bodyPaused = false;
     ex.onAbort = this.onAbortBound;
     ex.onResponseDrain = this.onResponseDrainBound;
@@ -168,6 +178,24 @@ export abstract class UpstreamConnection implements BodyConsumer {
     }
     if (!ok) this.bodyPaused = true;
     return ok;
+  }
+
+  private corked = false;
+  private readonly uncorkBound = (): void => {
+    this.corked = false;
+    this.socket.uncork();
+  };
+
+  /**
+   * Coalesces the writes of this tick into one. A backend may answer as soon as it has
+   * the last body byte and then close; an end-of-request write sent after that fails and
+   * the socket's error discards the answer already received.
+   */
+  protected corkUntilTickEnd(): void {
+    if (this.corked) return;
+    this.corked = true;
+    this.socket.cork();
+    process.nextTick(this.uncorkBound);
   }
 
   /** Passes response body bytes (a view, never copied) on; pauses the socket when the client is slow. */
@@ -273,9 +301,14 @@ export abstract class UpstreamConnection implements BodyConsumer {
 
   /** A busy connection closed; subclasses call this when EOF is not the normal end. */
   protected failClosed(err: Error | undefined): void {
-    if (this.requests > 1 && !this.gotBytes) {
+    const reset = (err as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
+    if (this.requests > 1 && !this.gotBytes && (!this.headAccepted || reset || idempotent(this.ex!))) {
       // A kept-alive connection the backend had already given up on (php-cgi after
       // PHP_FCGI_MAX_REQUESTS, an idle timeout): the endpoint replays on a fresh one.
+      // Only when the backend cannot have run it (the head never left us), or when
+      // running it twice is harmless, or when the reset says it closed with our request
+      // unread (php-cgi at PHP_FCGI_MAX_REQUESTS). A POST that php answered just before
+      // exiting, whose answer a failed write of ours then discarded, must not run again.
       this.close();
       this.finish(closedEarly(this.address.text, err, false, false), false, true);
       return;
@@ -304,4 +337,10 @@ export abstract class UpstreamConnection implements BodyConsumer {
     this.close();
     this.finish(ABORTED, false, false);
   }
+}
+
+/** Methods a retry may repeat (as nginx's proxy_next_upstream without non_idempotent). */
+function idempotent(ex: Exchange): boolean {
+  const m = ex.params.get('REQUEST_METHOD');
+  return m === 'GET' || m === 'HEAD' || m === 'OPTIONS';
 }

@@ -57,7 +57,7 @@ export class FastcgiConnection extends UpstreamConnection {
   protected sendRequest(ex: Exchange): void {
     const s = this.socket;
     s.cork();
-    s.write(encodeRequestHead(REQUEST_ID, Role.Responder, this.opts.keepAlive ? FCGI_KEEP_CONN : 0, ex.params));
+    s.write(encodeRequestHead(REQUEST_ID, Role.Responder, this.opts.keepAlive ? FCGI_KEEP_CONN : 0, ex.params), this.onHeadWritten);
     // Delivers what the front end already has (often the whole body) inside this cork.
     ex.consumeBody(this);
     s.uncork();
@@ -69,6 +69,9 @@ export class FastcgiConnection extends UpstreamConnection {
     const out = this.out;
     out.length = 0;
     encodeStream(RecordType.Stdin, REQUEST_ID, chunk, out);
+    // Held until the end of this tick so that an end() that follows (the last body
+    // bytes) leaves in the same write as them; see end().
+    this.corkUntilTickEnd();
     const ok = this.writeBody(out);
     out.length = 0;
     return ok;

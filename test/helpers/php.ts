@@ -5,7 +5,7 @@
 import { ManagedChild } from './child.js';
 import { PHP_CGI, PHP_FIXTURES, PHP_FLAGS } from './paths.js';
 import type { Scope } from './scope.js';
-import { canConnect, targetOf, WaitAborted, waitFor } from './wait.js';
+import { isListening, targetOf, WaitAborted, waitFor } from './wait.js';
 
 export interface PhpCgi {
   pid: number;
@@ -38,7 +38,7 @@ export async function startPhpCgi(
   await waitFor(
     async () => {
       if (!child.running) throw new WaitAborted(`php-cgi exited ${JSON.stringify(child.exit)}: ${child.stderr}`);
-      return canConnect(targetOf(address));
+      return isListening(targetOf(address));
     },
     { timeout: 10_000, what: `php-cgi on ${address}` },
   );

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -62,4 +63,27 @@ export function targetOf(address: string): ConnectTarget {
   if (host.startsWith('[')) host = host.slice(1, -1);
   if (host === '' || host === '*' || host === '0.0.0.0') host = '127.0.0.1';
   return { host, port: Number(address.slice(i + 1)) };
+}
+
+/**
+ * True when something listens at the target, read from /proc/net without connecting:
+ * php-cgi counts even a bare connect toward PHP_FCGI_MAX_REQUESTS, so a probe by
+ * connecting would change what the test measures.
+ */
+export function isListening(target: ConnectTarget): boolean {
+  if ('path' in target) {
+    // Flags 00010000 = __SO_ACCEPTCON: a listening socket; the path is the last column.
+    return readFileSync('/proc/net/unix', 'utf8')
+      .split('\n')
+      .some((line) => line.endsWith(` ${target.path}`) && line.split(/\s+/)[3] === '00010000');
+  }
+  const port = target.port.toString(16).toUpperCase().padStart(4, '0');
+  return ['/proc/net/tcp', '/proc/net/tcp6'].some((f) =>
+    readFileSync(f, 'utf8')
+      .split('\n')
+      .some((line) => {
+        const cols = line.trim().split(/\s+/);
+        return cols[1]?.endsWith(`:${port}`) === true && cols[3] === '0A';
+      }),
+  );
 }

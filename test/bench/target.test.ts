@@ -1,0 +1,60 @@
+// Target URLs and the CGI variables a bench request carries.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cgiParamsFor, parseTarget, TargetError, type RequestShape } from '../../src/bench/target.js';
+
+const shape = (over: Partial<RequestShape> = {}): RequestShape => ({ method: 'GET', body: undefined, headers: [], params: [], keepAlive: false, ...over });
+
+test('TCP targets: scheme, address, path and query', () => {
+  const t = parseTarget('fcgi://127.0.0.1:9000/index.php?a=1&b=2');
+  assert.equal(t.protocol, 'fastcgi');
+  assert.equal(t.address.text, '127.0.0.1:9000');
+  assert.equal(t.path, '/index.php');
+  assert.equal(t.query, 'a=1&b=2');
+  assert.equal(parseTarget('fastcgi://[::1]:9001/').address.text, '[::1]:9001');
+  assert.equal(parseTarget('http://localhost/x').address.text, 'localhost:80');
+  assert.equal(parseTarget('scgi://127.0.0.1:4000').path, '/');
+  assert.equal(parseTarget('http://127.0.0.1:8080?x=1').query, 'x=1');
+});
+
+test('Unix targets: the socket path ends at the first colon after "unix:"', () => {
+  const t = parseTarget('fcgi://unix:/run/php/php-fpm.sock:/status.php?full');
+  assert.deepEqual([t.address.kind, t.address.text, t.path, t.query], ['unix', 'unix:/run/php/php-fpm.sock', '/status.php', 'full']);
+  const bare = parseTarget('scgi://unix:/tmp/app.sock');
+  assert.deepEqual([bare.address.text, bare.path], ['unix:/tmp/app.sock', '/']);
+});
+
+test('bad targets say what is wrong', () => {
+  assert.throws(() => parseTarget('ftp://x:1/'), TargetError);
+  assert.throws(() => parseTarget('127.0.0.1:9000/x'), /fcgi:\/\//);
+  assert.throws(() => parseTarget('fcgi://unix:relative.sock:/x'), /absolute/);
+  assert.throws(() => parseTarget('fcgi://unix:/a.sock:x'), /start with "\/"/);
+  assert.throws(() => parseTarget('http://127.0.0.1:99999/'), /port/);
+});
+
+test('CGI variables come from the URL; --param overrides; SCRIPT_FILENAME from DOCUMENT_ROOT', () => {
+  const t = parseTarget('fcgi://127.0.0.1:9000/app/index.php?q=1');
+  const p = cgiParamsFor(t, shape({ method: 'POST', body: Buffer.from('abc'), params: [['DOCUMENT_ROOT', '/var/www/'], ['SERVER_NAME', 'example.org']] })).toObject();
+  assert.equal(p.REQUEST_METHOD, 'POST');
+  assert.equal(p.SCRIPT_NAME, '/app/index.php');
+  assert.equal(p.REQUEST_URI, '/app/index.php?q=1');
+  assert.equal(p.QUERY_STRING, 'q=1');
+  assert.equal(p.SERVER_PROTOCOL, 'HTTP/1.1');
+  assert.equal(p.CONTENT_LENGTH, '3');
+  assert.equal(p.SERVER_NAME, 'example.org');
+  assert.equal(p.SERVER_PORT, '9000');
+  assert.equal(p.SCRIPT_FILENAME, '/var/www/app/index.php');
+  const explicit = cgiParamsFor(t, shape({ params: [['SCRIPT_FILENAME', '/x.php'], ['DOCUMENT_ROOT', '/r']] })).toObject();
+  assert.equal(explicit.SCRIPT_FILENAME, '/x.php');
+  assert.equal(explicit.CONTENT_LENGTH, '');
+  const hdr = cgiParamsFor(t, shape({ headers: [['X-Forwarded-For', '10.0.0.1'], ['Content-Type', 'text/plain']] })).toObject();
+  assert.equal(hdr.HTTP_X_FORWARDED_FOR, '10.0.0.1');
+  assert.equal(hdr.CONTENT_TYPE, 'text/plain');
+  assert.equal(cgiParamsFor(t, shape()).get('SCRIPT_FILENAME'), undefined);
+});
+
+test('UTF-8 in params travels as its bytes', () => {
+  const t = parseTarget('fcgi://127.0.0.1:9000/x');
+  const p = cgiParamsFor(t, shape({ params: [['X', 'é']] }));
+  assert.equal(Buffer.from(p.get('X')!, 'latin1').toString('utf8'), 'é');
+});

@@ -1,0 +1,300 @@
+// The governor inside spawned pools, on fake workers, a fake clock and readings set by
+// the test: when sampling runs, max_memory / max_memory_hard, the re-check right after a
+// request, memory_limit, and the host budget shared by two pools (eviction, a pool with
+// no worker, relief), plus the snapshot figures.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ErrorCodes } from '../../src/errors.js';
+import { linesMatching, MiB, world } from './helpers.js';
+
+test('sampling runs only while a pool has workers, at its own interval', async () => {
+  const W = world();
+  const a = W.pool('a', { idleTimeout: 5000, memorySampleInterval: 250 });
+  await a.pool.start();
+  W.clock.advance(5000);
+  assert.equal(W.sampler.reads, 0, 'no workers: nothing sampled');
+  a.send(1);
+  W.clock.advance(10);
+  const w = a.live()[0]!;
+  W.sampler.values.set(w.pid!, 20 * MiB);
+  W.clock.advance(1000);
+  assert.equal(W.sampler.reads, 4, 'every 250 ms');
+  a.finishAll();
+  W.clock.advance(6000); // idle_timeout stops it
+  assert.equal(w.state, 'exited');
+  assert.deepEqual(W.sampler.forgotten, [w.pid], 'its /proc handles are dropped');
+  const n = W.sampler.reads;
+  W.clock.advance(10_000);
+  assert.equal(W.sampler.reads, n, 'no workers left: sampling stopped');
+});
+
+test('max_memory: a worker over it finishes its request, then is replaced; one log line with the numbers', async () => {
+  const W = world();
+  const a = W.pool('a', { maxMemory: 100 * MiB });
+  await a.pool.start();
+  const [r] = a.send(1);
+  W.clock.advance(10);
+  const w = a.live()[0]!;
+  a.setAll(120 * MiB);
+  W.clock.advance(1000);
+  assert.equal(w.state, 'draining', 'busy: recycled after its request');
+  assert.equal(w.retireReason, 'memory');
+  const [line] = linesMatching(W.lines, /over max_memory/);
+  assert.ok(line, 'logged');
+  assert.match(line.msg, new RegExp(`worker ${w.pid} of pool a uses 120\\.0MiB \\(pss\\), over max_memory 100\\.0MiB: recycling it after its current request`));
+  assert.equal(line.value, 120 * MiB);
+  assert.equal(line.maxMemory, 100 * MiB);
+  assert.equal(line.reason, 'memory');
+  assert.equal(linesMatching(W.lines, /retiring worker/).length, 0, 'one line per decision');
+  a.ep(w).finish();
+  assert.equal(r!.sink.status, 200, 'the request itself completes');
+  W.clock.advance(10);
+  assert.equal(w.state, 'exited');
+  a.send(1);
+  W.clock.advance(10);
+  assert.notEqual(a.live()[0]!.pid, w.pid, 'a new worker serves the next request');
+  assert.equal(a.pool.snapshot().recycles.memory, 1);
+  assert.equal(a.pool.snapshot().memory!.recycled, 1);
+});
+
+test('max_memory: a worker that is that big before serving anything is not recycled in a loop', async () => {
+  const W = world();
+  const a = W.pool('a', { pm: 'static', maxChildren: 1, maxMemory: 50 * MiB });
+  void a.pool.start(); // resolves once the worker is ready, on the fake clock
+  W.clock.advance(10);
+  a.setAll(80 * MiB);
+  W.clock.advance(3000);
+  assert.equal(a.live()[0]!.state, 'idle');
+  assert.equal(linesMatching(W.lines, /before serving any request/).length, 1, 'said once');
+});
+
+test('max_memory_hard: the worker is stopped at once and its client gets 503 MEMORY_HARD_LIMIT', async () => {
+  const W = world();
+  const a = W.pool('a', { maxMemoryHard: 200 * MiB });
+  await a.pool.start();
+  const [r] = a.send(1);
+  W.clock.advance(10);
+  const w = a.live()[0]!;
+  a.setAll(250 * MiB);
+  W.clock.advance(1000);
+  assert.ok(r!.sink.done, 'answered without waiting for the script');
+  assert.equal(r!.sink.status, 503);
+  assert.equal(r!.sink.error!.code, ErrorCodes.MEMORY_HARD_LIMIT);
+  assert.deepEqual(w.stopCalls, ['memory_hard']);
+  const [line] = linesMatching(W.lines, /over max_memory_hard/);
+  assert.equal(line!.level, 40);
+  assert.match(line!.msg, /uses 250\.0MiB \(pss\), over max_memory_hard 200\.0MiB: killing it now; its request to \/srv\/a\/index\.php gets 503 MEMORY_HARD_LIMIT/);
+  const s = a.pool.snapshot();
+  assert.equal(s.recycles.memory_hard, 1);
+  assert.equal(s.memory!.killed, 1);
+  assert.equal(s.active, 0);
+});
+
+test('near a cap, a worker is measured again right after its request and recycled before taking another', async () => {
+  const W = world();
+  const a = W.pool('a', { maxMemory: 100 * MiB });
+  await a.pool.start();
+  a.send(1);
+  W.clock.advance(10);
+  const w = a.live()[0]!;
+  a.setAll(85 * MiB); // 85 % of the cap: near
+  W.clock.advance(1000);
+  assert.equal(w.state, 'busy');
+  a.setAll(130 * MiB); // grew during the rest of the request
+  const fresh = W.sampler.freshReads;
+  a.ep(w).finish();
+  assert.equal(W.sampler.freshReads, fresh + 1, 're-read at request end');
+  assert.equal(w.state, 'stopping', 'not put back to work');
+  assert.equal(w.retireReason, 'memory');
+  // A worker far from its cap is not re-read per request.
+  const b = W.pool('b', { maxMemory: 100 * MiB });
+  b.send(1);
+  W.clock.advance(10);
+  b.setAll(10 * MiB);
+  W.clock.advance(1000);
+  const before = W.sampler.freshReads;
+  b.finishAll();
+  assert.equal(W.sampler.freshReads, before);
+});
+
+test('memory_limit: no spawn past it, requests queue and all get served; measured sizes move the limit', async () => {
+  const W = world();
+  const a = W.pool('a', { maxChildren: 10, memoryLimit: 100 * MiB }); // expected 30 MiB: three fit
+  await a.pool.start();
+  const reqs = a.send(10);
+  assert.equal(a.workers().length, 3);
+  const [line] = linesMatching(W.lines, /not spawning/);
+  assert.match(line!.msg, /pool a: not spawning 1 worker\(s\): 90\.0MiB committed \+ 30\.0MiB per worker would pass memory_limit 100\.0MiB; requests wait in the queue/);
+  assert.equal(linesMatching(W.lines, /not spawning/).length, 1, 'at most one line a second');
+  assert.equal(line!.limitedBy, 'memory_limit');
+  W.clock.advance(10);
+  a.finishAll(); // each finished worker takes the next waiting request
+  assert.equal(reqs.filter((r) => r.sink.status === 200).length, 10);
+  assert.equal(a.workers().length, 3, 'never a fourth');
+  // Measured: 20 MiB each once they served. Two more fit now.
+  a.setAll(20 * MiB);
+  W.clock.advance(1000);
+  assert.equal(a.pool.snapshot().memory!.estimate, 20 * MiB);
+  assert.equal(a.pool.snapshot().memory!.estimateSource, 'measured');
+  a.send(5); // three take the idle workers, two need new ones
+  assert.equal(a.workers().length, 5, '5 × 20 MiB = memory_limit');
+  a.send(1);
+  assert.equal(a.workers().length, 5);
+  assert.equal(a.pool.snapshot().memory!.recommendedMaxChildren, 5);
+});
+
+test('memory_limit: over it by measurement, the longest-idle workers go first, busy ones stay', async () => {
+  const W = world();
+  const a = W.pool('a', { maxChildren: 5, memoryLimit: 130 * MiB, expectedWorkerMemory: 20 * MiB });
+  await a.pool.start();
+  a.send(3);
+  W.clock.advance(10);
+  const [w0, w1, w2] = a.live();
+  a.ep(w0!).finish();
+  W.clock.advance(100);
+  a.ep(w1!).finish();
+  a.setAll(50 * MiB); // 150 MiB > 130 MiB
+  W.clock.advance(1000);
+  assert.equal(w0!.retireReason, 'memory_budget', 'longest idle: retired');
+  assert.equal(w0!.state, 'exited');
+  assert.equal(w1!.state, 'idle');
+  assert.equal(w2!.state, 'busy');
+  assert.match(linesMatching(W.lines, /over its memory_limit/)[0]!.msg, new RegExp(`pool a uses 150\\.0MiB, over its memory_limit 130\\.0MiB: retiring idle worker ${w0!.pid}`));
+});
+
+test('host budget: a pool with waiting requests evicts the least recently used idle worker of another pool', async () => {
+  const W = world(100 * MiB); // daemon 10 MiB + three 30 MiB workers
+  const a = W.pool('a');
+  const b = W.pool('b');
+  await a.pool.start();
+  await b.pool.start();
+  a.send(3);
+  assert.equal(a.workers().length, 3);
+  W.clock.advance(10);
+  const [w0, w1, w2] = a.live();
+  a.ep(w1!).finish();
+  W.clock.advance(100);
+  a.ep(w0!).finish();
+  W.clock.advance(100);
+  a.ep(w2!).finish();
+  const [rb] = b.send(1);
+  assert.equal(b.workers().length, 0, 'no room yet: the request waits');
+  assert.equal(w1!.state, 'stopping', 'the least recently used idle worker of pool a is evicted');
+  assert.equal(w1!.retireReason, 'memory_budget');
+  assert.equal(w0!.state, 'idle');
+  const [ev] = linesMatching(W.lines, /evicting idle worker/);
+  assert.match(ev!.msg, new RegExp(`evicting idle worker ${w1!.pid} of pool a \\(least recently used, idle 200 ms, 30\\.0MiB counted\\) to make room for pool b: 100\\.0MiB committed \\+ 30\\.0MiB needed > budget 100\\.0MiB`));
+  assert.equal(ev!.forPool, 'b');
+  W.clock.advance(5); // it exits; b retries at once
+  assert.equal(w1!.state, 'exited');
+  assert.equal(b.workers().length, 1);
+  W.clock.advance(10);
+  b.finishAll();
+  assert.equal(rb!.sink.status, 200);
+  assert.equal(W.governor.snapshot().evictions, 1);
+  assert.equal(a.pool.snapshot().memory!.evicted, 1);
+});
+
+test('host budget: spare workers never evict, and yield to a pool whose requests wait', async () => {
+  const W = world(100 * MiB);
+  const a = W.pool('a');
+  await a.pool.start();
+  a.send(3);
+  W.clock.advance(10);
+  a.finishAll();
+  const d = W.pool('d', { pm: 'dynamic', minSpare: 1, maxSpare: 2, startChildren: 1, maxChildren: 3 });
+  void d.pool.start();
+  assert.equal(d.workers().length, 0, 'no room for its spare; nobody evicted for it');
+  assert.ok(a.live().every((w) => w.state === 'idle'));
+  assert.equal(linesMatching(W.lines, /not spawning 1 spare worker/).length, 1);
+});
+
+test('host budget: a pool with no worker at all gets one when the others are all busy', async () => {
+  const W = world(100 * MiB);
+  const a = W.pool('a', { expectedWorkerMemory: 25 * MiB });
+  const b = W.pool('b');
+  await a.pool.start();
+  a.send(3);
+  W.clock.advance(10);
+  const ws = a.live();
+  assert.equal(ws.length, 3);
+  W.sampler.values.set(ws[0]!.pid!, 26 * MiB);
+  W.sampler.values.set(ws[1]!.pid!, 29 * MiB);
+  W.sampler.values.set(ws[2]!.pid!, 27 * MiB);
+  W.clock.advance(1000);
+  const [rb] = b.send(1);
+  assert.equal(ws[1]!.state, 'draining', 'the biggest busy worker steps down after its request');
+  assert.equal(ws[0]!.state, 'busy');
+  assert.match(linesMatching(W.lines, /retiring busy worker/)[0]!.msg, /pool b has no worker/);
+  assert.equal(b.workers().length, 0);
+  a.ep(ws[1]!).finish();
+  W.clock.advance(5);
+  assert.equal(b.workers().length, 1, 'spawned once it exited');
+  W.clock.advance(10);
+  b.finishAll();
+  assert.equal(rb!.sink.status, 200);
+});
+
+test('host budget: measured use over it retires idle workers, least recently used first', async () => {
+  const W = world(100 * MiB);
+  const a = W.pool('a');
+  await a.pool.start();
+  a.send(3);
+  W.clock.advance(10);
+  const [w0, w1, w2] = a.live();
+  a.ep(w2!).finish();
+  W.clock.advance(50);
+  a.ep(w0!).finish();
+  W.clock.advance(50);
+  a.ep(w1!).finish();
+  a.setAll(40 * MiB); // 10 + 120 = 130 MiB
+  W.clock.advance(1000);
+  assert.equal(w2!.retireReason, 'memory_budget');
+  assert.equal(w0!.state, 'idle');
+  assert.equal(w1!.state, 'idle');
+  const [line] = linesMatching(W.lines, /is over the budget/);
+  assert.match(line!.msg, new RegExp(`memory use 130\\.0MiB is over the budget 100\\.0MiB by 30\\.0MiB: retiring idle worker ${w2!.pid} of pool a \\(40\\.0MiB\\)`));
+  assert.equal(W.governor.snapshot().overBudget, 1);
+  W.clock.advance(1000);
+  assert.equal(W.governor.snapshot().overBudget, 1, 'back under the budget: no second victim');
+});
+
+test('snapshot: per-worker and per-pool figures, and the daemon-level budget', async () => {
+  const W = world(200 * MiB);
+  const a = W.pool('a', { memoryLimit: 100 * MiB, maxMemory: 60 * MiB, maxMemoryHard: 90 * MiB });
+  const b = W.pool('b', { pm: 'static', maxChildren: 2 });
+  await a.pool.start();
+  void b.pool.start();
+  W.clock.advance(10);
+  a.send(2);
+  W.clock.advance(10);
+  a.setAll(25 * MiB);
+  b.setAll(12 * MiB);
+  W.clock.advance(1000);
+  const s = a.pool.snapshot();
+  assert.equal(s.workers.length, 2);
+  const wm = s.workers[0]!.memory!;
+  assert.equal(wm.pss, 25 * MiB);
+  assert.equal(wm.rss, Math.round(25 * MiB * 1.5));
+  assert.equal(wm.measure, 'pss');
+  assert.equal(wm.peak, 25 * MiB);
+  assert.ok(wm.cpu > 0);
+  const m = s.memory!;
+  assert.equal(m.measure, 'pss');
+  assert.equal(m.total, 50 * MiB);
+  assert.equal(m.estimate, 25 * MiB);
+  assert.equal(m.committed, 50 * MiB);
+  assert.equal(m.limit, 100 * MiB);
+  assert.equal(m.maxMemory, 60 * MiB);
+  assert.equal(m.maxMemoryHard, 90 * MiB);
+  assert.equal(m.sampleInterval, 1000);
+  // Budget share: 200 - 10 (daemon) - 2 × 30 (pool b keeps its static workers) = 130; limit 100 → 4.
+  assert.equal(m.recommendedMaxChildren, 4);
+  const g = W.governor.snapshot();
+  assert.equal(g.budget, 200 * MiB);
+  assert.equal(g.measure, 'pss');
+  assert.equal(g.daemon.value, 10 * MiB);
+  assert.equal(g.used, 10 * MiB + 50 * MiB + 24 * MiB);
+  assert.deepEqual(g.pools.map((p) => [p.name, p.workers]), [['a', 2], ['b', 2]]);
+  assert.equal(g.available, 200 * MiB - g.committed);
+});

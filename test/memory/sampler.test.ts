@@ -1,0 +1,176 @@
+// Measuring: /proc parsers on exact texts, the /proc sampler on a real child process
+// that grows on command, the pidusage fallback agreeing with it, and the budget setting
+// (config syntax, /proc/meminfo, auto and percentages).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readdirSync, readlinkSync } from 'node:fs';
+import { once } from 'node:events';
+import { parseSmapsRollup, parseStat, parseStatus } from '../../src/memory/proc.js';
+import { PidusageSampler, ProcSampler, PSS_REFRESH_SAMPLES } from '../../src/memory/sampler.js';
+import { AUTO_SHARE, parseMeminfo, resolveBudget } from '../../src/memory/budget.js';
+import { configFromObject, poolConfigFromObject } from '../../src/config/schema.js';
+import { ConfigError } from '../../src/errors.js';
+import { withTimeout } from '../helpers/wait.js';
+
+const MiB = 1024 * 1024;
+
+test('parseStat: comm with spaces and parentheses; utime+stime and rss pages', () => {
+  const text = '4759 (we(i)rd name) S 4756 4756 30670 0 -1 4194304 15202 0 0 0 150 25 0 0 20 0 11 0 212272 832249856 23617 18446744073709551615 1 2 3\n';
+  assert.deepEqual(parseStat(text), { cpuTicks: 175, rssPages: 23617 });
+  assert.equal(parseStat('garbage'), undefined);
+});
+
+test('parseSmapsRollup / parseStatus: kB lines to bytes', () => {
+  const rollup = '00400000-7ffe474e4000 ---p 00000000 00:00 0  [rollup]\nRss:               20416 kB\nPss:               17757 kB\nPss_Anon:           4108 kB\nPss_File:          11253 kB\nAnonymous:          4108 kB\nSwap:                  0 kB\n';
+  assert.deepEqual(parseSmapsRollup(rollup), { rss: 20416 * 1024, pss: 17757 * 1024, anon: 4108 * 1024, pssAnon: 4108 * 1024, pssFile: 11253 * 1024, swap: 0 });
+  assert.equal(parseSmapsRollup('Rss: 5 kB\n'), undefined, 'no Pss line');
+  const status = 'Name:\tnode\nVmSize:\t 1028960 kB\nVmRSS:\t   55832 kB\nRssAnon:\t   12824 kB\nRssFile:\t   43008 kB\nRssShmem:\t       0 kB\n';
+  assert.deepEqual(parseStatus(status), { vmRss: 55832 * 1024, rssAnon: 12824 * 1024, rssFile: 43008 * 1024, rssShmem: 0, vmSize: 1028960 * 1024 });
+});
+
+/** A Node child that allocates N MiB (touched) for each line "N" on stdin and answers "ok". */
+async function grower(t: import('node:test').TestContext) {
+  const code = `const keep=[];process.stdin.on('data',d=>{for(const n of String(d).trim().split(/\\s+/)){keep.push(Buffer.alloc(Number(n)*1048576,1));}process.stdout.write('ok\\n');});process.stdout.write('ready\\n');`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'inherit'] });
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  child.stdout.setEncoding('utf8');
+  const lines: string[] = [];
+  let waiting: (() => void) | undefined;
+  child.stdout.on('data', (s: string) => {
+    lines.push(...s.trim().split('\n'));
+    waiting?.();
+  });
+  const next = async (): Promise<string> => {
+    while (lines.length === 0) await new Promise<void>((r) => (waiting = r));
+    return lines.shift()!;
+  };
+  assert.equal(await withTimeout(next(), 10_000, 'grower ready'), 'ready');
+  return {
+    pid: child.pid!,
+    grow: async (mb: number) => {
+      child.stdin.write(`${mb}\n`);
+      assert.equal(await withTimeout(next(), 10_000, 'grower ok'), 'ok');
+    },
+    kill: async () => {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    },
+  };
+}
+
+/** Descriptors this process holds on /proc/PID/ files. */
+function procFds(pid: number): number {
+  let n = 0;
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(`/proc/${pid}/`)) n++;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return n;
+}
+
+test('ProcSampler: PSS and RSS of a real process follow its growth; CPU since the last sample; gone is undefined', async (t) => {
+  const g = await grower(t);
+  const s = new ProcSampler();
+  t.after(() => s.close());
+  assert.equal(s.measure, 'pss');
+  assert.equal(procFds(g.pid), 0);
+  const a = s.readNow(g.pid, 1000)!;
+  assert.ok(a.pss !== undefined && a.rss > 0 && a.pss <= a.rss, JSON.stringify(a));
+  assert.equal(a.measure, 'pss');
+  assert.equal(a.value, a.pss);
+  assert.equal(a.cpu, 0, 'no previous sample');
+  assert.equal(procFds(g.pid), 2, 'stat and smaps_rollup stay open for the next sample');
+  await g.grow(40);
+  const b = s.readNow(g.pid, 2000)!;
+  assert.ok(b.rss - a.rss > 35 * MiB, `rss grew: ${a.rss} → ${b.rss}`);
+  assert.ok(b.pss! - a.pss! > 35 * MiB, `pss grew (re-read because rss moved): ${a.pss} → ${b.pss}`);
+  assert.ok(b.anon! - a.anon! > 35 * MiB, 'anonymous memory grew');
+  assert.ok(b.cpu > 0, 'allocating 40 MiB took CPU');
+  // A steady process: PSS is carried forward and re-read every PSS_REFRESH_SAMPLES samples.
+  const reads = s.rollupReads;
+  for (let i = 0; i < PSS_REFRESH_SAMPLES * 2; i++) s.readNow(g.pid, 3000 + i * 1000);
+  assert.equal(s.rollupReads - reads, 2);
+  const forced = s.rollupReads;
+  s.readNow(g.pid, 20_000, true);
+  assert.equal(s.rollupReads, forced + 1, 'fresh forces a PSS read');
+  await g.kill();
+  assert.equal(s.readNow(g.pid, 30_000), undefined);
+  assert.equal(procFds(g.pid), 0, 'descriptors of a gone process are closed');
+});
+
+test('ProcSampler.forget closes the descriptors of a live process; self() measures the daemon', async (t) => {
+  const g = await grower(t);
+  const s = new ProcSampler();
+  s.readNow(g.pid, 1);
+  assert.equal(procFds(g.pid), 2);
+  s.forget(g.pid);
+  assert.equal(procFds(g.pid), 0);
+  const me = s.self(5);
+  assert.equal(me.pid, process.pid);
+  assert.ok(me.value > 5 * MiB && me.value <= me.rss);
+  assert.equal(procFds(process.pid), 2);
+  s.close();
+  assert.equal(procFds(process.pid), 0);
+});
+
+test('PidusageSampler (the non-Linux path) reports the same RSS as /proc, asynchronously', async (t) => {
+  const g = await grower(t);
+  await g.grow(20);
+  const p = new PidusageSampler();
+  const s = new ProcSampler();
+  t.after(() => {
+    p.close();
+    s.close();
+  });
+  assert.equal(p.sync, false);
+  assert.equal(p.readNow(), undefined);
+  const got = await p.read([g.pid, 999_999_999], 1);
+  const a = got.get(g.pid)!;
+  assert.equal(a.measure, 'rss');
+  assert.equal(a.pss, undefined);
+  assert.ok(!got.has(999_999_999), 'a pid that does not exist is left out');
+  const b = s.readNow(g.pid, 1)!;
+  assert.ok(Math.abs(a.rss - b.rss) < 4 * MiB, `pidusage ${a.rss} vs /proc ${b.rss}`);
+});
+
+test('memory_budget: auto, a percentage of MemTotal or a size; resolved against /proc/meminfo', () => {
+  const info = parseMeminfo('MemTotal:       1000000 kB\nMemFree:          10000 kB\nMemAvailable:    400000 kB\n')!;
+  assert.deepEqual(info, { memTotal: 1_024_000_000, memAvailable: 409_600_000, source: 'meminfo' });
+  assert.equal(parseMeminfo('MemTotal: 100 kB\nMemFree: 10 kB\nCached: 20 kB\nBuffers: 5 kB\n')!.memAvailable, 35 * 1024, 'old kernels: free + cache');
+  assert.equal(resolveBudget({ kind: 'auto' }, info).bytes, Math.floor(409_600_000 * AUTO_SHARE));
+  assert.match(resolveBudget({ kind: 'auto' }, info).derivation, /75% of MemAvailable/);
+  assert.equal(resolveBudget({ kind: 'percent', percent: 50 }, info).bytes, 512_000_000);
+  assert.equal(resolveBudget({ kind: 'bytes', bytes: 64 * MiB }, info).bytes, 64 * MiB);
+
+  const base = { listen: [{ protocol: 'fastcgi', address: '127.0.0.1:0' }], pools: { p: { command: ['php-cgi'] } } };
+  const load = (extra: Record<string, unknown>) => configFromObject({ ...base, ...extra }, '<test>');
+  assert.deepEqual(load({ memory_budget: 'auto' }).memoryBudget, { kind: 'auto' });
+  assert.deepEqual(load({ memory_budget: '50%' }).memoryBudget, { kind: 'percent', percent: 50 });
+  assert.deepEqual(load({ memory_budget: '48MiB' }).memoryBudget, { kind: 'bytes', bytes: 48 * MiB });
+  assert.equal(load({}).memoryBudget, undefined);
+  assert.equal(load({}).memorySampleInterval, 2000);
+  for (const bad of ['150%', '0%', '512KiB', 'lots', true]) {
+    assert.throws(() => load({ memory_budget: bad }), (e: unknown) => e instanceof ConfigError && /memory_budget/.test(e.problems[0]!), String(bad));
+  }
+  assert.throws(() => load({ memory_sample_interval: '50ms' }), /memory_sample_interval: must be at least 100ms/);
+});
+
+test('pool memory keys: defaults, and caps that contradict each other are config errors', () => {
+  const p = poolConfigFromObject('p', { command: ['php-cgi'] });
+  assert.equal(p.maxMemory, 0);
+  assert.equal(p.maxMemoryHard, 0);
+  assert.equal(p.memoryLimit, 0);
+  assert.equal(p.rlimitAs, 0);
+  assert.equal(p.expectedWorkerMemory, 32 * MiB);
+  assert.equal(p.memorySampleInterval, undefined, 'inherits the top-level interval');
+  assert.equal(poolConfigFromObject('p', { command: ['x'], max_memory: '64M', max_memory_hard: '96M', memory_sample_interval: '500ms' }).memorySampleInterval, 500);
+  assert.throws(() => poolConfigFromObject('p', { command: ['x'], max_memory: '96M', max_memory_hard: '64M' }), /max_memory: must be less than max_memory_hard/);
+  assert.throws(() => poolConfigFromObject('p', { command: ['x'], memory_limit: '16M' }), /memory_limit: memory_limit \(16MiB\) is smaller than expected_worker_memory \(32MiB\)/);
+  assert.throws(() => poolConfigFromObject('p', { backends: ['127.0.0.1:9'], max_memory: '64M' }), /only applies to pools with "command"/);
+});

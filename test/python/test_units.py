@@ -1,0 +1,142 @@
+"""The adapter's pure parts: name-value codec, SCGI headers, SCRIPT_NAME/PATH_INFO, start_response."""
+
+import io
+import sys
+import unittest
+
+from adapter_harness import load_adapter_module, name_values, parse_name_values
+
+w = load_adapter_module()
+
+
+class NameValueTest(unittest.TestCase):
+    def test_round_trip_with_short_and_long_lengths(self):
+        pairs = [('A', ''), ('B' * 127, 'x' * 128), ('C' * 300, 'y' * 70000), ('UTF8', '\u00e9'.encode('utf-8').decode('latin-1'))]
+        encoded = w.encode_name_values(pairs)
+        self.assertEqual(w.decode_name_values(encoded), pairs)
+        # Agrees with the test suite's independent encoder.
+        self.assertEqual(parse_name_values(encoded)['A'], '')
+        self.assertEqual(w.decode_name_values(name_values({'K': 'v'})), [('K', 'v')])
+
+    def test_lengths_past_the_record_are_errors(self):
+        for bad in (b'\x05\x01AB', b'\x80\x00', b'\x01'):
+            with self.assertRaises(w.ProtocolError):
+                w.decode_name_values(bad)
+
+    def test_stream_records_cut_at_65535(self):
+        bufs = w.stream_records(w.FCGI_STDOUT, 3, b'a' * 140000)
+        sizes = [len(b) for b in bufs[1::2]]
+        self.assertEqual(sizes, [65535, 65535, 8930])
+        self.assertEqual(bytes(bufs[0]), bytes((1, 6, 0, 3, 0xFF, 0xFF, 0, 0)))
+
+
+class ScgiHeadersTest(unittest.TestCase):
+    def test_parse(self):
+        self.assertEqual(w.decode_scgi_headers(b'CONTENT_LENGTH\x0012\x00SCGI\x001\x00'), {'CONTENT_LENGTH': '12', 'SCGI': '1'})
+
+    def test_errors(self):
+        for bad in (b'SCGI\x001\x00CONTENT_LENGTH\x000\x00', b'CONTENT_LENGTH\x000', b'CONTENT_LENGTH\x000\x00X\x00'):
+            with self.assertRaises(w.ProtocolError):
+                w.decode_scgi_headers(bad)
+
+
+class ScriptPathTest(unittest.TestCase):
+    CASES = [
+        # (params, mount, expected SCRIPT_NAME, expected PATH_INFO)
+        ({'SCRIPT_NAME': '/a/b', 'REQUEST_URI': '/a/b?x'}, None, '', '/a/b'),
+        ({'SCRIPT_NAME': '/app', 'PATH_INFO': '/x'}, None, '/app', '/x'),
+        ({'PATH_INFO': '/x'}, None, '', '/x'),
+        ({'REQUEST_URI': '/p%20q/%C3%A9'}, None, '', '/p q/\u00c3\u00a9'),
+        ({'SCRIPT_NAME': '/app', 'REQUEST_URI': '/app/x/y'}, None, '/app', '/x/y'),
+        ({'SCRIPT_NAME': '/app/x', 'REQUEST_URI': '/app/x'}, '/app', '/app', '/x'),
+        ({'SCRIPT_NAME': '/app', 'REQUEST_URI': '/app'}, '/app/', '/app', ''),
+        ({'SCRIPT_NAME': '/other/x', 'REQUEST_URI': '/other/x'}, '/app', '', '/other/x'),
+        ({'SCRIPT_NAME': '/apple', 'REQUEST_URI': '/apple'}, '/app', '', '/apple'),
+        ({'REQUEST_URI': 'http://h:1/a/b?c'}, None, '', '/a/b'),
+        ({}, None, '', ''),
+    ]
+
+    def test_table(self):
+        for params, mount, script, path in self.CASES:
+            env = dict(params)
+            w.split_script_path(env, mount)
+            self.assertEqual((env['SCRIPT_NAME'], env['PATH_INFO']), (script, path), (params, mount))
+
+
+class StartResponseTest(unittest.TestCase):
+    def response(self):
+        sent = []
+
+        class Out:
+            def send(self, bufs):
+                sent.append(b''.join(bytes(b) for b in bufs))
+
+        return w.Response(Out(), 'GET'), sent
+
+    def test_rejects_bad_status_and_headers(self):
+        for status, headers in [('200', []), (200, []), ('200 OK', [('A', 1)]), ('200 OK', (('A', 'b'),)),
+                                ('200 OK', [('Bad Name', 'v')]), ('200 OK', [('A', 'v\r\nInjected: 1')]), ('200 OK', [('Status', '500')])]:
+            r, _ = self.response()
+            with self.assertRaises(AssertionError, msg=(status, headers)):
+                r.start_response(status, headers)
+
+    def test_head_is_sent_with_the_first_body_bytes_only(self):
+        r, sent = self.response()
+        write = r.start_response('201 Created', [('X-A', 'b')])
+        self.assertEqual(sent, [])
+        write(b'body')
+        self.assertEqual(sent, [b'Status: 201 Created\r\nX-A: b\r\n\r\nbody'])
+
+    def test_exc_info_after_head_reraises(self):
+        r, _ = self.response()
+        r.start_response('200 OK', [])(b'x')
+        try:
+            raise KeyError('original')
+        except KeyError:
+            with self.assertRaises(KeyError):
+                r.start_response('500 Oops', [], sys.exc_info())
+
+    def test_non_latin1_header_value(self):
+        r, _ = self.response()
+        r.start_response('200 OK', [('X', '\u2713')])
+        with self.assertRaises(AssertionError):
+            r.write(b'x')
+
+
+class InputStreamTest(unittest.TestCase):
+    def stream(self, chunks):
+        class S(w.InputStream):
+            def __init__(self):
+                super().__init__()
+                self.chunks = list(chunks)
+
+            def _next_chunk(self):
+                return self.chunks.pop(0) if self.chunks else b''
+
+        return S()
+
+    def test_lines_across_chunks(self):
+        s = self.stream([b'ab', b'c\nde', b'f\n', b'g'])
+        self.assertEqual(list(s), [b'abc\n', b'def\n', b'g'])
+        self.assertEqual(s.read(), b'')
+        self.assertEqual(s.read(5), b'')
+
+    def test_read_sizes(self):
+        s = self.stream([b'0123', b'4567', b'89'])
+        self.assertEqual(s.read(3), b'012')
+        self.assertEqual(s.read(3), b'3')  # at most one chunk fetched per short read
+        self.assertEqual(s.read(), b'456789')
+
+    def test_readline_limit(self):
+        s = self.stream([b'abcdef\n'])
+        self.assertEqual(s.readline(2), b'ab')
+        self.assertEqual(s.readline(), b'cdef\n')
+
+    def test_file_wrapper(self):
+        fw = w.FileWrapper(io.BytesIO(b'x' * 10), 4)
+        self.assertEqual(list(fw), [b'xxxx', b'xxxx', b'xx'])
+        fw.close()
+
+
+if __name__ == '__main__':
+    unittest.main()
