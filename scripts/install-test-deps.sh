@@ -9,13 +9,24 @@ have nginx || need+=(nginx)
 have lighttpd || need+=(lighttpd)
 have spawn-fcgi || need+=(spawn-fcgi)
 /usr/bin/python3 -c 'import django' >/dev/null 2>&1 || need+=(python3-django)
+# Front ends of examples/frontends/ (the tests run their own instances on loopback).
+[ -x /usr/sbin/apache2 ] || need+=(apache2)
+[ -x /usr/sbin/haproxy ] || need+=(haproxy)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  # Keep Debian from starting the packaged services (nginx, lighttpd, apache2 and
+  # haproxy would take port 80 and more): invoke-rc.d obeys policy-rc.d's "101".
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+    $SUDO chmod 755 /usr/sbin/policy-rc.d
+    trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# Debian starts the packaged servers on install; the tests run their own on loopback.
-for svc in nginx lighttpd; do
-  if [ -f "/run/$svc.pid" ]; then kill "$(cat "/run/$svc.pid")" 2>/dev/null || true; fi
+# Should a packaged server run anyway (installed earlier, or started at boot), stop it:
+# the tests never use the system services.
+for pidfile in /run/nginx.pid /run/lighttpd.pid /run/apache2/apache2.pid /run/haproxy.pid; do
+  if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; fi
 done

@@ -1,6 +1,6 @@
 /**
  * The fcgi-pm command line. One file per command; bin/fcgi-pm calls main().
- * Commands to come: status, reload, stop, workers, bench, tune.
+ * Commands: run, check, status, workers, reload, stop, bench, tune.
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
@@ -8,7 +8,12 @@ import { LOG_LEVELS } from '../config/keys.js';
 import { benchCommand } from './bench.js';
 import { checkCommand } from './check.js';
 import { EXIT_OK, EXIT_USAGE } from './report.js';
+import { reloadCommand } from './reload.js';
 import { runCommand } from './run.js';
+import { statusCommand } from './status.js';
+import { stopCommand } from './stop.js';
+import { workersCommand } from './workers.js';
+import { tuneCommand } from './tune.js';
 
 export function packageVersion(): string {
   // dist/src/cli/main.js → package.json at the package root.
@@ -41,7 +46,8 @@ A minimal config file:
       max_children: 8
 
 Run "fcgi-pm help <command>" for a command's options.
-Exit status: 0 success, 1 bad configuration or the daemon failed, 2 wrong usage.
+Exit status: 0 success, 1 bad configuration or the daemon failed, 2 wrong usage,
+3 no daemon answers at the control socket (status, workers, reload, stop).
 `;
 
 export function buildProgram(): Command {
@@ -53,7 +59,12 @@ export function buildProgram(): Command {
     .addHelpText('after', EXAMPLES);
   program.addCommand(runCommand());
   program.addCommand(checkCommand());
+  program.addCommand(statusCommand());
+  program.addCommand(workersCommand());
+  program.addCommand(reloadCommand());
+  program.addCommand(stopCommand());
   program.addCommand(benchCommand());
+  program.addCommand(tuneCommand());
   // Commander would exit 1 on a usage mistake, the same as a bad config; throw instead
   // so main() can use 2, like our own usage errors.
   for (const cmd of [program, ...program.commands]) cmd.exitOverride();

@@ -6,7 +6,8 @@ import { Command, Option } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { configFromObject } from '../config/schema.js';
 import type { Config } from '../config/types.js';
-import { createLogger, flushLogger, type Logger } from '../log/log.js';
+import { LogFiles } from '../log/files.js';
+import { flushLogger, type Logger } from '../log/log.js';
 import { hasQuickOptions, quickConfigObject, UsageError, type QuickOptions } from './quick.js';
 import { EXIT_FAILURE, reportError } from './report.js';
 
@@ -54,7 +55,8 @@ Examples:
         process.exitCode = reportError(err);
         return;
       }
-      process.exitCode = await runDaemon(config);
+      // SIGHUP re-reads the file with the same command-line overrides.
+      process.exitCode = await runDaemon(config, () => buildConfig(opts));
     });
 }
 
@@ -71,23 +73,26 @@ function buildConfig(opts: RunOptions): Config {
 }
 
 /** Resolves with the exit code once the daemon stopped (after a signal) or failed to start. */
-async function runDaemon(config: Config): Promise<number> {
-  const logger: Logger = createLogger({ level: config.log.level });
+async function runDaemon(config: Config, reloadConfig: () => Config): Promise<number> {
+  // stdout or log.file (reopened on SIGUSR1), and log.access_file.
+  const logFiles = new LogFiles(config.log);
+  const logger: Logger = logFiles.logger;
   // Loaded here so check and --help never load pools and front ends.
   const { Daemon } = await import('../daemon/daemon.js');
   const { attachToProcess } = await import('../daemon/process.js');
-  const daemon = new Daemon(config, { logger });
+  const { packageVersion } = await import('./main.js');
+  const daemon = new Daemon(config, { logger, operations: { logFiles, loadConfig: reloadConfig, version: packageVersion() } });
   return new Promise<number>((resolve) => {
     const detach = attachToProcess(daemon, logger, {
       exit: (code) => {
         detach();
-        void flushLogger(logger).then(() => resolve(code));
+        void Promise.all([flushLogger(logger), logFiles.flush()]).then(() => resolve(code));
       },
     });
     daemon.start().then(() => announceUrls(daemon.listeners), async (err: unknown) => {
       logger.fatal({ err }, 'could not start');
       detach();
-      await flushLogger(logger);
+      await Promise.all([flushLogger(logger), logFiles.flush()]);
       reportError(err);
       resolve(EXIT_FAILURE);
     });

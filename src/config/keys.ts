@@ -21,7 +21,18 @@ export type KeyType =
   | { kind: 'string-map' }
   | { kind: 'string-list' }
   /** Unix file mode, octal: "0660". */
-  | { kind: 'mode' };
+  | { kind: 'mode' }
+  /** memory_budget: a size ("512MiB"), a percentage of MemTotal ("50%") or "auto". */
+  | { kind: 'budget' }
+  // Operations (issue 5; docs/operations.md).
+  /** A URL path starting with "/" (status_path, ping_path). */
+  | { kind: 'url-path' }
+  /** status_allow: CIDR blocks, addresses, or the words unix, local, all (src/config/cidr.ts). */
+  | { kind: 'allow-list' }
+  /** access_format: json, fpm, or a %-format (src/config/access-format.ts). */
+  | { kind: 'access-format' }
+  /** A path, or "off" (false) to disable. */
+  | { kind: 'path-or-off' };
 
 /** Where a key is allowed: some keys only make sense for one kind of pool or listener. */
 export type KeyScope = 'spawned' | 'external' | 'http';
@@ -44,6 +55,44 @@ export interface KeySpec {
 const positiveDuration = { kind: 'duration', min: 1 } as const;
 const anyDuration = { kind: 'duration', min: 0 } as const;
 
+// Memory governor (issue 4; docs/memory.md). Sizes of 0 mean off.
+const memorySize = { kind: 'size', min: 0, max: 2 ** 40 } as const;
+const sampleInterval = { kind: 'duration', min: 100 } as const;
+
+const MEMORY_POOL_KEYS: readonly KeySpec[] = [
+  { key: 'max_memory', field: 'maxMemory', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Recycle a worker whose memory (PSS, else RSS) is above this, once its current request ends.' },
+  { key: 'max_memory_hard', field: 'maxMemoryHard', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Kill a worker whose memory is above this at once; its request gets 503 MEMORY_HARD_LIMIT.' },
+  { key: 'memory_limit', field: 'memoryLimit', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: "Most memory for all of this pool's workers together; at the limit it spawns no more (requests queue)." },
+  { key: 'expected_worker_memory', field: 'expectedWorkerMemory', type: { kind: 'size', min: 1024 * 1024, max: 2 ** 40 }, default: '32MiB', scope: 'spawned', doc: 'Memory a new worker is assumed to need until workers of this pool have been measured.' },
+  { key: 'rlimit_as', field: 'rlimitAs', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Address-space limit (RLIMIT_AS, via prlimit) set on workers; the kernel refuses allocations past it.' },
+  { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, defaultText: '(the top-level memory_sample_interval)', scope: 'spawned', doc: "How often this pool's workers are measured." },
+];
+
+const MEMORY_TOP_KEYS: readonly KeySpec[] = [
+  { key: 'memory_budget', field: 'memoryBudget', type: { kind: 'budget' }, defaultText: '(off)', doc: 'Memory shared by all pools and fcgi-pm itself: a size, a percentage of MemTotal ("50%") or auto (75% of MemAvailable at start).' },
+  { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, default: '2s', doc: "How often workers' memory and CPU are measured (pools may override it)." },
+];
+
+// Operations (issue 5; docs/operations.md): status pages, the control socket, log files.
+const OPERATIONS_LISTENER_KEYS: readonly KeySpec[] = [
+  { key: 'name', field: 'name', type: { kind: 'string' }, doc: 'A name for this listener: with systemd socket activation, the FileDescriptorName= of the socket it takes over.' },
+  { key: 'status_path', field: 'statusPath', type: { kind: 'url-path' }, doc: "Answer requests for this path (e.g. /status) with fcgi-pm's status page (PHP-FPM compatible; ?json, ?full, ?html, ?openmetrics), even when every worker is busy." },
+  { key: 'ping_path', field: 'pingPath', type: { kind: 'url-path' }, doc: 'Answer requests for this path (e.g. /ping) with ping_response, without asking a worker.' },
+  { key: 'ping_response', field: 'pingResponse', type: { kind: 'string' }, default: 'pong', doc: 'Body of the ping_path answer.' },
+  { key: 'status_allow', field: 'statusAllow', type: { kind: 'allow-list' }, default: ['127.0.0.0/8', '::1', 'unix', 'local'], doc: 'Clients (REMOTE_ADDR) that may read status_path and ping_path: CIDR blocks, addresses, unix (Unix-socket clients), local (no REMOTE_ADDR: a FastCGI client talking to fcgi-pm directly), all; others get 403.' },
+];
+
+const OPERATIONS_LOG_KEYS: readonly KeySpec[] = [
+  { key: 'file', field: 'file', type: { kind: 'path' }, defaultText: '(stdout)', doc: 'Write the log to this file (appending); reopened on SIGUSR1 so logrotate can move it.' },
+  { key: 'access_file', field: 'accessFile', type: { kind: 'path' }, defaultText: '(the main log)', doc: 'Write access-log lines to this file instead of the main log; reopened on SIGUSR1.' },
+  { key: 'access_format', field: 'accessFormat', type: { kind: 'access-format' }, default: 'json', doc: 'json (one JSON object per request), fpm (PHP-FPM\'s common format) or a %-format such as "%R %t \\"%m %U\\" %s %{milli}d"; letters in docs/operations.md.' },
+];
+
+const OPERATIONS_TOP_KEYS: readonly KeySpec[] = [
+  { key: 'control_socket', field: 'controlSocket', type: { kind: 'path-or-off' }, defaultText: '(runtime_dir/control.sock, else /run/fcgi-pm/control.sock as root)', doc: 'Unix socket for fcgi-pm status, reload, stop and workers; "off" disables it.' },
+  { key: 'control_socket_mode', field: 'controlSocketMode', type: { kind: 'mode' }, default: '0600', doc: 'File mode of the control socket: who may read status, reload and stop the daemon.' },
+];
+
 export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'protocol', field: 'protocol', type: { kind: 'enum', values: ['fastcgi', 'scgi', 'http'] }, required: true, doc: 'Protocol the front-end web server speaks to this listener.' },
   { key: 'address', field: 'address', type: { kind: 'address' }, required: true, doc: 'Where to listen: "127.0.0.1:9000", "[::1]:9000", ":9000" (all interfaces) or "unix:/path.sock".' },
@@ -54,6 +103,7 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'idle_timeout', field: 'idleTimeout', type: positiveDuration, default: '60s', doc: 'Close a front-end connection that sends nothing for this long.' },
   { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS).' },
   { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },
+  ...OPERATIONS_LISTENER_KEYS,
 ];
 
 export const POOL_KEYS: readonly KeySpec[] = [
@@ -89,6 +139,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'crash_window', field: 'crashWindow', type: positiveDuration, default: '60s', scope: 'spawned', doc: 'Time window over which crash_limit counts.' },
   { key: 'queue_limit', field: 'queueLimit', type: { kind: 'int', min: 0 }, default: 1024, doc: 'Requests waiting for a free backend or worker; beyond this: 503 (0 = no queue).' },
   { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '30s', doc: 'A request waiting in the queue this long gets 503.' },
+  ...MEMORY_POOL_KEYS,
 ];
 
 export const LIMITS_KEYS: readonly KeySpec[] = [
@@ -101,12 +152,15 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export const LOG_KEYS: readonly KeySpec[] = [
   { key: 'level', field: 'level', type: { kind: 'enum', values: LOG_LEVELS }, default: 'info', doc: 'Least important log level written (--log-level overrides it).' },
   { key: 'access', field: 'access', type: { kind: 'bool' }, default: true, doc: 'Write one access-log line per finished request.' },
+  ...OPERATIONS_LOG_KEYS,
 ];
 
 /** Top-level scalar keys; the sections (listen, pools, limits, log) are handled by schema.ts. */
 export const TOP_KEYS: readonly KeySpec[] = [
   { key: 'shutdown_timeout', field: 'shutdownTimeout', type: anyDuration, default: '30s', doc: 'On SIGTERM/SIGINT, how long running requests may finish before they are cut.' },
   { key: 'runtime_dir', field: 'runtimeDir', type: { kind: 'path' }, defaultText: '(a fresh directory under the OS tmpdir)', doc: 'Directory under which fcgi-pm makes its private 0700 directory for worker sockets (removed on exit).' },
+  ...MEMORY_TOP_KEYS,
+  ...OPERATIONS_TOP_KEYS,
 ];
 
 export const SECTION_KEYS = ['listen', 'pools', 'limits', 'log'] as const;
@@ -151,6 +205,16 @@ export function describeType(t: KeyType): string {
       return 'list of strings';
     case 'mode':
       return 'octal mode';
+    case 'budget':
+      return 'size | percentage | auto';
+    case 'url-path':
+      return 'URL path';
+    case 'allow-list':
+      return 'list of CIDR blocks | unix | local | all';
+    case 'access-format':
+      return 'json | fpm | %-format';
+    case 'path-or-off':
+      return 'path | off';
   }
 }
 
@@ -180,7 +244,7 @@ export const CONFIG_KEYS: readonly KeyDoc[] = [
   ...rows('pools.<name>.', POOL_KEYS),
   { path: 'limits', type: 'mapping', default: '', required: false, description: 'Limits on what a client may send.' },
   ...rows('limits.', LIMITS_KEYS),
-  { path: 'log', type: 'mapping', default: '', required: false, description: 'Logging (JSON lines on stdout).' },
+  { path: 'log', type: 'mapping', default: '', required: false, description: 'Logging (JSON lines on stdout, or to log.file).' },
   ...rows('log.', LOG_KEYS),
   ...rows('', TOP_KEYS),
 ];

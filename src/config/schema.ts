@@ -9,9 +9,10 @@
 import * as nodePath from 'node:path';
 import { ConfigError } from '../errors.js';
 import { parseAddress, type SocketAddress } from '../protocol/address.js';
-import type { Config, ListenerConfig, PoolConfig } from './types.js';
+import type { Config, ListenerConfig, MemoryBudgetSetting, PoolConfig } from './types.js';
 import { LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, SECTION_KEYS, TOP_KEYS, type KeySpec, type KeyType } from './keys.js';
 import { closest, didYouMean } from './suggest.js';
+import { convertOperations } from './operations-keys.js';
 import { formatDuration, formatSize, parseDuration, parseSize, show } from './units.js';
 
 export type KeyPath = ReadonlyArray<string | number>;
@@ -235,7 +236,32 @@ function convert(type: KeyType, v: unknown, path: KeyPath, ctx: Ctx): Converted 
       const mode = parseInt(m[1]!, 8);
       return mode > 0o7777 ? bad(`must be at most "07777", got ${show(v)}`) : mode;
     }
+    case 'budget':
+      return convertBudget(v, bad);
+    case 'url-path':
+    case 'allow-list':
+    case 'access-format':
+    case 'path-or-off':
+      return convertOperations(type.kind, v, bad, ctx.baseDir);
   }
+}
+
+/** memory_budget: "auto", "50%" (of MemTotal) or a size of at least 1 MiB. */
+function convertBudget(v: unknown, bad: (msg: string) => typeof INVALID): MemoryBudgetSetting | typeof INVALID {
+  const hint = 'must be a size such as "512MiB", a percentage of MemTotal such as "50%", or auto';
+  if (typeof v === 'string') {
+    const s = v.trim().toLowerCase();
+    if (s === 'auto') return { kind: 'auto' };
+    const pct = /^(\d+(?:\.\d+)?)\s*%$/.exec(s);
+    if (pct) {
+      const percent = Number(pct[1]);
+      return percent > 0 && percent <= 100 ? { kind: 'percent', percent } : bad(`percentage must be above 0 and at most 100, got ${show(v)}`);
+    }
+  }
+  const bytes = parseSize(v);
+  if (typeof bytes === 'string') return bad(`${hint}, got ${show(v)}`);
+  if (bytes < 1024 * 1024) return bad(`must be at least 1MiB, got ${show(v)}`);
+  return { kind: 'bytes', bytes };
 }
 
 /** Where else a key is valid, for "it belongs in ..." hints. */
@@ -344,6 +370,7 @@ function buildPool(name: string, obj: unknown, ctx: Ctx): PoolConfig {
   } else if (pool.startChildren > pool.maxChildren) {
     ctx.problems.add([...path, 'start_children'], `must be ≤ max_children (${pool.maxChildren}), got ${pool.startChildren}`);
   }
+  checkMemoryKeys(pool, path, s.present, ctx);
   if (pool.maxRequests > 0 && pool.maxRequestsJitter >= pool.maxRequests) {
     ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);
   }
@@ -359,6 +386,21 @@ function buildPool(name: string, obj: unknown, ctx: Ctx): PoolConfig {
     pool.socket = 'fd0';
   }
   return pool;
+}
+
+/** Memory caps that contradict each other, or a pool limit no worker fits in. */
+function checkMemoryKeys(pool: PoolConfig, path: KeyPath, present: ReadonlySet<string>, ctx: Ctx): void {
+  const soft = pool.maxMemory ?? 0;
+  const hard = pool.maxMemoryHard ?? 0;
+  const limit = pool.memoryLimit ?? 0;
+  const expected = pool.expectedWorkerMemory ?? 0;
+  if (soft > 0 && hard > 0 && soft >= hard) {
+    ctx.problems.add([...path, 'max_memory'], `must be less than max_memory_hard (${formatSize(hard)}), got ${formatSize(soft)}; the hard limit would always act first`);
+  }
+  if (limit > 0 && expected > limit) {
+    const key = present.has('expected_worker_memory') ? 'expected_worker_memory' : 'memory_limit';
+    ctx.problems.add([...path, key], `memory_limit (${formatSize(limit)}) is smaller than expected_worker_memory (${formatSize(expected)}): the pool could not start a worker`);
+  }
 }
 
 function buildListener(obj: unknown, i: number, poolNames: readonly string[], ctx: Ctx): ListenerConfig | undefined {
@@ -474,6 +516,10 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     log: log.values as unknown as Config['log'],
     shutdownTimeout: top.values.shutdownTimeout as number,
     runtimeDir: top.values.runtimeDir as string | undefined,
+    memoryBudget: top.values.memoryBudget as MemoryBudgetSetting | undefined,
+    memorySampleInterval: top.values.memorySampleInterval as number,
+    controlSocket: top.values.controlSocket as string | false | undefined,
+    controlSocketMode: top.values.controlSocketMode as number,
   };
 }
 

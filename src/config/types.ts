@@ -22,6 +22,17 @@ export interface ListenerConfig {
   maxConns: number;
   /** Extra or overriding CGI params given to every request from this listener. */
   params: Record<string, string>;
+
+  // Operations (issue 5). Optional so configs built in code may leave them out;
+  // schema.ts always sets pingResponse and statusAllow.
+  /** Matched against systemd's LISTEN_FDNAMES for socket activation. */
+  name?: string | undefined;
+  /** Requests for this path get the status page from the daemon itself. */
+  statusPath?: string | undefined;
+  pingPath?: string | undefined;
+  pingResponse?: string;
+  /** Client rules for status/ping (src/config/cidr.ts); default loopback, unix, local. */
+  statusAllow?: string[];
 }
 
 export type PmMode = 'static' | 'dynamic' | 'ondemand';
@@ -66,7 +77,21 @@ export interface PoolConfig {
   crashWindow: number; // default 60s
   queueLimit: number; // default 1024
   queueTimeout: number; // default 30s
+
+  // Memory governor (issue 4). Optional so configs built in code may leave them out;
+  // schema.ts always sets them. Sizes in bytes, 0 = off.
+  maxMemory?: number;
+  maxMemoryHard?: number;
+  memoryLimit?: number;
+  /** Assumed size of a new worker before any was measured (default 32 MiB). */
+  expectedWorkerMemory?: number;
+  rlimitAs?: number;
+  /** undefined = the top-level memory_sample_interval. */
+  memorySampleInterval?: number | undefined;
 }
+
+/** memory_budget as written: bytes, a percentage of MemTotal, or a share of MemAvailable at start. */
+export type MemoryBudgetSetting = { kind: 'bytes'; bytes: number } | { kind: 'percent'; percent: number } | { kind: 'auto' };
 
 export interface LimitsConfig {
   /** Total bytes of request variables (FastCGI PARAMS / SCGI header). Default 64 KiB. */
@@ -80,9 +105,26 @@ export interface Config {
   listen: ListenerConfig[];
   pools: Map<string, PoolConfig>;
   limits: LimitsConfig;
-  log: { level: string; access: boolean };
+  log: {
+    level: string;
+    access: boolean;
+    /** Log file instead of stdout (issue 5); reopened on SIGUSR1. */
+    file?: string | undefined;
+    /** Access lines to their own file instead of the main log. */
+    accessFile?: string | undefined;
+    /** 'json', 'fpm' or a %-format (src/config/access-format.ts). Default 'json'. */
+    accessFormat?: string;
+  };
   /** How long SIGTERM waits for in-flight requests (default 30s). */
   shutdownTimeout: number;
   /** Private directory for worker sockets (default: a fresh 0700 dir under the OS tmpdir). */
   runtimeDir: string | undefined;
+  /** Host memory budget shared by all pools (undefined = none). */
+  memoryBudget?: MemoryBudgetSetting | undefined;
+  /** How often workers are measured (default 2s). */
+  memorySampleInterval?: number;
+  /** Control socket path; false = off; undefined = the default (src/config/control-path.ts). */
+  controlSocket?: string | false | undefined;
+  /** Default 0o600. */
+  controlSocketMode?: number;
 }

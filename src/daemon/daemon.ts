@@ -14,10 +14,13 @@ import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { PoolDeps } from '../pool/index.js';
 import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
-import { createAccessLogger, type AccessLogger } from '../log/access.js';
+import { createHostGovernor, type HostGovernor } from '../memory/host-governor.js';
+import type { BudgetSnapshot } from '../memory/types.js';
 import type { Logger } from '../log/log.js';
 import { logListener, logPool } from '../log/startup.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
+import { Operations, type OperationsOptions } from './operations.js';
+import type { ReloadReport } from './reload.js';
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -30,11 +33,15 @@ export interface DaemonDeps {
   createPool?: CreatePool;
   /** Defaults to src/frontend's startListener. */
   startListener?: StartListener;
+  /** Operations (issue 5): log files, how a reload reads the config, systemd notifier. */
+  operations?: Partial<Omit<OperationsOptions, 'logger'>>;
 }
 
 export interface StopOptions {
   /** Cut running requests now instead of waiting up to shutdown_timeout. */
   immediate?: boolean;
+  /** How long running requests may finish, instead of shutdown_timeout (fcgi-pm stop --graceful-timeout). */
+  timeoutMs?: number;
 }
 
 export class Daemon {
@@ -47,24 +54,40 @@ export class Daemon {
   private readonly poolMap = new Map<string, Pool>();
   private readonly listenerList: Listener[] = [];
   private privateDir: string | undefined;
-  private accessLog: AccessLogger | undefined;
+  /** The memory governor all pools share (memory_budget, sampling): docs/memory.md. */
+  private governor: HostGovernor | undefined;
   private stopping: Promise<void> | undefined;
   readonly ctx: FrontendContext;
+  /** Status, control socket, reload, access log, systemd (src/daemon/operations.ts). */
+  readonly ops: Operations;
+  /** Set by process.ts: how a stop asked for over the control socket ends the process. */
+  onStopRequest: ((timeoutMs: number | undefined) => void) | undefined;
 
   constructor(config: Config, deps: DaemonDeps) {
     this._config = config;
     this.logger = deps.logger;
     this.createPool = deps.createPool ?? required(poolModule.createPool, 'createPool', 'src/pool/index.ts');
     this.startListener = deps.startListener ?? required(frontend.startListener, 'startListener', 'src/frontend/index.ts');
-    this.accessLog = createAccessLogger(this.logger, config.log.access);
+    this.ops = new Operations({ ...deps.operations, logger: this.logger });
     this.ctx = {
-      getPool: (name) => this.poolMap.get(name),
+      // A pool a reload removed still serves the connections of listeners closing with it.
+      getPool: (name) => this.poolMap.get(name) ?? this.ops.drainingPool(name),
       limits: { maxBytes: config.limits.maxParamsBytes, maxCount: config.limits.maxParamsCount },
       logger: this.logger.child({ component: 'frontend' }),
-      onExchange: (ex: Exchange) => {
-        if (this.accessLog !== undefined) ex.onFinish = this.accessLog;
-      },
+      onExchange: (ex: Exchange) => this.ops.onExchange(ex),
+      localResponder: this.ops.responder,
     };
+    this.ops.attach(this);
+    this.ops.setReloadParts({
+      pools: this.poolMap,
+      listeners: this.listenerList,
+      ctx: this.ctx,
+      makePool: (p) => this.makePool(p),
+      startListener: this.startListener,
+      commit: (next) => {
+        this._config = next;
+      },
+    });
   }
 
   get state(): DaemonState {
@@ -83,6 +106,16 @@ export class Daemon {
     return this.listenerList;
   }
 
+  /** The shared memory governor (set once started). */
+  get memory(): HostGovernor | undefined {
+    return this.governor;
+  }
+
+  /** The host memory budget and what uses it, for status pages. */
+  memorySnapshot(): BudgetSnapshot | undefined {
+    return this.governor?.snapshot();
+  }
+
   /** The private 0700 directory for worker sockets (set while started). */
   get runtimeDir(): string | undefined {
     return this.privateDir;
@@ -99,9 +132,13 @@ export class Daemon {
     const cfg = this._config;
     try {
       this.privateDir = makeRuntimeDir(cfg.runtimeDir);
+      // Early, so a second daemon on the same control_socket stops here.
+      await this.ops.openControl(cfg, { stop: (ms) => this.requestStop(ms) });
+      this.ops.adoptInheritedSockets(cfg);
+      this.governor = createHostGovernor(cfg, this.logger.child({ component: 'memory' }));
       for (const p of cfg.pools.values()) {
         logPool(this.logger, p);
-        this.poolMap.set(p.name, this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir: this.privateDir }));
+        this.poolMap.set(p.name, this.makePool(p));
       }
       await Promise.all([...this.poolMap.values()].map((p) => p.start()));
       for (const l of cfg.listen) {
@@ -121,6 +158,19 @@ export class Daemon {
       { kind: 'ready', listeners: this.listenerList.length, pools: this.poolMap.size, runtime_dir: this.privateDir, config: cfg.source },
       `fcgi-pm ready: ${this.listenerList.length} listener(s), ${this.poolMap.size} pool(s)`,
     );
+    this.ops.ready();
+  }
+
+  private makePool(p: PoolConfig): Pool {
+    const pool = this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir: this.privateDir!, memory: this.governor });
+    this.ops.generations.born(pool);
+    return pool;
+  }
+
+  /** A stop asked for over the control socket (fcgi-pm stop). */
+  private requestStop(timeoutMs: number | undefined): void {
+    if (this.onStopRequest !== undefined) this.onStopRequest(timeoutMs);
+    else void this.stop({ timeoutMs });
   }
 
   /**
@@ -142,23 +192,30 @@ export class Daemon {
       return this.stopping;
     }
     this._state = 'stopping';
-    this.stopping = this.closeAll(immediate ? 0 : this._config.shutdownTimeout).finally(() => {
+    this.ops.stopping();
+    this.stopping = this.closeAll(immediate ? 0 : (opts.timeoutMs ?? this._config.shutdownTimeout)).finally(async () => {
+      this.governor?.dispose();
       this.removePrivateDir();
       this._state = 'stopped';
       this.logger.info({ kind: 'stopped' }, 'fcgi-pm stopped');
+      await this.ops.closeControl();
     });
     return this.stopping;
   }
 
   /**
-   * Seam for reload (SIGHUP), not implemented yet. The plan: start pools that are new
-   * or changed, swap them into the map that ctx.getPool reads (running listeners pick
-   * them up per request), stop replaced pools gracefully, and open/close listeners
-   * whose address changed.
+   * Applies a new config without failing a request (src/daemon/reload.ts): new and
+   * changed pools start, then take over in the map ctx.getPool reads; replaced pools
+   * drain; listeners open, close or change. Rejects, changing nothing, when a new pool
+   * or listener cannot start. Reloads run one at a time.
    */
-  async reload(next: Config): Promise<void> {
-    void next;
-    throw new Error('reload is not implemented yet; restart fcgi-pm to apply a new config');
+  reload(next: Config): Promise<ReloadReport> {
+    return this.ops.reload(next);
+  }
+
+  /** SIGHUP / fcgi-pm reload: re-read the config file, then reload(). Rejects with ConfigError when invalid. */
+  reloadFromSource(): Promise<ReloadReport> {
+    return this.ops.reloadFromSource();
   }
 
   /** For a process 'exit' handler: the only cleanup that must happen even on a crash. */
@@ -173,6 +230,7 @@ export class Daemon {
     this.logFailures(listeners, 'closing a listener failed');
     const pools = await Promise.allSettled([...this.poolMap.values()].map((p) => p.stop(left())));
     this.logFailures(pools, 'stopping a pool failed');
+    await this.ops.closeAll(left());
   }
 
   private logFailures(results: PromiseSettledResult<unknown>[], msg: string): void {

@@ -4,8 +4,12 @@
  *   SIGTERM, SIGINT   graceful stop (up to shutdown_timeout), then exit 0
  *   second SIGINT     immediate stop (running requests are cut), then exit 0
  *   second SIGTERM    ignored: the graceful stop is already under way
- *   SIGHUP            reload is not implemented yet: logged and ignored (the default
- *                     action would kill the daemon)
+ *   SIGHUP            reload: re-read the config file and apply it (src/daemon/reload.ts);
+ *                     an invalid file is logged and the running config stays
+ *   SIGUSR1           reopen log files (logrotate); the handler also keeps Node's
+ *                     default (starting the inspector) from happening
+ *   fcgi-pm stop      (control socket) graceful stop like SIGTERM, optionally with its
+ *                     own timeout, then exit 0
  *   uncaught error    logged; the daemon keeps serving what still works
  */
 import { formatDuration } from '../config/units.js';
@@ -24,13 +28,13 @@ export interface ProcessHooks {
 export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHooks): () => void {
   let signals = 0;
 
-  const stopThenExit = (immediate: boolean): void => {
-    const stopped = daemon.stop({ immediate });
+  const stopThenExit = (immediate: boolean, timeoutMs?: number): void => {
+    const stopped = daemon.stop({ immediate, timeoutMs });
     // Pools bound their own stop by shutdown_timeout + kill_timeout; this is the last resort.
     const watchdog = setTimeout(() => {
       logger.error({ kind: 'shutdown' }, 'shutdown took too long; exiting anyway');
       hooks.exit(1);
-    }, daemon.config.shutdownTimeout + EXIT_GRACE_MS);
+    }, (timeoutMs ?? daemon.config.shutdownTimeout) + EXIT_GRACE_MS);
     watchdog.unref();
     stopped.then(
       () => hooks.exit(0),
@@ -55,7 +59,18 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
     }
   };
   const onHup = (): void => {
-    logger.warn({ kind: 'reload', signal: 'SIGHUP' }, 'SIGHUP: reload is not supported yet; restart fcgi-pm to apply a new config');
+    if (signals > 0) return; // stopping
+    logger.info({ kind: 'reload', signal: 'SIGHUP' }, 'SIGHUP: reloading the config');
+    // Failures are logged (with every config problem) by the reload itself.
+    daemon.reloadFromSource().catch(() => undefined);
+  };
+  const onUsr1 = (): void => daemon.ops.reopenLogs();
+  daemon.onStopRequest = (timeoutMs) => {
+    if (signals > 0) return;
+    signals++;
+    const within = formatDuration(timeoutMs ?? daemon.config.shutdownTimeout);
+    logger.info({ kind: 'shutdown', via: 'control', timeout_ms: timeoutMs ?? daemon.config.shutdownTimeout }, `stop requested (fcgi-pm stop): stopping gracefully, running requests have up to ${within}`);
+    stopThenExit(false, timeoutMs);
   };
   const onUncaught = (err: Error): void => {
     logger.error({ err, kind: 'uncaught' }, 'uncaught exception; still serving');
@@ -68,6 +83,7 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   process.on('SIGHUP', onHup);
+  process.on('SIGUSR1', onUsr1);
   process.on('uncaughtException', onUncaught);
   process.on('unhandledRejection', onRejection);
   process.on('exit', onExit);
@@ -75,6 +91,8 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
     process.off('SIGHUP', onHup);
+    process.off('SIGUSR1', onUsr1);
+    daemon.onStopRequest = undefined;
     process.off('uncaughtException', onUncaught);
     process.off('unhandledRejection', onRejection);
     process.off('exit', onExit);

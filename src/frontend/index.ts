@@ -20,6 +20,11 @@ export interface FrontendContext {
   logger: Logger;
   /** Called for every new exchange before dispatch (the daemon sets ex.onFinish for the access log). */
   onExchange(ex: Exchange): void;
+  /**
+   * Answers a listener's status_path / ping_path requests itself (src/control); true when
+   * it took the exchange. Consulted only for listeners that set one of those paths.
+   */
+  localResponder?: { respond(cfg: ListenerConfig, ex: Exchange): boolean } | undefined;
 }
 
 export interface Listener {

@@ -26,14 +26,27 @@ export interface ListenOptions {
   maxConns?: number | undefined;
 }
 
+/** Listening fds handed over by systemd (socket activation, src/daemon/socket-activation.ts), by address text. */
+const adopted = new Map<string, number>();
+
+/** The next listenOn for `address` takes over `fd` (already bound and listening) instead of binding. */
+export function adoptListeningFd(address: SocketAddress, fd: number): void {
+  adopted.set(address.text, fd);
+}
+
 /** Binds `server` (net.Server or http.Server) and resolves with the bound address as text. */
 export async function listenOn(server: Server, address: SocketAddress, opts: ListenOptions = {}): Promise<string> {
   if (opts.maxConns !== undefined && opts.maxConns > 0) server.maxConnections = opts.maxConns;
+  const fd = adopted.get(address.text);
+  if (fd !== undefined) {
+    adopted.delete(address.text);
+    // Mode and stale-socket handling were systemd's (SocketMode=); the socket is live.
+    await bind(server, `${address.text} (fd ${fd} from systemd)`, () => server.listen({ fd }));
+    return address.kind === 'tcp' ? tcpText(server, address) : address.text;
+  }
   if (address.kind === 'tcp') {
     await bind(server, address.text, () => server.listen({ host: address.host, port: address.port }));
-    const a = server.address();
-    if (a === null || typeof a === 'string') return address.text;
-    return a.family === 'IPv6' || a.address.includes(':') ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
+    return tcpText(server, address);
   }
   const path = address.path;
   await clearStaleSocket(path);
@@ -47,6 +60,12 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
     }
   }
   return address.text;
+}
+
+function tcpText(server: Server, address: SocketAddress): string {
+  const a = server.address();
+  if (a === null || typeof a === 'string') return address.text;
+  return a.family === 'IPv6' || a.address.includes(':') ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
 }
 
 function bind(server: Server, text: string, start: () => void): Promise<void> {

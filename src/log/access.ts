@@ -2,8 +2,16 @@
  * The access log: one line per finished request, at info level on a child logger
  * bound to {kind: 'access'}. The daemon sets the same function as every exchange's
  * onFinish, so there is no closure per request.
+ *
+ * createAccessLog (issue 5) adds the choices: JSON fields or a PHP-FPM-like %-format
+ * (src/log/access-format.ts), in the main log or in its own file (log.access_file), and
+ * a request that ran past its pool's slow_request is logged at warn with `slow: true`
+ * (or %S), so slow requests can be found in the access log too.
  */
+import { pino, type DestinationStream } from 'pino';
+import { FPM_ACCESS_FORMAT } from '../config/access-format.js';
 import type { Exchange } from '../protocol/exchange.js';
+import { compileAccessFormat, type LineEnv, type LineFacts } from './access-format.js';
 import type { Logger } from './log.js';
 
 export type AccessLogger = (ex: Exchange) => void;
@@ -54,5 +62,73 @@ export function createAccessLogger(logger: Logger, enabled: boolean): AccessLogg
   return (ex: Exchange) => {
     const f = accessFields(ex, performance.now());
     log.info(f, `${f.method} ${f.uri} ${f.status}`);
+  };
+}
+
+export interface AccessLogOptions {
+  /** The main logger: JSON access lines go here when there is no access file. */
+  logger: Logger;
+  enabled: boolean;
+  /** 'json' (default), 'fpm' or a %-format. */
+  format?: string | undefined;
+  /** log.access_file's stream: lines go there instead of the main log. */
+  file?: DestinationStream | undefined;
+  /** The pool's slow_request in ms (0 = off), by pool name. */
+  slowMs?: ((pool: string | undefined) => number) | undefined;
+  workerFigures?: LineEnv['workerFigures'];
+}
+
+/**
+ * Returns the function to set as ex.onFinish, or undefined when there is nothing to
+ * write (access logging off, or JSON into a main log with info disabled).
+ */
+export function createAccessLog(opts: AccessLogOptions): AccessLogger | undefined {
+  if (!opts.enabled) return undefined;
+  const format = opts.format === undefined || opts.format === 'json' ? 'json' : opts.format === 'fpm' ? FPM_ACCESS_FORMAT : opts.format;
+  const slowMs = opts.slowMs ?? (() => 0);
+  // A file gets its own pino instance so its lines keep the JSON shape of the main log.
+  const log = opts.file !== undefined
+    ? pino({ level: 'info', base: { pid: process.pid, kind: 'access' }, timestamp: pino.stdTimeFunctions.isoTime }, opts.file)
+    : opts.logger.child({ kind: 'access' });
+  if (format === 'json') {
+    if (!log.isLevelEnabled('info')) return undefined;
+    return (ex: Exchange) => {
+      const now = performance.now();
+      const f = accessFields(ex, now);
+      const limit = slowMs(ex.pool);
+      if (limit > 0 && now - ex.startedAt >= limit) {
+        f.slow = true;
+        log.warn(f, `slow request: ${f.method} ${f.uri} ${f.status} took ${f.ms} ms (slow_request ${limit} ms)`);
+      } else {
+        log.info(f, `${f.method} ${f.uri} ${f.status}`);
+      }
+    };
+  }
+  const line = compileAccessFormat(format, { daemonPid: process.pid, workerFigures: opts.workerFigures });
+  const facts = (ex: Exchange): LineFacts => {
+    const now = performance.now();
+    const endEpoch = Date.now();
+    const durationMs = now - ex.startedAt;
+    const limit = slowMs(ex.pool);
+    return {
+      ex,
+      startEpoch: endEpoch - durationMs,
+      endEpoch,
+      durationMs,
+      status: ex.status || (ex.state === 'aborted' ? STATUS_CLIENT_CLOSED : 0),
+      slow: limit > 0 && durationMs >= limit,
+    };
+  };
+  const file = opts.file;
+  if (file !== undefined) {
+    return (ex: Exchange) => {
+      file.write(line(facts(ex)) + '\n');
+    };
+  }
+  if (!log.isLevelEnabled('info')) return undefined;
+  return (ex: Exchange) => {
+    const f = facts(ex);
+    if (f.slow) log.warn({ slow: true }, line(f));
+    else log.info(line(f));
   };
 }

@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
+import { DEFAULT_SAMPLE_INTERVAL, HostGovernor } from '../memory/host-governor.js';
 import { createEndpoint } from '../upstream/endpoint.js';
 import type { WorkerFactory } from '../worker/types.js';
 import { spawnWorker } from '../worker/worker.js';
@@ -12,6 +13,7 @@ import { systemClock, type Clock } from './clock.js';
 import { ExternalPool, type EndpointFactory } from './external-pool.js';
 import { SpawnedPool } from './spawned-pool.js';
 import type { Pool } from './types.js';
+import { limitAddressSpace } from './rlimit.js';
 import { buildWorkerSpec } from './worker-spec.js';
 
 export interface PoolDeps {
@@ -26,10 +28,17 @@ export interface PoolDeps {
   clock?: Clock;
   /** [0, 1) for max_requests_jitter; defaults to Math.random. */
   random?: () => number;
+  /**
+   * The daemon's memory governor, shared by all pools (memory_budget). Without one a
+   * spawned pool gets its own, with no budget: its workers are still sampled and
+   * max_memory, max_memory_hard and memory_limit still apply.
+   */
+  memory?: HostGovernor;
 }
 
 export type { Pool, PoolSnapshot, WorkerSnapshot } from './types.js';
 export type { Clock } from './clock.js';
+export type { HostGovernor } from '../memory/host-governor.js';
 export type { EndpointFactory } from './external-pool.js';
 
 export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
@@ -41,13 +50,17 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
   if (cfg.command === undefined || cfg.command.length === 0) {
     return new ExternalPool(cfg, logger, clock, endpointFactory);
   }
+  const spec = buildWorkerSpec(cfg, deps.runtimeDir);
+  if ((cfg.rlimitAs ?? 0) > 0) spec.command = limitAddressSpace(spec, cfg.rlimitAs!);
+  const memory = deps.memory ?? new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, clock, disposeWhenEmpty: true });
   return new SpawnedPool(cfg, {
     logger,
     clock,
-    spec: buildWorkerSpec(cfg, deps.runtimeDir),
+    spec,
     workerFactory: deps.workerFactory ?? spawnWorker,
     workerLogger: deps.logger,
     endpointFactory,
     random: deps.random ?? Math.random,
+    memory,
   });
 }

@@ -53,7 +53,7 @@ export abstract class PoolBase implements Pool {
   /** Refuses new requests for a pool-specific reason (a failing pool), or undefined. */
   protected abstract refusal(): ProxyError | undefined;
   /** After the drain: stop workers / close connections; resolves when everything is gone. */
-  protected abstract shutdown(): Promise<void>;
+  protected abstract shutdown(reason: 'shutdown' | 'reload'): Promise<void>;
   protected abstract fillSnapshot(s: PoolSnapshot): void;
   /** Targets being started that will each take a queued request: they do not use up queue_limit. */
   protected starting(): number {
@@ -86,8 +86,8 @@ export abstract class PoolBase implements Pool {
     this.onQueued();
   }
 
-  stop(timeoutMs: number): Promise<void> {
-    this.stopping ??= this.runStop(timeoutMs);
+  stop(timeoutMs: number, reason: 'shutdown' | 'reload' = 'shutdown'): Promise<void> {
+    this.stopping ??= this.runStop(timeoutMs, reason);
     return this.stopping;
   }
 
@@ -113,6 +113,8 @@ export abstract class PoolBase implements Pool {
       crashes: st.crashes,
       recycles: { ...st.recycles },
       slowRequests: st.slowRequests,
+      queueWait: this.queue.waits(),
+      spawnLatency: st.spawns.count > 0 ? { ...st.spawns } : undefined,
     };
     this.fillSnapshot(s);
     return s;
@@ -206,7 +208,7 @@ export abstract class PoolBase implements Pool {
     );
   }
 
-  private async runStop(timeoutMs: number): Promise<void> {
+  private async runStop(timeoutMs: number, reason: 'shutdown' | 'reload'): Promise<void> {
     if (this.state === 'running') this.state = 'stopping';
     this.log.info({ queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name} stopping`);
     if (this.queue.length > 0 || this.stats.active > 0) {
@@ -226,7 +228,7 @@ export abstract class PoolBase implements Pool {
       this.log.warn({ queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name}: requests still unfinished after the shutdown timeout; cutting them`);
     }
     this.rejectQueued('shuttingDown', new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
-    await this.shutdown();
+    await this.shutdown(reason);
     this.queue.dispose();
     this.state = 'stopped';
     this.log.info({ completed: this.stats.completed }, `pool ${this.name} stopped`);

@@ -29,6 +29,10 @@ export class RequestQueue {
   private readonly clock: Clock;
   /** High-water mark, for status. */
   maxLength = 0;
+  /** Requests that left the queue for a target, and how long they waited (status). */
+  private waitCount = 0;
+  private waitTotalMs = 0;
+  private waitMaxMs = 0;
 
   constructor(clock: Clock, limit: number, timeoutMs: number, events: QueueEvents) {
     this.clock = clock;
@@ -68,7 +72,16 @@ export class RequestQueue {
     const n = this.list.shift();
     if (!n) return undefined;
     n.item.onAbort = undefined;
+    const waited = this.clock.now() - n.addedAt;
+    this.waitCount++;
+    this.waitTotalMs += waited;
+    if (waited > this.waitMaxMs) this.waitMaxMs = waited;
     return n.item;
+  }
+
+  /** Waits of requests taken from the queue so far (undefined before the first). */
+  waits(): { count: number; totalMs: number; maxMs: number } | undefined {
+    return this.waitCount === 0 ? undefined : { count: this.waitCount, totalMs: Math.round(this.waitTotalMs * 1000) / 1000, maxMs: Math.round(this.waitMaxMs * 1000) / 1000 };
   }
 
   /** Milliseconds the head has waited, 0 when empty. */

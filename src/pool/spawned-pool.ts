@@ -19,18 +19,20 @@ import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
-import type { Endpoint, UpstreamOptions, UpstreamOutcome } from '../upstream/types.js';
+import type { HostGovernor } from '../memory/host-governor.js';
+import type { UpstreamOptions, UpstreamOutcome } from '../upstream/types.js';
 import type { ExitVerdict } from '../worker/exit-policy.js';
-import type { ManagedWorker, RetireReason, WorkerExit, WorkerFactory, WorkerSpawnFailure, WorkerSpec } from '../worker/types.js';
+import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../worker/types.js';
 import { OneTimer, type Clock } from './clock.js';
 import { CrashGuard } from './crash-guard.js';
 import type { EndpointFactory } from './external-pool.js';
+import { killChildNow } from './hard-kill.js';
 import { PoolBase } from './pool-base.js';
-import { RequestNodes, RequestTimer } from './request-timer.js';
-import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
+import { PoolMemory } from './pool-memory.js';
+import { RequestTimer } from './request-timer.js';
+import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound } from './scaling.js';
+import { countWorkers, exitText, scriptOf, Slot, workerSnapshot, type FailedOutcome } from './slot.js';
 import type { PoolSnapshot } from './types.js';
-
-type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
 
 /**
  * A failure that may mean the worker is dying (connection closed, connect refused) waits
@@ -49,57 +51,8 @@ export interface SpawnedPoolDeps {
   endpointFactory: EndpointFactory;
   /** [0, 1), for max_requests_jitter. */
   random: () => number;
-}
-
-class Slot {
-  readonly worker: ManagedWorker;
-  /** Monotonic ms it was spawned. */
-  readonly spawnedAt: number;
-  readonly maxRequests: number;
-  readonly timerNodes: RequestNodes<Slot>;
-  /** The endpoint's callback, made once per worker rather than per request. */
-  readonly done: (o: UpstreamOutcome) => void;
-  log: Logger;
-  endpoint: Endpoint | undefined;
-  ready = false;
-  /** Tried while the pool is failing: its readiness ends the failing state. */
-  probe = false;
-  inIdle = false;
-  idleSince = 0;
-  current: Exchange | undefined;
-  busySince = 0;
-  /** A failure waiting for the exit event (EXIT_GRACE_MS). */
-  held: FailedOutcome | undefined;
-  heldTimer: unknown;
-  exit: WorkerExit | undefined;
-  /** Waits for the endpoint's report after the worker exited under a request. */
-  exitTimer: unknown;
-  spawnFailure: WorkerSpawnFailure | undefined;
-  /** Resolves start()'s wait for this worker (ready or gone). */
-  settle: (() => void) | undefined;
-
-  constructor(pool: SpawnedPool, worker: ManagedWorker, now: number, maxRequests: number, log: Logger) {
-    this.worker = worker;
-    this.spawnedAt = now;
-    this.maxRequests = maxRequests;
-    this.log = log;
-    this.timerNodes = new RequestNodes<Slot>(this);
-    this.done = (o) => pool.onOutcome(this, o);
-  }
-
-  get pid(): number | undefined {
-    return this.worker.pid;
-  }
-}
-
-function scriptOf(ex: Exchange): string {
-  return ex.params.get('SCRIPT_FILENAME') ?? ex.params.get('SCRIPT_NAME') ?? ex.params.get('REQUEST_URI') ?? '';
-}
-
-function exitText(exit: WorkerExit): string {
-  if (exit.signal !== null) return `was killed by ${exit.signal}`;
-  if (exit.code !== null) return `exited with code ${exit.code}`;
-  return 'could not be started';
+  /** The daemon's memory governor; without it no sampling, caps or budget (unit tests). */
+  memory?: HostGovernor;
 }
 
 export class SpawnedPool extends PoolBase {
@@ -126,6 +79,8 @@ export class SpawnedPool extends PoolBase {
   /** How long after going idle a worker may first be due to stop (Infinity: never). */
   private readonly firstIdleDue: number;
   private allExited: (() => void) | undefined;
+  private readonly mem: PoolMemory | undefined;
+  private readonly outcome = (slot: Slot, o: UpstreamOutcome): void => this.onOutcome(slot, o);
 
   constructor(cfg: PoolConfig, deps: SpawnedPoolDeps) {
     super(cfg, deps.logger, deps.clock);
@@ -159,13 +114,21 @@ export class SpawnedPool extends PoolBase {
     this.scaleTimer = new OneTimer(clock, () => this.scale());
     const idleTimeout = cfg.idleTimeout > 0 ? cfg.idleTimeout : Infinity;
     this.firstIdleDue = cfg.pm === 'static' ? Infinity : cfg.pm === 'dynamic' ? Math.min(SURPLUS_IDLE_MS, idleTimeout) : idleTimeout;
+    this.mem = deps.memory && new PoolMemory(cfg, deps.memory, {
+      slots: () => this.slots,
+      retire: (slot, reason, fields, msg) => this.retire(slot, reason, { fields, msg }),
+      kill: (slot, fields, msg) => this.killForMemory(slot, fields, msg),
+      scale: () => this.scale(),
+      queued: () => this.queue.length,
+    }, clock, this.log);
   }
 
   async start(): Promise<void> {
-    const n = initialWorkers(this.scaling);
+    const wanted = initialWorkers(this.scaling);
+    const n = this.mem ? this.mem.admit(wanted, 0) : wanted;
     this.log.info(
       { pm: this.cfg.pm, command: this.cfg.command, maxChildren: this.scaling.maxChildren, starting: n },
-      `pool ${this.name} (${this.cfg.pm}) starting ${n} worker(s)`,
+      `pool ${this.name} (${this.cfg.pm}) starting ${n} worker(s)${n < wanted ? ` of ${wanted} (memory)` : ''}`,
     );
     if (n === 0) return;
     const waits: Array<Promise<void>> = [];
@@ -209,12 +172,13 @@ export class SpawnedPool extends PoolBase {
     return 'worker';
   }
 
-  protected async shutdown(): Promise<void> {
+  protected async shutdown(reason: 'shutdown' | 'reload' = 'shutdown'): Promise<void> {
     this.shuttingDown = true;
     this.idleTimer.cancel();
     this.scaleTimer.cancel();
     this.crashes.dispose();
     this.requestTimer.dispose();
+    this.mem?.dispose();
     const exits: Array<Promise<unknown>> = [];
     for (const slot of [...this.slots]) {
       const ex = slot.current;
@@ -225,7 +189,7 @@ export class SpawnedPool extends PoolBase {
         this.requestEnded();
       }
       slot.endpoint?.closeIdle();
-      exits.push(slot.worker.stop('shutdown'));
+      exits.push(slot.worker.stop(reason));
     }
     if (this.slots.size > 0) {
       await new Promise<void>((resolve) => {
@@ -240,17 +204,8 @@ export class SpawnedPool extends PoolBase {
     s.kind = 'spawned';
     s.pm = this.cfg.pm;
     if (this.crashes.failing && this.state === 'running') s.state = 'failing';
-    for (const slot of this.slots) {
-      const w = slot.worker;
-      s.workers.push({
-        pid: w.pid ?? 0,
-        state: w.state,
-        requests: w.requests,
-        startedAt: w.startedAt,
-        lastUsedAt: w.lastUsedAt,
-        current: w.current,
-      });
-    }
+    for (const slot of this.slots) s.workers.push(workerSnapshot(slot));
+    this.mem?.fill(s);
   }
 
   // ---- requests ---------------------------------------------------------------------
@@ -371,7 +326,7 @@ export class SpawnedPool extends PoolBase {
       this.retire(slot, 'max_requests');
     } else if (this.cfg.maxLifetime > 0 && this.clock.now() - slot.spawnedAt >= this.cfg.maxLifetime) {
       this.retire(slot, 'max_lifetime');
-    } else {
+    } else if (this.mem === undefined || !this.mem.afterRequest(slot)) {
       this.free(slot);
       return;
     }
@@ -390,6 +345,7 @@ export class SpawnedPool extends PoolBase {
     slot.inIdle = true;
     this.idle.push(slot);
     if (this.firstIdleDue !== Infinity) this.idleTimer.armAt(now + this.firstIdleDue);
+    this.mem?.wentIdle();
   }
 
   /** Gives requests put back at the head of the queue to idle workers. */
@@ -432,11 +388,29 @@ export class SpawnedPool extends PoolBase {
       { script, uri: ex.params.get('REQUEST_URI'), durationMs: duration, requestTimeout: this.cfg.requestTimeout },
       `request to ${script} ran ${duration} ms, past request_timeout (${this.cfg.requestTimeout} ms): stopping worker ${slot.pid}`,
     );
-    this.detach(slot);
-    this.fail(ex, new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, `request exceeded request_timeout (${this.cfg.requestTimeout} ms) in pool ${this.name}`));
-    this.requestEnded();
-    this.stats.recycled('request_timeout');
-    void slot.worker.stop('request_timeout');
+    this.stopNow(slot, 'request_timeout', new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, `request exceeded request_timeout (${this.cfg.requestTimeout} ms) in pool ${this.name}`));
+  }
+
+  /** max_memory_hard (pool-memory.ts decided and wrote the message): SIGKILL now, its request gets 503. */
+  private killForMemory(slot: Slot, fields: Record<string, unknown>, msg: string): void {
+    slot.log.warn(fields, msg);
+    const hard = this.cfg.maxMemoryHard ?? 0;
+    this.stopNow(slot, 'memory_hard', new ProxyError(ErrorCodes.MEMORY_HARD_LIMIT, 503, `the worker of pool ${this.name} went over max_memory_hard (${hard} bytes) and was stopped`));
+    // The kernel frees its memory only when it is gone: no SIGTERM grace.
+    if (slot.pid !== undefined && slot.exit === undefined) killChildNow(slot.pid);
+  }
+
+  /** Stops a worker at once; a request it runs is answered with `err`. */
+  private stopNow(slot: Slot, reason: RetireReason, err: ProxyError): void {
+    const ex = slot.current;
+    if (ex !== undefined) {
+      this.detach(slot);
+      this.fail(ex, err);
+      this.requestEnded();
+    }
+    this.unidle(slot);
+    this.stats.recycled(reason);
+    void slot.worker.stop(reason);
     this.scale();
   }
 
@@ -458,9 +432,10 @@ export class SpawnedPool extends PoolBase {
     const cfg = this.cfg;
     const maxRequests = cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
     const w = this.deps.workerFactory(this.deps.spec, this.deps.workerLogger, id);
-    const slot = new Slot(this, w, this.clock.now(), maxRequests, this.log);
+    const slot = new Slot(this.outcome, w, this.clock.now(), maxRequests, this.log);
     this.slots.add(slot);
     this.nStarting++;
+    this.mem?.spawned(slot);
     w.on('ready', () => this.onReady(slot));
     w.on('spawnFailed', (f) => (slot.spawnFailure = f));
     w.on('exit', (exit, verdict) => this.onExit(slot, exit, verdict));
@@ -472,6 +447,7 @@ export class SpawnedPool extends PoolBase {
     slot.ready = true;
     this.nStarting--;
     const spawnMs = Math.round(this.clock.now() - slot.spawnedAt);
+    this.stats.spawned(spawnMs);
     slot.log = this.log.child({ pid: w.pid });
     slot.endpoint = this.deps.endpointFactory(w.address, this.upstreamOpts, slot.log);
     slot.log.info({ spawnMs, workers: this.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
@@ -484,32 +460,31 @@ export class SpawnedPool extends PoolBase {
     settle?.();
   }
 
-  /** Retires a worker between requests (busy ones finish first). */
-  private retire(slot: Slot, reason: RetireReason): void {
+  /** Retires a worker between requests (busy ones finish first). `why`: the memory governor's line instead of the usual one. */
+  private retire(slot: Slot, reason: RetireReason, why?: { fields: Record<string, unknown>; msg: string }): void {
     const w = slot.worker;
-    if (slot.inIdle) {
-      const i = this.idle.indexOf(slot);
-      if (i >= 0) this.idle.splice(i, 1);
-      slot.inIdle = false;
-    }
+    this.unidle(slot);
     this.stats.recycled(reason);
-    slot.log.info(
-      { reason, requests: w.requests, uptimeMs: Math.round(this.clock.now() - slot.spawnedAt), workers: this.slots.size },
-      `retiring worker ${w.pid}: ${reason}`,
-    );
+    const fields = { reason, requests: w.requests, uptimeMs: Math.round(this.clock.now() - slot.spawnedAt), workers: this.slots.size };
+    if (why !== undefined) slot.log.info({ ...fields, ...why.fields }, why.msg);
+    else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
     slot.endpoint?.closeIdle();
     w.retire(reason);
+  }
+
+  private unidle(slot: Slot): void {
+    if (!slot.inIdle) return;
+    const i = this.idle.indexOf(slot);
+    if (i >= 0) this.idle.splice(i, 1);
+    slot.inIdle = false;
   }
 
   private onExit(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): void {
     slot.exit = exit;
     this.slots.delete(slot);
     if (!slot.ready) this.nStarting--;
-    if (slot.inIdle) {
-      const i = this.idle.indexOf(slot);
-      if (i >= 0) this.idle.splice(i, 1);
-      slot.inIdle = false;
-    }
+    this.unidle(slot);
+    this.mem?.exited(slot);
     const ex = slot.current;
     if (ex !== undefined) {
       if (slot.held !== undefined) this.endRequest(slot, ex, slot.held);
@@ -587,35 +562,11 @@ export class SpawnedPool extends PoolBase {
 
   // ---- scaling ----------------------------------------------------------------------
 
-  private counts(): WorkerCounts {
-    const c: WorkerCounts = { idle: 0, busy: 0, spawning: 0, retiring: 0, queued: this.queue.length };
-    for (const s of this.slots) {
-      switch (s.worker.state) {
-        case 'spawning':
-          c.spawning++;
-          break;
-        case 'idle':
-          c.idle++;
-          break;
-        case 'busy':
-          c.busy++;
-          break;
-        case 'draining':
-        case 'stopping':
-          c.retiring++;
-          break;
-        case 'exited':
-          break;
-      }
-    }
-    return c;
-  }
-
   /** Spawns what the mode wants now; re-arms itself for rate rounds and crash back-off. */
   private scale(): void {
     if (this.crashes.failing || this.shuttingDown || this.state === 'stopped') return;
     const now = this.clock.now();
-    const c = this.counts();
+    const c = countWorkers(this.slots, this.queue.length);
     // While stopping, only waiting requests justify a new worker.
     const scaling: ScalingConfig = this.state === 'running' ? this.scaling : { ...this.scaling, pm: 'ondemand' };
     const plan = planSpawns(scaling, c, now, this.round);
@@ -638,11 +589,15 @@ export class SpawnedPool extends PoolBase {
       return;
     }
     this.round = plan.round;
-    this.log.info(
-      { spawn: plan.spawn, idle: c.idle, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, maxChildren: this.scaling.maxChildren },
-      `pool ${this.name}: spawning ${plan.spawn} worker(s)`,
-    );
-    for (let i = 0; i < plan.spawn; i++) this.spawn();
+    // Memory may allow fewer; those for waiting requests are retried when memory comes back.
+    const n = this.mem ? this.mem.admit(plan.spawn, Math.min(plan.spawn, c.queued - c.idle - c.spawning)) : plan.spawn;
+    if (n > 0) {
+      this.log.info(
+        { spawn: n, idle: c.idle, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, maxChildren: this.scaling.maxChildren },
+        `pool ${this.name}: spawning ${n} worker(s)`,
+      );
+      for (let i = 0; i < n; i++) this.spawn();
+    }
     if (plan.recheckAt !== undefined) this.scaleTimer.armAt(plan.recheckAt);
   }
 
@@ -668,3 +623,4 @@ export class SpawnedPool extends PoolBase {
     }
   }
 }
+

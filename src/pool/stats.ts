@@ -15,6 +15,8 @@ export class PoolStats {
   crashes = 0;
   recycles: Record<string, number> = {};
   slowRequests = 0;
+  /** Spawn-to-ready times of workers (status: spawn latency). */
+  spawns = { count: 0, totalMs: 0, maxMs: 0 };
 
   started(): void {
     if (++this.active > this.maxActive) this.maxActive = this.active;
@@ -37,6 +39,13 @@ export class PoolStats {
       default:
         this.errors.other++;
     }
+  }
+
+  spawned(ms: number): void {
+    const s = this.spawns;
+    s.count++;
+    s.totalMs += ms;
+    if (ms > s.maxMs) s.maxMs = ms;
   }
 
   recycled(reason: string): void {

@@ -2,6 +2,7 @@
  * What front ends and the daemon see of a pool.
  */
 import type { Exchange } from '../protocol/exchange.js';
+import type { PoolMemoryFigures, WorkerMemoryFigures } from '../memory/types.js';
 
 export interface WorkerSnapshot {
   pid: number;
@@ -11,6 +12,8 @@ export interface WorkerSnapshot {
   lastUsedAt: number; // epoch ms
   /** Current request's SCRIPT_NAME/REQUEST_URI and start, if busy. */
   current: { uri: string; startedAt: number } | undefined;
+  /** Latest memory/CPU sample (spawned pools, once sampled). */
+  memory?: WorkerMemoryFigures;
 }
 
 export interface PoolSnapshot {
@@ -36,6 +39,12 @@ export interface PoolSnapshot {
   crashes: number;
   recycles: Record<string, number>;
   slowRequests: number;
+  /** Spawned pools: measured total, limit, estimate, recommended max_children (docs/memory.md). */
+  memory?: PoolMemoryFigures;
+  /** Time requests waited in the queue before a target took them (status, issue 5). */
+  queueWait?: { count: number; totalMs: number; maxMs: number } | undefined;
+  /** Time from spawn to ready of this pool's workers (status, issue 5). */
+  spawnLatency?: { count: number; totalMs: number; maxMs: number } | undefined;
 }
 
 export interface Pool {
@@ -47,7 +56,8 @@ export interface Pool {
   /**
    * Stops taking requests (new ones get 503 SHUTTING_DOWN), lets queued and running ones
    * finish for up to timeoutMs, then stops every worker (SIGTERM → kill_timeout → SIGKILL).
+   * `reason` is the workers' retire reason: 'reload' when a reload replaced the pool.
    */
-  stop(timeoutMs: number): Promise<void>;
+  stop(timeoutMs: number, reason?: 'shutdown' | 'reload'): Promise<void>;
   snapshot(): PoolSnapshot;
 }

@@ -18,10 +18,11 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
   protocol: true, address: true, pool: true, mode: true, documentRoot: true, index: true, idleTimeout: true, maxConns: true, params: true,
+  name: true, statusPath: true, pingPath: true, pingResponse: true, statusAllow: true,
 };
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };
-const LOG_FIELDS: Record<keyof Config['log'], true> = { level: true, access: true };
-const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'listen' | 'pools' | 'limits' | 'log'>, true> = { shutdownTimeout: true, runtimeDir: true };
+const LOG_FIELDS: Record<keyof Config['log'], true> = { level: true, access: true, file: true, accessFile: true, accessFormat: true };
+const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'listen' | 'pools' | 'limits' | 'log'>, true> = { shutdownTimeout: true, runtimeDir: true, controlSocket: true, controlSocketMode: true };
 
 const camel = (snake: string): string => snake.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 

@@ -46,7 +46,7 @@ test('the documented example loads with the values it spells', (t) => {
   assert.equal(app.maxChildren, 4);
   assert.deepEqual(app.backends, []);
   assert.deepEqual(cfg.limits, { maxParamsBytes: 65_536, maxParamsCount: 1000 });
-  assert.deepEqual(cfg.log, { level: 'info', access: true });
+  assert.deepEqual(cfg.log, { level: 'info', access: true, file: undefined, accessFile: undefined, accessFormat: 'json' });
   assert.equal(cfg.shutdownTimeout, 30_000);
   assert.equal(cfg.runtimeDir, '/run/fcgi-pm');
 });
@@ -219,7 +219,7 @@ test('defaults are applied to everything the file leaves out', (t) => {
   assert.equal(p.queueLimit, 1024);
   assert.equal(p.queueTimeout, 30_000);
   assert.deepEqual(cfg.limits, { maxParamsBytes: 64 * 1024, maxParamsCount: 1000 });
-  assert.deepEqual(cfg.log, { level: 'info', access: true });
+  assert.deepEqual(cfg.log, { level: 'info', access: true, file: undefined, accessFile: undefined, accessFormat: 'json' });
   assert.equal(cfg.shutdownTimeout, 30_000);
   assert.equal(cfg.runtimeDir, undefined);
 });

@@ -1,0 +1,182 @@
+/**
+ * The servers the comparison runs, each with its own config in a private temp dir:
+ * php-fpm (its own config, never the system service), fcgi-pm, spawn-fcgi + php-cgi,
+ * and one nginx in front of them all. Every process is tracked by pid (compare-procs).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { canConnect, sleep, start, stopPid, track, untrack, waitReady, type Started } from './compare-procs.js';
+
+export const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(REPO, 'bin', 'fcgi-pm');
+
+export function findPhpFpm(): string {
+  for (const f of readdirSync('/usr/sbin')) if (/^php-fpm[\d.]*$/.test(f)) return join('/usr/sbin', f);
+  throw new Error('php-fpm is not installed (bench/compare.sh installs it)');
+}
+
+/** The pages: 100 bytes, 8,750 bytes, and one that sleeps 50 ms. */
+export function writePages(doc: string): void {
+  mkdirSync(doc, { recursive: true });
+  writeFileSync(join(doc, 'p100.php'), "<?php echo str_repeat('x', 100);\n");
+  writeFileSync(join(doc, 'p8750.php'), "<?php echo str_repeat('y', 8750);\n");
+  writeFileSync(join(doc, 'sleep50.php'), "<?php usleep(50000); echo 'slept';\n");
+}
+
+export interface Server {
+  name: string;
+  pid: number;
+  /** The FastCGI socket nginx talks to. */
+  sock: string;
+  stop(): Promise<void>;
+}
+
+export interface FpmOptions {
+  pm: 'static' | 'ondemand';
+  workers: number;
+  idleTimeoutS?: number;
+}
+
+export async function startPhpFpm(dir: string, o: FpmOptions): Promise<Server> {
+  mkdirSync(dir, { recursive: true });
+  const sock = join(dir, 'fpm.sock');
+  const conf = `
+[global]
+pid = ${dir}/fpm.pid
+error_log = ${dir}/fpm-error.log
+daemonize = no
+[bench]
+user = ${process.getuid?.() === 0 ? 'root' : ''}
+listen = ${sock}
+pm = ${o.pm}
+pm.max_children = ${o.workers}
+pm.max_requests = 0
+${o.pm === 'ondemand' ? `pm.process_idle_timeout = ${o.idleTimeoutS ?? 1}s` : ''}
+`.replace(/^user = \n/m, '');
+  writeFileSync(join(dir, 'php-fpm.conf'), conf);
+  const args = ['-F', '-y', join(dir, 'php-fpm.conf'), '-p', dir];
+  if (process.getuid?.() === 0) args.push('-R');
+  // SIGQUIT is php-fpm's graceful stop; SIGTERM its fast one. Either stops the workers.
+  const p = start('php-fpm', findPhpFpm(), args, {}, 'SIGTERM');
+  await waitReady('php-fpm', { path: sock }, p);
+  return { name: 'php-fpm', pid: p.pid, sock, stop: () => p.stop() };
+}
+
+export interface FcgiPmOptions {
+  pm: 'static' | 'ondemand';
+  workers: number;
+  httpPort?: number;
+  idleTimeout?: string;
+  queueTimeout?: string;
+  command?: string[];
+  nodeArgs?: string[];
+}
+
+export async function startFcgiPm(dir: string, doc: string, o: FcgiPmOptions): Promise<Server & { httpPort: number | undefined; proc: Started }> {
+  mkdirSync(dir, { recursive: true });
+  const sock = join(dir, 'fcgi-pm.sock');
+  const listen: string[] = [`  - { protocol: fastcgi, address: "unix:${sock}", pool: php }`];
+  if (o.httpPort !== undefined) listen.push(`  - { protocol: http, address: "127.0.0.1:${o.httpPort}", pool: php, document_root: "${doc}" }`);
+  const conf = `listen:
+${listen.join('\n')}
+pools:
+  php:
+    command: ${JSON.stringify(o.command ?? ['/usr/bin/php-cgi'])}
+    pm: ${o.pm}
+    max_children: ${o.workers}
+${o.idleTimeout !== undefined ? `    idle_timeout: ${o.idleTimeout}\n` : ''}${o.queueTimeout !== undefined ? `    queue_timeout: ${o.queueTimeout}\n` : ''}log: { level: warn, access: false }
+runtime_dir: ${dir}
+`;
+  writeFileSync(join(dir, 'fcgi-pm.yaml'), conf);
+  const p = start('fcgi-pm', process.execPath, [...(o.nodeArgs ?? []), BIN, 'run', '-c', join(dir, 'fcgi-pm.yaml')], { cwd: dir });
+  await waitReady('fcgi-pm', { path: sock }, p);
+  if (o.httpPort !== undefined) await waitReady('fcgi-pm http', { port: o.httpPort }, p);
+  return { name: 'fcgi-pm', pid: p.pid, sock, httpPort: o.httpPort, proc: p, stop: () => p.stop(10_000) };
+}
+
+/** spawn-fcgi forks `workers` php-cgi processes on one socket and exits; we track their pids. */
+export async function startSpawnFcgi(dir: string, workers: number): Promise<Server & { pids: number[] }> {
+  mkdirSync(dir, { recursive: true });
+  const sock = join(dir, 'spawn.sock');
+  const out = execFileSync('spawn-fcgi', ['-s', sock, '-M', '0600', '-F', String(workers), '--', '/usr/bin/php-cgi'], {
+    env: { ...process.env, PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const pids = [...out.matchAll(/PID: (\d+)/g)].map((m) => Number(m[1]));
+  for (const pid of pids) track(pid, 'php-cgi (spawn-fcgi)');
+  if (pids.length !== workers) throw new Error(`spawn-fcgi started ${pids.length} of ${workers} processes:\n${out}`);
+  const deadline = Date.now() + 10_000;
+  while (!(await canConnect({ path: sock }))) {
+    if (Date.now() > deadline) throw new Error('spawn-fcgi socket not ready');
+    await sleep(20);
+  }
+  return {
+    name: 'spawn-fcgi',
+    pid: pids[0]!,
+    pids,
+    sock,
+    stop: async () => {
+      await Promise.all(pids.map((pid) => stopPid(pid)));
+    },
+  };
+}
+
+export interface NginxServer {
+  port: number;
+  /** "unix:/path" */
+  upstream: string;
+  keepAlive: boolean;
+}
+
+export async function startNginx(dir: string, doc: string, servers: NginxServer[]): Promise<{ pid: number; stop(): Promise<void> }> {
+  for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
+  const blocks = servers.map((s, i) => {
+    const up = s.keepAlive ? `upstream up${i} { server ${s.upstream}; keepalive 64; }` : '';
+    const pass = s.keepAlive ? `fastcgi_pass up${i}; fastcgi_keep_conn on;` : `fastcgi_pass ${s.upstream};`;
+    return `${up}
+  server {
+    listen 127.0.0.1:${s.port} backlog=4096;
+    root ${doc};
+    location ~ \\.php$ {
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+      ${pass}
+    }
+  }`;
+  });
+  const conf = `${process.getuid?.() === 0 ? 'user root root;' : ''}
+daemon off;
+master_process on;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client_body;
+  fastcgi_temp_path ${dir}/fastcgi;
+  scgi_temp_path ${dir}/scgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  proxy_temp_path ${dir}/proxy;
+  keepalive_requests 1000000;
+  ${blocks.join('\n  ')}
+}
+`;
+  writeFileSync(join(dir, 'nginx.conf'), conf);
+  const p = start('nginx', '/usr/sbin/nginx', ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', join(dir, 'nginx.conf')]);
+  for (const s of servers) await waitReady('nginx', { port: s.port }, p);
+  return { pid: p.pid, stop: () => p.stop() };
+}
+
+export function nginxErrors(dir: string): string {
+  try {
+    return readFileSync(join(dir, 'logs', 'error.log'), 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+export { untrack };

@@ -1,0 +1,561 @@
+/**
+ * Side-by-side benchmark, interleaved so that ratios hold on a noisy machine: every
+ * stack runs the same page at the same concurrency one after the other, round after
+ * round (A B C D, A B C D, ...), with the starting stack rotated each round.
+ *
+ *   bench/compare.sh [--quick] [--rounds N] [--seconds S] [--workers 2,4] [--concurrency 10,50]
+ *                    [--only throughput,cold] [--cold-samples N] [--overload-seconds S] [--out FILE.md] [--json FILE]
+ *
+ * Stacks, at each worker count W:
+ *   fcgipm    nginx → fcgi-pm → php-cgi (nginx keeps FastCGI connections: fastcgi_keep_conn)
+ *   fpm       nginx → php-fpm, pm static, W workers (new connection per request, the usual setup)
+ *   spawn     nginx → spawn-fcgi, W php-cgi processes on one socket
+ *   http      fcgi-pm's own HTTP listener → php-cgi (no nginx)
+ *   fcgipm-nk nginx → fcgi-pm without keep-alive (full runs only)
+ * Then: idle front-end connections and the daemon's memory, an overload run at twice
+ * the measured capacity (fcgi-pm bench --rate), and cold start after scale-to-zero.
+ * The HTTP load comes from wrk (-t1). php-fpm runs with its own config in a temp dir.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect, type Socket } from 'node:net';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { buildReport, type BenchReport } from '../src/bench/report.js';
+import { runBench, type BenchOptions } from '../src/bench/runner.js';
+import { parseTarget } from '../src/bench/target.js';
+import { childPids, cpuSeconds, rssAnon } from '../src/bench/proc-info.js';
+import { listenFd0 } from '../src/worker/socket.js';
+import { sleep, stopAll, track, untrack } from './compare-procs.js';
+import { findPhpFpm, startFcgiPm, startNginx, startPhpFpm, startSpawnFcgi, writePages, nginxErrors, type Server } from './compare-stacks.js';
+import { runWrk, type WrkResult } from './compare-wrk.js';
+
+// ---- options ----
+
+interface Args {
+  quick: boolean;
+  rounds: number;
+  seconds: number;
+  workers: number[];
+  concurrency: number[];
+  out: string | undefined;
+  json: string | undefined;
+  coldSamples: number;
+  overloadSeconds: number;
+  /** Sections to run: throughput (with idle memory and overload) and cold. */
+  only: Set<string>;
+}
+
+function parseArgs(argv: string[]): Args {
+  const get = (name: string): string | undefined => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const quick = argv.includes('--quick');
+  const list = (s: string | undefined, d: number[]): number[] => (s === undefined ? d : s.split(',').map(Number));
+  return {
+    quick,
+    rounds: Number(get('--rounds') ?? (quick ? 2 : 3)),
+    seconds: Number(get('--seconds') ?? (quick ? 2 : 5)),
+    workers: list(get('--workers'), [2, 4]),
+    concurrency: list(get('--concurrency'), [10, 50]),
+    out: get('--out'),
+    json: get('--json'),
+    coldSamples: Number(get('--cold-samples') ?? (quick ? 5 : 9)),
+    overloadSeconds: Number(get('--overload-seconds') ?? (quick ? 8 : 15)),
+    only: new Set((get('--only') ?? 'throughput,cold').split(',')),
+  };
+}
+
+// ---- helpers ----
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+const log = (s: string): void => {
+  process.stderr.write(`${s}\n`);
+};
+
+function machine(): Record<string, string> {
+  const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+  const model = /^model name\s*:\s*(.*)$/m.exec(cpuinfo)?.[1] ?? cpus()[0]?.model ?? 'unknown';
+  const ver = (cmd: string, args: string[], re: RegExp): string => {
+    // Some print their version on stderr, wrk exits 1 after printing it.
+    const r = spawnSync(cmd, args, { encoding: 'utf8' });
+    return re.exec(`${r.stdout ?? ''}${r.stderr ?? ''}`)?.[1] ?? '?';
+  };
+  return {
+    date: new Date().toISOString(),
+    nproc: String(cpus().length),
+    cpu: model,
+    ram: `${(totalmem() / 1024 ** 3).toFixed(1)} GiB`,
+    kernel: readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim(),
+    node: process.version,
+    nginx: ver('/usr/sbin/nginx', ['-v'], /nginx\/([\d.]+)/),
+    php: ver('/usr/bin/php-cgi', ['-v'], /PHP ([\d.]+)/),
+    'php-fpm': ver(findPhpFpm(), ['-v'], /PHP ([\d.]+)/),
+    wrk: ver('wrk', ['-v'], /wrk (\S+)/),
+    load: loadAvg(),
+  };
+}
+
+/** The 1-minute load average: other work on the machine skews absolute numbers (ratios hold better). */
+function loadAvg(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ')[0]!;
+}
+
+// ---- measurements ----
+
+interface Stack {
+  key: string;
+  label: string;
+  url: string;
+  /** fcgi-pm's pid for CPU and memory, when the stack runs through it. */
+  daemonPid: number | undefined;
+}
+
+interface Sample extends WrkResult {
+  workers: number;
+  page: string;
+  concurrency: number;
+  stack: string;
+  round: number;
+  cpuSeconds: number | undefined;
+  rssAnon: number | undefined;
+}
+
+const PAGES = ['p100.php', 'p8750.php', 'sleep50.php'];
+const PAGE_LABEL: Record<string, string> = { 'p100.php': '100 B', 'p8750.php': '8,750 B', 'sleep50.php': 'sleep 50 ms' };
+
+async function measure(stack: Stack, page: string, c: number, seconds: number, wrk: typeof runWrk): Promise<{ r: WrkResult; cpu: number | undefined; anon: number | undefined }> {
+  const pid = stack.daemonPid;
+  const before = pid === undefined ? undefined : cpuSeconds(pid);
+  const r = await wrk(`${stack.url}/${page}`, c, seconds);
+  const after = pid === undefined ? undefined : cpuSeconds(pid);
+  const cpu = before !== undefined && after !== undefined ? after - before : undefined;
+  return { r, cpu, anon: pid === undefined ? undefined : rssAnon(pid) };
+}
+
+interface IdleResult {
+  fresh: number | undefined;
+  afterRuns: number | undefined;
+  withIdle: number | undefined;
+  connections: number;
+}
+
+/** RssAnon of the daemon with `n` idle FastCGI connections open (what nginx's keepalive pool holds). */
+async function idleConnections(pid: number, sock: string, n: number): Promise<{ anon: number | undefined; open: number }> {
+  const socks: Socket[] = [];
+  let open = 0;
+  await Promise.all(
+    Array.from({ length: n }, () =>
+      new Promise<void>((resolve) => {
+        const s = connect(sock);
+        socks.push(s);
+        s.once('connect', () => {
+          open++;
+          resolve();
+        });
+        s.once('error', () => resolve());
+      }),
+    ),
+  );
+  await sleep(1000);
+  const anon = rssAnon(pid);
+  for (const s of socks) s.destroy();
+  return { anon, open };
+}
+
+interface OverloadResult {
+  stack: string;
+  rate: number;
+  report: BenchReport;
+}
+
+async function overload(label: string, url: string, rate: number, seconds: number): Promise<OverloadResult> {
+  const opts: BenchOptions = {
+    target: parseTarget(url),
+    request: { method: 'GET', body: undefined, headers: [], params: [], keepAlive: true },
+    concurrency: 4096,
+    rate,
+    durationMs: seconds * 1000,
+    timeoutMs: 120_000,
+  };
+  const report = buildReport(opts, await runBench(opts));
+  return { stack: label, rate, report };
+}
+
+interface ColdResult {
+  label: string;
+  samplesMs: number[];
+}
+
+/** Bare php-cgi: spawn it on a fresh socket (fd 0, as fcgi-pm does) and time the first reply. */
+async function coldBare(dir: string, doc: string, samples: number): Promise<ColdResult> {
+  const out: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const l = await listenFd0(dir, `bare${i}`);
+    const t0 = performance.now();
+    const child = spawn('/usr/bin/php-cgi', [], {
+      stdio: [l.fd, 'ignore', 'ignore'],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' },
+    });
+    l.handOff();
+    if (child.pid !== undefined) track(child.pid, 'php-cgi (bare)');
+    const r = await firstReply(`fcgi://unix:${l.path}:/p100.php`, doc);
+    out.push(performance.now() - t0);
+    if (r.status['2xx'] !== 1) throw new Error(`bare php-cgi did not answer 200: ${JSON.stringify(r.status)} ${JSON.stringify(r.errors)}`);
+    if (child.pid !== undefined) {
+      child.kill('SIGKILL');
+      untrack(child.pid);
+    }
+    await sleep(200);
+  }
+  return { label: 'bare php-cgi: spawn + first reply', samplesMs: out };
+}
+
+async function firstReply(url: string, doc: string): Promise<BenchReport> {
+  const opts: BenchOptions = {
+    target: parseTarget(url),
+    request: { method: 'GET', body: undefined, headers: [], params: [['DOCUMENT_ROOT', doc]], keepAlive: false },
+    concurrency: 1,
+    requests: 1,
+    timeoutMs: 30_000,
+  };
+  return buildReport(opts, await runBench(opts));
+}
+
+/** A server with zero workers: time the first request, wait for scale-to-zero, repeat. */
+async function coldServer(label: string, server: Server, doc: string, samples: number): Promise<ColdResult> {
+  const out: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const deadline = Date.now() + 20_000;
+    while (childPids(server.pid).length > 0) {
+      if (Date.now() > deadline) throw new Error(`${label}: workers did not go away`);
+      await sleep(50);
+    }
+    const t0 = performance.now();
+    const r = await firstReply(`fcgi://unix:${server.sock}:/p100.php`, doc);
+    out.push(performance.now() - t0);
+    if (r.status['2xx'] !== 1) throw new Error(`${label}: first request not 200: ${JSON.stringify(r.status)} ${JSON.stringify(r.errors)}`);
+  }
+  return { label, samplesMs: out };
+}
+
+// ---- report ----
+
+function f(x: number | undefined, digits = 1): string {
+  return x === undefined || Number.isNaN(x) ? '–' : x.toFixed(digits);
+}
+
+function mib(b: number | undefined): string {
+  return b === undefined ? '–' : `${(b / 1048576).toFixed(1)} MiB`;
+}
+
+interface Summary {
+  workers: number;
+  page: string;
+  concurrency: number;
+  stack: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  cpuUsPerReq: number | undefined;
+  rssAnon: number | undefined;
+}
+
+function summarise(samples: Sample[]): Summary[] {
+  const groups = new Map<string, Sample[]>();
+  for (const s of samples) {
+    const k = `${s.workers}|${s.page}|${s.concurrency}|${s.stack}`;
+    let g = groups.get(k);
+    if (g === undefined) groups.set(k, (g = []));
+    g.push(s);
+  }
+  const out: Summary[] = [];
+  for (const g of groups.values()) {
+    const s0 = g[0]!;
+    let cpu = g.every((s) => s.cpuSeconds !== undefined) ? g.reduce((a, s) => a + s.cpuSeconds!, 0) : undefined;
+    // /proc counts CPU in 10 ms ticks: below 100 ms in all the figure is mostly rounding.
+    if (cpu !== undefined && cpu < 0.1) cpu = undefined;
+    const reqs = g.reduce((a, s) => a + s.requests, 0);
+    const anon = g.map((s) => s.rssAnon).filter((x): x is number => x !== undefined);
+    out.push({
+      workers: s0.workers,
+      page: s0.page,
+      concurrency: s0.concurrency,
+      stack: s0.stack,
+      rps: median(g.map((s) => s.rps)),
+      p50: median(g.map((s) => s.p50Ms)),
+      p99: median(g.map((s) => s.p99Ms)),
+      errors: g.reduce((a, s) => a + s.errors, 0),
+      non2xx: g.reduce((a, s) => a + s.non2xx, 0),
+      cpuUsPerReq: cpu === undefined || reqs === 0 ? undefined : (cpu * 1e6) / reqs,
+      rssAnon: anon.length === 0 ? undefined : Math.max(...anon),
+    });
+  }
+  return out;
+}
+
+function throughputTable(sum: Summary[], stacks: Array<{ key: string; label: string }>, workers: number, conc: number[]): string {
+  const lines: string[] = [];
+  lines.push(`#### ${workers} workers`, '');
+  lines.push('| page | c | stack | req/s | × php-fpm | p50 ms | p99 ms | errors | non-2xx | daemon CPU µs/req | daemon RssAnon |');
+  lines.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const page of PAGES) {
+    for (const c of conc) {
+      const fpm = sum.find((s) => s.workers === workers && s.page === page && s.concurrency === c && s.stack === 'fpm');
+      for (const st of stacks) {
+        const s = sum.find((x) => x.workers === workers && x.page === page && x.concurrency === c && x.stack === st.key);
+        if (s === undefined) continue;
+        const ratio = fpm === undefined ? undefined : s.rps / fpm.rps;
+        lines.push(`| ${PAGE_LABEL[page]} | ${c} | ${st.label} | ${f(s.rps, 0)} | ${f(ratio, 3)} | ${f(s.p50, 2)} | ${f(s.p99, 2)} | ${s.errors} | ${s.non2xx} | ${f(s.cpuUsPerReq, 1)} | ${mib(s.rssAnon)} |`);
+      }
+    }
+  }
+  return lines.join('\n');
+}
+
+interface Target {
+  what: string;
+  goal: string;
+  measured: string;
+  met: boolean | undefined;
+}
+
+function targets(sum: Summary[], idle: IdleResult | undefined, over: OverloadResult[], cold: ColdResult[], workers: number[]): Target[] {
+  const out: Target[] = [];
+  const get = (w: number, page: string, c: number, stack: string): Summary | undefined => sum.find((s) => s.workers === w && s.page === page && s.concurrency === c && s.stack === stack);
+  for (const [page, goal] of [['p100.php', 1.0], ['p8750.php', 1.0], ['sleep50.php', 0.99]] as const) {
+    const ratios = workers.map((w) => {
+      const a = get(w, page, 10, 'fcgipm');
+      const b = get(w, page, 10, 'fpm');
+      return a && b ? a.rps / b.rps : undefined;
+    });
+    const known = ratios.filter((r): r is number => r !== undefined);
+    out.push({
+      what: `throughput, ${PAGE_LABEL[page]}, c=10, nginx→fcgi-pm vs nginx→php-fpm`,
+      goal: `≥ ${goal.toFixed(2)}×`,
+      measured: workers.map((w, i) => `${w} workers ${f(ratios[i], 3)}×`).join(', '),
+      met: known.length === 0 ? undefined : known.every((r) => r >= goal),
+    });
+  }
+  const added = workers.flatMap((w) =>
+    PAGES.map((page) => {
+      const a = get(w, page, 10, 'fcgipm');
+      const b = get(w, page, 10, 'fpm');
+      return a && b ? { w, page, d: a.p99 - b.p99 } : undefined;
+    }),
+  ).filter((x): x is { w: number; page: string; d: number } => x !== undefined);
+  out.push({
+    what: 'p99 added at c=10 (fcgi-pm p99 − php-fpm p99)',
+    goal: '≤ 0.5 ms',
+    measured: added.map((a) => `${a.w}w ${PAGE_LABEL[a.page]} ${a.d >= 0 ? '+' : ''}${a.d.toFixed(2)}`).join('; '),
+    met: added.length === 0 ? undefined : added.every((a) => a.d <= 0.5),
+  });
+  const cpu = sum.filter((s) => s.stack === 'fcgipm' && s.cpuUsPerReq !== undefined && s.page !== 'sleep50.php');
+  const cpuMax = cpu.length === 0 ? undefined : Math.max(...cpu.map((s) => s.cpuUsPerReq!));
+  const cpuMin = cpu.length === 0 ? undefined : Math.min(...cpu.map((s) => s.cpuUsPerReq!));
+  out.push({ what: 'daemon CPU per proxied request (nginx→fcgi-pm, 100 B and 8,750 B pages)', goal: '≤ 15 µs', measured: `${f(cpuMin)}–${f(cpuMax)} µs`, met: cpuMax === undefined ? undefined : cpuMax <= 15 });
+  out.push({
+    what: `daemon anonymous memory with ${idle?.connections ?? 1000} idle front-end connections`,
+    goal: '≤ 16 MB',
+    measured: idle === undefined ? '–' : `${mib(idle.withIdle)} (fresh ${mib(idle.fresh)}, after the runs ${mib(idle.afterRuns)})`,
+    met: idle?.withIdle === undefined ? undefined : idle.withIdle <= 16e6,
+  });
+  const bare = cold.find((c) => c.label.startsWith('bare'));
+  const ours = cold.find((c) => c.label.startsWith('fcgi-pm'));
+  if (bare !== undefined && ours !== undefined) {
+    const d = median(ours.samplesMs) - median(bare.samplesMs);
+    out.push({ what: 'first request after scale-to-zero vs bare php-cgi spawn (medians)', goal: '≤ 3 ms slower', measured: `${d >= 0 ? '+' : ''}${d.toFixed(2)} ms`, met: d <= 3 });
+  }
+  const ov = over.find((o) => o.stack.includes('fcgi-pm'));
+  if (ov !== undefined) {
+    const r = ov.report;
+    const connErrors = r.errors.connect + r.errors.reset + r.errors.closed + r.errors.timeout + r.errors.protocol + r.errors.other + r.errors.client + r.errors.dropped;
+    const others = r.requests.replies - (r.status.codes['200'] ?? 0) - (r.status.codes['503'] ?? 0);
+    out.push({
+      what: 'overload at 2× capacity: connection errors, requests not answered 200/503',
+      goal: '0 and 0',
+      measured: `${connErrors} errors; ${others} other statuses; ${r.status.codes['200'] ?? 0}×200, ${r.status.codes['503'] ?? 0}×503 of ${r.requests.issued}`,
+      met: connErrors === 0 && others === 0 && r.requests.replies === r.requests.issued,
+    });
+  }
+  return out;
+}
+
+function renderAll(a: Args, m: Record<string, string>, sum: Summary[], stacks: Array<{ key: string; label: string }>, idle: IdleResult | undefined, over: OverloadResult[], cold: ColdResult[]): string {
+  const out: string[] = [];
+  out.push(`### Run of ${m.date} (${a.quick ? 'quick' : 'full'}: ${a.rounds} rounds × ${a.seconds} s per cell, wrk -t1)`, '');
+  out.push(`Machine: ${m.nproc} CPUs (${m.cpu}), ${m.ram} RAM, Linux ${m.kernel}; Node ${m.node}, nginx ${m.nginx}, PHP ${m.php} (php-fpm ${m['php-fpm']}), wrk ${m.wrk}. Load average (1 min) ${m.load} at the start, ${loadAvg()} at the end.`, '');
+  out.push('Medians over the rounds; errors and non-2xx are totals. "× php-fpm" is the req/s ratio to nginx → php-fpm (static) with the same workers, page and concurrency.', '');
+  for (const w of a.workers) out.push(throughputTable(sum, stacks, w, a.concurrency), '');
+  out.push('#### Targets', '', '| target | goal | measured | met |', '|---|---|---|---|');
+  for (const t of targets(sum, idle, over, cold, a.workers)) out.push(`| ${t.what} | ${t.goal} | ${t.measured} | ${t.met === undefined ? '–' : t.met ? 'yes' : '**no**'} |`);
+  out.push('');
+  if (over.length > 0) {
+    out.push('#### Overload (open loop, `fcgi-pm bench --rate`, keep-alive, through nginx, sleep 50 ms page)', '');
+    out.push('| stack | rate req/s | issued | 200 | 503 | other status | errors | p50 ms | p99 ms | max ms |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    for (const o of over) {
+      const r = o.report;
+      const c200 = r.status.codes['200'] ?? 0;
+      const c503 = r.status.codes['503'] ?? 0;
+      const errs = Object.entries(r.errors).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ') || '0';
+      out.push(`| ${o.stack} | ${o.rate} | ${r.requests.issued} | ${c200} | ${c503} | ${r.requests.replies - c200 - c503} | ${errs} | ${f(r.latency_ms.reply.p50, 1)} | ${f(r.latency_ms.reply.p99, 1)} | ${f(r.latency_ms.reply.max, 1)} |`);
+    }
+    out.push('');
+  }
+  if (cold.length > 0) {
+    out.push('#### Cold start (first request with zero workers, direct FastCGI, 100 B page)', '');
+    out.push('| what | median ms | min ms | max ms | samples |', '|---|---:|---:|---:|---:|');
+    for (const c of cold) out.push(`| ${c.label} | ${f(median(c.samplesMs), 2)} | ${f(Math.min(...c.samplesMs), 2)} | ${f(Math.max(...c.samplesMs), 2)} | ${c.samplesMs.length} |`);
+    out.push('');
+  }
+  if (idle !== undefined) {
+    out.push(`Daemon anonymous memory (RssAnon): fresh ${mib(idle.fresh)}, after the ${a.workers[0]}-worker runs ${mib(idle.afterRuns)}, with ${idle.connections} idle FastCGI connections open ${mib(idle.withIdle)}.`, '');
+  }
+  return out.join('\n');
+}
+
+// ---- main ----
+
+async function main(): Promise<void> {
+  const a = parseArgs(process.argv.slice(2));
+  const m = machine();
+  const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-compare-'));
+  const doc = join(dir, 'www');
+  writePages(doc);
+  const samples: Sample[] = [];
+  const over: OverloadResult[] = [];
+  const cold: ColdResult[] = [];
+  let idle: IdleResult | undefined;
+  const stackList = [
+    { key: 'fcgipm', label: 'nginx → fcgi-pm → php-cgi' },
+    { key: 'fpm', label: 'nginx → php-fpm (static)' },
+    { key: 'spawn', label: 'nginx → spawn-fcgi php-cgi' },
+    { key: 'http', label: 'fcgi-pm HTTP → php-cgi' },
+    ...(a.quick ? [] : [{ key: 'fcgipm-nk', label: 'nginx → fcgi-pm, no keep-alive' }]),
+  ];
+  const workersRun = a.only.has('throughput') ? a.workers : [];
+  const cells = workersRun.length * PAGES.length * a.concurrency.length * stackList.length * a.rounds;
+  log(`compare: ${cells} wrk runs of ${a.seconds} s, in ${dir}`);
+  let done = 0;
+  try {
+    for (const [wi, w] of workersRun.entries()) {
+      const wdir = join(dir, `w${w}`);
+      const httpPort = await freePort();
+      const fcgipm = await startFcgiPm(join(wdir, 'fcgi-pm'), doc, { pm: 'static', workers: w, httpPort, queueTimeout: '5s' });
+      const freshAnon = rssAnon(fcgipm.pid);
+      const fpm = await startPhpFpm(join(wdir, 'fpm'), { pm: 'static', workers: w });
+      const sp = await startSpawnFcgi(join(wdir, 'spawn'), w);
+      const ports = { fcgipm: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort() };
+      const ngx = await startNginx(join(wdir, 'nginx'), doc, [
+        { port: ports.fcgipm, upstream: `unix:${fcgipm.sock}`, keepAlive: true },
+        { port: ports.fpm, upstream: `unix:${fpm.sock}`, keepAlive: false },
+        { port: ports.spawn, upstream: `unix:${sp.sock}`, keepAlive: false },
+        { port: ports.nk, upstream: `unix:${fcgipm.sock}`, keepAlive: false },
+      ]);
+      const stacks: Stack[] = [
+        { key: 'fcgipm', label: '', url: `http://127.0.0.1:${ports.fcgipm}`, daemonPid: fcgipm.pid },
+        { key: 'fpm', label: '', url: `http://127.0.0.1:${ports.fpm}`, daemonPid: undefined },
+        { key: 'spawn', label: '', url: `http://127.0.0.1:${ports.spawn}`, daemonPid: undefined },
+        { key: 'http', label: '', url: `http://127.0.0.1:${httpPort}`, daemonPid: fcgipm.pid },
+        { key: 'fcgipm-nk', label: '', url: `http://127.0.0.1:${ports.nk}`, daemonPid: fcgipm.pid },
+      ].filter((s) => stackList.some((l) => l.key === s.key));
+      const health = (): string =>
+        [`fcgi-pm ${fcgipm.proc.exited() ? 'EXITED' : 'running'}: ${fcgipm.proc.output().slice(-1500)}`, `nginx error log: ${nginxErrors(join(wdir, 'nginx')).slice(-1500)}`].join('\n');
+      const wrk = async (url: string, c: number, secs: number): Promise<WrkResult> => {
+        try {
+          return await runWrk(url, c, secs);
+        } catch (err) {
+          throw new Error(`${(err as Error).message}\n${health()}`);
+        }
+      };
+      // Warm-up: JIT, opcache, connection pools; not counted.
+      for (const s of stacks) for (const page of PAGES) await wrk(`${s.url}/${page}`, 10, 1);
+      for (let round = 0; round < a.rounds; round++) {
+        for (const page of PAGES) {
+          for (const c of a.concurrency) {
+            for (let i = 0; i < stacks.length; i++) {
+              const s = stacks[(i + round) % stacks.length]!;
+              const { r, cpu, anon } = await measure(s, page, c, a.seconds, wrk);
+              samples.push({ ...r, workers: w, page, concurrency: c, stack: s.key, round, cpuSeconds: cpu, rssAnon: anon });
+              done++;
+              log(`[${done}/${cells}] ${w}w ${page} c=${c} ${s.key}: ${r.rps.toFixed(0)} req/s p50 ${r.p50Ms.toFixed(2)} p99 ${r.p99Ms.toFixed(2)} ms err ${r.errors} non2xx ${r.non2xx}${cpu !== undefined ? ` cpu ${((cpu * 1e6) / Math.max(1, r.requests)).toFixed(1)} µs/req` : ''}`);
+            }
+          }
+        }
+      }
+      if (wi === 0) {
+        const afterRuns = rssAnon(fcgipm.pid);
+        const r = await idleConnections(fcgipm.pid, fcgipm.sock, 1000);
+        idle = { fresh: freshAnon, afterRuns, withIdle: r.anon, connections: r.open };
+        log(`idle connections: ${r.open} open, RssAnon ${mib(r.anon)}`);
+        // Overload: twice what this stack served of the 50 ms page at the highest concurrency.
+        const cap = summarise(samples).find((s) => s.workers === w && s.page === 'sleep50.php' && s.concurrency === Math.max(...a.concurrency) && s.stack === 'fcgipm');
+        if (cap !== undefined) {
+          const rate = Math.round(2 * cap.rps);
+          log(`overload: ${rate} req/s for ${a.overloadSeconds} s (capacity ${cap.rps.toFixed(0)} req/s)`);
+          over.push(await overload('nginx → fcgi-pm (queue_timeout 5s)', `http://127.0.0.1:${ports.fcgipm}/sleep50.php`, rate, a.overloadSeconds));
+          await sleep(1000);
+          over.push(await overload('nginx → php-fpm (static)', `http://127.0.0.1:${ports.fpm}/sleep50.php`, rate, a.overloadSeconds));
+        }
+      }
+      const ngxErr = nginxErrors(join(wdir, 'nginx')).trim();
+      if (ngxErr !== '') log(`nginx error log (${w} workers), last lines:\n${ngxErr.split('\n').slice(-5).join('\n')}`);
+      await ngx.stop();
+      await Promise.all([fcgipm.stop(), fpm.stop(), sp.stop()]);
+    }
+
+    if (a.only.has('cold')) {
+    log('cold start...');
+    const cdir = join(dir, 'cold');
+    mkdirSync(cdir, { recursive: true, mode: 0o700 });
+    cold.push(await coldBare(cdir, doc, a.coldSamples));
+    const ond = await startFcgiPm(join(cdir, 'fcgi-pm'), doc, { pm: 'ondemand', workers: 1, idleTimeout: '1s' });
+    cold.push(await coldServer('fcgi-pm ondemand: first request, zero workers', ond, doc, a.coldSamples));
+    await ond.stop();
+    const fpmOnd = await startPhpFpm(join(cdir, 'fpm'), { pm: 'ondemand', workers: 1, idleTimeoutS: 1 });
+    cold.push(await coldServer('php-fpm ondemand: first request, zero workers', fpmOnd, doc, a.coldSamples));
+    await fpmOnd.stop();
+    }
+  } finally {
+    await stopAll();
+  }
+
+  const sum = summarise(samples);
+  const md = renderAll(a, m, sum, stackList, idle, over, cold);
+  process.stdout.write(`${md}\n`);
+  if (a.out !== undefined) writeFileSync(a.out, `${md}\n`);
+  if (a.json !== undefined) writeFileSync(a.json, `${JSON.stringify({ machine: m, args: a, summary: sum, samples, idle, overload: over, cold }, null, 2)}\n`);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+const stop = (): void => {
+  void stopAll().then(() => process.exit(130));
+};
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);
+main().catch(async (err: unknown) => {
+  process.stderr.write(`compare: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  await stopAll();
+  process.exit(1);
+});

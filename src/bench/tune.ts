@@ -1,0 +1,234 @@
+/**
+ * Pool-size tuning: for each pool size (1, 2, 4, ... workers) start the pool, sweep the
+ * concurrency, measure throughput, latency and memory per worker under load, then
+ * recommend the smallest size at the knee of the throughput curve that fits a memory
+ * budget. How the pool is started is injected (the CLI runs `fcgi-pm run` with a
+ * generated config); the recommendation is a pure function of the measurements.
+ */
+import { buildReport } from './report.js';
+import { runBench, type BenchOptions } from './runner.js';
+import { pollUntil } from './daemon-child.js';
+import { childPids, rss, treeMemory } from './proc-info.js';
+
+export interface PoolUnderTest {
+  /** The daemon's pid; its direct children are the workers. */
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export interface TuneOptions {
+  sizes: number[];
+  /** Concurrency levels to run at a pool size. */
+  concurrencyFor(size: number): number[];
+  stepMs: number;
+  warmupMs: number;
+  /** Target and request; concurrency and duration are set per step. */
+  bench: Pick<BenchOptions, 'target' | 'request' | 'timeoutMs'>;
+  startPool(size: number): Promise<PoolUnderTest>;
+  /** Bytes the pool's workers may use in all. */
+  memoryBudget: number;
+  /** A size within this fraction of the best throughput counts as at the knee (0.05). */
+  tolerance: number;
+  /** How long to wait for all workers of a size to be up (default 30 s). */
+  workerWaitMs?: number;
+  onStep?(step: TuneStep): void;
+  onSize?(size: TuneSize): void;
+}
+
+export interface TuneStep {
+  size: number;
+  concurrency: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  replies: number;
+  errors: number;
+  /** Replies whose status was not 2xx/3xx. */
+  failedStatus: number;
+}
+
+export interface TuneSize {
+  size: number;
+  steps: TuneStep[];
+  /** The step with the highest throughput. */
+  best: TuneStep;
+  /** Workers found running under the daemon. */
+  workers: number;
+  /** Mean memory of one worker (with its descendants), the highest seen under load. */
+  memPerWorker: number;
+  memKind: 'pss' | 'rss';
+  /** The daemon's own resident memory. */
+  daemonRss: number;
+}
+
+export interface Recommendation {
+  size: number;
+  /** Why, in one or two sentences. */
+  reason: string;
+  /** False when nothing fits the memory budget (the smallest size is named anyway). */
+  fits: boolean;
+  bestRps: number;
+  bestSize: number;
+}
+
+export interface TuneResult {
+  sizes: TuneSize[];
+  recommendation: Recommendation | undefined;
+  memoryBudget: number;
+  tolerance: number;
+}
+
+/** 1, 2, 4, ... up to max, with max itself when it is not a power of two. */
+export function doublingSizes(max: number): number[] {
+  const out: number[] = [];
+  for (let n = 1; n < max; n *= 2) out.push(n);
+  out.push(max);
+  return out;
+}
+
+/** A size whose steps mostly failed does not count as reaching any throughput. */
+function usable(s: TuneSize): boolean {
+  const b = s.best;
+  const total = b.replies + b.errors;
+  return total > 0 && (b.errors + b.failedStatus) / total < 0.01;
+}
+
+export function recommend(sizes: TuneSize[], memoryBudget: number, tolerance: number): Recommendation | undefined {
+  const good = sizes.filter(usable);
+  if (good.length === 0) return undefined;
+  const top = good.reduce((a, b) => (b.best.rps > a.best.rps ? b : a));
+  const bestRps = top.best.rps;
+  const mib = (b: number): string => `${(b / 1048576).toFixed(1)} MiB`;
+  const pct = (s: TuneSize): string => `${((s.best.rps / bestRps) * 100).toFixed(1)}%`;
+  const fits = (s: TuneSize): boolean => s.size * s.memPerWorker <= memoryBudget;
+  const sorted = [...good].sort((a, b) => a.size - b.size);
+  const knee = sorted.find((s) => s.best.rps >= (1 - tolerance) * bestRps && fits(s));
+  if (knee !== undefined) {
+    return {
+      size: knee.size,
+      fits: true,
+      bestRps,
+      bestSize: top.size,
+      reason:
+        `${knee.size} worker${knee.size === 1 ? ' reaches' : 's reach'} ${pct(knee)} of the best throughput (${bestRps.toFixed(0)} req/s with ${top.size}), ` +
+        `p99 ${knee.best.p99Ms.toFixed(1)} ms at c=${knee.best.concurrency}; about ${knee.size} × ${mib(knee.memPerWorker)} = ${mib(knee.size * knee.memPerWorker)} of a ${mib(memoryBudget)} budget.`,
+    };
+  }
+  const fitting = sorted.filter(fits);
+  if (fitting.length > 0) {
+    const s = fitting.reduce((a, b) => (b.best.rps > a.best.rps ? b : a));
+    return {
+      size: s.size,
+      fits: true,
+      bestRps,
+      bestSize: top.size,
+      reason: `the memory budget (${mib(memoryBudget)}) holds at most ${s.size} of these workers (${mib(s.memPerWorker)} each); they reach ${pct(s)} of the best throughput (${bestRps.toFixed(0)} req/s with ${top.size}).`,
+    };
+  }
+  const smallest = sorted[0]!;
+  return {
+    size: smallest.size,
+    fits: false,
+    bestRps,
+    bestSize: top.size,
+    reason: `even ${smallest.size} worker${smallest.size === 1 ? '' : 's'} (${mib(smallest.size * smallest.memPerWorker)}) exceed the memory budget of ${mib(memoryBudget)}; raise the budget or make the workers smaller.`,
+  };
+}
+
+/** Mean memory per worker now, or undefined when no worker is found. */
+function sampleWorkers(daemonPid: number): { perWorker: number; kind: 'pss' | 'rss'; workers: number } | undefined {
+  const pids = childPids(daemonPid);
+  let total = 0;
+  let kind: 'pss' | 'rss' = 'pss';
+  let n = 0;
+  for (const pid of pids) {
+    const m = treeMemory(pid);
+    if (m === undefined) continue;
+    total += m.bytes;
+    n++;
+    if (m.kind === 'rss') kind = 'rss';
+  }
+  return n === 0 ? undefined : { perWorker: total / n, kind, workers: n };
+}
+
+export async function runTune(o: TuneOptions): Promise<TuneResult> {
+  const sizes: TuneSize[] = [];
+  for (const size of o.sizes) {
+    const pool = await o.startPool(size);
+    try {
+      // pm static starts them all; wait so the first step does not measure spawning.
+      await pollUntil(() => childPids(pool.pid).length >= size, o.workerWaitMs ?? 30_000);
+      const steps: TuneStep[] = [];
+      let mem: { perWorker: number; kind: 'pss' | 'rss'; workers: number } | undefined;
+      const base = { ...o.bench, request: o.bench.request };
+      if (o.warmupMs > 0) await runBench({ ...base, concurrency: size, durationMs: o.warmupMs });
+      for (const c of o.concurrencyFor(size)) {
+        const opts: BenchOptions = { ...base, concurrency: c, durationMs: o.stepMs };
+        // Memory is sampled in the middle of the step, while the workers are busy.
+        const sampler = setTimeout(() => {
+          const m = sampleWorkers(pool.pid);
+          if (m !== undefined && (mem === undefined || m.perWorker > mem.perWorker)) mem = m;
+        }, o.stepMs / 2);
+        const report = buildReport(opts, await runBench(opts));
+        clearTimeout(sampler);
+        const failedStatus = report.status['1xx'] + report.status['4xx'] + report.status['5xx'];
+        const step: TuneStep = {
+          size,
+          concurrency: c,
+          rps: report.rps,
+          p50Ms: report.latency_ms.reply.p50,
+          p99Ms: report.latency_ms.reply.p99,
+          replies: report.requests.replies,
+          errors: report.requests.errors,
+          failedStatus,
+        };
+        steps.push(step);
+        o.onStep?.(step);
+      }
+      mem ??= sampleWorkers(pool.pid);
+      const best = steps.reduce((a, b) => (b.rps > a.rps ? b : a));
+      const result: TuneSize = {
+        size,
+        steps,
+        best,
+        workers: mem?.workers ?? 0,
+        memPerWorker: mem?.perWorker ?? 0,
+        memKind: mem?.kind ?? 'rss',
+        daemonRss: rss(pool.pid) ?? 0,
+      };
+      sizes.push(result);
+      o.onSize?.(result);
+    } finally {
+      await pool.stop();
+    }
+  }
+  return { sizes, recommendation: recommend(sizes, o.memoryBudget, o.tolerance), memoryBudget: o.memoryBudget, tolerance: o.tolerance };
+}
+
+/** The table and the recommendation as text. */
+export function renderTune(r: TuneResult, poolName: string): string {
+  const lines: string[] = [];
+  const mib = (b: number): string => (b / 1048576).toFixed(1);
+  const kind = r.sizes.some((s) => s.memKind === 'rss') ? 'RSS' : 'PSS';
+  lines.push(`workers  conc     req/s   p50 ms   p99 ms  errors  non-2xx   ${kind} MiB/worker   workers MiB`);
+  for (const s of r.sizes) {
+    s.steps.forEach((st, i) => {
+      const mark = st === s.best ? '*' : ' ';
+      const first = i === 0;
+      lines.push(
+        `${(first ? String(s.size) : '').padStart(7)} ${String(st.concurrency).padStart(5)} ${st.rps.toFixed(0).padStart(9)}${mark} ${st.p50Ms.toFixed(2).padStart(7)} ${st.p99Ms.toFixed(2).padStart(8)} ${String(st.errors).padStart(7)} ${String(st.failedStatus).padStart(8)}` +
+          (first ? `   ${mib(s.memPerWorker).padStart(15)} ${mib(s.memPerWorker * s.size).padStart(13)}` : ''),
+      );
+    });
+  }
+  lines.push('(* the best concurrency for that pool size)');
+  lines.push('');
+  const rec = r.recommendation;
+  if (rec === undefined) {
+    lines.push('No recommendation: every pool size failed most of its requests (see the errors and non-2xx columns).');
+  } else {
+    lines.push(`Recommendation for pool "${poolName}": max_children: ${rec.size}${rec.fits ? '' : '  (does NOT fit the memory budget)'}`);
+    lines.push(`  ${rec.reason}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

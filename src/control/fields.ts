@@ -1,0 +1,146 @@
+/**
+ * Every figure of the status snapshot, defined once: its text title, its PHP-FPM status
+ * page name, its Prometheus metric (name, type, help) and how to read it. The renderers
+ * (text, Prometheus, PHP-FPM text/JSON/HTML) only walk these tables, so a figure added
+ * here appears in every format, and no format spells the list out again (PHP-FPM's weak
+ * spot: its fpm_status.c writes the field list once per format).
+ */
+import type { PoolStatus, StatusSnapshot, WorkerStatus } from './types.js';
+
+export type MetricType = 'counter' | 'gauge' | 'summary';
+
+/** A value, or labelled values (one Prometheus series / one text row each). */
+export type FieldValue = number | string | undefined;
+
+export interface Field<T> {
+  /** Stable id; also the text renderer's row key. */
+  id: string;
+  /** Text renderer label. */
+  title: string;
+  /** Name on the PHP-FPM status page (pool page or per-process block). */
+  fpm?: string;
+  /** Part of PHP-FPM's own list (exporters expect it); others are our additions. */
+  fpmStandard?: boolean;
+  /** Prometheus metric; undefined = not exported (e.g. derivable from others). */
+  metric?: string;
+  type: MetricType;
+  help: string;
+  /** Unit hint for text: 'ms', 'bytes', 'epoch', 'percent'. */
+  unit?: 'ms' | 'bytes' | 'epoch' | 'seconds' | 'percent';
+  value?: (x: T, now: number) => FieldValue;
+  /** Several series under one metric, e.g. rejected{cause}. */
+  labelled?: { label: string; values: (x: T) => Array<[string, number]> };
+  /** Summaries: sum and count (and max, shown in text and as <metric>_max gauge-less extra). */
+  summary?: (x: T) => { count: number; totalMs: number; maxMs: number } | undefined;
+}
+
+const snake = (s: string): string => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+const spaced = (s: string): string => s.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
+
+function entries(o: Record<string, number>): Array<[string, number]> {
+  return Object.entries(o).map(([k, v]) => [snake(k), v]);
+}
+
+const WORKER_STATES = ['spawning', 'idle', 'busy', 'draining', 'stopping'] as const;
+
+/** Per pool. The first fourteen are PHP-FPM's pool page, in its order. */
+export const POOL_FIELDS: ReadonlyArray<Field<PoolStatus>> = [
+  { id: 'pool', title: 'pool', fpm: 'pool', fpmStandard: true, type: 'gauge', help: 'Pool name.', value: (p) => p.name },
+  { id: 'pm', title: 'process manager', fpm: 'process manager', fpmStandard: true, type: 'gauge', help: 'static, dynamic, ondemand or external.', value: (p) => p.pm },
+  { id: 'startTime', title: 'start time', fpm: 'start time', fpmStandard: true, metric: 'fcgipm_pool_start_time_seconds', type: 'gauge', unit: 'epoch', help: 'When the pool was started (or last replaced by a reload), Unix time.', value: (p) => p.startedAt / 1000 },
+  { id: 'startSince', title: 'start since', fpm: 'start since', fpmStandard: true, type: 'gauge', unit: 'seconds', help: 'Seconds since the pool was started.', value: (p, now) => Math.max(0, Math.floor((now - p.startedAt) / 1000)) },
+  { id: 'accepted', title: 'accepted conn', fpm: 'accepted conn', fpmStandard: true, metric: 'fcgipm_requests_accepted_total', type: 'counter', help: 'Requests the pool accepted (served, queued or refused).', value: (p) => p.accepted },
+  { id: 'queueLength', title: 'listen queue', fpm: 'listen queue', fpmStandard: true, metric: 'fcgipm_queue_requests', type: 'gauge', help: 'Requests waiting for a free worker or backend.', value: (p) => p.queue.length },
+  { id: 'queueMax', title: 'max listen queue', fpm: 'max listen queue', fpmStandard: true, metric: 'fcgipm_queue_requests_max', type: 'gauge', help: 'Most requests that waited at once since the pool started.', value: (p) => p.queue.max },
+  { id: 'queueLimit', title: 'listen queue len', fpm: 'listen queue len', fpmStandard: true, metric: 'fcgipm_queue_limit', type: 'gauge', help: 'queue_limit: waiting requests beyond it get 503.', value: (p) => p.queue.limit },
+  { id: 'idle', title: 'idle processes', fpm: 'idle processes', fpmStandard: true, type: 'gauge', help: 'Idle workers.', value: (p) => p.processes.idle },
+  { id: 'active', title: 'active processes', fpm: 'active processes', fpmStandard: true, metric: 'fcgipm_requests_active', type: 'gauge', help: 'Requests running now (one per busy worker in spawned pools).', value: (p) => p.active },
+  { id: 'total', title: 'total processes', fpm: 'total processes', fpmStandard: true, type: 'gauge', help: 'Live workers.', value: (p) => p.processes.total },
+  { id: 'maxActive', title: 'max active processes', fpm: 'max active processes', fpmStandard: true, metric: 'fcgipm_requests_active_max', type: 'gauge', help: 'Most requests running at once since the pool started.', value: (p) => p.maxActive },
+  { id: 'maxChildrenReached', title: 'max children reached', fpm: 'max children reached', fpmStandard: true, metric: 'fcgipm_max_children_reached_total', type: 'counter', help: 'Times the pool reached max_children with requests waiting.', value: (p) => p.maxChildrenReached },
+  { id: 'slowRequests', title: 'slow requests', fpm: 'slow requests', fpmStandard: true, metric: 'fcgipm_slow_requests_total', type: 'counter', help: 'Requests that ran longer than slow_request.', value: (p) => p.slowRequests },
+  // Ours.
+  { id: 'state', title: 'state', fpm: 'state', type: 'gauge', help: 'running, failing (crash limit reached), stopping or stopped.', value: (p) => p.state },
+  { id: 'failing', title: 'failing', metric: 'fcgipm_pool_failing', type: 'gauge', help: '1 while the pool answers 503 because its workers keep crashing.', value: (p) => (p.state === 'failing' ? 1 : 0) },
+  { id: 'maxChildren', title: 'max children', fpm: 'max children', metric: 'fcgipm_max_children', type: 'gauge', help: 'max_children of the pool.', value: (p) => p.maxChildren },
+  { id: 'workers', title: 'workers', metric: 'fcgipm_workers', type: 'gauge', help: 'Live workers by state.', labelled: { label: 'state', values: (p) => WORKER_STATES.map((s) => [s, p.processes[s]]) } },
+  { id: 'completed', title: 'completed requests', fpm: 'completed requests', metric: 'fcgipm_requests_completed_total', type: 'counter', help: 'Requests answered by a backend or worker.', value: (p) => p.completed },
+  { id: 'aborted', title: 'aborted requests', fpm: 'aborted requests', metric: 'fcgipm_requests_aborted_total', type: 'counter', help: 'Requests whose client went away first.', value: (p) => p.aborted },
+  { id: 'rejected', title: 'rejected (503)', fpm: 'rejected', metric: 'fcgipm_requests_rejected_total', type: 'counter', help: 'Requests answered 503 without running, by cause.', labelled: { label: 'cause', values: (p) => entries(p.rejected) } },
+  { id: 'errors', title: 'errors', fpm: 'errors', metric: 'fcgipm_request_errors_total', type: 'counter', help: 'Requests answered 502/504 by kind: unreachable, timeout, crashed, other.', labelled: { label: 'kind', values: (p) => entries(p.errors) } },
+  { id: 'crashes', title: 'worker crashes', fpm: 'worker crashes', metric: 'fcgipm_worker_crashes_total', type: 'counter', help: 'Workers that exited without being asked to.', value: (p) => p.crashes },
+  { id: 'recycles', title: 'worker recycles', fpm: 'recycled', metric: 'fcgipm_worker_recycles_total', type: 'counter', help: 'Workers retired by the manager, by reason.', labelled: { label: 'reason', values: (p) => Object.entries(p.recycles).sort(([a], [b]) => a.localeCompare(b)) } },
+  { id: 'queueOldest', title: 'oldest queued', fpm: 'oldest queued ms', metric: 'fcgipm_queue_oldest_wait_seconds', type: 'gauge', unit: 'ms', help: 'How long the oldest waiting request has waited.', value: (p) => p.queue.oldestWaitMs },
+  { id: 'queueWait', title: 'queue wait', fpm: 'queue wait', metric: 'fcgipm_queue_wait_seconds', type: 'summary', unit: 'ms', help: 'Time requests waited in the queue before a worker or backend took them.', summary: (p) => p.queue.waits },
+  { id: 'spawn', title: 'spawn latency', fpm: 'spawn', metric: 'fcgipm_worker_spawn_seconds', type: 'summary', unit: 'ms', help: 'Time from spawning a worker to its socket accepting.', summary: (p) => p.spawns },
+  { id: 'memoryTotal', title: 'memory', fpm: 'memory', metric: 'fcgipm_pool_memory_bytes', type: 'gauge', unit: 'bytes', help: "Measured memory of the pool's workers (PSS where known, else RSS).", value: (p) => p.memory?.total },
+  { id: 'memoryCommitted', title: 'memory committed', fpm: 'memory committed', metric: 'fcgipm_pool_memory_committed_bytes', type: 'gauge', unit: 'bytes', help: 'Memory the governor counts for the pool (each worker at least the estimate).', value: (p) => p.memory?.committed },
+  { id: 'memoryLimit', title: 'memory limit', fpm: 'memory limit', metric: 'fcgipm_pool_memory_limit_bytes', type: 'gauge', unit: 'bytes', help: 'memory_limit of the pool.', value: (p) => p.memory?.limit },
+  { id: 'memoryEstimate', title: 'worker memory estimate', fpm: 'worker memory estimate', metric: 'fcgipm_pool_worker_memory_estimate_bytes', type: 'gauge', unit: 'bytes', help: 'Expected size of a new worker.', value: (p) => p.memory?.estimate },
+  { id: 'recommendedMaxChildren', title: 'recommended max children', fpm: 'recommended max children', metric: 'fcgipm_pool_recommended_max_children', type: 'gauge', help: 'max_children that fits the memory limit or budget at the measured worker size.', value: (p) => p.memory?.recommendedMaxChildren },
+  { id: 'memoryRefused', title: 'spawns refused for memory', fpm: 'spawns refused for memory', metric: 'fcgipm_memory_refused_spawns_total', type: 'counter', help: 'Worker spawns refused by memory_limit or memory_budget.', value: (p) => p.memory?.refusedSpawns },
+  { id: 'memoryKilled', title: 'workers killed for memory', fpm: 'workers killed for memory', metric: 'fcgipm_memory_hard_kills_total', type: 'counter', help: 'Workers killed at once for going over max_memory_hard.', value: (p) => p.memory?.killed },
+  { id: 'memoryEvicted', title: 'workers evicted for the budget', fpm: 'workers evicted for memory budget', metric: 'fcgipm_memory_evictions_total', type: 'counter', help: "Workers stopped to make room in the host memory budget.", value: (p) => p.memory?.evicted },
+  { id: 'backendActive', title: 'backend requests', metric: 'fcgipm_backend_requests_active', type: 'gauge', help: 'Requests running on each external backend.', labelled: { label: 'backend', values: (p) => p.backends.map((b) => [b.address, b.active]) } },
+  { id: 'backendUp', title: 'backend up', metric: 'fcgipm_backend_up', type: 'gauge', help: '0 while an external backend is marked down.', labelled: { label: 'backend', values: (p) => p.backends.map((b) => [b.address, b.down ? 0 : 1]) } },
+];
+
+/** Per worker: PHP-FPM's ?full per-process block, in its order, then ours. */
+export const WORKER_FIELDS: ReadonlyArray<Field<WorkerStatus>> = [
+  { id: 'pid', title: 'pid', fpm: 'pid', fpmStandard: true, type: 'gauge', help: 'Process id.', value: (w) => w.pid },
+  { id: 'state', title: 'state', fpm: 'state', fpmStandard: true, type: 'gauge', help: 'Idle, Running, Starting or Ending (PHP-FPM names).', value: (w) => fpmState(w) },
+  { id: 'startTime', title: 'start time', fpm: 'start time', fpmStandard: true, type: 'gauge', unit: 'epoch', help: 'When the worker was spawned.', value: (w) => w.startedAt / 1000 },
+  { id: 'startSince', title: 'start since', fpm: 'start since', fpmStandard: true, type: 'gauge', unit: 'seconds', help: 'Seconds since it was spawned.', value: (w, now) => Math.max(0, Math.floor((now - w.startedAt) / 1000)) },
+  { id: 'requests', title: 'requests', fpm: 'requests', fpmStandard: true, type: 'counter', help: 'Requests it was given.', value: (w) => w.requests },
+  { id: 'requestDuration', title: 'request duration', fpm: 'request duration', fpmStandard: true, type: 'gauge', help: 'Microseconds: of the running request so far, else of the last one.', value: (w) => Math.round(((w.request ?? w.last)?.durationMs ?? 0) * 1000) },
+  { id: 'requestMethod', title: 'request method', fpm: 'request method', fpmStandard: true, type: 'gauge', help: 'Method of the running (else last) request.', value: (w) => (w.request ?? w.last)?.method || '-' },
+  { id: 'requestUri', title: 'request URI', fpm: 'request URI', fpmStandard: true, type: 'gauge', help: 'URI of the running (else last) request.', value: (w) => (w.request ?? w.last)?.uri || '-' },
+  { id: 'contentLength', title: 'content length', fpm: 'content length', fpmStandard: true, type: 'gauge', help: 'Request body length of the running (else last) request.', value: (w) => (w.request ?? w.last)?.contentLength ?? 0 },
+  { id: 'user', title: 'user', fpm: 'user', fpmStandard: true, type: 'gauge', help: 'REMOTE_USER of the running (else last) request.', value: (w) => (w.request ?? w.last)?.user || '-' },
+  { id: 'script', title: 'script', fpm: 'script', fpmStandard: true, type: 'gauge', help: 'SCRIPT_FILENAME of the running (else last) request.', value: (w) => (w.request ?? w.last)?.script || '-' },
+  { id: 'cpu', title: 'last request cpu', fpm: 'last request cpu', fpmStandard: true, type: 'gauge', unit: 'percent', help: "The worker's CPU use at its latest sample, percent of one CPU.", value: (w) => w.cpu ?? 0 },
+  { id: 'memory', title: 'last request memory', fpm: 'last request memory', fpmStandard: true, metric: 'fcgipm_worker_memory_bytes', type: 'gauge', unit: 'bytes', help: "The worker's memory at its latest sample (PSS where known, else RSS).", value: (w) => w.memory },
+  // Ours.
+  { id: 'memoryPeak', title: 'memory peak', fpm: 'memory peak', type: 'gauge', unit: 'bytes', help: 'Largest memory sample of the worker.', value: (w) => w.memoryPeak },
+  { id: 'retiring', title: 'retiring', fpm: 'retiring', type: 'gauge', help: 'Why the worker is on its way out, if it is.', value: (w) => w.retiring },
+];
+
+/** PHP-FPM's process state names, which exporters count. */
+export function fpmState(w: WorkerStatus): string {
+  switch (w.state) {
+    case 'idle':
+      return 'Idle';
+    case 'busy':
+    case 'draining':
+      return 'Running';
+    case 'spawning':
+      return 'Starting';
+    default:
+      return 'Ending';
+  }
+}
+
+/** Daemon-wide Prometheus metrics (text and PHP-FPM pages show the daemon differently). */
+export interface DaemonMetric {
+  metric: string;
+  type: MetricType;
+  help: string;
+  samples: (s: StatusSnapshot) => Array<{ labels: Array<[string, string]>; value: number | undefined }>;
+}
+
+const one = (value: number | undefined): Array<{ labels: Array<[string, string]>; value: number | undefined }> => [{ labels: [], value }];
+
+export const DAEMON_METRICS: readonly DaemonMetric[] = [
+  { metric: 'fcgipm_info', type: 'gauge', help: 'Always 1; the labels say which fcgi-pm this is.', samples: (s) => [{ labels: [['version', s.daemon.version], ['pid', String(s.daemon.pid)]], value: 1 }] },
+  { metric: 'fcgipm_start_time_seconds', type: 'gauge', help: 'When fcgi-pm started, Unix time.', samples: (s) => one(s.daemon.startedAt / 1000) },
+  { metric: 'fcgipm_reloads_total', type: 'counter', help: 'Config reloads by result.', samples: (s) => [{ labels: [['result', 'ok']], value: s.daemon.reloads.ok }, { labels: [['result', 'failed']], value: s.daemon.reloads.failed }] },
+  { metric: 'fcgipm_process_resident_memory_bytes', type: 'gauge', help: "fcgi-pm's own resident memory.", samples: (s) => one(s.daemon.rss) },
+  { metric: 'fcgipm_listener_connections', type: 'gauge', help: 'Open front-end connections per listener.', samples: (s) => s.listeners.map((l) => ({ labels: [['listener', l.address], ['protocol', l.protocol], ['pool', l.pool]] as Array<[string, string]>, value: l.connections })) },
+  { metric: 'fcgipm_memory_budget_bytes', type: 'gauge', help: 'memory_budget shared by all pools.', samples: (s) => one(s.memory?.budget) },
+  { metric: 'fcgipm_memory_used_bytes', type: 'gauge', help: 'Measured memory of fcgi-pm and all workers.', samples: (s) => one(s.memory?.used) },
+  { metric: 'fcgipm_memory_committed_bytes', type: 'gauge', help: 'Memory counted against the budget (each worker at least its estimate).', samples: (s) => one(s.memory?.committed) },
+  { metric: 'fcgipm_memory_over_budget_total', type: 'counter', help: 'Times measured memory went over the budget and workers were retired.', samples: (s) => one(s.memory?.overBudget) },
+];
+
+/** For text output: "queueFull" → "queue full". */
+export { spaced as spacedName };

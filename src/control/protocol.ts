@@ -1,0 +1,72 @@
+/**
+ * The control socket's protocol: one JSON object per line each way, a response for each
+ * request, in order. Requests:
+ *   {"cmd":"status"}                      → {"ok":true,"result":<StatusSnapshot>}
+ *   {"cmd":"status","processes":true}     (also samples worker CPU/memory)
+ *   {"cmd":"reload"}                      → {"ok":true,"result":<ReloadReport>}
+ *                                           or {"ok":false,"error":{"code":"ERR_CONFIG_INVALID","message":...,"problems":[...]}}
+ *   {"cmd":"stop","timeout_ms":30000}     → {"ok":true,"result":{"stopping":true}}; the
+ *                                           connection then closes when the daemon exits
+ *   {"cmd":"ping"}                        → {"ok":true,"result":{"pid":123,"version":"..."}}
+ */
+
+export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping';
+
+export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping'];
+
+export interface ControlRequest {
+  cmd: ControlCommand;
+  /** status: sample worker CPU and memory too. */
+  processes?: boolean;
+  /** stop: how long running requests may finish (default shutdown_timeout). */
+  timeout_ms?: number;
+}
+
+export interface ControlError {
+  code?: string | undefined;
+  message: string;
+  /** Config problems, one per line ("file:line: key: message"). */
+  problems?: string[] | undefined;
+}
+
+export type ControlResponse = { ok: true; result: unknown } | { ok: false; error: ControlError };
+
+/** Longest request line accepted; a longer one closes the connection. */
+export const MAX_REQUEST_LINE = 64 * 1024;
+
+/** Splits a byte stream into lines; calls onLine for each complete one. */
+export class LineSplitter {
+  private buf = '';
+
+  constructor(
+    private readonly onLine: (line: string) => void,
+    private readonly limit = Infinity,
+  ) {}
+
+  /** False when the pending line is over the limit. */
+  push(chunk: string): boolean {
+    this.buf += chunk;
+    let i: number;
+    while ((i = this.buf.indexOf('\n')) >= 0) {
+      const line = this.buf.slice(0, i);
+      this.buf = this.buf.slice(i + 1);
+      if (line.trim() !== '') this.onLine(line);
+    }
+    return this.buf.length <= this.limit;
+  }
+}
+
+/** Validates a parsed request line. */
+export function parseRequest(line: string): ControlRequest | string {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return 'request is not JSON';
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'request must be a JSON object';
+  const r = v as Record<string, unknown>;
+  if (typeof r.cmd !== 'string' || !CONTROL_COMMANDS.includes(r.cmd as ControlCommand)) return `unknown command ${JSON.stringify(r.cmd)} (known: ${CONTROL_COMMANDS.join(', ')})`;
+  if (r.timeout_ms !== undefined && (typeof r.timeout_ms !== 'number' || !Number.isFinite(r.timeout_ms) || r.timeout_ms < 0)) return 'timeout_ms must be a number ≥ 0';
+  return { cmd: r.cmd as ControlCommand, processes: r.processes === true, timeout_ms: r.timeout_ms as number | undefined };
+}

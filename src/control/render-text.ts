@@ -1,0 +1,73 @@
+/**
+ * `fcgi-pm status` for a human: the daemon, its listeners, then one block per pool with
+ * every figure of fields.ts (those with a value), and with `full` the worker table.
+ */
+import { formatDuration, formatSize } from '../config/units.js';
+import { POOL_FIELDS, spacedName, type Field } from './fields.js';
+import { renderWorkers } from './render-workers.js';
+import type { PoolStatus, StatusSnapshot } from './types.js';
+
+/** Fields the pool header line already says. */
+const IN_HEADER = new Set(['pool', 'pm', 'startTime', 'startSince', 'state', 'failing']);
+
+function ago(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)}ms` : formatDuration(Math.round(ms / 1000) * 1000);
+}
+
+function show(f: Field<PoolStatus>, v: number | string): string {
+  if (typeof v !== 'number') return v;
+  if (f.unit === 'bytes') return formatSize(v);
+  if (f.unit === 'ms') return `${Math.round(v)} ms`;
+  return String(v);
+}
+
+function poolLines(p: PoolStatus, now: number): string[] {
+  const head = `pool ${p.name}: ${p.kind}${p.kind === 'spawned' ? ` (pm ${p.pm})` : ''}, ${p.state}, up ${ago(now - p.startedAt)}` + (p.generations > 1 ? `, ${p.generations - 1} older generation(s) draining` : '');
+  const out = [head];
+  for (const f of POOL_FIELDS) {
+    if (IN_HEADER.has(f.id)) continue;
+    if (f.summary) {
+      const s = f.summary(p);
+      if (s === undefined) continue;
+      const avg = s.count > 0 ? s.totalMs / s.count : 0;
+      out.push(`  ${f.title}: ${s.count === 0 ? 'none yet' : `avg ${avg.toFixed(1)} ms over ${s.count}, max ${Math.round(s.maxMs)} ms`}`);
+      continue;
+    }
+    if (f.labelled) {
+      const vals = f.labelled.values(p);
+      if (vals.length === 0) continue;
+      out.push(`  ${f.title}: ${vals.map(([k, v]) => `${spacedName(k).replace(/_/g, ' ')} ${v}`).join(', ')}`);
+      continue;
+    }
+    const v = f.value?.(p, now);
+    if (v === undefined) continue;
+    out.push(`  ${f.title}: ${show(f, v)}`);
+  }
+  return out;
+}
+
+export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: string | undefined } = {}): string {
+  const d = s.daemon;
+  const lines: string[] = [];
+  const last = d.reloads.last;
+  const reloads = d.reloads.ok + d.reloads.failed === 0 ? 'no reloads' : `reloads: ${d.reloads.ok} ok, ${d.reloads.failed} failed` + (last ? ` (last ${last.ok ? 'ok' : 'FAILED'} ${ago(d.now - last.at)} ago)` : '');
+  lines.push(`fcgi-pm ${d.version}, pid ${d.pid}, ${d.state}, up ${ago(d.now - d.startedAt)}, ${formatSize(d.rss)} resident`);
+  lines.push(`config ${d.config}; ${reloads}`);
+  if (s.memory !== undefined) {
+    const m = s.memory;
+    const budget = m.budget === undefined ? 'no memory budget' : `memory budget ${formatSize(m.budget)}`;
+    lines.push(`${budget}: used ${formatSize(m.used ?? 0)}, committed ${formatSize(m.committed ?? 0)}${m.available !== undefined ? `, available ${formatSize(m.available)}` : ''} (${m.measure ?? 'rss'})`);
+  }
+  lines.push('listeners:');
+  for (const l of s.listeners) {
+    const extra = [l.statusPath ? `status ${l.statusPath}` : '', l.pingPath ? `ping ${l.pingPath}` : '', l.inherited ? 'from systemd' : ''].filter((x) => x !== '').join(', ');
+    lines.push(`  ${l.protocol} ${l.address} → ${l.pool}, ${l.connections} connection(s)${extra ? ` (${extra})` : ''}`);
+  }
+  for (const p of s.pools) {
+    if (opts.pool !== undefined && p.name !== opts.pool) continue;
+    lines.push('', ...poolLines(p, d.now));
+  }
+  let out = lines.join('\n') + '\n';
+  if (opts.full) out += '\n' + renderWorkers(s, { pool: opts.pool });
+  return out;
+}

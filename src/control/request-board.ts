@@ -1,0 +1,83 @@
+/**
+ * The requests in flight and each worker's last finished request, for the per-process
+ * part of the status page (method, URI, script, content length, user, duration) and the
+ * age of the oldest queued request. The daemon calls add() for every new exchange and
+ * finished() from its shared onFinish: a Set insert and delete per request, no closure.
+ */
+import type { Exchange } from '../protocol/exchange.js';
+import { paramText } from '../log/access-format.js';
+import type { RequestStatus } from './types.js';
+
+export class RequestBoard {
+  private readonly live = new Set<Exchange>();
+  /** By worker pid: its last finished exchange and when it ended (performance.now()). */
+  private readonly last = new Map<number, Exchange>();
+  private readonly lastEnd = new Map<number, number>();
+
+  add(ex: Exchange): void {
+    this.live.add(ex);
+  }
+
+  finished(ex: Exchange): void {
+    this.live.delete(ex);
+    const pid = ex.workerPid;
+    if (pid !== undefined) {
+      this.last.set(pid, ex);
+      this.lastEnd.set(pid, performance.now());
+    }
+  }
+
+  get inFlight(): number {
+    return this.live.size;
+  }
+
+  /** Running requests by worker pid. */
+  runningByPid(): Map<number, Exchange> {
+    const out = new Map<number, Exchange>();
+    for (const ex of this.live) if (ex.workerPid !== undefined && ex.state !== 'aborted') out.set(ex.workerPid, ex);
+    return out;
+  }
+
+  /** Age in ms of the oldest request of `pool` that waits for a worker or backend. */
+  oldestQueuedMs(pool: string, now = performance.now()): number {
+    let oldest = now;
+    for (const ex of this.live) {
+      if (ex.pool === pool && ex.workerPid === undefined && ex.backend === undefined && ex.startedAt < oldest) oldest = ex.startedAt;
+    }
+    return now - oldest;
+  }
+
+  /** The last finished request of a worker, if known. */
+  lastOf(pid: number): { ex: Exchange; endedAt: number } | undefined {
+    const ex = this.last.get(pid);
+    const endedAt = this.lastEnd.get(pid);
+    return ex === undefined || endedAt === undefined ? undefined : { ex, endedAt };
+  }
+
+  /** Forgets workers that are gone (called with the live pids at each snapshot). */
+  prune(alive: ReadonlySet<number>): void {
+    for (const pid of this.last.keys()) {
+      if (!alive.has(pid)) {
+        this.last.delete(pid);
+        this.lastEnd.delete(pid);
+      }
+    }
+  }
+}
+
+/** What the status page shows of one request. `endedAt` (performance.now()) for finished ones. */
+export function requestStatus(ex: Exchange, nowPerf: number, nowEpoch: number, endedAt?: number): RequestStatus {
+  const p = ex.params;
+  const uri = p.get('REQUEST_URI') || (p.get('SCRIPT_NAME') ?? '') + (p.get('QUERY_STRING') ? `?${p.get('QUERY_STRING')}` : '');
+  const len = Number(p.get('CONTENT_LENGTH') ?? 0);
+  return {
+    method: paramText(p.get('REQUEST_METHOD')),
+    uri: paramText(uri),
+    script: paramText(p.get('SCRIPT_FILENAME') ?? p.get('SCRIPT_NAME')),
+    contentLength: Number.isFinite(len) && len > 0 ? len : 0,
+    user: paramText(p.get('REMOTE_USER')),
+    remote: p.get('REMOTE_ADDR') ?? '',
+    startedAt: Math.round(nowEpoch - (nowPerf - ex.startedAt)),
+    durationMs: Math.round(((endedAt ?? nowPerf) - ex.startedAt) * 1000) / 1000,
+  };
+}

@@ -1,0 +1,221 @@
+/**
+ * Takes the status snapshot: once per request for status, from the daemon's pools (all
+ * generations, generations.ts), listeners, in-flight requests (request-board.ts) and
+ * memory governor. Worker CPU and memory come from the governor's samples
+ * (WorkerSnapshot.memory); a worker it has not sampled is read with pidusage when the
+ * per-process view is asked for.
+ */
+import pidusage from 'pidusage';
+import type { PoolConfig } from '../config/types.js';
+import type { Pool, PoolSnapshot, WorkerSnapshot } from '../pool/types.js';
+import type { PoolGenerations, PoolGroup } from './generations.js';
+import { requestStatus, type RequestBoard } from './request-board.js';
+import {
+  SNAPSHOT_FORMAT,
+  type DaemonStatus,
+  type ListenerStatus,
+  type MemoryBudgetView,
+  type PoolMemoryView,
+  type PoolStatus,
+  type StatusSnapshot,
+  type WorkerStatus,
+} from './types.js';
+
+export interface SnapshotSources {
+  version: string;
+  pid: number;
+  startedAt: number;
+  state(): string;
+  configSource(): string;
+  controlSocket(): string | undefined;
+  reloads(): DaemonStatus['reloads'];
+  listeners(): ListenerStatus[];
+  pools(): ReadonlyMap<string, Pool>;
+  poolConfig(name: string): PoolConfig | undefined;
+  generations: PoolGenerations;
+  board: RequestBoard;
+  /** The governor's BudgetSnapshot, when it runs. */
+  memory?: (() => unknown) | undefined;
+}
+
+export interface SnapshotOptions {
+  /** Sample CPU/memory of workers the governor has not measured (per-process views). */
+  processes?: boolean;
+}
+
+interface WorkerMemoryLike {
+  pss?: number | undefined;
+  rss?: number;
+  cpu?: number;
+  peak?: number;
+  measure?: string;
+}
+
+function snapOrUndefined(p: Pool): PoolSnapshot | undefined {
+  try {
+    return p.snapshot();
+  } catch {
+    return undefined;
+  }
+}
+
+/** One pool name's status from its live generation, draining ones and folded counters. */
+export function poolStatus(group: PoolGroup, gens: PoolGenerations, cfg: PoolConfig | undefined, board: RequestBoard, nowPerf: number, nowEpoch: number): PoolStatus | undefined {
+  const live: Array<{ snap: PoolSnapshot; retiring: boolean; pool: Pool }> = [];
+  if (group.current) {
+    const s = snapOrUndefined(group.current);
+    if (s) live.push({ snap: s, retiring: false, pool: group.current });
+  }
+  for (const p of group.retiring) {
+    const s = snapOrUndefined(p);
+    if (s) live.push({ snap: s, retiring: true, pool: p });
+  }
+  const head = live[0];
+  if (head === undefined) return undefined;
+  const all = group.base ? [...live.map((l) => l.snap), group.base] : live.map((l) => l.snap);
+  const sum = (f: (s: PoolSnapshot) => number | undefined): number => all.reduce((n, s) => n + (f(s) ?? 0), 0);
+  const liveSum = (f: (s: PoolSnapshot) => number): number => live.reduce((n, l) => n + f(l.snap), 0);
+  const max = (f: (s: PoolSnapshot) => number): number => all.reduce((n, s) => Math.max(n, f(s)), 0);
+  const summary = (f: (s: PoolSnapshot) => { count: number; totalMs: number; maxMs: number } | undefined): PoolStatus['spawns'] => {
+    const parts = all.map(f).filter((x): x is NonNullable<typeof x> => x !== undefined);
+    if (parts.length === 0) return undefined;
+    return { count: parts.reduce((n, x) => n + x.count, 0), totalMs: parts.reduce((n, x) => n + x.totalMs, 0), maxMs: Math.max(...parts.map((x) => x.maxMs)) };
+  };
+  const recycles: Record<string, number> = {};
+  for (const s of all) for (const [k, v] of Object.entries(s.recycles)) recycles[k] = (recycles[k] ?? 0) + v;
+
+  const running = board.runningByPid();
+  const workers: WorkerStatus[] = [];
+  for (const l of live) for (const w of l.snap.workers) workers.push(workerStatus(w, l.retiring, running, board, nowPerf, nowEpoch));
+  const processes = { spawning: 0, idle: 0, busy: 0, draining: 0, stopping: 0, total: 0 };
+  for (const w of workers) {
+    if (w.state in processes && w.state !== 'total') processes[w.state as keyof typeof processes]++;
+    processes.total++;
+  }
+  const s = head.snap;
+  const memory = s.memory as PoolMemoryView | undefined;
+  return {
+    name: group.name,
+    kind: s.kind,
+    pm: s.kind === 'external' ? 'external' : (s.pm ?? 'ondemand'),
+    state: group.current ? (s.state ?? 'running') : 'stopping',
+    startedAt: gens.createdAt(head.pool),
+    generations: live.length,
+    maxChildren: s.kind === 'spawned' ? cfg?.maxChildren : undefined,
+    accepted: sum((x) => x.accepted),
+    completed: sum((x) => x.completed),
+    aborted: sum((x) => x.aborted),
+    active: liveSum((x) => x.active),
+    maxActive: max((x) => x.maxActive),
+    queue: {
+      length: liveSum((x) => x.queued),
+      max: max((x) => x.maxQueued),
+      limit: cfg?.queueLimit ?? 0,
+      oldestWaitMs: Math.round(board.oldestQueuedMs(group.name, nowPerf)),
+      waits: summary((x) => x.queueWait),
+    },
+    processes,
+    rejected: {
+      queueFull: sum((x) => x.rejected.queueFull),
+      queueTimeout: sum((x) => x.rejected.queueTimeout),
+      failing: sum((x) => x.rejected.failing),
+      shuttingDown: sum((x) => x.rejected.shuttingDown),
+    },
+    errors: {
+      unreachable: sum((x) => x.errors.unreachable),
+      timeout: sum((x) => x.errors.timeout),
+      crashed: sum((x) => x.errors.crashed),
+      other: sum((x) => x.errors.other),
+    },
+    maxChildrenReached: sum((x) => x.maxChildrenReached),
+    crashes: sum((x) => x.crashes),
+    recycles,
+    slowRequests: sum((x) => x.slowRequests),
+    spawns: summary((x) => x.spawnLatency),
+    backends: s.backends.map((b) => ({ ...b })),
+    memory: memory === undefined ? undefined : { ...memory },
+    workers,
+  };
+}
+
+function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number, import('../protocol/exchange.js').Exchange>, board: RequestBoard, nowPerf: number, nowEpoch: number): WorkerStatus {
+  const m = (w as { memory?: WorkerMemoryLike }).memory;
+  const out: WorkerStatus = {
+    pid: w.pid,
+    state: w.state,
+    requests: w.requests,
+    startedAt: w.startedAt,
+    lastUsedAt: w.lastUsedAt,
+  };
+  if (retiring) out.retiring = 'reload';
+  if (m !== undefined) {
+    out.cpu = m.cpu;
+    out.memory = m.pss ?? m.rss;
+    out.memoryPeak = m.peak;
+    out.measure = m.measure;
+  }
+  const ex = running.get(w.pid);
+  if (ex !== undefined && (w.state === 'busy' || w.state === 'draining')) out.request = requestStatus(ex, nowPerf, nowEpoch);
+  else if (w.current !== undefined) {
+    out.request = { method: '', uri: w.current.uri, script: '', contentLength: 0, user: '', remote: '', startedAt: w.current.startedAt, durationMs: nowEpoch - w.current.startedAt };
+  } else {
+    const last = board.lastOf(w.pid);
+    if (last !== undefined) out.last = requestStatus(last.ex, nowPerf, nowEpoch, last.endedAt);
+  }
+  return out;
+}
+
+/** CPU (%) and RSS for workers the memory governor has not sampled. */
+async function sampleUnmeasured(pools: PoolStatus[]): Promise<void> {
+  const todo: WorkerStatus[] = [];
+  for (const p of pools) for (const w of p.workers) if (w.memory === undefined && w.pid > 0) todo.push(w);
+  await Promise.all(
+    todo.map(async (w) => {
+      try {
+        const st = await pidusage(w.pid);
+        w.cpu = Math.round(st.cpu * 100) / 100;
+        w.memory = st.memory;
+        w.measure = 'rss';
+      } catch {
+        // exited meanwhile
+      }
+    }),
+  );
+}
+
+export async function takeSnapshot(src: SnapshotSources, opts: SnapshotOptions = {}): Promise<StatusSnapshot> {
+  const nowPerf = performance.now();
+  const nowEpoch = Date.now();
+  const pools: PoolStatus[] = [];
+  for (const g of src.generations.groups(src.pools())) {
+    const st = poolStatus(g, src.generations, src.poolConfig(g.name), src.board, nowPerf, nowEpoch);
+    if (st) pools.push(st);
+  }
+  const alive = new Set<number>();
+  for (const p of pools) for (const w of p.workers) alive.add(w.pid);
+  src.board.prune(alive);
+  if (opts.processes) await sampleUnmeasured(pools);
+  let memory: MemoryBudgetView | undefined;
+  try {
+    memory = src.memory?.() as MemoryBudgetView | undefined;
+  } catch {
+    memory = undefined;
+  }
+  return {
+    format: SNAPSHOT_FORMAT,
+    daemon: {
+      version: src.version,
+      pid: src.pid,
+      state: src.state(),
+      startedAt: src.startedAt,
+      now: nowEpoch,
+      config: src.configSource(),
+      controlSocket: src.controlSocket(),
+      reloads: src.reloads(),
+      rss: process.memoryUsage.rss(),
+    },
+    listeners: src.listeners(),
+    pools,
+    memory,
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * The status snapshot: everything `fcgi-pm status` and the status pages show, taken once
+ * (snapshot.ts) and rendered by one pure function per format (render-*.ts). Plain JSON
+ * data (times are epoch ms), so the control socket sends it as is and the CLI renders
+ * it; fields.ts says once how each figure is named in every format.
+ */
+
+export const SNAPSHOT_FORMAT = 'fcgi-pm-status/1';
+
+export interface StatusSnapshot {
+  format: typeof SNAPSHOT_FORMAT;
+  daemon: DaemonStatus;
+  listeners: ListenerStatus[];
+  pools: PoolStatus[];
+  /** The memory governor's host view (budget, used, committed...), when it runs. */
+  memory?: MemoryBudgetView | undefined;
+}
+
+export interface DaemonStatus {
+  version: string;
+  pid: number;
+  /** 'starting' | 'running' | 'reloading' | 'stopping' | ... */
+  state: string;
+  startedAt: number;
+  /** When the snapshot was taken. */
+  now: number;
+  config: string;
+  controlSocket: string | undefined;
+  reloads: { ok: number; failed: number; last?: { at: number; ok: boolean; error?: string | undefined } | undefined };
+  /** The daemon's own resident memory, bytes. */
+  rss: number;
+}
+
+export interface ListenerStatus {
+  address: string;
+  protocol: string;
+  pool: string;
+  connections: number;
+  name?: string | undefined;
+  statusPath?: string | undefined;
+  pingPath?: string | undefined;
+  /** Taken over from systemd (socket activation). */
+  inherited?: boolean | undefined;
+}
+
+export interface Summary {
+  count: number;
+  totalMs: number;
+  maxMs: number;
+}
+
+export interface PoolStatus {
+  name: string;
+  kind: 'external' | 'spawned';
+  /** static | dynamic | ondemand, or 'external'. */
+  pm: string;
+  /** running | failing | stopping | stopped */
+  state: string;
+  /** Epoch ms this pool (its current generation) was created: start or the reload that changed it. */
+  startedAt: number;
+  /** Pool objects counted: 1, more while pools replaced by a reload drain. */
+  generations: number;
+  maxChildren: number | undefined;
+  accepted: number;
+  completed: number;
+  aborted: number;
+  active: number;
+  maxActive: number;
+  queue: {
+    length: number;
+    max: number;
+    limit: number;
+    /** Age of the oldest waiting request, ms (0 when none). */
+    oldestWaitMs: number;
+    /** Time requests spent waiting, when the pool reports it. */
+    waits?: Summary | undefined;
+  };
+  /** Live workers by state; total = all of them. */
+  processes: { spawning: number; idle: number; busy: number; draining: number; stopping: number; total: number };
+  rejected: { queueFull: number; queueTimeout: number; failing: number; shuttingDown: number };
+  errors: { unreachable: number; timeout: number; crashed: number; other: number };
+  maxChildrenReached: number;
+  crashes: number;
+  recycles: Record<string, number>;
+  slowRequests: number;
+  /** Time from spawn to ready, when the pool reports it. */
+  spawns?: Summary | undefined;
+  backends: Array<{ address: string; active: number; down: boolean }>;
+  memory?: PoolMemoryView | undefined;
+  workers: WorkerStatus[];
+}
+
+export interface RequestStatus {
+  method: string;
+  uri: string;
+  script: string;
+  contentLength: number;
+  user: string;
+  remote: string;
+  /** Epoch ms it arrived. */
+  startedAt: number;
+  /** So far (running) or in all (finished). */
+  durationMs: number;
+}
+
+export interface WorkerStatus {
+  pid: number;
+  state: string;
+  /** Why it is on its way out (e.g. 'reload' for a worker of a replaced pool). */
+  retiring?: string | undefined;
+  requests: number;
+  startedAt: number;
+  lastUsedAt: number;
+  /** Percent of one CPU, latest sample. */
+  cpu?: number | undefined;
+  /** Bytes: PSS where known, else RSS (`measure`). */
+  memory?: number | undefined;
+  memoryPeak?: number | undefined;
+  measure?: string | undefined;
+  request?: RequestStatus | undefined;
+  /** The last finished request (idle workers). */
+  last?: RequestStatus | undefined;
+}
+
+/** Read structurally from PoolSnapshot.memory (src/memory/types.ts PoolMemoryFigures). */
+export interface PoolMemoryView {
+  measure?: string;
+  total?: number;
+  committed?: number;
+  limit?: number | undefined;
+  estimate?: number;
+  recommendedMaxChildren?: number | undefined;
+  refusedSpawns?: number;
+  recycled?: number;
+  killed?: number;
+  evicted?: number;
+  waitingForBudget?: boolean;
+}
+
+/** Read structurally from the governor's BudgetSnapshot. */
+export interface MemoryBudgetView {
+  budget?: number | undefined;
+  setting?: string;
+  measure?: string;
+  used?: number;
+  committed?: number;
+  available?: number | undefined;
+  refusedSpawns?: number;
+  evictions?: number;
+  overBudget?: number;
+}

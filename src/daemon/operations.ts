@@ -1,0 +1,395 @@
+/**
+ * What an operator needs of a running daemon (issue 5), wired beside the Daemon so that
+ * daemon.ts keeps only small hooks: the access log and the in-flight board (every
+ * exchange's onFinish), the status snapshot and its pages on the listeners, the control
+ * socket, reload (serialised, counted, reported to systemd), log reopening, and socket
+ * activation.
+ */
+import type { Server } from 'node:net';
+import { mkdirSync, readFileSync } from 'node:fs';
+import * as nodePath from 'node:path';
+import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
+import { loadConfig } from '../config/load.js';
+import type { Config, PoolConfig } from '../config/types.js';
+import { PoolGenerations } from '../control/generations.js';
+import { RequestBoard } from '../control/request-board.js';
+import { ControlServer, type ControlHandlers } from '../control/server.js';
+import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
+import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
+import type { DaemonStatus, ListenerStatus, StatusSnapshot } from '../control/types.js';
+import { ConfigError } from '../errors.js';
+import type { FrontendContext, Listener } from '../frontend/index.js';
+import { adoptListeningFd, listenOn } from '../frontend/listen.js';
+import { createAccessLog, type AccessLogger } from '../log/access.js';
+import type { LogFiles } from '../log/files.js';
+import type { Logger } from '../log/log.js';
+import { logListener, logPool } from '../log/startup.js';
+import type { Pool } from '../pool/types.js';
+import type { Exchange } from '../protocol/exchange.js';
+import { applyReload, type ReloadReport } from './reload.js';
+import { SystemdNotifier } from './sd-notify.js';
+import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
+
+/** What operations reads of the daemon (Daemon has these getters). */
+export interface DaemonView {
+  readonly state: string;
+  readonly config: Config;
+  readonly pools: ReadonlyMap<string, Pool>;
+  readonly listeners: readonly Listener[];
+  memorySnapshot?(): unknown;
+}
+
+/** What a reload may change, handed in by Daemon.reload (its private parts). */
+export interface ReloadParts {
+  pools: Map<string, Pool>;
+  listeners: Listener[];
+  ctx: FrontendContext;
+  makePool(cfg: PoolConfig): Pool;
+  startListener(cfg: import('../config/types.js').ListenerConfig, ctx: FrontendContext): Promise<Listener>;
+  commit(next: Config): void;
+}
+
+export interface OperationsOptions {
+  logger: Logger;
+  /** Shown in status; default: package.json's. */
+  version?: string | undefined;
+  /** Log files (run.ts); without them the access log goes to the main logger. */
+  logFiles?: LogFiles | undefined;
+  /** Re-reads the config for a reload; default: the file the running config came from. */
+  loadConfig?: (() => Config) | undefined;
+  notifier?: SystemdNotifier | undefined;
+}
+
+export class Operations {
+  readonly board = new RequestBoard();
+  readonly generations = new PoolGenerations();
+  readonly responder: StatusResponder;
+  readonly notifier: SystemdNotifier;
+  private readonly logger: Logger;
+  private readonly version: string;
+  private readonly logFiles: LogFiles | undefined;
+  private readonly loadNext: (() => Config) | undefined;
+  private readonly startedAt = Date.now();
+  private view!: DaemonView;
+  private access: AccessLogger | undefined;
+  private control: ControlServer | undefined;
+  private controlPath: string | undefined;
+  private readonly inherited = new Set<string>();
+  private readonly closingListeners = new Set<Promise<void>>();
+  private reloadChain: Promise<unknown> = Promise.resolve();
+  private reloading = false;
+  private readonly reloadStats: DaemonStatus['reloads'] = { ok: 0, failed: 0, last: undefined };
+  /** The one onFinish of every exchange: board and access log, no closure per request. */
+  readonly finish = (ex: Exchange): void => {
+    this.board.finished(ex);
+    const a = this.access;
+    if (a !== undefined) a(ex);
+  };
+
+  constructor(opts: OperationsOptions) {
+    this.logger = opts.logger;
+    this.version = opts.version ?? packageVersion();
+    this.logFiles = opts.logFiles;
+    this.loadNext = opts.loadConfig;
+    this.notifier = opts.notifier ?? new SystemdNotifier(opts.logger.child({ component: 'systemd' }));
+    this.responder = createStatusResponder((o) => this.snapshot(o), opts.logger.child({ component: 'status' }));
+  }
+
+  /** Called once by the Daemon's constructor. */
+  attach(view: DaemonView): void {
+    this.view = view;
+    this.configureAccessLog(view.config);
+  }
+
+  onExchange(ex: Exchange): void {
+    this.board.add(ex);
+    ex.onFinish = this.finish;
+  }
+
+  // ---- status ----------------------------------------------------------------------
+
+  snapshot(opts: SnapshotOptions = {}): Promise<StatusSnapshot> {
+    const v = this.view;
+    return takeSnapshot(
+      {
+        version: this.version,
+        pid: process.pid,
+        startedAt: this.startedAt,
+        state: () => (this.reloading && v.state === 'running' ? 'reloading' : v.state),
+        configSource: () => v.config.source,
+        controlSocket: () => this.controlPath,
+        reloads: () => ({ ...this.reloadStats }),
+        listeners: () => v.listeners.map((l): ListenerStatus => ({
+          address: l.address,
+          protocol: l.config.protocol,
+          pool: l.config.pool,
+          connections: l.connections,
+          name: l.config.name,
+          statusPath: l.config.statusPath,
+          pingPath: l.config.pingPath,
+          inherited: this.inherited.has(l.config.address.text) || undefined,
+        })),
+        pools: () => v.pools,
+        poolConfig: (name) => v.config.pools.get(name),
+        generations: this.generations,
+        board: this.board,
+        memory: v.memorySnapshot ? () => v.memorySnapshot!() : undefined,
+      },
+      opts,
+    );
+  }
+
+  // ---- logs -------------------------------------------------------------------------
+
+  private configureAccessLog(cfg: Config): void {
+    const pools = cfg.pools;
+    this.access = createAccessLog({
+      logger: this.logger,
+      enabled: cfg.log.access,
+      format: cfg.log.accessFormat,
+      file: this.logFiles?.access,
+      slowMs: (name) => (name === undefined ? 0 : (pools.get(name)?.slowRequest ?? 0)),
+      workerFigures: (pid) => this.workerFigures(pid),
+    });
+  }
+
+  private figures = new Map<number, { memory: number | undefined; cpu: number | undefined }>();
+  private figuresAt = -Infinity;
+
+  /** Latest memory/CPU sample of a worker, for %M and %C; pool snapshots read at most once a second. */
+  private workerFigures(pid: number): { memory: number | undefined; cpu: number | undefined } | undefined {
+    const now = performance.now();
+    if (now - this.figuresAt > 1000) {
+      this.figuresAt = now;
+      this.figures = new Map();
+      for (const p of this.view.pools.values()) {
+        for (const w of p.snapshot().workers) {
+          const m = (w as { memory?: { pss?: number; rss?: number; cpu?: number } }).memory;
+          if (m !== undefined) this.figures.set(w.pid, { memory: m.pss ?? m.rss, cpu: m.cpu });
+        }
+      }
+    }
+    return this.figures.get(pid);
+  }
+
+  /** SIGUSR1: reopen log files (after logrotate moved them). */
+  reopenLogs(): void {
+    const files = this.logFiles?.reopen() ?? [];
+    this.logger.info({ kind: 'logs', files }, files.length > 0 ? `SIGUSR1: reopened ${files.join(', ')}` : 'SIGUSR1: logs go to stdout; nothing to reopen');
+  }
+
+  // ---- socket activation ------------------------------------------------------------
+
+  /** Hands sockets systemd passed us to the listeners they belong to (before they bind). */
+  adoptInheritedSockets(cfg: Config): void {
+    const sockets = takeInheritedSockets();
+    if (sockets.length === 0) return;
+    const { byListener, unmatched } = matchInherited(sockets, cfg.listen);
+    for (const [l, s] of byListener) {
+      adoptListeningFd(l.address, s.fd);
+      this.inherited.add(l.address.text);
+      this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, listener: l.address.text }, `listener ${l.protocol} ${l.address.text} takes over ${describeInherited(s)} from systemd`);
+    }
+    for (const s of unmatched) {
+      this.logger.warn({ kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
+    }
+  }
+
+  // ---- lifecycle --------------------------------------------------------------------
+
+  /** The daemon is serving: tell systemd (READY=1). */
+  ready(): void {
+    const v = this.view;
+    void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`);
+  }
+
+  private controlHandlers: Pick<ControlHandlers, 'stop'> | undefined;
+
+  /**
+   * Binds the control socket. With the default path, one in use (another daemon) is a
+   * warning and this daemon runs without; a configured path must be ours, else throws.
+   */
+  async openControl(cfg: Config, handlers: Pick<ControlHandlers, 'stop'>): Promise<void> {
+    this.controlHandlers = handlers;
+    const path = controlSocketPath(cfg);
+    if (path === undefined) return;
+    const all: ControlHandlers = {
+      status: (req) => this.snapshot({ processes: req.processes === true }),
+      reload: () => this.reloadFromSource(),
+      stop: (ms) => handlers.stop(ms),
+      ping: () => ({ pid: process.pid, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
+    };
+    try {
+      mkdirSync(nodePath.dirname(path), { recursive: true, mode: 0o755 });
+      this.control = await ControlServer.start(path, cfg.controlSocketMode ?? 0o600, all, this.logger.child({ component: 'control' }), bindControl);
+      this.controlPath = path;
+      this.logger.info({ kind: 'control', path }, `control socket ${path} (fcgi-pm status, reload, stop, workers)`);
+    } catch (err) {
+      // A second daemon with the default path must still serve; one that was told a path must not start.
+      if (!isDefaultControlSocket(cfg)) throw err;
+      this.logger.warn({ kind: 'control', path, err: (err as Error).message }, `no control socket: ${(err as Error).message}; set control_socket to give this daemon its own`);
+    }
+  }
+
+  /** A stop began: tell systemd. */
+  stopping(): void {
+    void this.notifier.stopping();
+  }
+
+  /** End of a stop: stop draining generations, wait for closing listeners, close the control socket. */
+  async closeAll(timeoutMs: number): Promise<void> {
+    await Promise.allSettled(this.generations.draining.map((p) => p.stop(timeoutMs, 'shutdown')));
+    await Promise.allSettled([...this.closingListeners]);
+  }
+
+  async closeControl(): Promise<void> {
+    const c = this.control;
+    this.control = undefined;
+    if (c !== undefined) await c.close();
+  }
+
+  /** Pools replaced or removed by a reload, still draining: a closing listener's requests reach them. */
+  drainingPool(name: string): Pool | undefined {
+    return this.generations.drainingPool(name);
+  }
+
+  // ---- reload -----------------------------------------------------------------------
+
+  private parts: ReloadParts | undefined;
+
+  /** Daemon hands its private parts once started. */
+  setReloadParts(parts: ReloadParts): void {
+    this.parts = parts;
+  }
+
+  /** SIGHUP or `fcgi-pm reload`: re-read the config file and apply it. */
+  reloadFromSource(): Promise<ReloadReport> {
+    return this.serialised(async () => {
+      let next: Config;
+      try {
+        next = this.loadNext ? this.loadNext() : defaultLoad(this.view.config);
+      } catch (err) {
+        this.failed(err);
+        throw err;
+      }
+      return this.apply(next);
+    });
+  }
+
+  /** Applies a config (already loaded and valid). */
+  reload(next: Config): Promise<ReloadReport> {
+    return this.serialised(() => this.apply(next));
+  }
+
+  private serialised<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.reloadChain.then(fn, fn);
+    this.reloadChain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async apply(next: Config): Promise<ReloadReport> {
+    const v = this.view;
+    const parts = this.parts;
+    if (v.state !== 'running' || parts === undefined) {
+      const err = new Error(`cannot reload while ${v.state}`);
+      this.failed(err);
+      throw err;
+    }
+    const cur = v.config;
+    this.reloading = true;
+    void this.notifier.reloading();
+    this.logger.info({ kind: 'reload', config: next.source }, `reloading ${next.source}`);
+    try {
+      const report = await applyReload(
+        {
+          current: cur,
+          pools: parts.pools,
+          listeners: parts.listeners,
+          ctx: parts.ctx,
+          logger: this.logger,
+          generations: this.generations,
+          makePool: (p) => {
+            logPool(this.logger, p);
+            return parts.makePool(p);
+          },
+          startListener: async (l, ctx) => {
+            const listener = await parts.startListener(l, ctx);
+            logListener(this.logger, l, listener.address);
+            return listener;
+          },
+          inherited: this.inherited,
+          closing: (p) => {
+            this.closingListeners.add(p);
+            void p.finally(() => this.closingListeners.delete(p));
+          },
+        },
+        next,
+      );
+      parts.commit(next);
+      report.notes.push(...this.applyDaemonSettings(cur, next));
+      this.reloadStats.ok++;
+      this.reloadStats.last = { at: Date.now(), ok: true };
+      this.logger.info({ kind: 'reload', ok: true, ...report }, `reload done: pools +${report.pools.added.length} -${report.pools.removed.length} ~${report.pools.changed.length}, listeners +${report.listeners.added.length} -${report.listeners.removed.length} ~${report.listeners.reopened.length + report.listeners.updated.length}`);
+      for (const n of report.notes) this.logger.warn({ kind: 'reload' }, n);
+      return report;
+    } catch (err) {
+      this.failed(err);
+      throw err;
+    } finally {
+      this.reloading = false;
+      void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`);
+    }
+  }
+
+  private failed(err: unknown): void {
+    this.reloadStats.failed++;
+    const message = (err as Error)?.message ?? String(err);
+    this.reloadStats.last = { at: Date.now(), ok: false, error: message };
+    const problems = err instanceof ConfigError ? err.problems : undefined;
+    this.logger.error({ kind: 'reload', ok: false, code: (err as { code?: string }).code, problems }, `reload failed, still running the previous config: ${message}`);
+  }
+
+  /** Limits, log settings, access log, control socket: daemon-wide settings. */
+  private applyDaemonSettings(cur: Config, next: Config): string[] {
+    const notes: string[] = [];
+    const ctx = this.parts!.ctx;
+    ctx.limits.maxBytes = next.limits.maxParamsBytes;
+    ctx.limits.maxCount = next.limits.maxParamsCount;
+    if (this.logFiles !== undefined) notes.push(...this.logFiles.apply(next.log));
+    else this.logger.level = next.log.level;
+    this.configureAccessLog(next);
+    const oldPath = controlSocketPath(cur);
+    const newPath = controlSocketPath(next);
+    if (oldPath !== newPath || cur.controlSocketMode !== next.controlSocketMode) {
+      const old = this.control;
+      this.control = undefined;
+      this.controlPath = undefined;
+      // The reply to this reload still goes out on the old connection; new ones use the new path.
+      void (async () => {
+        if (old !== undefined) await old.close(false);
+        if (this.controlHandlers !== undefined) await this.openControl(next, this.controlHandlers).catch((err: unknown) => this.logger.error({ err }, 'control socket could not be opened'));
+      })();
+    }
+    return notes;
+  }
+}
+
+function packageVersion(): string {
+  try {
+    // dist/src/daemon/operations.js → package.json at the package root.
+    return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function defaultLoad(cur: Config): Config {
+  if (!nodePath.isAbsolute(cur.source)) {
+    throw new Error(`fcgi-pm was started without a config file (${cur.source}); there is nothing to reload`);
+  }
+  return loadConfig(cur.source);
+}
+
+async function bindControl(server: Server, path: string, mode: number): Promise<void> {
+  await listenOn(server, { kind: 'unix', path, text: `unix:${path}` }, { mode });
+}

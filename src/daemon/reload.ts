@@ -1,0 +1,235 @@
+/**
+ * Applying a new config to a running daemon without failing a request.
+ *
+ *  1. plan: which pools are added, removed, changed or unchanged (deep-equal configs);
+ *     which listeners are added, removed, kept (same address and protocol), and of the
+ *     kept ones which take their new settings in place (pool, name, status paths,
+ *     status_allow: read per request) and which must be reopened (anything else).
+ *  2. start new and changed pools (static pools wait for their workers);
+ *  3. bind added listeners. A failure in 2 or 3 undoes them: the old config keeps running.
+ *  4. commit, synchronously: the pool map (which listeners read per request) points to
+ *     the new pools; kept listeners get their new settings; so no request sees a gap.
+ *  5. old generations drain in the background: a replaced pool stops (retire reason
+ *     'reload') after its queued and running requests finished with its own workers;
+ *     a removed listener stops accepting and closes once its connections are idle; a
+ *     removed pool keeps serving those closing connections (getPool falls back to it),
+ *     and stops when they are gone.
+ *  6. reopen listeners that must: close, then bind again at the same address (a brief
+ *     gap where connects are refused; avoid by changing those settings at a quiet time,
+ *     or by adding a listener next to it).
+ */
+import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
+import type { FrontendContext, Listener } from '../frontend/index.js';
+import type { Logger } from '../log/log.js';
+import type { PoolGenerations } from '../control/generations.js';
+import type { Pool } from '../pool/types.js';
+
+export interface ReloadReport {
+  pools: { added: string[]; removed: string[]; changed: string[]; unchanged: string[] };
+  listeners: { added: string[]; removed: string[]; reopened: string[]; updated: string[]; unchanged: string[] };
+  /** Settings that changed but take a restart, and similar notes. */
+  notes: string[];
+}
+
+/** Listener settings read per request, so a running listener takes them in place. */
+export const IN_PLACE_LISTENER_FIELDS = ['pool', 'name', 'statusPath', 'pingPath', 'pingResponse', 'statusAllow'] as const;
+
+type InPlace = (typeof IN_PLACE_LISTENER_FIELDS)[number];
+
+function stable(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => {
+    if (x instanceof Map) return Object.fromEntries(x);
+    if (x !== null && typeof x === 'object' && !Array.isArray(x)) {
+      return Object.fromEntries(Object.entries(x as Record<string, unknown>).filter(([, y]) => y !== undefined).sort(([a], [b]) => a.localeCompare(b)));
+    }
+    return x;
+  });
+}
+
+export function samePool(a: PoolConfig, b: PoolConfig): boolean {
+  return stable(a) === stable(b);
+}
+
+function withoutInPlace(l: ListenerConfig): Record<string, unknown> {
+  const o: Record<string, unknown> = { ...l, address: l.address.text };
+  for (const k of IN_PLACE_LISTENER_FIELDS) delete o[k];
+  return o;
+}
+
+function inPlaceOf(l: ListenerConfig): Pick<ListenerConfig, InPlace> {
+  const o: Partial<Pick<ListenerConfig, InPlace>> = {};
+  for (const k of IN_PLACE_LISTENER_FIELDS) (o as Record<string, unknown>)[k] = l[k];
+  return o as Pick<ListenerConfig, InPlace>;
+}
+
+export interface ListenerPlan {
+  added: ListenerConfig[];
+  removed: Listener[];
+  /** Same address and settings except those applied in place. */
+  updated: Array<{ listener: Listener; next: ListenerConfig }>;
+  unchanged: Array<{ listener: Listener; next: ListenerConfig }>;
+  reopened: Array<{ listener: Listener; next: ListenerConfig }>;
+}
+
+export interface ReloadPlan {
+  pools: { added: PoolConfig[]; removed: string[]; changed: PoolConfig[]; unchanged: string[] };
+  listeners: ListenerPlan;
+}
+
+/** What a reload from `cur` to `next` does; pure. Listeners are matched by configured address. */
+export function planReload(cur: Config, next: Config, running: readonly Listener[]): ReloadPlan {
+  const pools: ReloadPlan['pools'] = { added: [], removed: [], changed: [], unchanged: [] };
+  for (const [name, p] of next.pools) {
+    const old = cur.pools.get(name);
+    if (old === undefined) pools.added.push(p);
+    else if (samePool(old, p)) pools.unchanged.push(name);
+    else pools.changed.push(p);
+  }
+  for (const name of cur.pools.keys()) if (!next.pools.has(name)) pools.removed.push(name);
+
+  const listeners: ListenerPlan = { added: [], removed: [], updated: [], unchanged: [], reopened: [] };
+  const byAddress = new Map(running.map((l) => [l.config.address.text, l]));
+  const kept = new Set<Listener>();
+  for (const n of next.listen) {
+    const l = byAddress.get(n.address.text);
+    if (l === undefined || kept.has(l)) {
+      listeners.added.push(n);
+      continue;
+    }
+    kept.add(l);
+    if (stable(withoutInPlace(l.config)) !== stable(withoutInPlace(n))) listeners.reopened.push({ listener: l, next: n });
+    else if (stable(inPlaceOf(l.config)) !== stable(inPlaceOf(n))) listeners.updated.push({ listener: l, next: n });
+    else listeners.unchanged.push({ listener: l, next: n });
+  }
+  for (const l of running) if (!kept.has(l)) listeners.removed.push(l);
+  return { pools, listeners };
+}
+
+export interface ReloadTarget {
+  /** The running config. */
+  current: Config;
+  /** The map listeners read per request (ctx.getPool); changed in place. */
+  pools: Map<string, Pool>;
+  /** The daemon's listener list; changed in place. */
+  listeners: Listener[];
+  ctx: FrontendContext;
+  logger: Logger;
+  generations: PoolGenerations;
+  makePool(cfg: PoolConfig): Pool;
+  startListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener>;
+  /** Addresses taken over from systemd: they cannot be reopened (systemd holds the address). */
+  inherited: ReadonlySet<string>;
+  /** Called with each listener removed or replaced, so the daemon can await them on stop. */
+  closing(p: Promise<void>): void;
+}
+
+function name(l: Listener | ListenerConfig): string {
+  const cfg = 'config' in l ? l.config : l;
+  return `${cfg.protocol} ${cfg.address.text}`;
+}
+
+/** Applies `next`; on failure before the commit nothing changed and the error is thrown. */
+export async function applyReload(t: ReloadTarget, next: Config): Promise<ReloadReport> {
+  const plan = planReload(t.current, next, t.listeners);
+  const log = t.logger;
+  const notes: string[] = [];
+  const drainMs = next.shutdownTimeout;
+
+  // 2. New pools.
+  const fresh = new Map<string, Pool>();
+  const undoPools = async (): Promise<void> => {
+    await Promise.allSettled([...fresh.values()].map((p) => p.stop(0, 'reload')));
+  };
+  try {
+    for (const p of [...plan.pools.added, ...plan.pools.changed]) {
+      const pool = t.makePool(p);
+      fresh.set(p.name, pool);
+      t.generations.born(pool);
+    }
+    await Promise.all([...fresh.values()].map((p) => p.start()));
+  } catch (err) {
+    await undoPools();
+    throw err;
+  }
+
+  // 3. New listeners.
+  const opened: Listener[] = [];
+  try {
+    for (const l of plan.listeners.added) opened.push(await t.startListener(l, t.ctx));
+  } catch (err) {
+    await Promise.allSettled(opened.map((l) => l.close(0)));
+    await undoPools();
+    throw err;
+  }
+
+  // 4. Commit.
+  for (const [poolName, pool] of fresh) {
+    const old = t.pools.get(poolName);
+    t.pools.set(poolName, pool);
+    if (old !== undefined) t.generations.retire(old, old.stop(drainMs, 'reload'));
+  }
+  for (const { listener, next: n } of plan.listeners.updated) Object.assign(listener.config, inPlaceOf(n));
+  t.listeners.push(...opened);
+  const removedListeners = plan.listeners.removed;
+  for (const l of removedListeners) t.listeners.splice(t.listeners.indexOf(l), 1);
+
+  // 5. Drain what left.
+  const closed = removedListeners.map((l) => {
+    const p = l.close(drainMs).catch((err: unknown) => log.error({ err, listener: l.address }, 'closing a removed listener failed'));
+    t.closing(p);
+    return p;
+  });
+  const listenersGone = Promise.all(closed);
+  for (const poolName of plan.pools.removed) {
+    const old = t.pools.get(poolName);
+    if (old === undefined) continue;
+    t.pools.delete(poolName);
+    // Until the removed listeners are closed, their connections may still send requests here.
+    t.generations.retire(old, listenersGone.then(() => old.stop(drainMs, 'reload')));
+  }
+
+  // 6. Reopen.
+  const reopened: string[] = [];
+  for (const { listener, next: n } of plan.listeners.reopened) {
+    if (t.inherited.has(listener.config.address.text)) {
+      Object.assign(listener.config, inPlaceOf(n));
+      notes.push(`listener ${name(listener)} came from systemd (socket activation): only pool, status and name settings change without a restart`);
+      continue;
+    }
+    const closing = listener.close(drainMs);
+    t.closing(closing);
+    t.listeners.splice(t.listeners.indexOf(listener), 1);
+    try {
+      t.listeners.push(await t.startListener(n, t.ctx));
+      reopened.push(name(n));
+    } catch (err) {
+      log.error({ err, listener: n.address.text }, 'reopening a listener with its new settings failed; trying the old ones');
+      notes.push(`listener ${name(n)} could not be reopened: ${(err as Error).message}`);
+      try {
+        t.listeners.push(await t.startListener(listener.config, t.ctx));
+      } catch (err2) {
+        log.error({ err: err2, listener: n.address.text }, 'the listener is closed');
+      }
+    }
+  }
+
+  if (next.runtimeDir !== t.current.runtimeDir) notes.push('runtime_dir changed: that takes a restart');
+  if (stable(next.memoryBudget) !== stable(t.current.memoryBudget)) notes.push('memory_budget changed: that takes a restart');
+
+  return {
+    pools: {
+      added: plan.pools.added.map((p) => p.name),
+      removed: plan.pools.removed,
+      changed: plan.pools.changed.map((p) => p.name),
+      unchanged: plan.pools.unchanged,
+    },
+    listeners: {
+      added: opened.map(name),
+      removed: removedListeners.map(name),
+      reopened,
+      updated: plan.listeners.updated.map((u) => name(u.listener)),
+      unchanged: plan.listeners.unchanged.map((u) => name(u.listener)),
+    },
+    notes,
+  };
+}

@@ -1,0 +1,238 @@
+/**
+ * Linux /proc readers for one process: /proc/PID/stat (CPU ticks and resident pages,
+ * about 4 µs a read) and /proc/PID/smaps_rollup (PSS; the kernel walks the page tables,
+ * so a read costs roughly 10 µs per MiB resident). The parsers are pure; ProcHandle keeps
+ * both files open and re-reads them with pread at offset 0, which makes the kernel
+ * regenerate them: two syscalls per read instead of four, and a handle opened on one
+ * process can never report on a later process that got the same pid (reads fail with
+ * ESRCH once it exited).
+ */
+import fs from 'node:fs';
+
+/** USER_HZ: the unit of utime/stime in /proc/PID/stat; 100 on every Linux architecture Node runs on. */
+export const CLK_TCK = 100;
+
+export interface StatFields {
+  /** utime + stime, in ticks. */
+  cpuTicks: number;
+  /** Resident pages. */
+  rssPages: number;
+}
+
+/** Parses /proc/PID/stat; undefined when it is not one. comm may hold spaces and ')'. */
+export function parseStat(text: string): StatFields | undefined {
+  const close = text.lastIndexOf(')');
+  if (close < 0) return undefined;
+  // Fields after "pid (comm) ": state is [0]; utime [11], stime [12], rss [21].
+  const f = text.slice(close + 2).split(' ');
+  const utime = Number(f[11]);
+  const stime = Number(f[12]);
+  const rss = Number(f[21]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime) || !Number.isFinite(rss)) return undefined;
+  return { cpuTicks: utime + stime, rssPages: rss };
+}
+
+export interface RollupFields {
+  rss: number;
+  pss: number;
+  /** Anonymous pages (private and shared). */
+  anon: number | undefined;
+  pssAnon: number | undefined;
+  pssFile: number | undefined;
+  swap: number | undefined;
+}
+
+/** Parses /proc/PID/smaps_rollup ("Pss:   1234 kB" lines) into bytes; undefined without Rss/Pss. */
+export function parseSmapsRollup(text: string): RollupFields | undefined {
+  const kb = kbFields(text);
+  const rss = kb.get('Rss');
+  const pss = kb.get('Pss');
+  if (rss === undefined || pss === undefined) return undefined;
+  return { rss, pss, anon: kb.get('Anonymous'), pssAnon: kb.get('Pss_Anon'), pssFile: kb.get('Pss_File'), swap: kb.get('Swap') };
+}
+
+export interface StatusFields {
+  vmRss: number | undefined;
+  rssAnon: number | undefined;
+  rssFile: number | undefined;
+  rssShmem: number | undefined;
+  vmSize: number | undefined;
+}
+
+/** Parses /proc/PID/status ("VmRSS:	1234 kB") into bytes. */
+export function parseStatus(text: string): StatusFields {
+  const kb = kbFields(text);
+  return { vmRss: kb.get('VmRSS'), rssAnon: kb.get('RssAnon'), rssFile: kb.get('RssFile'), rssShmem: kb.get('RssShmem'), vmSize: kb.get('VmSize') };
+}
+
+/** "Name:   123 kB" lines as bytes. */
+export function kbFields(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const re = /^([A-Za-z_()]+):\s+(\d+) kB$/gm;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) out.set(m[1]!, Number(m[2]) * 1024);
+  return out;
+}
+
+/** Bytes per page, from the first KernelPageSize line of /proc/self/smaps; 4096 if that cannot be read. */
+export function pageSize(): number {
+  if (pageSizeCache !== undefined) return pageSizeCache;
+  pageSizeCache = 4096;
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync('/proc/self/smaps', 'r');
+    const buf = Buffer.alloc(4096);
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    const m = /KernelPageSize:\s+(\d+) kB/.exec(buf.toString('latin1', 0, n));
+    if (m) pageSizeCache = Number(m[1]) * 1024;
+  } catch {
+    // not Linux, or no smaps: keep the common size
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+  return pageSizeCache;
+}
+let pageSizeCache: number | undefined;
+
+/** One buffer for every synchronous read: the event loop reads one file at a time. 8 KiB holds any of these files. */
+const syncBuf = Buffer.alloc(8192);
+
+function preadText(fd: number): string {
+  const n = fs.readSync(fd, syncBuf, 0, syncBuf.length, 0);
+  return syncBuf.toString('latin1', 0, n);
+}
+
+/**
+ * /proc/PID/stat and smaps_rollup of one process, kept open while it is sampled.
+ * Reads are synchronous (one worker, right after its request) or asynchronous (rounds:
+ * smaps_rollup costs ~0.4 ms for a php-cgi worker, kept off the event loop). A
+ * descriptor is never closed while an asynchronous read on it is in flight: its number
+ * could be reused by a new socket before the read runs.
+ */
+export class ProcHandle {
+  readonly pid: number;
+  private statFd: number | undefined;
+  /** undefined: not tried yet; -1: not readable (other user, old kernel). */
+  private rollupFd: number | undefined;
+  private closed = false;
+  private inflight = 0;
+  /** Asynchronous reads go through this handle's own buffer, one at a time per file kind. */
+  private readonly buf = Buffer.alloc(4096);
+
+  constructor(pid: number) {
+    this.pid = pid;
+  }
+
+  /** Whether PSS can be read for this process (opens smaps_rollup on first use). */
+  get hasRollup(): boolean {
+    if (this.rollupFd === undefined) this.rollupFd = this.closed ? -1 : (openQuiet(`/proc/${this.pid}/smaps_rollup`) ?? -1);
+    return this.rollupFd >= 0;
+  }
+
+  /** undefined once the process is gone (the handle is then closed). */
+  readStat(): StatFields | undefined {
+    if (this.closed) return undefined;
+    try {
+      this.statFd ??= fs.openSync(`/proc/${this.pid}/stat`, 'r');
+      const s = parseStat(preadText(this.statFd));
+      if (s === undefined) this.close();
+      return s;
+    } catch {
+      this.close();
+      return undefined;
+    }
+  }
+
+  readRollup(): RollupFields | undefined {
+    if (this.closed || !this.hasRollup) return undefined;
+    try {
+      return parseSmapsRollup(preadText(this.rollupFd!));
+    } catch {
+      // ESRCH: gone. EACCES can also come at read time (ptrace check): stop trying.
+      this.dropRollup();
+      return undefined;
+    }
+  }
+
+  async readStatAsync(): Promise<StatFields | undefined> {
+    if (this.closed) return undefined;
+    try {
+      this.statFd ??= fs.openSync(`/proc/${this.pid}/stat`, 'r');
+    } catch {
+      this.close();
+      return undefined;
+    }
+    const text = await this.preadAsync(this.statFd);
+    const s = text === undefined ? undefined : parseStat(text);
+    if (s === undefined) this.close();
+    return s;
+  }
+
+  async readRollupAsync(): Promise<RollupFields | undefined> {
+    if (this.closed || !this.hasRollup) return undefined;
+    const text = await this.preadAsync(this.rollupFd!);
+    if (text === undefined) {
+      this.dropRollup();
+      return undefined;
+    }
+    return parseSmapsRollup(text);
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.inflight > 0) return; // the last read in flight closes them
+    this.closeFds();
+  }
+
+  private preadAsync(fd: number): Promise<string | undefined> {
+    this.inflight++;
+    return new Promise((resolve) => {
+      fs.read(fd, this.buf, 0, this.buf.length, 0, (err, n) => {
+        const text = err ? undefined : this.buf.toString('latin1', 0, n);
+        if (--this.inflight === 0 && this.closed) this.closeFds();
+        resolve(text);
+      });
+    });
+  }
+
+  private dropRollup(): void {
+    const fd = this.rollupFd;
+    this.rollupFd = -1;
+    if (fd !== undefined && fd >= 0 && this.inflight === 0) closeQuiet(fd);
+    else if (fd !== undefined && fd >= 0) this.lateClose.push(fd);
+  }
+
+  private readonly lateClose: number[] = [];
+
+  private closeFds(): void {
+    if (this.statFd !== undefined) closeQuiet(this.statFd);
+    this.statFd = undefined;
+    if (this.rollupFd !== undefined && this.rollupFd >= 0) closeQuiet(this.rollupFd);
+    this.rollupFd = -1;
+    for (const fd of this.lateClose.splice(0)) closeQuiet(fd);
+  }
+}
+
+function openQuiet(path: string): number | undefined {
+  try {
+    return fs.openSync(path, 'r');
+  } catch {
+    return undefined;
+  }
+}
+
+function closeQuiet(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    /* already closed */
+  }
+}
+
+/** /proc/self/status of this process: RssAnon/RssFile for the daemon's own figures. */
+export function readSelfStatus(): StatusFields | undefined {
+  try {
+    return parseStatus(fs.readFileSync('/proc/self/status', 'latin1'));
+  } catch {
+    return undefined;
+  }
+}

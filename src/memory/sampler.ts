@@ -1,0 +1,207 @@
+/**
+ * Samples the memory and CPU of worker processes and of the daemon itself.
+ *
+ * Linux ('proc'): reads /proc directly and synchronously, spawning nothing. pidusage's
+ * Linux mode also reads /proc/PID/stat, but it runs `getconf CLK_TCK` and `getconf
+ * PAGESIZE` through a shell on its first call, switches to spawning `ps` on every call
+ * when PIDUSAGE_USE_PS=true is in the environment, keeps one descriptor per pid open for
+ * a minute after the process is gone (pidusage.clear() drops them without closing), and
+ * gives no PSS. Per worker and sample: one pread of /proc/PID/stat (CPU, RSS); PSS from
+ * /proc/PID/smaps_rollup is re-read only when RSS moved by more than 1 MiB or 5 % since
+ * the last PSS read, or every PSS_REFRESH_SAMPLES samples (PSS also drifts when other
+ * processes start or stop sharing pages); in between it is carried forward with the
+ * RSS change. A forced read (`fresh`) always reads it.
+ *
+ * Elsewhere ('pidusage'): one batched pidusage call per round (one `ps` for all pids on
+ * macOS/BSD), RSS only, and no synchronous reads, so no re-check right after a request.
+ */
+import { CLK_TCK, pageSize, ProcHandle } from './proc.js';
+import type { MemorySample, Measure } from './types.js';
+
+export interface MemorySampler {
+  readonly kind: 'proc' | 'pidusage';
+  /** readNow works (Linux): caps can be re-checked right after a request. */
+  readonly sync: boolean;
+  /** What this sampler gives where it can: pss on Linux with smaps_rollup, else rss. */
+  readonly measure: Measure;
+  /** One process, now; `fresh` forces a PSS read. undefined when gone or not readable synchronously. */
+  readNow(pid: number, now: number, fresh?: boolean): MemorySample | undefined;
+  /** Many processes; resolves with those that could be read. */
+  read(pids: readonly number[], now: number): Promise<Map<number, MemorySample>>;
+  /** The daemon itself. */
+  self(now: number): MemorySample;
+  /** The process exited: drop its state (and descriptors). */
+  forget(pid: number): void;
+  close(): void;
+}
+
+export const PSS_REFRESH_SAMPLES = 5;
+const PSS_REREAD_BYTES = 1024 * 1024;
+const PSS_REREAD_SHARE = 0.05;
+const MS_PER_TICK = 1000 / CLK_TCK;
+
+interface Tracked {
+  handle: ProcHandle;
+  lastTicks: number;
+  lastAt: number | undefined;
+  pss: number | undefined;
+  anon: number | undefined;
+  /** RSS when pss was read. */
+  rssAtPss: number;
+  samplesSincePss: number;
+}
+
+export class ProcSampler implements MemorySampler {
+  readonly kind = 'proc' as const;
+  readonly sync = true;
+  readonly measure: Measure;
+  private readonly tracked = new Map<number, Tracked>();
+  private readonly page = pageSize();
+  /** Rollup reads done, for the bench and tests. */
+  rollupReads = 0;
+  statReads = 0;
+
+  constructor() {
+    const me = new ProcHandle(process.pid);
+    this.measure = me.hasRollup ? 'pss' : 'rss';
+    me.close();
+  }
+
+  readNow(pid: number, now: number, fresh = false): MemorySample | undefined {
+    let t = this.tracked.get(pid);
+    if (t === undefined) {
+      t = { handle: new ProcHandle(pid), lastTicks: 0, lastAt: undefined, pss: undefined, anon: undefined, rssAtPss: 0, samplesSincePss: 0 };
+      this.tracked.set(pid, t);
+    }
+    this.statReads++;
+    const st = t.handle.readStat();
+    if (st === undefined) {
+      this.forget(pid);
+      return undefined;
+    }
+    const rss = st.rssPages * this.page;
+    const cpu = t.lastAt !== undefined && now > t.lastAt ? (((st.cpuTicks - t.lastTicks) * MS_PER_TICK) / (now - t.lastAt)) * 100 : 0;
+    t.lastTicks = st.cpuTicks;
+    t.lastAt = now;
+    if (t.handle.hasRollup) {
+      const moved = Math.abs(rss - t.rssAtPss);
+      const stale =
+        fresh ||
+        t.pss === undefined ||
+        t.samplesSincePss >= PSS_REFRESH_SAMPLES - 1 ||
+        (moved > PSS_REREAD_BYTES && moved > t.rssAtPss * PSS_REREAD_SHARE);
+      if (stale) {
+        this.rollupReads++;
+        const r = t.handle.readRollup();
+        if (r !== undefined) {
+          t.pss = r.pss;
+          t.anon = r.anon;
+          t.rssAtPss = rss;
+          t.samplesSincePss = 0;
+        }
+      } else {
+        t.samplesSincePss++;
+      }
+    }
+    const pss = t.pss !== undefined && t.handle.hasRollup ? Math.max(0, t.pss + (rss - t.rssAtPss)) : undefined;
+    const anon = t.anon !== undefined ? Math.max(0, t.anon + (rss - t.rssAtPss)) : undefined;
+    return { pid, at: now, rss, pss, anon, cpu, value: pss ?? rss, measure: pss !== undefined ? 'pss' : 'rss' };
+  }
+
+  read(pids: readonly number[], now: number): Promise<Map<number, MemorySample>> {
+    const out = new Map<number, MemorySample>();
+    for (const pid of pids) {
+      const s = this.readNow(pid, now);
+      if (s !== undefined) out.set(pid, s);
+    }
+    return Promise.resolve(out);
+  }
+
+  self(now: number): MemorySample {
+    return this.readNow(process.pid, now) ?? nodeSelf(now);
+  }
+
+  forget(pid: number): void {
+    const t = this.tracked.get(pid);
+    if (t === undefined) return;
+    t.handle.close();
+    this.tracked.delete(pid);
+  }
+
+  close(): void {
+    for (const pid of [...this.tracked.keys()]) this.forget(pid);
+  }
+}
+
+type Pidusage = (pids: number[]) => Promise<Record<string, { memory: number; cpu: number } | undefined>>;
+
+export class PidusageSampler implements MemorySampler {
+  readonly kind = 'pidusage' as const;
+  readonly sync = false;
+  readonly measure = 'rss' as const;
+  private lib: Promise<{ stat: Pidusage; clear: () => void }> | undefined;
+
+  readNow(): MemorySample | undefined {
+    return undefined;
+  }
+
+  async read(pids: readonly number[], now: number): Promise<Map<number, MemorySample>> {
+    const out = new Map<number, MemorySample>();
+    if (pids.length === 0) return out;
+    const lib = await this.load();
+    let stats: Awaited<ReturnType<Pidusage>>;
+    try {
+      stats = await lib.stat([...pids]);
+    } catch {
+      // ps exits 1 when one of the pids is gone: read them one by one.
+      stats = {};
+      for (const pid of pids) {
+        try {
+          Object.assign(stats, await lib.stat([pid]));
+        } catch {
+          /* gone */
+        }
+      }
+    }
+    for (const pid of pids) {
+      const s = stats[String(pid)];
+      if (s === undefined || s === null) continue;
+      out.set(pid, { pid, at: now, rss: s.memory, pss: undefined, anon: undefined, cpu: s.cpu, value: s.memory, measure: 'rss' });
+    }
+    return out;
+  }
+
+  self(now: number): MemorySample {
+    return nodeSelf(now);
+  }
+
+  forget(): void {}
+
+  close(): void {
+    void this.lib?.then((l) => l.clear());
+  }
+
+  private load(): Promise<{ stat: Pidusage; clear: () => void }> {
+    this.lib ??= import('pidusage').then((m) => {
+      const p = m.default;
+      return { stat: (pids: number[]) => p(pids) as ReturnType<Pidusage>, clear: () => p.clear() };
+    });
+    return this.lib;
+  }
+}
+
+function nodeSelf(now: number): MemorySample {
+  const rss = process.memoryUsage.rss();
+  return { pid: process.pid, at: now, rss, pss: undefined, anon: undefined, cpu: 0, value: rss, measure: 'rss' };
+}
+
+/** /proc where it works (Linux), else pidusage. */
+export function createSampler(): MemorySampler {
+  if (process.platform === 'linux') {
+    const me = new ProcHandle(process.pid);
+    const readable = me.readStat() !== undefined;
+    me.close();
+    if (readable) return new ProcSampler();
+  }
+  return new PidusageSampler();
+}

@@ -1,0 +1,405 @@
+/**
+ * A spawned pool's part in the memory governor (docs/memory.md): samples its workers
+ * every memory_sample_interval while it has any, applies max_memory (recycle after the
+ * request), max_memory_hard (kill now, 503) and memory_limit (no spawn past it; idle
+ * workers go first when measured use is over it), asks the host governor before every
+ * spawn, and answers the governor's questions about this pool (BudgetMember).
+ *
+ * The pool calls: spawned / exited / wentIdle (bookkeeping), admit (before spawning),
+ * afterRequest (re-measures a worker near a cap right after its request), fill
+ * (snapshot). It carries out what this decides through PoolMemoryHooks.
+ */
+import type { PoolConfig } from '../config/types.js';
+import type { Logger } from '../log/log.js';
+import { estimateWorker, PeakHistory, type Estimate } from '../memory/estimate.js';
+import { formatBytes } from '../memory/format.js';
+import { checkWorker, chargeOf, planRelief, type WorkerCaps } from '../memory/governor.js';
+import type { HostGovernor } from '../memory/host-governor.js';
+import type { BudgetMember, MemorySample, PoolMemoryFigures, WorkerMemoryFigures, WorkerRef } from '../memory/types.js';
+import type { RetireReason } from '../worker/types.js';
+import { OneTimer, type Clock } from './clock.js';
+import { scriptOf, type Slot } from './slot.js';
+import type { PoolSnapshot } from './types.js';
+
+/** One refused-spawn line per this many ms per pool; the rest are counted into the next. */
+const REFUSAL_LOG_INTERVAL_MS = 1000;
+
+/** Per worker: its samples and whether it is near a cap. */
+export class WorkerMemory {
+  last: MemorySample | undefined;
+  peak = 0;
+  /** Epoch ms of the last sample, for status. */
+  sampledAt = 0;
+  /** At NEAR_SHARE of a cap: re-measured right after each request. */
+  near = false;
+
+  record(s: MemorySample): void {
+    this.last = s;
+    if (s.value > this.peak) this.peak = s.value;
+    this.sampledAt = Date.now();
+  }
+
+  figures(): WorkerMemoryFigures | undefined {
+    const s = this.last;
+    if (s === undefined) return undefined;
+    return { pss: s.pss, rss: s.rss, anon: s.anon, cpu: Math.round(s.cpu * 10) / 10, measure: s.measure, peak: this.peak, sampledAt: this.sampledAt };
+  }
+}
+
+/** What the memory part asks of its pool. */
+export interface PoolMemoryHooks {
+  /** Live workers (spawned, not yet exited). */
+  slots(): Iterable<Slot>;
+  /** Retires a worker (busy ones after their request), logging `msg` with `fields` as its one line. */
+  retire(slot: Slot, reason: RetireReason, fields: Record<string, unknown>, msg: string): void;
+  /** Stops a worker now with SIGKILL; a request it runs is answered 503 MEMORY_HARD_LIMIT. Logs `msg` at warn. */
+  kill(slot: Slot, fields: Record<string, unknown>, msg: string): void;
+  /** Spawns what waiting requests need. */
+  scale(): void;
+  queued(): number;
+}
+
+export class PoolMemory implements BudgetMember {
+  readonly name: string;
+  readonly interval: number;
+  private readonly cfg: PoolConfig;
+  private readonly host: HostGovernor;
+  private readonly hooks: PoolMemoryHooks;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly caps: WorkerCaps;
+  private readonly limit: number;
+  private readonly history = new PeakHistory();
+  private readonly timer: OneTimer;
+  private est: Estimate;
+  private sampling = false;
+  private disposed = false;
+  private refusalLog = { at: -Infinity, suppressed: 0 };
+  private warnedFresh = false;
+  /** Spare (non-demand) spawns are being refused: said once, until a spawn is admitted again. */
+  private refusingSpares = false;
+  refused = 0;
+  recycled = 0;
+  killed = 0;
+  evicted = 0;
+
+  constructor(cfg: PoolConfig, host: HostGovernor, hooks: PoolMemoryHooks, clock: Clock, log: Logger) {
+    this.name = cfg.name;
+    this.cfg = cfg;
+    this.host = host;
+    this.hooks = hooks;
+    this.clock = clock;
+    this.log = log;
+    this.caps = { soft: cfg.maxMemory ?? 0, hard: cfg.maxMemoryHard ?? 0 };
+    this.limit = cfg.memoryLimit ?? 0;
+    this.interval = cfg.memorySampleInterval ?? host.sampleInterval;
+    this.est = { bytes: cfg.expectedWorkerMemory ?? 32 * 1024 * 1024, source: 'configured' };
+    this.timer = new OneTimer(clock, () => this.round());
+    host.join(this);
+  }
+
+  // ---- what the pool calls ------------------------------------------------------------
+
+  spawned(slot: Slot): void {
+    slot.mem = new WorkerMemory();
+    if (!this.timer.armed && !this.disposed) this.timer.armAt(this.clock.now() + this.interval);
+  }
+
+  exited(slot: Slot): void {
+    const m = slot.mem;
+    if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) this.history.record(m.peak);
+    if (slot.pid !== undefined) this.host.sampler.forget(slot.pid);
+    this.updateEstimate();
+    this.host.released();
+  }
+
+  wentIdle(): void {
+    this.host.wentIdle(this);
+  }
+
+  /** How many of `want` spawns memory allows; `demand` of them are for queued requests. */
+  admit(want: number, demand: number): number {
+    if (want <= 0) return 0;
+    const committed = this.committed();
+    const d = this.host.decide(this, { want, demand, estimate: this.est.bytes, committed, limit: this.limit });
+    if (d.admit < want) {
+      this.refused += want - d.admit;
+      this.logRefusal(want, d.admit, d.admit < demand, d.limitedBy, committed, d.evict.length + d.retire.length, d.covered);
+    } else {
+      this.refusingSpares = false;
+    }
+    return d.admit;
+  }
+
+  /** After a request: a worker near a cap is measured again now. True when it was recycled or killed. */
+  afterRequest(slot: Slot): boolean {
+    const m = slot.mem;
+    const pid = slot.pid;
+    if (m === undefined || !m.near || pid === undefined || !this.host.sampler.sync) return false;
+    const s = this.host.sampler.readNow(pid, this.clock.now(), true);
+    if (s === undefined) return false;
+    m.record(s);
+    return this.enforce(slot, s);
+  }
+
+  fill(s: PoolSnapshot): void {
+    s.memory = this.figures();
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.timer.cancel();
+    this.host.leave(this);
+  }
+
+  // ---- BudgetMember -------------------------------------------------------------------
+
+  committed(): number {
+    let sum = 0;
+    for (const slot of this.hooks.slots()) sum += chargeOf(slot.mem?.last?.value, this.est.bytes);
+    return sum;
+  }
+
+  measured(): number {
+    let sum = 0;
+    for (const slot of this.hooks.slots()) sum += slot.mem?.last?.value ?? 0;
+    return sum;
+  }
+
+  freeing(): number {
+    let sum = 0;
+    for (const slot of this.hooks.slots()) if (retiring(slot)) sum += chargeOf(slot.mem?.last?.value, this.est.bytes);
+    return sum;
+  }
+
+  freeingMeasured(): number {
+    let sum = 0;
+    for (const slot of this.hooks.slots()) if (retiring(slot)) sum += slot.mem?.last?.value ?? 0;
+    return sum;
+  }
+
+  estimate(): number {
+    return this.est.bytes;
+  }
+
+  workerCount(): number {
+    let n = 0;
+    for (const _ of this.hooks.slots()) n++;
+    return n;
+  }
+
+  floor(): number {
+    const keep = this.cfg.pm === 'static' ? this.cfg.maxChildren : this.cfg.pm === 'dynamic' ? this.cfg.minSpare : 0;
+    return keep * this.est.bytes;
+  }
+
+  idleWorkers(): WorkerRef[] {
+    const out: WorkerRef[] = [];
+    for (const slot of this.hooks.slots()) if (slot.inIdle && slot.worker.state === 'idle') out.push(this.ref(slot, slot.idleSince));
+    return out;
+  }
+
+  busyWorkers(): WorkerRef[] {
+    const out: WorkerRef[] = [];
+    for (const slot of this.hooks.slots()) if (slot.worker.state === 'busy') out.push(this.ref(slot, slot.busySince));
+    return out;
+  }
+
+  evict(w: WorkerRef, reason: RetireReason, fields: Record<string, unknown>, msg: string): void {
+    for (const slot of this.hooks.slots()) {
+      if (slot.worker.id !== w.id) continue;
+      const st = slot.worker.state;
+      if (st !== 'idle' && st !== 'busy') return;
+      this.evicted++;
+      this.hooks.retire(slot, reason, fields, msg);
+      return;
+    }
+  }
+
+  retry(): void {
+    this.hooks.scale();
+  }
+
+  hasDemand(): boolean {
+    return this.hooks.queued() > 0;
+  }
+
+  figures(): PoolMemoryFigures {
+    let total = 0;
+    let committed = 0;
+    let sampled = 0;
+    let pss = 0;
+    for (const slot of this.hooks.slots()) {
+      const v = slot.mem?.last;
+      committed += chargeOf(v?.value, this.est.bytes);
+      if (v === undefined) continue;
+      total += v.value;
+      sampled++;
+      if (v.measure === 'pss') pss++;
+    }
+    return {
+      measure: sampled === 0 ? this.host.sampler.measure : pss === sampled ? 'pss' : 'rss',
+      total,
+      committed,
+      limit: this.limit > 0 ? this.limit : undefined,
+      estimate: this.est.bytes,
+      estimateSource: this.est.source,
+      maxMemory: this.caps.soft > 0 ? this.caps.soft : undefined,
+      maxMemoryHard: this.caps.hard > 0 ? this.caps.hard : undefined,
+      sampleInterval: this.interval,
+      recommendedMaxChildren: this.host.recommend(this, this.est.bytes, this.limit),
+      refusedSpawns: this.refused,
+      recycled: this.recycled,
+      killed: this.killed,
+      evicted: this.evicted,
+      waitingForBudget: this.host.isWaiting(this),
+    };
+  }
+
+  // ---- sampling -----------------------------------------------------------------------
+
+  private round(): void {
+    if (this.disposed || this.sampling) return;
+    const now = this.clock.now();
+    const sampler = this.host.sampler;
+    const slots = [...this.hooks.slots()].filter((s) => s.pid !== undefined && s.worker.state !== 'exited');
+    if (sampler.sync) {
+      for (const slot of slots) {
+        const s = sampler.readNow(slot.pid!, now);
+        if (s !== undefined) this.apply(slot, s);
+      }
+      this.afterRound();
+      return;
+    }
+    this.sampling = true;
+    void sampler
+      .read(slots.map((s) => s.pid!), now)
+      .then((got) => {
+        for (const slot of slots) {
+          const s = got.get(slot.pid!);
+          if (s !== undefined && slot.exit === undefined) this.apply(slot, s);
+        }
+      })
+      .catch((err: unknown) => this.log.debug({ err }, 'memory sampling failed'))
+      .finally(() => {
+        this.sampling = false;
+        this.afterRound();
+      });
+  }
+
+  private afterRound(): void {
+    if (this.disposed) return;
+    this.updateEstimate();
+    this.checkLimit();
+    this.host.checkBudget();
+    let live = false;
+    for (const _ of this.hooks.slots()) {
+      live = true;
+      break;
+    }
+    // No workers, no sampling: the next spawn starts it again.
+    if (live) this.timer.armAt(this.clock.now() + this.interval);
+  }
+
+  private apply(slot: Slot, s: MemorySample): void {
+    slot.mem?.record(s);
+    this.enforce(slot, s);
+  }
+
+  /** Applies max_memory / max_memory_hard to one fresh sample. True when the worker was recycled or killed. */
+  private enforce(slot: Slot, s: MemorySample): boolean {
+    const m = slot.mem!;
+    const st = slot.worker.state;
+    const verdict = checkWorker(s.value, this.caps);
+    m.near = verdict === 'near';
+    if (st === 'stopping' || st === 'exited') return false;
+    const base = { wpid: slot.pid, value: s.value, measure: s.measure, rss: s.rss, pss: s.pss, requests: slot.worker.requests };
+    if (verdict === 'hard') {
+      this.killed++;
+      const ex = slot.current;
+      const what = ex !== undefined ? `; its request to ${scriptOf(ex)} gets 503 MEMORY_HARD_LIMIT` : '';
+      this.hooks.kill(slot, { ...base, maxMemoryHard: this.caps.hard, uri: ex?.params.get('REQUEST_URI') },
+        `worker ${slot.pid} of pool ${this.name} uses ${formatBytes(s.value)} (${s.measure}), over max_memory_hard ${formatBytes(this.caps.hard)}: killing it now${what}`);
+      return true;
+    }
+    if (verdict !== 'soft' || st === 'draining') return false;
+    if (slot.worker.requests === 0) {
+      // Recycling a worker that is this big before serving anything would only loop.
+      if (!this.warnedFresh) {
+        this.warnedFresh = true;
+        this.log.warn({ ...base, maxMemory: this.caps.soft }, `worker ${slot.pid} of pool ${this.name} uses ${formatBytes(s.value)} (${s.measure}) before serving any request, over max_memory ${formatBytes(this.caps.soft)}: max_memory is too low for this application; not recycling fresh workers`);
+      }
+      return false;
+    }
+    this.recycled++;
+    this.hooks.retire(slot, 'memory', { ...base, maxMemory: this.caps.soft },
+      `worker ${slot.pid} of pool ${this.name} uses ${formatBytes(s.value)} (${s.measure}), over max_memory ${formatBytes(this.caps.soft)}: recycling it ${st === 'busy' ? 'after its current request' : 'now'}`);
+    return true;
+  }
+
+  /** memory_limit: measured use over it retires idle workers first, then busy ones after their request. */
+  private checkLimit(): void {
+    if (this.limit <= 0) return;
+    const measured = this.measured();
+    const freeing = this.freeingMeasured();
+    const excess = measured - freeing - this.limit;
+    if (excess <= 0) return;
+    const busy = this.busyWorkers();
+    for (const v of planRelief(excess, this.idleWorkers(), busy)) {
+      const busyOne = busy.includes(v);
+      this.evict(v, 'memory_budget', { memoryLimit: this.limit, measured, freeing, excess, victimPid: v.pid, value: v.value, busy: busyOne },
+        `pool ${this.name} uses ${formatBytes(measured)}, over its memory_limit ${formatBytes(this.limit)}: retiring ${busyOne ? 'busy worker (after its request)' : 'idle worker'} ${v.pid} (${formatBytes(v.value ?? v.charge)})`);
+    }
+  }
+
+  private updateEstimate(): void {
+    const live: number[] = [];
+    for (const slot of this.hooks.slots()) {
+      const m = slot.mem;
+      if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) live.push(m.peak);
+    }
+    this.est = estimateWorker(this.history.values(), live, this.cfg.expectedWorkerMemory ?? this.est.bytes, this.caps.hard > 0 ? this.caps.hard : Infinity);
+  }
+
+  private ref(slot: Slot, since: number): WorkerRef {
+    const value = slot.mem?.last?.value;
+    return { pool: this.name, id: slot.worker.id, pid: slot.pid, charge: chargeOf(value, this.est.bytes), value, since };
+  }
+
+  private logRefusal(want: number, admitted: number, demandRefused: boolean, limitedBy: string | undefined, committed: number, evicting: number, covered: number): void {
+    const now = this.clock.now();
+    const r = this.refusalLog;
+    if (!demandRefused) {
+      // Spares for dynamic/static modes: nobody waits for them; one line per episode.
+      if (this.refusingSpares) return;
+      this.refusingSpares = true;
+    } else if (now - r.at < REFUSAL_LOG_INTERVAL_MS && evicting === 0) {
+      r.suppressed++;
+      return;
+    }
+    const suppressed = r.suppressed;
+    this.refusalLog = { at: now, suppressed: 0 };
+    const est = this.est.bytes;
+    const budget = this.host.budget;
+    const snap = limitedBy === 'memory_budget' ? this.host.snapshot() : undefined;
+    const fields = {
+      want, admitted, limitedBy, estimate: est, estimateSource: this.est.source, committed, memoryLimit: this.limit > 0 ? this.limit : undefined,
+      budget, hostCommitted: snap?.committed, evicting, covered, queued: this.hooks.queued(), ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}),
+    };
+    const n = want - admitted;
+    let why: string;
+    if (limitedBy === 'memory_limit') {
+      why = `${formatBytes(committed)} committed + ${formatBytes(est)} per worker would pass memory_limit ${formatBytes(this.limit)}`;
+    } else {
+      const then = evicting > 0 ? `evicting ${evicting} worker(s) of other pools` : covered > 0 ? 'waiting for retiring workers to exit' : 'waiting for memory to come free';
+      why = `the memory budget ${formatBytes(budget ?? 0)} has ${formatBytes(Math.max(0, (budget ?? 0) - (snap?.committed ?? 0)))} uncommitted and a worker needs ${formatBytes(est)}; ${then}`;
+    }
+    if (demandRefused) this.log.warn(fields, `pool ${this.name}: not spawning ${n} worker(s): ${why}; requests wait in the queue`);
+    else this.log.info(fields, `pool ${this.name}: not spawning ${n} spare worker(s): ${why}`);
+  }
+}
+
+function retiring(slot: Slot): boolean {
+  const st = slot.worker.state;
+  return st === 'draining' || st === 'stopping';
+}
