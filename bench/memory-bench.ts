@@ -165,9 +165,23 @@ async function samplingCost(dir: string): Promise<void> {
       return cpuUs;
     };
     const reads0 = proc.rollupReads;
-    measure('/proc, steady (PSS re-read every 5th sample)', () => round(false), ROUNDS);
+    measure('/proc sync, steady (PSS re-read every 5th)', () => round(false), ROUNDS);
     console.log(`    (smaps_rollup reads: ${proc.rollupReads - reads0} for ${ROUNDS * WORKERS} samples; no process spawned)`);
-    measure('/proc, every PSS re-read (smaps_rollup)', () => round(true), ROUNDS);
+    measure('/proc sync, every PSS re-read (smaps_rollup)', () => round(true), ROUNDS);
+    // What the daemon does: rounds through the threadpool; the event loop only parses.
+    {
+      const cpu0 = process.cpuUsage();
+      const elu0 = performance.eventLoopUtilization();
+      const t0 = performance.now();
+      for (let i = 0; i < ROUNDS; i++) await proc.read(pids, performance.now());
+      const wall = (performance.now() - t0) / ROUNDS;
+      const c = process.cpuUsage(cpu0);
+      const elu = performance.eventLoopUtilization(elu0);
+      const cpuUs = (c.user + c.system) / ROUNDS;
+      console.log(
+        `  ${'/proc async rounds, steady (the daemon)'.padEnd(46)} ${(cpuUs / 1000).toFixed(2).padStart(7)} ms CPU/round  ${(cpuUs / WORKERS).toFixed(1).padStart(6)} µs/worker  ${((elu.active / ROUNDS)).toFixed(2).padStart(7)} ms event-loop time/round  ${((cpuUs / 1000 / 2000) * 100).toFixed(3)} % of a CPU at 2 s  (${wall.toFixed(2)} ms wall)`,
+      );
+    }
     proc.close();
 
     const pu = new PidusageSampler();

@@ -82,7 +82,8 @@ export class Daemon {
       pools: this.poolMap,
       listeners: this.listenerList,
       ctx: this.ctx,
-      makePool: (p) => this.makePool(p),
+      makePool: (p, runtimeDir) => this.makePool(p, runtimeDir),
+      runtimeDir: () => this.privateDir,
       startListener: this.startListener,
       commit: (next) => {
         this._config = next;
@@ -161,8 +162,8 @@ export class Daemon {
     this.ops.ready();
   }
 
-  private makePool(p: PoolConfig): Pool {
-    const pool = this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir: this.privateDir!, memory: this.governor });
+  private makePool(p: PoolConfig, runtimeDir = this.privateDir!): Pool {
+    const pool = this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir, memory: this.governor });
     this.ops.generations.born(pool);
     return pool;
   }

@@ -44,7 +44,9 @@ export interface ReloadParts {
   pools: Map<string, Pool>;
   listeners: Listener[];
   ctx: FrontendContext;
-  makePool(cfg: PoolConfig): Pool;
+  /** `runtimeDir`: where its workers' sockets go (default the daemon's private dir). */
+  makePool(cfg: PoolConfig, runtimeDir?: string): Pool;
+  runtimeDir(): string | undefined;
   startListener(cfg: import('../config/types.js').ListenerConfig, ctx: FrontendContext): Promise<Listener>;
   commit(next: Config): void;
 }
@@ -310,7 +312,7 @@ export class Operations {
           generations: this.generations,
           makePool: (p) => {
             logPool(this.logger, p);
-            return parts.makePool(p);
+            return parts.makePool(p, this.generationDir(parts));
           },
           startListener: async (l, ctx) => {
             const listener = await parts.startListener(l, ctx);
@@ -339,6 +341,21 @@ export class Operations {
       this.reloading = false;
       void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`);
     }
+  }
+
+  private generation = 0;
+
+  /**
+   * A fresh 0700 directory per reload for the new pools' worker sockets: a replaced pool's
+   * workers (same pool name, same worker numbers) still own their socket paths until they
+   * exit, and remove them when they do.
+   */
+  private generationDir(parts: ReloadParts): string | undefined {
+    const base = parts.runtimeDir();
+    if (base === undefined) return undefined;
+    const dir = nodePath.join(base, `r${++this.generation}`);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return dir;
   }
 
   private failed(err: unknown): void {

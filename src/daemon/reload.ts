@@ -88,11 +88,12 @@ export function planReload(cur: Config, next: Config, running: readonly Listener
   for (const name of cur.pools.keys()) if (!next.pools.has(name)) pools.removed.push(name);
 
   const listeners: ListenerPlan = { added: [], removed: [], updated: [], unchanged: [], reopened: [] };
-  const byAddress = new Map(running.map((l) => [l.config.address.text, l]));
   const kept = new Set<Listener>();
   for (const n of next.listen) {
-    const l = byAddress.get(n.address.text);
-    if (l === undefined || kept.has(l)) {
+    // Same address, the same protocol first (port 0 may be configured several times).
+    const same = running.filter((r) => !kept.has(r) && r.config.address.text === n.address.text);
+    const l = same.find((r) => r.config.protocol === n.protocol) ?? same[0];
+    if (l === undefined) {
       listeners.added.push(n);
       continue;
     }

@@ -38,6 +38,26 @@ export interface AdmitAsk {
   limit: number;
 }
 
+/** What the host decided, with the numbers for the pool's log line. */
+export type HostDecision = SpawnDecision & { budget: number | undefined; hostCommitted: number | undefined };
+
+/** What a pool's memory part needs of the daemon's governor (injected through PoolDeps.memory). */
+export interface MemoryGovernor {
+  readonly sampler: MemorySampler;
+  /** Default interval for pools that do not set their own (ms). */
+  readonly sampleInterval: number;
+  /** Bytes; undefined without memory_budget. */
+  readonly budget: number | undefined;
+  join(m: BudgetMember): void;
+  leave(m: BudgetMember): void;
+  decide(m: BudgetMember, ask: AdmitAsk): HostDecision;
+  released(): void;
+  wentIdle(m: BudgetMember): void;
+  checkBudget(): void;
+  isWaiting(m: BudgetMember): boolean;
+  recommend(m: BudgetMember, estimate: number, limit: number): number | undefined;
+}
+
 export const DEFAULT_SAMPLE_INTERVAL = 2000;
 
 const systemClock: MemoryClock = {
@@ -52,7 +72,7 @@ const systemClock: MemoryClock = {
   },
 };
 
-export class HostGovernor {
+export class HostGovernor implements MemoryGovernor {
   readonly sampler: MemorySampler;
   readonly sampleInterval: number;
   /** Bytes; undefined without memory_budget. */
@@ -65,6 +85,7 @@ export class HostGovernor {
   /** Pools whose queued requests wait for the budget, in the order they began waiting. */
   private readonly waiters = new Set<BudgetMember>();
   private selfSample: MemorySample | undefined;
+  private selfPending = false;
   private retryHandle: unknown;
   private disposed = false;
   private readonly disposeWhenEmpty: boolean;
@@ -98,10 +119,11 @@ export class HostGovernor {
    * evicts idle workers of other pools when its queued requests need the room, and
    * keeps it on the waiting list while they cannot be met.
    */
-  decide(m: BudgetMember, ask: AdmitAsk): SpawnDecision {
+  decide(m: BudgetMember, ask: AdmitAsk): HostDecision {
     const budget = this.budget;
     if (budget === undefined || this.disposed) {
-      return decideSpawn({ want: ask.want, demand: ask.demand, estimate: ask.estimate, poolCommitted: ask.committed, poolLimit: ask.limit, host: undefined });
+      const d = decideSpawn({ want: ask.want, demand: ask.demand, estimate: ask.estimate, poolCommitted: ask.committed, poolLimit: ask.limit, host: undefined });
+      return { ...d, budget: undefined, hostCommitted: undefined };
     }
     const self = this.self();
     let committed = self.value;
@@ -109,12 +131,14 @@ export class HostGovernor {
     let othersWaiting = false;
     const idle: WorkerRef[] = [];
     const busy: WorkerRef[] = [];
+    // By reference, not by pool name: during a reload the old and new pool share a name.
+    const owners = new Map<WorkerRef, BudgetMember>();
     for (const o of this.members) {
       committed += o.committed();
       freeing += o.freeing();
       if (o === m) continue;
-      idle.push(...o.idleWorkers());
-      if (o.workerCount() > 1) busy.push(...o.busyWorkers());
+      collect(o, o.idleWorkers(), idle, owners);
+      if (o.workerCount() > 1) collect(o, o.busyWorkers(), busy, owners);
       if (this.waiters.has(o) && o.hasDemand()) othersWaiting = true;
     }
     const d = decideSpawn({
@@ -132,17 +156,17 @@ export class HostGovernor {
     for (const v of d.evict) {
       this.evictions++;
       const idleMs = Math.round(this.clock.now() - v.since);
-      this.owner(v)?.evict(v, 'memory_budget', { ...numbers, forPool: m.name, victimPool: v.pool, victimPid: v.pid, charge: v.charge, value: v.value, idleMs },
+      owners.get(v)?.evict(v, 'memory_budget', { ...numbers, forPool: m.name, victimPool: v.pool, victimPid: v.pid, charge: v.charge, value: v.value, idleMs },
         `evicting idle worker ${v.pid} of pool ${v.pool} (least recently used, idle ${idleMs} ms, ${formatBytes(v.charge)} counted) to make room for pool ${m.name}: ` +
           `${formatBytes(committed)} committed + ${formatBytes(ask.estimate)} needed > budget ${formatBytes(budget)}`);
     }
     for (const v of d.retire) {
       this.evictions++;
-      this.owner(v)?.evict(v, 'memory_budget', { ...numbers, forPool: m.name, victimPool: v.pool, victimPid: v.pid, charge: v.charge, value: v.value },
+      owners.get(v)?.evict(v, 'memory_budget', { ...numbers, forPool: m.name, victimPool: v.pool, victimPid: v.pid, charge: v.charge, value: v.value },
         `retiring busy worker ${v.pid} of pool ${v.pool} after its request (${formatBytes(v.charge)} counted): pool ${m.name} has no worker and the budget ` +
           `(${formatBytes(budget)}, ${formatBytes(committed)} committed) has no room for one`);
     }
-    return d;
+    return { ...d, budget, hostCommitted: committed };
   }
 
   /** A worker exited: waiting pools may fit now. */
@@ -165,11 +189,12 @@ export class HostGovernor {
     let freeing = 0;
     const idle: WorkerRef[] = [];
     const busy: WorkerRef[] = [];
+    const owners = new Map<WorkerRef, BudgetMember>();
     for (const o of this.members) {
       measured += o.measured();
       freeing += o.freeingMeasured();
-      idle.push(...o.idleWorkers());
-      busy.push(...o.busyWorkers());
+      collect(o, o.idleWorkers(), idle, owners);
+      collect(o, o.busyWorkers(), busy, owners);
     }
     const excess = measured - freeing - budget;
     if (excess <= 0) return;
@@ -178,19 +203,33 @@ export class HostGovernor {
     this.overBudget++;
     for (const v of victims) {
       const busyOne = busy.includes(v);
-      this.owner(v)?.evict(v, 'memory_budget', { budget, measured, freeing, excess, victimPool: v.pool, victimPid: v.pid, value: v.value, measure: self.measure, busy: busyOne },
+      owners.get(v)?.evict(v, 'memory_budget', { budget, measured, freeing, excess, victimPool: v.pool, victimPid: v.pid, value: v.value, measure: self.measure, busy: busyOne },
         `memory use ${formatBytes(measured)} is over the budget ${formatBytes(budget)} by ${formatBytes(excess)}: ` +
           `retiring ${busyOne ? 'busy worker (after its request)' : 'idle worker'} ${v.pid} of pool ${v.pool} (${formatBytes(v.value ?? v.charge)})`);
     }
   }
 
-  /** The daemon's own memory, re-read at most once per sample interval. */
+  /**
+   * The daemon's own memory. Read synchronously once; after that refreshed in the
+   * background at most once per sample interval (a Node process's smaps_rollup costs
+   * about a millisecond), the last reading standing in meanwhile.
+   */
   self(): MemorySample {
     const now = this.clock.now();
     const s = this.selfSample;
-    if (s !== undefined && now - s.at < this.sampleInterval) return s;
-    this.selfSample = this.sampler.self(now);
-    return this.selfSample;
+    if (s === undefined) {
+      this.selfSample = this.sampler.self(now);
+      return this.selfSample;
+    }
+    if (now - s.at >= this.sampleInterval && !this.selfPending && !this.disposed) {
+      this.selfPending = true;
+      void this.sampler
+        .selfAsync(now)
+        .then((v) => (this.selfSample = v))
+        .catch(() => {})
+        .finally(() => (this.selfPending = false));
+    }
+    return s;
   }
 
   /** The budget share left for `m`: budget - daemon - what every other pool keeps while idle. */
@@ -249,11 +288,6 @@ export class HostGovernor {
     this.sampler.close();
   }
 
-  private owner(w: WorkerRef): BudgetMember | undefined {
-    for (const m of this.members) if (m.name === w.pool) return m;
-    return undefined;
-  }
-
   private scheduleRetry(): void {
     if (this.retryHandle !== undefined || this.disposed) return;
     this.retryHandle = this.clock.setTimer(() => {
@@ -267,6 +301,13 @@ export class HostGovernor {
         w.retry();
       }
     }, 0);
+  }
+}
+
+function collect(owner: BudgetMember, refs: WorkerRef[], into: WorkerRef[], owners: Map<WorkerRef, BudgetMember>): void {
+  for (const r of refs) {
+    into.push(r);
+    owners.set(r, owner);
   }
 }
 

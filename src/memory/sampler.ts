@@ -1,7 +1,7 @@
 /**
  * Samples the memory and CPU of worker processes and of the daemon itself.
  *
- * Linux ('proc'): reads /proc directly and synchronously, spawning nothing. pidusage's
+ * Linux ('proc'): reads /proc directly, spawning nothing. pidusage's
  * Linux mode also reads /proc/PID/stat, but it runs `getconf CLK_TCK` and `getconf
  * PAGESIZE` through a shell on its first call, switches to spawning `ps` on every call
  * when PIDUSAGE_USE_PS=true is in the environment, keeps one descriptor per pid open for
@@ -10,12 +10,15 @@
  * /proc/PID/smaps_rollup is re-read only when RSS moved by more than 1 MiB or 5 % since
  * the last PSS read, or every PSS_REFRESH_SAMPLES samples (PSS also drifts when other
  * processes start or stop sharing pages); in between it is carried forward with the
- * RSS change. A forced read (`fresh`) always reads it.
+ * RSS change. A forced read (`fresh`) always reads it. Rounds (`read`) go through the
+ * libuv threadpool, so the page-table walk behind smaps_rollup (~0.4 ms for a php-cgi
+ * worker, ~1 ms for a Node one) never stalls the event loop; `readNow` is for one worker
+ * right after its request.
  *
  * Elsewhere ('pidusage'): one batched pidusage call per round (one `ps` for all pids on
  * macOS/BSD), RSS only, and no synchronous reads, so no re-check right after a request.
  */
-import { CLK_TCK, pageSize, ProcHandle } from './proc.js';
+import { CLK_TCK, pageSize, ProcHandle, type RollupFields, type StatFields } from './proc.js';
 import type { MemorySample, Measure } from './types.js';
 
 export interface MemorySampler {
@@ -28,8 +31,11 @@ export interface MemorySampler {
   readNow(pid: number, now: number, fresh?: boolean): MemorySample | undefined;
   /** Many processes; resolves with those that could be read. */
   read(pids: readonly number[], now: number): Promise<Map<number, MemorySample>>;
-  /** The daemon itself. */
+  /** Rounds may use readNow instead of read (samplers whose reads cost nothing: tests). */
+  readonly syncRounds?: boolean;
+  /** The daemon itself, now. */
   self(now: number): MemorySample;
+  selfAsync(now: number): Promise<MemorySample>;
   /** The process exited: drop its state (and descriptors). */
   forget(pid: number): void;
   close(): void;
@@ -49,6 +55,8 @@ interface Tracked {
   /** RSS when pss was read. */
   rssAtPss: number;
   samplesSincePss: number;
+  /** The asynchronous read in flight. */
+  pending: Promise<MemorySample | undefined> | undefined;
 }
 
 export class ProcSampler implements MemorySampler {
@@ -68,11 +76,7 @@ export class ProcSampler implements MemorySampler {
   }
 
   readNow(pid: number, now: number, fresh = false): MemorySample | undefined {
-    let t = this.tracked.get(pid);
-    if (t === undefined) {
-      t = { handle: new ProcHandle(pid), lastTicks: 0, lastAt: undefined, pss: undefined, anon: undefined, rssAtPss: 0, samplesSincePss: 0 };
-      this.tracked.set(pid, t);
-    }
+    const t = this.track(pid);
     this.statReads++;
     const st = t.handle.readStat();
     if (st === undefined) {
@@ -80,45 +84,83 @@ export class ProcSampler implements MemorySampler {
       return undefined;
     }
     const rss = st.rssPages * this.page;
-    const cpu = t.lastAt !== undefined && now > t.lastAt ? (((st.cpuTicks - t.lastTicks) * MS_PER_TICK) / (now - t.lastAt)) * 100 : 0;
-    t.lastTicks = st.cpuTicks;
-    t.lastAt = now;
-    if (t.handle.hasRollup) {
-      const moved = Math.abs(rss - t.rssAtPss);
-      const stale =
-        fresh ||
-        t.pss === undefined ||
-        t.samplesSincePss >= PSS_REFRESH_SAMPLES - 1 ||
-        (moved > PSS_REREAD_BYTES && moved > t.rssAtPss * PSS_REREAD_SHARE);
-      if (stale) {
-        this.rollupReads++;
-        const r = t.handle.readRollup();
-        if (r !== undefined) {
-          t.pss = r.pss;
-          t.anon = r.anon;
-          t.rssAtPss = rss;
-          t.samplesSincePss = 0;
-        }
-      } else {
-        t.samplesSincePss++;
-      }
+    if (t.handle.hasRollup && this.rollupDue(t, rss, fresh)) {
+      this.rollupReads++;
+      const r = t.handle.readRollup();
+      if (r !== undefined) this.rolledUp(t, r, rss);
     }
-    const pss = t.pss !== undefined && t.handle.hasRollup ? Math.max(0, t.pss + (rss - t.rssAtPss)) : undefined;
-    const anon = t.anon !== undefined ? Math.max(0, t.anon + (rss - t.rssAtPss)) : undefined;
-    return { pid, at: now, rss, pss, anon, cpu, value: pss ?? rss, measure: pss !== undefined ? 'pss' : 'rss' };
+    return this.sample(t, pid, now, st, rss);
   }
 
   read(pids: readonly number[], now: number): Promise<Map<number, MemorySample>> {
-    const out = new Map<number, MemorySample>();
-    for (const pid of pids) {
-      const s = this.readNow(pid, now);
-      if (s !== undefined) out.set(pid, s);
-    }
-    return Promise.resolve(out);
+    return Promise.all(pids.map((pid) => this.readAsync(pid, now))).then((samples) => {
+      const out = new Map<number, MemorySample>();
+      for (const s of samples) if (s !== undefined) out.set(s.pid, s);
+      return out;
+    });
   }
 
   self(now: number): MemorySample {
     return this.readNow(process.pid, now) ?? nodeSelf(now);
+  }
+
+  async selfAsync(now: number): Promise<MemorySample> {
+    return (await this.readAsync(process.pid, now)) ?? nodeSelf(now);
+  }
+
+  private readAsync(pid: number, now: number): Promise<MemorySample | undefined> {
+    const t = this.track(pid);
+    // One read at a time per process: the handle's buffer is shared by its two files.
+    t.pending ??= this.readTracked(t, pid, now).finally(() => (t.pending = undefined));
+    return t.pending;
+  }
+
+  private async readTracked(t: Tracked, pid: number, now: number): Promise<MemorySample | undefined> {
+    this.statReads++;
+    const st = await t.handle.readStatAsync();
+    if (st === undefined) {
+      if (this.tracked.get(pid) === t) this.forget(pid);
+      return undefined;
+    }
+    const rss = st.rssPages * this.page;
+    if (t.handle.hasRollup && this.rollupDue(t, rss, false)) {
+      this.rollupReads++;
+      const r = await t.handle.readRollupAsync();
+      if (r !== undefined) this.rolledUp(t, r, rss);
+    }
+    return this.sample(t, pid, now, st, rss);
+  }
+
+  private track(pid: number): Tracked {
+    let t = this.tracked.get(pid);
+    if (t === undefined) {
+      t = { handle: new ProcHandle(pid), lastTicks: 0, lastAt: undefined, pss: undefined, anon: undefined, rssAtPss: 0, samplesSincePss: 0, pending: undefined };
+      this.tracked.set(pid, t);
+    }
+    return t;
+  }
+
+  private rollupDue(t: Tracked, rss: number, fresh: boolean): boolean {
+    const moved = Math.abs(rss - t.rssAtPss);
+    if (fresh || t.pss === undefined || t.samplesSincePss >= PSS_REFRESH_SAMPLES - 1 || (moved > PSS_REREAD_BYTES && moved > t.rssAtPss * PSS_REREAD_SHARE)) return true;
+    t.samplesSincePss++;
+    return false;
+  }
+
+  private rolledUp(t: Tracked, r: RollupFields, rss: number): void {
+    t.pss = r.pss;
+    t.anon = r.anon;
+    t.rssAtPss = rss;
+    t.samplesSincePss = 0;
+  }
+
+  private sample(t: Tracked, pid: number, now: number, st: StatFields, rss: number): MemorySample {
+    const cpu = t.lastAt !== undefined && now > t.lastAt ? (((st.cpuTicks - t.lastTicks) * MS_PER_TICK) / (now - t.lastAt)) * 100 : 0;
+    t.lastTicks = st.cpuTicks;
+    t.lastAt = now;
+    const pss = t.pss !== undefined && t.handle.hasRollup ? Math.max(0, t.pss + (rss - t.rssAtPss)) : undefined;
+    const anon = t.anon !== undefined ? Math.max(0, t.anon + (rss - t.rssAtPss)) : undefined;
+    return { pid, at: now, rss, pss, anon, cpu, value: pss ?? rss, measure: pss !== undefined ? 'pss' : 'rss' };
   }
 
   forget(pid: number): void {
@@ -173,6 +215,10 @@ export class PidusageSampler implements MemorySampler {
 
   self(now: number): MemorySample {
     return nodeSelf(now);
+  }
+
+  selfAsync(now: number): Promise<MemorySample> {
+    return Promise.resolve(nodeSelf(now));
   }
 
   forget(): void {}

@@ -5,7 +5,7 @@
  */
 import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
-import { DEFAULT_SAMPLE_INTERVAL, HostGovernor } from '../memory/host-governor.js';
+import { DEFAULT_SAMPLE_INTERVAL, HostGovernor, type MemoryGovernor } from '../memory/host-governor.js';
 import { createEndpoint } from '../upstream/endpoint.js';
 import type { WorkerFactory } from '../worker/types.js';
 import { spawnWorker } from '../worker/worker.js';
@@ -33,12 +33,12 @@ export interface PoolDeps {
    * spawned pool gets its own, with no budget: its workers are still sampled and
    * max_memory, max_memory_hard and memory_limit still apply.
    */
-  memory?: HostGovernor;
+  memory?: MemoryGovernor;
 }
 
 export type { Pool, PoolSnapshot, WorkerSnapshot } from './types.js';
 export type { Clock } from './clock.js';
-export type { HostGovernor } from '../memory/host-governor.js';
+export type { MemoryGovernor } from '../memory/host-governor.js';
 export type { EndpointFactory } from './external-pool.js';
 
 export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {

@@ -14,7 +14,7 @@ import type { Logger } from '../log/log.js';
 import { estimateWorker, PeakHistory, type Estimate } from '../memory/estimate.js';
 import { formatBytes } from '../memory/format.js';
 import { checkWorker, chargeOf, planRelief, type WorkerCaps } from '../memory/governor.js';
-import type { HostGovernor } from '../memory/host-governor.js';
+import type { MemoryGovernor } from '../memory/host-governor.js';
 import type { BudgetMember, MemorySample, PoolMemoryFigures, WorkerMemoryFigures, WorkerRef } from '../memory/types.js';
 import type { RetireReason } from '../worker/types.js';
 import { OneTimer, type Clock } from './clock.js';
@@ -63,7 +63,7 @@ export class PoolMemory implements BudgetMember {
   readonly name: string;
   readonly interval: number;
   private readonly cfg: PoolConfig;
-  private readonly host: HostGovernor;
+  private readonly host: MemoryGovernor;
   private readonly hooks: PoolMemoryHooks;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -83,7 +83,7 @@ export class PoolMemory implements BudgetMember {
   killed = 0;
   evicted = 0;
 
-  constructor(cfg: PoolConfig, host: HostGovernor, hooks: PoolMemoryHooks, clock: Clock, log: Logger) {
+  constructor(cfg: PoolConfig, host: MemoryGovernor, hooks: PoolMemoryHooks, clock: Clock, log: Logger) {
     this.name = cfg.name;
     this.cfg = cfg;
     this.host = host;
@@ -124,7 +124,7 @@ export class PoolMemory implements BudgetMember {
     const d = this.host.decide(this, { want, demand, estimate: this.est.bytes, committed, limit: this.limit });
     if (d.admit < want) {
       this.refused += want - d.admit;
-      this.logRefusal(want, d.admit, d.admit < demand, d.limitedBy, committed, d.evict.length + d.retire.length, d.covered);
+      this.logRefusal(want, d.admit, d.admit < demand, d.limitedBy, committed, d.evict.length + d.retire.length, d.covered, d.hostCommitted);
     } else {
       this.refusingSpares = false;
     }
@@ -263,7 +263,7 @@ export class PoolMemory implements BudgetMember {
     const now = this.clock.now();
     const sampler = this.host.sampler;
     const slots = [...this.hooks.slots()].filter((s) => s.pid !== undefined && s.worker.state !== 'exited');
-    if (sampler.sync) {
+    if (sampler.syncRounds === true) {
       for (const slot of slots) {
         const s = sampler.readNow(slot.pid!, now);
         if (s !== undefined) this.apply(slot, s);
@@ -366,7 +366,7 @@ export class PoolMemory implements BudgetMember {
     return { pool: this.name, id: slot.worker.id, pid: slot.pid, charge: chargeOf(value, this.est.bytes), value, since };
   }
 
-  private logRefusal(want: number, admitted: number, demandRefused: boolean, limitedBy: string | undefined, committed: number, evicting: number, covered: number): void {
+  private logRefusal(want: number, admitted: number, demandRefused: boolean, limitedBy: string | undefined, committed: number, evicting: number, covered: number, hostCommitted: number | undefined): void {
     const now = this.clock.now();
     const r = this.refusalLog;
     if (!demandRefused) {
@@ -381,10 +381,9 @@ export class PoolMemory implements BudgetMember {
     this.refusalLog = { at: now, suppressed: 0 };
     const est = this.est.bytes;
     const budget = this.host.budget;
-    const snap = limitedBy === 'memory_budget' ? this.host.snapshot() : undefined;
     const fields = {
       want, admitted, limitedBy, estimate: est, estimateSource: this.est.source, committed, memoryLimit: this.limit > 0 ? this.limit : undefined,
-      budget, hostCommitted: snap?.committed, evicting, covered, queued: this.hooks.queued(), ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}),
+      budget, hostCommitted, evicting, covered, queued: this.hooks.queued(), ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}),
     };
     const n = want - admitted;
     let why: string;
@@ -392,7 +391,7 @@ export class PoolMemory implements BudgetMember {
       why = `${formatBytes(committed)} committed + ${formatBytes(est)} per worker would pass memory_limit ${formatBytes(this.limit)}`;
     } else {
       const then = evicting > 0 ? `evicting ${evicting} worker(s) of other pools` : covered > 0 ? 'waiting for retiring workers to exit' : 'waiting for memory to come free';
-      why = `the memory budget ${formatBytes(budget ?? 0)} has ${formatBytes(Math.max(0, (budget ?? 0) - (snap?.committed ?? 0)))} uncommitted and a worker needs ${formatBytes(est)}; ${then}`;
+      why = `the memory budget ${formatBytes(budget ?? 0)} has ${formatBytes(Math.max(0, (budget ?? 0) - (hostCommitted ?? 0)))} uncommitted and a worker needs ${formatBytes(est)}; ${then}`;
     }
     if (demandRefused) this.log.warn(fields, `pool ${this.name}: not spawning ${n} worker(s): ${why}; requests wait in the queue`);
     else this.log.info(fields, `pool ${this.name}: not spawning ${n} spare worker(s): ${why}`);

@@ -19,7 +19,7 @@ import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
-import type { HostGovernor } from '../memory/host-governor.js';
+import type { MemoryGovernor } from '../memory/host-governor.js';
 import type { UpstreamOptions, UpstreamOutcome } from '../upstream/types.js';
 import type { ExitVerdict } from '../worker/exit-policy.js';
 import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../worker/types.js';
@@ -52,7 +52,7 @@ export interface SpawnedPoolDeps {
   /** [0, 1), for max_requests_jitter. */
   random: () => number;
   /** The daemon's memory governor; without it no sampling, caps or budget (unit tests). */
-  memory?: HostGovernor;
+  memory?: MemoryGovernor;
 }
 
 export class SpawnedPool extends PoolBase {

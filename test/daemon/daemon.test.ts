@@ -173,7 +173,18 @@ test('stop is idempotent, and works before start', async (t) => {
   assert.equal(other.state, 'stopped');
 });
 
-test('reload is a seam for later and says so', async (t) => {
-  const { daemon } = makeDaemon(t, TWO_LISTENERS);
-  await assert.rejects(daemon.reload(daemon.config), /not implemented/);
+test('reload: a new pool is created and started, unchanged ones and the listeners kept; refused before start', async (t) => {
+  const { daemon, events } = makeDaemon(t, TWO_LISTENERS);
+  await assert.rejects(daemon.reload(daemon.config), /cannot reload while new/);
+  await daemon.start();
+  t.after(() => daemon.stop({ immediate: true }));
+  const listeners = [...daemon.listeners];
+  const next = configFromObject({ ...TWO_LISTENERS, pools: { ...TWO_LISTENERS.pools, extra: { command: ['php-cgi'] } } }, '<test>');
+  const report = await daemon.reload(next);
+  assert.deepEqual(report.pools, { added: ['extra'], removed: [], changed: [], unchanged: ['web'] });
+  assert.deepEqual(report.listeners.unchanged.length, 2);
+  assert.deepEqual(events.slice(-2), ['pool extra create', 'pool extra start']);
+  assert.ok(daemon.pools.has('extra'));
+  assert.deepEqual([...daemon.listeners], listeners, 'the same listener objects: their sockets stay open');
+  assert.equal(daemon.config, next);
 });

@@ -19,6 +19,7 @@ export const MiB = 1024 * 1024;
 export class FakeSampler implements MemorySampler {
   readonly kind = 'proc' as const;
   readonly sync = true;
+  readonly syncRounds = true;
   readonly measure = 'pss' as const;
   readonly values = new Map<number, number>();
   selfValue = 10 * MiB;
@@ -48,6 +49,10 @@ export class FakeSampler implements MemorySampler {
   self(now: number): MemorySample {
     const v = this.selfValue;
     return { pid: process.pid, at: now, rss: v, pss: v, anon: undefined, cpu: 0, value: v, measure: 'pss' };
+  }
+
+  selfAsync(now: number): Promise<MemorySample> {
+    return Promise.resolve(this.self(now));
   }
 
   forget(pid: number): void {

@@ -81,7 +81,8 @@ test('max_memory, max_memory_hard and rlimit_as on php-cgi workers', T, async (t
     assert.match(limits, /Max address space\s+419430400\s+419430400\s+bytes/);
     const mark = d.mark();
     const tooBig = await httpRequest(`http://127.0.0.1:${limited}/alloc.php?mb=500`);
-    assert.notEqual(tooBig.status, 200);
+    assert.equal(tooBig.status, 502);
+    assert.match(tooBig.text, /ERR_WORKER_CRASHED/);
     await d.waitForLog((l) => /Cannot allocate memory|Out of memory/.test(String(l.msg)), { since: mark, what: 'PHP out of memory' });
   });
 });

@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import { parseSmapsRollup, parseStat, parseStatus } from '../../src/memory/proc.js';
 import { PidusageSampler, ProcSampler, PSS_REFRESH_SAMPLES } from '../../src/memory/sampler.js';
 import { AUTO_SHARE, parseMeminfo, resolveBudget } from '../../src/memory/budget.js';
+import { killChildNow } from '../../src/pool/hard-kill.js';
 import { configFromObject, poolConfigFromObject } from '../../src/config/schema.js';
 import { ConfigError } from '../../src/errors.js';
 import { withTimeout } from '../helpers/wait.js';
@@ -58,6 +59,7 @@ async function grower(t: import('node:test').TestContext) {
       child.kill('SIGKILL');
       await once(child, 'exit');
     },
+    exited: new Promise<void>((resolve) => child.once('exit', () => resolve())),
   };
 }
 
@@ -117,6 +119,30 @@ test('ProcSampler.forget closes the descriptors of a live process; self() measur
   assert.equal(procFds(process.pid), 2);
   s.close();
   assert.equal(procFds(process.pid), 0);
+});
+
+test('ProcSampler rounds read through the threadpool; a process forgotten mid-read keeps its descriptors until the read ends', async (t) => {
+  const g = await grower(t);
+  const s = new ProcSampler();
+  t.after(() => s.close());
+  const got = await s.read([g.pid, 999_999_999], 1);
+  assert.ok(got.get(g.pid)!.pss! > 0);
+  assert.ok(!got.has(999_999_999));
+  const inFlight = s.read([g.pid], 2);
+  s.forget(g.pid);
+  // Closing now could hand the descriptor number to a new socket before the read runs.
+  assert.equal(procFds(g.pid), 2, 'still open while a read is in flight');
+  await inFlight;
+  assert.equal(procFds(g.pid), 0, 'closed as soon as it ended');
+});
+
+test('the hard-limit kill only ever signals our own child', async (t) => {
+  assert.equal(killChildNow(process.pid), false, 'not our child');
+  assert.equal(killChildNow(1), false);
+  assert.equal(killChildNow(999_999_999), false, 'no such process');
+  const g = await grower(t);
+  assert.equal(killChildNow(g.pid), true);
+  await withTimeout(g.exited, 5000, 'SIGKILLed child exits');
 });
 
 test('PidusageSampler (the non-Linux path) reports the same RSS as /proc, asynchronously', async (t) => {

@@ -1,0 +1,178 @@
+// Issue 5 acceptance, reload: a steady stream of requests through nginx → fcgi-pm
+// (FastCGI) → php-cgi workers while the config is changed and reloaded ten times with
+// `fcgi-pm reload` (pool size changed, a pool added, the listener moved to it and back,
+// a pool and a listener removed, one invalid config): no request fails or is refused,
+// the invalid one is reported (exit 1, old config running), and the workers of every
+// replaced pool are gone once they drained.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as http from 'node:http';
+import type { TestContext } from 'node:test';
+import { fastcgiParams, startNginx } from '../helpers/nginx.js';
+import { PHP_FIXTURES } from '../helpers/paths.js';
+import { freePort } from '../helpers/ports.js';
+import { isAlive } from '../helpers/proc.js';
+import { phpCommand } from '../helpers/spawned.js';
+import { makeTempDir } from '../helpers/tmp.js';
+import { waitFor } from '../helpers/wait.js';
+import { opsDaemon, type OpsDaemon } from './helpers.js';
+import { checkExposition, sampleValue } from './prom-check.js';
+
+interface Load {
+  ok: number;
+  failures: string[];
+  /** Resolves once `n` more requests succeeded than when called. */
+  more(n: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** `clients` loops of GET /pid.php on kept-alive connections until stopped; every non-200 or error is a failure. */
+function startLoad(base: string, clients: number): Load {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
+  let running = true;
+  const waiters: Array<{ at: number; resolve: () => void }> = [];
+  const load: Load = {
+    ok: 0,
+    failures: [],
+    more(n) {
+      const at = load.ok + n;
+      return new Promise((resolve) => waiters.push({ at, resolve }));
+    },
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      agent.destroy();
+    },
+  };
+  const one = (): Promise<void> =>
+    new Promise((resolve) => {
+      const req = http.get(`${base}/pid.php`, { agent, timeout: 20_000 }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => (body += c));
+        res.on('end', () => {
+          if (res.statusCode === 200 && /^\d+$/.test(body)) load.ok++;
+          else load.failures.push(`HTTP ${res.statusCode}: ${body.slice(0, 200)}`);
+          for (const w of waiters.filter((x) => load.ok >= x.at)) {
+            waiters.splice(waiters.indexOf(w), 1);
+            w.resolve();
+          }
+          resolve();
+        });
+        res.on('error', (err) => {
+          load.failures.push(`response error: ${err.message}`);
+          resolve();
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('no response within 20 s')));
+      req.on('error', (err) => {
+        load.failures.push(`request error: ${err.message}`);
+        resolve();
+      });
+    });
+  const loops = Array.from({ length: clients }, async () => {
+    while (running) await one();
+  });
+  return load;
+}
+
+async function poolPids(d: OpsDaemon, pool: string): Promise<number[]> {
+  const r = await d.ctl(['workers', '--json', '--pool', pool]);
+  assert.equal(r.code, 0, r.stderr);
+  return (JSON.parse(r.stdout) as Array<{ pid: number }>).map((w) => w.pid);
+}
+
+async function goneAfterDrain(t: TestContext, pids: number[], what: string): Promise<void> {
+  void t;
+  await waitFor(() => pids.every((p) => !isAlive(p)), { timeout: 20_000, what: `${what}: old workers ${pids.join(', ')} gone` });
+}
+
+test('ten reloads under a steady load through nginx: no failed or refused request', { timeout: 120_000 }, async (t) => {
+  const dir = makeTempDir(t, 'fpm-rl-');
+  const port = await freePort();
+  const port2 = await freePort();
+  const cmdA = phpCommand(dir, 'ops-reload-a');
+  const cmdB = phpCommand(dir, 'ops-reload-b');
+  const main = { protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'a', status_path: '/fpm-status' };
+  const config = (over: { a?: Record<string, unknown>; b?: Record<string, unknown> | null; mainPool?: string; extraListener?: boolean; ping?: boolean; raw?: string }): Record<string, unknown> => {
+    const pools: Record<string, unknown> = { a: { command: cmdA, pm: 'static', max_children: 2, ...over.a } };
+    if (over.b) pools.b = { command: cmdB, pm: 'ondemand', max_children: 2, ...over.b };
+    const listen: Array<Record<string, unknown>> = [{ ...main, pool: over.mainPool ?? 'a', ...(over.ping ? { ping_path: '/ping' } : {}) }];
+    if (over.extraListener) listen.push({ protocol: 'fastcgi', address: `127.0.0.1:${port2}`, pool: over.b ? 'b' : 'a' });
+    return { listen, pools, shutdown_timeout: '20s' };
+  };
+  const d = await opsDaemon(t, config({}), { dir });
+  const ngx = await startNginx(
+    t,
+    `root ${PHP_FIXTURES};
+    location ~ \\.php$ {
+      fastcgi_pass fcgipm;
+      fastcgi_keep_conn on;
+      ${fastcgiParams()}
+    }`,
+    { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive 8; }` },
+  );
+  const load = startLoad(ngx.url, 4);
+  t.after(() => load.stop());
+  await load.more(20);
+
+  let oldA = await poolPids(d, 'a');
+  assert.equal(oldA.length, 2);
+  const steps: Array<{ what: string; cfg: Record<string, unknown>; replaces?: 'a' | 'b'; invalid?: boolean }> = [
+    { what: 'a: max_children 2 → 3', cfg: config({ a: { max_children: 3 } }), replaces: 'a' },
+    { what: 'pool b and a listener for it added', cfg: config({ a: { max_children: 3 }, b: {}, extraListener: true }) },
+    { what: 'the main listener moves to pool b', cfg: config({ a: { max_children: 3 }, b: {}, extraListener: true, mainPool: 'b' }) },
+    { what: 'invalid: b max_children 0', cfg: config({ a: { max_children: 3 }, b: { max_children: 0 }, extraListener: true, mainPool: 'b' }), invalid: true },
+    { what: 'b (serving the load): max_children 2 → 3', cfg: config({ a: { max_children: 3 }, b: { max_children: 3 }, extraListener: true, mainPool: 'b' }), replaces: 'b' },
+    { what: 'the main listener moves back to a', cfg: config({ a: { max_children: 3 }, b: { max_children: 3 }, extraListener: true }) },
+    { what: 'pool b and its listener removed', cfg: config({ a: { max_children: 3 } }), replaces: 'b' },
+    { what: 'a: pm static → dynamic', cfg: config({ a: { pm: 'dynamic', max_children: 3 } }), replaces: 'a' },
+    { what: 'ping_path added to the main listener', cfg: config({ a: { pm: 'dynamic', max_children: 3 }, ping: true }) },
+    { what: 'a: max_requests 500 under load', cfg: config({ a: { pm: 'dynamic', max_children: 3, max_requests: 500 }, ping: true }), replaces: 'a' },
+  ];
+  for (const [i, step] of steps.entries()) {
+    const before = step.replaces ? await poolPids(d, step.replaces) : [];
+    d.rewrite(step.cfg);
+    const r = await d.ctl(['reload'], 60_000);
+    if (step.invalid) {
+      assert.equal(r.code, 1, `${step.what}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, /pools\.b\.max_children: must be a whole number ≥ 1, got 0/);
+      assert.match(r.stderr, /keeps its previous config/);
+      await d.daemon.waitForLog((l) => l.kind === 'reload' && l.ok === false, { what: 'the failed reload logged' });
+    } else {
+      assert.equal(r.code, 0, `reload ${i + 1} (${step.what}): ${r.stdout}${r.stderr}`);
+      assert.match(r.stdout, /^reloaded/);
+    }
+    await load.more(20);
+    assert.deepEqual(load.failures, [], `after reload ${i + 1} (${step.what})`);
+    if (step.replaces && before.length > 0) {
+      await goneAfterDrain(t, before, step.what);
+      const now: number[] = await poolPids(d, "a").catch(() => []);
+      for (const p of before) assert.ok(!now.includes(p), `${p} is not listed any more`);
+    }
+    if (i === 0) {
+      const fresh = await poolPids(d, 'a');
+      assert.equal(fresh.length, 3, 'the new static pool runs max_children 3');
+      assert.ok(fresh.every((p) => !oldA.includes(p) && isAlive(p)));
+      oldA = fresh;
+    }
+  }
+  await load.more(20);
+  await load.stop();
+  assert.deepEqual(load.failures, []);
+  assert.ok(load.ok > 200, `${load.ok} requests served`);
+
+  // What the daemon says about it.
+  const prom = await d.ctl(['status', '--prometheus']);
+  const c = checkExposition(prom.stdout);
+  assert.deepEqual(c.problems, []);
+  assert.equal(sampleValue(c, 'fcgipm_reloads_total', { result: 'ok' }), 9);
+  assert.equal(sampleValue(c, 'fcgipm_reloads_total', { result: 'failed' }), 1);
+  const s = JSON.parse((await d.ctl(['status', '--json'])).stdout);
+  assert.deepEqual(s.pools.map((p: { name: string }) => p.name), ['a'], 'b is gone once drained');
+  assert.equal(s.pools[0].pm, 'dynamic');
+  assert.equal(s.pools[0].state, 'running');
+  assert.deepEqual(s.listeners.map((l: { address: string; pingPath?: string }) => [l.address, l.pingPath]), [[`127.0.0.1:${port}`, '/ping']]);
+  const warnings = d.daemon.warningsSince().filter((l) => !(l.kind === 'reload' && l.ok === false) && !String(l.msg).includes('max_children'));
+  assert.deepEqual(warnings, []);
+  assert.equal(ngx.errorLog().split('\n').filter((l) => /\[(error|crit|alert|emerg)\]/.test(l)).length, 0, ngx.errorLog());
+});

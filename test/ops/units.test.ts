@@ -1,0 +1,252 @@
+// Pure parts of issue 5: status_allow rules, the access-log format, the renderers over a
+// hand-made snapshot (fields defined once, every format), the reload plan, /proc address
+// parsing for socket activation, counters folded across pool generations.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { compileAllow, parseAllowRule } from '../../src/config/cidr.js';
+import { parseAccessFormat } from '../../src/config/access-format.js';
+import { configFromObject } from '../../src/config/schema.js';
+import { ConfigError } from '../../src/errors.js';
+import { compileAccessFormat } from '../../src/log/access-format.js';
+import { formatTime } from '../../src/log/time-format.js';
+import { POOL_FIELDS, WORKER_FIELDS } from '../../src/control/fields.js';
+import { foldCounters } from '../../src/control/generations.js';
+import { renderFpm } from '../../src/control/render-fpm.js';
+import { renderPrometheus } from '../../src/control/render-prometheus.js';
+import { renderText } from '../../src/control/render-text.js';
+import { renderWorkers } from '../../src/control/render-workers.js';
+import { SNAPSHOT_FORMAT, type PoolStatus, type StatusSnapshot } from '../../src/control/types.js';
+import { planReload } from '../../src/daemon/reload.js';
+import { matchInherited, parseProcAddress } from '../../src/daemon/socket-activation.js';
+import type { Listener } from '../../src/frontend/index.js';
+import type { PoolSnapshot } from '../../src/pool/types.js';
+import { Exchange, type ResponseSink } from '../../src/protocol/exchange.js';
+import { CgiParams } from '../../src/protocol/params.js';
+import { checkExposition, sampleValue } from './prom-check.js';
+
+test('status_allow: CIDR blocks, addresses, IPv4-mapped IPv6, unix, local', () => {
+  const m = compileAllow(['127.0.0.0/8', '::1', '10.1.0.0/16', 'fd00::/8', 'unix']);
+  for (const ok of ['127.0.0.1', '127.255.0.9', '::1', '::ffff:127.0.0.1', '10.1.200.3', 'fd12::1', 'unix:', 'unix:/run/x.sock']) assert.equal(m(ok), true, ok);
+  for (const no of ['128.0.0.1', '10.2.0.1', '::2', 'fe80::1', '1.2.3.4', undefined, '']) assert.equal(m(no), false, String(no));
+  assert.equal(compileAllow(['local'])(undefined), true, 'local: no REMOTE_ADDR at all');
+  assert.equal(compileAllow(['all'])('203.0.113.9'), true);
+  for (const bad of ['10.0.0.0/33', 'example.com', '1.2.3', '::1/129', 'everyone']) assert.equal(typeof parseAllowRule(bad), 'string', bad);
+});
+
+test('config: operations keys validate with file and key in the message', () => {
+  const base = { pools: { p: { backends: ['127.0.0.1:9001'] } } };
+  const problems = (extra: Record<string, unknown>, listen: Record<string, unknown> = {}): string[] => {
+    try {
+      configFromObject({ ...base, listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000', ...listen }], ...extra }, '<t>');
+      return [];
+    } catch (err) {
+      return (err as ConfigError).problems;
+    }
+  };
+  assert.deepEqual(problems({}, { status_path: 'status' }), ['<t>: listen[0].status_path: must be a URL path starting with "/", e.g. "/status", got "status"']);
+  assert.match(problems({}, { status_allow: ['10.0.0.0/99'] })[0]!, /status_allow: "10.0.0.0\/99": the prefix length must be 0..32/);
+  assert.match(problems({ log: { access_format: '%R %Z' } })[0]!, /log.access_format: unknown letter %Z/);
+  assert.match(problems({ control_socket: 'ctl.sock' })[0]!, /control_socket: must be an absolute path, a path starting with .\/ /);
+  const cfg = configFromObject({ ...base, listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000', status_path: '/status' }], control_socket: 'off', log: { access_format: 'FPM' } }, '/etc/x/fcgi-pm.yaml');
+  assert.equal(cfg.controlSocket, false);
+  assert.equal(cfg.controlSocketMode, 0o600);
+  assert.equal(cfg.log.accessFormat, 'fpm');
+  assert.deepEqual(cfg.listen[0]!.statusAllow, ['127.0.0.0/8', '::1', 'unix', 'local']);
+  assert.equal(cfg.listen[0]!.pingResponse, 'pong');
+  assert.equal(configFromObject({ ...base, listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000' }], control_socket: './run/ctl.sock' }, '/etc/x/fcgi-pm.yaml').controlSocket, '/etc/x/run/ctl.sock');
+});
+
+const sink: ResponseSink = { head() {}, body: () => true, stderr() {}, end() {}, fail() {} };
+
+test('access format: PHP-FPM letters and ours, one line per request', () => {
+  assert.equal(typeof parseAccessFormat('%{bogus}d'), 'string');
+  assert.equal(typeof parseAccessFormat('%{HTTP_HOST}e %'), 'string');
+  const ex = new Exchange(
+    CgiParams.fromObject({ REQUEST_METHOD: 'POST', REQUEST_URI: '/a.php?x=1', REMOTE_ADDR: '192.0.2.7', REMOTE_USER: 'ann', CONTENT_LENGTH: '12', SCRIPT_FILENAME: '/srv/a.php', HTTP_HOST: 'h.example' }),
+    sink,
+    'fastcgi',
+    0,
+  );
+  ex.pool = 'php';
+  ex.workerPid = 4321;
+  ex.backend = 'unix:/w.sock';
+  ex.respondHead({ status: 201, reason: 'Created', headers: [], raw: Buffer.alloc(0) });
+  ex.respondBody(Buffer.alloc(5));
+  ex.respondEnd();
+  const line = compileAccessFormat('%R %u "%m %r%Q%q" %U %s %{milli}d %{micro}d %d %l %f %n %p %P %{HTTP_HOST}e %b %E %S %k %{kilo}M %C %% %{sec}t', {
+    daemonPid: 99,
+    workerFigures: (pid) => (pid === 4321 ? { memory: 2048 * 1024, cpu: 12.5 } : undefined),
+  });
+  const out = line({ ex, startEpoch: 1_700_000_000_000, endEpoch: 1_700_000_000_250, durationMs: 250.5, status: 201, slow: true });
+  assert.equal(out, '192.0.2.7 ann "POST /a.php?x=1" /a.php?x=1 201 250.500 250500 0.251 12 /srv/a.php php 4321 99 h.example 5 - slow unix:/w.sock 2048 12.50 % 1700000000');
+  assert.match(formatTime(Date.UTC(2025, 10, 30, 6, 8, 0)), /^\d\d\/Nov\/2025:\d\d:08:00 [+-]\d{4}$/);
+});
+
+function poolStatus(over: Partial<PoolStatus> = {}): PoolStatus {
+  return {
+    name: 'php',
+    kind: 'spawned',
+    pm: 'dynamic',
+    state: 'running',
+    startedAt: 1_700_000_000_000,
+    generations: 1,
+    maxChildren: 4,
+    accepted: 10,
+    completed: 9,
+    aborted: 1,
+    active: 1,
+    maxActive: 3,
+    queue: { length: 0, max: 2, limit: 1024, oldestWaitMs: 0, waits: { count: 4, totalMs: 40, maxMs: 25 } },
+    processes: { spawning: 0, idle: 1, busy: 1, draining: 0, stopping: 0, total: 2 },
+    rejected: { queueFull: 2, queueTimeout: 0, failing: 0, shuttingDown: 0 },
+    errors: { unreachable: 0, timeout: 1, crashed: 0, other: 0 },
+    maxChildrenReached: 1,
+    crashes: 0,
+    recycles: { max_requests: 3, idle_timeout: 1 },
+    slowRequests: 2,
+    spawns: { count: 3, totalMs: 150, maxMs: 70 },
+    backends: [],
+    workers: [
+      { pid: 101, state: 'busy', requests: 5, startedAt: 1_700_000_000_000, lastUsedAt: 1_700_000_090_000, cpu: 50, memory: 30_000_000, request: { method: 'GET', uri: '/slow.php?x="1"', script: '/srv/slow.php', contentLength: 0, user: '', remote: '127.0.0.1', startedAt: 1_700_000_099_000, durationMs: 1000 } },
+      { pid: 102, state: 'idle', requests: 4, startedAt: 1_700_000_000_000, lastUsedAt: 1_700_000_080_000, retiring: 'reload' },
+    ],
+    ...over,
+  };
+}
+
+function snapshot(pools: PoolStatus[]): StatusSnapshot {
+  return {
+    format: SNAPSHOT_FORMAT,
+    daemon: { version: '0.1.0', pid: 7, state: 'running', startedAt: 1_700_000_000_000, now: 1_700_000_100_000, config: '/etc/fcgi-pm.yaml', controlSocket: '/run/c.sock', reloads: { ok: 2, failed: 1 }, rss: 50_000_000 },
+    listeners: [{ address: '127.0.0.1:9000', protocol: 'fastcgi', pool: 'php', connections: 3 }],
+    pools,
+  };
+}
+
+test('Prometheus and OpenMetrics renderings pass the strict format check', () => {
+  const s = snapshot([poolStatus(), poolStatus({ name: 'we"ird\\pool', kind: 'external', pm: 'external', queue: { length: 1, max: 1, limit: 5, oldestWaitMs: 1500 }, spawns: undefined, backends: [{ address: '127.0.0.1:9001', active: 1, down: true }], workers: [] })]);
+  for (const openMetrics of [false, true]) {
+    const c = checkExposition(renderPrometheus(s, { openMetrics }), { openMetrics });
+    assert.deepEqual(c.problems, [], `openMetrics=${openMetrics}`);
+    assert.equal(sampleValue(c, 'fcgipm_requests_accepted_total', { pool: 'php' }), 10);
+    assert.equal(sampleValue(c, 'fcgipm_requests_rejected_total', { pool: 'php', cause: 'queue_full' }), 2);
+    assert.equal(sampleValue(c, 'fcgipm_worker_recycles_total', { pool: 'php', reason: 'max_requests' }), 3);
+    assert.equal(sampleValue(c, 'fcgipm_queue_wait_seconds_sum', { pool: 'php' }), 0.04);
+    assert.equal(sampleValue(c, 'fcgipm_queue_oldest_wait_seconds', { pool: 'we"ird\\pool' }), 1.5);
+    assert.equal(sampleValue(c, 'fcgipm_backend_up', { pool: 'we"ird\\pool', backend: '127.0.0.1:9001' }), 0);
+    assert.equal(sampleValue(c, 'fcgipm_workers', { pool: 'php', state: 'busy' }), 1);
+    assert.equal(sampleValue(c, 'fcgipm_reloads_total', { result: 'failed' }), 1);
+    assert.equal(c.types.has('fcgipm_pool_memory_bytes'), false, 'no memory family without memory figures');
+  }
+  // The checker itself catches what it should.
+  assert.ok(checkExposition('# TYPE x_total counter\nx_total 1\n', { prefix: 'x' }).problems.some((p) => p.includes('no HELP')));
+  assert.ok(checkExposition('# HELP fcgipm_a a\n# TYPE fcgipm_a counter\nfcgipm_a 1\n').problems.some((p) => p.includes('_total')));
+  assert.ok(checkExposition('# HELP fcgipm_a a\n# TYPE fcgipm_a gauge\nfcgipm_a{x="1} 1\n').problems.length > 0);
+});
+
+test('PHP-FPM pages: the documented names in text and JSON, per-process blocks with ?full', () => {
+  const s = snapshot([poolStatus()]);
+  const text = renderFpm(s, { format: 'text', full: true });
+  const standard = POOL_FIELDS.filter((f) => f.fpmStandard).map((f) => f.fpm!);
+  assert.deepEqual(standard, ['pool', 'process manager', 'start time', 'start since', 'accepted conn', 'listen queue', 'max listen queue', 'listen queue len', 'idle processes', 'active processes', 'total processes', 'max active processes', 'max children reached', 'slow requests']);
+  const lines = text.split('\n');
+  assert.deepEqual(lines.slice(0, standard.length).map((l) => l.slice(0, l.indexOf(':'))), standard, 'PHP-FPM fields first, in its order');
+  assert.match(text, /^pool: {17}php$/m);
+  assert.match(text, /^start since: {10}100$/m);
+  assert.match(text, /^accepted conn: {8}10$/m);
+  assert.match(text, /^start time: {11}\d\d\/[A-Z][a-z]{2}\/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}$/m);
+  assert.equal(text.split('************************').length - 1, 2, 'one block per process');
+  assert.match(text, /^request duration: {5}1000000$/m, 'microseconds');
+  assert.match(text, /^state: {16}Running$/m);
+  const j = JSON.parse(renderFpm(s, { format: 'json', full: true }));
+  for (const k of standard) assert.ok(k in j, k);
+  assert.equal(j['start time'], 1_700_000_000);
+  assert.equal(j['accepted conn'], 10);
+  const procKeys = WORKER_FIELDS.filter((f) => f.fpmStandard).map((f) => f.fpm!.toLowerCase());
+  assert.deepEqual(Object.keys(j.processes[0]).slice(0, procKeys.length), procKeys);
+  assert.equal(j.processes[0]['request uri'], '/slow.php?x="1"');
+  assert.equal(j.processes[1].state, 'Idle');
+  // Text and worker tables say the same things.
+  assert.match(renderText(s, { full: true }), /pool php: spawned \(pm dynamic\), running/);
+  const table = renderWorkers(s);
+  assert.match(table, /^POOL\s+PID\s+STATE\s+REQS\s+MEMORY\s+CPU\s+UPTIME\s+REQUEST$/m);
+  assert.match(table, /^php\s+101\s+busy\s+5\s+\S+\s+50\.0%\s+1m40s\s+GET \/slow\.php\?x="1" \(1s\)$/m);
+  assert.match(table, /^php\s+102\s+idle\(reload\)/m);
+});
+
+function cfg(obj: Record<string, unknown>) {
+  return configFromObject(obj, '<t>');
+}
+
+test('reload plan: pools added/removed/changed, listeners kept, updated in place or reopened', () => {
+  const cur = cfg({
+    listen: [
+      { protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'a' },
+      { protocol: 'fastcgi', address: '127.0.0.1:9001', pool: 'b' },
+      { protocol: 'scgi', address: '127.0.0.1:9002', pool: 'b' },
+    ],
+    pools: { a: { command: ['php-cgi'], max_children: 2 }, b: { backends: ['127.0.0.1:7000'] }, c: { backends: ['127.0.0.1:7001'] } },
+  });
+  const next = cfg({
+    listen: [
+      { protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'd', status_path: '/status' },
+      { protocol: 'scgi', address: '127.0.0.1:9001', pool: 'b' },
+      { protocol: 'fastcgi', address: '127.0.0.1:9003', pool: 'a' },
+    ],
+    pools: { a: { command: ['php-cgi'], max_children: 3 }, b: { backends: ['127.0.0.1:7000'] }, d: { backends: ['127.0.0.1:7002'] } },
+  });
+  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, close: async () => {} }) as Listener);
+  const plan = planReload(cur, next, running);
+  assert.deepEqual(plan.pools.added.map((p) => p.name), ['d']);
+  assert.deepEqual(plan.pools.changed.map((p) => p.name), ['a']);
+  assert.deepEqual(plan.pools.removed, ['c']);
+  assert.deepEqual(plan.pools.unchanged, ['b']);
+  assert.deepEqual(plan.listeners.updated.map((u) => u.listener.address), ['127.0.0.1:9000'], 'pool and status_path change in place');
+  assert.deepEqual(plan.listeners.reopened.map((u) => u.listener.address), ['127.0.0.1:9001'], 'protocol change reopens');
+  assert.deepEqual(plan.listeners.added.map((l) => l.address.text), ['127.0.0.1:9003']);
+  assert.deepEqual(plan.listeners.removed.map((l) => l.address), ['127.0.0.1:9002']);
+  assert.equal(planReload(cur, cur, running).pools.unchanged.length, 3, 'the same config changes nothing');
+});
+
+test('socket activation: /proc addresses and matching by name, then address', () => {
+  assert.deepEqual(parseProcAddress('0100007F:2328'), { host: '127.0.0.1', port: 9000 });
+  assert.deepEqual(parseProcAddress('00000000000000000000000001000000:0050'), { host: '::1', port: 80 });
+  assert.deepEqual(parseProcAddress('00000000000000000000000000000000:1F90'), { host: '::', port: 8080 });
+  assert.deepEqual(parseProcAddress('0000000000000000FFFF00000100007F:1F90'), { host: '127.0.0.1', port: 8080 });
+  const c = cfg({
+    listen: [
+      { protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'p' },
+      { protocol: 'fastcgi', address: 'unix:/run/a.sock', pool: 'p', name: 'web' },
+      { protocol: 'http', address: '127.0.0.1:8080', pool: 'p' },
+    ],
+    pools: { p: { backends: ['127.0.0.1:7000'] } },
+  });
+  const m = matchInherited(
+    [
+      { fd: 3, name: undefined, tcp: { host: '127.0.0.1', port: 9000 }, unixPath: undefined },
+      { fd: 4, name: 'web', tcp: undefined, unixPath: '/elsewhere.sock' },
+      { fd: 5, name: undefined, tcp: { host: '127.0.0.1', port: 9999 }, unixPath: undefined },
+    ],
+    c.listen,
+  );
+  assert.equal(m.byListener.get(c.listen[0]!)?.fd, 3);
+  assert.equal(m.byListener.get(c.listen[1]!)?.fd, 4, 'by FileDescriptorName');
+  assert.equal(m.byListener.has(c.listen[2]!), false);
+  assert.deepEqual(m.unmatched.map((s) => s.fd), [5]);
+});
+
+test('counters of a drained pool generation carry over; high-water marks take the max', () => {
+  const snap = (n: number): PoolSnapshot => ({
+    name: 'p', kind: 'spawned', pm: 'ondemand', queued: 3, maxQueued: n, active: 2, maxActive: n, accepted: n, completed: n, aborted: 1,
+    rejected: { queueFull: n, queueTimeout: 0, failing: 0, shuttingDown: 0 }, errors: { unreachable: 0, timeout: n, crashed: 0, other: 0 },
+    workers: [], backends: [], maxChildrenReached: 1, crashes: 2, recycles: { reload: n }, slowRequests: 0, queueWait: { count: n, totalMs: 10 * n, maxMs: n },
+  });
+  const f = foldCounters(foldCounters(undefined, snap(5)), snap(7));
+  assert.equal(f.accepted, 12);
+  assert.equal(f.maxActive, 7);
+  assert.equal(f.rejected.queueFull, 12);
+  assert.equal(f.recycles.reload, 12);
+  assert.deepEqual(f.queueWait, { count: 12, totalMs: 120, maxMs: 7 });
+  assert.equal(f.crashes, 4);
+  assert.equal(f.queued, 0, 'gauges are not carried');
+});
