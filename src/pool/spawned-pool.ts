@@ -448,7 +448,7 @@ export class SpawnedPool extends PoolBase {
     this.nStarting--;
     const spawnMs = Math.round(this.clock.now() - slot.spawnedAt);
     this.stats.spawned(spawnMs);
-    slot.log = this.log.child({ pid: w.pid });
+    slot.log = this.log.child({ wpid: w.pid });
     slot.endpoint = this.deps.endpointFactory(w.address, this.upstreamOpts, slot.log);
     slot.log.info({ spawnMs, workers: this.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
     this.reportedStartError = undefined;

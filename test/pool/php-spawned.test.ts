@@ -88,7 +88,7 @@ test('a request past request_timeout gets 504 and its worker is gone from /proc'
   await waitFor(() => !isAlive(pid), { timeout: 5000, what: `pid ${pid} to exit` });
   const line = p.lines.find((l) => String(l.msg).includes('past request_timeout'));
   assert.ok(line, 'a log line about the timeout');
-  assert.equal(line.pid, pid);
+  assert.equal(line.wpid, pid);
   assert.equal(line.pool, 'php');
   assert.match(String(line.script), /sleep\.php$/);
   assert.ok(Number(line.durationMs) >= 500);

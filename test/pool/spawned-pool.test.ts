@@ -219,7 +219,7 @@ test('request_timeout: 504, worker stopped with reason request_timeout, log name
   const w = wf.workers[0]!;
   clock.advance(1000);
   assert.equal(pool.snapshot().slowRequests, 1);
-  assert.ok(lines.some((l) => l.level === 40 && l.msg.includes('slow request') && l.pid === w.pid));
+  assert.ok(lines.some((l) => l.level === 40 && l.msg.includes('slow request') && l.wpid === w.pid));
   clock.advance(1999);
   assert.equal(r!.sink.done, false);
   clock.advance(1);
@@ -227,7 +227,7 @@ test('request_timeout: 504, worker stopped with reason request_timeout, log name
   assert.equal(r!.sink.error?.code, ErrorCodes.REQUEST_TIMEOUT);
   assert.deepEqual(w.stopCalls, ['request_timeout']);
   const line = lines.find((l) => l.msg.includes('past request_timeout'))!;
-  assert.equal(line.pid, w.pid);
+  assert.equal(line.wpid, w.pid);
   assert.equal(line.script, '/srv/app/index.php');
   assert.equal(line.durationMs, 3000);
   assert.equal(pool.snapshot().errors.timeout, 1);
