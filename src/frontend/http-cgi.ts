@@ -85,6 +85,7 @@ export function buildHttpCgiParams(f: HttpRequestFacts, query: string, split: Sc
   let contentType: string | undefined;
   let contentLength: string | undefined;
   const headers: string[] = [];
+  const seen = new Map<string, number>();
   const raw = f.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -97,10 +98,13 @@ export function buildHttpCgiParams(f: HttpRequestFacts, query: string, split: Sc
       continue;
     }
     if (cgi === 'HTTP_HOST') host ??= value;
-    let j = 0;
-    while (j < headers.length && headers[j] !== cgi) j += 2;
-    if (j < headers.length) headers[j + 1] += (cgi === 'HTTP_COOKIE' ? '; ' : ', ') + value;
-    else headers.push(cgi, value);
+    // A map, not a scan: thousands of headers must not cost quadratic time.
+    const j = seen.get(cgi);
+    if (j !== undefined) headers[j + 1] += (cgi === 'HTTP_COOKIE' ? '; ' : ', ') + value;
+    else {
+      seen.set(cgi, headers.length);
+      headers.push(cgi, value);
+    }
   }
 
   if (root !== undefined) flat.push('SCRIPT_FILENAME', root + split.scriptName);

@@ -115,6 +115,13 @@ class HttpHandler {
   private start(call: HttpCall, url: string, query: string, split: ScriptSplit): void {
     if (call.gone) return;
     const req = call.req;
+    const limits = this.env.ctx.limits;
+    // Refuse a flood of headers before building anything from them.
+    if (req.rawHeaders.length / 2 > limits.maxCount) {
+      this.env.listener.log.warn({ remote: call.conn.remote, code: ErrorCodes.PARAMS_TOO_MANY, count: req.rawHeaders.length / 2 }, 'HTTP request with too many headers; answered 431');
+      call.answerPlain(431, ErrorCodes.PARAMS_TOO_MANY);
+      return;
+    }
     const sock = req.socket;
     const params = buildHttpCgiParams(
       {
@@ -133,7 +140,6 @@ class HttpHandler {
       this.opts,
     );
     applyOverride(params, this.env.override);
-    const limits = this.env.ctx.limits;
     if (params.size > limits.maxCount || paramsBytes(params) > limits.maxBytes) {
       const code = params.size > limits.maxCount ? ErrorCodes.PARAMS_TOO_MANY : ErrorCodes.PARAMS_TOO_LARGE;
       this.env.listener.log.warn({ remote: call.conn.remote, code, count: params.size }, 'HTTP request variables over the limits; answered 431');
