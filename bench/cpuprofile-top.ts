@@ -2,7 +2,7 @@
  * Summarises a V8 .cpuprofile (from `node --cpu-prof`): the functions with the most
  * self time and the most inclusive time, grouped by function and file, as a table.
  *
- *   node dist/bench/cpuprofile-top.js PROFILE.cpuprofile [--top 25] [--json]
+ *   node dist/bench/cpuprofile-top.js PROFILE.cpuprofile [--top 25] [--json] [--callers NAME]
  *
  * Self: samples where the function itself was running. Inclusive: samples where it was
  * anywhere on the stack (counted once per sample even when recursive).
@@ -92,6 +92,33 @@ export function summarise(p: CpuProfile): { costs: FunctionCost[]; busyMs: numbe
   return { costs, busyMs: busy, totalMs: all, idleMs: idle, gcMs: gc };
 }
 
+/** Where the self time of functions called `name` comes from: their nearest fcgi-pm (dist/src) caller. */
+export function callersOf(p: CpuProfile, name: string): Array<{ caller: string; ms: number }> {
+  const byId = new Map<number, ProfileNode>();
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) {
+    byId.set(n.id, n);
+    for (const c of n.children ?? []) parent.set(c, n.id);
+  }
+  const out = new Map<string, number>();
+  for (let i = 0; i < p.samples.length; i++) {
+    const n = byId.get(p.samples[i]!)!;
+    if (n.callFrame.functionName !== name) continue;
+    const dt = (p.timeDeltas[i + 1] ?? p.timeDeltas[i] ?? 0) / 1000;
+    let caller = '(not under fcgi-pm code)';
+    for (let id = parent.get(n.id); id !== undefined; id = parent.get(id)) {
+      const f = byId.get(id)!.callFrame;
+      const w = where(f);
+      if (w.startsWith('dist/src/')) {
+        caller = `${f.functionName || '(anonymous)'}  ${w}`;
+        break;
+      }
+    }
+    out.set(caller, (out.get(caller) ?? 0) + dt);
+  }
+  return [...out].map(([caller, ms]) => ({ caller, ms })).sort((a, b) => b.ms - a.ms);
+}
+
 function main(): void {
   const file = process.argv[2];
   if (file === undefined) {
@@ -100,7 +127,13 @@ function main(): void {
   }
   const ti = process.argv.indexOf('--top');
   const top = ti > 0 ? Number(process.argv[ti + 1]) : 25;
-  const s = summarise(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile);
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const ci = process.argv.indexOf('--callers');
+  if (ci > 0) {
+    for (const c of callersOf(profile, process.argv[ci + 1]!)) process.stdout.write(`${c.ms.toFixed(1).padStart(9)} ms  ${c.caller}\n`);
+    return;
+  }
+  const s = summarise(profile);
   const bySelf = [...s.costs].sort((a, b) => b.selfMs - a.selfMs).slice(0, top);
   const byTotal = [...s.costs].filter((c) => c.where.startsWith('dist/src/')).sort((a, b) => b.totalMs - a.totalMs).slice(0, top);
   if (process.argv.includes('--json')) {

@@ -5,7 +5,7 @@
  * per request and the functions that cost most (bench/cpuprofile-top.ts).
  *
  *   node dist/bench/profile.js [--page p100.php|p8750.php] [--seconds 10] [--workers 2]
- *       [--front nginx|http] [--backend php|trivial] [--keep DIR] [--strace]
+ *       [--front nginx|http] [--backend php|trivial] [--keep DIR] [--strace] [--node-args "--max-semi-space-size=1"]
  *
  * --strace also counts the daemon's system calls per request (strace -c, which slows it).
  */
@@ -14,7 +14,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, cpSync } from 'node:fs'
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cpuSeconds } from '../src/bench/proc-info.js';
+import { cpuSeconds, rssAnon } from '../src/bench/proc-info.js';
 import { summarise } from './cpuprofile-top.js';
 import { sleep, stopAll, track, untrack } from './compare-procs.js';
 import { REPO, startFcgiPm, startNginx, writePages } from './compare-stacks.js';
@@ -48,7 +48,8 @@ async function main(): Promise<void> {
   const profDir = join(dir, 'prof');
   const httpPort = await freePort();
   const command = backend === 'trivial' ? [process.execPath, join(REPO, 'dist/bench/trivial-backend.js'), '--fastcgi', 'fd0', '--size', page === 'p8750.php' ? '8750' : '100'] : ['/usr/bin/php-cgi'];
-  const d = await startFcgiPm(join(dir, 'fcgi-pm'), doc, { pm: 'static', workers, httpPort, command, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] });
+  const extra = arg('--node-args', '').split(' ').filter((x) => x !== '');
+  const d = await startFcgiPm(join(dir, 'fcgi-pm'), doc, { pm: 'static', workers, httpPort, command, nodeArgs: [...extra, '--cpu-prof', `--cpu-prof-dir=${profDir}`] });
   let url = `http://127.0.0.1:${httpPort}`;
   let ngx: { stop(): Promise<void> } | undefined;
   if (front === 'nginx') {
@@ -74,7 +75,8 @@ async function main(): Promise<void> {
       await new Promise((res) => strace!.once('exit', res));
       untrack(strace.pid);
     }
-    process.stdout.write(`${front} → fcgi-pm → ${backend}, ${page}, c=10, ${seconds} s: ${r.rps.toFixed(0)} req/s, p99 ${r.p99Ms.toFixed(2)} ms; daemon CPU ${(((c1 - c0) * 1e6) / r.requests).toFixed(1)} µs/request\n`);
+    const anon = rssAnon(d.pid);
+    process.stdout.write(`${front} → fcgi-pm → ${backend}, ${page}, c=10, ${seconds} s: ${r.rps.toFixed(0)} req/s, p99 ${r.p99Ms.toFixed(2)} ms; daemon CPU ${(((c1 - c0) * 1e6) / r.requests).toFixed(1)} µs/request, RssAnon ${((anon ?? 0) / 1048576).toFixed(1)} MiB${extra.length > 0 ? ` (node ${extra.join(' ')})` : ''}\n`);
     if (straceOut !== '') {
       process.stdout.write(`\nstrace -c (system calls of the daemon${strace ? ', under strace so slower' : ''}); divide "calls" by ~${r.requests} requests:\n${straceOut.split('\n').slice(0, 22).join('\n')}\n`);
     }

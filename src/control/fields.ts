@@ -35,7 +35,11 @@ export interface Field<T> {
 }
 
 const snake = (s: string): string => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-const spaced = (s: string): string => s.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
+
+/** Label values as words for text pages: "queue_full" → "queue full". */
+export function spacedName(s: string): string {
+  return s.replace(/_/g, ' ').replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
+}
 
 function entries(o: Record<string, number>): Array<[string, number]> {
   return Object.entries(o).map(([k, v]) => [snake(k), v]);
@@ -141,6 +145,3 @@ export const DAEMON_METRICS: readonly DaemonMetric[] = [
   { metric: 'fcgipm_memory_committed_bytes', type: 'gauge', help: 'Memory counted against the budget (each worker at least its estimate).', samples: (s) => one(s.memory?.committed) },
   { metric: 'fcgipm_memory_over_budget_total', type: 'counter', help: 'Times measured memory went over the budget and workers were retired.', samples: (s) => one(s.memory?.overBudget) },
 ];
-
-/** For text output: "queueFull" → "queue full". */
-export { spaced as spacedName };

@@ -37,13 +37,14 @@ function rows<T>(fields: ReadonlyArray<Field<T>>, x: T, now: number, json: boole
       continue;
     }
     if (f.labelled) {
-      for (const [lv, v] of f.labelled.values(x)) out.push([`${f.fpm} ${spacedName(lv).replace(/_/g, ' ')}`, v]);
+      for (const [lv, v] of f.labelled.values(x)) out.push([`${f.fpm} ${spacedName(lv)}`, v]);
       continue;
     }
     let v = f.value?.(x, now);
     if (v === undefined) continue;
     if (f.unit === 'epoch' && typeof v === 'number') v = json ? Math.floor(v) : formatTime(v * 1000);
-    else if (f.unit === 'percent' && typeof v === 'number') v = Math.round(v * 100) / 100;
+    // PHP-FPM prints "%.2f" in text and JSON alike.
+    else if (f.unit === 'percent' && typeof v === 'number') v = json ? Math.round(v * 100) / 100 : v.toFixed(2);
     out.push([f.fpm, v]);
   }
   return out;

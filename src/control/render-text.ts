@@ -36,7 +36,7 @@ function poolLines(p: PoolStatus, now: number): string[] {
     if (f.labelled) {
       const vals = f.labelled.values(p);
       if (vals.length === 0) continue;
-      out.push(`  ${f.title}: ${vals.map(([k, v]) => `${spacedName(k).replace(/_/g, ' ')} ${v}`).join(', ')}`);
+      out.push(`  ${f.title}: ${vals.map(([k, v]) => `${spacedName(k)} ${v}`).join(', ')}`);
       continue;
     }
     const v = f.value?.(p, now);

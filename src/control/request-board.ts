@@ -8,6 +8,9 @@ import type { Exchange } from '../protocol/exchange.js';
 import { paramText } from '../log/access-format.js';
 import type { RequestStatus } from './types.js';
 
+/** Workers whose last request is remembered; beyond it the least recently used are forgotten. */
+const MAX_REMEMBERED = 4096;
+
 export class RequestBoard {
   private readonly live = new Set<Exchange>();
   /** By worker pid: its last finished exchange and when it ended (performance.now()). */
@@ -22,8 +25,16 @@ export class RequestBoard {
     this.live.delete(ex);
     const pid = ex.workerPid;
     if (pid !== undefined) {
+      // Re-inserted so the Map's order is least recently used first: workers recycled over
+      // months leave entries behind even when nobody takes a snapshot to prune them.
+      this.last.delete(pid);
       this.last.set(pid, ex);
       this.lastEnd.set(pid, performance.now());
+      if (this.last.size > MAX_REMEMBERED) {
+        const oldest = this.last.keys().next().value as number;
+        this.last.delete(oldest);
+        this.lastEnd.delete(oldest);
+      }
     }
   }
 

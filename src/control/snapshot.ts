@@ -8,6 +8,7 @@
 import pidusage from 'pidusage';
 import type { PoolConfig } from '../config/types.js';
 import type { Pool, PoolSnapshot, WorkerSnapshot } from '../pool/types.js';
+import type { Exchange } from '../protocol/exchange.js';
 import type { PoolGenerations, PoolGroup } from './generations.js';
 import { requestStatus, type RequestBoard } from './request-board.js';
 import {
@@ -138,7 +139,7 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, cfg: PoolCon
   };
 }
 
-function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number, import('../protocol/exchange.js').Exchange>, board: RequestBoard, nowPerf: number, nowEpoch: number): WorkerStatus {
+function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number, Exchange>, board: RequestBoard, nowPerf: number, nowEpoch: number): WorkerStatus {
   const m = (w as { memory?: WorkerMemoryLike }).memory;
   const out: WorkerStatus = {
     pid: w.pid,

@@ -226,6 +226,7 @@ export class Daemon {
 
   private async closeAll(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs;
+    await this.ops.reloadSettled();
     const left = (): number => Math.max(0, Math.round(deadline - performance.now()));
     const listeners = await Promise.allSettled(this.listenerList.map((l) => l.close(left())));
     this.logFailures(listeners, 'closing a listener failed');

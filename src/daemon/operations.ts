@@ -6,11 +6,11 @@
  * activation.
  */
 import type { Server } from 'node:net';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
 import { loadConfig } from '../config/load.js';
-import type { Config, PoolConfig } from '../config/types.js';
+import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import { PoolGenerations } from '../control/generations.js';
 import { RequestBoard } from '../control/request-board.js';
 import { ControlServer, type ControlHandlers } from '../control/server.js';
@@ -19,7 +19,7 @@ import { createStatusResponder, type StatusResponder } from '../control/status-r
 import type { DaemonStatus, ListenerStatus, StatusSnapshot } from '../control/types.js';
 import { ConfigError } from '../errors.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
-import { adoptListeningFd, listenOn } from '../frontend/listen.js';
+import { adoptListeningFd, listenOn, ListenError } from '../frontend/listen.js';
 import { createAccessLog, type AccessLogger } from '../log/access.js';
 import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
@@ -47,7 +47,7 @@ export interface ReloadParts {
   /** `runtimeDir`: where its workers' sockets go (default the daemon's private dir). */
   makePool(cfg: PoolConfig, runtimeDir?: string): Pool;
   runtimeDir(): string | undefined;
-  startListener(cfg: import('../config/types.js').ListenerConfig, ctx: FrontendContext): Promise<Listener>;
+  startListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener>;
   commit(next: Config): void;
 }
 
@@ -222,13 +222,23 @@ export class Operations {
       ping: () => ({ pid: process.pid, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
     };
     try {
-      mkdirSync(nodePath.dirname(path), { recursive: true, mode: 0o755 });
+      const dir = nodePath.dirname(path);
+      const isDefault = isDefaultControlSocket(cfg);
+      // The derived default for a non-root user may sit in a shared tmpdir: private, and
+      // ours, or not used at all. /run/fcgi-pm and runtime_dir may hold listener sockets: 0755.
+      const privateDir = isDefault && cfg.runtimeDir === undefined && !dir.startsWith('/run/');
+      mkdirSync(dir, { recursive: true, mode: privateDir ? 0o700 : 0o755 });
+      const st = statSync(dir);
+      const uid = process.getuid?.() ?? 0;
+      if (isDefault && st.uid !== uid && st.uid !== 0) throw new Error(`${dir} belongs to uid ${st.uid}, not to us`);
       this.control = await ControlServer.start(path, cfg.controlSocketMode ?? 0o600, all, this.logger.child({ component: 'control' }), bindControl);
       this.controlPath = path;
       this.logger.info({ kind: 'control', path }, `control socket ${path} (fcgi-pm status, reload, stop, workers)`);
     } catch (err) {
       // A second daemon with the default path must still serve; one that was told a path must not start.
-      if (!isDefaultControlSocket(cfg)) throw err;
+      if (!isDefaultControlSocket(cfg)) {
+        throw new ListenError(`control_socket ${path}: ${(err as Error).message.replace(/^unix:\S+: /, '')}; is another fcgi-pm running with this config? ("fcgi-pm status -c FILE" tells)`);
+      }
       this.logger.warn({ kind: 'control', path, err: (err as Error).message }, `no control socket: ${(err as Error).message}; set control_socket to give this daemon its own`);
     }
   }
@@ -281,6 +291,11 @@ export class Operations {
   /** Applies a config (already loaded and valid). */
   reload(next: Config): Promise<ReloadReport> {
     return this.serialised(() => this.apply(next));
+  }
+
+  /** Resolves once no reload runs (a stop waits, so pools a reload is starting are stopped too). */
+  reloadSettled(): Promise<void> {
+    return this.reloadChain.then(() => undefined);
   }
 
   private serialised<T>(fn: () => Promise<T>): Promise<T> {
@@ -339,7 +354,7 @@ export class Operations {
       throw err;
     } finally {
       this.reloading = false;
-      void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`);
+      if (v.state === 'running') void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`);
     }
   }
 

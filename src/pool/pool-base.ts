@@ -59,6 +59,15 @@ export abstract class PoolBase implements Pool {
   protected starting(): number {
     return 0;
   }
+  /**
+   * Targets that may still be started for waiting requests (room under max_children).
+   * A request one of them will take does not use up queue_limit either: queue_limit
+   * bounds the requests waiting beyond the workers being started, so queue_limit 0
+   * still lets an ondemand pool spawn a worker for a request.
+   */
+  protected growable(): number {
+    return 0;
+  }
   abstract start(): Promise<void>;
 
   dispatch(ex: Exchange): void {
@@ -75,7 +84,7 @@ export abstract class PoolBase implements Pool {
       return;
     }
     if (this.queue.length === 0 && this.startNow(ex)) return;
-    if (!this.queue.push(ex, this.starting())) {
+    if (!this.queue.push(ex, this.starting() + this.growable())) {
       this.reject(
         ex,
         'queueFull',

@@ -100,6 +100,8 @@ export class SpawnedPool extends PoolBase {
       readTimeout: cfg.readTimeout,
       keepAlive: cfg.keepAlive && cfg.backend === 'fastcgi',
       maxIdle: 1,
+      // One request per worker: after a client abort it stays busy until its script ends.
+      drainOnAbort: true,
     };
     const clock = deps.clock;
     this.crashes = new CrashGuard(cfg.name, cfg.crashLimit, cfg.crashWindow, clock, this.log, () => this.onProbe());
@@ -166,6 +168,11 @@ export class SpawnedPool extends PoolBase {
 
   protected override starting(): number {
     return this.nStarting;
+  }
+
+  protected override growable(): number {
+    // slots = live processes, retiring ones included: they hold their place under max_children.
+    return this.crashes.failing ? 0 : Math.max(0, this.scaling.maxChildren - this.slots.size);
   }
 
   protected override targetNoun(): string {
@@ -322,6 +329,11 @@ export class SpawnedPool extends PoolBase {
     if (o.kind === 'failed' && o.error.code === ErrorCodes.BACKEND_TIMEOUT) {
       // No byte for read_timeout: the script still runs and would hold the next request.
       this.retire(slot, 'request_timeout');
+    } else if (o.kind === 'aborted' && o.backendBusy === true) {
+      // The client went away and the request could not be cancelled (SCGI, or the
+      // cancelled FastCGI request never ended): the script may still run and would hold
+      // the next request, so the worker goes instead of back to the idle list.
+      this.retire(slot, 'client_abort');
     } else if (w.requests >= slot.maxRequests) {
       this.retire(slot, 'max_requests');
     } else if (this.cfg.maxLifetime > 0 && this.clock.now() - slot.spawnedAt >= this.cfg.maxLifetime) {
@@ -374,6 +386,9 @@ export class SpawnedPool extends PoolBase {
     this.requestEnded();
     if (ex.rewind()) this.queue.unshift(ex);
     else this.fail(ex, o.error);
+    // Its request is over: busy → idle (draining → stopping) first, else the retire below
+    // would leave it draining for a release that never comes, holding a max_children slot.
+    slot.worker.release();
     this.retire(slot, 'scale_down');
     this.pump();
     this.scale();

@@ -52,6 +52,8 @@ export const BODY_PENDING_HIGH_WATER = 64 * 1024;
 
 let nextExchangeId = 1;
 
+const EMPTY = Buffer.alloc(0);
+
 export type ExchangeState = 'pending' | 'responding' | 'done' | 'failed' | 'aborted';
 
 export class Exchange {
@@ -82,9 +84,13 @@ export class Exchange {
   /** Called once when the exchange reaches done, failed or aborted (access log). */
   onFinish: ((ex: Exchange) => void) | undefined;
 
-  // Request body. `chunks[delivered..]` are waiting for the consumer; the ones before
-  // are kept only while `replayable` so a retry can send them again.
+  // Request body. `chunks[delivered..]` are waiting for the consumer; `chunks[head..delivered)`
+  // were delivered and are kept only while `replayable` so a retry can send them again;
+  // `chunks[0..head)` are released slots. Dropping advances `head` instead of shifting the
+  // array (a shift per chunk made delivery quadratic); the array is compacted in place
+  // once `head` reaches half its length, so each chunk moves at most a few times.
   private chunks: Buffer[] = [];
+  private head = 0;
   private delivered = 0;
   private pendingBytes = 0;
   private keptBytes = 0;
@@ -137,7 +143,7 @@ export class Exchange {
   abort(): void {
     if (this.finished) return;
     this.state = 'aborted';
-    this.chunks = [];
+    this.clearBody();
     const h = this.onAbort;
     this.onAbort = undefined;
     h?.();
@@ -170,8 +176,8 @@ export class Exchange {
   rewind(): boolean {
     this.consumer = undefined;
     if (!this.replayable || this.responseStarted || this.finished) return false;
-    for (let i = 0; i < this.delivered; i++) this.pendingBytes += this.chunks[i]!.length;
-    this.delivered = 0;
+    for (let i = this.head; i < this.delivered; i++) this.pendingBytes += this.chunks[i]!.length;
+    this.delivered = this.head;
     this.keptBytes = 0;
     return true;
   }
@@ -183,10 +189,7 @@ export class Exchange {
     // Only the replay copies go: a backend may answer before it has read the whole
     // body, and the chunks not yet delivered must still reach it.
     this.replayable = false;
-    if (this.delivered > 0) {
-      this.chunks.splice(0, this.delivered);
-      this.delivered = 0;
-    }
+    this.dropDelivered();
     this.keptBytes = 0;
     this.sink.head(head);
   }
@@ -213,7 +216,7 @@ export class Exchange {
     this.error = err;
     if (!this.responseStarted) this.status = err.status;
     this.state = 'failed';
-    this.chunks = [];
+    this.clearBody();
     this.sink.fail(err);
     this.finish();
   }
@@ -225,22 +228,18 @@ export class Exchange {
     while (this.consumer === c && !this.consumerPaused && this.delivered < this.chunks.length) {
       const chunk = this.chunks[this.delivered]!;
       this.pendingBytes -= chunk.length;
+      this.delivered++;
       if (this.replayable && this.keptBytes + chunk.length <= BODY_REPLAY_LIMIT) {
         this.keptBytes += chunk.length;
-        this.delivered++;
       } else {
         // Too much to keep: drop what was delivered so memory stays bounded.
         this.replayable = false;
-        this.chunks.splice(0, this.delivered + 1);
-        this.delivered = 0;
+        this.dropDelivered();
       }
       if (!c.data(chunk)) this.consumerPaused = true;
     }
     if (this.consumer !== c) return;
-    if (!this.replayable && this.delivered > 0) {
-      this.chunks.splice(0, this.delivered);
-      this.delivered = 0;
-    }
+    if (!this.replayable) this.dropDelivered();
     if (this.delivered === this.chunks.length && this.bodyEnded && !this.consumerPaused) {
       this.consumer = undefined;
       c.end();
@@ -249,6 +248,31 @@ export class Exchange {
       this.frontendPaused = false;
       this.onBodyDrain?.();
     }
+  }
+
+  /** Releases the delivered chunks (no replay any more); O(1) amortized per chunk. */
+  private dropDelivered(): void {
+    const chunks = this.chunks;
+    const d = this.delivered;
+    if (d === this.head) return;
+    if (d === chunks.length) {
+      chunks.length = 0;
+      this.head = this.delivered = 0;
+      return;
+    }
+    for (let i = this.head; i < d; i++) chunks[i] = EMPTY;
+    this.head = d;
+    if (d * 2 >= chunks.length) {
+      // Compact in place: the remaining chunks are at most as many as the released ones.
+      chunks.copyWithin(0, d);
+      chunks.length -= d;
+      this.head = this.delivered = 0;
+    }
+  }
+
+  private clearBody(): void {
+    this.chunks = [];
+    this.head = this.delivered = 0;
   }
 
   private finish(): void {

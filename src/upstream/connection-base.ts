@@ -5,6 +5,11 @@
  *
  * States:  connecting → busy ⇄ idle → closed      (connecting/busy always carry an exchange)
  *
+ * A client abort closes the connection and reports 'aborted' at once, except with
+ * drainOnAbort on a protocol that can cancel (FastCGI): the request is then `orphaned`,
+ * cancelled with FCGI_ABORT_REQUEST and read (output discarded) to its end before the
+ * outcome is reported, because a one-request backend is busy until then.
+ *
  * Socket and exchange callbacks are bound once per connection, not per request.
  *
  * Timeouts use the socket's inactivity timer: connectTimeout until connected, then
@@ -16,7 +21,7 @@ import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import type { BodyConsumer, Exchange } from '../protocol/exchange.js';
 import { ProtocolError } from '../errors.js';
-import { ABORTED, closedEarly, connectFailed, connectTimedOut, protocolFault, readTimedOut, unencodable, type FailedOutcome } from './failures.js';
+import { ABORTED, ABORTED_BACKEND_BUSY, closedEarly, connectFailed, connectTimedOut, protocolFault, readTimedOut, unencodable, type FailedOutcome } from './failures.js';
 import type { UpstreamOptions, UpstreamOutcome } from './types.js';
 
 export type ConnectionState = 'connecting' | 'busy' | 'idle' | 'closed';
@@ -71,6 +76,11 @@ export abstract class UpstreamConnection implements BodyConsumer {
    * close means the backend never saw this request; after it, it may have run it.
    */
   protected headAccepted = false;
+  /**
+   * The client aborted and the backend was asked to cancel; its output is discarded
+   * until the request ends, then 'aborted' is reported and the connection closed.
+   */
+  protected orphaned = false;
   /** data() returned false; 'drain' resumes the exchange. */
   private bodyPaused = false;
   /** Socket paused because the client is slow; onResponseDrain resumes it. */
@@ -123,6 +133,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
     this.headDone = false;
     this.bodyDone = false;
     this.headAccepted = false;
+    this.orphaned = false;
     this.bodyPaused = false;
     ex.onAbort = this.onAbortBound;
     ex.onResponseDrain = this.onResponseDrainBound;
@@ -160,8 +171,10 @@ export abstract class UpstreamConnection implements BodyConsumer {
   protected abstract onData(chunk: Buffer): void;
   /** EOF or error while busy. */
   protected abstract onClosedWhileBusy(err: Error | undefined): void;
-  /** Best effort: tell the backend the client is gone, just before the socket is destroyed. */
+  /** Best effort: tell the backend the client is gone (before the socket is destroyed, or drained). */
   protected abstract sendAbort(): void;
+  /** The protocol can cancel a running request and still frame its end (FastCGI, not SCGI). */
+  protected abstract readonly cancellable: boolean;
 
   // ---- helpers for subclasses -------------------------------------------------------
 
@@ -224,10 +237,19 @@ export abstract class UpstreamConnection implements BodyConsumer {
     this.owner.requestFinished(this, ex, done, outcome, reusable, stale);
   }
 
-  /** Destroys the socket and reports the failure. */
+  /**
+   * Destroys the socket and reports the failure. An orphaned request has no client to
+   * answer: it is reported aborted, with the backend possibly still running it.
+   */
   protected fail(outcome: FailedOutcome): void {
     this.close();
-    this.finish(outcome, false, false);
+    this.finish(this.orphaned ? ABORTED_BACKEND_BUSY : outcome, false, false);
+  }
+
+  /** An orphaned request ended (END_REQUEST): the backend is free; the connection is not reused (our abort record may be unread). */
+  protected finishOrphan(): void {
+    this.close();
+    this.finish(ABORTED, false, false);
   }
 
   /**
@@ -301,6 +323,11 @@ export abstract class UpstreamConnection implements BodyConsumer {
 
   /** A busy connection closed; subclasses call this when EOF is not the normal end. */
   protected failClosed(err: Error | undefined): void {
+    if (this.orphaned) {
+      // The backend dropped the cancelled request; if its process is going, the pool hears of the exit.
+      this.finishOrphan();
+      return;
+    }
     const reset = (err as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
     if (this.requests > 1 && !this.gotBytes && (!this.headAccepted || reset || idempotent(this.ex!))) {
       // A kept-alive connection the backend had already given up on (php-cgi after
@@ -331,11 +358,24 @@ export abstract class UpstreamConnection implements BodyConsumer {
   }
 
   private onClientAbort(): void {
-    if (this.state !== 'busy' && this.state !== 'connecting') return;
-    if (this.state === 'busy') this.sendAbort();
-    // php-cgi ignores FCGI_ABORT_REQUEST; a closed socket makes its next write fail.
+    if (this.state === 'connecting') {
+      // Nothing reached the backend.
+      this.close();
+      this.finish(ABORTED, false, false);
+      return;
+    }
+    if (this.state !== 'busy' || this.orphaned) return;
+    this.sendAbort();
+    if (this.opts.drainOnAbort === true && this.cancellable) {
+      // php-cgi ignores FCGI_ABORT_REQUEST and runs the script to its end: the worker is
+      // busy until END_REQUEST, so the outcome waits for it (read_timeout still applies).
+      this.orphaned = true;
+      this.resumeReading();
+      return;
+    }
+    // A closed socket makes php-cgi's next write fail, but the script may run on.
     this.close();
-    this.finish(ABORTED, false, false);
+    this.finish(ABORTED_BACKEND_BUSY, false, false);
   }
 }
 

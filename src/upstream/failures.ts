@@ -10,6 +10,8 @@ export type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
 
 export const DONE: UpstreamOutcome = Object.freeze({ kind: 'done' });
 export const ABORTED: UpstreamOutcome = Object.freeze({ kind: 'aborted' });
+/** Aborted, with the request possibly still running on the backend. */
+export const ABORTED_BACKEND_BUSY: UpstreamOutcome = Object.freeze({ kind: 'aborted', backendBusy: true });
 
 function failed(error: ProxyError, retryable: boolean, backendDown: boolean): FailedOutcome {
   return { kind: 'failed', error, retryable, backendDown };

@@ -46,6 +46,7 @@ export class FastcgiConnection extends UpstreamConnection {
   private tainted = false;
   /** Reused output array for encodeStream. */
   private readonly out: Buffer[] = [];
+  protected readonly cancellable = true;
 
   constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
     super(owner, address, opts, logger);
@@ -119,6 +120,7 @@ export class FastcgiConnection extends UpstreamConnection {
     }
     switch (rec.type) {
       case RecordType.Stdout:
+        if (this.orphaned) return; // nobody to send it to
         this.onStdout(rec.content);
         return;
       case RecordType.Stderr:
@@ -149,6 +151,11 @@ export class FastcgiConnection extends UpstreamConnection {
   }
 
   private onEndRequest(content: Buffer): void {
+    if (this.orphaned) {
+      // The cancelled request is over, whatever its status: the worker is free.
+      this.endSeen = true;
+      return;
+    }
     if (content.length < 8) {
       this.fail(protocolFault(this.address.text, `END_REQUEST body of ${content.length} bytes`));
       return;
@@ -176,6 +183,10 @@ export class FastcgiConnection extends UpstreamConnection {
 
   private complete(): void {
     this.endSeen = false;
+    if (this.orphaned) {
+      this.finishOrphan();
+      return;
+    }
     // Reuse only a connection whose request went out completely: leftover STDIN for
     // id 1 would be read as part of the next request.
     const reusable = this.opts.keepAlive && this.bodyDone && !this.tainted && !this.decoder.midRecord;

@@ -16,6 +16,8 @@ export class ScgiConnection extends UpstreamConnection {
   private headParser: CgiResponseHeadParser | undefined;
   /** One-element array for writeBody, reused. */
   private readonly one: Buffer[] = [];
+  /** No abort message in SCGI: closing is the only signal, and the backend may run on. */
+  protected readonly cancellable = false;
 
   constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
     super(owner, address, opts, logger);

@@ -16,13 +16,26 @@ export interface UpstreamOptions {
   keepAlive: boolean;
   /** Idle kept-alive connections an endpoint holds at most. */
   maxIdle: number;
+  /**
+   * The backend runs one request at a time (a spawned worker). After a client abort a
+   * FastCGI request is cancelled with FCGI_ABORT_REQUEST and read to its END_REQUEST (or
+   * close) before the outcome is reported, so the worker is not handed another request
+   * while its script still runs; the exchange itself is finished for the client at once.
+   * Off (external backends): the connection is closed at once, as nginx does.
+   */
+  drainOnAbort?: boolean;
 }
 
 export type UpstreamOutcome =
   /** The response was delivered (respondEnd was called). */
   | { kind: 'done' }
-  /** The client aborted; the backend request was cancelled. */
-  | { kind: 'aborted' }
+  /**
+   * The client aborted. `backendBusy`: the connection was closed while the backend may
+   * still be running the request (SCGI has no abort message; php-cgi ignores
+   * FCGI_ABORT_REQUEST), so a backend that serves one request at a time is still busy.
+   * Without it the backend request is over (it never started, or it ended while drained).
+   */
+  | { kind: 'aborted'; backendBusy?: boolean }
   /**
    * The exchange was NOT answered; the caller decides. `retryable`: the request never
    * reached the backend's application (connect refused, or a reused connection closed

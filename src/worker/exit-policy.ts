@@ -37,6 +37,7 @@ const PLANNED: Record<Exclude<RetireReason, 'spawn_timeout'>, PlannedRule> = {
   memory_budget: { restart: false, level: 'info', what: 'stopped: pool over its memory budget' },
   memory_hard: { restart: true, level: 'warn', what: 'killed: memory above max_memory_hard' },
   request_timeout: { restart: true, level: 'warn', what: 'killed after request_timeout' },
+  client_abort: { restart: true, level: 'debug', what: 'stopped: its client went away mid-request and the request could not be cancelled' },
 };
 
 const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };

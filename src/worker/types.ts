@@ -25,7 +25,9 @@ export type RetireReason =
   | 'spawn_timeout'
   | 'reload'
   | 'shutdown'
-  | 'scale_down';
+  | 'scale_down'
+  /** The client went away and the request could not be cancelled (SCGI): the worker may still run it. */
+  | 'client_abort';
 
 export interface WorkerExit {
   code: number | null;

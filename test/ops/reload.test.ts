@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
+import * as net from 'node:net';
 import type { TestContext } from 'node:test';
 import { fastcgiParams, startNginx } from '../helpers/nginx.js';
 import { PHP_FIXTURES } from '../helpers/paths.js';
@@ -86,18 +87,27 @@ async function goneAfterDrain(t: TestContext, pids: number[], what: string): Pro
   await waitFor(() => pids.every((p) => !isAlive(p)), { timeout: 20_000, what: `${what}: old workers ${pids.join(', ')} gone` });
 }
 
-test('ten reloads under a steady load through nginx: no failed or refused request', { timeout: 120_000 }, async (t) => {
+test('eleven reloads under a steady load through nginx: no failed or refused request', { timeout: 120_000 }, async (t) => {
   const dir = makeTempDir(t, 'fpm-rl-');
   const port = await freePort();
   const port2 = await freePort();
   const cmdA = phpCommand(dir, 'ops-reload-a');
   const cmdB = phpCommand(dir, 'ops-reload-b');
   const main = { protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'a', status_path: '/fpm-status' };
-  const config = (over: { a?: Record<string, unknown>; b?: Record<string, unknown> | null; mainPool?: string; extraListener?: boolean; ping?: boolean; raw?: string }): Record<string, unknown> => {
+  // A port someone else holds: a reload that wants to listen there must fail and change nothing.
+  const squatter = net.createServer();
+  await new Promise<void>((r) => squatter.listen(0, '127.0.0.1', () => r()));
+  t.after(() => new Promise<void>((r) => squatter.close(() => r())));
+  const taken = (squatter.address() as net.AddressInfo).port;
+  const config = (over: { a?: Record<string, unknown>; b?: Record<string, unknown> | null; mainPool?: string; extraListener?: boolean; ping?: boolean; clash?: boolean }): Record<string, unknown> => {
     const pools: Record<string, unknown> = { a: { command: cmdA, pm: 'static', max_children: 2, ...over.a } };
     if (over.b) pools.b = { command: cmdB, pm: 'ondemand', max_children: 2, ...over.b };
     const listen: Array<Record<string, unknown>> = [{ ...main, pool: over.mainPool ?? 'a', ...(over.ping ? { ping_path: '/ping' } : {}) }];
     if (over.extraListener) listen.push({ protocol: 'fastcgi', address: `127.0.0.1:${port2}`, pool: over.b ? 'b' : 'a' });
+    if (over.clash) {
+      pools.c = { command: cmdB, pm: 'static', max_children: 1 };
+      listen.push({ protocol: 'fastcgi', address: `127.0.0.1:${taken}`, pool: 'c' });
+    }
     return { listen, pools, shutdown_timeout: '20s' };
   };
   const d = await opsDaemon(t, config({}), { dir });
@@ -117,7 +127,7 @@ test('ten reloads under a steady load through nginx: no failed or refused reques
 
   let oldA = await poolPids(d, 'a');
   assert.equal(oldA.length, 2);
-  const steps: Array<{ what: string; cfg: Record<string, unknown>; replaces?: 'a' | 'b'; invalid?: boolean }> = [
+  const steps: Array<{ what: string; cfg: Record<string, unknown>; replaces?: 'a' | 'b'; invalid?: boolean; cannotBind?: boolean }> = [
     { what: 'a: max_children 2 → 3', cfg: config({ a: { max_children: 3 } }), replaces: 'a' },
     { what: 'pool b and a listener for it added', cfg: config({ a: { max_children: 3 }, b: {}, extraListener: true }) },
     { what: 'the main listener moves to pool b', cfg: config({ a: { max_children: 3 }, b: {}, extraListener: true, mainPool: 'b' }) },
@@ -127,13 +137,21 @@ test('ten reloads under a steady load through nginx: no failed or refused reques
     { what: 'pool b and its listener removed', cfg: config({ a: { max_children: 3 } }), replaces: 'b' },
     { what: 'a: pm static → dynamic', cfg: config({ a: { pm: 'dynamic', max_children: 3 } }), replaces: 'a' },
     { what: 'ping_path added to the main listener', cfg: config({ a: { pm: 'dynamic', max_children: 3 }, ping: true }) },
+    { what: 'a new pool c behind a listener whose port is taken', cfg: config({ a: { pm: 'dynamic', max_children: 3 }, ping: true, clash: true }), cannotBind: true },
     { what: 'a: max_requests 500 under load', cfg: config({ a: { pm: 'dynamic', max_children: 3, max_requests: 500 }, ping: true }), replaces: 'a' },
   ];
   for (const [i, step] of steps.entries()) {
     const before = step.replaces ? await poolPids(d, step.replaces) : [];
+    // Pool a is static and unchanged from step 2 to 7: the same workers must serve on.
+    const keptA = i >= 1 && i <= 6 ? await poolPids(d, 'a') : undefined;
     d.rewrite(step.cfg);
     const r = await d.ctl(['reload'], 60_000);
-    if (step.invalid) {
+    if (step.cannotBind) {
+      assert.equal(r.code, 1, `${step.what}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${taken}: already in use`));
+      const st = JSON.parse((await d.ctl(['status', '--json'])).stdout);
+      assert.deepEqual(st.pools.map((p: { name: string }) => p.name), ['a'], 'pool c was started and stopped again');
+    } else if (step.invalid) {
       assert.equal(r.code, 1, `${step.what}: ${r.stdout}${r.stderr}`);
       assert.match(r.stderr, /pools\.b\.max_children: must be a whole number ≥ 1, got 0/);
       assert.match(r.stderr, /keeps its previous config/);
@@ -144,6 +162,7 @@ test('ten reloads under a steady load through nginx: no failed or refused reques
     }
     await load.more(20);
     assert.deepEqual(load.failures, [], `after reload ${i + 1} (${step.what})`);
+    if (keptA !== undefined) assert.deepEqual(await poolPids(d, 'a'), keptA, `${step.what}: pool a kept its workers`);
     if (step.replaces && before.length > 0) {
       await goneAfterDrain(t, before, step.what);
       const now: number[] = await poolPids(d, "a").catch(() => []);
@@ -166,7 +185,7 @@ test('ten reloads under a steady load through nginx: no failed or refused reques
   const c = checkExposition(prom.stdout);
   assert.deepEqual(c.problems, []);
   assert.equal(sampleValue(c, 'fcgipm_reloads_total', { result: 'ok' }), 9);
-  assert.equal(sampleValue(c, 'fcgipm_reloads_total', { result: 'failed' }), 1);
+  assert.equal(sampleValue(c, 'fcgipm_reloads_total', { result: 'failed' }), 2);
   const s = JSON.parse((await d.ctl(['status', '--json'])).stdout);
   assert.deepEqual(s.pools.map((p: { name: string }) => p.name), ['a'], 'b is gone once drained');
   assert.equal(s.pools[0].pm, 'dynamic');

@@ -4,7 +4,8 @@
 // status_allow), a clear error when no daemon runs, and a graceful `fcgi-pm stop`.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import * as http from 'node:http';
 import { join } from 'node:path';
 import { FcgiClient, parseCgiOutput, phpParams } from '../helpers/fcgi-client.js';
@@ -21,6 +22,8 @@ import { checkExposition, sampleValue } from './prom-check.js';
 const FPM_FIELDS = ['pool', 'process manager', 'start time', 'start since', 'accepted conn', 'listen queue', 'max listen queue', 'listen queue len', 'idle processes', 'active processes', 'total processes', 'max active processes', 'max children reached', 'slow requests'];
 const FPM_PROCESS_FIELDS = ['pid', 'state', 'start time', 'start since', 'requests', 'request duration', 'request method', 'request uri', 'content length', 'user', 'script', 'last request cpu', 'last request memory'];
 const SENT = 7;
+/** Source-tree PHP pages of these tests (not compiled). */
+const OPS_FIXTURES = fileURLToPath(new URL('../../../test/ops/fixtures', import.meta.url));
 
 /** GET that resolves at the response head; `body` settles later. */
 function startGet(url: string): Promise<{ status: number; body: Promise<string> }> {
@@ -69,7 +72,8 @@ describe('status, workers and stop through the control socket and status pages',
         { protocol: 'fastcgi', address: `127.0.0.1:${fcgiOpen}`, pool: 'php', status_path: '/status' },
         { protocol: 'fastcgi', address: `127.0.0.1:${fcgiLocked}`, pool: 'php', status_path: '/status', status_allow: ['10.0.0.0/8'] },
       ],
-      pools: { php: { command: phpCommand(dir, 'ops-status-marker'), pm: 'dynamic', max_children: 2, min_spare: 1, max_spare: 2 } },
+      // static: no worker (and its request count) goes away while the test looks.
+      pools: { php: { command: phpCommand(dir, 'ops-status-marker'), pm: 'static', max_children: 2 } },
     }, { dir });
   });
   after(() => scope.run());
@@ -91,6 +95,8 @@ describe('status, workers and stop through the control socket and status pages',
     assert.equal(s.format, 'fcgi-pm-status/1');
     assert.equal(s.daemon.pid, d.daemon.pid);
     assert.equal(s.daemon.controlSocket, d.control);
+    assert.equal(statSync(d.control).mode & 0o777, 0o600, 'control socket mode 0600 by default');
+    assert.equal(statSync(d.control).uid, process.getuid!(), "owned by the daemon's user");
     const php = s.pools.find((p: { name: string }) => p.name === 'php');
     assert.equal(php.accepted, SENT);
     assert.equal(php.completed, SENT);
@@ -100,6 +106,13 @@ describe('status, workers and stop through the control socket and status pages',
     assert.equal(s.listeners.length, 3);
     const text = await d.ctl(['status']);
     assert.match(text.stdout, new RegExp(`^  accepted conn: ${SENT}$`, 'm'));
+    // -c FILE finds the socket through the config, also when the file has become invalid.
+    const byConfig = await runBin(['status', '--json', '-c', d.daemon.configPath]);
+    assert.equal(JSON.parse(byConfig.stdout).daemon.pid, d.daemon.pid, byConfig.stderr);
+    const broken = join(d.dir, 'broken.yaml');
+    writeFileSync(broken, `control_socket: ${d.control}\nlisten: []\npools: { php: { max_children: -1 } }\n`);
+    const byBroken = await runBin(['status', '--json', '-c', broken]);
+    assert.equal(byBroken.code, 0, byBroken.stderr);
   });
 
   it('status --prometheus and --openmetrics pass the strict exposition check', async () => {
@@ -122,13 +135,13 @@ describe('status, workers and stop through the control socket and status pages',
     const fields = new Map(r.stdout.split('\n').filter((l) => l.includes(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]));
     for (const f of FPM_FIELDS) assert.ok(fields.has(f), `${f} in\n${r.stdout}`);
     assert.equal(fields.get('pool'), 'php');
-    assert.equal(fields.get('process manager'), 'dynamic');
+    assert.equal(fields.get('process manager'), 'static');
     assert.equal(fields.get('accepted conn'), String(SENT));
     assert.equal(fields.get('listen queue'), '0');
     assert.equal(fields.get('listen queue len'), '1024');
-    const total = Number(fields.get('total processes'));
-    assert.ok(total >= 1 && total <= 2, `total processes ${total}`);
-    assert.equal(Number(fields.get('idle processes')) + Number(fields.get('active processes')), total);
+    assert.equal(fields.get('total processes'), '2');
+    assert.equal(fields.get('idle processes'), '2');
+    assert.equal(fields.get('active processes'), '0');
     assert.ok(Number(fields.get('max active processes')) >= 1);
 
     const full = await d.ctl(['status', '--fpm', '--json', '--full']);
@@ -136,7 +149,7 @@ describe('status, workers and stop through the control socket and status pages',
     for (const f of FPM_FIELDS) assert.ok(f in j, f);
     assert.equal(j['accepted conn'], SENT);
     assert.ok(Math.abs(j['start time'] * 1000 - Date.now()) < 600_000, 'start time is a Unix timestamp');
-    assert.ok(j.processes.length >= 1);
+    assert.equal(j.processes.length, 2);
     for (const p of j.processes) {
       assert.deepEqual(Object.keys(p).slice(0, FPM_PROCESS_FIELDS.length), FPM_PROCESS_FIELDS);
       assert.ok(existsSync(`/proc/${p.pid}`), `pid ${p.pid} exists`);
@@ -150,7 +163,7 @@ describe('status, workers and stop through the control socket and status pages',
     const lines = r.stdout.trim().split('\n');
     assert.match(lines[0]!, /^POOL\s+PID\s+STATE\s+REQS\s+MEMORY\s+CPU\s+UPTIME\s+REQUEST$/);
     const pids = lines.slice(1).map((l) => Number(l.split(/\s+/)[1]));
-    assert.ok(pids.length >= 1);
+    assert.equal(pids.length, 2);
     for (const pid of pids) assert.ok(existsSync(`/proc/${pid}`), `${pid} exists`);
     assert.deepEqual([...pids].sort((a, b) => a - b), d.daemon.descendants('ops-status-marker'));
     assert.equal(lines.slice(1).reduce((n, l) => n + Number(l.split(/\s+/)[3]), 0), SENT, 'requests served add up');
@@ -198,20 +211,38 @@ describe('status, workers and stop through the control socket and status pages',
   });
 
   it('the status page answers while every worker is busy, and shows what they run', async () => {
-    const slow = await Promise.all([startGet(`${url}/sleep.php?ms=4000&flush=1`), startGet(`${url}/sleep.php?ms=4000&flush=1`)]);
-    assert.deepEqual(slow.map((s) => s.status), [200, 200]);
-    let settled = 0;
-    for (const s of slow) void s.body.then(() => settled++);
-    const page = JSON.parse((await httpRequest(`${url}/status?json&full`, { timeout: 3000 })).text);
-    assert.equal(settled, 0, 'both workers were still busy when the page came');
-    assert.equal(page['active processes'], 2);
-    assert.equal(page['idle processes'], 0);
-    const running = page.processes.filter((p: Record<string, unknown>) => p.state === 'Running');
-    assert.equal(running.length, 2);
-    for (const p of running) assert.equal(p['request uri'], '/sleep.php?ms=4000&flush=1');
-    const w = await d.ctl(['workers']);
-    assert.equal(w.stdout.split('\n').filter((l) => /\sbusy\s.*GET \/sleep\.php\?ms=4000&flush=1 \(\d/.test(l)).length, 2, w.stdout);
-    await Promise.all(slow.map((s) => withTimeout(s.body, 15_000, 'slow requests')));
+    // Two requests hold both workers until a file appears.
+    const release = join(d.dir, 'release');
+    const uri = `/wait.php?until=${release}`;
+    const held = await Promise.all([1, 2].map(async () => {
+      const c = await FcgiClient.connect({ port: fcgiOpen });
+      c.request(1, phpParams(OPS_FIXTURES, uri), undefined, { keepConn: false });
+      return c;
+    }));
+    try {
+      const page = await waitFor(async () => {
+        const p = JSON.parse((await httpRequest(`${url}/status?json&full`)).text);
+        return p['active processes'] === 2 ? p : undefined;
+      }, { timeout: 15_000, what: 'both workers busy, seen on the status page' });
+      assert.equal(page['idle processes'], 0);
+      const running = page.processes.filter((p: Record<string, unknown>) => p.state === 'Running');
+      assert.equal(running.length, 2);
+      for (const p of running) {
+        assert.equal(p['request uri'], uri);
+        assert.equal(p.script, `${OPS_FIXTURES}/wait.php`);
+        assert.ok(p['request duration'] > 0);
+      }
+      const w = await d.ctl(['workers']);
+      assert.equal(w.stdout.split('\n').filter((l) => l.includes(' busy ') && l.includes(`GET ${uri} (`)).length, 2, w.stdout);
+      assert.equal(held.filter((c) => c.records.length > 0).length, 0, 'neither request had an answer yet');
+    } finally {
+      writeFileSync(release, '');
+    }
+    for (const c of held) {
+      const out = parseCgiOutput((await c.response(1, 15_000)).stdout);
+      assert.equal(out.body.toString(), 'released\n');
+      c.socket.destroy();
+    }
   });
 
   it('stop --graceful-timeout: running requests finish, then the daemon exits 0 and the CLI says so', async () => {

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
-import { renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { stringify as stringifyYaml } from 'yaml';
@@ -66,8 +66,9 @@ test('socket activation: sockets from systemd are taken over by name and by addr
     ],
     pools: { php: { command: ['php-cgi'], max_children: 2 } },
   });
-  // systemd sets LISTEN_PID to the service's pid: a shell that execs keeps its pid.
-  const child = new ManagedChild('fcgi-pm', '/bin/sh', ['-c', `LISTEN_PID=$$ LISTEN_FDS=2 LISTEN_FDNAMES=web:other exec "${process.execPath}" "${FCGI_PM_BIN}" run -c "${cfgPath}"`], {
+  // systemd sets LISTEN_PID to the service's pid: a shell that execs keeps its pid. It
+  // waits a little first, so the web server below provably connects before fcgi-pm runs.
+  const child = new ManagedChild('fcgi-pm', '/bin/sh', ['-c', `sleep 0.3; LISTEN_PID=$$ LISTEN_FDS=2 LISTEN_FDNAMES=web:other exec "${process.execPath}" "${FCGI_PM_BIN}" run -c "${cfgPath}"`], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe', fdOf(tcp), fdOf(unix)],
   });
@@ -80,12 +81,19 @@ test('socket activation: sockets from systemd are taken over by name and by addr
   renameSync(`${unixPath}.aside`, unixPath);
 
   // The web server connects before fcgi-pm is up: the kernel queues it.
-  const early = httpRequest(`http://127.0.0.1:${tcpPort}/hello.php`, { timeout: 20_000 });
-  const readyWhenSent = logs.some((l) => l.kind === 'ready');
-  const res = await early;
-  assert.equal(readyWhenSent, false, 'the request went out before the daemon was ready');
-  assert.equal(res.status, 200, res.text);
-  assert.equal(res.text, 'Hello from PHP\n');
+  let runningAtConnect = '';
+  const early = await new Promise<string>((resolve, reject) => {
+    const s = net.connect(tcpPort, '127.0.0.1', () => {
+      runningAtConnect = readFileSync(`/proc/${child.pid}/cmdline`, 'latin1').split('\0')[0]!;
+      s.write('GET /hello.php HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    });
+    let out = '';
+    s.setEncoding('utf8').on('data', (c: string) => (out += c));
+    s.on('end', () => resolve(out));
+    s.on('error', reject);
+  });
+  assert.equal(runningAtConnect, '/bin/sh', 'connected while the service was still its shell, before fcgi-pm ran');
+  assert.match(early, /^HTTP\/1\.1 200 [\s\S]*Hello from PHP\n/);
 
   await waitFor(() => logs.find((l) => l.kind === 'ready'), { timeout: 15_000, what: 'ready' });
   const viaUnix = await new Promise<string>((resolve, reject) => {

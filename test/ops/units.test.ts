@@ -250,3 +250,45 @@ test('counters of a drained pool generation carry over; high-water marks take th
   assert.equal(f.crashes, 4);
   assert.equal(f.queued, 0, 'gauges are not carried');
 });
+
+test('docs/operations.md names every metric, status field and access-log letter; the systemd example config is valid', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { ACCESS_LETTERS } = await import('../../src/config/access-format.js');
+  const { DAEMON_METRICS } = await import('../../src/control/fields.js');
+  const { loadConfig } = await import('../../src/config/load.js');
+  const doc = readFileSync(new URL('../../../docs/operations.md', import.meta.url), 'utf8');
+  const metrics = [...DAEMON_METRICS.map((m) => m.metric), ...POOL_FIELDS.flatMap((f) => (f.metric ? [f.metric] : [])), ...WORKER_FIELDS.flatMap((f) => (f.metric ? [f.metric] : []))];
+  assert.deepEqual(metrics.filter((m) => !doc.includes(m)), [], 'metrics missing from docs/operations.md');
+  const fpm = [...POOL_FIELDS, ...WORKER_FIELDS].filter((f) => f.fpm !== undefined && f.labelled === undefined && f.summary === undefined).map((f) => f.fpm!);
+  assert.deepEqual(fpm.filter((n) => !doc.includes(`\`${n}\``)), [], 'status page names missing from docs/operations.md');
+  assert.deepEqual(ACCESS_LETTERS.filter((l) => !new RegExp(`\`%(\\{[^}]*\\})?${l.letter}\``).test(doc)).map((l) => l.letter), [], 'access letters missing');
+  const example = loadConfig(new URL('../../../examples/systemd/fcgi-pm.yaml', import.meta.url).pathname);
+  assert.equal(example.listen[0]!.statusPath, '/fpm-status');
+  const unit = readFileSync(new URL('../../../examples/systemd/fcgi-pm.service', import.meta.url), 'utf8');
+  for (const line of ['Type=notify', 'NotifyAccess=all', 'KillMode=mixed', 'ExecReload=/usr/bin/fcgi-pm reload']) assert.ok(unit.includes(line), line);
+});
+
+test('access log: JSON lines into access_file, a slow request at warn with slow: true; a %-format as plain lines', async () => {
+  const { createAccessLog } = await import('../../src/log/access.js');
+  const { silentLogger } = await import('../../src/log/log.js');
+  const written: string[] = [];
+  const file = { write: (s: string) => void written.push(s) };
+  const finish = (log: (ex: Exchange) => void, uri: string, startedAt: number): void => {
+    const ex = new Exchange(CgiParams.fromObject({ REQUEST_METHOD: 'GET', REQUEST_URI: uri }), sink, 'fastcgi', startedAt);
+    ex.pool = 'php';
+    ex.respondHead({ status: 200, reason: 'OK', headers: [], raw: Buffer.alloc(0) });
+    ex.onFinish = log;
+    ex.respondEnd();
+  };
+  const json = createAccessLog({ logger: silentLogger(), enabled: true, format: 'json', file, slowMs: (p) => (p === 'php' ? 500 : 0) })!;
+  finish(json, '/fast', performance.now());
+  finish(json, '/slow', performance.now() - 800);
+  await new Promise((r) => setImmediate(r));
+  const lines = written.join('').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  assert.deepEqual(lines.map((l) => [l.uri, l.level, l.slow, l.kind]), [['/fast', 30, undefined, 'access'], ['/slow', 40, true, 'access']]);
+  written.length = 0;
+  const text = createAccessLog({ logger: silentLogger(), enabled: true, format: '%m %U %S', file, slowMs: () => 500 })!;
+  finish(text, '/slow', performance.now() - 800);
+  assert.deepEqual(written, ['GET /slow slow\n']);
+  assert.equal(createAccessLog({ logger: silentLogger(), enabled: false, file }), undefined);
+});

@@ -5,12 +5,13 @@
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { PoolConfig } from '../../src/config/types.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { createPool, type Pool } from '../../src/pool/index.js';
-import { fixtureCommand } from '../fixtures/workers/index.js';
+import { FIXTURE_DIR, fixtureCommand } from '../fixtures/workers/index.js';
 import { descendantPids } from '../helpers/proc.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { waitFor, withTimeout } from '../helpers/wait.js';
@@ -122,4 +123,39 @@ test('a worker that exits by itself after each request loses no request', T, asy
   }
   assert.equal(pids.size, 5);
   assert.equal(p.pool.snapshot().crashes, 0);
+});
+
+test('a live worker answering FCGI_OVERLOADED is replaced, not left draining: the request is served by the next worker', T, async (t) => {
+  // Answers END_REQUEST(FCGI_OVERLOADED) while the flag file exists, else a normal response.
+  const dir = makeTempDir(t, 'fpm-ovl-');
+  const flag = join(dir, 'overloaded');
+  const script = join(dir, 'overloaded-worker.mjs');
+  const mini = pathToFileURL(join(FIXTURE_DIR, 'fcgi-mini.mjs')).href;
+  writeFileSync(
+    script,
+    `import fs from 'node:fs';
+    import { listen, serveRequests, record, T } from ${JSON.stringify(mini)};
+    const flag = process.argv[2];
+    listen((conn) => serveRequests(conn, (req, c) => {
+      if (fs.existsSync(flag)) {
+        const end = Buffer.alloc(8); end[4] = 3; // protocolStatus FCGI_OVERLOADED
+        c.write(record(T.END, req.id, end));
+        return;
+      }
+      const body = Buffer.from('served by ' + process.pid);
+      c.write(Buffer.concat([record(T.STDOUT, req.id, Buffer.concat([Buffer.from('Content-Type: text/plain\\r\\n\\r\\n'), body])), record(T.STDOUT, req.id), record(T.END, req.id, Buffer.alloc(8))]));
+    }));`,
+  );
+  writeFileSync(flag, '');
+  const p = fixturePool(t, { pm: 'ondemand', maxChildren: 1, queueTimeout: 10_000, command: [process.execPath, script, flag] });
+  const r = makeRequest({ SCRIPT_FILENAME: '/fixture', REQUEST_URI: '/x' });
+  p.pool.dispatch(r.ex);
+  await waitFor(() => p.lines.some((l) => String(l.msg).includes('alive but unreachable')), { timeout: 10_000, what: 'the refusal' }).catch((e) => { console.log(p.lines.map((l) => l.msg + ' ' + JSON.stringify(l)).join('\n')); throw e; });
+  rmSync(flag);
+  await withTimeout(r.sink.answered, 15_000, 'answer');
+  assert.equal(r.sink.status, 200, r.sink.error?.message);
+  assert.match(r.sink.text(), /^served by \d+$/);
+  const s = p.pool.snapshot();
+  assert.equal(s.workers.filter((w) => w.state === 'draining').length, 0);
+  assert.ok((s.recycles['scale_down'] ?? 0) >= 1);
 });

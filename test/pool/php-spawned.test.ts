@@ -4,6 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ErrorCodes } from '../../src/errors.js';
 import { isAlive } from '../helpers/proc.js';
 import { waitFor, withTimeout } from '../helpers/wait.js';
@@ -158,4 +160,42 @@ test('stop: running requests finish, then every worker process exits before stop
   for (const pid of pids) assert.equal(isAlive(pid), false);
   const late = await p.get('pid.php');
   assert.equal(late.sink.error?.code, ErrorCodes.SHUTTING_DOWN);
+});
+
+test('a client abort while the script runs: its worker is not handed the next request until the script ended', T, async (t) => {
+  const p = phpPool(t, { pm: 'ondemand', maxChildren: 2 });
+  // Runs until the test creates "release" (at most 8 s), like a slow page.
+  writeFileSync(
+    join(p.dir, 'hold.php'),
+    `<?php file_put_contents(__DIR__ . '/started', getmypid());
+    $t = microtime(true);
+    while (!file_exists(__DIR__ . '/release') && microtime(true) - $t < 8) usleep(20000);
+    header('Content-Type: text/plain'); echo str_repeat('x', 10000);`,
+  );
+  const first = Number((await p.get('pid.php')).sink.text());
+  const held = p.request('hold.php');
+  await waitFor(() => existsSync(join(p.dir, 'started')), { timeout: 10_000, what: 'hold.php to start' });
+  assert.equal(Number(readFileSync(join(p.dir, 'started'), 'utf8')), first, 'the warm worker runs it');
+  held.ex.abort(); // the client goes away; php-cgi runs the script on
+
+  // The next request must not queue behind the running script on the same worker.
+  const next = await withTimeout(p.get('pid.php'), 6000, 'next request');
+  assert.equal(next.sink.status, 200, next.sink.error?.message);
+  assert.notEqual(Number(next.sink.text()), first, 'served by another worker while the script still runs');
+  assert.equal(p.pool.snapshot().workers.find((w) => w.pid === first)?.state, 'busy');
+
+  // Once the script ends, its worker is free again (not stopped).
+  writeFileSync(join(p.dir, 'release'), '');
+  await waitFor(() => p.pool.snapshot().aborted === 1, { timeout: 10_000, what: 'the orphaned request to end' });
+  assert.equal(p.pool.snapshot().workers.find((w) => w.pid === first)?.state, 'idle');
+  assert.ok(isAlive(first));
+  const again = await p.get('pid.php');
+  assert.equal(again.sink.status, 200, again.sink.error?.message);
+});
+
+test('queue_limit 0, ondemand: a request spawns its worker and is served', T, async (t) => {
+  const p = phpPool(t, { pm: 'ondemand', maxChildren: 1, queueLimit: 0 });
+  const r = await p.get('pid.php');
+  assert.equal(r.sink.status, 200, r.sink.error?.message);
+  assert.equal(p.pool.snapshot().rejected.queueFull, 0);
 });

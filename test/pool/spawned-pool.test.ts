@@ -382,3 +382,93 @@ test('stop: running requests finish, new ones 503, workers stopped with reason s
     assert.equal(w.retireReason, 'shutdown');
   }
 });
+
+// ---- regression tests: client aborts, held retryable failures, queue_limit 0 ----------
+
+test('client abort that leaves the script running (backendBusy): the worker is retired, not handed the next request', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2 });
+  const [a] = send(1);
+  clock.advance(10);
+  const w = wf.workers[0]!;
+  a!.ex.abort();
+  ep(w).finish({ kind: 'aborted', backendBusy: true });
+  assert.notEqual(w.state, 'idle');
+  assert.equal(w.retireReason, 'client_abort');
+  const [b] = send(1);
+  clock.advance(10);
+  assert.notEqual(b!.ex.workerPid, w.pid, 'the next request went to a fresh worker');
+  assert.equal(pool.snapshot().aborted, 1);
+  assert.equal(pool.snapshot().recycles['client_abort'], 1);
+});
+
+test('client abort reported once the cancelled request ended: the worker was busy until then, then is reused', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2 });
+  const [a] = send(1);
+  clock.advance(10);
+  const w = wf.workers[0]!;
+  a!.ex.abort();
+  // The endpoint is draining the orphaned request: the worker stays busy meanwhile.
+  const [b] = send(1);
+  clock.advance(10);
+  assert.notEqual(b!.ex.workerPid, w.pid);
+  ep(w).finish({ kind: 'aborted' });
+  assert.equal(w.state, 'idle');
+  const [c] = send(1);
+  assert.equal(c!.ex.workerPid, w.pid);
+  assert.equal(pool.snapshot().aborted, 1);
+});
+
+test('request_timeout also covers a script left running by a client abort', async () => {
+  const { pool, clock, wf, send } = setup({ pm: 'ondemand', maxChildren: 1, requestTimeout: 1000 });
+  const [a] = send(1);
+  clock.advance(10);
+  const w = wf.workers[0]!;
+  a!.ex.abort();
+  clock.advance(999);
+  assert.equal(w.state, 'busy');
+  clock.advance(1);
+  assert.deepEqual(w.stopCalls, ['request_timeout']);
+  assert.equal(pool.snapshot().active, 0);
+});
+
+test('a live worker that refuses a request (retryable, e.g. FCGI_OVERLOADED) is stopped, not left draining; the request goes to its replacement', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 1, queueTimeout: 60_000 });
+  const overloaded: UpstreamOutcome = {
+    kind: 'failed',
+    error: new ProxyError(ErrorCodes.BACKEND_UNREACHABLE, 502, 'refused the request (FCGI_OVERLOADED)'),
+    retryable: true,
+    backendDown: false,
+  };
+  const [r] = send(1);
+  clock.advance(10);
+  const w1 = wf.workers[0]!;
+  ep(w1).finish(overloaded);
+  clock.advance(EXIT_GRACE_MS);
+  assert.equal(w1.state, 'stopping', 'released and stopped, not draining forever');
+  assert.equal(pool.snapshot().workers.filter((x) => x.state === 'draining').length, 0);
+  clock.advance(10); // w1 exits; its replacement spawns
+  clock.advance(10); // and becomes ready: it takes the request put back at the head
+  assert.equal(w1.state, 'exited');
+  const w2 = wf.workers[1]!;
+  assert.equal(r!.ex.workerPid, w2.pid);
+  ep(w2).finish();
+  assert.equal(r!.sink.status, 200);
+});
+
+test('queue_limit 0, ondemand: a request spawns a worker and waits for it; one beyond max_children is refused', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2, queueLimit: 0 });
+  const [a, b, c] = send(3);
+  assert.equal(wf.workers.length, 2);
+  assert.equal(a!.sink.done, false);
+  assert.equal(b!.sink.done, false);
+  assert.equal(c!.sink.error?.code, ErrorCodes.QUEUE_FULL);
+  clock.advance(10);
+  for (const w of wf.workers) ep(w).finish();
+  assert.equal(a!.sink.status, 200);
+  assert.equal(b!.sink.status, 200);
+  // Both idle now: more requests are served at once, none queued.
+  const more = send(2);
+  for (const w of wf.workers) ep(w).finish();
+  for (const r of more) assert.equal(r.sink.status, 200);
+  assert.equal(pool.snapshot().rejected.queueFull, 1);
+});

@@ -399,3 +399,58 @@ test('exchange ids are unique and increasing; fields start empty', () => {
   assert.equal(a.params.get('REQUEST_METHOD'), 'POST');
   assert.equal(a.status, 0);
 });
+
+describe('body delivery cost', () => {
+  /** Replaces the exchange's private chunk array with one that counts element writes (pushes and moves). */
+  function countWrites(ex: Exchange): { writes: number } {
+    const n = { writes: 0 };
+    const target: Buffer[] = [];
+    (ex as unknown as { chunks: Buffer[] }).chunks = new Proxy(target, {
+      set(t, key, value) {
+        if (key !== 'length') n.writes++;
+        return Reflect.set(t, key, value);
+      },
+    });
+    return n;
+  }
+
+  test('once replay is off, each chunk is written into the buffer a bounded number of times (no shift per chunk)', () => {
+    const N = 2000;
+    const body = Buffer.alloc(N, 'b');
+    // Chunks delivered one at a time after the head turned replay off.
+    {
+      const { ex } = make();
+      const n = countWrites(ex);
+      for (let i = 0; i < N; i++) ex.pushBody(body.subarray(i, i + 1));
+      ex.endBody();
+      ex.respondHead({ status: 200, reason: 'OK', headers: [], raw: Buffer.alloc(0) });
+      const c = new Consumer();
+      ex.consumeBody(c);
+      assert.equal(c.text, body.toString());
+      assert.equal(c.ended, 1);
+      assert.ok(n.writes <= 4 * N, `${n.writes} element writes for ${N} chunks`);
+    }
+    // Chunks past BODY_REPLAY_LIMIT, the consumer pausing after every chunk.
+    {
+      const { ex } = make();
+      const n = countWrites(ex);
+      const big = Buffer.alloc(BODY_REPLAY_LIMIT + N, 'x');
+      ex.pushBody(big.subarray(0, BODY_REPLAY_LIMIT));
+      for (let i = 0; i < N; i++) ex.pushBody(big.subarray(BODY_REPLAY_LIMIT + i, BODY_REPLAY_LIMIT + i + 1));
+      ex.endBody();
+      const c = new Consumer();
+      let got = 0;
+      c.answers = [];
+      c.onData = () => {
+        got++;
+        c.answers.push(false);
+      };
+      ex.consumeBody(c);
+      for (let i = 0; i < N + 5 && c.ended === 0; i++) ex.bodyConsumerDrained();
+      assert.equal(got, N + 1);
+      assert.equal(Buffer.concat(c.chunks).length, big.length);
+      assert.equal(c.ended, 1);
+      assert.ok(n.writes <= 4 * N, `${n.writes} element writes for ${N} chunks`);
+    }
+  });
+});

@@ -153,7 +153,7 @@ test('client abort: FCGI_ABORT_REQUEST is sent and the connection closed; outcom
   await waitFor(() => s.fixture.events.requests === 1, { timeout: 5000, what: 'request at the backend' });
   ex!.abort();
   const r = await p;
-  assert.deepEqual(r.outcome, { kind: 'aborted' });
+  assert.deepEqual(r.outcome, { kind: 'aborted', backendBusy: true });
   assert.equal(s.endpoint.active, 0);
   await waitFor(() => s.fixture.events.clientCloses === 1, { timeout: 5000, what: 'backend connection closed' });
   assert.equal(s.fixture.events.aborts, 1);
@@ -201,7 +201,7 @@ test('a backend that stops reading: the request body buffered in fcgi-pm stays b
   // Socket buffers on both sides plus one high-water mark; never the whole body.
   assert.ok(fed.bytes < 4 * 1024 * 1024, `${fed.bytes} bytes taken while the backend read nothing`);
   ex!.abort();
-  assert.deepEqual((await p).outcome, { kind: 'aborted' });
+  assert.deepEqual((await p).outcome, { kind: 'aborted', backendBusy: true });
 });
 
 test('keep-alive off: FCGI_KEEP_CONN not set, the backend closes, nothing kept idle', async (t) => {

@@ -264,7 +264,7 @@ test('client abort: the backend connection is closed and PHP notices', async (t)
     },
   });
   const r = await p;
-  assert.deepEqual(r.outcome, { kind: 'aborted' });
+  assert.deepEqual(r.outcome, { kind: 'aborted', backendBusy: true });
   assert.equal(s.endpoint.active, 0);
   assert.equal(s.endpoint.idleCount, 0);
   const result = join(s.dir, 'abort-result');

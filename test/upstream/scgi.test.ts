@@ -132,7 +132,7 @@ test('SCGI: client abort closes the backend connection', async (t) => {
   });
   ex!.abort();
   const r = await p;
-  assert.deepEqual(r.outcome, { kind: 'aborted' });
+  assert.deepEqual(r.outcome, { kind: 'aborted', backendBusy: true });
   assert.equal(s.endpoint.active, 0);
   await waitFor(() => s.fixture.open === 0, { timeout: 5000, what: 'backend connection closed' });
 });
