@@ -24,6 +24,8 @@ export class FcgiRequest implements ResponseSink {
   collector: ParamsCollector | undefined;
   exchange: Exchange | undefined;
   headSent = false;
+  /** The response head, held until the first body bytes or the end join it in one record (same tick). */
+  pendingHead: Buffer | undefined;
   stdinDone = false;
   /** pushBody() returned false; the session's socket is paused on our behalf. */
   bodyPaused = false;
@@ -40,7 +42,7 @@ export class FcgiRequest implements ResponseSink {
 
   head(head: CgiResponseHead): void {
     this.headSent = true;
-    this.session.sendStream(RecordType.Stdout, this.id, head.raw);
+    this.session.sendHead(this, head.raw);
   }
 
   body(chunk: Buffer): boolean {

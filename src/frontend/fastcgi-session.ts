@@ -22,6 +22,7 @@ import {
   encodeEndRequest,
   encodeGetValuesResult,
   encodeRecord,
+  encodeStdout,
   encodeStream,
   encodeUnknownType,
   parseBeginRequest,
@@ -50,6 +51,8 @@ export const MAX_REQUESTS_PER_CONNECTION = 256;
 /** Body chunks up to this size are framed into one buffer (one small copy beats a writev entry each). */
 const SMALL_CHUNK = 8 * 1024;
 
+const EMPTY = Buffer.alloc(0);
+
 type SessionState = 'open' | 'draining' | 'closed';
 
 export class FcgiSession implements Session {
@@ -65,6 +68,8 @@ export class FcgiSession implements Session {
   private corked = false;
   /** Scratch list for encodeStream, reused for every write. */
   private readonly out: Buffer[] = [];
+  /** Requests whose head waits for its first body bytes; flushed before the tick's uncork at the latest. */
+  private readonly pendingHeads: FcgiRequest[] = [];
 
   constructor(env: FrontendEnv, socket: Socket) {
     this.env = env;
@@ -256,16 +261,28 @@ export class FcgiSession implements Session {
     return ok;
   }
 
+  /**
+   * The response head. It is held for the rest of this tick: the backend's first body
+   * bytes (usually delivered right after it) or the end then leave in the same record.
+   */
+  sendHead(r: FcgiRequest, raw: Buffer): void {
+    if (this.state === 'closed') return;
+    r.pendingHead = raw;
+    this.pendingHeads.push(r);
+    this.cork();
+  }
+
   sendBody(r: FcgiRequest, chunk: Buffer): boolean {
     if (this.state === 'closed' || chunk.length === 0) return true;
     let ok: boolean;
-    if (chunk.length <= SMALL_CHUNK) {
-      const out = this.out;
-      encodeStream(RecordType.Stdout, r.id, chunk, out);
-      ok = this.write1(out.length === 1 ? out[0]! : Buffer.concat(out));
-      out.length = 0;
+    const head = r.pendingHead;
+    if (head !== undefined) r.pendingHead = undefined;
+    if (head !== undefined && head.length + chunk.length <= SMALL_CHUNK) {
+      ok = this.write1(encodeStdout(r.id, head, chunk, false));
     } else {
-      ok = this.sendStream(RecordType.Stdout, r.id, chunk);
+      if (head !== undefined) this.sendStream(RecordType.Stdout, r.id, head);
+      // One allocation and copy for a small chunk; views (writev) for a large one.
+      ok = chunk.length <= SMALL_CHUNK ? this.write1(encodeRecord(RecordType.Stdout, r.id, chunk)) : this.sendStream(RecordType.Stdout, r.id, chunk);
     }
     if (!ok && !r.awaitingDrain) {
       r.awaitingDrain = true;
@@ -278,10 +295,14 @@ export class FcgiSession implements Session {
     if (r.state === 'ended') return;
     this.forget(r);
     if (this.state === 'closed') return;
-    const out = this.out;
-    out.push(encodeRecord(RecordType.Stdout, r.id), encodeEndRequest(r.id, 0, ProtocolStatus.RequestComplete));
-    this.write1(Buffer.concat(out));
-    out.length = 0;
+    // Empty STDOUT + END_REQUEST (and a head still held: a response without body) in one buffer.
+    let head = r.pendingHead ?? EMPTY;
+    r.pendingHead = undefined;
+    if (head.length > SMALL_CHUNK) {
+      this.sendStream(RecordType.Stdout, r.id, head);
+      head = EMPTY;
+    }
+    this.write1(encodeStdout(r.id, head, EMPTY, true));
     this.maybeCloseAfterRequest(r.keepConn);
   }
 
@@ -327,8 +348,22 @@ export class FcgiSession implements Session {
 
   /** @internal process.nextTick target. */
   uncorkNow(): void {
+    if (this.pendingHeads.length > 0) this.flushHeads();
     this.corked = false;
     this.socket.uncork();
+  }
+
+  /** Heads not joined by body bytes within their tick (a streaming backend) go out alone. */
+  private flushHeads(): void {
+    const list = this.pendingHeads;
+    for (let i = 0; i < list.length; i++) {
+      const r = list[i]!;
+      const head = r.pendingHead;
+      if (head === undefined) continue;
+      r.pendingHead = undefined;
+      if (r.state !== 'ended') this.sendStream(RecordType.Stdout, r.id, head);
+    }
+    list.length = 0;
   }
 
   private onDrain(): void {

@@ -12,6 +12,7 @@ import { renderCgiError } from '../protocol/cgi-response.js';
 import { Exchange, type CgiResponseHead, type ResponseSink } from '../protocol/exchange.js';
 import type { CgiParams } from '../protocol/params.js';
 import { ScgiRequestDecoder, type ScgiLimits } from '../protocol/scgi.js';
+import { backendStderrLog } from './backend-stderr.js';
 import { dispatchExchange } from './dispatch.js';
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
@@ -113,8 +114,9 @@ export class ScgiSession implements Session, ResponseSink {
   }
 
   stderr(chunk: Buffer): void {
-    // SCGI has no error stream; the operator sees it in our log.
-    this.env.listener.log.warn({ remote: this.remote, stderr: chunk.toString('utf8', 0, Math.min(chunk.length, 4096)) }, 'backend wrote to stderr');
+    // SCGI has no error stream; the operator sees it in our log, rate-limited per listener.
+    const l = this.env.listener;
+    backendStderrLog(l, l.log).write(l.log, this.remote, this.exchange?.params.get('REQUEST_URI'), chunk);
   }
 
   end(): void {

@@ -38,6 +38,15 @@ export class CgiResponseHeadParser {
     this.max = maxHeadBytes;
   }
 
+  /** Ready for the next response (one parser per connection, not per request). */
+  reset(): void {
+    this.acc = undefined;
+    this.accLen = 0;
+    this.scanPos = 0;
+    this.atLineStart = true;
+    this.head = undefined;
+  }
+
   /** True once the head was parsed. */
   get done(): boolean {
     return this.head !== undefined;
@@ -160,8 +169,105 @@ function trimOws(s: string): string {
   return a === 0 && b === s.length ? s : s.slice(a, b);
 }
 
-/** Parses a complete head (ending with its blank line). Header names and values are latin1 strings. */
+const COLON = 58;
+
+/**
+ * A parsed head whose header list is built on first use: the FastCGI and SCGI front ends
+ * pass `raw` through and need only the status, so they never pay for the strings.
+ */
+class LazyCgiHead implements CgiResponseHead {
+  readonly status: number;
+  readonly reason: string;
+  readonly raw: Buffer;
+  private list: Array<[string, string]> | undefined;
+
+  constructor(status: number, reason: string, raw: Buffer) {
+    this.status = status;
+    this.reason = reason;
+    this.raw = raw;
+  }
+
+  get headers(): Array<[string, string]> {
+    return (this.list ??= headerList(this.raw));
+  }
+
+  set headers(v: Array<[string, string]>) {
+    this.list = v;
+  }
+}
+
+/** Case-insensitive match of raw[at..) against a lower-case ASCII word. */
+function nameIs(raw: Buffer, at: number, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) if ((raw[at + i]! | 0x20) !== lower.charCodeAt(i)) return false;
+  return true;
+}
+
+/**
+ * Parses a complete head (ending with its blank line). Header names and values are latin1
+ * strings. Validates every line on the bytes (token names, no control characters in
+ * values) and reads Status / Location; the header list itself is made lazily.
+ */
 export function parseCgiHead(raw: Buffer): CgiResponseHead {
+  let status = 0;
+  let reason = '';
+  let location = false;
+  const len = raw.length;
+  let start = 0;
+  for (;;) {
+    let nl = raw.indexOf(LF, start);
+    if (nl < 0) nl = len;
+    const end = nl > start && raw[nl - 1] === CR ? nl - 1 : nl;
+    if (end === start) break; // the blank line
+    let p = start;
+    while (p < end) {
+      const c = raw[p]!;
+      if (c === COLON) break;
+      if (c >= 128 || TOKEN[c] === 0) return parseCgiHeadStrict(raw); // throws the precise error
+      p++;
+    }
+    if (p >= end || p === start) return parseCgiHeadStrict(raw);
+    for (let q = p + 1; q < end; q++) {
+      const c = raw[q]!;
+      if ((c < 32 && c !== 9) || c === 127) return parseCgiHeadStrict(raw);
+    }
+    const nameLen = p - start;
+    if (nameLen === 6 && nameIs(raw, start, 'status')) {
+      const value = trimOws(raw.toString('latin1', p + 1, end));
+      const m = /^([1-9]\d\d)(?:[ \t]+(.*))?$/.exec(value);
+      if (!m) throw badHead(`bad CGI Status header: ${JSON.stringify(value.slice(0, 80))}`);
+      status = Number(m[1]);
+      reason = m[2] ?? '';
+    } else if (nameLen === 8 && nameIs(raw, start, 'location')) {
+      location = true;
+    }
+    start = nl + 1;
+  }
+  if (status === 0) status = location ? 302 : 200;
+  if (reason === '') reason = reasonPhrase(status);
+  return new LazyCgiHead(status, reason, raw);
+}
+
+/** The header lines of a head that parseCgiHead validated, Status left out. */
+function headerList(raw: Buffer): Array<[string, string]> {
+  const text = raw.toString('latin1');
+  const headers: Array<[string, string]> = [];
+  let start = 0;
+  for (;;) {
+    let nl = text.indexOf('\n', start);
+    if (nl < 0) nl = text.length;
+    const end = nl > start && text.charCodeAt(nl - 1) === CR ? nl - 1 : nl;
+    if (end <= start) break;
+    const colon = text.indexOf(':', start);
+    const name = text.slice(start, colon);
+    start = nl + 1;
+    if (name.length === 6 && name.toLowerCase() === 'status') continue;
+    headers.push([name, trimOws(text.slice(colon + 1, end))]);
+  }
+  return headers;
+}
+
+/** The string-based parser: the reference for error messages (and for the tests' property checks). */
+export function parseCgiHeadStrict(raw: Buffer): CgiResponseHead {
   const text = raw.toString('latin1');
   const headers: Array<[string, string]> = [];
   let status = 0;

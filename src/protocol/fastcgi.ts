@@ -306,10 +306,11 @@ export function encodeStream(type: number, requestId: number, data: Buffer, out:
 }
 
 export function encodeBeginRequest(requestId: number, role: number, flags: number): Buffer {
-  const buf = Buffer.alloc(16);
+  const buf = Buffer.allocUnsafe(16);
   writeHeader(buf, 0, RecordType.BeginRequest, requestId, 8, 0);
   buf.writeUInt16BE(role, 8);
   buf[10] = flags;
+  buf.fill(0, 11, 16);
   return buf;
 }
 
@@ -319,10 +320,42 @@ export function parseBeginRequest(content: Buffer): { role: number; flags: numbe
 }
 
 export function encodeEndRequest(requestId: number, appStatus: number, protocolStatus: number): Buffer {
-  const buf = Buffer.alloc(16);
-  writeHeader(buf, 0, RecordType.EndRequest, requestId, 8, 0);
-  buf.writeUInt32BE(appStatus >>> 0, 8);
-  buf[12] = protocolStatus;
+  const buf = Buffer.allocUnsafe(16);
+  writeEndRequest(buf, 0, requestId, appStatus, protocolStatus);
+  return buf;
+}
+
+function writeEndRequest(buf: Buffer, off: number, requestId: number, appStatus: number, protocolStatus: number): void {
+  writeHeader(buf, off, RecordType.EndRequest, requestId, 8, 0);
+  buf.writeUInt32BE(appStatus >>> 0, off + 8);
+  buf[off + 12] = protocolStatus;
+  buf[off + 13] = 0;
+  buf[off + 14] = 0;
+  buf[off + 15] = 0;
+}
+
+/**
+ * A responder's STDOUT output as one buffer: `a` then `b` as one STDOUT record (their
+ * lengths together at most 65535; either may be empty, both empty means no record), and
+ * with `end` the closing empty STDOUT and END_REQUEST(0, REQUEST_COMPLETE). One allocation
+ * for a response head with its first body bytes, or for a whole small response.
+ */
+export function encodeStdout(requestId: number, a: Buffer, b: Buffer, end: boolean): Buffer {
+  const cl = a.length + b.length;
+  if (cl > FCGI_MAX_CONTENT) throw new RangeError(`FastCGI record content of ${cl} bytes exceeds ${FCGI_MAX_CONTENT}`);
+  const pad = paddingFor(cl);
+  const rec = cl > 0 ? FCGI_HEADER_LEN + cl + pad : 0;
+  const buf = Buffer.allocUnsafe(rec + (end ? 2 * FCGI_HEADER_LEN + 8 : 0));
+  if (cl > 0) {
+    writeHeader(buf, 0, RecordType.Stdout, requestId, cl, pad);
+    a.copy(buf, FCGI_HEADER_LEN);
+    b.copy(buf, FCGI_HEADER_LEN + a.length);
+    if (pad > 0) buf.fill(0, FCGI_HEADER_LEN + cl, rec);
+  }
+  if (end) {
+    writeHeader(buf, rec, RecordType.Stdout, requestId, 0, 0);
+    writeEndRequest(buf, rec + FCGI_HEADER_LEN, requestId, 0, ProtocolStatus.RequestComplete);
+  }
   return buf;
 }
 
@@ -332,15 +365,16 @@ export function parseEndRequest(content: Buffer): { appStatus: number; protocolS
 }
 
 export function encodeAbortRequest(requestId: number): Buffer {
-  const buf = Buffer.alloc(FCGI_HEADER_LEN);
+  const buf = Buffer.allocUnsafe(FCGI_HEADER_LEN);
   writeHeader(buf, 0, RecordType.AbortRequest, requestId, 0, 0);
   return buf;
 }
 
 export function encodeUnknownType(type: number): Buffer {
-  const buf = Buffer.alloc(16);
+  const buf = Buffer.allocUnsafe(16);
   writeHeader(buf, 0, RecordType.UnknownType, FCGI_NULL_REQUEST_ID, 8, 0);
   buf[8] = type;
+  buf.fill(0, 9, 16);
   return buf;
 }
 
@@ -487,8 +521,8 @@ export class ParamsCollector {
   private bytes = 0;
   private done = false;
   private failed: ProtocolError | undefined;
-  // A pair whose lengths straddle records: its length bytes so far.
-  private readonly hdr = Buffer.alloc(8);
+  // A pair whose lengths straddle records: its length bytes so far (allocated on first need: rare).
+  private hdr: Buffer | undefined;
   private hdrPos = 0;
   // A pair whose lengths are known but whose bytes straddle records.
   private nameLen = 0;
@@ -570,7 +604,7 @@ export class ParamsCollector {
   private partialPair(c: Buffer, pos: number): number {
     const end = c.length;
     if (this.pair === undefined) {
-      const h = this.hdr;
+      const h = (this.hdr ??= Buffer.allocUnsafe(8));
       while (pos < end) {
         h[this.hdrPos++] = c[pos++]!;
         const nameSize = h[0]! < 128 ? 1 : 4;

@@ -37,7 +37,8 @@ let abortRecord: Buffer | undefined;
 
 export class FastcgiConnection extends UpstreamConnection {
   private readonly decoder: FcgiDecoder;
-  private headParser: CgiResponseHeadParser | undefined;
+  /** One per connection, reset per request. */
+  private readonly headParser = new CgiResponseHeadParser();
   /** END_REQUEST (complete) decoded in the current chunk; acted on after it. */
   private endSeen = false;
   /** STDOUT bytes arrived for the current request. */
@@ -91,7 +92,7 @@ export class FastcgiConnection extends UpstreamConnection {
   // ---- response -----------------------------------------------------------------------
 
   protected resetResponse(): void {
-    this.headParser = new CgiResponseHeadParser();
+    this.headParser.reset();
     this.endSeen = false;
     this.sawStdout = false;
   }
@@ -141,10 +142,9 @@ export class FastcgiConnection extends UpstreamConnection {
       this.deliverBody(content);
       return;
     }
-    const r = this.headParser!.push(content);
+    const r = this.headParser.push(content);
     if (r === undefined) return;
     this.headDone = true;
-    this.headParser = undefined;
     this.ex!.respondHead(r.head);
     // The sink may have aborted the exchange from inside respondHead.
     if (this.state === 'busy' && r.rest.length > 0) this.deliverBody(r.rest);

@@ -13,7 +13,8 @@ import { DONE } from './failures.js';
 import type { UpstreamOptions } from './types.js';
 
 export class ScgiConnection extends UpstreamConnection {
-  private headParser: CgiResponseHeadParser | undefined;
+  /** One per connection (SCGI: one request per connection anyway). */
+  private readonly headParser = new CgiResponseHeadParser();
   /** One-element array for writeBody, reused. */
   private readonly one: Buffer[] = [];
   /** No abort message in SCGI: closing is the only signal, and the backend may run on. */
@@ -50,7 +51,7 @@ export class ScgiConnection extends UpstreamConnection {
   }
 
   protected resetResponse(): void {
-    this.headParser = new CgiResponseHeadParser();
+    this.headParser.reset();
   }
 
   protected onData(chunk: Buffer): void {
@@ -60,10 +61,9 @@ export class ScgiConnection extends UpstreamConnection {
       return;
     }
     // Throws ProtocolError on a bad head; the base turns it into BACKEND_PROTOCOL.
-    const r = this.headParser!.push(chunk);
+    const r = this.headParser.push(chunk);
     if (r === undefined) return;
     this.headDone = true;
-    this.headParser = undefined;
     this.ex!.respondHead(r.head);
     if (this.state === 'busy' && r.rest.length > 0) this.deliverBody(r.rest);
   }

@@ -9,13 +9,17 @@ import assert from 'node:assert/strict';
 import { ErrorCodes, ProxyError } from '../../src/errors.js';
 import {
   FCGI_KEEP_CONN,
+  FcgiDecoder,
   ProtocolStatus,
   RecordType,
   Role,
   encodeBeginRequest,
+  encodeEndRequest,
   encodeRecord,
   parseUnknownType,
+  type FcgiRecord,
 } from '../../src/protocol/fastcgi.js';
+import type { Exchange } from '../../src/protocol/exchange.js';
 import { FcgiClient, interleave, paramsRecords, parseCgiOutput, requestRecords, stdinRecords } from '../helpers/fcgi-client.js';
 import { echoBody, echoParams, failAfterHead, failWith, makeHead, never, readBody, respond, type Behaviour } from '../helpers/fake-pool.js';
 import { seededBytes, sha256 } from '../helpers/payload.js';
@@ -24,6 +28,13 @@ import { Cleanup } from '../helpers/scope.js';
 import { DEBUG, addressFor, pendingBody, startRig, type Rig, type Transport } from './support.js';
 
 const PARAMS = { REQUEST_METHOD: 'GET', SCRIPT_NAME: '/x.php', QUERY_STRING: 'a=1' };
+
+/** The records in `bytes` (content copied). */
+function records(bytes: Buffer): FcgiRecord[] {
+  const out: FcgiRecord[] = [];
+  new FcgiDecoder((r) => out.push({ ...r, content: Buffer.from(r.content) })).push(bytes);
+  return out;
+}
 
 async function servesNormally(rig: Rig): Promise<void> {
   rig.pool.behaviour = echoParams;
@@ -343,6 +354,41 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
         c.close();
       }
       await servesNormally(rig);
+    });
+
+    it('frames a small response as one STDOUT record (head and body), then empty STDOUT and END_REQUEST', async () => {
+      rig.pool.behaviour = respond(200, [['Content-Type', 'text/plain']], 'hello');
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write(Buffer.concat(requestRecords(1, PARAMS, undefined, { keepConn: false })));
+      const res = await c.waitClose(3000);
+      assert.equal(res.ended, 'end');
+      const head = makeHead(200, [['Content-Type', 'text/plain']]).raw;
+      const want = Buffer.concat([
+        encodeRecord(RecordType.Stdout, 1, Buffer.concat([head, Buffer.from('hello')])),
+        encodeRecord(RecordType.Stdout, 1),
+        encodeEndRequest(1, 0, ProtocolStatus.RequestComplete),
+      ]);
+      assert.deepEqual(res.received, want);
+    });
+
+    it('sends a streaming backend\'s head before its body exists', async () => {
+      let held: Exchange | undefined;
+      rig.pool.behaviour = (ex) => readBody(ex, () => {
+        held = ex;
+        ex.respondHead(makeHead(200, [['Content-Type', 'text/event-stream']]));
+      });
+      const c = new RawConn(rig.target);
+      await c.connected;
+      c.write(Buffer.concat(requestRecords(1, PARAMS, undefined, { keepConn: false })));
+      await c.waitData((b) => b.includes('text/event-stream'), 3000);
+      assert.ok(held !== undefined);
+      held.respondBody(Buffer.from('data: 1\n\n'));
+      held.respondEnd();
+      const res = await c.waitClose(3000);
+      const out = parseCgiOutput(Buffer.concat(records(res.received).filter((r) => r.type === RecordType.Stdout).map((r) => r.content)));
+      assert.equal(out.body.toString(), 'data: 1\n\n');
+      assert.equal(records(res.received).filter((r) => r.type === RecordType.Stdout && r.content.length > 0).length, 2);
     });
 
     it('forwards the backend stderr as STDERR records', async () => {

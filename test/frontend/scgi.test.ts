@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCodes, ProxyError } from '../../src/errors.js';
 import { parseCgiOutput } from '../helpers/fcgi-client.js';
-import { echoBody, echoParams, failAfterHead, failWith, never } from '../helpers/fake-pool.js';
+import { echoBody, echoParams, failAfterHead, failWith, makeHead, never } from '../helpers/fake-pool.js';
 import { seededBytes, sha256 } from '../helpers/payload.js';
 import { RawConn } from '../helpers/raw-socket.js';
 import { encodeScgiRequest, scgiRequest } from '../helpers/scgi-client.js';
@@ -192,6 +192,26 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       assert.match(res.received.toString(), /partial/);
       await rig.logged((l) => l.code === ErrorCodes.BACKEND_CLOSED);
       await servesNormally(rig);
+    });
+
+    it('logs backend STDERR line by line, rate-limited: a flood becomes a burst of lines and one drop count', async (t) => {
+      const rig = await startRig(t, 'scgi', addressFor(t, transport));
+      const records = 2000;
+      rig.pool.behaviour = (ex) => {
+        ex.respondHead(makeHead(200, [['Content-Type', 'text/plain']]));
+        for (let i = 0; i < records; i++) ex.respondStderr(Buffer.from(`PHP Warning: noisy ${i}\nsecond line ${i}\n`));
+        ex.respondBody(Buffer.from('ok'));
+        ex.respondEnd();
+      };
+      const r = await scgiRequest(rig.target, { ...PARAMS, REQUEST_URI: '/noisy.py' });
+      assert.equal(r.status, 200);
+      const drop = await rig.logged((l) => String(l.msg).includes('rate-limited'));
+      const lines = rig.lines.filter((l) => l.msg === 'backend wrote to stderr');
+      assert.ok(lines.length > 0 && lines.length <= 150, `${lines.length} stderr lines logged for ${2 * records}`);
+      assert.equal(lines[0]!.stderr, 'PHP Warning: noisy 0');
+      assert.equal(lines[1]!.stderr, 'second line 0');
+      assert.equal(lines[0]!.uri, '/noisy.py');
+      assert.equal(Number(drop.dropped) + lines.length, 2 * records);
     });
   });
 }

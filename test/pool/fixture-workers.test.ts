@@ -138,7 +138,7 @@ test('a live worker answering FCGI_OVERLOADED is replaced, not left draining: th
     const flag = process.argv[2];
     listen((conn) => serveRequests(conn, (req, c) => {
       if (fs.existsSync(flag)) {
-        const end = Buffer.alloc(8); end[4] = 3; // protocolStatus FCGI_OVERLOADED
+        const end = Buffer.alloc(8); end[4] = 2; // protocolStatus FCGI_OVERLOADED
         c.write(record(T.END, req.id, end));
         return;
       }
@@ -150,7 +150,7 @@ test('a live worker answering FCGI_OVERLOADED is replaced, not left draining: th
   const p = fixturePool(t, { pm: 'ondemand', maxChildren: 1, queueTimeout: 10_000, command: [process.execPath, script, flag] });
   const r = makeRequest({ SCRIPT_FILENAME: '/fixture', REQUEST_URI: '/x' });
   p.pool.dispatch(r.ex);
-  await waitFor(() => p.lines.some((l) => String(l.msg).includes('alive but unreachable')), { timeout: 10_000, what: 'the refusal' }).catch((e) => { console.log(p.lines.map((l) => l.msg + ' ' + JSON.stringify(l)).join('\n')); throw e; });
+  await waitFor(() => p.lines.some((l) => String(l.msg).includes('alive but unreachable')), { timeout: 10_000, what: 'the refusal' });
   rmSync(flag);
   await withTimeout(r.sink.answered, 15_000, 'answer');
   assert.equal(r.sink.status, 200, r.sink.error?.message);

@@ -10,6 +10,7 @@ import {
   CgiResponseHeadParser,
   MAX_RESPONSE_HEAD,
   parseCgiHead,
+  parseCgiHeadStrict,
   reasonPhrase,
   renderCgiError,
 } from '../../src/protocol/cgi-response.js';
@@ -376,6 +377,31 @@ describe('properties', () => {
     );
   });
 
+  test('the byte-level head check accepts and refuses exactly what the string parser does, with the same headers', () => {
+    const outcome = (f: () => CgiResponseHead): unknown => {
+      try {
+        const h = f();
+        return { status: h.status, reason: h.reason, headers: h.headers };
+      } catch (err) {
+        assert.ok(err instanceof ProtocolError);
+        return { error: err.code, message: err.message };
+      }
+    };
+    const mutated = fc
+      .tuple(headArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }))
+      .map(([h, muts]) => {
+        const b = Buffer.from(render({ ...h, body: '' }), 'latin1');
+        for (const [at, byte] of muts) if (b.length > 2) b[at % (b.length - 2)] = byte;
+        return b;
+      });
+    fc.assert(
+      fc.property(mutated, (raw) => {
+        assert.deepEqual(outcome(() => parseCgiHead(raw)), outcome(() => parseCgiHeadStrict(raw)));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   test('random and mutated input: only ProtocolError, and the same outcome however split', () => {
     const mutated = fc
       .tuple(headArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }))
@@ -392,4 +418,22 @@ describe('properties', () => {
       { numRuns: 2000 },
     );
   });
+});
+
+test('one parser serves many responses: reset() starts a new head, earlier heads stay intact', () => {
+  const p = new CgiResponseHeadParser();
+  const first = p.push(Buffer.from('Status: 404 Nope\r\nX-A: 1\r\n'));
+  assert.equal(first, undefined);
+  const a = p.push(Buffer.from('\r\nbody-a'))!;
+  assert.equal(a.head.status, 404);
+  assert.equal(a.rest.toString(), 'body-a');
+  p.reset();
+  assert.equal(p.done, false);
+  assert.equal(p.push(Buffer.from('X-B: 2\n')), undefined);
+  const b = p.push(Buffer.from('\nbody-b'))!;
+  assert.equal(b.head.status, 200);
+  assert.deepEqual(b.head.headers, [['X-B', '2']]);
+  assert.equal(b.rest.toString(), 'body-b');
+  assert.deepEqual(a.head.headers, [['X-A', '1']]);
+  assert.equal(a.head.raw.toString(), 'Status: 404 Nope\r\nX-A: 1\r\n\r\n');
 });
