@@ -7,6 +7,7 @@
  * Listeners on req/res are shared module functions (`this` is the emitter), so a request
  * costs no closures.
  */
+import { backendStderrLog } from './backend-stderr.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ErrorCodes, type ProxyError } from '../errors.js';
@@ -168,7 +169,8 @@ export class HttpCall implements ResponseSink {
   }
 
   stderr(chunk: Buffer): void {
-    this.conn.env.listener.log.warn({ remote: this.conn.remote, stderr: chunk.toString('utf8', 0, Math.min(chunk.length, 4096)) }, 'backend wrote to stderr');
+    const l = this.conn.env.listener;
+    backendStderrLog(l, l.log).write(l.log, this.conn.remote, this.exchange?.params.get('REQUEST_URI'), chunk);
   }
 
   end(): void {
