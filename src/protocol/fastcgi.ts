@@ -8,6 +8,7 @@
  */
 import { ErrorCodes, ProtocolError } from '../errors.js';
 import { CgiParams, type ParamsLimits } from './params.js';
+import { writeLatin1 } from './latin1.js';
 
 export const FCGI_VERSION_1 = 1;
 export const FCGI_HEADER_LEN = 8;
@@ -424,18 +425,6 @@ function nameValuesLength(flat: readonly string[]): number {
   return n;
 }
 
-/** Below this length a JS loop beats a call into Buffer.write (measured: about 2.5x for names). */
-const SHORT_STRING = 32;
-
-/** Writes a latin1 string (one byte per char; chars above 0xFF keep their low byte, as Buffer does). */
-function writeLatin1(buf: Buffer, off: number, s: string): number {
-  const n = s.length;
-  if (n < SHORT_STRING) {
-    for (let i = 0; i < n; i++) buf[off + i] = s.charCodeAt(i);
-    return off + n;
-  }
-  return off + buf.write(s, off, 'latin1');
-}
 
 function writeNameValues(flat: readonly string[], buf: Buffer, off: number): number {
   for (let i = 0; i < flat.length; i += 2) {

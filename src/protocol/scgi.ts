@@ -6,6 +6,7 @@
  */
 import { ErrorCodes, ProtocolError } from '../errors.js';
 import { CgiParams, type ParamsLimits } from './params.js';
+import { writeLatin1 } from './latin1.js';
 
 export interface ScgiLimits extends ParamsLimits {
   /** Largest netstring length accepted. Default: ParamsLimits.maxBytes + 64. */
@@ -264,14 +265,3 @@ export function encodeScgiHead(params: CgiParams): Buffer {
   return buf;
 }
 
-/** Below this length a JS loop beats a call into Buffer.write (the same trick as fastcgi.ts). */
-const SHORT_STRING = 32;
-
-function writeLatin1(buf: Buffer, off: number, s: string): number {
-  const n = s.length;
-  if (n < SHORT_STRING) {
-    for (let i = 0; i < n; i++) buf[off + i] = s.charCodeAt(i);
-    return off + n;
-  }
-  return off + buf.write(s, off, 'latin1');
-}
