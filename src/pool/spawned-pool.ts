@@ -8,8 +8,8 @@
  * between requests (max_requests ± jitter, max_lifetime); a request running longer
  * than request_timeout gets 504 and its worker is stopped. A worker that dies under a
  * request answers it 502 WORKER_CRASHED, or hands it to another worker when it exited
- * cleanly before reading it. Crashes back off restarts and can make the pool `failing`
- * (crash-guard.ts).
+ * cleanly before reading it (spawned-failures.ts). Crashes back off restarts and can
+ * make the pool `failing` (crash-guard.ts).
  *
  * Timers: one for the queue, one each for request timeouts and slow requests
  * (request-timer.ts), one for idle stops, one for spawn rounds / restart back-off, one
@@ -31,15 +31,11 @@ import { PoolBase } from './pool-base.js';
 import { PoolMemory } from './pool-memory.js';
 import { RequestTimer } from './request-timer.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound } from './scaling.js';
-import { countWorkers, exitText, scriptOf, Slot, workerSnapshot, type FailedOutcome } from './slot.js';
+import { countWorkers, exitText, scriptOf, Slot, workerSnapshot } from './slot.js';
+import { WorkerFailures } from './spawned-failures.js';
 import type { PoolSnapshot } from './types.js';
 
-/**
- * A failure that may mean the worker is dying (connection closed, connect refused) waits
- * this long for the exit event, so the client learns WORKER_CRASHED (with the exit code
- * in the log) or the request goes to another worker. The exit usually comes within ms.
- */
-export const EXIT_GRACE_MS = 250;
+export { EXIT_GRACE_MS } from './spawned-failures.js';
 
 export interface SpawnedPoolDeps {
   logger: Logger;
@@ -69,6 +65,7 @@ export class SpawnedPool extends PoolBase {
   private round: SpawnRound = NO_ROUND;
   private atMaxChildren = false;
   private readonly crashes: CrashGuard;
+  private readonly failures: WorkerFailures;
   private shuttingDown = false;
   /** The start failure reported at error level; repeats of it are logged at debug. */
   private reportedStartError: string | undefined;
@@ -105,6 +102,10 @@ export class SpawnedPool extends PoolBase {
     };
     const clock = deps.clock;
     this.crashes = new CrashGuard(cfg.name, cfg.crashLimit, cfg.crashWindow, clock, this.log, () => this.onProbe());
+    this.failures = new WorkerFailures(cfg.name, clock, {
+      endRequest: (slot, ex, o) => this.endRequest(slot, ex, o),
+      replace: (slot, ex, err) => this.replaceUnreachable(slot, ex, err),
+    });
     this.requestTimer = new RequestTimer<Slot>(
       clock,
       cfg.requestTimeout,
@@ -233,12 +234,7 @@ export class SpawnedPool extends PoolBase {
   onOutcome(slot: Slot, o: UpstreamOutcome): void {
     const ex = slot.current;
     if (ex === undefined || slot.held !== undefined) return; // already answered (request_timeout, shutdown)
-    if (o.kind === 'failed' && !this.forced && slot.exit === undefined && (o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED)) {
-      // The worker may be dying: learn how before answering.
-      slot.held = o;
-      slot.heldTimer = this.clock.setTimer(() => this.onHeldTimeout(slot), EXIT_GRACE_MS);
-      return;
-    }
+    if (o.kind === 'failed' && !this.forced && this.failures.hold(slot, o)) return;
     this.endRequest(slot, ex, o);
   }
 
@@ -247,8 +243,11 @@ export class SpawnedPool extends PoolBase {
     if (o.kind === 'done') this.stats.completed++;
     else if (o.kind === 'aborted') this.stats.aborted++;
     else if (this.forced) this.fail(ex, new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
-    else if (slot.exit !== undefined) this.lost(slot, ex, o, slot.exit);
-    else this.fail(ex, o.error);
+    else if (slot.exit !== undefined) {
+      const err = this.failures.lost(slot, ex, o, slot.exit);
+      if (err === undefined) this.queue.unshift(ex);
+      else this.fail(ex, err);
+    } else this.fail(ex, o.error);
     this.requestEnded();
     if (slot.exit === undefined) {
       this.afterRequest(slot, o);
@@ -262,58 +261,11 @@ export class SpawnedPool extends PoolBase {
     }
   }
 
-  private onExitGrace(slot: Slot): void {
-    slot.exitTimer = undefined;
-    const ex = slot.current;
-    if (ex === undefined) return;
-    slot.endpoint?.destroy(); // reports synchronously
-    if (slot.current === ex) {
-      this.endRequest(slot, ex, {
-        kind: 'failed',
-        error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'worker exited'),
-        retryable: false,
-        backendDown: true,
-      });
-    }
-  }
-
   /** Clears the worker's request: timers, held failure. */
   private detach(slot: Slot): void {
     slot.current = undefined;
-    if (slot.held !== undefined) {
-      this.clock.clearTimer(slot.heldTimer);
-      slot.held = undefined;
-    }
-    if (slot.exitTimer !== undefined) {
-      this.clock.clearTimer(slot.exitTimer);
-      slot.exitTimer = undefined;
-    }
+    if (slot.held !== undefined || slot.exitTimer !== undefined) this.failures.clear(slot);
     this.requestTimer.stop(slot.timerNodes);
-  }
-
-  /** The worker died while running `ex`. */
-  private lost(slot: Slot, ex: Exchange, o: FailedOutcome, exit: WorkerExit): void {
-    // A worker that exits cleanly by itself (php-cgi after PHP_FCGI_MAX_REQUESTS) does so
-    // between requests: a request that got no response byte was never read by the
-    // application, even if it sat in the socket's backlog when the process went.
-    // A crash is different: the endpoint's "retryable" may follow its replay of a request
-    // that the application did run (and crashed on) on the kept-alive connection, so the
-    // request is not given to another worker: a crashing page must not run twice.
-    const cleanSelfExit = exit.code === 0 && exit.signal === null && exit.reason === undefined;
-    if (cleanSelfExit && (o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED) && ex.rewind()) {
-      // It never reached the application: another worker takes it, first in line.
-      slot.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
-      this.queue.unshift(ex);
-      return;
-    }
-    this.fail(
-      ex,
-      new ProxyError(
-        ErrorCodes.WORKER_CRASHED,
-        502,
-        `worker ${slot.pid ?? '?'} of pool ${this.name} ${exitText(exit)} while serving ${scriptOf(ex)}`,
-      ),
-    );
   }
 
   /** The worker is alive after a request ended: recycle it, or give it the next request. */
@@ -371,21 +323,12 @@ export class SpawnedPool extends PoolBase {
     }
   }
 
-  private onHeldTimeout(slot: Slot): void {
-    const o = slot.held;
-    const ex = slot.current;
-    slot.held = undefined;
-    if (o === undefined || ex === undefined) return;
-    if (!o.retryable) {
-      this.endRequest(slot, ex, o);
-      return;
-    }
-    // Alive but unreachable: it cannot serve. The request goes to another worker.
-    slot.log.warn({ code: o.error.code }, `worker is alive but unreachable (${o.error.message}); replacing it`);
+  /** A worker alive but unreachable (spawned-failures.ts): its request goes to another worker, and it is replaced. */
+  private replaceUnreachable(slot: Slot, ex: Exchange, err: ProxyError): void {
     this.detach(slot);
     this.requestEnded();
     if (ex.rewind()) this.queue.unshift(ex);
-    else this.fail(ex, o.error);
+    else this.fail(ex, err);
     // Its request is over: busy → idle (draining → stopping) first, else the retire below
     // would leave it draining for a release that never comes, holding a max_children slot.
     slot.worker.release();
@@ -501,13 +444,7 @@ export class SpawnedPool extends PoolBase {
     this.unidle(slot);
     this.mem?.exited(slot);
     const ex = slot.current;
-    if (ex !== undefined) {
-      if (slot.held !== undefined) this.endRequest(slot, ex, slot.held);
-      // The endpoint has not noticed yet. Its own report says best whether the request
-      // reached the application (a dead process's sockets close at once); closing it
-      // ourselves after the grace would have to guess.
-      else slot.exitTimer = this.clock.setTimer(() => this.onExitGrace(slot), EXIT_GRACE_MS);
-    }
+    if (ex !== undefined) this.failures.exited(slot, ex);
     if (slot.current === undefined) slot.endpoint?.destroy();
 
     let nowFailing = false;
