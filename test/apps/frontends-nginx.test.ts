@@ -11,6 +11,7 @@ import { PHP_PUBLIC } from './examples.js';
 import { frontEndSuite, startExampleDaemon } from './frontend-checks.js';
 import { startNginxSite } from './servers.js';
 import { exampleFile } from './templates.js';
+import { waitFor } from '../helpers/wait.js';
 
 frontEndSuite('nginx fastcgi_pass → fcgi-pm (examples/frontends/nginx-fastcgi.conf)', async (scope, dir) => {
   const { daemon, fastcgiPort } = await startExampleDaemon(scope, dir);
@@ -65,8 +66,10 @@ frontEndSuite(
           assert.equal(r.status, 200, r.text.slice(0, 200));
           assert.equal(JSON.parse(r.text).get.after, String(i));
         }
-        const served = b!.logsSince(before).filter((l) => l.status === 200 && JSON.stringify(l).includes('after=')).length;
-        assert.equal(served, 10, b!.dump(before));
+        // Access lines follow the responses through the daemon's stdout: wait for them.
+        const served = (): number => b!.logsSince(before).filter((l) => l.status === 200 && JSON.stringify(l).includes('after=')).length;
+        await waitFor(() => served() >= 10, { timeout: 5000, what: 'access lines' }).catch(() => undefined);
+        assert.equal(served(), 10, b!.dump(before));
       });
     },
   },
