@@ -36,7 +36,10 @@ npx tsc -p . >/dev/null || true   # emits even when someone else's file has a ty
 
 node dist/bench/compare.js "$@" &
 pid=$!
-# compare.js stops everything it started by pid; this makes sure it gets the chance.
-trap 'kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' INT TERM
-trap 'kill -TERM "$pid" 2>/dev/null || true' EXIT
-wait "$pid"
+# compare.js stops everything it started, by pid, when it ends or gets SIGTERM/SIGINT;
+# on Ctrl-C or kill we pass the signal on and wait for that cleanup.
+trap 'kill -TERM "$pid" 2>/dev/null || true' INT TERM
+set +e
+wait "$pid"; status=$?
+if [ "$status" -gt 128 ] && kill -0 "$pid" 2>/dev/null; then wait "$pid"; status=$?; fi
+exit "$status"

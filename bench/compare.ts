@@ -549,12 +549,16 @@ async function main(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 }
 
+let stopping = false;
 const stop = (): void => {
+  stopping = true;
+  process.stderr.write('compare: stopping everything it started\n');
   void stopAll().then(() => process.exit(130));
 };
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);
 main().catch(async (err: unknown) => {
+  if (stopping) return; // the runs failed because we stopped them
   process.stderr.write(`compare: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
   await stopAll();
   process.exit(1);

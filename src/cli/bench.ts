@@ -5,9 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { parseDuration } from '../config/units.js';
-import { buildReport, renderReport, type BenchReport } from '../bench/report.js';
-import { ProgressLine } from '../bench/progress.js';
-import { runBench, type BenchOptions } from '../bench/runner.js';
+import type { BenchReport } from '../bench/report.js';
+import type { ProgressLine } from '../bench/progress.js';
+import type { BenchOptions } from '../bench/runner.js';
 import { parseTarget, TargetError } from '../bench/target.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './report.js';
 
@@ -102,6 +102,9 @@ export function benchOptionsFrom(targetUrl: string, o: BenchCliOptions): BenchOp
 
 /** Runs one bench (after an uncounted warm-up, when asked) and returns its report. */
 export async function runBenchReport(opts: BenchOptions, warmupMs: number, progress: ProgressLine | undefined, signal?: AbortSignal): Promise<BenchReport> {
+  // Loaded here so that `fcgi-pm run` (the daemon) never loads the load generator.
+  const { runBench } = await import('../bench/runner.js');
+  const { buildReport } = await import('../bench/report.js');
   if (warmupMs > 0) {
     const warm: BenchOptions = { ...opts, durationMs: warmupMs };
     delete warm.requests;
@@ -161,6 +164,8 @@ Examples:
         process.exitCode = EXIT_USAGE;
         return;
       }
+      const { ProgressLine } = await import('../bench/progress.js');
+      const { renderReport } = await import('../bench/report.js');
       const progress = o.progress !== false && process.stderr.isTTY ? new ProgressLine(process.stderr) : undefined;
       // Ctrl-C ends the run early and still prints what was measured, like ab.
       const ac = new AbortController();

@@ -8,10 +8,10 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
-import { stringify as stringifyYaml } from 'yaml';
-import { startDaemonChild, type DaemonChild } from '../bench/daemon-child.js';
+import type { DaemonChild } from '../bench/daemon-child.js';
 import { memAvailable } from '../bench/proc-info.js';
-import { doublingSizes, renderTune, runTune, type TuneResult } from '../bench/tune.js';
+import type { TuneResult } from '../bench/tune.js';
+import { doublingSizes } from '../bench/tune-plan.js';
 import type { BenchTarget } from '../bench/target.js';
 import { LIMITS_KEYS, LISTENER_KEYS, POOL_KEYS, TOP_KEYS, type KeySpec } from '../config/keys.js';
 import { loadConfig } from '../config/load.js';
@@ -148,6 +148,10 @@ Example:
         process.exitCode = EXIT_USAGE;
         return;
       }
+      // Loaded here so that `fcgi-pm run` (the daemon) never loads them.
+      const { stringify: stringifyYaml } = await import('yaml');
+      const { startDaemonChild } = await import('../bench/daemon-child.js');
+      const { renderTune, runTune } = await import('../bench/tune.js');
       const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-tune-'));
       const live = new Set<DaemonChild>();
       const onSignal = (): void => {
