@@ -6,13 +6,14 @@
  * Unlike test/helpers/nginx.ts (which wraps a server body of its own), these take a
  * whole example file: an nginx server block, or a lighttpd / Apache / HAProxy config.
  */
-import { chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ManagedChild } from '../helpers/child.js';
 import type { Scope } from '../helpers/scope.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { canConnect, WaitAborted, waitFor } from '../helpers/wait.js';
+import { nginxMainConf, nginxPrefix } from '../helpers/nginx.js';
 
 export const NGINX = '/usr/sbin/nginx';
 export const LIGHTTPD = '/usr/sbin/lighttpd';
@@ -73,31 +74,11 @@ async function run(
 
 /** nginx with `site` (one or more `server {}` blocks, already filled in) inside http {}. */
 export async function startNginxSite(scope: Scope, site: string, port: number): Promise<FrontEnd> {
-  const dir = makeTempDir(scope, 'fpm-ngx-');
-  for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d));
+  const dir = nginxPrefix(scope);
   // `include fastcgi_params;` in a site file is relative to the main config's directory.
   for (const f of ['fastcgi_params', 'scgi_params']) copyFileSync(join('/etc/nginx', f), join(dir, f));
   writeFileSync(join(dir, 'site.conf'), site);
-  // As root, workers would drop to "nobody" and could not reach 0700 temp dirs.
-  const user = process.getuid?.() === 0 ? 'user root root;' : '';
-  const conf = `${user}
-daemon off;
-master_process on;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log info;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  default_type application/octet-stream;
-  client_body_temp_path ${dir}/client_body;
-  fastcgi_temp_path ${dir}/fastcgi;
-  scgi_temp_path ${dir}/scgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  proxy_temp_path ${dir}/proxy;
-  include ${dir}/site.conf;
-}
-`;
+  const conf = nginxMainConf(dir, `  include ${dir}/site.conf;`, 1024);
   const confPath = join(dir, 'nginx.conf');
   writeFileSync(confPath, conf);
   return run(scope, 'nginx', dir, port, NGINX, ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', confPath], `${conf}\n${site}`, join(dir, 'logs', 'error.log'));

@@ -22,23 +22,26 @@ export interface Nginx {
 }
 
 /**
- * `serverBody` goes inside `server { listen 127.0.0.1:PORT; ... }`; `httpExtra` goes in
- * the http block (e.g. `upstream` blocks).
+ * A fresh private nginx prefix: temp dirs nginx writes to, and the main config around
+ * `http` (directives and server blocks). Shared by every test that starts nginx.
  */
-export async function startNginx(scope: Scope, serverBody: string, opts: { httpExtra?: string } = {}): Promise<Nginx> {
+export function nginxPrefix(scope: Scope): string {
   const dir = makeTempDir(scope, 'fpm-ngx-');
   for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d));
-  const port = await freePort();
+  return dir;
+}
+
+export function nginxMainConf(dir: string, http: string, workerConnections = 2048): string {
   // As root the workers would drop to "nobody" and could not reach our 0700 temp dirs.
   const user = process.getuid?.() === 0 ? 'user root root;' : '';
-  const conf = `
+  return `
 ${user}
 daemon off;
 master_process on;
 worker_processes 1;
 pid ${dir}/nginx.pid;
 error_log ${dir}/logs/error.log info;
-events { worker_connections 2048; }
+events { worker_connections ${workerConnections}; }
 http {
   access_log off;
   default_type application/octet-stream;
@@ -47,16 +50,29 @@ http {
   scgi_temp_path ${dir}/scgi;
   uwsgi_temp_path ${dir}/uwsgi;
   proxy_temp_path ${dir}/proxy;
-  client_max_body_size 64m;
+${http}
+}
+`;
+}
+
+/**
+ * `serverBody` goes inside `server { listen 127.0.0.1:PORT; ... }`; `httpExtra` goes in
+ * the http block (e.g. `upstream` blocks).
+ */
+export async function startNginx(scope: Scope, serverBody: string, opts: { httpExtra?: string } = {}): Promise<Nginx> {
+  const dir = nginxPrefix(scope);
+  const port = await freePort();
+  const conf = nginxMainConf(
+    dir,
+    `  client_max_body_size 64m;
   keepalive_requests 100000;
   ${opts.httpExtra ?? ''}
   server {
     listen 127.0.0.1:${port};
     server_name localhost;
     ${serverBody}
-  }
-}
-`;
+  }`,
+  );
   const confPath = join(dir, 'nginx.conf');
   writeFileSync(confPath, conf);
   const child = new ManagedChild('nginx', NGINX, ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', confPath], {}, 'SIGTERM');
