@@ -21,6 +21,7 @@ import { logListener, logPool } from '../log/startup.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import type { ReloadReport } from './reload.js';
+import { defaultDeathGuard } from '../worker/death-guard.js';
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -137,6 +138,8 @@ export class Daemon {
       await this.ops.openControl(cfg, { stop: (ms) => this.requestStop(ms) });
       this.ops.adoptInheritedSockets(cfg);
       this.governor = createHostGovernor(cfg, this.logger.child({ component: 'memory' }));
+      // Probe for setpriv now, not inside the first request's cold start (~8 ms).
+      if ([...cfg.pools.values()].some((p) => p.command !== undefined)) defaultDeathGuard();
       for (const p of cfg.pools.values()) {
         logPool(this.logger, p);
         this.poolMap.set(p.name, this.makePool(p));
