@@ -33,6 +33,11 @@ export const ErrorCodes = {
   MEMORY_HARD_LIMIT: 'ERR_MEMORY_HARD_LIMIT', // 503: worker over max_memory_hard
   SHUTTING_DOWN: 'ERR_SHUTTING_DOWN', // 503
   NO_POOL: 'ERR_NO_POOL', // 500: listener names a pool that does not exist
+  // HTTP listener rejections before or around a request (logged; 400 for a bad path).
+  HTTP_BAD_PATH: 'ERR_HTTP_BAD_PATH',
+  HTTP_HEAD_TIMEOUT: 'ERR_HTTP_HEAD_TIMEOUT',
+  HTTP_BODY_TIMEOUT: 'ERR_HTTP_BODY_TIMEOUT',
+  HTTP_SEND_TIMEOUT: 'ERR_HTTP_SEND_TIMEOUT',
   // Configuration and start-up.
   CONFIG_INVALID: 'ERR_CONFIG_INVALID',
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',

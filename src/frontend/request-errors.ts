@@ -22,17 +22,14 @@ export function errorText(status: number, code: string): string {
   return `${status} ${reasonPhrase(status)} (${code})\n`;
 }
 
-/**
- * Codes for HTTP-level rejections in log lines and error pages. They never travel as a
- * ProxyError, so they are not in ErrorCodes (node's own parser errors log as HPE_*).
- */
+/** Codes for HTTP-level rejections in log lines and error pages (stable, in ErrorCodes). */
 export const HttpRejectCodes = {
   /** Undecodable path, NUL byte, or ".." climbing out of the document root: 400. */
-  BAD_PATH: 'HTTP_BAD_PATH',
+  BAD_PATH: ErrorCodes.HTTP_BAD_PATH,
   /** Request head not complete within idle_timeout. */
-  HEAD_TIMEOUT: 'HTTP_HEAD_TIMEOUT',
+  HEAD_TIMEOUT: ErrorCodes.HTTP_HEAD_TIMEOUT,
   /** Request body stalled for idle_timeout. */
-  BODY_TIMEOUT: 'HTTP_BODY_TIMEOUT',
+  BODY_TIMEOUT: ErrorCodes.HTTP_BODY_TIMEOUT,
   /** Client stopped reading its response for idle_timeout. */
-  SEND_TIMEOUT: 'HTTP_SEND_TIMEOUT',
+  SEND_TIMEOUT: ErrorCodes.HTTP_SEND_TIMEOUT,
 } as const;

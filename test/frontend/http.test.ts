@@ -186,7 +186,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
         const res = await c.waitClose(3000);
         assert.match(res.received.toString(), /^HTTP\/1\.1 400 /, target);
       }
-      await rig.logged((l) => l.code === 'HTTP_BAD_PATH');
+      await rig.logged((l) => l.code === 'ERR_HTTP_BAD_PATH');
       await servesNormally(rig);
     });
 
@@ -369,7 +369,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       c.write('GET /index.php HTTP/1.1\r\nHost: x\r\n');
       const res = await c.waitClose(3000);
       assert.notEqual(res.ended, 'timeout');
-      await rig.logged((l) => l.code === 'HTTP_HEAD_TIMEOUT');
+      await rig.logged((l) => l.code === 'ERR_HTTP_HEAD_TIMEOUT');
       await servesNormally(rig);
     });
 
@@ -382,7 +382,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       const ex = await rig.pool.nth(n + 1);
       await rig.pool.abortedP(ex);
       assert.notEqual((await c.waitClose(3000)).ended, 'timeout');
-      await rig.logged((l) => l.code === 'HTTP_BODY_TIMEOUT');
+      await rig.logged((l) => l.code === 'ERR_HTTP_BODY_TIMEOUT');
       await servesNormally(rig);
     });
 
@@ -396,7 +396,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       const ex = await rig.pool.nth(n + 1);
       await rig.pool.abortedP(ex);
       assert.ok(ex.bytesOut < 64 * 1024 * 1024);
-      await rig.logged((l) => l.code === 'HTTP_SEND_TIMEOUT');
+      await rig.logged((l) => l.code === 'ERR_HTTP_SEND_TIMEOUT');
       c.destroy();
       await servesNormally(rig);
     });
