@@ -4,7 +4,7 @@ set -euo pipefail
 need=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have php-cgi || need+=(php-cgi)
-php -m 2>/dev/null | grep -qi '^pdo_sqlite$' || need+=(php-sqlite3)
+php-cgi -m 2>/dev/null | grep -qi '^pdo_sqlite$' || need+=(php-sqlite3)
 have nginx || need+=(nginx)
 have lighttpd || need+=(lighttpd)
 have spawn-fcgi || need+=(spawn-fcgi)
