@@ -15,6 +15,7 @@ import {
   renderCgiError,
 } from '../../src/protocol/cgi-response.js';
 import type { CgiResponseHead } from '../../src/protocol/exchange.js';
+import { assertSplitInvariant, cutsArb, splitAt } from './split.js';
 
 function isViewOf(view: Buffer, whole: Buffer): boolean {
   return (
@@ -154,12 +155,7 @@ describe('streaming', () => {
     const want = parseChunks([whole]);
     assert.ok(want && 'status' in want);
     assert.equal(want.body, 'hello\nbody');
-    for (let i = 0; i <= whole.length; i++) {
-      assert.deepEqual(parseChunks([whole.subarray(0, i), whole.subarray(i)]), want, `split at ${i}`);
-    }
-    const bytes: Buffer[] = [];
-    for (let i = 0; i < whole.length; i++) bytes.push(whole.subarray(i, i + 1));
-    assert.deepEqual(parseChunks(bytes), want);
+    assertSplitInvariant(whole, (chunks) => parseChunks(chunks), want);
   });
 
   test('the blank line split between chunks in every way (LF and CRLF)', () => {
@@ -348,18 +344,7 @@ describe('properties', () => {
     lines.push('');
     return lines.map((l, i) => l + (h.crlf[i % 14] ? '\r\n' : '\n')).join('') + h.body;
   };
-  const cuts = fc.array(fc.nat(), { maxLength: 6 });
-  const splitAt = (buf: Buffer, cs: number[]) => {
-    const points = [...new Set(cs.map((c) => c % (buf.length + 1)))].sort((a, b) => a - b);
-    const out: Buffer[] = [];
-    let prev = 0;
-    for (const p of points) {
-      out.push(buf.subarray(prev, p));
-      prev = p;
-    }
-    out.push(buf.subarray(prev));
-    return out;
-  };
+  const cuts = cutsArb(6);
 
   test('rendered heads parse back (LF or CRLF), however split', () => {
     fc.assert(
