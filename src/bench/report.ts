@@ -8,15 +8,8 @@ import type { BenchOptions, BenchRun } from './runner.js';
 
 export const REPORT_SCHEMA = 'fcgi-pm-bench/1';
 
-export interface LatencySummary {
-  count: number;
-  min: number;
-  avg: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-}
+/** Latencies in the report are histogram summaries, in milliseconds. */
+export type LatencySummary = HistogramSummary;
 
 export interface BenchReport {
   schema: typeof REPORT_SCHEMA;
