@@ -3,8 +3,7 @@
  * token from a form, and send multipart/form-data with a file.
  */
 import { createHash } from 'node:crypto';
-import http from 'node:http';
-import { httpRequest, type HttpResponse } from '../helpers/http-client.js';
+import { httpRequest, httpUpload, type HttpResponse } from '../helpers/http-client.js';
 
 export class CookieJar {
   readonly cookies = new Map<string, string>();
@@ -37,7 +36,7 @@ export function formBody(fields: Record<string, string>): string {
  * Streams a multipart/form-data body: `fields`, then one file part whose content is
  * `block` repeated up to `fileBytes`. Resolves with the response and the file's sha256.
  */
-export function multipartUpload(
+export async function multipartUpload(
   url: string,
   fields: Record<string, string>,
   file: { field: string; name: string; block: Buffer; bytes: number },
@@ -49,50 +48,15 @@ export function multipartUpload(
   for (const [k, v] of Object.entries(fields)) head += `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`;
   head += `--${boundary}\r\nContent-Disposition: form-data; name="${file.field}"; filename="${file.name}"\r\nContent-Type: application/octet-stream\r\n\r\n`;
   const tail = `\r\n--${boundary}--\r\n`;
-  const headBuf = Buffer.from(head);
-  const tailBuf = Buffer.from(tail);
-  const total = headBuf.length + file.bytes + tailBuf.length;
   const hash = createHash('sha256');
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, {
-      method: 'POST',
-      agent: false,
-      headers: { ...headers, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(total) },
-    });
-    const timer = setTimeout(() => req.destroy(new Error(`upload to ${url}: no response within ${timeout} ms`)), timeout);
-    req.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    req.once('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.once('end', () => {
-        clearTimeout(timer);
-        const body = Buffer.concat(chunks);
-        resolve({
-          res: { status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString('utf8'), localPort: undefined, reusedSocket: false },
-          sha256: hash.digest('hex'),
-        });
-      });
-    });
-    req.write(headBuf);
-    let sent = 0;
-    const pump = (): void => {
-      while (sent < file.bytes) {
-        const n = Math.min(file.block.length, file.bytes - sent);
-        const chunk = n === file.block.length ? file.block : file.block.subarray(0, n);
-        hash.update(chunk);
-        sent += n;
-        if (!req.write(chunk)) {
-          req.once('drain', pump);
-          return;
-        }
-      }
-      req.end(tailBuf);
-    };
-    pump();
+  const res = await httpUpload(url, file.block, file.bytes, {
+    headers: { ...headers, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    timeout,
+    prefix: Buffer.from(head),
+    suffix: Buffer.from(tail),
+    onChunk: (chunk) => hash.update(chunk),
   });
+  return { res, sha256: hash.digest('hex') };
 }
 
 /** GET with the jar's cookies; the jar takes the cookies set by the response. */

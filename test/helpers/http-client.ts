@@ -72,18 +72,23 @@ export function keepAliveAgent(maxSockets = 1): http.Agent {
   return new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
 }
 
-/** Streams `totalBytes` of `block` repeated as the request body, with Content-Length. */
+/**
+ * Streams `totalBytes` of `block` repeated as the request body, with Content-Length,
+ * between an optional `prefix` and `suffix` (e.g. multipart framing); `onChunk` sees
+ * each repeated-block chunk (e.g. to hash it).
+ */
 export function httpUpload(
   url: string,
   block: Buffer,
   totalBytes: number,
-  opts: { headers?: Record<string, string>; timeout?: number } = {},
+  opts: { headers?: Record<string, string>; timeout?: number; prefix?: Buffer; suffix?: Buffer; onChunk?: (chunk: Buffer) => void } = {},
 ): Promise<HttpResponse> {
+  const framing = (opts.prefix?.length ?? 0) + (opts.suffix?.length ?? 0);
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
       method: 'POST',
       agent: false,
-      headers: { 'content-type': 'application/octet-stream', 'content-length': String(totalBytes), ...opts.headers },
+      headers: { 'content-type': 'application/octet-stream', 'content-length': String(totalBytes + framing), ...opts.headers },
     });
     const timeout = opts.timeout ?? 60_000;
     const timer = setTimeout(() => req.destroy(new Error(`upload to ${url}: no response within ${timeout} ms`)), timeout);
@@ -100,18 +105,21 @@ export function httpUpload(
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString('utf8'), localPort: undefined, reusedSocket: false });
       });
     });
+    if (opts.prefix) req.write(opts.prefix);
     let sent = 0;
     const write = (): void => {
       while (sent < totalBytes) {
         const n = Math.min(block.length, totalBytes - sent);
         const chunk = n === block.length ? block : block.subarray(0, n);
+        opts.onChunk?.(chunk);
         sent += n;
         if (!req.write(chunk)) {
           req.once('drain', write);
           return;
         }
       }
-      req.end();
+      if (opts.suffix) req.end(opts.suffix);
+      else req.end();
     };
     write();
   });
