@@ -5,58 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCodes, ProxyError } from '../../src/errors.js';
-import { SpawnedPool, EXIT_GRACE_MS } from '../../src/pool/spawned-pool.js';
-import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
-import type { PoolConfig } from '../../src/config/types.js';
+import { EXIT_GRACE_MS } from '../../src/pool/spawned-pool.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
-import { FakeClock } from './fake-clock.js';
-import { FakeWorkerFactory, type FakeWorker } from './fake-worker.js';
-import { FakeEndpoint, makeRequest, poolConfig, recordingLogger, type TestRequest } from './helpers.js';
-
-function setup(over: Partial<PoolConfig> = {}) {
-  const clock = new FakeClock();
-  const wf = new FakeWorkerFactory(clock);
-  const eps = new Map<string, FakeEndpoint>();
-  const { logger, lines } = recordingLogger();
-  const cfg = poolConfig({ command: ['/fake/app'], ...over });
-  const pool = new SpawnedPool(cfg, {
-    logger,
-    clock,
-    spec: buildWorkerSpec(cfg, '/tmp'),
-    workerFactory: wf.create,
-    workerLogger: logger,
-    endpointFactory: (a, o) => {
-      const e = new FakeEndpoint(a, o);
-      eps.set(a.text, e);
-      return e;
-    },
-    random: () => 0.999,
-  });
-  const ep = (w: FakeWorker): FakeEndpoint => eps.get(w.address.text)!;
-  const send = (n: number, params: Record<string, string> = {}): TestRequest[] => {
-    const out: TestRequest[] = [];
-    for (let i = 0; i < n; i++) {
-      const r = makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php', REQUEST_URI: `/r${i}`, ...params });
-      pool.dispatch(r.ex);
-      out.push(r);
-    }
-    return out;
-  };
-  return { pool, clock, wf, ep, lines, send, cfg };
-}
-
-const closed: UpstreamOutcome = {
-  kind: 'failed',
-  error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'closed before responding'),
-  retryable: false,
-  backendDown: false,
-};
-const refused: UpstreamOutcome = {
-  kind: 'failed',
-  error: new ProxyError(ErrorCodes.BACKEND_UNREACHABLE, 502, 'refused (ECONNREFUSED)'),
-  retryable: true,
-  backendDown: true,
-};
+import type { FakeWorker } from './fake-worker.js';
+import type { TestRequest } from './helpers.js';
+import { closed, refused, setup } from './spawned-harness.js';
 
 test('ondemand: no worker until a request, exactly the spawns needed, never past max_children', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 3 });
