@@ -135,7 +135,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'request_timeout', field: 'requestTimeout', type: anyDuration, default: '0s', scope: 'spawned', doc: 'Kill a worker whose request runs longer than this; the client gets 504 (0 = never).' },
   { key: 'slow_request', field: 'slowRequest', type: anyDuration, default: '0s', scope: 'spawned', doc: 'Log a warning for requests running longer than this (0 = off).' },
   { key: 'kill_timeout', field: 'killTimeout', type: anyDuration, default: '5s', scope: 'spawned', doc: 'After SIGTERM, wait this long before SIGKILL.' },
-  { key: 'crash_limit', field: 'crashLimit', type: { kind: 'int', min: 0 }, default: 5, scope: 'spawned', doc: 'This many crashes within crash_window stop spawning for a while; requests get 503 (0 = off).' },
+  { key: 'crash_limit', field: 'crashLimit', type: { kind: 'int', min: 0 }, default: 5, scope: 'spawned', doc: 'This many early crashes (a worker that dies before it is ready, or within 5 s of its start before finishing a request) within crash_window stop spawning for a while; requests get 503 while no worker is free (0 = off). A worker killed after it served is replaced at once.' },
   { key: 'crash_window', field: 'crashWindow', type: positiveDuration, default: '60s', scope: 'spawned', doc: 'Time window over which crash_limit counts.' },
   { key: 'queue_limit', field: 'queueLimit', type: { kind: 'int', min: 0 }, default: 1024, doc: 'Requests waiting for a busy backend or worker; beyond this: 503. Requests that wait for a worker being started do not count (0 = none wait for busy ones).' },
   { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '30s', doc: 'A request waiting in the queue this long gets 503.' },

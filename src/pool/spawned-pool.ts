@@ -8,8 +8,10 @@
  * between requests (max_requests ± jitter, max_lifetime); a request running longer
  * than request_timeout gets 504 and its worker is stopped. A worker that dies under a
  * request answers it 502 WORKER_CRASHED, or hands it to another worker when it exited
- * cleanly before reading it (spawned-failures.ts). Crashes back off restarts and can
- * make the pool `failing` (crash-guard.ts).
+ * cleanly before reading it (spawned-failures.ts). A worker killed after it served is
+ * replaced at once; early crashes (exit-policy.ts) back off restarts and can make the
+ * pool `failing` (crash-guard.ts), which stops spawning and answers 503 while no worker
+ * is free.
  *
  * Timers: one for the queue, one each for request timeouts and slow requests
  * (request-timer.ts), one for idle stops, one for spawn rounds / restart back-off, one
@@ -164,7 +166,8 @@ export class SpawnedPool extends PoolBase {
   }
 
   protected refusal(): ProxyError | undefined {
-    return this.crashes.failing ? this.failingError() : undefined;
+    // The breaker stops spawning, not serving: a worker still alive takes what it can.
+    return this.crashes.failing && this.idle.length === 0 ? this.failingError() : undefined;
   }
 
   protected override starting(): number {
@@ -314,7 +317,7 @@ export class SpawnedPool extends PoolBase {
 
   /** Gives requests put back at the head of the queue to idle workers. */
   private pump(): void {
-    while (this.queue.length > 0 && this.idle.length > 0 && !this.crashes.failing) {
+    while (this.queue.length > 0 && this.idle.length > 0) {
       const ex = this.queue.shift()!;
       if (!this.startNow(ex)) {
         this.queue.unshift(ex);
@@ -443,16 +446,12 @@ export class SpawnedPool extends PoolBase {
     if (!slot.ready) this.nStarting--;
     this.unidle(slot);
     this.mem?.exited(slot);
+    // Counted before its request is answered: answering may spawn a replacement, which
+    // must see this crash's back-off.
+    const nowFailing = this.countExit(slot, exit, verdict);
     const ex = slot.current;
     if (ex !== undefined) this.failures.exited(slot, ex);
     if (slot.current === undefined) slot.endpoint?.destroy();
-
-    let nowFailing = false;
-    if (verdict.crash) {
-      this.stats.crashes++;
-      const why = slot.spawnFailure?.message ?? `worker ${slot.pid ?? '?'} ${exitText(exit)}`;
-      nowFailing = this.crashes.crashed(slot.spawnedAt, slot.probe, why, this.queue.length);
-    } else if (slot.probe) this.crashes.probeGone();
     if (!slot.ready) this.onStartFailure(slot, exit);
     if (nowFailing) {
       this.scaleTimer.cancel();
@@ -465,6 +464,20 @@ export class SpawnedPool extends PoolBase {
     this.scale();
     this.checkAllExited();
     this.checkDrained();
+  }
+
+  /**
+   * Only an early crash (exit-policy.ts) counts toward crash_limit and backs off restarts;
+   * a worker killed after it served is replaced at once. True when the pool became failing.
+   */
+  private countExit(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): boolean {
+    if (verdict.crash) this.stats.crashes++;
+    if (verdict.early) {
+      const why = slot.spawnFailure?.message ?? `worker ${slot.pid ?? '?'} ${exitText(exit)}`;
+      return this.crashes.crashed(slot.spawnedAt, slot.probe, why, this.queue.length);
+    }
+    if (slot.probe) this.crashes.probeGone();
+    return false;
   }
 
   private onStartFailure(slot: Slot, exit: WorkerExit): void {

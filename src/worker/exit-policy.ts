@@ -3,17 +3,32 @@
  *
  * Like PHP-FPM: a worker the manager stopped (reason set) is quiet; anything else that
  * ends on a signal or a non-zero code is a crash, and "possible request loss" when it
- * was serving one. Like runit: crashes back off exponentially, never sooner than a
- * second after the last start; `failing` when crash_limit crashes fall in crash_window.
+ * was serving one. A worker killed after it served (OOM killer, an operator's kill -9) is
+ * replaced at once, as PHP-FPM does. Only an early crash (see `early`) is a sign of a
+ * crash loop: those back off exponentially like runit, never sooner than a second after
+ * the last start, and make the pool `failing` when crash_limit of them fall in crash_window.
  */
 import type { RetireReason, WorkerExit } from './types.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
+/**
+ * "Soon after start": a worker that dies within this long of its spawn without having
+ * finished a request counts toward crash_limit. Past it, or once it finished a request,
+ * it started fine and something killed it (its request gets 502; the pool goes on).
+ */
+export const EARLY_EXIT_MS = 5000;
+
 export interface ExitVerdict {
-  /** Counts toward the crash window (and its back-off). */
+  /** Not asked for (counted as a worker crash in status). */
   crash: boolean;
-  /** The pool should replace it (after restartDelay when crash). Scaling may still decide not to. */
+  /**
+   * A crash before the worker was ready, or within EARLY_EXIT_MS of its start before it
+   * finished a request, whatever the exit code: it counts toward crash_limit/crash_window
+   * and the restart back-off. Any other crash is replaced at once.
+   */
+  early: boolean;
+  /** The pool should replace it (after restartDelay when early). Scaling may still decide not to. */
   restart: boolean;
   level: LogLevel;
   message: string;
@@ -59,20 +74,27 @@ export function classifyExit(exit: WorkerExit, wasBusy: boolean): ExitVerdict {
   const reason = exit.reason;
 
   if (reason === 'spawn_timeout') {
-    return { crash: true, restart: true, level: 'warn', message: `did not become ready within spawn_timeout, killed (${describeEnd(exit)})` };
+    return { crash: true, early: true, restart: true, level: 'warn', message: `did not become ready within spawn_timeout, killed (${describeEnd(exit)})` };
   }
   if (reason !== undefined) {
     const rule = PLANNED[reason];
     // A planned stop that needed SIGKILL did not honour SIGTERM within kill_timeout.
     const forced = exit.signal === 'SIGKILL' && reason !== 'memory_hard' && reason !== 'request_timeout' ? ' (needed SIGKILL)' : '';
     const level = wasBusy ? atLeast(rule.level, 'warn') : forced ? atLeast(rule.level, 'info') : rule.level;
-    return { crash: false, restart: rule.restart, level, message: `${rule.what}${forced} ${after}${loss}` };
+    return { crash: false, early: false, restart: rule.restart, level, message: `${rule.what}${forced} ${after}${loss}` };
   }
-  if (exit.signal === null && exit.code === 0) {
+  const early = isEarlyExit(exit);
+  if (exit.signal === null && exit.code === 0 && !early) {
     // Exited by itself, cleanly: php-cgi does this after PHP_FCGI_MAX_REQUESTS.
-    return { crash: false, restart: true, level: wasBusy ? 'warn' : 'info', message: `exited by itself (code 0) ${after}${loss}` };
+    return { crash: false, early: false, restart: true, level: wasBusy ? 'warn' : 'info', message: `exited by itself (code 0) ${after}${loss}` };
   }
-  return { crash: true, restart: true, level: wasBusy ? 'error' : 'warn', message: `${describeEnd(exit)} ${after}${loss}` };
+  const when = exit.ready || (exit.code === null && exit.signal === null) ? '' : ' before it was ready';
+  return { crash: true, early, restart: true, level: wasBusy ? 'error' : 'warn', message: `${describeEnd(exit)}${when} ${after}${loss}` };
+}
+
+/** An exit nobody asked for that looks like a crash loop rather than a kill (EARLY_EXIT_MS). */
+function isEarlyExit(exit: WorkerExit): boolean {
+  return !exit.ready || (exit.served === 0 && exit.uptime < EARLY_EXIT_MS);
 }
 
 export const BACKOFF_MIN_MS = 100;

@@ -36,6 +36,10 @@ export interface WorkerExit {
   reason: RetireReason | undefined;
   /** Milliseconds it lived. */
   uptime: number;
+  /** It became ready (its socket accepted) before it went. */
+  ready: boolean;
+  /** Requests it finished (assigned and released); one it died under is not counted. */
+  served: number;
 }
 
 export interface WorkerSpec {
@@ -68,7 +72,7 @@ export interface WorkerSpawnFailure extends Error {
  *   ready        once, spawning → idle (its socket accepts; the pool may assign)
  *   spawnFailed  at most once, instead of ready (command missing, exited early, timed out)
  *   exit         exactly once, last; also after spawnFailed (then code/signal may be null).
- *                `verdict` = classifyExit(exit, wasBusy): crash? restart? The worker has
+ *                `verdict` = classifyExit(exit, wasBusy): crash? early? restart? The worker has
  *                already logged it at verdict.level; the pool should not log it again.
  */
 export interface WorkerEventMap {

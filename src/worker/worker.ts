@@ -326,11 +326,18 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     if (this.socketPath !== undefined) unlinkQuiet(this.socketPath);
     this.out.flush();
     this.lc = transition(this.lc, 'exit');
-    const exit: WorkerExit = { code, signal, reason: this.lc.reason, uptime: Date.now() - this.startedAt };
+    const exit: WorkerExit = {
+      code,
+      signal,
+      reason: this.lc.reason,
+      uptime: Date.now() - this.startedAt,
+      ready: this.readyAt !== undefined,
+      served: this.requests - (wasBusy ? 1 : 0),
+    };
     const verdict = classifyExit(exit, wasBusy);
     // After a spawn failure the failure line already said it all.
     const level = this.failureEmitted ? 'debug' : verdict.level;
-    this.log[level]({ code, signal, reason: exit.reason, uptime: exit.uptime, requests: this.requests }, `worker ${verdict.message}`);
+    this.log[level]({ code, signal, reason: exit.reason, uptime: exit.uptime, requests: this.requests, early: verdict.early }, `worker ${verdict.message}`);
     this.emit('exit', exit, verdict);
     this.resolveExit(exit);
   }

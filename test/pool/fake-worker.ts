@@ -39,6 +39,7 @@ export class FakeWorker extends EventEmitter<WorkerEventMap> implements ManagedW
   private readonly exitPromise = new Promise<WorkerExit>((r) => (this.exitResolve = r));
   private readonly born: number;
   private exiting = false;
+  private wasReady = false;
 
   constructor(clock: FakeClock, id: number, plan: FakeWorkerPlan) {
     super();
@@ -66,6 +67,7 @@ export class FakeWorker extends EventEmitter<WorkerEventMap> implements ManagedW
   becomeReady(): void {
     if (this.state !== 'spawning') return;
     this.state = 'idle';
+    this.wasReady = true;
     this.emit('ready');
   }
 
@@ -112,7 +114,14 @@ export class FakeWorker extends EventEmitter<WorkerEventMap> implements ManagedW
     if (this.state === 'exited') return;
     const wasBusy = this.state === 'busy' || this.state === 'draining';
     this.state = 'exited';
-    const exit: WorkerExit = { code, signal, reason: this.retireReason, uptime: this.clock.now() - this.born };
+    const exit: WorkerExit = {
+      code,
+      signal,
+      reason: this.retireReason,
+      uptime: this.clock.now() - this.born,
+      ready: this.wasReady,
+      served: this.requests - (wasBusy ? 1 : 0),
+    };
     this.emit('exit', exit, classifyExit(exit, wasBusy));
     this.exitResolve(exit);
   }

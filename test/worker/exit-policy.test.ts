@@ -4,13 +4,14 @@ import fc from 'fast-check';
 import {
   BACKOFF_MAX_MS,
   CrashWindow,
+  EARLY_EXIT_MS,
   backoffDelay,
   classifyExit,
   restartDelay,
 } from '../../src/worker/exit-policy.js';
 import type { RetireReason, WorkerExit } from '../../src/worker/types.js';
 
-const exit = (o: Partial<WorkerExit>): WorkerExit => ({ code: null, signal: null, reason: undefined, uptime: 1234, ...o });
+const exit = (o: Partial<WorkerExit>): WorkerExit => ({ code: null, signal: null, reason: undefined, uptime: 1234, ready: true, served: 3, ...o });
 
 test('planned exits are quiet and not crashes', () => {
   const quiet: RetireReason[] = ['idle_timeout', 'scale_down', 'shutdown', 'reload', 'max_requests', 'max_lifetime'];
@@ -72,6 +73,29 @@ test('a planned stop of a busy worker warns about request loss; one that needed 
   const rt = classifyExit(exit({ signal: 'SIGKILL', reason: 'request_timeout' }), true);
   assert.equal(rt.level, 'warn');
   assert.doesNotMatch(rt.message, /needed SIGKILL/);
+});
+
+test('early: only a death before ready, or soon after start before finishing a request, counts toward crash_limit', () => {
+  // [what happened, exit, busy, crash, early]
+  const cells: Array<[string, Partial<WorkerExit>, boolean, boolean, boolean]> = [
+    ['killed after serving, under a request', { signal: 'SIGKILL', uptime: 200, served: 1 }, true, true, false],
+    ['killed after serving, idle', { signal: 'SIGKILL', uptime: 200, served: 40 }, false, true, false],
+    ['killed idle, never used, past EARLY_EXIT_MS', { signal: 'SIGKILL', uptime: EARLY_EXIT_MS, served: 0 }, false, true, false],
+    ['killed under its first request, soon after start', { signal: 'SIGSEGV', uptime: EARLY_EXIT_MS - 1, served: 0 }, true, true, true],
+    ['killed before ready, however long it tried', { signal: 'SIGKILL', uptime: 60_000, ready: false, served: 0 }, false, true, true],
+    ['exit 1 before ready', { code: 1, uptime: 30, ready: false, served: 0 }, false, true, true],
+    ['exit 0 before ready (a start that keeps failing)', { code: 0, uptime: 30, ready: false, served: 0 }, false, true, true],
+    ['exit 0 soon after ready, never served', { code: 0, uptime: 100, served: 0 }, false, true, true],
+    ['exit 0 after serving (PHP_FCGI_MAX_REQUESTS)', { code: 0, uptime: 100, served: 500 }, false, false, false],
+    ['stopped for idle_timeout soon after start', { code: 0, uptime: 100, served: 0, reason: 'idle_timeout' }, false, false, false],
+    ['killed for request_timeout under its first request', { signal: 'SIGKILL', uptime: 100, served: 0, reason: 'request_timeout' }, true, false, false],
+  ];
+  for (const [what, e, busy, crash, early] of cells) {
+    const v = classifyExit(exit(e), busy);
+    assert.deepEqual([v.crash, v.early], [crash, early], what);
+    if (e.reason === undefined) assert.equal(v.restart, true, what);
+  }
+  assert.match(classifyExit(exit({ signal: 'SIGKILL', ready: false, served: 0 }), false).message, /SIGKILL before it was ready/);
 });
 
 test('back-off: 100 ms doubling, capped at 30 s', () => {
