@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCodes } from '../../src/errors.js';
-import { EARLY_EXIT_MS } from '../../src/worker/exit-policy.js';
+import { BACKOFF_MAX_MS, EARLY_EXIT_MS } from '../../src/worker/exit-policy.js';
 import type { FakeWorker } from './fake-worker.js';
 import type { TestRequest } from './helpers.js';
 import { closed, refused, setup } from './spawned-harness.js';
@@ -59,6 +59,35 @@ test('crash_limit 0: every worker killed at once with requests queued, five time
   }
   assert.equal(p.pool.snapshot().state, 'running');
   assert.equal(p.pool.snapshot().crashes, 20, 'still counted as crashes in status');
+});
+
+test('crash_limit 0: workers that die under their first request, again and again: no queued request waits past queue_timeout, the pool is refilled after each back-off', async () => {
+  const p = setup({ pm: 'static', maxChildren: 4, crashLimit: 0, queueTimeout: 5000 });
+  await started(p);
+  const sentAt = new Map<TestRequest, number>();
+  const send = (n: number): void => {
+    for (const r of p.send(n)) sentAt.set(r, p.clock.now());
+  };
+  send(40); // 4 running, 36 queued
+  for (let round = 0; round < 4; round++) {
+    if (p.wf.count('idle') > 0) send(p.wf.count('idle')); // nothing left queued: give each its first request
+    const victims = [...p.wf.live];
+    assert.ok(victims.every((w) => w.state === 'busy' && w.requests === 1), `round ${round}: each under its first request`);
+    for (const w of victims) kill(p, w);
+    for (let t = 0; t <= BACKOFF_MAX_MS && !(p.wf.live.length === 4 && p.wf.count('spawning') === 0); t += 10) {
+      p.clock.advance(10);
+      for (const [r, at] of sentAt) {
+        if (!r.sink.done && r.ex.workerPid === undefined) assert.ok(p.clock.now() - at <= p.cfg.queueTimeout, `round ${round}: a request queued past queue_timeout`);
+      }
+    }
+    assert.equal(p.wf.live.length, 4, `round ${round}: refilled`);
+  }
+  const all = [...sentAt.keys()];
+  serveFor(p, all, 1000);
+  assert.ok(all.every((r) => r.sink.done));
+  assert.equal(all.filter((r) => r.sink.status === 502).length, 16, 'the requests of the dead workers');
+  assert.ok(all.some((r) => r.sink.error?.code === ErrorCodes.QUEUE_TIMEOUT), 'the back-off outgrew queue_timeout: those got 503');
+  assert.equal(p.pool.snapshot().state, 'running');
 });
 
 test('dynamic: workers killed after serving are replaced back to min_spare', async () => {
