@@ -107,6 +107,7 @@ test('exit before ready (crash loop fixture): one EXITED failure, then the exit 
   assert.equal(exit.code, 3);
   assert.equal(exit.reason, undefined);
   assert.equal(verdict.crash, true);
+  assert.deepEqual([exit.ready, exit.served, verdict.early], [false, 0, true], 'a start that failed counts toward crash_limit');
   assert.ok(
     records.some((x) => x['stream'] === 'stderr' && x.msg === 'exit-immediately: giving up' && x['wpid'] === r.w.pid && x['pool'] === 'test'),
     'stderr line logged with pool and worker pid',
@@ -148,6 +149,7 @@ test('retire while busy drains: it keeps serving, and stops at release with the 
   assert.equal(r.w.state, 'stopping');
   const [exit, verdict] = await r.exit;
   assert.equal(exit.reason, 'max_requests');
+  assert.deepEqual([exit.ready, exit.served], [true, 1]);
   assert.deepEqual([verdict.crash, verdict.restart, verdict.level], [false, true, 'debug']);
   // A late release (the request's connection closed after the exit) is harmless.
   r.w.release();
@@ -193,6 +195,21 @@ test('a crash while busy is reported as possible request loss', async (t) => {
   assert.equal(exit.code, 70);
   assert.deepEqual([verdict.crash, verdict.level], [true, 'error']);
   assert.match(verdict.message, /possible request loss/);
+  assert.deepEqual([exit.ready, exit.served, verdict.early], [true, 0, true], 'died under its first request, just started');
+});
+
+test('SIGKILL from outside after the worker served: a crash, but not an early one', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
+  await once(r.w, 'ready');
+  r.w.assign('/one');
+  await fcgiRequest(r.w.address, { REQUEST_URI: '/one' });
+  r.w.release();
+  process.kill(r.w.pid!, 'SIGKILL');
+  const [exit, verdict] = await r.exit;
+  assert.equal(exit.signal, 'SIGKILL');
+  assert.deepEqual([exit.ready, exit.served], [true, 1]);
+  assert.deepEqual([verdict.crash, verdict.early, verdict.restart], [true, false, true]);
 });
 
 test('retire while spawning stops it without a spawn failure', async (t) => {
