@@ -126,6 +126,7 @@ export class Operations {
           protocol: l.config.protocol,
           pool: l.config.pool,
           connections: l.connections,
+          refused: l.refused,
           name: l.config.name,
           statusPath: l.config.statusPath,
           pingPath: l.config.pingPath,
