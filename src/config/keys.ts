@@ -94,7 +94,7 @@ const OPERATIONS_LOG_KEYS: readonly KeySpec[] = [
 ];
 
 const OPERATIONS_TOP_KEYS: readonly KeySpec[] = [
-  { key: 'control_socket', field: 'controlSocket', type: { kind: 'path-or-off' }, defaultText: '(runtime_dir/control.sock, else /run/fcgi-pm/control.sock as root)', doc: 'Unix socket for fcgi-pm status, reload, stop and workers; "off" disables it.' },
+  { key: 'control_socket', field: 'controlSocket', type: { kind: 'path-or-off' }, defaultText: '(runtime_dir/control.sock, else /run/fcgi-pm/<config name>-<hash>.sock as root)', doc: 'Unix socket for fcgi-pm status, reload, stop and workers; "off" disables it. The default is derived from the config file\'s real path, so two configs never share one.' },
   { key: 'control_socket_mode', field: 'controlSocketMode', type: { kind: 'mode' }, default: '0600', doc: 'File mode of the control socket: who may read status, reload and stop the daemon.' },
 ];
 
