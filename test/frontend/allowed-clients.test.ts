@@ -10,9 +10,9 @@ import assert from 'node:assert/strict';
 import type { FrontProtocol } from '../../src/config/types.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { ClientGate, MAX_TRACKED, REFUSAL_LOG_INTERVAL_MS } from '../../src/frontend/client-gate.js';
-import { FcgiClient, parseCgiOutput } from '../helpers/fcgi-client.js';
+import { FcgiClient, parseCgiOutput, requestRecords } from '../helpers/fcgi-client.js';
 import { RawConn } from '../helpers/raw-socket.js';
-import { scgiRequest } from '../helpers/scgi-client.js';
+import { encodeScgiRequest, scgiRequest } from '../helpers/scgi-client.js';
 import { Cleanup } from '../helpers/scope.js';
 import type { ConnectTarget } from '../helpers/wait.js';
 import { captureLogger, listenerConfig, startRig, type Rig } from './support.js';
@@ -40,11 +40,11 @@ const REQUEST: Record<FrontProtocol, (t: ConnectTarget) => Promise<number>> = {
   },
 };
 
-/** What the first bytes of a request look like, to prove nothing is read or answered. */
-const FIRST_BYTES: Record<FrontProtocol, string> = {
-  fastcgi: '\x01\x01\x00\x01\x00\x08\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00',
-  scgi: '24:CONTENT_LENGTH\x000\x00SCGI\x001\x00,',
-  http: 'GET /x HTTP/1.1\r\nHost: test\r\n\r\n',
+/** A whole request in each protocol: a listener that read it would answer it. */
+const WHOLE_REQUEST: Record<FrontProtocol, Buffer> = {
+  fastcgi: Buffer.concat(requestRecords(1, PARAMS)),
+  scgi: encodeScgiRequest(PARAMS),
+  http: Buffer.from('GET /x HTTP/1.1\r\nHost: test\r\n\r\n'),
 };
 
 interface Case {
@@ -69,12 +69,14 @@ const CASES: Case[] = [
 const ATTEMPTS = 12;
 
 async function refusedOnce(rig: Rig, protocol: FrontProtocol, target: ConnectTarget): Promise<void> {
+  const before = rig.listener.refused;
   const c = new RawConn(target);
   await c.connected;
-  c.write(FIRST_BYTES[protocol]);
+  c.write(WHOLE_REQUEST[protocol]);
   const res = await c.waitClose(10_000);
   assert.notEqual(res.ended, 'timeout', 'a refused connection is closed by the listener');
   assert.equal(res.received.length, 0, `no response bytes, got ${JSON.stringify(res.received.toString('latin1'))}`);
+  assert.equal(rig.listener.refused, before + 1, 'counted as refused');
 }
 
 describe('allowed_clients', { timeout: 60_000 }, () => {
