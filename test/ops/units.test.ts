@@ -189,7 +189,7 @@ test('reload plan: pools added/removed/changed, listeners kept, updated in place
   });
   const next = cfg({
     listen: [
-      { protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'd', status_path: '/status' },
+      { protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'd', status_path: '/status', allowed_clients: ['10.0.0.0/8'] },
       { protocol: 'scgi', address: '127.0.0.1:9001', pool: 'b' },
       { protocol: 'fastcgi', address: '127.0.0.1:9003', pool: 'a' },
     ],
@@ -201,7 +201,7 @@ test('reload plan: pools added/removed/changed, listeners kept, updated in place
   assert.deepEqual(plan.pools.changed.map((p) => p.name), ['a']);
   assert.deepEqual(plan.pools.removed, ['c']);
   assert.deepEqual(plan.pools.unchanged, ['b']);
-  assert.deepEqual(plan.listeners.updated.map((u) => u.listener.address), ['127.0.0.1:9000'], 'pool and status_path change in place');
+  assert.deepEqual(plan.listeners.updated.map((u) => u.listener.address), ['127.0.0.1:9000'], 'pool, status_path and allowed_clients change in place');
   assert.deepEqual(plan.listeners.reopened.map((u) => u.listener.address), ['127.0.0.1:9001'], 'protocol change reopens');
   assert.deepEqual(plan.listeners.added.map((l) => l.address.text), ['127.0.0.1:9003']);
   assert.deepEqual(plan.listeners.removed.map((l) => l.address), ['127.0.0.1:9002']);
