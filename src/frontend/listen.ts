@@ -55,17 +55,23 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
   const path = address.path;
   await clearStaleSocket(path);
   await bind(server, address.text, () => listenUnixRestricted(server, path));
-  // The socket is 0600 to us until here; chown then chmod only ever widens it towards
-  // the configured access, so nobody else can connect in between.
+  // The socket is 0600 to us until here. Giving it away goes through mode 0 (nobody but
+  // root) so no one connects in between whom the final owner, group and mode do not admit.
   const owner = opts.owner ?? -1;
   const group = opts.group ?? -1;
-  if (owner !== -1 || group !== -1) restrictOrClose(server, address, `cannot set owner ${owner}:${group}`, () => chownSync(path, owner, group));
-  const mode = opts.mode;
-  if (mode !== undefined) restrictOrClose(server, address, `cannot set mode ${mode.toString(8)}`, () => chmodSync(path, mode));
+  const chown = owner !== -1 || group !== -1;
+  const mode = opts.mode ?? (chown ? 0o600 : undefined);
+  if (chown) {
+    applyOrClose(server, address, `cannot set owner ${owner}:${group}`, () => {
+      chmodSync(path, 0);
+      chownSync(path, owner, group);
+    });
+  }
+  if (mode !== undefined) applyOrClose(server, address, `cannot set mode ${mode.toString(8)}`, () => chmodSync(path, mode));
   return address.text;
 }
 
-function restrictOrClose(server: Server, address: SocketAddress, what: string, fn: () => void): void {
+function applyOrClose(server: Server, address: SocketAddress, what: string, fn: () => void): void {
   try {
     fn();
   } catch (err) {

@@ -24,21 +24,25 @@ describe('Unix socket owner and group, nginx as www-data', { timeout: 60_000, sk
   let nginx: Nginx;
   let owned: string;
   let rootOwned: string;
+  let ownerOnly: string;
 
   before(async () => {
     const dir = makeTempDir(scope, 'fpm-own-');
     chmodSync(dir, 0o755); // www-data must reach the sockets inside
     owned = join(dir, 'owned.sock');
     rootOwned = join(dir, 'root.sock');
+    ownerOnly = join(dir, 'owner.sock');
     const pool = new FakePool(echoParams);
     const www = { owner: { id: user!.uid, name: 'www-data' }, group: { id: group!.gid, name: 'www-data' } };
     await startRig(scope, 'scgi', `unix:${owned}`, { pool, cfg: { mode: 0o660, ...www } });
     await startRig(scope, 'scgi', `unix:${rootOwned}`, { pool, cfg: { mode: 0o660 } });
+    await startRig(scope, 'scgi', `unix:${ownerOnly}`, { pool, cfg: { owner: www.owner } });
     nginx = await startNginx(
       scope,
       `
     location /owned/ { include /etc/nginx/scgi_params; scgi_pass unix:${owned}; }
-    location /root/ { include /etc/nginx/scgi_params; scgi_pass unix:${rootOwned}; }`,
+    location /root/ { include /etc/nginx/scgi_params; scgi_pass unix:${rootOwned}; }
+    location /owner/ { include /etc/nginx/scgi_params; scgi_pass unix:${ownerOnly}; }`,
       { user: 'www-data' },
     );
   });
@@ -49,12 +53,18 @@ describe('Unix socket owner and group, nginx as www-data', { timeout: 60_000, sk
     assert.equal(st.uid, user!.uid);
     assert.equal(st.gid, group!.gid);
     assert.equal(st.mode & 0o777, 0o660);
+    // Without a mode the socket keeps the default 0600, now its new owner's.
+    const only = statSync(ownerOnly);
+    assert.equal(only.uid, user!.uid);
+    assert.equal(only.gid, 0);
+    assert.equal(only.mode & 0o777, 0o600);
   });
 
   it('nginx (www-data) gets the page through the www-data socket', async () => {
     const r = await httpRequest(`${nginx.url}/owned/page`);
     assert.equal(r.status, 200, nginx.errorLog());
     assert.equal(JSON.parse(r.text).REQUEST_URI, '/owned/page');
+    assert.equal((await httpRequest(`${nginx.url}/owner/page`)).status, 200, nginx.errorLog());
   });
 
   it('the same socket left root:root gives nginx a 502 (permission denied)', async () => {
