@@ -1,6 +1,7 @@
 /**
  * Unix socket owner/group: fcgi-pm runs as root and nginx's workers as www-data (as
- * Debian's nginx does). A socket given to www-data with mode 0660 serves nginx; the same
+ * Debian's nginx does). A socket given to www-data (owner and group with mode 0660, or
+ * owner alone, which keeps 0600) serves nginx; the same
  * socket left root:root answers nginx with "Permission denied", a 502.
  */
 import { after, before, describe, it } from 'node:test';
