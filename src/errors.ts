@@ -38,9 +38,12 @@ export const ErrorCodes = {
   HTTP_HEAD_TIMEOUT: 'ERR_HTTP_HEAD_TIMEOUT',
   HTTP_BODY_TIMEOUT: 'ERR_HTTP_BODY_TIMEOUT',
   HTTP_SEND_TIMEOUT: 'ERR_HTTP_SEND_TIMEOUT',
+  // A TCP connection from an address not in the listener's allowed_clients: closed unread.
+  CLIENT_NOT_ALLOWED: 'ERR_CLIENT_NOT_ALLOWED',
   // Configuration and start-up.
   CONFIG_INVALID: 'ERR_CONFIG_INVALID',
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',
+  ALREADY_RUNNING: 'ERR_ALREADY_RUNNING',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
 } as const;
 

@@ -1,16 +1,19 @@
 /**
  * What `status`, `reload`, `stop` and `workers` share: finding the daemon's control
- * socket (--control PATH, else the config file's control_socket / runtime_dir, else the
- * default; src/config/control-path.ts) and sending it one request.
+ * socket (--control PATH, else the config file's control_socket / runtime_dir / its own
+ * derived name, else the quick form's default; src/config/control-path.ts) and sending
+ * it one request. With -c FILE the daemon that answers must have been started from that
+ * file (every answer names its config), else nothing is sent; --control PATH addresses
+ * whatever daemon listens there.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
-import { controlSocketPath } from '../config/control-path.js';
+import { controlSocketPath, realPath } from '../config/control-path.js';
 import { loadConfig } from '../config/load.js';
-import { ControlUnavailable, controlRequest, type ControlSession } from '../control/client.js';
-import type { ControlRequest } from '../control/protocol.js';
+import { ControlUnavailable, controlRequest, whoAnswers, type ControlSession } from '../control/client.js';
+import type { ControlRequest, DaemonIdentity } from '../control/protocol.js';
 import { ConfigError } from '../errors.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './report.js';
 
@@ -24,8 +27,8 @@ export interface TargetOptions {
 
 export function addTargetOptions(cmd: Command): Command {
   return cmd
-    .option('-c, --config <file>', "the daemon's config file: its control_socket (or runtime_dir) says where to connect")
-    .option('--control <path>', 'control socket path (default: from -c FILE, else /run/fcgi-pm/control.sock as root)');
+    .option('-c, --config <file>', "the daemon started from this config file (its control_socket, runtime_dir or a name derived from the file's path); refuses a daemon started from another file")
+    .option('--control <path>', 'the daemon listening on this control socket, whichever config it runs (default without -c: the quick form\'s, /run/fcgi-pm/control.sock as root)');
 }
 
 export class TargetError extends Error {
@@ -66,12 +69,13 @@ function lenientControlPath(file: string): string | undefined {
     // Guessing the default path could reach another daemon: say so instead.
     throw new TargetError(`cannot tell where the daemon's control socket is: ${file} is not valid YAML (${firstLine((err as Error).message)}); give --control PATH`, EXIT_FAILURE);
   }
-  if (obj === null || typeof obj !== 'object') return controlSocketPath({});
-  const dir = nodePath.dirname(nodePath.resolve(file));
+  if (obj === null || typeof obj !== 'object') return controlSocketPath({ source: nodePath.resolve(file) });
+  const source = nodePath.resolve(file);
+  const dir = nodePath.dirname(source);
   const cs = obj.control_socket;
   if (cs === false || (typeof cs === 'string' && cs.trim().toLowerCase() === 'off')) return undefined;
   const rd = typeof obj.runtime_dir === 'string' ? nodePath.resolve(dir, obj.runtime_dir) : undefined;
-  return controlSocketPath({ controlSocket: typeof cs === 'string' ? nodePath.resolve(dir, cs) : undefined, runtimeDir: rd });
+  return controlSocketPath({ controlSocket: typeof cs === 'string' ? nodePath.resolve(dir, cs) : undefined, runtimeDir: rd, source });
 }
 
 function firstLine(s: string): string {
@@ -79,15 +83,47 @@ function firstLine(s: string): string {
   return i < 0 ? s : s.slice(0, i);
 }
 
+/** "pid 123, config /etc/fcgi-pm.yaml": which daemon answered, for the commands' output. */
+export function describeDaemon(d: Partial<DaemonIdentity> | undefined): string {
+  return `pid ${d?.pid ?? '?'}, config ${d?.config ?? '?'}`;
+}
+
+/**
+ * With -c FILE: the daemon at the socket must say it runs FILE (compared by real path),
+ * checked with a ping before anything else is sent. A daemon too old to say passes.
+ */
+async function checkSameConfig(config: string | undefined, path: string, cmd: string): Promise<void> {
+  if (config === undefined) return;
+  const d = await whoAnswers(path);
+  if (d?.config === undefined) return;
+  if (!nodePath.isAbsolute(d.config) || realPath(d.config) !== realPath(config)) {
+    throw new TargetError(`the daemon at ${path} (${describeDaemon(d)}) was not started from ${config}; not sending it "${cmd}" (give --control ${path} to address it anyway)`, EXIT_FAILURE);
+  }
+}
+
 /** Sends one request; prints and maps failures to exit codes (TargetError). */
 export async function ask(o: TargetOptions, req: ControlRequest, timeoutMs?: number): Promise<ControlSession> {
   const path = resolveControlPath(o);
+  await checkSameConfig(o.config, path, req.cmd);
   try {
     return await controlRequest(path, req, timeoutMs);
   } catch (err) {
-    if (err instanceof ControlUnavailable) throw new TargetError(err.message, EXIT_NOT_RUNNING);
+    if (err instanceof ControlUnavailable) throw new TargetError(err.message + othersHint(o, path), EXIT_NOT_RUNNING);
     throw new TargetError((err as Error).message, EXIT_FAILURE);
   }
+}
+
+/** Without -c or --control only the quick form's socket is tried: name the others there. */
+function othersHint(o: TargetOptions, path: string): string {
+  if (o.config !== undefined || o.control !== undefined) return '';
+  let names: string[];
+  try {
+    // Derived names end in "-<10 hex>.sock" (controlSocketName); listener sockets may sit there too.
+    names = readdirSync(nodePath.dirname(path)).filter((n) => /-[0-9a-f]{10}\.sock$/.test(n));
+  } catch {
+    return '';
+  }
+  return names.length === 0 ? '' : `; daemons started from a config file have their own sockets (${names.join(', ')} in ${nodePath.dirname(path)}): give -c FILE`;
 }
 
 /** For command actions: runs `fn`, turning TargetError and other errors into stderr lines and exit codes. */

@@ -1,7 +1,7 @@
 /** `fcgi-pm reload`: make the running daemon re-read its config file and apply it. */
 import { Command } from 'commander';
 import type { ReloadReport } from '../daemon/reload.js';
-import { addTargetOptions, ask, runTarget, type TargetOptions } from './control-target.js';
+import { addTargetOptions, ask, describeDaemon, runTarget, type TargetOptions } from './control-target.js';
 import { EXIT_FAILURE, EXIT_OK } from './report.js';
 
 function list(what: string, names: string[]): string {
@@ -24,7 +24,7 @@ export function reloadCommand(): Command {
         return EXIT_FAILURE;
       }
       const rep = r.result as ReloadReport;
-      let out = 'reloaded\n';
+      let out = `reloaded fcgi-pm (${describeDaemon(r.daemon)})\n`;
       out += list('pools added', rep.pools.added) + list('pools removed', rep.pools.removed) + list('pools changed', rep.pools.changed);
       out += list('listeners added', rep.listeners.added) + list('listeners removed', rep.listeners.removed);
       out += list('listeners reopened', rep.listeners.reopened) + list('listeners updated', rep.listeners.updated);

@@ -1,7 +1,7 @@
 /** `fcgi-pm stop`: stop the running daemon gracefully and wait until it has exited. */
 import { Command } from 'commander';
 import { formatDuration, parseDuration } from '../config/units.js';
-import { addTargetOptions, ask, runTarget, TargetError, type TargetOptions } from './control-target.js';
+import { addTargetOptions, ask, describeDaemon, runTarget, TargetError, type TargetOptions } from './control-target.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './report.js';
 
 interface StopCliOptions extends TargetOptions {
@@ -28,8 +28,8 @@ export function stopCommand(): Command {
       }
       const session = await ask(o, { cmd: 'ping' });
       session.end();
-      const info = session.response.ok ? (session.response.result as { pid?: number; shutdown_timeout_ms?: number }) : {};
-      const pid = info.pid;
+      const info = session.response.ok ? (session.response.result as { shutdown_timeout_ms?: number }) : {};
+      const who = `fcgi-pm (${describeDaemon(session.response.daemon ?? (session.response.ok ? (session.response.result as { pid?: number }) : undefined))})`;
       const stop = await ask(o, { cmd: 'stop', timeout_ms: timeoutMs });
       if (!stop.response.ok) {
         stop.end();
@@ -37,7 +37,7 @@ export function stopCommand(): Command {
       }
       if (o.wait === false) {
         stop.end();
-        process.stdout.write(`fcgi-pm${pid ? ` (pid ${pid})` : ''} is stopping\n`);
+        process.stdout.write(`${who} is stopping\n`);
         return EXIT_OK;
       }
       const limit = (timeoutMs ?? info.shutdown_timeout_ms ?? 30_000) + EXIT_MARGIN_MS;
@@ -45,7 +45,7 @@ export function stopCommand(): Command {
         stop.end();
         throw new TargetError(`the daemon is still running after ${formatDuration(limit)}`, EXIT_FAILURE);
       }
-      process.stdout.write(`fcgi-pm${pid ? ` (pid ${pid})` : ''} stopped\n`);
+      process.stdout.write(`${who} stopped\n`);
       return EXIT_OK;
     }),
   );

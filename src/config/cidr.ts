@@ -63,7 +63,12 @@ export function parseAllowRule(text: string): AllowRule | string {
     if (!/^\d{1,3}$/.test(bitsText) || Number(bitsText) > max) return `"${text}": the prefix length must be 0..${max}`;
     bits = Number(bitsText);
   }
-  if (v4) return { kind: 'v4', net: (v4ToInt(addr) & maskV4(bits)) >>> 0, bits };
+  // "::ffff:10.0.0.0/104" is how an IPv4 client of a dual-stack socket looks: match it as IPv4.
+  const mapped = !v4 && addr.startsWith('::ffff:') && isIPv4(addr.slice(7)) && bits >= 96;
+  if (v4 || mapped) {
+    const b = mapped ? bits - 96 : bits;
+    return { kind: 'v4', net: (v4ToInt(mapped ? addr.slice(7) : addr) & maskV4(b)) >>> 0, bits: b };
+  }
   return { kind: 'v6', net: v6ToBigInt(addr) & maskV6(bits), bits };
 }
 

@@ -29,6 +29,11 @@ export type KeyType =
   | { kind: 'url-path' }
   /** status_allow: CIDR blocks, addresses, or the words unix, local, all (src/config/cidr.ts). */
   | { kind: 'allow-list' }
+  /** allowed_clients: addresses and CIDR blocks only (src/config/cidr.ts). */
+  | { kind: 'client-list' }
+  /** A user or group: a name from /etc/passwd or /etc/group, or a numeric id (src/config/system-users.ts). */
+  | { kind: 'user' }
+  | { kind: 'group' }
   /** access_format: json, fpm, or a %-format (src/config/access-format.ts). */
   | { kind: 'access-format' }
   /** A path, or "off" (false) to disable. */
@@ -89,7 +94,7 @@ const OPERATIONS_LOG_KEYS: readonly KeySpec[] = [
 ];
 
 const OPERATIONS_TOP_KEYS: readonly KeySpec[] = [
-  { key: 'control_socket', field: 'controlSocket', type: { kind: 'path-or-off' }, defaultText: '(runtime_dir/control.sock, else /run/fcgi-pm/control.sock as root)', doc: 'Unix socket for fcgi-pm status, reload, stop and workers; "off" disables it.' },
+  { key: 'control_socket', field: 'controlSocket', type: { kind: 'path-or-off' }, defaultText: '(runtime_dir/control.sock, else /run/fcgi-pm/<config name>-<hash>.sock as root)', doc: 'Unix socket for fcgi-pm status, reload, stop and workers; "off" disables it. The default is derived from the config file\'s real path, so two configs never share one.' },
   { key: 'control_socket_mode', field: 'controlSocketMode', type: { kind: 'mode' }, default: '0600', doc: 'File mode of the control socket: who may read status, reload and stop the daemon.' },
 ];
 
@@ -97,7 +102,10 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'protocol', field: 'protocol', type: { kind: 'enum', values: ['fastcgi', 'scgi', 'http'] }, required: true, doc: 'Protocol the front-end web server speaks to this listener.' },
   { key: 'address', field: 'address', type: { kind: 'address' }, required: true, doc: 'Where to listen: "127.0.0.1:9000", "[::1]:9000", ":9000" (all interfaces) or "unix:/path.sock".' },
   { key: 'pool', field: 'pool', type: { kind: 'string' }, defaultText: '(the only pool)', doc: 'Pool that serves this listener; may be left out when there is exactly one pool.' },
-  { key: 'mode', field: 'mode', type: { kind: 'mode' }, defaultText: '(umask)', doc: 'Unix sockets only: file mode of the socket, octal and quoted, e.g. "0660".' },
+  { key: 'mode', field: 'mode', type: { kind: 'mode' }, defaultText: '"0600"', doc: 'Unix sockets only: file mode of the socket, octal and quoted, e.g. "0660".' },
+  { key: 'owner', field: 'owner', type: { kind: 'user' }, defaultText: "(fcgi-pm's user)", doc: 'Unix sockets only: owner of the socket, a user name or uid (as FPM\'s listen.owner); giving it away takes root.' },
+  { key: 'group', field: 'group', type: { kind: 'group' }, defaultText: "(fcgi-pm's group)", doc: 'Unix sockets only: group of the socket, a name or gid; with mode "0660" and group www-data, nginx running as www-data may connect.' },
+  { key: 'allowed_clients', field: 'allowedClients', type: { kind: 'client-list' }, defaultText: '(any client)', doc: 'TCP only: client addresses and CIDR blocks (IPv4, IPv6) that may connect, as FPM\'s listen.allowed_clients; others are closed unread and logged (ERR_CLIENT_NOT_ALLOWED).' },
   { key: 'document_root', field: 'documentRoot', type: { kind: 'path' }, scope: 'http', doc: 'HTTP only: directory in which SCRIPT_FILENAME is resolved.' },
   { key: 'index', field: 'index', type: { kind: 'string' }, default: 'index.php', scope: 'http', doc: 'HTTP only: script served for URLs ending in "/".' },
   { key: 'idle_timeout', field: 'idleTimeout', type: positiveDuration, default: '60s', doc: 'Close a front-end connection that sends nothing for this long.' },
@@ -211,6 +219,12 @@ export function describeType(t: KeyType): string {
       return 'URL path';
     case 'allow-list':
       return 'list of CIDR blocks | unix | local | all';
+    case 'client-list':
+      return 'list of addresses and CIDR blocks';
+    case 'user':
+      return 'user name | uid';
+    case 'group':
+      return 'group name | gid';
     case 'access-format':
       return 'json | fpm | %-format';
     case 'path-or-off':

@@ -8,7 +8,7 @@ import { parseAccessFormat } from './access-format.js';
 import { parseAllowRule } from './cidr.js';
 import { show } from './units.js';
 
-export type OperationsKind = 'url-path' | 'allow-list' | 'access-format' | 'path-or-off';
+export type OperationsKind = 'url-path' | 'allow-list' | 'client-list' | 'access-format' | 'path-or-off';
 
 export function convertOperations<T>(kind: OperationsKind, v: unknown, bad: (msg: string) => T, baseDir: string): unknown | T {
   switch (kind) {
@@ -17,14 +17,18 @@ export function convertOperations<T>(kind: OperationsKind, v: unknown, bad: (msg
       if (/[?#\s]/.test(v)) return bad(`must be a plain path (no query, fragment or spaces), got ${show(v)}`);
       return v;
     }
-    case 'allow-list': {
+    case 'allow-list':
+    case 'client-list': {
+      // allowed_clients takes addresses only: the words describe REMOTE_ADDR, not a TCP peer.
+      const words = kind === 'allow-list' ? ' (or unix, local, all)' : '';
       const list = typeof v === 'string' ? [v] : v;
-      if (!Array.isArray(list) || list.length === 0) return bad(`must be a list of CIDR blocks or addresses (or unix, local, all), got ${show(v)}`);
+      if (!Array.isArray(list) || list.length === 0) return bad(`must be a list of CIDR blocks or addresses${words}, got ${show(v)}`);
       const out: string[] = [];
       for (const item of list) {
         if (typeof item !== 'string') return bad(`must be a list of strings, got ${show(item)} in it`);
         const r = parseAllowRule(item);
         if (typeof r === 'string') return bad(r);
+        if (words === '' && r.kind !== 'v4' && r.kind !== 'v6') return bad(`"${item}" is not an address or CIDR block; list the clients' addresses, or leave allowed_clients out to allow any`);
         out.push(item.trim().toLowerCase());
       }
       return out;

@@ -4,15 +4,18 @@
  * and reported as "file:line: key.path: message"; the line comes from a Locator that
  * load.ts builds from the YAML node ranges (objects built in code have no lines).
  *
- * Pure: no file I/O (relative paths are resolved as text against baseDir).
+ * Pure but for user and group names (listener owner/group), looked up through
+ * opts.accounts, by default in /etc/passwd and /etc/group. Relative paths are resolved
+ * as text against baseDir.
  */
 import * as nodePath from 'node:path';
 import { ConfigError } from '../errors.js';
 import { parseAddress, type SocketAddress } from '../protocol/address.js';
-import type { Config, ListenerConfig, MemoryBudgetSetting, PoolConfig } from './types.js';
+import type { AccountId, Config, ListenerConfig, MemoryBudgetSetting, PoolConfig } from './types.js';
 import { LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, SECTION_KEYS, TOP_KEYS, type KeySpec, type KeyType } from './keys.js';
 import { closest, didYouMean } from './suggest.js';
 import { convertOperations } from './operations-keys.js';
+import { lookupGroup, lookupUser, type GroupEntry, type UserEntry } from './system-users.js';
 import { formatDuration, formatSize, parseDuration, parseSize, show } from './units.js';
 
 export type KeyPath = ReadonlyArray<string | number>;
@@ -30,7 +33,16 @@ export interface FromObjectOptions {
   locate?: Locator;
   /** Relative paths are resolved against this (default: the directory of `source` when absolute, else the cwd). */
   baseDir?: string;
+  /** Where user and group names are looked up (default: this host's /etc/passwd and /etc/group). */
+  accounts?: Accounts;
 }
+
+export interface Accounts {
+  user(nameOrId: string): UserEntry | undefined;
+  group(nameOrId: string): GroupEntry | undefined;
+}
+
+const SYSTEM_ACCOUNTS: Accounts = { user: (n) => lookupUser(n), group: (n) => lookupGroup(n) };
 
 /** Pool names end up in logs, status output and socket file names. */
 const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
@@ -85,6 +97,7 @@ class Problems {
 interface Ctx {
   problems: Problems;
   baseDir: string;
+  accounts: Accounts;
 }
 
 const INVALID: unique symbol = Symbol('invalid');
@@ -238,12 +251,26 @@ function convert(type: KeyType, v: unknown, path: KeyPath, ctx: Ctx): Converted 
     }
     case 'budget':
       return convertBudget(v, bad);
+    case 'user':
+    case 'group':
+      return convertAccount(type.kind, v, bad, ctx.accounts);
     case 'url-path':
     case 'allow-list':
+    case 'client-list':
     case 'access-format':
     case 'path-or-off':
       return convertOperations(type.kind, v, bad, ctx.baseDir);
   }
+}
+
+/** A user or group name that exists here, or a numeric id (which need not have an entry). */
+function convertAccount(kind: 'user' | 'group', v: unknown, bad: (msg: string) => typeof INVALID, accounts: Accounts): AccountId | typeof INVALID {
+  const s = typeof v === 'number' && Number.isInteger(v) && v >= 0 ? String(v) : typeof v === 'string' ? v.trim() : undefined;
+  if (s === undefined || s === '' || s.includes(':')) return bad(`must be a ${kind} name or a numeric id, got ${show(v)}`);
+  const found = kind === 'user' ? accounts.user(s) : accounts.group(s);
+  if (found !== undefined) return { id: kind === 'user' ? (found as UserEntry).uid : found.gid, name: found.name };
+  if (/^\d+$/.test(s)) return { id: Number(s), name: s };
+  return bad(`no ${kind} named "${s}" on this host (${kind === 'user' ? '/etc/passwd' : '/etc/group'})`);
 }
 
 /** memory_budget: "auto", "50%" (of MemTotal) or a size of at least 1 MiB. */
@@ -297,7 +324,7 @@ function defaultOf(spec: KeySpec): unknown {
   let v = defaultsCache.get(spec);
   if (v === undefined) {
     const problems = new Problems('<defaults>', undefined);
-    v = convert(spec.type, spec.default, [spec.key], { problems, baseDir: '/' });
+    v = convert(spec.type, spec.default, [spec.key], { problems, baseDir: '/', accounts: SYSTEM_ACCOUNTS });
     if (problems.count > 0) throw new Error(`bad default for ${spec.key}: ${problems.texts().join('; ')}`);
     defaultsCache.set(spec, v);
   }
@@ -414,8 +441,13 @@ function buildListener(obj: unknown, i: number, poolNames: readonly string[], ct
   if (l.protocol !== undefined) {
     checkScope(s, LISTENER_KEYS, path, new Set(l.protocol === 'http' ? ['http'] : []), () => 'only applies to http listeners', ctx);
   }
-  if (l.mode !== undefined && l.address !== undefined && l.address.kind !== 'unix') {
-    ctx.problems.add([...path, 'mode'], 'only applies to unix: socket addresses');
+  if (l.address !== undefined && l.address.kind !== 'unix') {
+    for (const [key, value] of [['mode', l.mode], ['owner', l.owner], ['group', l.group]] as const) {
+      if (value !== undefined) ctx.problems.add([...path, key], 'only applies to unix: socket addresses');
+    }
+  }
+  if (l.allowedClients !== undefined && l.address?.kind === 'unix') {
+    ctx.problems.add([...path, 'allowed_clients'], 'only applies to TCP addresses; on a Unix socket, owner, group and mode say who may connect');
   }
   if (l.pool === undefined) {
     if (poolNames.length === 1) l.pool = poolNames[0]!;
@@ -465,7 +497,7 @@ function checkAddresses(listeners: Array<ListenerConfig | undefined>, pools: Map
  */
 export function configFromObject(obj: unknown, source: string, opts: FromObjectOptions = {}): Config {
   const problems = new Problems(opts.label ?? source, opts.locate);
-  const ctx: Ctx = { problems, baseDir: opts.baseDir ?? (nodePath.isAbsolute(source) ? nodePath.dirname(source) : process.cwd()) };
+  const ctx: Ctx = { problems, baseDir: opts.baseDir ?? (nodePath.isAbsolute(source) ? nodePath.dirname(source) : process.cwd()), accounts: opts.accounts ?? SYSTEM_ACCOUNTS };
   if (!isMapping(obj)) {
     problems.add([], `the configuration must be a mapping with "listen" and "pools", got ${show(obj)}`);
     throw new ConfigError(problems.texts());
@@ -529,7 +561,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
  */
 export function poolConfigFromObject(name: string, obj: Record<string, unknown>, source = '<pool>'): PoolConfig {
   const problems = new Problems(source, undefined);
-  const pool = buildPool(name, obj, { problems, baseDir: process.cwd() });
+  const pool = buildPool(name, obj, { problems, baseDir: process.cwd(), accounts: SYSTEM_ACCOUNTS });
   if (problems.count > 0) throw new ConfigError(problems.texts());
   return pool;
 }

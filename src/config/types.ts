@@ -4,6 +4,12 @@
  */
 import type { SocketAddress } from '../protocol/address.js';
 
+/** A user or group as configured (name or number) and its numeric id. */
+export interface AccountId {
+  id: number;
+  name: string;
+}
+
 export type FrontProtocol = 'fastcgi' | 'scgi' | 'http';
 export type BackendProtocol = 'fastcgi' | 'scgi';
 
@@ -13,6 +19,11 @@ export interface ListenerConfig {
   pool: string;
   /** Unix socket file mode, e.g. 0o660. */
   mode: number | undefined;
+  /** Unix socket owner and group, resolved from names at load (src/config/system-users.ts). */
+  owner?: AccountId | undefined;
+  group?: AccountId | undefined;
+  /** TCP only: client rules (addresses, CIDR blocks; src/config/cidr.ts); undefined = any client. */
+  allowedClients?: string[] | undefined;
   /** HTTP only: where SCRIPT_FILENAME points, and the index script for directory URLs. */
   documentRoot: string | undefined;
   index: string;

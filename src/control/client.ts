@@ -3,7 +3,7 @@
  * stop the wait until the daemon has gone (the daemon closes the connection as it exits).
  */
 import { connect, type Socket } from 'node:net';
-import { LineSplitter, type ControlRequest, type ControlResponse } from './protocol.js';
+import { LineSplitter, type ControlRequest, type ControlResponse, type DaemonIdentity } from './protocol.js';
 
 /** No daemon answers at the path (not running, stale socket, no permission). */
 export class ControlUnavailable extends Error {
@@ -99,4 +99,21 @@ export function controlRequest(path: string, req: ControlRequest, timeoutMs = 60
       }
     });
   });
+}
+
+/**
+ * Who answers at `path`: the daemon's identity when one does (from its answer to ping;
+ * `{}` from a daemon too old to say), undefined when nobody listens there.
+ */
+export async function whoAnswers(path: string, timeoutMs = 5000): Promise<Partial<DaemonIdentity> | undefined> {
+  try {
+    const s = await controlRequest(path, { cmd: 'ping' }, timeoutMs);
+    s.end();
+    const r = s.response;
+    const ping = r.ok ? (r.result as Partial<DaemonIdentity>) : {};
+    return { pid: r.daemon?.pid ?? ping.pid, config: r.daemon?.config ?? ping.config };
+  } catch (err) {
+    if (err instanceof ControlUnavailable) return undefined;
+    return {};
+  }
 }

@@ -139,6 +139,7 @@ export const DAEMON_METRICS: readonly DaemonMetric[] = [
   { metric: 'fcgipm_start_time_seconds', type: 'gauge', help: 'When fcgi-pm started, Unix time.', samples: (s) => one(s.daemon.startedAt / 1000) },
   { metric: 'fcgipm_reloads_total', type: 'counter', help: 'Config reloads by result.', samples: (s) => [{ labels: [['result', 'ok']], value: s.daemon.reloads.ok }, { labels: [['result', 'failed']], value: s.daemon.reloads.failed }] },
   { metric: 'fcgipm_process_resident_memory_bytes', type: 'gauge', help: "fcgi-pm's own resident memory.", samples: (s) => one(s.daemon.rss) },
+  { metric: 'fcgipm_listener_refused_total', type: 'counter', help: 'Connections closed unread: client not in allowed_clients.', samples: (s) => s.listeners.map((l) => ({ labels: [['listener', l.address], ['protocol', l.protocol], ['pool', l.pool]] as Array<[string, string]>, value: l.refused })) },
   { metric: 'fcgipm_listener_connections', type: 'gauge', help: 'Open front-end connections per listener.', samples: (s) => s.listeners.map((l) => ({ labels: [['listener', l.address], ['protocol', l.protocol], ['pool', l.pool]] as Array<[string, string]>, value: l.connections })) },
   { metric: 'fcgipm_memory_budget_bytes', type: 'gauge', help: 'memory_budget shared by all pools.', samples: (s) => one(s.memory?.budget) },
   { metric: 'fcgipm_memory_used_bytes', type: 'gauge', help: 'Measured memory of fcgi-pm and all workers.', samples: (s) => one(s.memory?.used) },

@@ -8,6 +8,8 @@
  *   {"cmd":"stop","timeout_ms":30000}     → {"ok":true,"result":{"stopping":true}}; the
  *                                           connection then closes when the daemon exits
  *   {"cmd":"ping"}                        → {"ok":true,"result":{"pid":123,"version":"..."}}
+ * Every answer also says which daemon gave it: "daemon":{"pid":123,"config":"/etc/fcgi-pm.yaml"}
+ * (config is "<command line>" for the quick form), so the CLI can tell one daemon from another.
  */
 
 export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping';
@@ -29,7 +31,13 @@ export interface ControlError {
   problems?: string[] | undefined;
 }
 
-export type ControlResponse = { ok: true; result: unknown } | { ok: false; error: ControlError };
+/** The daemon that answered: its pid and the config file it was started from. */
+export interface DaemonIdentity {
+  pid: number;
+  config: string;
+}
+
+export type ControlResponse = ({ ok: true; result: unknown } | { ok: false; error: ControlError }) & { daemon?: DaemonIdentity };
 
 /** Longest request line accepted; a longer one closes the connection. */
 export const MAX_REQUEST_LINE = 64 * 1024;

@@ -6,7 +6,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../log/log.js';
-import { LineSplitter, MAX_REQUEST_LINE, parseRequest, type ControlError, type ControlRequest, type ControlResponse } from './protocol.js';
+import { LineSplitter, MAX_REQUEST_LINE, parseRequest, type ControlError, type ControlRequest, type ControlResponse, type DaemonIdentity } from './protocol.js';
 
 export interface ControlHandlers {
   status(req: ControlRequest): Promise<unknown>;
@@ -38,22 +38,22 @@ export class ControlServer {
     this.server = server;
   }
 
-  static async start(path: string, mode: number, handlers: ControlHandlers, logger: Logger, bind: BindControl): Promise<ControlServer> {
+  static async start(path: string, mode: number, handlers: ControlHandlers, logger: Logger, bind: BindControl, identity: DaemonIdentity): Promise<ControlServer> {
     const server = createServer({ allowHalfOpen: true });
     const cs = new ControlServer(path, server);
-    server.on('connection', (sock) => cs.serve(sock, handlers, logger));
+    server.on('connection', (sock) => cs.serve(sock, handlers, logger, identity));
     server.on('error', (err) => logger.error({ err, path }, 'control socket error'));
     await bind(server, path, mode);
     return cs;
   }
 
-  private serve(sock: Socket, handlers: ControlHandlers, logger: Logger): void {
+  private serve(sock: Socket, handlers: ControlHandlers, logger: Logger, identity: DaemonIdentity): void {
     this.sockets.add(sock);
     sock.setEncoding('utf8');
     // Responses go out in request order even when a later request finishes first.
     let chain: Promise<void> = Promise.resolve();
     const reply = (r: ControlResponse): void => {
-      if (!sock.destroyed && sock.writable) sock.write(JSON.stringify(r) + '\n');
+      if (!sock.destroyed && sock.writable) sock.write(JSON.stringify({ ...r, daemon: identity }) + '\n');
     };
     const lines = new LineSplitter((line) => {
       chain = chain.then(async () => {

@@ -36,6 +36,8 @@ export interface ListenerStatus {
   protocol: string;
   pool: string;
   connections: number;
+  /** Connections closed unread because the client is not in allowed_clients. */
+  refused: number;
   name?: string | undefined;
   statusPath?: string | undefined;
   pingPath?: string | undefined;

@@ -13,11 +13,12 @@ import { loadConfig } from '../config/load.js';
 import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import { PoolGenerations } from '../control/generations.js';
 import { RequestBoard } from '../control/request-board.js';
+import { whoAnswers } from '../control/client.js';
 import { ControlServer, type ControlHandlers } from '../control/server.js';
 import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
 import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
 import type { DaemonStatus, ListenerStatus, StatusSnapshot } from '../control/types.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, ErrorCodes } from '../errors.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
 import { adoptListeningFd, listenOn, ListenError } from '../frontend/listen.js';
 import { createAccessLog, type AccessLogger } from '../log/access.js';
@@ -29,6 +30,15 @@ import type { Exchange } from '../protocol/exchange.js';
 import { applyReload, type ReloadReport } from './reload.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
+
+/** Another daemon answers on this one's control socket. */
+export class AlreadyRunningError extends Error {
+  readonly code = ErrorCodes.ALREADY_RUNNING;
+  constructor(message: string) {
+    super(message);
+    this.name = 'AlreadyRunningError';
+  }
+}
 
 /** What operations reads of the daemon (Daemon has these getters). */
 export interface DaemonView {
@@ -126,6 +136,7 @@ export class Operations {
           protocol: l.config.protocol,
           pool: l.config.pool,
           connections: l.connections,
+          refused: l.refused,
           name: l.config.name,
           statusPath: l.config.statusPath,
           pingPath: l.config.pingPath,
@@ -208,8 +219,11 @@ export class Operations {
   private controlHandlers: Pick<ControlHandlers, 'stop'> | undefined;
 
   /**
-   * Binds the control socket. With the default path, one in use (another daemon) is a
-   * warning and this daemon runs without; a configured path must be ours, else throws.
+   * Binds the control socket. A daemon that answers there already (the same config
+   * started twice, or two configs told to share a path) stops this start with
+   * ERR_ALREADY_RUNNING, except in the quick form, which then runs without a control
+   * socket (a warning): its default is one shared name. Other failures to bind throw for
+   * a configured path and warn for a derived one.
    */
   async openControl(cfg: Config, handlers: Pick<ControlHandlers, 'stop'>): Promise<void> {
     this.controlHandlers = handlers;
@@ -219,8 +233,14 @@ export class Operations {
       status: (req) => this.snapshot({ processes: req.processes === true }),
       reload: () => this.reloadFromSource(),
       stop: (ms) => handlers.stop(ms),
-      ping: () => ({ pid: process.pid, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
+      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
     };
+    const quickDefault = isDefaultControlSocket(cfg) && !nodePath.isAbsolute(cfg.source);
+    const other = await whoAnswers(path);
+    if (other !== undefined && !quickDefault) {
+      const who = `pid ${other.pid ?? '?'}, config ${other.config ?? '?'}`;
+      throw new AlreadyRunningError(`another fcgi-pm (${who}) answers on the control socket ${path}; not starting a second daemon for ${cfg.source}`);
+    }
     try {
       const dir = nodePath.dirname(path);
       const isDefault = isDefaultControlSocket(cfg);
@@ -231,15 +251,17 @@ export class Operations {
       const st = statSync(dir);
       const uid = process.getuid?.() ?? 0;
       if (isDefault && st.uid !== uid && st.uid !== 0) throw new Error(`${dir} belongs to uid ${st.uid}, not to us`);
-      this.control = await ControlServer.start(path, cfg.controlSocketMode ?? 0o600, all, this.logger.child({ component: 'control' }), bindControl);
+      const identity = { pid: process.pid, config: cfg.source };
+      this.control = await ControlServer.start(path, cfg.controlSocketMode ?? 0o600, all, this.logger.child({ component: 'control' }), bindControl, identity);
       this.controlPath = path;
       this.logger.info({ kind: 'control', path }, `control socket ${path} (fcgi-pm status, reload, stop, workers)`);
     } catch (err) {
-      // A second daemon with the default path must still serve; one that was told a path must not start.
+      // A derived path that cannot be bound (a foreign directory) is not worth refusing to serve over.
       if (!isDefaultControlSocket(cfg)) {
         throw new ListenError(`control_socket ${path}: ${(err as Error).message.replace(/^unix:\S+: /, '')}; is another fcgi-pm running with this config? ("fcgi-pm status -c FILE" tells)`);
       }
-      this.logger.warn({ kind: 'control', path, err: (err as Error).message }, `no control socket: ${(err as Error).message}; set control_socket to give this daemon its own`);
+      const hint = quickDefault ? 'run it from a config file, or set control_socket, to give it its own' : 'set control_socket to give this daemon its own';
+      this.logger.warn({ kind: 'control', path, err: (err as Error).message }, `no control socket: ${(err as Error).message}; ${hint}`);
     }
   }
 

@@ -4,7 +4,8 @@
  *  1. plan: which pools are added, removed, changed or unchanged (deep-equal configs);
  *     which listeners are added, removed, kept (same address and protocol), and of the
  *     kept ones which take their new settings in place (pool, name, status paths,
- *     status_allow: read per request) and which must be reopened (anything else).
+ *     status_allow: read per request; allowed_clients: read per connection) and which
+ *     must be reopened (anything else).
  *  2. start new and changed pools (static pools wait for their workers);
  *  3. bind added listeners. A failure in 2 or 3 undoes them: the old config keeps running.
  *  4. commit, synchronously: the pool map (which listeners read per request) points to
@@ -32,7 +33,7 @@ export interface ReloadReport {
 }
 
 /** Listener settings read per request, so a running listener takes them in place. */
-export const IN_PLACE_LISTENER_FIELDS = ['pool', 'name', 'statusPath', 'pingPath', 'pingResponse', 'statusAllow'] as const;
+export const IN_PLACE_LISTENER_FIELDS = ['pool', 'name', 'statusPath', 'pingPath', 'pingResponse', 'statusAllow', 'allowedClients'] as const;
 
 type InPlace = (typeof IN_PLACE_LISTENER_FIELDS)[number];
 

@@ -23,7 +23,7 @@ import { HttpRejectCodes } from './request-errors.js';
 import { SessionListener } from './listener-base.js';
 import { applyOverride, compileOverride } from './params-override.js';
 import { StatCache, percentDecode, splitScript, type ScriptSplit } from './script-path.js';
-import { bindListener, watchServer } from './stream-listener.js';
+import { acceptConnections, bindListener, watchServer } from './stream-listener.js';
 
 export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener> {
   const idle = cfg.idleTimeout;
@@ -42,7 +42,7 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
   const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params) };
   const handler = new HttpHandler(env);
 
-  server.on('connection', (socket: Socket) => {
+  acceptConnections(listener, (socket) => {
     const conn = new HttpConnection(env, socket);
     socket.on('close', () => conn.closed());
   });

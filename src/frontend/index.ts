@@ -33,6 +33,8 @@ export interface Listener {
   readonly address: string;
   /** Open front-end connections. */
   readonly connections: number;
+  /** Connections refused by allowed_clients since it started. */
+  readonly refused: number;
   /** Stops accepting; resolves once open connections have finished their requests or timeoutMs passed (then they are closed). */
   close(timeoutMs: number): Promise<void>;
 }

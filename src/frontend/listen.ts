@@ -1,13 +1,14 @@
 /**
  * Binding a front-end server to its address: TCP (IPv4, IPv6) or a Unix socket.
  *
- * Unix sockets get the configured file mode and replace a stale socket file left by a
+ * Unix sockets get the configured owner, group and file mode before listenOn resolves
+ * (so before the listener is announced ready), and replace a stale socket file left by a
  * crashed predecessor, but never a live socket (someone answers there) and never a file
  * that is not a socket: deleting an operator's regular file by a config typo is worse
  * than refusing to start.
  */
 import { connect, type Server } from 'node:net';
-import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, unlinkSync } from 'node:fs';
 import { ErrorCodes } from '../errors.js';
 import type { SocketAddress } from '../protocol/address.js';
 
@@ -22,6 +23,9 @@ export class ListenError extends Error {
 export interface ListenOptions {
   /** Unix sockets: file mode applied before the listener is reported ready. */
   mode?: number | undefined;
+  /** Unix sockets: uid / gid given to the socket (chown; another user's takes root). */
+  owner?: number | undefined;
+  group?: number | undefined;
   /** server.maxConnections; connections beyond it are closed by node on accept. */
   maxConns?: number | undefined;
 }
@@ -51,15 +55,31 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
   const path = address.path;
   await clearStaleSocket(path);
   await bind(server, address.text, () => listenUnixRestricted(server, path));
-  if (opts.mode !== undefined) {
-    try {
-      chmodSync(path, opts.mode);
-    } catch (err) {
-      server.close();
-      throw new ListenError(`${address.text}: cannot set mode ${opts.mode.toString(8)}: ${(err as Error).message}`);
-    }
+  // The socket is 0600 to us until here. Giving it away goes through mode 0 (nobody but
+  // root) so no one connects in between whom the final owner, group and mode do not admit.
+  const owner = opts.owner ?? -1;
+  const group = opts.group ?? -1;
+  const chown = owner !== -1 || group !== -1;
+  const mode = opts.mode ?? (chown ? 0o600 : undefined);
+  if (chown) {
+    applyOrClose(server, address, `cannot set owner ${owner}:${group}`, () => {
+      chmodSync(path, 0);
+      chownSync(path, owner, group);
+    });
   }
+  if (mode !== undefined) applyOrClose(server, address, `cannot set mode ${mode.toString(8)}`, () => chmodSync(path, mode));
   return address.text;
+}
+
+function applyOrClose(server: Server, address: SocketAddress, what: string, fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    server.close();
+    const e = err as NodeJS.ErrnoException;
+    const hint = e.code === 'EPERM' ? ' (giving a socket to another user or a group fcgi-pm is not in takes root)' : '';
+    throw new ListenError(`${address.text}: ${what}: ${e.message}${hint}`);
+  }
 }
 
 function tcpText(server: Server, address: SocketAddress): string {

@@ -5,6 +5,7 @@
 import type { Server } from 'node:net';
 import type { Logger } from '../log/log.js';
 import type { ListenerConfig } from '../config/types.js';
+import { ClientGate } from './client-gate.js';
 import type { Listener } from './index.js';
 
 /** One front-end connection as the listener sees it. */
@@ -21,6 +22,8 @@ export class SessionListener implements Listener {
   readonly server: Server;
   /** Child logger bound to this listener's address, made once. */
   log: Logger;
+  /** allowed_clients, checked on accept (src/frontend/stream-listener.ts acceptConnections). */
+  readonly gate: ClientGate;
   private readonly sessions = new Set<Session>();
   private closing = false;
   private closedWaiter: (() => void) | undefined;
@@ -29,10 +32,15 @@ export class SessionListener implements Listener {
     this.config = config;
     this.server = server;
     this.log = log;
+    this.gate = new ClientGate(config, () => this.log);
   }
 
   get connections(): number {
     return this.sessions.size;
+  }
+
+  get refused(): number {
+    return this.gate.refused;
   }
 
   add(s: Session): void {

@@ -18,12 +18,20 @@ export async function startSessionListener(
 ): Promise<Listener> {
   const listener = new SessionListener(cfg, server, ctx.logger.child({ listener: cfg.address.text, protocol: cfg.protocol }));
   const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params) };
-  server.on('connection', (socket: Socket) => {
-    makeSession(env, socket);
-  });
+  acceptConnections(listener, (socket) => makeSession(env, socket));
   watchServer(listener);
   await bindListener(listener, ctx);
   return listener;
+}
+
+/**
+ * The one accept path of every listener: allowed_clients first, so a refused client's
+ * socket is closed before a byte is read or a session is made for it.
+ */
+export function acceptConnections(listener: SessionListener, serve: (socket: Socket) => void): void {
+  listener.server.on('connection', (socket: Socket) => {
+    if (listener.gate.admit(socket)) serve(socket);
+  });
 }
 
 /** Logs what the server itself reports: refused connections over max_conns, errors after start. */
@@ -36,7 +44,7 @@ export function watchServer(listener: SessionListener): void {
 /** Binds, then rebinds the logger to the real address (port 0 → the port we got). */
 export async function bindListener(listener: SessionListener, ctx: FrontendContext): Promise<void> {
   const cfg = listener.config;
-  listener.address = await listenOn(listener.server, cfg.address, { mode: cfg.mode, maxConns: cfg.maxConns });
+  listener.address = await listenOn(listener.server, cfg.address, { mode: cfg.mode, owner: cfg.owner?.id, group: cfg.group?.id, maxConns: cfg.maxConns });
   listener.log = ctx.logger.child({ listener: listener.address, protocol: cfg.protocol });
   listener.server.on('error', (err) => listener.log.error({ err }, 'listener error'));
   listener.log.info('listening');

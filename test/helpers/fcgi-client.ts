@@ -4,7 +4,7 @@
  * several request ids on one connection, send GET_VALUES, ABORT_REQUEST, unknown record
  * types or plain garbage, and inspect every record that comes back.
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import {
   FcgiDecoder,
   FCGI_KEEP_CONN,
@@ -19,7 +19,7 @@ import {
   type FcgiRecord,
 } from '../../src/protocol/fastcgi.js';
 import { CgiParams } from '../../src/protocol/params.js';
-import type { ConnectTarget } from './wait.js';
+import { connectTo, type ConnectTarget } from './wait.js';
 
 export interface FcgiResponse {
   requestId: number;
@@ -143,7 +143,7 @@ export class FcgiClient {
 
   static connect(target: ConnectTarget): Promise<FcgiClient> {
     return new Promise((resolve, reject) => {
-      const s = 'path' in target ? connect(target.path) : connect(target.port, target.host ?? '127.0.0.1');
+      const s = connectTo(target);
       s.once('error', reject);
       s.once('connect', () => {
         s.off('error', reject);

@@ -31,9 +31,12 @@ export function nginxPrefix(scope: Scope): string {
   return dir;
 }
 
-export function nginxMainConf(dir: string, http: string, workerConnections = 2048): string {
-  // As root the workers would drop to "nobody" and could not reach our 0700 temp dirs.
-  const user = process.getuid?.() === 0 ? 'user root root;' : '';
+/**
+ * `user`: the account nginx's workers run as when started by root (Debian runs them as
+ * www-data); by default root, since "nobody" could not reach our 0700 temp dirs.
+ */
+export function nginxMainConf(dir: string, http: string, workerConnections = 2048, workerUser = 'root'): string {
+  const user = process.getuid?.() === 0 ? `user ${workerUser} ${workerUser};` : '';
   return `
 ${user}
 daemon off;
@@ -59,7 +62,7 @@ ${http}
  * `serverBody` goes inside `server { listen 127.0.0.1:PORT; ... }`; `httpExtra` goes in
  * the http block (e.g. `upstream` blocks).
  */
-export async function startNginx(scope: Scope, serverBody: string, opts: { httpExtra?: string } = {}): Promise<Nginx> {
+export async function startNginx(scope: Scope, serverBody: string, opts: { httpExtra?: string; user?: string } = {}): Promise<Nginx> {
   const dir = nginxPrefix(scope);
   const port = await freePort();
   const conf = nginxMainConf(
@@ -72,6 +75,8 @@ export async function startNginx(scope: Scope, serverBody: string, opts: { httpE
     server_name localhost;
     ${serverBody}
   }`,
+    2048,
+    opts.user,
   );
   const confPath = join(dir, 'nginx.conf');
   writeFileSync(confPath, conf);

@@ -3,8 +3,8 @@
  * everything received, and learn how the connection ended (peer end, reset, or still
  * open when we gave up).
  */
-import { connect, type Socket } from 'node:net';
-import type { ConnectTarget } from './wait.js';
+import type { Socket } from 'node:net';
+import { connectTo, type ConnectTarget } from './wait.js';
 
 export interface RawResult {
   received: Buffer;
@@ -26,7 +26,7 @@ export class RawConn {
   private dataWaiters: Array<() => void> = [];
 
   constructor(target: ConnectTarget) {
-    this.socket = 'path' in target ? connect(target.path) : connect(target.port, target.host ?? '127.0.0.1');
+    this.socket = connectTo(target);
     this.connected = new Promise((resolve, reject) => {
       this.socket.once('connect', resolve);
       this.socket.once('error', reject);

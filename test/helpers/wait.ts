@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -40,12 +40,17 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-export type ConnectTarget = { port: number; host?: string } | { path: string };
+/** `localAddress`: the client's own address (e.g. 127.0.0.2, to test allowed_clients). */
+export type ConnectTarget = { port: number; host?: string; localAddress?: string } | { path: string };
+
+export function connectTo(target: ConnectTarget): Socket {
+  return 'path' in target ? connect(target.path) : connect({ port: target.port, host: target.host ?? '127.0.0.1', localAddress: target.localAddress });
+}
 
 /** Resolves true when a connection to the target succeeds (and closes it), false on error. */
 export function canConnect(target: ConnectTarget): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = 'path' in target ? connect(target.path) : connect(target.port, target.host ?? '127.0.0.1');
+    const s = connectTo(target);
     s.once('connect', () => {
       s.destroy();
       resolve(true);

@@ -4,7 +4,7 @@
 // status_allow), a clear error when no daemon runs, and a graceful `fcgi-pm stop`.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as http from 'node:http';
 import { join } from 'node:path';
@@ -109,9 +109,10 @@ describe('status, workers and stop through the control socket and status pages',
     // -c FILE finds the socket through the config, also when the file has become invalid.
     const byConfig = await runBin(['status', '--json', '-c', d.daemon.configPath]);
     assert.equal(JSON.parse(byConfig.stdout).daemon.pid, d.daemon.pid, byConfig.stderr);
-    const broken = join(d.dir, 'broken.yaml');
-    writeFileSync(broken, `control_socket: ${d.control}\nlisten: []\npools: { php: { max_children: -1 } }\n`);
-    const byBroken = await runBin(['status', '--json', '-c', broken]);
+    const original = readFileSync(d.daemon.configPath, 'utf8');
+    writeFileSync(d.daemon.configPath, `control_socket: ${d.control}\nlisten: []\npools: { php: { max_children: -1 } }\n`);
+    const byBroken = await runBin(['status', '--json', '-c', d.daemon.configPath]);
+    writeFileSync(d.daemon.configPath, original);
     assert.equal(byBroken.code, 0, byBroken.stderr);
   });
 
@@ -252,7 +253,7 @@ describe('status, workers and stop through the control socket and status pages',
     assert.match(await withTimeout(running.body, 20_000, 'the running request'), /slept 1500/);
     const r = await stop;
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`fcgi-pm \\(pid ${d.daemon.pid}\\) stopped`));
+    assert.match(r.stdout, new RegExp(`fcgi-pm \\(pid ${d.daemon.pid}, config ${d.daemon.configPath}\\) stopped`));
     const exit = await withTimeout(d.daemon.child.exited, 10_000, 'daemon exit');
     assert.deepEqual(exit, { code: 0, signal: null });
     assert.ok(d.daemon.findLog((l) => l.kind === 'shutdown' && l.via === 'control' && l.timeout_ms === 20_000));

@@ -118,7 +118,7 @@ function snapshot(pools: PoolStatus[]): StatusSnapshot {
   return {
     format: SNAPSHOT_FORMAT,
     daemon: { version: '0.1.0', pid: 7, state: 'running', startedAt: 1_700_000_000_000, now: 1_700_000_100_000, config: '/etc/fcgi-pm.yaml', controlSocket: '/run/c.sock', reloads: { ok: 2, failed: 1 }, rss: 50_000_000 },
-    listeners: [{ address: '127.0.0.1:9000', protocol: 'fastcgi', pool: 'php', connections: 3 }],
+    listeners: [{ address: '127.0.0.1:9000', protocol: 'fastcgi', pool: 'php', connections: 3, refused: 0 }],
     pools,
   };
 }
@@ -189,19 +189,19 @@ test('reload plan: pools added/removed/changed, listeners kept, updated in place
   });
   const next = cfg({
     listen: [
-      { protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'd', status_path: '/status' },
+      { protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'd', status_path: '/status', allowed_clients: ['10.0.0.0/8'] },
       { protocol: 'scgi', address: '127.0.0.1:9001', pool: 'b' },
       { protocol: 'fastcgi', address: '127.0.0.1:9003', pool: 'a' },
     ],
     pools: { a: { command: ['php-cgi'], max_children: 3 }, b: { backends: ['127.0.0.1:7000'] }, d: { backends: ['127.0.0.1:7002'] } },
   });
-  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, close: async () => {} }) as Listener);
+  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, refused: 0, close: async () => {} }) as Listener);
   const plan = planReload(cur, next, running);
   assert.deepEqual(plan.pools.added.map((p) => p.name), ['d']);
   assert.deepEqual(plan.pools.changed.map((p) => p.name), ['a']);
   assert.deepEqual(plan.pools.removed, ['c']);
   assert.deepEqual(plan.pools.unchanged, ['b']);
-  assert.deepEqual(plan.listeners.updated.map((u) => u.listener.address), ['127.0.0.1:9000'], 'pool and status_path change in place');
+  assert.deepEqual(plan.listeners.updated.map((u) => u.listener.address), ['127.0.0.1:9000'], 'pool, status_path and allowed_clients change in place');
   assert.deepEqual(plan.listeners.reopened.map((u) => u.listener.address), ['127.0.0.1:9001'], 'protocol change reopens');
   assert.deepEqual(plan.listeners.added.map((l) => l.address.text), ['127.0.0.1:9003']);
   assert.deepEqual(plan.listeners.removed.map((l) => l.address), ['127.0.0.1:9002']);
