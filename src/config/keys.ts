@@ -100,6 +100,8 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'mode', field: 'mode', type: { kind: 'mode' }, defaultText: '(umask)', doc: 'Unix sockets only: file mode of the socket, octal and quoted, e.g. "0660".' },
   { key: 'document_root', field: 'documentRoot', type: { kind: 'path' }, scope: 'http', doc: 'HTTP only: directory in which SCRIPT_FILENAME is resolved.' },
   { key: 'index', field: 'index', type: { kind: 'string' }, default: 'index.php', scope: 'http', doc: 'HTTP only: script served for URLs ending in "/".' },
+  { key: 'body_buffer_size', field: 'bodyBufferSize', type: { kind: 'size', min: 0, max: 64 * 1024 * 1024 }, default: '64KiB', scope: 'http', doc: 'HTTP only: a chunked request body is read whole before the request is dispatched (the backend needs CONTENT_LENGTH); up to this many bytes stay in memory, the rest goes to a temp file in the private runtime directory.' },
+  { key: 'max_body_size', field: 'maxBodySize', type: { kind: 'size', min: 1, max: 2 ** 40 }, default: '100MiB', scope: 'http', doc: 'HTTP only: a request body larger than this (declared by Content-Length, or counted as a chunked body arrives) is answered 413.' },
   { key: 'idle_timeout', field: 'idleTimeout', type: positiveDuration, default: '60s', doc: 'Close a front-end connection that sends nothing for this long.' },
   { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS).' },
   { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },

@@ -15,6 +15,7 @@ import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchan
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
 import { remoteText } from './listen.js';
+import type { BufferedBody } from './request-body.js';
 import { HttpRejectCodes, errorText } from './request-errors.js';
 
 const kCall = Symbol('fcgi-pm.httpCall');
@@ -68,6 +69,11 @@ export class HttpConnection implements Session {
     }
     for (const c of this.calls) {
       const ex = c.exchange;
+      if (ex === undefined && c.buffered !== undefined && !c.buffered.paused && !c.res.headersSent) {
+        log.warn({ remote: this.remote, code: HttpRejectCodes.BODY_TIMEOUT }, 'HTTP client stalled sending its request body; closing');
+        this.socket.destroy();
+        return;
+      }
       if (ex === undefined || ex.finished) continue;
       if (!c.bodyDone && !c.bodyPaused) {
         log.warn({ remote: this.remote, code: HttpRejectCodes.BODY_TIMEOUT }, 'HTTP client stalled sending its request body; closing');
@@ -98,6 +104,8 @@ export class HttpCall implements ResponseSink {
   bodyDone = false;
   bodyPaused = false;
   awaitingDrain = false;
+  /** A chunked body read whole before dispatch; its temp file goes when the request ends. */
+  buffered: BufferedBody | undefined;
   private drainHooked = false;
   /** The backend's head could not be sent as HTTP; we answered 502 and drop the rest. */
   private broken = false;
@@ -131,9 +139,20 @@ export class HttpCall implements ResponseSink {
   /** Body bytes still expected by Content-Length; -1 when chunked (ends with the stream). */
   bodyLeft = -1;
 
-  /** Answers without an exchange (bad request before dispatch). */
-  answerPlain(status: number, code: string): void {
-    sendPlain(this.res, status, errorText(status, code), undefined, this.conn.draining);
+  /** Starts the exchange with the body `buffered` holds, complete. */
+  attachBuffered(ex: Exchange): void {
+    this.exchange = ex;
+    this.bodyDone = true;
+    ex.onBodyDrain = httpBodyDrained;
+    this.buffered!.replay(
+      (c) => ex.pushBody(c),
+      () => ex.endBody(),
+    );
+  }
+
+  /** Answers without an exchange (bad request before dispatch); `close` when the rest of the request is not read. */
+  answerPlain(status: number, code: string, close = false): void {
+    sendPlain(this.res, status, errorText(status, code), undefined, close || this.conn.draining);
   }
 
   // ---- ResponseSink -------------------------------------------------------------------
@@ -192,6 +211,7 @@ export class HttpCall implements ResponseSink {
 
   /** The response is complete before the request body was read: read and drop the rest. */
   private releaseBody(): void {
+    this.buffered?.discard();
     if (this.bodyPaused) {
       this.bodyPaused = false;
       this.req.resume();
@@ -234,6 +254,7 @@ function onReqEnd(this: IncomingMessage): void {
 
 function httpBodyDrained(this: Exchange): void {
   const c = this.sink as HttpCall;
+  c.buffered?.resume();
   if (!c.bodyPaused) return;
   c.bodyPaused = false;
   c.req.resume();
@@ -250,6 +271,7 @@ function onResClose(this: ServerResponse): void {
   const c = (this as ServerResponse & WithCall)[kCall]!;
   const conn = c.conn;
   conn.calls.delete(c);
+  c.buffered?.discard();
   const ex = c.exchange;
   if (ex === undefined) c.gone = true;
   else if (!ex.finished) {
