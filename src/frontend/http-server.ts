@@ -213,13 +213,14 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
     return;
   }
   env.listener.log.warn({ remote, code, err: err.message }, 'bad HTTP request; closing connection');
-  // One answer per request: a request already answered, or whose response a backend may
-  // still send, keeps it (then the connection closes); the bad bytes belong to a body
-  // still being read (its request is dropped) or to a request not begun yet.
+  // One answer per request: a request already answered, complete (its body parsed) or
+  // whose response a backend may still send keeps that answer, then the connection
+  // closes; otherwise the bad bytes are in a body still being read (that request is
+  // dropped) or begin a new request, and get the 400.
   const conn = HttpConnection.of(socket);
   let answered = false;
   for (const c of conn?.calls ?? []) {
-    if (c.exchange !== undefined || c.res.headersSent) answered = true;
+    if (c.exchange !== undefined || c.res.headersSent || c.req.complete) answered = true;
     else {
       c.gone = true;
       c.buffered?.discard();
