@@ -93,3 +93,17 @@ describe('HTTP listener strictness and one answer per request', { timeout: 60_00
     }
   });
 });
+
+describe('HTTP listener: a chunked body that stalls while it is buffered', { timeout: 30_000 }, () => {
+  const scope = new Cleanup();
+  after(() => scope.run());
+
+  it(`closes after idle_timeout with ${ErrorCodes.HTTP_BODY_TIMEOUT}, without answering or dispatching`, async () => {
+    const rig = await startRig(scope, 'http', '127.0.0.1:0', { cfg: { idleTimeout: 300 } });
+    const r = await rawExchange(rig.target, ['POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n100\r\nonly-part'], { waitMs: 10_000 });
+    assert.equal(r.ended, 'end');
+    assert.deepEqual(statuses(r.received), []);
+    assert.equal(rig.pool.dispatched.length, 0);
+    await rig.logged((l) => l.code === ErrorCodes.HTTP_BODY_TIMEOUT);
+  });
+});
