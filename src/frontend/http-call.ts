@@ -68,18 +68,13 @@ export class HttpConnection implements Session {
       return;
     }
     for (const c of this.calls) {
+      if (c.receivingBody) {
+        log.warn({ remote: this.remote, code: HttpRejectCodes.BODY_TIMEOUT }, 'HTTP client stalled sending its request body; closing');
+        this.socket.destroy();
+        return;
+      }
       const ex = c.exchange;
-      if (ex === undefined && c.buffered !== undefined && !c.buffered.paused && !c.res.headersSent) {
-        log.warn({ remote: this.remote, code: HttpRejectCodes.BODY_TIMEOUT }, 'HTTP client stalled sending its request body; closing');
-        this.socket.destroy();
-        return;
-      }
       if (ex === undefined || ex.finished) continue;
-      if (!c.bodyDone && !c.bodyPaused) {
-        log.warn({ remote: this.remote, code: HttpRejectCodes.BODY_TIMEOUT }, 'HTTP client stalled sending its request body; closing');
-        this.socket.destroy();
-        return;
-      }
       if (c.awaitingDrain) {
         log.warn({ remote: this.remote, code: HttpRejectCodes.SEND_TIMEOUT }, 'HTTP client stopped reading its response; closing');
         this.socket.destroy();
@@ -139,6 +134,13 @@ export class HttpCall implements ResponseSink {
   /** Body bytes still expected by Content-Length; -1 when chunked (ends with the stream). */
   bodyLeft = -1;
 
+  /** We are reading body bytes the client still owes, so its silence is a stall. */
+  get receivingBody(): boolean {
+    const ex = this.exchange;
+    if (ex === undefined) return this.buffered !== undefined && !this.buffered.paused && !this.res.headersSent;
+    return !ex.finished && !this.bodyDone && !this.bodyPaused;
+  }
+
   /** Starts the exchange with the body `buffered` holds, complete. */
   attachBuffered(ex: Exchange): void {
     this.exchange = ex;
@@ -192,13 +194,15 @@ export class HttpCall implements ResponseSink {
     backendStderrLog(l, l.log).write(l.log, this.conn.remote, this.exchange?.params.get('REQUEST_URI'), chunk);
   }
 
+  // The body goes first: once the answer is out the client may look for its temp file.
   end(): void {
-    if (!this.broken) this.res.end();
     this.releaseBody();
+    if (!this.broken) this.res.end();
   }
 
   fail(err: ProxyError): void {
     if (this.broken) return;
+    this.releaseBody();
     if (this.res.headersSent) {
       // A clean end would make a cut body look complete (and cacheable) to the client.
       this.conn.env.listener.log.warn({ remote: this.conn.remote, code: err.code }, 'response failed after its head; cutting the connection');
@@ -206,7 +210,6 @@ export class HttpCall implements ResponseSink {
       return;
     }
     sendPlain(this.res, err.status, errorText(err.status, err.code), err.retryAfter, this.conn.draining);
-    this.releaseBody();
   }
 
   /** The response is complete before the request body was read: read and drop the rest. */
