@@ -8,7 +8,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ErrorCodes } from '../../src/errors.js';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
@@ -103,6 +103,7 @@ describe('HTTP request bodies to php-cgi', { timeout: 120_000 }, () => {
     c.write(`POST /echo.php HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${(1024 * 1024).toString(16)}\r\n`);
     c.write(Buffer.alloc(200 * 1024, 0x62)); // past body_buffer_size: on disk now
     await waitFor(() => bodyFiles().length === 1, { timeout: 10_000, what: 'the body spilling to a temp file' });
+    assert.equal(statSync(join(privateDir, bodyFiles()[0]!)).mode & 0o777, 0o600, 'only the daemon may read an upload');
     const during = await fpmStatus();
     assert.equal(during['active processes'], 0, 'no worker waits for a body still arriving');
     assert.equal(during['accepted conn'], before['accepted conn'], 'the pool has not seen the request');
