@@ -51,6 +51,11 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
     socket.on('close', () => conn.closed());
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => handler.onRequest(req, res));
+  // "Expect: 100-continue" for a body we will refuse gets the 413 instead of the go-ahead.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (!(Number(req.headers['content-length'] ?? 0) > env.cfg.maxBodySize)) res.writeContinue();
+    handler.onRequest(req, res);
+  });
   server.on('timeout', (socket: Socket) => {
     const conn = HttpConnection.of(socket);
     if (conn) conn.onTimeout();

@@ -86,14 +86,26 @@ describe('HTTP request bodies to php-cgi', { timeout: 120_000 }, () => {
     assert.deepEqual(bodyFiles(), []);
   });
 
-  it('a Content-Length over max_body_size is answered 413 before any body byte is sent', async () => {
+  for (const expect of ['', 'Expect: 100-continue\r\n']) {
+    it(`a Content-Length over max_body_size is answered 413 before any body byte is sent${expect ? ', with no 100 Continue first' : ''}`, async () => {
+      const c = new RawConn({ port });
+      await c.connected;
+      c.write(`POST /echo.php HTTP/1.1\r\nHost: x\r\n${expect}Content-Length: ${MAX_BODY + 1}\r\n\r\n`);
+      const text = (await c.waitData((b) => b.includes('\r\n\r\n'), 10_000)).toString('latin1');
+      c.destroy();
+      assert.match(text, /^HTTP\/1\.1 413 /, text);
+      assert.match(text, /connection: close/i);
+    });
+  }
+
+  it('Expect: 100-continue for an admissible body gets the go-ahead and the body through', async () => {
     const c = new RawConn({ port });
     await c.connected;
-    c.write(`POST /echo.php HTTP/1.1\r\nHost: x\r\nContent-Length: ${MAX_BODY + 1}\r\n\r\n`);
-    const text = (await c.waitData((b) => b.includes('\r\n\r\n'), 10_000)).toString('latin1');
-    c.destroy();
-    assert.match(text, /^HTTP\/1\.1 413 /, text);
-    assert.match(text, /connection: close/i);
+    c.write('POST /echo.php HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\nConnection: close\r\n\r\n');
+    assert.match((await c.waitData((b) => b.includes('\r\n\r\n'), 10_000)).toString('latin1'), /^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    c.write('hello');
+    const r = await c.waitClose(10_000);
+    assert.match(r.received.toString('latin1'), /\r\nHTTP\/1\.1 200 OK\r\n[\s\S]*"body_length":5/);
   });
 
   it('a client that gives up mid-upload held no worker while sending and leaves no temp file', async () => {
