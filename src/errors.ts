@@ -40,6 +40,10 @@ export const ErrorCodes = {
   HTTP_SEND_TIMEOUT: 'ERR_HTTP_SEND_TIMEOUT',
   // A TCP connection from an address not in the listener's allowed_clients: closed unread.
   CLIENT_NOT_ALLOWED: 'ERR_CLIENT_NOT_ALLOWED',
+  HTTP_BODY_TOO_LARGE: 'ERR_HTTP_BODY_TOO_LARGE', // 413: over the listener's max_body_size
+  HTTP_BODY_BUFFER: 'ERR_HTTP_BODY_BUFFER', // 500: the body's temp file could not be written
+  HTTP_BAD_HEAD: 'ERR_HTTP_BAD_HEAD', // 400: a head node:http accepts but HTTP forbids (two Host headers)
+  HTTP_VERSION: 'ERR_HTTP_VERSION', // 505: an HTTP version other than 1.0 and 1.1
   // Configuration and start-up.
   CONFIG_INVALID: 'ERR_CONFIG_INVALID',
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',

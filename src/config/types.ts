@@ -27,6 +27,10 @@ export interface ListenerConfig {
   /** HTTP only: where SCRIPT_FILENAME points, and the index script for directory URLs. */
   documentRoot: string | undefined;
   index: string;
+  /** HTTP only: chunked bodies are buffered, this many bytes in memory, the rest in a temp file. */
+  bodyBufferSize: number;
+  /** HTTP only: larger request bodies get 413. */
+  maxBodySize: number;
   /** Close a front-end connection that sends nothing for this long (default 60s). */
   idleTimeout: number;
   /** Max simultaneous front-end connections (FCGI_MAX_CONNS; default 1024). */

@@ -77,6 +77,7 @@ export class Daemon {
       logger: this.logger.child({ component: 'frontend' }),
       onExchange: (ex: Exchange) => this.ops.onExchange(ex),
       localResponder: this.ops.responder,
+      tempDir: () => this.privateDir,
     };
     this.ops.attach(this);
     this.ops.setReloadParts({

@@ -15,6 +15,7 @@ import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchan
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
 import { remoteText } from './listen.js';
+import type { BufferedBody } from './request-body.js';
 import { HttpRejectCodes, errorText } from './request-errors.js';
 
 const kCall = Symbol('fcgi-pm.httpCall');
@@ -67,13 +68,13 @@ export class HttpConnection implements Session {
       return;
     }
     for (const c of this.calls) {
-      const ex = c.exchange;
-      if (ex === undefined || ex.finished) continue;
-      if (!c.bodyDone && !c.bodyPaused) {
+      if (c.receivingBody) {
         log.warn({ remote: this.remote, code: HttpRejectCodes.BODY_TIMEOUT }, 'HTTP client stalled sending its request body; closing');
         this.socket.destroy();
         return;
       }
+      const ex = c.exchange;
+      if (ex === undefined || ex.finished) continue;
       if (c.awaitingDrain) {
         log.warn({ remote: this.remote, code: HttpRejectCodes.SEND_TIMEOUT }, 'HTTP client stopped reading its response; closing');
         this.socket.destroy();
@@ -98,6 +99,8 @@ export class HttpCall implements ResponseSink {
   bodyDone = false;
   bodyPaused = false;
   awaitingDrain = false;
+  /** A chunked body read whole before dispatch; its temp file goes when the request ends. */
+  buffered: BufferedBody | undefined;
   private drainHooked = false;
   /** The backend's head could not be sent as HTTP; we answered 502 and drop the rest. */
   private broken = false;
@@ -131,9 +134,27 @@ export class HttpCall implements ResponseSink {
   /** Body bytes still expected by Content-Length; -1 when chunked (ends with the stream). */
   bodyLeft = -1;
 
-  /** Answers without an exchange (bad request before dispatch). */
-  answerPlain(status: number, code: string): void {
-    sendPlain(this.res, status, errorText(status, code), undefined, this.conn.draining);
+  /** We are reading body bytes the client still owes, so its silence is a stall. */
+  get receivingBody(): boolean {
+    const ex = this.exchange;
+    if (ex === undefined) return this.buffered !== undefined && !this.buffered.paused && !this.res.headersSent;
+    return !ex.finished && !this.bodyDone && !this.bodyPaused;
+  }
+
+  /** Starts the exchange with the body `buffered` holds, complete. */
+  attachBuffered(ex: Exchange): void {
+    this.exchange = ex;
+    this.bodyDone = true;
+    ex.onBodyDrain = httpBodyDrained;
+    this.buffered!.replay(
+      (c) => ex.pushBody(c),
+      () => ex.endBody(),
+    );
+  }
+
+  /** Answers without an exchange (bad request before dispatch); `close` when the rest of the request is not read. */
+  answerPlain(status: number, code: string, close = false): void {
+    sendPlain(this.res, status, errorText(status, code), undefined, close || this.conn.draining);
   }
 
   // ---- ResponseSink -------------------------------------------------------------------
@@ -173,13 +194,15 @@ export class HttpCall implements ResponseSink {
     backendStderrLog(l, l.log).write(l.log, this.conn.remote, this.exchange?.params.get('REQUEST_URI'), chunk);
   }
 
+  // The body goes first: once the answer is out the client may look for its temp file.
   end(): void {
-    if (!this.broken) this.res.end();
     this.releaseBody();
+    if (!this.broken) this.res.end();
   }
 
   fail(err: ProxyError): void {
     if (this.broken) return;
+    this.releaseBody();
     if (this.res.headersSent) {
       // A clean end would make a cut body look complete (and cacheable) to the client.
       this.conn.env.listener.log.warn({ remote: this.conn.remote, code: err.code }, 'response failed after its head; cutting the connection');
@@ -187,11 +210,11 @@ export class HttpCall implements ResponseSink {
       return;
     }
     sendPlain(this.res, err.status, errorText(err.status, err.code), err.retryAfter, this.conn.draining);
-    this.releaseBody();
   }
 
   /** The response is complete before the request body was read: read and drop the rest. */
   private releaseBody(): void {
+    this.buffered?.discard();
     if (this.bodyPaused) {
       this.bodyPaused = false;
       this.req.resume();
@@ -234,6 +257,7 @@ function onReqEnd(this: IncomingMessage): void {
 
 function httpBodyDrained(this: Exchange): void {
   const c = this.sink as HttpCall;
+  c.buffered?.resume();
   if (!c.bodyPaused) return;
   c.bodyPaused = false;
   c.req.resume();
@@ -250,6 +274,7 @@ function onResClose(this: ServerResponse): void {
   const c = (this as ServerResponse & WithCall)[kCall]!;
   const conn = c.conn;
   conn.calls.delete(c);
+  c.buffered?.discard();
   const ex = c.exchange;
   if (ex === undefined) c.gone = true;
   else if (!ex.finished) {

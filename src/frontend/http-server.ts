@@ -12,14 +12,18 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { ListenerConfig } from '../config/types.js';
 import { ErrorCodes } from '../errors.js';
+import { reasonPhrase } from '../protocol/cgi-response.js';
 import { Exchange } from '../protocol/exchange.js';
 import { dispatchExchange } from './dispatch.js';
 import type { FrontendEnv } from './env.js';
 import { HttpCall, HttpConnection } from './http-call.js';
 import { buildHttpCgiParams, paramsBytes, splitTarget, type HttpCgiOptions } from './http-cgi.js';
+import type { CgiParams } from '../protocol/params.js';
 import type { FrontendContext, Listener } from './index.js';
 import { remoteText } from './listen.js';
+import { BufferedBody } from './request-body.js';
 import { HttpRejectCodes } from './request-errors.js';
+import { clientErrorStatus, headProblem } from './http-strict.js';
 import { SessionListener } from './listener-base.js';
 import { applyOverride, compileOverride } from './params-override.js';
 import { StatCache, percentDecode, splitScript, type ScriptSplit } from './script-path.js';
@@ -47,6 +51,11 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
     socket.on('close', () => conn.closed());
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => handler.onRequest(req, res));
+  // "Expect: 100-continue" for a body we will refuse gets the 413 instead of the go-ahead.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (!(Number(req.headers['content-length'] ?? 0) > env.cfg.maxBodySize)) res.writeContinue();
+    handler.onRequest(req, res);
+  });
   server.on('timeout', (socket: Socket) => {
     const conn = HttpConnection.of(socket);
     if (conn) conn.onTimeout();
@@ -76,6 +85,12 @@ class HttpHandler {
   onRequest(req: IncomingMessage, res: ServerResponse): void {
     const conn = HttpConnection.of(req.socket)!;
     const call = new HttpCall(conn, req, res);
+    const problem = headProblem(req);
+    if (problem !== undefined) {
+      this.env.listener.log.warn({ remote: conn.remote, code: problem.code, status: problem.status, url: req.url }, problem.why);
+      call.answerPlain(problem.status, problem.code, true);
+      return;
+    }
     const url = req.url ?? '/';
     const { path: rawPath, query } = splitTarget(url);
     const root = this.rootFs;
@@ -146,8 +161,50 @@ class HttpHandler {
       call.answerPlain(431, code);
       return;
     }
+    this.readBody(call, params);
+  }
+
+  /**
+   * A Content-Length body streams to the backend as it arrives; a chunked one is read
+   * whole first (request-body.ts) so the backend gets its CONTENT_LENGTH.
+   */
+  private readBody(call: HttpCall, params: CgiParams): void {
+    const { req } = call;
+    const cfg = this.env.cfg;
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > cfg.maxBodySize) {
+      this.tooLarge(call, declared);
+      return;
+    }
+    if (req.headers['transfer-encoding'] === undefined) {
+      this.dispatch(call, params);
+      return;
+    }
+    const body = new BufferedBody({ memory: cfg.bodyBufferSize, max: cfg.maxBodySize, dir: this.env.ctx.tempDir?.() });
+    call.buffered = body;
+    body.collect(req, (o) => {
+      if (o.ok) {
+        params.set('CONTENT_LENGTH', String(body.size));
+        this.dispatch(call, params);
+      } else if (o.tooLarge) {
+        this.tooLarge(call, body.size);
+      } else {
+        this.env.listener.log.error({ remote: call.conn.remote, code: ErrorCodes.HTTP_BODY_BUFFER, err: o.err?.message }, 'could not buffer the HTTP request body; answered 500');
+        call.answerPlain(500, ErrorCodes.HTTP_BODY_BUFFER, true);
+      }
+    });
+  }
+
+  private tooLarge(call: HttpCall, bytes: number): void {
+    const code = ErrorCodes.HTTP_BODY_TOO_LARGE;
+    this.env.listener.log.warn({ remote: call.conn.remote, code, bytes, max: this.env.cfg.maxBodySize, url: call.req.url }, 'HTTP request body over max_body_size; answered 413');
+    call.answerPlain(413, code, true);
+  }
+
+  private dispatch(call: HttpCall, params: CgiParams): void {
     const ex = new Exchange(params, call, 'http', performance.now());
-    call.attach(ex);
+    if (call.buffered !== undefined) call.attachBuffered(ex);
+    else call.attach(ex);
     dispatchExchange(this.env, ex);
   }
 }
@@ -161,11 +218,27 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
     return;
   }
   env.listener.log.warn({ remote, code, err: err.message }, 'bad HTTP request; closing connection');
-  const status = code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const busy = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
-  if (socket.writable && !busy) {
-    const text = `${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\n`;
-    socket.write(`HTTP/1.1 ${status} ${text.slice(4, -1)}\r\nContent-Type: text/plain\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`);
+  // One answer per request: a request already answered, complete (its body parsed) or
+  // whose response a backend may still send keeps that answer, then the connection
+  // closes; otherwise the bad bytes are in a body still being read (that request is
+  // dropped) or begin a new request, and get the 400.
+  const conn = HttpConnection.of(socket);
+  let answered = false;
+  for (const c of conn?.calls ?? []) {
+    if (c.exchange !== undefined || c.res.headersSent || c.req.complete) answered = true;
+    else {
+      c.gone = true;
+      c.buffered?.discard();
+    }
+  }
+  if (answered) {
+    conn!.drain();
+    return;
+  }
+  if (socket.writable) {
+    const status = clientErrorStatus(err);
+    const text = `${status} ${reasonPhrase(status)}\n`;
+    socket.write(`HTTP/1.1 ${text.slice(0, -1)}\r\nContent-Type: text/plain\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`);
     socket.destroySoon();
   } else {
     socket.destroy();

@@ -25,6 +25,8 @@ export interface FrontendContext {
    * it took the exchange. Consulted only for listeners that set one of those paths.
    */
   localResponder?: { respond(cfg: ListenerConfig, ex: Exchange): boolean } | undefined;
+  /** Private directory (0700) for request-body temp files; undefined: the OS temp dir. */
+  tempDir?: () => string | undefined;
 }
 
 export interface Listener {

@@ -40,6 +40,8 @@ export function listenerConfig(protocol: FrontProtocol, address: string, extra: 
     mode: undefined,
     documentRoot: undefined,
     index: 'index.php',
+    bodyBufferSize: 64 * 1024,
+    maxBodySize: 100 * 1024 * 1024,
     idleTimeout: 300,
     maxConns: 100,
     params: {},

@@ -73,22 +73,22 @@ export function keepAliveAgent(maxSockets = 1): http.Agent {
 }
 
 /**
- * Streams `totalBytes` of `block` repeated as the request body, with Content-Length,
- * between an optional `prefix` and `suffix` (e.g. multipart framing); `onChunk` sees
- * each repeated-block chunk (e.g. to hash it).
+ * Streams `totalBytes` of `block` repeated as the request body, with Content-Length
+ * (or chunked, with `chunked`), between an optional `prefix` and `suffix` (e.g.
+ * multipart framing); `onChunk` sees each repeated-block chunk (e.g. to hash it).
  */
 export function httpUpload(
   url: string,
   block: Buffer,
   totalBytes: number,
-  opts: { headers?: Record<string, string>; timeout?: number; prefix?: Buffer; suffix?: Buffer; onChunk?: (chunk: Buffer) => void } = {},
+  opts: { headers?: Record<string, string>; timeout?: number; prefix?: Buffer; suffix?: Buffer; onChunk?: (chunk: Buffer) => void; chunked?: boolean } = {},
 ): Promise<HttpResponse> {
   const framing = (opts.prefix?.length ?? 0) + (opts.suffix?.length ?? 0);
   return new Promise((resolve, reject) => {
     const req = http.request(url, {
       method: 'POST',
       agent: false,
-      headers: { 'content-type': 'application/octet-stream', 'content-length': String(totalBytes + framing), ...opts.headers },
+      headers: { 'content-type': 'application/octet-stream', ...(opts.chunked ? {} : { 'content-length': String(totalBytes + framing) }), ...opts.headers },
     });
     const timeout = opts.timeout ?? 60_000;
     const timer = setTimeout(() => req.destroy(new Error(`upload to ${url}: no response within ${timeout} ms`)), timeout);
