@@ -32,7 +32,11 @@ export type KeyType =
   /** access_format: json, fpm, or a %-format (src/config/access-format.ts). */
   | { kind: 'access-format' }
   /** A path, or "off" (false) to disable. */
-  | { kind: 'path-or-off' };
+  | { kind: 'path-or-off' }
+  /** limit_extensions: ".php .phar", a list of ".ext", or off / [] (none). */
+  | { kind: 'extensions' }
+  /** A list of filesystem paths (a single string is a list of one), resolved like `path`. */
+  | { kind: 'paths' };
 
 /** Where a key is allowed: some keys only make sense for one kind of pool or listener. */
 export type KeyScope = 'spawned' | 'external' | 'http';
@@ -73,6 +77,12 @@ const MEMORY_TOP_KEYS: readonly KeySpec[] = [
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, default: '2s', doc: "How often workers' memory and CPU are measured (pools may override it)." },
 ];
 
+// Which files a pool may run; checked on SCRIPT_FILENAME by every front end (src/frontend/script-guard.ts).
+const SCRIPT_POOL_KEYS: readonly KeySpec[] = [
+  { key: 'limit_extensions', field: 'limitExtensions', type: { kind: 'extensions' }, defaultText: '(.php .phar when command is php-cgi*, else off)', doc: 'SCRIPT_FILENAME must end in one of these extensions and name an existing regular file, else 403 ERR_SCRIPT_FORBIDDEN (404 ERR_SCRIPT_NOT_FOUND when it names nothing); off or [] turns the check off (PHP-FPM security.limit_extensions).' },
+  { key: 'script_roots', field: 'scriptRoots', type: { kind: 'paths' }, defaultText: '(none)', doc: "Directories SCRIPT_FILENAME must lie in after resolving .. and symlinks, else 403 ERR_SCRIPT_FORBIDDEN; through an http listener it must also lie in its document_root." },
+];
+
 // Operations (issue 5; docs/operations.md): status pages, the control socket, log files.
 const OPERATIONS_LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'name', field: 'name', type: { kind: 'string' }, doc: 'A name for this listener: with systemd socket activation, the FileDescriptorName= of the socket it takes over.' },
@@ -98,7 +108,7 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'address', field: 'address', type: { kind: 'address' }, required: true, doc: 'Where to listen: "127.0.0.1:9000", "[::1]:9000", ":9000" (all interfaces) or "unix:/path.sock".' },
   { key: 'pool', field: 'pool', type: { kind: 'string' }, defaultText: '(the only pool)', doc: 'Pool that serves this listener; may be left out when there is exactly one pool.' },
   { key: 'mode', field: 'mode', type: { kind: 'mode' }, defaultText: '(umask)', doc: 'Unix sockets only: file mode of the socket, octal and quoted, e.g. "0660".' },
-  { key: 'document_root', field: 'documentRoot', type: { kind: 'path' }, scope: 'http', doc: 'HTTP only: directory in which SCRIPT_FILENAME is resolved.' },
+  { key: 'document_root', field: 'documentRoot', type: { kind: 'path' }, scope: 'http', doc: 'HTTP only: directory in which SCRIPT_FILENAME is resolved; files in it that the pool\'s limit_extensions does not allow are served as static files, paths with a dot segment (but /.well-known/) get 403.' },
   { key: 'index', field: 'index', type: { kind: 'string' }, default: 'index.php', scope: 'http', doc: 'HTTP only: script served for URLs ending in "/".' },
   { key: 'idle_timeout', field: 'idleTimeout', type: positiveDuration, default: '60s', doc: 'Close a front-end connection that sends nothing for this long.' },
   { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS).' },
@@ -140,6 +150,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'queue_limit', field: 'queueLimit', type: { kind: 'int', min: 0 }, default: 1024, doc: 'Requests waiting for a busy backend or worker; beyond this: 503. Requests that wait for a worker being started do not count (0 = none wait for busy ones).' },
   { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '30s', doc: 'A request waiting in the queue this long gets 503.' },
   ...MEMORY_POOL_KEYS,
+  ...SCRIPT_POOL_KEYS,
 ];
 
 export const LIMITS_KEYS: readonly KeySpec[] = [
@@ -215,6 +226,10 @@ export function describeType(t: KeyType): string {
       return 'json | fpm | %-format';
     case 'path-or-off':
       return 'path | off';
+    case 'extensions':
+      return 'list of extensions | off';
+    case 'paths':
+      return 'list of paths';
   }
 }
 

@@ -22,7 +22,11 @@ import { remoteText } from './listen.js';
 import { HttpRejectCodes } from './request-errors.js';
 import { SessionListener } from './listener-base.js';
 import { applyOverride, compileOverride } from './params-override.js';
-import { StatCache, percentDecode, splitScript, type ScriptSplit } from './script-path.js';
+import { answerMethodNotAllowed, serveFile } from './http-static.js';
+import type { Pool } from '../pool/types.js';
+import { ScriptGate, type ScriptVerdict } from './script-gate.js';
+import { hasAllowedExtension, type ScriptRefusal } from './script-guard.js';
+import { percentDecode, splitScript, type ScriptSplit } from './script-path.js';
 import { bindListener, watchServer } from './stream-listener.js';
 
 export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener> {
@@ -39,7 +43,7 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
   server.maxHeadersCount = 0; // we count variables against the limit ourselves, with a 431
   server.timeout = idle;
   const listener = new SessionListener(cfg, server, ctx.logger.child({ listener: cfg.address.text, protocol: cfg.protocol }));
-  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params) };
+  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), scripts: new ScriptGate(cfg.documentRoot) };
   const handler = new HttpHandler(env);
 
   server.on('connection', (socket: Socket) => {
@@ -62,15 +66,12 @@ class HttpHandler {
   private readonly env: FrontendEnv;
   private readonly opts: HttpCgiOptions;
   private readonly rootFs: string | undefined;
-  private readonly cache = new StatCache();
 
   constructor(env: FrontendEnv) {
     this.env = env;
-    const dr = env.cfg.documentRoot;
     // CGI variables are latin1 strings of bytes; the root is UTF-8 on disk.
-    const root = dr === undefined ? undefined : Buffer.from(dr.replace(/\/+$/, ''), 'utf8').toString('latin1');
-    this.rootFs = root;
-    this.opts = { documentRoot: root };
+    this.rootFs = env.scripts.documentRoot;
+    this.opts = { documentRoot: this.rootFs };
   }
 
   onRequest(req: IncomingMessage, res: ServerResponse): void {
@@ -89,7 +90,7 @@ class HttpHandler {
       this.reject(call, 400, 'bad request path');
       return;
     }
-    const split = splitScript(root, path, this.env.cfg.index, this.cache);
+    const split = splitScript(root, path, this.env.cfg.index, this.env.scripts.cache);
     if (split === undefined) {
       this.reject(call, 400, 'request path escapes the document root');
       return;
@@ -115,6 +116,11 @@ class HttpHandler {
   private start(call: HttpCall, url: string, query: string, split: ScriptSplit): void {
     if (call.gone) return;
     const req = call.req;
+    if (this.rootFs !== undefined && hasDotSegment(split.path)) {
+      this.env.scripts.warn(this.env.listener.log, DOTFILE, undefined, url, call.conn.remote);
+      call.answerPlain(DOTFILE.status, DOTFILE.code);
+      return;
+    }
     const limits = this.env.ctx.limits;
     // Refuse a flood of headers before building anything from them.
     if (req.rawHeaders.length / 2 > limits.maxCount) {
@@ -148,8 +154,47 @@ class HttpHandler {
     }
     const ex = new Exchange(params, call, 'http', performance.now());
     call.attach(ex);
-    dispatchExchange(this.env, ex);
+    dispatchExchange(this.env, ex, split.found && this.rootFs !== undefined ? (pool) => this.serveStatic(ex, split, pool) : undefined);
   }
+
+  /**
+   * A file the pool would not run (its name is not in limit_extensions) is sent as it is;
+   * true when it was taken. Pools without limit_extensions get every request as before.
+   */
+  private serveStatic(ex: Exchange, split: ScriptSplit, pool: Pool): boolean {
+    const exts = pool.scriptRules?.extensions;
+    if (exts === undefined || exts.length === 0 || split.pathInfo !== '' || hasAllowedExtension(split.scriptName, exts)) return false;
+    const log = this.env.listener.log;
+    const method = ex.params.get('REQUEST_METHOD');
+    if (method !== 'GET' && method !== 'HEAD') {
+      this.env.scripts.warn(log, METHOD_NOT_ALLOWED, undefined, ex.params.get('REQUEST_URI'), ex.params.get('REMOTE_ADDR'));
+      answerMethodNotAllowed(ex);
+      return true;
+    }
+    const file = this.rootFs + split.scriptName;
+    const serve = (v: ScriptVerdict): void => {
+      if (ex.finished) return;
+      if (v !== undefined) this.env.scripts.refuse(log, ex, v);
+      else void serveFile(ex, file);
+    };
+    const verdict = this.env.scripts.checkStatic(file);
+    if (verdict instanceof Promise) void verdict.then(serve);
+    else serve(verdict);
+    return true;
+  }
+}
+
+const DOTFILE: ScriptRefusal = { status: 403, code: ErrorCodes.HTTP_FORBIDDEN, reason: 'path segment starting with "." (only /.well-known/ is served)' };
+const METHOD_NOT_ALLOWED: ScriptRefusal = { status: 405, code: ErrorCodes.HTTP_METHOD_NOT_ALLOWED, reason: 'static files answer GET and HEAD only' };
+
+/** "/.env", "/a/.git/config": hidden files are not served, nor run. "/.well-known/..." is (ACME, security.txt). */
+export function hasDotSegment(path: string): boolean {
+  let i = path.indexOf('/.');
+  while (i >= 0) {
+    if (!(i === 0 && (path.startsWith('/.well-known/') || path === '/.well-known'))) return true;
+    i = path.indexOf('/.', i + 1);
+  }
+  return false;
 }
 
 function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Socket): void {
