@@ -22,7 +22,7 @@ import { remoteText } from './listen.js';
 import { HttpRejectCodes } from './request-errors.js';
 import { SessionListener } from './listener-base.js';
 import { applyOverride, compileOverride } from './params-override.js';
-import { answerMethodNotAllowed, serveFile } from './http-static.js';
+import { answerMethodNotAllowed, hasDotSegment, serveFile } from './http-static.js';
 import type { Pool } from '../pool/types.js';
 import { ScriptGate, type ScriptVerdict } from './script-gate.js';
 import { hasAllowedExtension, type ScriptRefusal } from './script-guard.js';
@@ -186,16 +186,6 @@ class HttpHandler {
 
 const DOTFILE: ScriptRefusal = { status: 403, code: ErrorCodes.HTTP_FORBIDDEN, reason: 'path segment starting with "." (only /.well-known/ is served)' };
 const METHOD_NOT_ALLOWED: ScriptRefusal = { status: 405, code: ErrorCodes.HTTP_METHOD_NOT_ALLOWED, reason: 'static files answer GET and HEAD only' };
-
-/** "/.env", "/a/.git/config": hidden files are not served, nor run. "/.well-known/..." is (ACME, security.txt). */
-export function hasDotSegment(path: string): boolean {
-  let i = path.indexOf('/.');
-  while (i >= 0) {
-    if (!(i === 0 && (path.startsWith('/.well-known/') || path === '/.well-known'))) return true;
-    i = path.indexOf('/.', i + 1);
-  }
-  return false;
-}
 
 function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Socket): void {
   const remote = remoteText(socket.remoteAddress, socket.remotePort);

@@ -96,6 +96,16 @@ export function parseRange(header: string | undefined, size: number): RangeAnswe
   return start >= size ? 'unsatisfiable' : { start, end };
 }
 
+/** "/.env", "/a/.git/config": hidden files are not served, nor run. "/.well-known/..." is (ACME, security.txt). */
+export function hasDotSegment(path: string): boolean {
+  let i = path.indexOf('/.');
+  while (i >= 0) {
+    if (!(i === 0 && (path.startsWith('/.well-known/') || path === '/.well-known'))) return true;
+    i = path.indexOf('/.', i + 1);
+  }
+  return false;
+}
+
 function respond(ex: Exchange, status: number, headers: Array<[string, string]>): void {
   ex.respondHead({ status, reason: reasonPhrase(status), headers, raw: Buffer.alloc(0) });
 }
