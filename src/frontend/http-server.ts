@@ -108,8 +108,9 @@ class HttpHandler {
     );
   }
 
+  /** Scanners send these by the thousand: the warning shares the gate's rate limit. */
   private reject(call: HttpCall, status: number, why: string): void {
-    this.env.listener.log.warn({ remote: call.conn.remote, code: HttpRejectCodes.BAD_PATH, status, url: call.req.url }, why);
+    this.env.scripts.warn(this.env.listener.log, { status, code: HttpRejectCodes.BAD_PATH, reason: why }, undefined, call.req.url, call.conn.remote);
     call.answerPlain(status, HttpRejectCodes.BAD_PATH);
   }
 

@@ -1,7 +1,8 @@
 /**
  * The check every front end makes before a pool with script rules sees a request: asks
  * the file system (through the listener's StatCache, so a hot script costs no I/O),
- * lets script-guard.ts decide, and answers refusals with one rate-limited warning.
+ * lets script-guard.ts decide, and answers refusals with one rate-limited warning (the
+ * HTTP listener's other refusals, dotfiles and bad paths, share that limit).
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Logger } from '../log/log.js';
