@@ -7,7 +7,7 @@
  *
  * The pure parts (type table, validators, ranges) are exported for the unit tests.
  */
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { ErrorCodes, ProxyError } from '../errors.js';
@@ -120,36 +120,45 @@ export function answerMethodNotAllowed(ex: Exchange): void {
 
 /** Sends the file `path` (latin1 bytes, already checked to lie in document_root). */
 export async function serveFile(ex: Exchange, path: string): Promise<void> {
-  let fh;
+  let fh: FileHandle;
   try {
     fh = await open(Buffer.from(path, 'latin1'), 'r');
   } catch {
     ex.respondError(new ProxyError(ErrorCodes.HTTP_STATIC_READ, 404, 'static file vanished'));
     return;
   }
-  const st = await fh.stat();
-  const p = ex.params;
-  if (ex.finished || !st.isFile()) {
-    await fh.close();
-    if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.HTTP_STATIC_READ, 404, 'static file is no longer a regular file'));
-    return;
+  let stream: Readable | undefined;
+  try {
+    stream = answerFromStat(ex, fh, path, await fh.stat());
+  } catch (err) {
+    ex.respondError(new ProxyError(ErrorCodes.HTTP_STATIC_READ, 500, `static file read failed: ${(err as Error).message}`));
   }
+  if (stream === undefined) await fh.close().catch(() => undefined);
+  else pipeToExchange(stream, ex);
+}
+
+/** Answers what needs no body (304, 416, HEAD) at once; otherwise the head, and the stream of the body to send. */
+function answerFromStat(ex: Exchange, fh: FileHandle, path: string, st: Stats): Readable | undefined {
+  if (ex.finished) return undefined;
+  if (!st.isFile()) {
+    ex.respondError(new ProxyError(ErrorCodes.HTTP_STATIC_READ, 404, 'static file is no longer a regular file'));
+    return undefined;
+  }
+  const p = ex.params;
   const etag = entityTag(st);
   const lastModified = new Date(Math.floor(st.mtimeMs / 1000) * 1000).toUTCString();
   const headers: Array<[string, string]> = [['ETag', etag], ['Last-Modified', lastModified], ['Accept-Ranges', 'bytes']];
   if (isNotModified(p.get('HTTP_IF_NONE_MATCH'), p.get('HTTP_IF_MODIFIED_SINCE'), etag, st.mtimeMs)) {
-    await fh.close();
     respond(ex, 304, headers);
     ex.respondEnd();
-    return;
+    return undefined;
   }
   const ifRange = p.get('HTTP_IF_RANGE');
   const range = ifRange === undefined || ifRange === etag || ifRange === lastModified ? parseRange(p.get('HTTP_RANGE'), st.size) : undefined;
   if (range === 'unsatisfiable') {
-    await fh.close();
     respond(ex, 416, [['Content-Range', `bytes */${st.size}`], ['Content-Length', '0']]);
     ex.respondEnd();
-    return;
+    return undefined;
   }
   const start = range?.start ?? 0;
   const end = range?.end ?? st.size - 1;
@@ -157,11 +166,10 @@ export async function serveFile(ex: Exchange, path: string): Promise<void> {
   if (range !== undefined) headers.push(['Content-Range', `bytes ${start}-${end}/${st.size}`]);
   respond(ex, range === undefined ? 200 : 206, headers);
   if (p.get('REQUEST_METHOD') === 'HEAD' || end < start) {
-    await fh.close();
     ex.respondEnd();
-    return;
+    return undefined;
   }
-  pipeToExchange(fh.createReadStream({ start, end, highWaterMark: 64 * 1024 }), ex);
+  return fh.createReadStream({ start, end, highWaterMark: 64 * 1024 });
 }
 
 /** Back-pressure both ways: a slow client pauses the disk reads; a gone client stops them. */

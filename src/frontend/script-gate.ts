@@ -9,7 +9,7 @@ import type { Logger } from '../log/log.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { ScriptRules } from '../pool/types.js';
 import { TokenBucket } from '../worker/rate-limit.js';
-import { isInside, judgeFile, judgeName, type ScriptRefusal } from './script-guard.js';
+import { isInside, judgeFile, judgeName, runTarget, type ScriptRefusal } from './script-guard.js';
 import { StatCache, type ResolvedPath } from './script-path.js';
 
 export type ScriptVerdict = ScriptRefusal | undefined;
@@ -38,21 +38,15 @@ export class ScriptGate {
   check(filename: string | undefined, rules: ScriptRules): ScriptVerdict | Promise<ScriptVerdict> {
     const early = judgeName(filename, rules);
     if (early !== undefined) return early;
-    const roots = this.rootsOf(rules);
-    const n = roots.length;
-    const paths = [filename!, ...roots];
-    if (this.documentRoot !== undefined) paths.push(this.documentRoot);
-    return this.lookup(paths, (all) => {
-      const sets: string[][] = [];
-      if (n > 0) sets.push(realDirs(all.slice(1, 1 + n)));
-      if (this.documentRoot !== undefined) sets.push(realDirs(all.slice(1 + n)));
-      return judgeFile(all[0]!, sets);
-    });
+    const now = Date.now();
+    const t = runTarget(filename!, (p) => this.cache.peekResolved(p, now));
+    if ('missing' in t) return this.walk(filename!, t.missing).then((found) => this.judge(found, rules));
+    return this.judge(t, rules);
   }
 
   /** A static file (HTTP listener, latin1 path under document_root) must not be reached through a symlink out of it. */
   checkStatic(file: string): ScriptVerdict | Promise<ScriptVerdict> {
-    return this.lookup([file, this.documentRoot!], ([f, root]) =>
+    return this.thenAll([file, this.documentRoot!], ([f, root]) =>
       f!.kind === 'file' && isInside(f!.real!, realDirs([root!])) ? undefined : STATIC_OUTSIDE,
     );
   }
@@ -70,7 +64,35 @@ export class ScriptGate {
     log.warn({ code: r.code, status: r.status, script, uri, remote, ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}) }, `refused: ${r.reason}`);
   }
 
-  private lookup(paths: string[], decide: (all: ResolvedPath[]) => ScriptVerdict): ScriptVerdict | Promise<ScriptVerdict> {
+  /** The fix_pathinfo walk with look-ups, starting at the first path the cache did not know. */
+  private async walk(filename: string, first: string): Promise<{ name: string; file: ResolvedPath }> {
+    // This walk's own results, so an entry expiring meanwhile cannot make it loop.
+    const local = new Map<string, ResolvedPath>();
+    const now = Date.now();
+    let missing = first;
+    for (;;) {
+      local.set(missing, await this.cache.resolve(missing));
+      const t = runTarget(filename, (p) => local.get(p) ?? this.cache.peekResolved(p, now));
+      if (!('missing' in t)) return t;
+      missing = t.missing;
+    }
+  }
+
+  /** Judges the file that would run against the extensions and every set of roots (their real paths). */
+  private judge(t: { name: string; file: ResolvedPath }, rules: ScriptRules): ScriptVerdict | Promise<ScriptVerdict> {
+    const roots = this.rootsOf(rules);
+    const n = roots.length;
+    const paths = this.documentRoot === undefined ? roots : [...roots, this.documentRoot];
+    return this.thenAll(paths, (all) => {
+      const sets: string[][] = [];
+      if (n > 0) sets.push(realDirs(all.slice(0, n)));
+      if (this.documentRoot !== undefined) sets.push(realDirs(all.slice(n)));
+      return judgeFile(t.name, t.file, rules, sets);
+    });
+  }
+
+  /** `decide` over the resolved `paths`: at once when all are cached, else after looking them up. */
+  private thenAll(paths: string[], decide: (all: ResolvedPath[]) => ScriptVerdict): ScriptVerdict | Promise<ScriptVerdict> {
     const now = Date.now();
     const known: ResolvedPath[] = [];
     for (const p of paths) {

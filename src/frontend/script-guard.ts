@@ -2,11 +2,14 @@
  * Which SCRIPT_FILENAME a pool may be handed: the decision only, from the name and from
  * what the file system said about it (script-gate.ts does the looking and the logging).
  *
- * php-cgi runs any file it is given as PHP, and with cgi.fix_pathinfo it even walks a
- * name such as /uploads/image.jpg/x.php back to the image. PHP-FPM refuses names not
- * ending in security.limit_extensions; we do that, and more, before a worker is asked:
- * the name must be absolute, end in an allowed extension, name an existing regular file
- * (so the walk-back never happens), and resolve (.., symlinks) into every set of roots.
+ * php-cgi runs any file it is given as PHP. With cgi.fix_pathinfo (the default) a
+ * SCRIPT_FILENAME that names nothing is walked back to its longest prefix that is a
+ * regular file: /uploads/image.jpg/x.php runs the image, and lighttpd's
+ * broken-scriptfilename (/page.php/) or nginx without fastcgi_split_path_info
+ * (/index.php/foo) rely on that walk. PHP-FPM checks the file the walk found against
+ * security.limit_extensions; so do we, before a worker is asked: we make the same walk,
+ * and the file found must be a regular file ending in an allowed extension and resolve
+ * (.., symlinks) into every set of roots.
  *
  * Paths are latin1 strings of bytes, like every CGI variable.
  */
@@ -28,6 +31,7 @@ function forbidden(reason: string): ScriptRefusal {
 
 const NO_FILENAME: ScriptRefusal = { status: 404, code: ErrorCodes.SCRIPT_NOT_FOUND, reason: 'no SCRIPT_FILENAME' };
 const NOT_FOUND: ScriptRefusal = { status: 404, code: ErrorCodes.SCRIPT_NOT_FOUND, reason: 'SCRIPT_FILENAME names no file' };
+const NOTHING: ResolvedPath = { kind: 'none', real: undefined };
 const NOT_ABSOLUTE = forbidden('SCRIPT_FILENAME is not an absolute path');
 const BAD_EXTENSION = forbidden('extension not in limit_extensions');
 const NOT_A_FILE = forbidden('SCRIPT_FILENAME is not a regular file');
@@ -52,22 +56,55 @@ export function isInside(real: string, roots: readonly string[]): boolean {
   return false;
 }
 
+/** True when some segment of `name` has an allowed extension: else no prefix php could run is allowed. */
+function someSegmentAllowed(name: string, extensions: readonly string[]): boolean {
+  let end = name.length;
+  while (end > 0) {
+    const start = name.lastIndexOf('/', end - 1);
+    if (hasAllowedExtension(name.slice(start + 1, end), extensions)) return true;
+    end = start;
+  }
+  return false;
+}
+
 /** What the name alone decides, before any disk access (cheap for scanners). */
 export function judgeName(filename: string | undefined, rules: ScriptRules): ScriptRefusal | undefined {
   if (filename === undefined || filename === '') return NO_FILENAME;
   if (!filename.startsWith('/')) return NOT_ABSOLUTE;
-  if (rules.extensions.length > 0 && !hasAllowedExtension(filename, rules.extensions)) return BAD_EXTENSION;
+  if (rules.extensions.length > 0 && !someSegmentAllowed(filename, rules.extensions)) return BAD_EXTENSION;
   return undefined;
 }
 
+/** The file php-cgi would run, or the next path whose look-up is needed to know it. */
+export type RunTarget = { name: string; file: ResolvedPath } | { missing: string };
+
 /**
- * After the look-up: the file must exist, be a regular file and lie in each given set
- * of real roots (the pool's script_roots; an HTTP listener's document_root). A set may
- * be empty when none of its directories exists: then nothing is inside it.
+ * php's cgi.fix_pathinfo walk: SCRIPT_FILENAME itself when something is there; else its
+ * longest prefix that is a regular file. An existing directory ends the walk (no shorter
+ * prefix can be a file). `lookup` answers from a cache: undefined means not known yet.
  */
-export function judgeFile(file: ResolvedPath, rootSets: ReadonlyArray<readonly string[]>): ScriptRefusal | undefined {
+export function runTarget(filename: string, lookup: (path: string) => ResolvedPath | undefined): RunTarget {
+  let name = filename;
+  for (;;) {
+    const file = lookup(name);
+    if (file === undefined) return { missing: name };
+    if (name === filename ? file.kind !== 'none' : file.kind === 'file') return { name, file };
+    const cut = name.lastIndexOf('/');
+    if (file.kind !== 'none' || cut <= 0) return { name: filename, file: NOTHING };
+    name = name.slice(0, cut);
+  }
+}
+
+/**
+ * After the look-up of the file that would run (`name`, as php would name it): it must
+ * exist, be a regular file, end in an allowed extension and lie in each given set of
+ * real roots (the pool's script_roots; an HTTP listener's document_root). A set may be
+ * empty when none of its directories exists: then nothing is inside it.
+ */
+export function judgeFile(name: string, file: ResolvedPath, rules: ScriptRules, rootSets: ReadonlyArray<readonly string[]>): ScriptRefusal | undefined {
   if (file.kind === 'none' || file.real === undefined) return NOT_FOUND;
   if (file.kind !== 'file') return NOT_A_FILE;
+  if (rules.extensions.length > 0 && !hasAllowedExtension(name, rules.extensions)) return BAD_EXTENSION;
   for (const roots of rootSets) if (!isInside(file.real, roots)) return OUTSIDE;
   return undefined;
 }

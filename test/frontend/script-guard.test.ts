@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ErrorCodes } from '../../src/errors.js';
 import { contentTypeOf, entityTag, hasDotSegment, isNotModified, parseRange } from '../../src/frontend/http-static.js';
 import { ScriptGate } from '../../src/frontend/script-gate.js';
-import { hasAllowedExtension, isInside, judgeFile, judgeName } from '../../src/frontend/script-guard.js';
+import { hasAllowedExtension, isInside, judgeFile, judgeName, runTarget } from '../../src/frontend/script-guard.js';
 import type { ResolvedPath } from '../../src/frontend/script-path.js';
 import type { ScriptRules } from '../../src/pool/types.js';
 import { Cleanup } from '../helpers/scope.js';
@@ -22,7 +22,9 @@ describe('judgeName: what the name alone decides', () => {
     ['/srv/www/index.php', PHP, undefined],
     ['/srv/www/app.phar', PHP, undefined],
     ['/srv/www/uploads/image.jpg', PHP, FORBIDDEN],
-    ['/srv/www/uploads/image.jpg/x.php', PHP, undefined], // passes the name; the file check refuses it
+    ['/srv/www/uploads/image.jpg/x.php', PHP, undefined], // passes the name; the file php would run is judged later
+    ['/srv/www/page.php/', PHP, undefined], // lighttpd's broken-scriptfilename
+    ['/srv/www/uploads/image.jpg/.php', PHP, FORBIDDEN], // no segment php could run is a script
     ['/srv/www/secret.txt', PHP, FORBIDDEN],
     ['/srv/www/.env', PHP, FORBIDDEN],
     ['/srv/www/.php', PHP, FORBIDDEN], // a dotfile, not a script
@@ -45,10 +47,49 @@ describe('judgeName: what the name alone decides', () => {
   });
 });
 
-describe('judgeFile: what the file system said', () => {
+describe('runTarget: the file php-cgi would run (cgi.fix_pathinfo walk)', () => {
+  const disk: Record<string, ResolvedPath> = {
+    '/srv': { kind: 'dir', real: '/srv' },
+    '/srv/www': { kind: 'dir', real: '/srv/www' },
+    '/srv/www/index.php': { kind: 'file', real: '/srv/www/index.php' },
+    '/srv/www/uploads': { kind: 'dir', real: '/srv/www/uploads' },
+    '/srv/www/uploads/image.jpg': { kind: 'file', real: '/srv/www/uploads/image.jpg' },
+    '/srv/www/dir.php': { kind: 'dir', real: '/srv/www/dir.php' },
+  };
+  const lookup = (p: string): ResolvedPath => disk[p] ?? { kind: 'none', real: undefined };
+  const cases: Array<[string, string | undefined]> = [
+    ['/srv/www/index.php', '/srv/www/index.php'],
+    ['/srv/www/index.php/foo/bar', '/srv/www/index.php'], // nginx without fastcgi_split_path_info
+    ['/srv/www/index.php/', '/srv/www/index.php'], // lighttpd broken-scriptfilename
+    ['/srv/www/uploads/image.jpg/x.php', '/srv/www/uploads/image.jpg'], // then refused by extension
+    ['/srv/www/dir.php', '/srv/www/dir.php'], // itself, a directory: refused as not a file
+    ['/srv/www/missing.php', undefined],
+    ['/srv/www/uploads/none/x.php', undefined], // an existing directory ends the walk
+    ['/nowhere/x.php', undefined],
+  ];
+  for (const [name, want] of cases) {
+    it(`${name} → ${want ?? 'nothing'}`, () => {
+      const t = runTarget(name, lookup);
+      assert.ok(!('missing' in t));
+      assert.equal(t.file.kind === 'none' ? undefined : t.name, want);
+    });
+  }
+  it('asks for one path at a time, longest first, and stops at what is not cached', () => {
+    const asked: string[] = [];
+    const t = runTarget('/srv/www/index.php/a/b', (p) => {
+      asked.push(p);
+      return p === '/srv/www/index.php/a/b' ? { kind: 'none', real: undefined } : undefined;
+    });
+    assert.deepEqual(t, { missing: '/srv/www/index.php/a' });
+    assert.deepEqual(asked, ['/srv/www/index.php/a/b', '/srv/www/index.php/a']);
+  });
+});
+
+describe('judgeFile: what the file system said about the file that would run', () => {
   const file = (real: string): ResolvedPath => ({ kind: 'file', real });
   const cases: Array<[string, ResolvedPath, string[][], string | undefined, number | undefined]> = [
     ['a file, no roots', file('/srv/www/index.php'), [], undefined, undefined],
+    ['a walked-back image', file('/srv/www/uploads/image.jpg'), [], FORBIDDEN, 403],
     ['nothing there (ENOENT, or ENOTDIR for image.jpg/x.php)', { kind: 'none', real: undefined }, [], NOT_FOUND, 404],
     ['a directory', { kind: 'dir', real: '/srv/www/dir.php' }, [], FORBIDDEN, 403],
     ['a fifo or device', { kind: 'other', real: '/srv/www/pipe.php' }, [], FORBIDDEN, 403],
@@ -62,7 +103,7 @@ describe('judgeFile: what the file system said', () => {
   ];
   for (const [what, f, sets, code, status] of cases) {
     it(what, () => {
-      const r = judgeFile(f, sets);
+      const r = judgeFile(f.real ?? '/srv/www/x.php', f, PHP, sets);
       assert.equal(r?.code, code);
       assert.equal(r?.status, status);
     });
@@ -170,7 +211,8 @@ describe('ScriptGate on a real directory', () => {
     const gate = new ScriptGate(undefined);
     assert.equal((await gate.check(`${root}/../${out.split('/').pop()}/b.php`, rules))?.code, FORBIDDEN);
     assert.equal((await gate.check(join(root, 'b.php'), rules))?.code, FORBIDDEN);
-    assert.equal((await gate.check(join(root, 'sub', 'a.php', 'x.php'), rules))?.code, NOT_FOUND);
+    assert.equal(await gate.check(join(root, 'sub', 'a.php', 'x.php'), rules), undefined, 'a.php runs with PATH_INFO /x.php');
+    assert.equal((await gate.check(join(root, 'sub', 'none.php', 'x.php'), rules))?.code, NOT_FOUND);
     const http = new ScriptGate(join(root, 'sub'));
     const noRoots: ScriptRules = { extensions: ['.php'], roots: [] };
     assert.equal(await http.check(join(root, 'sub', 'a.php'), noRoots), undefined);

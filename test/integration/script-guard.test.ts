@@ -23,6 +23,8 @@ import { makeTempDir } from '../helpers/tmp.js';
 const PAYLOAD = '<?php echo strrev("DETUCEXE"); ?>\n';
 const RAN = 'EXECUTED';
 const CSS = 'body { color: #333 }\n';
+/** Bigger than any socket buffer, so the stream has to wait for the client. */
+const BIG = Buffer.alloc(3 * 1024 * 1024, 'fcgi-pm static ');
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489', 'hex');
 
 interface Site {
@@ -42,6 +44,7 @@ function makeSite(scope: Cleanup): Site {
   writeFileSync(join(root, '.env'), PAYLOAD);
   writeFileSync(join(root, 'style.css'), CSS);
   writeFileSync(join(root, 'pixel.png'), PNG);
+  writeFileSync(join(root, 'big.bin'), BIG);
   writeFileSync(join(root, '.well-known', 'security.txt'), 'Contact: mailto:a@example.org\n');
   writeFileSync(join(outside, 'evil.php'), PAYLOAD);
   writeFileSync(join(outside, 'secret.css'), 'outside\n');
@@ -129,6 +132,10 @@ describe('scripts that may run: php-cgi pool with the default limit_extensions',
     assert.equal(past.status, 416);
     assert.equal(past.headers['content-range'], `bytes */${PNG.length}`);
 
+    const big = await httpRequest(`${http}/big.bin`);
+    assert.equal(big.headers['content-type'], 'application/octet-stream');
+    assert.ok(big.body.equals(BIG), 'a 3 MiB file arrives whole');
+
     const post = await httpRequest(`${http}/style.css`, { method: 'POST', body: 'x' });
     assert.equal(post.status, 405);
     assert.equal(post.headers.allow, 'GET, HEAD');
@@ -176,7 +183,9 @@ describe('scripts that may run: php-cgi pool with the default limit_extensions',
   it('FastCGI listener, SCRIPT_FILENAME as nginx sends it: only real .php files run', async () => {
     const p = (script: string): Record<string, string> => phpParams(site.root, script);
     assertNotRun(await fcgiGet(fcgiPort, p('/uploads/image.jpg')), 'fcgi image.jpg (split path info)', [403]);
-    assertNotRun(await fcgiGet(fcgiPort, p('/uploads/image.jpg/x.php')), 'fcgi image.jpg/x.php', [404]);
+    // php's fix_pathinfo would run the image: the walk is made here, and the image refused.
+    assertNotRun(await fcgiGet(fcgiPort, p('/uploads/image.jpg/x.php')), 'fcgi image.jpg/x.php', [403]);
+    assertNotRun(await fcgiGet(fcgiPort, p('/uploads/none/x.php')), 'fcgi missing script', [404]);
     assertNotRun(await fcgiGet(fcgiPort, p('/uploads/image.jpg/.php')), 'fcgi image.jpg/.php', [403, 404]);
     assertNotRun(await fcgiGet(fcgiPort, p('/secret.txt')), 'fcgi secret.txt', [403]);
     assertNotRun(await fcgiGet(fcgiPort, p('/.env')), 'fcgi .env', [403]);
@@ -191,7 +200,7 @@ describe('scripts that may run: php-cgi pool with the default limit_extensions',
 
   it('SCGI listener: the same rules', async () => {
     const p = (script: string): Record<string, string> => phpParams(site.root, script);
-    for (const [script, statuses] of [['/uploads/image.jpg', [403]], ['/uploads/image.jpg/x.php', [404]], ['/secret.txt', [403]]] as const) {
+    for (const [script, statuses] of [['/uploads/image.jpg', [403]], ['/uploads/image.jpg/x.php', [403]], ['/secret.txt', [403]]] as const) {
       const r = await scgiRequest({ port: scgiPort }, p(script));
       assertNotRun({ status: r.status, text: r.body.toString('utf8') }, `scgi ${script}`, [...statuses]);
     }
@@ -275,8 +284,9 @@ describe('scripts that may run: nginx location ~ \\.php$ in front', { timeout: 6
   after(() => scope.run());
 
   it('without fastcgi_split_path_info', async () => {
-    assertNotRun(await httpRequest(`${plain}/uploads/image.jpg/x.php`), 'nginx image.jpg/x.php', [404]);
-    assertNotRun(await httpRequest(`${plain}/secret.txt/x.php`), 'nginx secret.txt/x.php', [404]);
+    assertNotRun(await httpRequest(`${plain}/uploads/image.jpg/x.php`), 'nginx image.jpg/x.php', [403]);
+    assertNotRun(await httpRequest(`${plain}/secret.txt/x.php`), 'nginx secret.txt/x.php', [403]);
+    assertNotRun(await httpRequest(`${plain}/missing.php`), 'nginx missing.php', [404]);
     const ok: HttpResponse = await httpRequest(`${plain}/index.php`);
     assert.equal(ok.text, 'index:\n');
   });
