@@ -79,7 +79,7 @@ const MEMORY_TOP_KEYS: readonly KeySpec[] = [
 
 // Which files a pool may run; checked on SCRIPT_FILENAME by every front end (src/frontend/script-guard.ts).
 const SCRIPT_POOL_KEYS: readonly KeySpec[] = [
-  { key: 'limit_extensions', field: 'limitExtensions', type: { kind: 'extensions' }, defaultText: '(.php .phar when command is php-cgi*, else off)', doc: 'SCRIPT_FILENAME must end in one of these extensions and name an existing regular file, else 403 ERR_SCRIPT_FORBIDDEN (404 ERR_SCRIPT_NOT_FOUND when it names nothing); off or [] turns the check off (PHP-FPM security.limit_extensions).' },
+  { key: 'limit_extensions', field: 'limitExtensions', type: { kind: 'extensions' }, defaultText: '(.php .phar when command is php-cgi*, else off)', doc: 'The file SCRIPT_FILENAME would run (after php\'s cgi.fix_pathinfo walk) must be a regular file ending in one of these, else 403 ERR_SCRIPT_FORBIDDEN (404 ERR_SCRIPT_NOT_FOUND when there is none); off or [] turns the check off (PHP-FPM security.limit_extensions).' },
   { key: 'script_roots', field: 'scriptRoots', type: { kind: 'paths' }, defaultText: '(none)', doc: "Directories SCRIPT_FILENAME must lie in after resolving .. and symlinks, else 403 ERR_SCRIPT_FORBIDDEN; through an http listener it must also lie in its document_root." },
 ];
 
