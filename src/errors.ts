@@ -33,6 +33,9 @@ export const ErrorCodes = {
   MEMORY_HARD_LIMIT: 'ERR_MEMORY_HARD_LIMIT', // 503: worker over max_memory_hard
   SHUTTING_DOWN: 'ERR_SHUTTING_DOWN', // 503
   NO_POOL: 'ERR_NO_POOL', // 500: listener names a pool that does not exist
+  // Which files may run (limit_extensions, script_roots): refused before any worker sees them.
+  SCRIPT_FORBIDDEN: 'ERR_SCRIPT_FORBIDDEN', // 403: extension not allowed, not a regular file, or outside the roots
+  SCRIPT_NOT_FOUND: 'ERR_SCRIPT_NOT_FOUND', // 404: SCRIPT_FILENAME missing or naming nothing
   // HTTP listener rejections before or around a request (logged; 400 for a bad path).
   HTTP_BAD_PATH: 'ERR_HTTP_BAD_PATH',
   HTTP_HEAD_TIMEOUT: 'ERR_HTTP_HEAD_TIMEOUT',
@@ -44,6 +47,9 @@ export const ErrorCodes = {
   HTTP_BODY_BUFFER: 'ERR_HTTP_BODY_BUFFER', // 500: the body's temp file could not be written
   HTTP_BAD_HEAD: 'ERR_HTTP_BAD_HEAD', // 400: a head node:http accepts but HTTP forbids (two Host headers)
   HTTP_VERSION: 'ERR_HTTP_VERSION', // 505: an HTTP version other than 1.0 and 1.1
+  HTTP_FORBIDDEN: 'ERR_HTTP_FORBIDDEN', // 403: dotfile path, or a static file reached through a symlink out of document_root
+  HTTP_METHOD_NOT_ALLOWED: 'ERR_HTTP_METHOD_NOT_ALLOWED', // 405: a static file asked with a method other than GET or HEAD
+  HTTP_STATIC_READ: 'ERR_HTTP_STATIC_READ', // 404 / 500: a static file vanished or could not be read
   // Configuration and start-up.
   CONFIG_INVALID: 'ERR_CONFIG_INVALID',
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',

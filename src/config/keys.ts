@@ -37,7 +37,11 @@ export type KeyType =
   /** access_format: json, fpm, or a %-format (src/config/access-format.ts). */
   | { kind: 'access-format' }
   /** A path, or "off" (false) to disable. */
-  | { kind: 'path-or-off' };
+  | { kind: 'path-or-off' }
+  /** limit_extensions: ".php .phar", a list of ".ext", or off / [] (none). */
+  | { kind: 'extensions' }
+  /** A list of filesystem paths (a single string is a list of one), resolved like `path`. */
+  | { kind: 'paths' };
 
 /** Where a key is allowed: some keys only make sense for one kind of pool or listener. */
 export type KeyScope = 'spawned' | 'external' | 'http';
@@ -78,6 +82,12 @@ const MEMORY_TOP_KEYS: readonly KeySpec[] = [
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, default: '2s', doc: "How often workers' memory and CPU are measured (pools may override it)." },
 ];
 
+// Which files a pool may run; checked on SCRIPT_FILENAME by every front end (src/frontend/script-guard.ts).
+const SCRIPT_POOL_KEYS: readonly KeySpec[] = [
+  { key: 'limit_extensions', field: 'limitExtensions', type: { kind: 'extensions' }, defaultText: '(.php .phar when command is php-cgi*, else off)', doc: 'The file SCRIPT_FILENAME would run (after php\'s cgi.fix_pathinfo walk) must be a regular file ending in one of these, else 403 ERR_SCRIPT_FORBIDDEN (404 ERR_SCRIPT_NOT_FOUND when there is none); off or [] turns the check off (PHP-FPM security.limit_extensions).' },
+  { key: 'script_roots', field: 'scriptRoots', type: { kind: 'paths' }, defaultText: '(none)', doc: "Directories SCRIPT_FILENAME must lie in after resolving .. and symlinks, else 403 ERR_SCRIPT_FORBIDDEN; through an http listener it must also lie in its document_root." },
+];
+
 // Operations (issue 5; docs/operations.md): status pages, the control socket, log files.
 const OPERATIONS_LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'name', field: 'name', type: { kind: 'string' }, doc: 'A name for this listener: with systemd socket activation, the FileDescriptorName= of the socket it takes over.' },
@@ -106,7 +116,7 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'owner', field: 'owner', type: { kind: 'user' }, defaultText: "(fcgi-pm's user)", doc: 'Unix sockets only: owner of the socket, a user name or uid (as FPM\'s listen.owner); giving it away takes root.' },
   { key: 'group', field: 'group', type: { kind: 'group' }, defaultText: "(fcgi-pm's group)", doc: 'Unix sockets only: group of the socket, a name or gid; with mode "0660" and group www-data, nginx running as www-data may connect.' },
   { key: 'allowed_clients', field: 'allowedClients', type: { kind: 'client-list' }, defaultText: '(any client)', doc: 'TCP only: client addresses and CIDR blocks (IPv4, IPv6) that may connect, as FPM\'s listen.allowed_clients; others are closed unread and logged (ERR_CLIENT_NOT_ALLOWED).' },
-  { key: 'document_root', field: 'documentRoot', type: { kind: 'path' }, scope: 'http', doc: 'HTTP only: directory in which SCRIPT_FILENAME is resolved.' },
+  { key: 'document_root', field: 'documentRoot', type: { kind: 'path' }, scope: 'http', doc: 'HTTP only: directory in which SCRIPT_FILENAME is resolved; files in it that the pool\'s limit_extensions does not allow are served as static files, paths with a dot segment (but /.well-known/) get 403.' },
   { key: 'index', field: 'index', type: { kind: 'string' }, default: 'index.php', scope: 'http', doc: 'HTTP only: script served for URLs ending in "/".' },
   { key: 'body_buffer_size', field: 'bodyBufferSize', type: { kind: 'size', min: 0, max: 64 * 1024 * 1024 }, default: '64KiB', scope: 'http', doc: 'HTTP only: a chunked request body is read whole before the request is dispatched (the backend needs CONTENT_LENGTH); up to this many bytes stay in memory, the rest goes to a temp file in the private runtime directory.' },
   { key: 'max_body_size', field: 'maxBodySize', type: { kind: 'size', min: 1, max: 2 ** 40 }, default: '100MiB', scope: 'http', doc: 'HTTP only: a request body larger than this (declared by Content-Length, or counted as a chunked body arrives) is answered 413.' },
@@ -150,6 +160,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'queue_limit', field: 'queueLimit', type: { kind: 'int', min: 0 }, default: 1024, doc: 'Requests waiting for a busy backend or worker; beyond this: 503. Requests that wait for a worker being started do not count (0 = none wait for busy ones).' },
   { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '30s', doc: 'A request waiting in the queue this long gets 503.' },
   ...MEMORY_POOL_KEYS,
+  ...SCRIPT_POOL_KEYS,
 ];
 
 export const LIMITS_KEYS: readonly KeySpec[] = [
@@ -231,6 +242,10 @@ export function describeType(t: KeyType): string {
       return 'json | fpm | %-format';
     case 'path-or-off':
       return 'path | off';
+    case 'extensions':
+      return 'list of extensions | off';
+    case 'paths':
+      return 'list of paths';
   }
 }
 

@@ -49,6 +49,7 @@ const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
 /** Environment defaults for php-cgi: fcgi-pm runs one process per worker and recycles it itself. */
 const PHP_CGI_ENV: Record<string, string> = { PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' };
+const PHP_CGI_EXTENSIONS = ['.php', '.phar'];
 
 export function formatKeyPath(path: KeyPath): string {
   let out = '';
@@ -254,6 +255,19 @@ function convert(type: KeyType, v: unknown, path: KeyPath, ctx: Ctx): Converted 
     case 'user':
     case 'group':
       return convertAccount(type.kind, v, bad, ctx.accounts);
+    case 'extensions':
+      return convertExtensions(v, bad);
+    case 'paths': {
+      const list = typeof v === 'string' ? [v] : v;
+      if (!Array.isArray(list)) return bad(`must be a list of paths, got ${show(v)}`);
+      const out: string[] = [];
+      for (let i = 0; i < list.length; i++) {
+        const p = convert({ kind: 'path' }, list[i], typeof v === 'string' ? path : [...path, i], ctx);
+        if (p === INVALID) return INVALID;
+        out.push(p as string);
+      }
+      return out;
+    }
     case 'url-path':
     case 'allow-list':
     case 'client-list':
@@ -289,6 +303,17 @@ function convertBudget(v: unknown, bad: (msg: string) => typeof INVALID): Memory
   if (typeof bytes === 'string') return bad(`${hint}, got ${show(v)}`);
   if (bytes < 1024 * 1024) return bad(`must be at least 1MiB, got ${show(v)}`);
   return { kind: 'bytes', bytes };
+}
+
+/** limit_extensions: ".php .phar" (PHP-FPM's spelling), [.php, .phar], or off / [] for none. */
+function convertExtensions(v: unknown, bad: (msg: string) => typeof INVALID): string[] | typeof INVALID {
+  if (v === false || (typeof v === 'string' && v.trim().toLowerCase() === 'off')) return [];
+  const list = typeof v === 'string' ? v.trim().split(/\s+/).filter((s) => s !== '') : v;
+  if (!Array.isArray(list)) return bad(`must be a list of extensions such as [.php, .phar], or off, got ${show(v)}`);
+  for (const e of list) {
+    if (typeof e !== 'string' || !/^\.[^/\s\0]+$/.test(e)) return bad(`extensions start with "." and have no "/" or spaces, e.g. .php; got ${show(e)}`);
+  }
+  return list as string[];
 }
 
 /** Where else a key is valid, for "it belongs in ..." hints. */
@@ -406,9 +431,12 @@ function buildPool(name: string, obj: unknown, ctx: Ctx): PoolConfig {
     if (pool.socket === 'argv' && !pool.command.slice(1).some((a) => a.includes('{socket}') || a.includes('{port}'))) {
       ctx.problems.add([...path, 'command'], 'needs "{socket}" (a Unix socket path) or "{port}" (a loopback port) in its arguments when socket is argv, e.g. [php-cgi, -b, "{socket}"]');
     }
-    if (pool.env !== undefined && nodePath.basename(pool.command[0]!).startsWith('php-cgi')) {
+    const phpCgi = nodePath.basename(pool.command[0]!).startsWith('php-cgi');
+    if (pool.env !== undefined && phpCgi) {
       for (const [k, val] of Object.entries(PHP_CGI_ENV)) if (!(k in pool.env)) pool.env[k] = val;
     }
+    // php-cgi runs any file it is given as PHP; PHP-FPM's security.limit_extensions default.
+    if (!s.present.has('limit_extensions') && phpCgi) pool.limitExtensions = [...PHP_CGI_EXTENSIONS];
   } else {
     pool.socket = 'fd0';
   }

@@ -103,6 +103,12 @@ export interface PoolConfig {
   rlimitAs?: number;
   /** undefined = the top-level memory_sample_interval. */
   memorySampleInterval?: number | undefined;
+
+  // Which files may run (src/frontend/script-guard.ts). schema.ts fills the php-cgi default.
+  /** Extensions SCRIPT_FILENAME must end in (".php"); empty or undefined = any file. */
+  limitExtensions?: string[] | undefined;
+  /** Directories SCRIPT_FILENAME must resolve into; empty or undefined = anywhere. */
+  scriptRoots?: string[] | undefined;
 }
 
 /** memory_budget as written: bytes, a percentage of MemTotal, or a share of MemAvailable at start. */

@@ -3,10 +3,13 @@ import type { ListenerConfig } from '../config/types.js';
 import type { FrontendContext } from './index.js';
 import type { SessionListener } from './listener-base.js';
 import type { ParamsOverride } from './params-override.js';
+import type { ScriptGate } from './script-gate.js';
 
 export interface FrontendEnv {
   readonly cfg: ListenerConfig;
   readonly ctx: FrontendContext;
   readonly listener: SessionListener;
   readonly override: ParamsOverride;
+  /** Checks SCRIPT_FILENAME for pools with script rules (limit_extensions, script_roots). */
+  readonly scripts: ScriptGate;
 }

@@ -26,7 +26,11 @@ import { HttpRejectCodes } from './request-errors.js';
 import { clientErrorStatus, headProblem } from './http-strict.js';
 import { SessionListener } from './listener-base.js';
 import { applyOverride, compileOverride } from './params-override.js';
-import { StatCache, percentDecode, splitScript, type ScriptSplit } from './script-path.js';
+import { answerMethodNotAllowed, hasDotSegment, serveFile } from './http-static.js';
+import type { Pool } from '../pool/types.js';
+import { ScriptGate, type ScriptVerdict } from './script-gate.js';
+import { hasAllowedExtension, type ScriptRefusal } from './script-guard.js';
+import { percentDecode, splitScript, type ScriptSplit } from './script-path.js';
 import { acceptConnections, bindListener, watchServer } from './stream-listener.js';
 
 export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener> {
@@ -43,7 +47,7 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
   server.maxHeadersCount = 0; // we count variables against the limit ourselves, with a 431
   server.timeout = idle;
   const listener = new SessionListener(cfg, server, ctx.logger.child({ listener: cfg.address.text, protocol: cfg.protocol }));
-  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params) };
+  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), scripts: new ScriptGate(cfg.documentRoot) };
   const handler = new HttpHandler(env);
 
   acceptConnections(listener, (socket) => {
@@ -71,15 +75,12 @@ class HttpHandler {
   private readonly env: FrontendEnv;
   private readonly opts: HttpCgiOptions;
   private readonly rootFs: string | undefined;
-  private readonly cache = new StatCache();
 
   constructor(env: FrontendEnv) {
     this.env = env;
-    const dr = env.cfg.documentRoot;
     // CGI variables are latin1 strings of bytes; the root is UTF-8 on disk.
-    const root = dr === undefined ? undefined : Buffer.from(dr.replace(/\/+$/, ''), 'utf8').toString('latin1');
-    this.rootFs = root;
-    this.opts = { documentRoot: root };
+    this.rootFs = env.scripts.documentRoot;
+    this.opts = { documentRoot: this.rootFs };
   }
 
   onRequest(req: IncomingMessage, res: ServerResponse): void {
@@ -104,7 +105,7 @@ class HttpHandler {
       this.reject(call, 400, 'bad request path');
       return;
     }
-    const split = splitScript(root, path, this.env.cfg.index, this.cache);
+    const split = splitScript(root, path, this.env.cfg.index, this.env.scripts.cache);
     if (split === undefined) {
       this.reject(call, 400, 'request path escapes the document root');
       return;
@@ -122,14 +123,20 @@ class HttpHandler {
     );
   }
 
+  /** Scanners send these by the thousand: the warning shares the gate's rate limit. */
   private reject(call: HttpCall, status: number, why: string): void {
-    this.env.listener.log.warn({ remote: call.conn.remote, code: HttpRejectCodes.BAD_PATH, status, url: call.req.url }, why);
+    this.env.scripts.warn(this.env.listener.log, { status, code: HttpRejectCodes.BAD_PATH, reason: why }, undefined, call.req.url, call.conn.remote);
     call.answerPlain(status, HttpRejectCodes.BAD_PATH);
   }
 
   private start(call: HttpCall, url: string, query: string, split: ScriptSplit): void {
     if (call.gone) return;
     const req = call.req;
+    if (this.rootFs !== undefined && hasDotSegment(split.path)) {
+      this.env.scripts.warn(this.env.listener.log, DOTFILE, undefined, url, call.conn.remote);
+      call.answerPlain(DOTFILE.status, DOTFILE.code);
+      return;
+    }
     const limits = this.env.ctx.limits;
     // Refuse a flood of headers before building anything from them.
     if (req.rawHeaders.length / 2 > limits.maxCount) {
@@ -161,14 +168,14 @@ class HttpHandler {
       call.answerPlain(431, code);
       return;
     }
-    this.readBody(call, params);
+    this.readBody(call, params, split);
   }
 
   /**
    * A Content-Length body streams to the backend as it arrives; a chunked one is read
    * whole first (request-body.ts) so the backend gets its CONTENT_LENGTH.
    */
-  private readBody(call: HttpCall, params: CgiParams): void {
+  private readBody(call: HttpCall, params: CgiParams, split: ScriptSplit): void {
     const { req } = call;
     const cfg = this.env.cfg;
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -177,7 +184,7 @@ class HttpHandler {
       return;
     }
     if (req.headers['transfer-encoding'] === undefined) {
-      this.dispatch(call, params);
+      this.dispatch(call, params, split);
       return;
     }
     const body = new BufferedBody({ memory: cfg.bodyBufferSize, max: cfg.maxBodySize, dir: this.env.ctx.tempDir?.() });
@@ -185,7 +192,7 @@ class HttpHandler {
     body.collect(req, (o) => {
       if (o.ok) {
         params.set('CONTENT_LENGTH', String(body.size));
-        this.dispatch(call, params);
+        this.dispatch(call, params, split);
       } else if (o.tooLarge) {
         this.tooLarge(call, body.size);
       } else {
@@ -201,13 +208,42 @@ class HttpHandler {
     call.answerPlain(413, code, true);
   }
 
-  private dispatch(call: HttpCall, params: CgiParams): void {
+  private dispatch(call: HttpCall, params: CgiParams, split: ScriptSplit): void {
     const ex = new Exchange(params, call, 'http', performance.now());
     if (call.buffered !== undefined) call.attachBuffered(ex);
     else call.attach(ex);
-    dispatchExchange(this.env, ex);
+    dispatchExchange(this.env, ex, split.found && this.rootFs !== undefined ? (pool) => this.serveStatic(ex, split, pool) : undefined);
+  }
+
+  /**
+   * A file the pool would not run (its name is not in limit_extensions) is sent as it is;
+   * true when it was taken. Pools without limit_extensions get every request as before.
+   */
+  private serveStatic(ex: Exchange, split: ScriptSplit, pool: Pool): boolean {
+    const exts = pool.scriptRules?.extensions;
+    if (exts === undefined || exts.length === 0 || split.pathInfo !== '' || hasAllowedExtension(split.scriptName, exts)) return false;
+    const log = this.env.listener.log;
+    const method = ex.params.get('REQUEST_METHOD');
+    if (method !== 'GET' && method !== 'HEAD') {
+      this.env.scripts.warn(log, METHOD_NOT_ALLOWED, undefined, ex.params.get('REQUEST_URI'), ex.params.get('REMOTE_ADDR'));
+      answerMethodNotAllowed(ex);
+      return true;
+    }
+    const file = this.rootFs + split.scriptName;
+    const serve = (v: ScriptVerdict): void => {
+      if (ex.finished) return;
+      if (v !== undefined) this.env.scripts.refuse(log, ex, v);
+      else void serveFile(ex, file);
+    };
+    const verdict = this.env.scripts.checkStatic(file);
+    if (verdict instanceof Promise) void verdict.then(serve);
+    else serve(verdict);
+    return true;
   }
 }
+
+const DOTFILE: ScriptRefusal = { status: 403, code: ErrorCodes.HTTP_FORBIDDEN, reason: 'path segment starting with "." (only /.well-known/ is served)' };
+const METHOD_NOT_ALLOWED: ScriptRefusal = { status: 405, code: ErrorCodes.HTTP_METHOD_NOT_ALLOWED, reason: 'static files answer GET and HEAD only' };
 
 function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Socket): void {
   const remote = remoteText(socket.remoteAddress, socket.remotePort);

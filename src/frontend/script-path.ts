@@ -7,9 +7,15 @@
  * Paths here are latin1 strings (one char per byte), like every CGI variable, so bytes
  * of any encoding survive the trip to the backend and to the file system unchanged.
  */
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 
 export type PathKind = 'file' | 'dir' | 'none' | 'other';
+
+/** A path with `..` and symlinks resolved (latin1); real is undefined when nothing is there. */
+export interface ResolvedPath {
+  kind: PathKind;
+  real: string | undefined;
+}
 
 export interface ScriptSplit {
   /** The decoded, normalized path (DOCUMENT_URI). */
@@ -65,11 +71,12 @@ export function normalizePath(path: string): { segs: string[]; trailingSlash: bo
   return { segs, trailingSlash };
 }
 
-/** fs.stat results kept for a few seconds so the hot path rarely touches the disk. */
+/** fs.stat and realpath results kept for a few seconds so the hot path rarely touches the disk. */
 export class StatCache {
   private readonly ttlMs: number;
   private readonly maxEntries: number;
-  private readonly entries = new Map<string, { kind: PathKind; until: number }>();
+  private readonly kinds = new Map<string, { value: PathKind; until: number }>();
+  private readonly resolved = new Map<string, { value: ResolvedPath; until: number }>();
 
   constructor(ttlMs = 2000, maxEntries = 10_000) {
     this.ttlMs = ttlMs;
@@ -77,27 +84,53 @@ export class StatCache {
   }
 
   peek(path: string, now: number): PathKind | undefined {
-    const e = this.entries.get(path);
-    if (e === undefined) return undefined;
-    if (e.until < now) {
-      this.entries.delete(path);
-      return undefined;
-    }
-    return e.kind;
+    return this.get(this.kinds, path, now);
   }
 
   async stat(path: string): Promise<PathKind> {
-    let kind: PathKind;
+    return this.put(this.kinds, path, await kindOf(Buffer.from(path, 'latin1')));
+  }
+
+  peekResolved(path: string, now: number): ResolvedPath | undefined {
+    return this.get(this.resolved, path, now);
+  }
+
+  /** realpath, then the kind of what it names. */
+  async resolve(path: string): Promise<ResolvedPath> {
+    let r: ResolvedPath;
     try {
-      const st = await stat(Buffer.from(path, 'latin1'));
-      kind = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : 'other';
+      const real = await realpath(Buffer.from(path, 'latin1'), { encoding: 'buffer' });
+      r = { kind: await kindOf(real), real: real.toString('latin1') };
     } catch {
-      kind = 'none';
+      r = { kind: 'none', real: undefined };
     }
+    return this.put(this.resolved, path, r);
+  }
+
+  private get<V>(map: Map<string, { value: V; until: number }>, path: string, now: number): V | undefined {
+    const e = map.get(path);
+    if (e === undefined) return undefined;
+    if (e.until < now) {
+      map.delete(path);
+      return undefined;
+    }
+    return e.value;
+  }
+
+  private put<V>(map: Map<string, { value: V; until: number }>, path: string, value: V): V {
     // Unique URLs (scanners) must not grow this without bound.
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(path, { kind, until: Date.now() + this.ttlMs });
-    return kind;
+    if (map.size >= this.maxEntries) map.clear();
+    map.set(path, { value, until: Date.now() + this.ttlMs });
+    return value;
+  }
+}
+
+async function kindOf(path: Buffer): Promise<PathKind> {
+  try {
+    const st = await stat(path);
+    return st.isFile() ? 'file' : st.isDirectory() ? 'dir' : 'other';
+  } catch {
+    return 'none';
   }
 }
 

@@ -9,6 +9,7 @@ import type { FrontendContext, Listener } from './index.js';
 import { listenOn } from './listen.js';
 import { SessionListener } from './listener-base.js';
 import { compileOverride } from './params-override.js';
+import { ScriptGate } from './script-gate.js';
 
 export async function startSessionListener(
   cfg: ListenerConfig,
@@ -17,7 +18,7 @@ export async function startSessionListener(
   makeSession: (env: FrontendEnv, socket: Socket) => unknown,
 ): Promise<Listener> {
   const listener = new SessionListener(cfg, server, ctx.logger.child({ listener: cfg.address.text, protocol: cfg.protocol }));
-  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params) };
+  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), scripts: new ScriptGate(undefined) };
   acceptConnections(listener, (socket) => makeSession(env, socket));
   watchServer(listener);
   await bindListener(listener, ctx);

@@ -11,7 +11,7 @@ import type { Exchange } from '../protocol/exchange.js';
 import type { Clock } from './clock.js';
 import { RequestQueue } from './queue.js';
 import { PoolStats } from './stats.js';
-import type { Pool, PoolSnapshot } from './types.js';
+import type { Pool, PoolSnapshot, ScriptRules } from './types.js';
 
 export type PoolState = 'running' | 'stopping' | 'stopped';
 
@@ -27,6 +27,7 @@ export abstract class PoolBase implements Pool {
   protected readonly clock: Clock;
   protected readonly queue: RequestQueue;
   readonly stats = new PoolStats();
+  readonly scriptRules: ScriptRules | undefined;
   protected state: PoolState = 'running';
   /** Set once stop()'s drain time ran out: requests still running are cut. */
   protected forced = false;
@@ -40,6 +41,9 @@ export abstract class PoolBase implements Pool {
     this.cfg = cfg;
     this.log = log;
     this.clock = clock;
+    const extensions = cfg.limitExtensions ?? [];
+    const roots = cfg.scriptRoots ?? [];
+    this.scriptRules = extensions.length > 0 || roots.length > 0 ? { extensions, roots } : undefined;
     this.queue = new RequestQueue(clock, Math.max(0, cfg.queueLimit), Math.max(0, cfg.queueTimeout), {
       timeout: (ex, waited) => this.onQueueTimeout(ex, waited),
       aborted: (ex) => this.onQueuedAbort(ex),

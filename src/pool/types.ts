@@ -47,8 +47,18 @@ export interface PoolSnapshot {
   spawnLatency?: { count: number; totalMs: number; maxMs: number } | undefined;
 }
 
+/** Which files a pool may run (limit_extensions, script_roots); the front ends check SCRIPT_FILENAME against it. */
+export interface ScriptRules {
+  /** Allowed endings such as ".php"; empty = any name. */
+  readonly extensions: readonly string[];
+  /** Directories the real path must lie in; empty = anywhere. */
+  readonly roots: readonly string[];
+}
+
 export interface Pool {
   readonly name: string;
+  /** undefined: the pool runs whatever it is asked (no limit_extensions, no script_roots). */
+  readonly scriptRules?: ScriptRules | undefined;
   /** Takes ownership of the exchange: it will be answered (response or error) exactly once. */
   dispatch(ex: Exchange): void;
   /** Spawns the workers static/dynamic modes start with; resolves when they are ready or failed. */

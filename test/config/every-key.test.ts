@@ -14,6 +14,7 @@ function wrongValue(spec: KeySpec): string {
       return '[1, 2]';
     case 'argv':
     case 'string-list':
+    case 'paths':
       return '{ a: 1 }';
     case 'address':
     case 'addresses':

@@ -16,6 +16,7 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   idleTimeout: true, maxRequests: true, maxRequestsJitter: true, maxLifetime: true, requestTimeout: true, slowRequest: true,
   killTimeout: true, crashLimit: true, crashWindow: true, queueLimit: true, queueTimeout: true,
   maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true,
+  limitExtensions: true, scriptRoots: true,
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
   protocol: true, address: true, pool: true, mode: true, owner: true, group: true, allowedClients: true, documentRoot: true, index: true, bodyBufferSize: true, maxBodySize: true, idleTimeout: true, maxConns: true, params: true,
