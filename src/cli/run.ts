@@ -10,6 +10,7 @@ import { LogFiles } from '../log/files.js';
 import { flushLogger, type Logger } from '../log/log.js';
 import { hasQuickOptions, quickConfigObject, UsageError, type QuickOptions } from './quick.js';
 import { EXIT_FAILURE, reportError } from './report.js';
+import { ErrorCodes, codeOf } from '../errors.js';
 
 interface RunOptions extends QuickOptions {
   config?: string;
@@ -90,7 +91,7 @@ async function runDaemon(config: Config, reloadConfig: () => Config): Promise<nu
       },
     });
     daemon.start().then(() => announceUrls(daemon.listeners), async (err: unknown) => {
-      logger.fatal({ err }, 'could not start');
+      logger.fatal({ code: codeOf(err, ErrorCodes.START_FAILED), err }, 'could not start');
       detach();
       await Promise.all([flushLogger(logger), logFiles.flush()]);
       reportError(err);

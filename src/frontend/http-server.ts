@@ -101,7 +101,7 @@ class HttpHandler {
     split.then(
       (s) => this.start(call, url, query, s),
       (err: unknown) => {
-        this.env.listener.log.error({ remote: conn.remote, err }, 'script lookup failed');
+        this.env.listener.log.error({ code: ErrorCodes.INTERNAL, remote: conn.remote, err }, 'script lookup failed');
         this.reject(call, 500, 'script lookup failed');
       },
     );
@@ -160,7 +160,7 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
     socket.destroy();
     return;
   }
-  env.listener.log.warn({ remote, code, err: err.message }, 'bad HTTP request; closing connection');
+  env.listener.log.warn({ code: ErrorCodes.HTTP_BAD_REQUEST, remote, parserCode: code, err: err.message }, 'bad HTTP request; closing connection');
   const status = code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const busy = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
   if (socket.writable && !busy) {

@@ -234,7 +234,7 @@ export abstract class PoolBase implements Pool {
     }
     this.forced = this.queue.length > 0 || this.stats.active > 0;
     if (this.forced) {
-      this.log.warn({ queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name}: requests still unfinished after the shutdown timeout; cutting them`);
+      this.log.warn({ code: ErrorCodes.SHUTDOWN_FORCED, queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name}: requests still unfinished after the shutdown timeout; cutting them`);
     }
     this.rejectQueued('shuttingDown', new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
     await this.shutdown(reason);

@@ -1,9 +1,12 @@
 /**
- * A worker's stdout/stderr → log lines: split at '\n' (bytes, so UTF-8 is never cut
- * mid-character), long lines truncated, rate-limited by a shared TokenBucket. While
- * lines are being dropped, one line later says how many ("N lines dropped").
+ * A worker's stdout/stderr → log entries: split at '\n' (bytes, so UTF-8 is never cut
+ * mid-character), long lines truncated, lines that arrive together grouped into one
+ * entry (src/log/entries.ts), rate-limited by a shared TokenBucket. While entries are
+ * being dropped, one line later says how many ("N entries dropped").
  */
 import type { Readable } from 'node:stream';
+import { ErrorCodes } from '../errors.js';
+import { EntryGrouper } from '../log/entries.js';
 import type { Logger } from '../log/log.js';
 import { TokenBucket } from './rate-limit.js';
 
@@ -78,12 +81,13 @@ export class RateLimitedLog {
     readonly limiter: TokenBucket = new TokenBucket(),
   ) {}
 
-  write(level: OutputLevel, stream: string, line: string): void {
+  write(level: OutputLevel, stream: string, text: string): void {
     if (!this.limiter.take()) {
       this.armReport();
       return;
     }
-    this.logger[level]({ stream }, line);
+    if (level === 'warn' || level === 'error') this.logger[level]({ code: ErrorCodes.WORKER_STDERR, stream }, text);
+    else this.logger[level]({ stream }, text);
   }
 
   /** Logs the pending drop count now, if any. */
@@ -95,7 +99,7 @@ export class RateLimitedLog {
 
   private reportDropped(): void {
     const n = this.limiter.takeDropped();
-    if (n > 0) this.logger.warn({ dropped: n }, `worker output rate-limited: ${n} line${n === 1 ? '' : 's'} dropped`);
+    if (n > 0) this.logger.warn({ code: ErrorCodes.LOG_RATE_LIMITED, dropped: n }, `worker output rate-limited: ${n} ${n === 1 ? 'entry' : 'entries'} dropped`);
   }
 
   private armReport(): void {
@@ -110,8 +114,17 @@ export class RateLimitedLog {
 
 /** Wires a child's output stream to the log. */
 export function captureOutput(stream: Readable, out: RateLimitedLog, name: string, level: OutputLevel): void {
-  const split = new LineSplitter((line) => out.write(level, name, line));
-  stream.on('data', (chunk: Buffer) => split.push(chunk));
-  stream.on('end', () => split.end());
-  stream.on('error', () => split.end());
+  const entries = new EntryGrouper((text) => out.write(level, name, text));
+  const split = new LineSplitter((line) => entries.add(line));
+  stream.on('data', (chunk: Buffer) => {
+    entries.beginRead();
+    split.push(chunk);
+    entries.endRead();
+  });
+  const end = (): void => {
+    split.end();
+    entries.flush();
+  };
+  stream.on('end', end);
+  stream.on('error', end);
 }
