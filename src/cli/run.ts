@@ -15,6 +15,7 @@ import { ErrorCodes, codeOf } from '../errors.js';
 interface RunOptions extends QuickOptions {
   config?: string;
   logLevel?: string;
+  logFormat?: Config['log']['format'];
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -38,7 +39,8 @@ export function runCommand(): Command {
       'after',
       `
 ADDR is host:port ("127.0.0.1:9000", "[::1]:9000", ":9000" for all interfaces) or
-unix:/path.sock. Logs are JSON lines on stdout.
+unix:/path.sock. Logs go to stdout: human lines on a terminal, JSON lines otherwise
+(--log-format json|pretty chooses).
 
 Examples:
   fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
@@ -62,6 +64,12 @@ Examples:
 }
 
 function buildConfig(opts: RunOptions): Config {
+  const cfg = configFromOptions(opts);
+  if (opts.logFormat !== undefined) cfg.log.format = opts.logFormat;
+  return cfg;
+}
+
+function configFromOptions(opts: RunOptions): Config {
   const quick = hasQuickOptions(opts);
   if (opts.config !== undefined && quick) throw new UsageError('give either -c FILE or the quick-form options, not both');
   if (opts.config === undefined && !quick) throw new UsageError('give -c FILE, or a listener (--fastcgi/--scgi/--http ADDR) and --backend or --command');

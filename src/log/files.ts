@@ -24,7 +24,8 @@ export class LogFiles {
   constructor(log: Config['log']) {
     this.mainPath = log.file;
     this.main = log.file === undefined ? pino.destination({ dest: 1, sync: false }) : openFile(log.file);
-    this.logger = createLogger({ level: log.level, destination: this.main });
+    // Human lines only where people read them: auto means pretty on a terminal stdout.
+    this.logger = createLogger({ level: log.level, destination: this.main, format: log.format, isTTY: log.file === undefined && process.stdout.isTTY === true });
     this.accessPath = log.accessFile;
     this.accessStream = log.accessFile === undefined ? undefined : openFile(log.accessFile);
   }

@@ -7,6 +7,7 @@
  * carries a stable `code` from src/errors.ts, the key an operator greps and alerts on.
  */
 import { pino, type Bindings, type DestinationStream, type Logger as PinoLogger } from 'pino';
+import type { LOG_FORMATS } from '../config/keys.js';
 import type { ErrorCode } from '../errors.js';
 import { prettyStream } from './pretty.js';
 
@@ -20,7 +21,6 @@ export interface Logger extends Omit<PinoLogger, 'warn' | 'error' | 'fatal' | 'c
   child(bindings: Bindings): Logger;
 }
 
-export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 export interface LogOptions {
