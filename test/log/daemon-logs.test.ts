@@ -28,7 +28,7 @@ describe('daemon log with a Python worker', { timeout: 90_000 }, () => {
     daemon = await startDaemon(scope, {
       listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'py' }],
       pools: { py: { command: ['python3', '-B', WSGI, '--path', APPS, 'log_app:app'], pm: 'ondemand', max_children: 2, request_timeout: '1s', kill_timeout: '1s' } },
-      log: { level: 'info', access: true, format: 'json' },
+      log: { level: 'info', access: true },
     });
   });
   after(() => scope.run());
