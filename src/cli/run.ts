@@ -112,7 +112,7 @@ async function runDaemon(config: Config, reloadConfig: () => Config): Promise<nu
   });
 }
 
-/** For people, on stderr (stdout is the JSON log): where to point a browser. */
+/** For people, on stderr (stdout is the log): where to point a browser. */
 function announceUrls(listeners: readonly { config: { protocol: string; pool: string }; address: string }[]): void {
   for (const l of listeners) {
     if (l.config.protocol !== 'http' || l.address.startsWith('unix:')) continue;

@@ -156,7 +156,7 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
   const remote = remoteText(socket.remoteAddress, socket.remotePort);
   const code = err.code ?? 'HTTP_BAD_REQUEST';
   if (code === 'ECONNRESET' || code === 'EPIPE') {
-    env.listener.log.debug({ remote, code }, 'HTTP client connection reset');
+    env.listener.log.debug({ remote, parserCode: code }, 'HTTP client connection reset');
     socket.destroy();
     return;
   }
