@@ -2,7 +2,7 @@
  * A backend's FastCGI STDERR output, for front ends whose protocol has no stream for it
  * (SCGI, HTTP): warn entries in our log, split at '\n' and cut at MAX_LINE_BYTES, lines
  * that arrive together grouped into one entry (a PHP warning over several lines, a
- * traceback: src/log/entries.ts), through the same TokenBucket as worker output (one
+ * traceback: src/log/entries.ts), through the same RateLimitedLog as worker output (one
  * bucket per listener), so a script that writes a warning per loop iteration cannot
  * flood the log or slow the event loop. While entries are dropped, one line a second
  * says how many.
@@ -10,7 +10,7 @@
 import { ErrorCodes } from '../errors.js';
 import { EntryGrouper } from '../log/entries.js';
 import type { Logger } from '../log/log.js';
-import { DROP_REPORT_INTERVAL_MS, LineSplitter } from '../worker/output.js';
+import { LineSplitter, RateLimitedLog } from '../worker/output.js';
 import { TokenBucket } from '../worker/rate-limit.js';
 
 interface Source {
@@ -20,17 +20,14 @@ interface Source {
 }
 
 export class BackendStderrLog {
-  private readonly bucket: TokenBucket;
-  private logger: Logger;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly out: RateLimitedLog;
   /** The request whose entry is open: another request's output starts a new entry. */
   private source: Source | undefined;
   private readonly entries = new EntryGrouper((text) => this.log(text));
   private readonly split = new LineSplitter((line) => this.entries.add(line));
 
   constructor(logger: Logger, bucket: TokenBucket = new TokenBucket()) {
-    this.logger = logger;
-    this.bucket = bucket;
+    this.out = new RateLimitedLog(logger, bucket, 'backend stderr');
   }
 
   /** Logs one STDERR chunk (a record: its last line needs no '\n'); `uri` names the request. */
@@ -38,7 +35,7 @@ export class BackendStderrLog {
     const s = this.source;
     if (s !== undefined && (s.remote !== remote || s.uri !== uri)) this.entries.flush();
     this.source = { logger, remote, uri };
-    this.logger = logger;
+    this.out.logger = logger;
     this.entries.beginRead();
     this.split.push(chunk);
     this.split.end();
@@ -47,19 +44,7 @@ export class BackendStderrLog {
 
   private log(text: string): void {
     const s = this.source;
-    if (s === undefined) return;
-    if (this.bucket.take()) s.logger.warn({ code: ErrorCodes.BACKEND_STDERR, remote: s.remote, uri: s.uri, stderr: text }, 'backend wrote to stderr');
-    else this.armReport();
-  }
-
-  private armReport(): void {
-    if (this.timer !== undefined) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      const n = this.bucket.takeDropped();
-      if (n > 0) this.logger.warn({ code: ErrorCodes.LOG_RATE_LIMITED, dropped: n }, `backend stderr rate-limited: ${n} ${n === 1 ? 'entry' : 'entries'} dropped`);
-    }, DROP_REPORT_INTERVAL_MS);
-    this.timer.unref();
+    if (s !== undefined && this.out.admit()) s.logger.warn({ code: ErrorCodes.BACKEND_STDERR, remote: s.remote, uri: s.uri, stderr: text }, 'backend wrote to stderr');
   }
 }
 

@@ -70,8 +70,9 @@ export class LineSplitter {
 export const DROP_REPORT_INTERVAL_MS = 1000;
 
 /**
- * Logs lines through a limiter. Drops are reported by a timer (unref'd) at most once per
- * DROP_REPORT_INTERVAL_MS, and on flush(). One per worker, shared by stdout and stderr.
+ * Logs entries through a limiter. Drops are reported by a timer (unref'd) at most once per
+ * DROP_REPORT_INTERVAL_MS, and on flush(). One per worker, shared by stdout and stderr;
+ * one per listener for backend STDERR (frontend/backend-stderr.ts).
  */
 export class RateLimitedLog {
   private timer: NodeJS.Timeout | undefined;
@@ -79,13 +80,19 @@ export class RateLimitedLog {
     /** Replaceable: a worker rebinds it once its pid is known. */
     public logger: Logger,
     readonly limiter: TokenBucket = new TokenBucket(),
+    /** Names the output in the drop report. */
+    private readonly what = 'worker output',
   ) {}
 
+  /** True if one more entry may be logged now; otherwise it is counted for the drop report. */
+  admit(): boolean {
+    if (this.limiter.take()) return true;
+    this.armReport();
+    return false;
+  }
+
   write(level: OutputLevel, stream: string, text: string): void {
-    if (!this.limiter.take()) {
-      this.armReport();
-      return;
-    }
+    if (!this.admit()) return;
     if (level === 'warn' || level === 'error') this.logger[level]({ code: ErrorCodes.WORKER_STDERR, stream }, text);
     else this.logger[level]({ stream }, text);
   }
@@ -99,7 +106,7 @@ export class RateLimitedLog {
 
   private reportDropped(): void {
     const n = this.limiter.takeDropped();
-    if (n > 0) this.logger.warn({ code: ErrorCodes.LOG_RATE_LIMITED, dropped: n }, `worker output rate-limited: ${n} ${n === 1 ? 'entry' : 'entries'} dropped`);
+    if (n > 0) this.logger.warn({ code: ErrorCodes.LOG_RATE_LIMITED, dropped: n }, `${this.what} rate-limited: ${n} ${n === 1 ? 'entry' : 'entries'} dropped`);
   }
 
   private armReport(): void {
