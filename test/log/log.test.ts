@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCodes } from '../../src/errors.js';
+import { LogFiles } from '../../src/log/files.js';
 import { childLogger } from '../../src/log/log.js';
 import { formatPretty } from '../../src/log/pretty.js';
 import { duplicateTopLevelKeys, lineLogger } from '../helpers/log.js';
@@ -52,4 +53,11 @@ test('formatPretty: time, level, first message line, code first then key=value; 
   assert.equal(err, '10:00:00.000 ERROR oops  code=ERR_INTERNAL err=bad\n    Error: bad\n        at x\n');
   assert.match(formatPretty(LINE, true), /^10:02:03\.456 \x1b\[33mWARN \x1b\[0m /);
   assert.equal(formatPretty('not json'), 'not json\n');
+});
+
+test('a reload that changes log.format says it takes a restart', () => {
+  const log = { level: 'info', format: 'json', access: true } as const;
+  const files = new LogFiles({ ...log });
+  assert.deepEqual(files.apply({ ...log }), []);
+  assert.deepEqual(files.apply({ ...log, format: 'pretty' }), ['log.format changed from json to pretty: that takes a restart']);
 });
