@@ -55,9 +55,44 @@ export const ErrorCodes = {
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',
   ALREADY_RUNNING: 'ERR_ALREADY_RUNNING',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
+  START_FAILED: 'ERR_START_FAILED',
+  // Warnings in the log: every warn/error line carries a code (src/log/log.ts enforces it).
+  SPAWN_TIMEOUT: 'ERR_SPAWN_TIMEOUT',
+  KILL_TIMEOUT: 'ERR_KILL_TIMEOUT',
+  REQUEST_LOST: 'ERR_REQUEST_LOST',
+  WORKER_STDERR: 'ERR_WORKER_STDERR',
+  BACKEND_STDERR: 'ERR_BACKEND_STDERR',
+  LOG_RATE_LIMITED: 'ERR_LOG_RATE_LIMITED',
+  SLOW_REQUEST: 'ERR_SLOW_REQUEST',
+  MAX_CHILDREN: 'ERR_MAX_CHILDREN',
+  MAX_CONNS: 'ERR_MAX_CONNS',
+  MAX_MEMORY_TOO_LOW: 'ERR_MAX_MEMORY_TOO_LOW',
+  MEMORY_BUDGET: 'ERR_MEMORY_BUDGET',
+  MEMORY_BUDGET_UNFIT: 'ERR_MEMORY_BUDGET_UNFIT',
+  FCGI_UNKNOWN_ROLE: 'ERR_FCGI_UNKNOWN_ROLE',
+  FCGI_OVERLOADED: 'ERR_FCGI_OVERLOADED',
+  CLIENT_SEND_TIMEOUT: 'ERR_CLIENT_SEND_TIMEOUT',
+  HTTP_BAD_REQUEST: 'ERR_HTTP_BAD_REQUEST',
+  ACCEPT_FAILED: 'ERR_ACCEPT_FAILED',
+  SHUTDOWN_FORCED: 'ERR_SHUTDOWN_FORCED',
+  STOP_FAILED: 'ERR_STOP_FAILED',
+  RELOAD_FAILED: 'ERR_RELOAD_FAILED',
+  RELOAD_INCOMPLETE: 'ERR_RELOAD_INCOMPLETE',
+  CONTROL_SOCKET: 'ERR_CONTROL_SOCKET',
+  SOCKET_UNMATCHED: 'ERR_SOCKET_UNMATCHED',
+  SYSTEMD_NOTIFY: 'ERR_SYSTEMD_NOTIFY',
+  INTERNAL: 'ERR_INTERNAL',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+const KNOWN: ReadonlySet<string> = new Set(Object.values(ErrorCodes));
+
+/** `err`'s own stable code when it carries one of ours (a ProxyError, say), else `fallback`. */
+export function codeOf(err: unknown, fallback: ErrorCode): ErrorCode {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' && KNOWN.has(code) ? (code as ErrorCode) : fallback;
+}
 
 /** A peer sent bytes that break the FastCGI, SCGI or CGI-response rules. */
 export class ProtocolError extends Error {

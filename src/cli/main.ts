@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { LOG_LEVELS } from '../config/keys.js';
+import { LOG_FORMATS, LOG_LEVELS } from '../config/keys.js';
 import { benchCommand } from './bench.js';
 import { checkCommand } from './check.js';
 import { EXIT_OK, EXIT_USAGE } from './report.js';
@@ -55,6 +55,7 @@ export function buildProgram(): Command {
     .description('FastCGI/SCGI application process manager: spawns php-cgi and other FastCGI/SCGI\nworkers on demand and proxies FastCGI, SCGI and HTTP front ends to them.')
     .version(packageVersion(), '-V, --version', 'print the version')
     .addOption(new Option('--log-level <level>', 'log level, overrides the config file').choices(LOG_LEVELS))
+    .addOption(new Option('--log-format <format>', 'json, pretty (for people) or auto (pretty on a terminal); overrides log.format').choices(LOG_FORMATS))
     .showHelpAfterError('(run "fcgi-pm --help" for usage)')
     .addHelpText('after', EXAMPLES);
   program.addCommand(runCommand());

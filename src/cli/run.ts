@@ -10,10 +10,12 @@ import { LogFiles } from '../log/files.js';
 import { flushLogger, type Logger } from '../log/log.js';
 import { hasQuickOptions, quickConfigObject, UsageError, type QuickOptions } from './quick.js';
 import { EXIT_FAILURE, reportError } from './report.js';
+import { ErrorCodes, codeOf } from '../errors.js';
 
 interface RunOptions extends QuickOptions {
   config?: string;
   logLevel?: string;
+  logFormat?: Config['log']['format'];
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -37,7 +39,8 @@ export function runCommand(): Command {
       'after',
       `
 ADDR is host:port ("127.0.0.1:9000", "[::1]:9000", ":9000" for all interfaces) or
-unix:/path.sock. Logs are JSON lines on stdout.
+unix:/path.sock. Logs go to stdout: human lines on a terminal, JSON lines otherwise
+(--log-format json|pretty chooses).
 
 Examples:
   fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
@@ -61,6 +64,12 @@ Examples:
 }
 
 function buildConfig(opts: RunOptions): Config {
+  const cfg = configFromOptions(opts);
+  if (opts.logFormat !== undefined) cfg.log.format = opts.logFormat;
+  return cfg;
+}
+
+function configFromOptions(opts: RunOptions): Config {
   const quick = hasQuickOptions(opts);
   if (opts.config !== undefined && quick) throw new UsageError('give either -c FILE or the quick-form options, not both');
   if (opts.config === undefined && !quick) throw new UsageError('give -c FILE, or a listener (--fastcgi/--scgi/--http ADDR) and --backend or --command');
@@ -90,7 +99,7 @@ async function runDaemon(config: Config, reloadConfig: () => Config): Promise<nu
       },
     });
     daemon.start().then(() => announceUrls(daemon.listeners), async (err: unknown) => {
-      logger.fatal({ err }, 'could not start');
+      logger.fatal({ code: codeOf(err, ErrorCodes.START_FAILED), err }, 'could not start');
       detach();
       await Promise.all([flushLogger(logger), logFiles.flush()]);
       reportError(err);
@@ -103,7 +112,7 @@ async function runDaemon(config: Config, reloadConfig: () => Config): Promise<nu
   });
 }
 
-/** For people, on stderr (stdout is the JSON log): where to point a browser. */
+/** For people, on stderr (stdout is the log): where to point a browser. */
 function announceUrls(listeners: readonly { config: { protocol: string; pool: string }; address: string }[]): void {
   for (const l of listeners) {
     if (l.config.protocol !== 'http' || l.address.startsWith('unix:')) continue;

@@ -170,8 +170,12 @@ export const LIMITS_KEYS: readonly KeySpec[] = [
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+/** auto: human lines when the log goes to a terminal, JSON lines otherwise. */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+
 export const LOG_KEYS: readonly KeySpec[] = [
   { key: 'level', field: 'level', type: { kind: 'enum', values: LOG_LEVELS }, default: 'info', doc: 'Least important log level written (--log-level overrides it).' },
+  { key: 'format', field: 'format', type: { kind: 'enum', values: LOG_FORMATS }, default: 'auto', doc: 'json (one JSON object per line), pretty (time, level, message, then key=value pairs with code first; for people) or auto: pretty when the log goes to a terminal, json otherwise. --log-format overrides it; read at start.' },
   { key: 'access', field: 'access', type: { kind: 'bool' }, default: true, doc: 'Write one access-log line per finished request.' },
   ...OPERATIONS_LOG_KEYS,
 ];
@@ -275,7 +279,7 @@ export const CONFIG_KEYS: readonly KeyDoc[] = [
   ...rows('pools.<name>.', POOL_KEYS),
   { path: 'limits', type: 'mapping', default: '', required: false, description: 'Limits on what a client may send.' },
   ...rows('limits.', LIMITS_KEYS),
-  { path: 'log', type: 'mapping', default: '', required: false, description: 'Logging (JSON lines on stdout, or to log.file).' },
+  { path: 'log', type: 'mapping', default: '', required: false, description: 'Logging (JSON lines on stdout, or to log.file; human lines on a terminal).' },
   ...rows('log.', LOG_KEYS),
   ...rows('', TOP_KEYS),
 ];

@@ -13,7 +13,7 @@ import { ConfigError } from '../errors.js';
 import { parseAddress, type SocketAddress } from '../protocol/address.js';
 import type { AccountId, Config, ListenerConfig, MemoryBudgetSetting, PoolConfig } from './types.js';
 import { LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, SECTION_KEYS, TOP_KEYS, type KeySpec, type KeyType } from './keys.js';
-import { closest, didYouMean } from './suggest.js';
+import { closest, didYouMean, logKeyFor } from './suggest.js';
 import { convertOperations } from './operations-keys.js';
 import { lookupGroup, lookupUser, type GroupEntry, type UserEntry } from './system-users.js';
 import { formatDuration, formatSize, parseDuration, parseSize, show } from './units.js';
@@ -326,6 +326,8 @@ const KEY_HOMES: Array<[string, readonly KeySpec[]]> = [
 ];
 
 function unknownKeyMessage(key: string, here: readonly KeySpec[], extra: readonly string[] = []): string {
+  const logKey = here === TOP_KEYS ? logKeyFor(key) : undefined;
+  if (logKey !== undefined) return `unknown key (did you mean "${logKey}"?)`;
   const names = [...here.map((k) => k.key), ...extra];
   const near = closest(key, names);
   if (near !== undefined) return `unknown key (did you mean "${near}"?)`;

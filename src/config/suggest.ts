@@ -28,6 +28,27 @@ const PHP_FPM_NAMES: Record<string, string> = {
   root: 'document_root',
 };
 
+/**
+ * Log settings under the names people bring (the first issue text's top-level
+ * log_file/access_log, PHP-FPM's global error_log and log_level) → their key in `log:`.
+ * A did-you-mean, not an alias: one spelling in configs and docs.
+ */
+const LOG_NAMES: Record<string, string> = {
+  log_file: 'file',
+  error_log: 'file',
+  access_log: 'access_file',
+  access_log_file: 'access_file',
+  log_level: 'level',
+  log_format: 'format',
+  access_log_format: 'access_format',
+};
+
+/** "log.file" for a top-level "log_file" (or another LOG_NAMES spelling), else undefined. */
+export function logKeyFor(word: string): string | undefined {
+  const key = LOG_NAMES[word.toLowerCase().replace(/-/g, '_')];
+  return key === undefined ? undefined : `log.${key}`;
+}
+
 /** Edit distance (insert, delete, substitute, swap neighbours). */
 export function editDistance(a: string, b: string): number {
   const rows = a.length + 1;
@@ -49,7 +70,7 @@ export function editDistance(a: string, b: string): number {
 /** The closest candidate when it is close enough to be a typo, else undefined. */
 export function closest(word: string, candidates: Iterable<string>): string | undefined {
   const w = word.toLowerCase().replace(/-/g, '_');
-  const alias = PHP_FPM_NAMES[w];
+  const alias = PHP_FPM_NAMES[w] ?? LOG_NAMES[w];
   const list = [...candidates];
   if (alias !== undefined && list.includes(alias)) return alias;
   let best: string | undefined;

@@ -3,6 +3,7 @@
  * Keys are snake_case in the file and camelCase here; src/config/schema.ts maps them.
  */
 import type { SocketAddress } from '../protocol/address.js';
+import type { LOG_FORMATS } from './keys.js';
 
 /** A user or group as configured (name or number) and its numeric id. */
 export interface AccountId {
@@ -128,6 +129,8 @@ export interface Config {
   limits: LimitsConfig;
   log: {
     level: string;
+    /** auto | json | pretty (src/log/pretty.ts). */
+    format: (typeof LOG_FORMATS)[number];
     access: boolean;
     /** Log file instead of stdout (issue 5); reopened on SIGUSR1. */
     file?: string | undefined;

@@ -7,6 +7,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../log/log.js';
 import { LineSplitter, MAX_REQUEST_LINE, parseRequest, type ControlError, type ControlRequest, type ControlResponse, type DaemonIdentity } from './protocol.js';
+import { ErrorCodes } from '../errors.js';
 
 export interface ControlHandlers {
   status(req: ControlRequest): Promise<unknown>;
@@ -42,7 +43,7 @@ export class ControlServer {
     const server = createServer({ allowHalfOpen: true });
     const cs = new ControlServer(path, server);
     server.on('connection', (sock) => cs.serve(sock, handlers, logger, identity));
-    server.on('error', (err) => logger.error({ err, path }, 'control socket error'));
+    server.on('error', (err) => logger.error({ code: ErrorCodes.CONTROL_SOCKET, err, path }, 'control socket error'));
     await bind(server, path, mode);
     return cs;
   }

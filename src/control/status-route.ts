@@ -19,6 +19,7 @@ import { FPM_CONTENT_TYPES, renderFpmPool, type FpmFormat } from './render-fpm.j
 import { OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, renderPrometheus } from './render-prometheus.js';
 import type { SnapshotOptions } from './snapshot.js';
 import type { StatusSnapshot } from './types.js';
+import { ErrorCodes } from '../errors.js';
 
 export interface StatusResponder {
   /** True when it took the exchange (the path matched); false: dispatch it to the pool. */
@@ -103,7 +104,7 @@ export function createStatusResponder(snapshot: (opts: SnapshotOptions) => Promi
         answer(ex, 200, 'OK', FPM_CONTENT_TYPES[format], format === 'json' ? body + '\n' : body);
       },
       (err: unknown) => {
-        logger.error({ err }, 'status page failed');
+        logger.error({ code: ErrorCodes.INTERNAL, err }, 'status page failed');
         answer(ex, 500, 'Internal Server Error', 'text/plain; charset=utf-8', 'status unavailable\n');
       },
     );

@@ -22,6 +22,7 @@ import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import type { ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
+import { ErrorCodes, codeOf } from '../errors.js';
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -153,7 +154,7 @@ export class Daemon {
         logListener(this.logger, l, listener.address);
       }
     } catch (err) {
-      this.logger.error({ err }, 'start failed; stopping what was started');
+      this.logger.error({ code: codeOf(err, ErrorCodes.START_FAILED), err }, 'start failed; stopping what was started');
       await this.stop({ immediate: true });
       throw err;
     }
@@ -240,7 +241,7 @@ export class Daemon {
   }
 
   private logFailures(results: PromiseSettledResult<unknown>[], msg: string): void {
-    for (const r of results) if (r.status === 'rejected') this.logger.error({ err: r.reason }, msg);
+    for (const r of results) if (r.status === 'rejected') this.logger.error({ code: ErrorCodes.STOP_FAILED, err: r.reason }, msg);
   }
 
   private removePrivateDir(): void {
@@ -250,7 +251,7 @@ export class Daemon {
     try {
       removeRuntimeDir(dir);
     } catch (err) {
-      this.logger.warn({ err, dir }, 'could not remove the runtime directory');
+      this.logger.warn({ code: ErrorCodes.STOP_FAILED, err, dir }, 'could not remove the runtime directory');
     }
   }
 }

@@ -18,7 +18,7 @@ import { ControlServer, type ControlHandlers } from '../control/server.js';
 import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
 import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
 import type { DaemonStatus, ListenerStatus, StatusSnapshot } from '../control/types.js';
-import { ConfigError, ErrorCodes } from '../errors.js';
+import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
 import { adoptListeningFd, listenOn, ListenError } from '../frontend/listen.js';
 import { createAccessLog, type AccessLogger } from '../log/access.js';
@@ -204,7 +204,7 @@ export class Operations {
       this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, listener: l.address.text }, `listener ${l.protocol} ${l.address.text} takes over ${describeInherited(s)} from systemd`);
     }
     for (const s of unmatched) {
-      this.logger.warn({ kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
+      this.logger.warn({ code: ErrorCodes.SOCKET_UNMATCHED, kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
     }
   }
 
@@ -261,7 +261,7 @@ export class Operations {
         throw new ListenError(`control_socket ${path}: ${(err as Error).message.replace(/^unix:\S+: /, '')}; is another fcgi-pm running with this config? ("fcgi-pm status -c FILE" tells)`);
       }
       const hint = quickDefault ? 'run it from a config file, or set control_socket, to give it its own' : 'set control_socket to give this daemon its own';
-      this.logger.warn({ kind: 'control', path, err: (err as Error).message }, `no control socket: ${(err as Error).message}; ${hint}`);
+      this.logger.warn({ code: ErrorCodes.CONTROL_SOCKET, kind: 'control', path, err: (err as Error).message }, `no control socket: ${(err as Error).message}; ${hint}`);
     }
   }
 
@@ -369,7 +369,7 @@ export class Operations {
       this.reloadStats.ok++;
       this.reloadStats.last = { at: Date.now(), ok: true };
       this.logger.info({ kind: 'reload', ok: true, ...report }, `reload done: pools +${report.pools.added.length} -${report.pools.removed.length} ~${report.pools.changed.length}, listeners +${report.listeners.added.length} -${report.listeners.removed.length} ~${report.listeners.reopened.length + report.listeners.updated.length}`);
-      for (const n of report.notes) this.logger.warn({ kind: 'reload' }, n);
+      for (const n of report.notes) this.logger.warn({ code: ErrorCodes.RELOAD_INCOMPLETE, kind: 'reload' }, n);
       return report;
     } catch (err) {
       this.failed(err);
@@ -400,7 +400,7 @@ export class Operations {
     const message = (err as Error)?.message ?? String(err);
     this.reloadStats.last = { at: Date.now(), ok: false, error: message };
     const problems = err instanceof ConfigError ? err.problems : undefined;
-    this.logger.error({ kind: 'reload', ok: false, code: (err as { code?: string }).code, problems }, `reload failed, still running the previous config: ${message}`);
+    this.logger.error({ kind: 'reload', ok: false, code: codeOf(err, ErrorCodes.RELOAD_FAILED), problems }, `reload failed, still running the previous config: ${message}`);
   }
 
   /** Limits, log settings, access log, control socket: daemon-wide settings. */
@@ -421,7 +421,7 @@ export class Operations {
       // The reply to this reload still goes out on the old connection; new ones use the new path.
       void (async () => {
         if (old !== undefined) await old.close(false);
-        if (this.controlHandlers !== undefined) await this.openControl(next, this.controlHandlers).catch((err: unknown) => this.logger.error({ err }, 'control socket could not be opened'));
+        if (this.controlHandlers !== undefined) await this.openControl(next, this.controlHandlers).catch((err: unknown) => this.logger.error({ code: ErrorCodes.CONTROL_SOCKET, err }, 'control socket could not be opened'));
       })();
     }
     return notes;

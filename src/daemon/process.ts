@@ -15,6 +15,7 @@
 import { formatDuration } from '../config/units.js';
 import type { Logger } from '../log/log.js';
 import type { Daemon } from './daemon.js';
+import { ErrorCodes } from '../errors.js';
 
 /** Extra time after shutdown_timeout before the process exits no matter what. */
 const EXIT_GRACE_MS = 15_000;
@@ -32,14 +33,14 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
     const stopped = daemon.stop({ immediate, timeoutMs });
     // Pools bound their own stop by shutdown_timeout + kill_timeout; this is the last resort.
     const watchdog = setTimeout(() => {
-      logger.error({ kind: 'shutdown' }, 'shutdown took too long; exiting anyway');
+      logger.error({ code: ErrorCodes.SHUTDOWN_FORCED, kind: 'shutdown' }, 'shutdown took too long; exiting anyway');
       hooks.exit(1);
     }, (timeoutMs ?? daemon.config.shutdownTimeout) + EXIT_GRACE_MS);
     watchdog.unref();
     stopped.then(
       () => hooks.exit(0),
       (err: unknown) => {
-        logger.error({ err }, 'error while stopping');
+        logger.error({ code: ErrorCodes.STOP_FAILED, err }, 'error while stopping');
         hooks.exit(1);
       },
     );
@@ -52,7 +53,7 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
       logger.info({ kind: 'shutdown', signal: sig, timeout_ms: daemon.config.shutdownTimeout }, `${sig}: stopping gracefully, running requests have up to ${within} (a further SIGINT stops at once)`);
       stopThenExit(false);
     } else if (sig === 'SIGINT') {
-      logger.warn({ kind: 'shutdown', signal: sig }, `${sig} again: stopping now, running requests are cut`);
+      logger.warn({ code: ErrorCodes.SHUTDOWN_FORCED, kind: 'shutdown', signal: sig }, `${sig} again: stopping now, running requests are cut`);
       void daemon.stop({ immediate: true });
     } else {
       logger.info({ kind: 'shutdown', signal: sig }, `${sig}: already stopping`);
@@ -73,10 +74,10 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
     stopThenExit(false, timeoutMs);
   };
   const onUncaught = (err: Error): void => {
-    logger.error({ err, kind: 'uncaught' }, 'uncaught exception; still serving');
+    logger.error({ code: ErrorCodes.INTERNAL, err, kind: 'uncaught' }, 'uncaught exception; still serving');
   };
   const onRejection = (reason: unknown): void => {
-    logger.error({ err: reason, kind: 'uncaught' }, 'unhandled promise rejection; still serving');
+    logger.error({ code: ErrorCodes.INTERNAL, err: reason, kind: 'uncaught' }, 'unhandled promise rejection; still serving');
   };
   const onExit = (): void => daemon.cleanupSync();
 

@@ -24,6 +24,7 @@ import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { Logger } from '../log/log.js';
 import type { PoolGenerations } from '../control/generations.js';
 import type { Pool } from '../pool/types.js';
+import { ErrorCodes } from '../errors.js';
 
 export interface ReloadReport {
   pools: { added: string[]; removed: string[]; changed: string[]; unchanged: string[] };
@@ -177,7 +178,7 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
 
   // 5. Drain what left.
   const closed = removedListeners.map((l) => {
-    const p = l.close(drainMs).catch((err: unknown) => log.error({ err, listener: l.address }, 'closing a removed listener failed'));
+    const p = l.close(drainMs).catch((err: unknown) => log.error({ code: ErrorCodes.STOP_FAILED, err, listener: l.address }, 'closing a removed listener failed'));
     t.closing(p);
     return p;
   });
@@ -205,12 +206,12 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
       t.listeners.push(await t.startListener(n, t.ctx));
       reopened.push(name(n));
     } catch (err) {
-      log.error({ err, listener: n.address.text }, 'reopening a listener with its new settings failed; trying the old ones');
+      log.error({ code: ErrorCodes.LISTEN_FAILED, err, listener: n.address.text }, 'reopening a listener with its new settings failed; trying the old ones');
       notes.push(`listener ${name(n)} could not be reopened: ${(err as Error).message}`);
       try {
         t.listeners.push(await t.startListener(listener.config, t.ctx));
       } catch (err2) {
-        log.error({ err: err2, listener: n.address.text }, 'the listener is closed');
+        log.error({ code: ErrorCodes.LISTEN_FAILED, err: err2, listener: n.address.text }, 'the listener is closed');
       }
     }
   }

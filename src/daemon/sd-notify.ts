@@ -17,6 +17,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { ErrorCodes } from '../errors.js';
 import type { Logger } from '../log/log.js';
 
 const PYTHON_SENDER = `
@@ -103,7 +104,7 @@ export class SystemdNotifier {
     if (helper === undefined) {
       if (!this.warned) {
         this.warned = true;
-        this.logger.warn({ kind: 'systemd' }, 'NOTIFY_SOCKET is set but neither python3 nor systemd-notify is installed; systemd will not hear that fcgi-pm is ready (use Type=simple, or install one)');
+        this.logger.warn({ code: ErrorCodes.SYSTEMD_NOTIFY, kind: 'systemd' }, 'NOTIFY_SOCKET is set but neither python3 nor systemd-notify is installed; systemd will not hear that fcgi-pm is ready (use Type=simple, or install one)');
       }
       return Promise.resolve();
     }
@@ -120,7 +121,7 @@ export class SystemdNotifier {
           const done = (code: number | null, err?: Error): void => {
             clearTimeout(timer);
             if (err !== undefined || code !== 0) {
-              this.logger.warn({ kind: 'systemd', helper: helper.command, code, err: err?.message, stderr: stderr.trim().slice(0, 500) }, `could not notify systemd (${message.split('\n')[0]})`);
+              this.logger.warn({ code: ErrorCodes.SYSTEMD_NOTIFY, kind: 'systemd', helper: helper.command, exitCode: code, err: err?.message, stderr: stderr.trim().slice(0, 500) }, `could not notify systemd (${message.split('\n')[0]})`);
             } else {
               this.logger.debug({ kind: 'systemd', message: message.replace(/\n/g, ' ') }, 'notified systemd');
             }

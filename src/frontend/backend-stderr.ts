@@ -1,57 +1,50 @@
 /**
  * A backend's FastCGI STDERR output, for front ends whose protocol has no stream for it
- * (SCGI, HTTP): warn lines in our log, split at '\n' and cut at MAX_LINE_BYTES, through
- * the same TokenBucket as worker output (one bucket per listener), so a script that
- * writes a warning per loop iteration cannot flood the log or slow the event loop.
- * While lines are dropped, one line a second says how many.
+ * (SCGI, HTTP): warn entries in our log, split at '\n' and cut at MAX_LINE_BYTES, lines
+ * that arrive together grouped into one entry (a PHP warning over several lines, a
+ * traceback: src/log/entries.ts), through the same RateLimitedLog as worker output (one
+ * bucket per listener), so a script that writes a warning per loop iteration cannot
+ * flood the log or slow the event loop. While entries are dropped, one line a second
+ * says how many.
  */
+import { ErrorCodes } from '../errors.js';
+import { EntryGrouper } from '../log/entries.js';
 import type { Logger } from '../log/log.js';
-import { DROP_REPORT_INTERVAL_MS, MAX_LINE_BYTES } from '../worker/output.js';
+import { LineSplitter, RateLimitedLog } from '../worker/output.js';
 import { TokenBucket } from '../worker/rate-limit.js';
 
-const NL = 0x0a;
-const CR = 0x0d;
+interface Source {
+  logger: Logger;
+  remote: string;
+  uri: string | undefined;
+}
 
 export class BackendStderrLog {
-  private readonly bucket: TokenBucket;
-  private logger: Logger;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly out: RateLimitedLog;
+  /** The request whose entry is open: another request's output starts a new entry. */
+  private source: Source | undefined;
+  private readonly entries = new EntryGrouper((text) => this.log(text));
+  private readonly split = new LineSplitter((line) => this.entries.add(line));
 
   constructor(logger: Logger, bucket: TokenBucket = new TokenBucket()) {
-    this.logger = logger;
-    this.bucket = bucket;
+    this.out = new RateLimitedLog(logger, bucket, 'backend stderr');
   }
 
-  /** Logs the lines of one STDERR chunk; `uri` names the request. */
+  /** Logs one STDERR chunk (a record: its last line needs no '\n'); `uri` names the request. */
   write(logger: Logger, remote: string, uri: string | undefined, chunk: Buffer): void {
-    this.logger = logger;
-    let start = 0;
-    while (start < chunk.length) {
-      let nl = chunk.indexOf(NL, start);
-      if (nl < 0) nl = chunk.length;
-      let end = nl > start && chunk[nl - 1] === CR ? nl - 1 : nl;
-      if (end > start) {
-        if (this.bucket.take()) {
-          const cut = end - start > MAX_LINE_BYTES;
-          if (cut) end = start + MAX_LINE_BYTES;
-          const line = chunk.toString('utf8', start, end) + (cut ? ' …(truncated)' : '');
-          logger.warn({ remote, uri, stderr: line }, 'backend wrote to stderr');
-        } else {
-          this.armReport();
-        }
-      }
-      start = nl + 1;
-    }
+    const s = this.source;
+    if (s !== undefined && (s.remote !== remote || s.uri !== uri)) this.entries.flush();
+    this.source = { logger, remote, uri };
+    this.out.logger = logger;
+    this.entries.beginRead();
+    this.split.push(chunk);
+    this.split.end();
+    this.entries.endRead();
   }
 
-  private armReport(): void {
-    if (this.timer !== undefined) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      const n = this.bucket.takeDropped();
-      if (n > 0) this.logger.warn({ dropped: n }, `backend stderr rate-limited: ${n} line${n === 1 ? '' : 's'} dropped`);
-    }, DROP_REPORT_INTERVAL_MS);
-    this.timer.unref();
+  private log(text: string): void {
+    const s = this.source;
+    if (s !== undefined && this.out.admit()) s.logger.warn({ code: ErrorCodes.BACKEND_STDERR, remote: s.remote, uri: s.uri, stderr: text }, 'backend wrote to stderr');
   }
 }
 

@@ -113,7 +113,7 @@ export class FcgiSession implements Session {
     if (err instanceof ProtocolError) {
       this.env.listener.log.warn({ remote: this.remote, code: err.code, err: err.message }, 'bad FastCGI input; closing connection');
     } else {
-      this.env.listener.log.error({ remote: this.remote, err }, 'internal error on FastCGI connection; closing it');
+      this.env.listener.log.error({ code: ErrorCodes.INTERNAL, remote: this.remote, err }, 'internal error on FastCGI connection; closing it');
     }
     this.closeNow();
   }
@@ -183,12 +183,12 @@ export class FcgiSession implements Session {
     const { role, flags } = parseBeginRequest(content);
     const keepConn = (flags & FCGI_KEEP_CONN) !== 0;
     if (!SUPPORTED_ROLES.has(role)) {
-      this.env.listener.log.warn({ remote: this.remote, role }, 'FastCGI role not supported; answered FCGI_UNKNOWN_ROLE');
+      this.env.listener.log.warn({ code: ErrorCodes.FCGI_UNKNOWN_ROLE, remote: this.remote, role }, 'FastCGI role not supported; answered FCGI_UNKNOWN_ROLE');
       this.rejectBegin(id, ProtocolStatus.UnknownRole, keepConn);
       return;
     }
     if (this.requests.size >= MAX_REQUESTS_PER_CONNECTION) {
-      this.env.listener.log.warn({ remote: this.remote, open: this.requests.size }, 'too many requests on one connection; answered FCGI_OVERLOADED');
+      this.env.listener.log.warn({ code: ErrorCodes.FCGI_OVERLOADED, remote: this.remote, open: this.requests.size }, 'too many requests on one connection; answered FCGI_OVERLOADED');
       this.rejectBegin(id, ProtocolStatus.Overloaded, keepConn);
       return;
     }
@@ -460,7 +460,7 @@ export class FcgiSession implements Session {
       return;
     }
     if (this.drainWaiters.length > 0) {
-      this.env.listener.log.warn({ remote: this.remote, open: this.requests.size }, 'FastCGI client stopped reading responses; closing');
+      this.env.listener.log.warn({ code: ErrorCodes.CLIENT_SEND_TIMEOUT, remote: this.remote, open: this.requests.size }, 'FastCGI client stopped reading responses; closing');
       this.closeNow();
       return;
     }

@@ -117,7 +117,7 @@ class HttpHandler {
     split.then(
       (s) => this.start(call, url, query, s),
       (err: unknown) => {
-        this.env.listener.log.error({ remote: conn.remote, err }, 'script lookup failed');
+        this.env.listener.log.error({ code: ErrorCodes.INTERNAL, remote: conn.remote, err }, 'script lookup failed');
         this.reject(call, 500, 'script lookup failed');
       },
     );
@@ -249,11 +249,11 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
   const remote = remoteText(socket.remoteAddress, socket.remotePort);
   const code = err.code ?? 'HTTP_BAD_REQUEST';
   if (code === 'ECONNRESET' || code === 'EPIPE') {
-    env.listener.log.debug({ remote, code }, 'HTTP client connection reset');
+    env.listener.log.debug({ remote, parserCode: code }, 'HTTP client connection reset');
     socket.destroy();
     return;
   }
-  env.listener.log.warn({ remote, code, err: err.message }, 'bad HTTP request; closing connection');
+  env.listener.log.warn({ code: ErrorCodes.HTTP_BAD_REQUEST, remote, parserCode: code, err: err.message }, 'bad HTTP request; closing connection');
   // One answer per request: a request already answered, complete (its body parsed) or
   // whose response a backend may still send keeps that answer, then the connection
   // closes; otherwise the bad bytes are in a body still being read (that request is

@@ -6,11 +6,11 @@
  * spaces in the request line, as nginx does.
  */
 import type { IncomingMessage } from 'node:http';
-import { ErrorCodes } from '../errors.js';
+import { ErrorCodes, type ErrorCode } from '../errors.js';
 
 export interface HeadProblem {
   status: number;
-  code: string;
+  code: ErrorCode;
   why: string;
 }
 

@@ -7,6 +7,7 @@ import type { Logger } from '../log/log.js';
 import type { ListenerConfig } from '../config/types.js';
 import { ClientGate } from './client-gate.js';
 import type { Listener } from './index.js';
+import { ErrorCodes } from '../errors.js';
 
 /** One front-end connection as the listener sees it. */
 export interface Session {
@@ -75,7 +76,7 @@ export class SessionListener implements Listener {
       this.closedWaiter = done;
       timer = setTimeout(() => {
         timer = undefined;
-        if (this.sessions.size > 0) this.log.warn({ connections: this.sessions.size }, 'close timeout; cutting open connections');
+        if (this.sessions.size > 0) this.log.warn({ code: ErrorCodes.SHUTDOWN_FORCED, connections: this.sessions.size }, 'close timeout; cutting open connections');
         for (const s of [...this.sessions]) s.destroy();
         this.sessions.clear();
         this.closedWaiter = undefined;

@@ -164,7 +164,7 @@ export class ScgiSession implements Session, ResponseSink {
 
   private badInput(err: unknown): void {
     if (!(err instanceof ProtocolError)) {
-      this.env.listener.log.error({ remote: this.remote, err }, 'internal error on SCGI connection; closing it');
+      this.env.listener.log.error({ code: ErrorCodes.INTERNAL, remote: this.remote, err }, 'internal error on SCGI connection; closing it');
       this.closeNow();
       return;
     }
@@ -248,7 +248,7 @@ export class ScgiSession implements Session, ResponseSink {
       return;
     }
     if (this.awaitingDrain) {
-      this.env.listener.log.warn({ remote: this.remote }, 'SCGI client stopped reading its response; closing');
+      this.env.listener.log.warn({ code: ErrorCodes.CLIENT_SEND_TIMEOUT, remote: this.remote }, 'SCGI client stopped reading its response; closing');
       this.closeNow();
       return;
     }

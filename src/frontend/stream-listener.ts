@@ -10,6 +10,7 @@ import { listenOn } from './listen.js';
 import { SessionListener } from './listener-base.js';
 import { compileOverride } from './params-override.js';
 import { ScriptGate } from './script-gate.js';
+import { ErrorCodes } from '../errors.js';
 
 export async function startSessionListener(
   cfg: ListenerConfig,
@@ -38,7 +39,7 @@ export function acceptConnections(listener: SessionListener, serve: (socket: Soc
 /** Logs what the server itself reports: refused connections over max_conns, errors after start. */
 export function watchServer(listener: SessionListener): void {
   listener.server.on('drop', (d?: { remoteAddress?: string }) => {
-    listener.log.warn({ remote: d?.remoteAddress ?? 'unix', maxConns: listener.config.maxConns }, 'connection refused: max_conns reached');
+    listener.log.warn({ code: ErrorCodes.MAX_CONNS, remote: d?.remoteAddress ?? 'unix', maxConns: listener.config.maxConns }, 'connection refused: max_conns reached');
   });
 }
 
@@ -47,6 +48,6 @@ export async function bindListener(listener: SessionListener, ctx: FrontendConte
   const cfg = listener.config;
   listener.address = await listenOn(listener.server, cfg.address, { mode: cfg.mode, owner: cfg.owner?.id, group: cfg.group?.id, maxConns: cfg.maxConns });
   listener.log = ctx.logger.child({ listener: listener.address, protocol: cfg.protocol });
-  listener.server.on('error', (err) => listener.log.error({ err }, 'listener error'));
+  listener.server.on('error', (err) => listener.log.error({ code: ErrorCodes.ACCEPT_FAILED, err }, 'listener error'));
   listener.log.info('listening');
 }

@@ -8,11 +8,12 @@
  * a request that ran past its pool's slow_request is logged at warn with `slow: true`
  * (or %S), so slow requests can be found in the access log too.
  */
-import { pino, type DestinationStream } from 'pino';
+import type { DestinationStream } from 'pino';
 import { FPM_ACCESS_FORMAT } from '../config/access-format.js';
+import { ErrorCodes } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { compileAccessFormat, type LineEnv, type LineFacts } from './access-format.js';
-import type { Logger } from './log.js';
+import { createLogger, type Logger } from './log.js';
 
 export type AccessLogger = (ex: Exchange) => void;
 
@@ -87,9 +88,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLogger | undefine
   const format = opts.format === undefined || opts.format === 'json' ? 'json' : opts.format === 'fpm' ? FPM_ACCESS_FORMAT : opts.format;
   const slowMs = opts.slowMs ?? (() => 0);
   // A file gets its own pino instance so its lines keep the JSON shape of the main log.
-  const log = opts.file !== undefined
-    ? pino({ level: 'info', base: { pid: process.pid, kind: 'access' }, timestamp: pino.stdTimeFunctions.isoTime }, opts.file)
-    : opts.logger.child({ kind: 'access' });
+  const log = (opts.file !== undefined ? createLogger({ level: 'info', destination: opts.file, format: 'json' }) : opts.logger).child({ kind: 'access' });
   if (format === 'json') {
     if (!log.isLevelEnabled('info')) return undefined;
     return (ex: Exchange) => {
@@ -98,7 +97,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLogger | undefine
       const limit = slowMs(ex.pool);
       if (limit > 0 && now - ex.startedAt >= limit) {
         f.slow = true;
-        log.warn(f, `slow request: ${f.method} ${f.uri} ${f.status} took ${f.ms} ms (slow_request ${limit} ms)`);
+        log.warn({ code: ErrorCodes.SLOW_REQUEST, ...f }, `slow request: ${f.method} ${f.uri} ${f.status} took ${f.ms} ms (slow_request ${limit} ms)`);
       } else {
         log.info(f, `${f.method} ${f.uri} ${f.status}`);
       }
@@ -128,7 +127,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLogger | undefine
   if (!log.isLevelEnabled('info')) return undefined;
   return (ex: Exchange) => {
     const f = facts(ex);
-    if (f.slow) log.warn({ slow: true }, line(f));
+    if (f.slow) log.warn({ code: ErrorCodes.SLOW_REQUEST, slow: true }, line(f));
     else log.info(line(f));
   };
 }

@@ -18,13 +18,16 @@ export class LogFiles {
   readonly logger: Logger;
   private main: Boom;
   private mainPath: string | undefined;
+  private readonly format: Config['log']['format'];
   private accessStream: Boom | undefined;
   private accessPath: string | undefined;
 
   constructor(log: Config['log']) {
     this.mainPath = log.file;
+    this.format = log.format;
     this.main = log.file === undefined ? pino.destination({ dest: 1, sync: false }) : openFile(log.file);
-    this.logger = createLogger({ level: log.level, destination: this.main });
+    // Human lines only where people read them: auto means pretty on a terminal stdout.
+    this.logger = createLogger({ level: log.level, destination: this.main, format: log.format, isTTY: log.file === undefined && process.stdout.isTTY === true });
     this.accessPath = log.accessFile;
     this.accessStream = log.accessFile === undefined ? undefined : openFile(log.accessFile);
   }
@@ -55,6 +58,7 @@ export class LogFiles {
   apply(log: Config['log']): string[] {
     const notes: string[] = [];
     this.logger.level = log.level;
+    if (log.format !== this.format) notes.push(`log.format changed from ${this.format} to ${log.format}: that takes a restart`);
     if (log.file !== this.mainPath) {
       if (log.file !== undefined && this.mainPath !== undefined) {
         this.main.reopen(log.file);

@@ -16,6 +16,7 @@ import { formatBytes } from './format.js';
 import { decideSpawn, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
 import { createSampler, type MemorySampler } from './sampler.js';
 import type { BudgetMember, BudgetSnapshot, MemoryClock, MemorySample, WorkerRef } from './types.js';
+import { ErrorCodes } from '../errors.js';
 
 export interface HostGovernorOptions {
   logger: Logger;
@@ -323,8 +324,8 @@ export function createHostGovernor(cfg: Pick<Config, 'memoryBudget' | 'memorySam
     logger.info(fields, `memory: no memory_budget; measuring ${how} every ${g.sampleInterval} ms; fcgi-pm itself uses ${formatBytes(self.value)} (${self.measure})`);
   } else {
     logger.info(fields, `memory budget ${formatBytes(budget.bytes)} (${budget.derivation}) for all pools and fcgi-pm itself (now ${formatBytes(self.value)} ${self.measure}); measuring ${how} every ${g.sampleInterval} ms`);
-    if (budget.bytes > meminfo.memTotal) logger.warn(fields, `memory_budget ${formatBytes(budget.bytes)} is more than the host has (MemTotal ${formatBytes(meminfo.memTotal)})`);
-    if (budget.bytes <= self.value) logger.warn(fields, `memory_budget ${formatBytes(budget.bytes)} leaves nothing for workers: fcgi-pm itself uses ${formatBytes(self.value)}`);
+    if (budget.bytes > meminfo.memTotal) logger.warn({ code: ErrorCodes.MEMORY_BUDGET_UNFIT, ...fields }, `memory_budget ${formatBytes(budget.bytes)} is more than the host has (MemTotal ${formatBytes(meminfo.memTotal)})`);
+    if (budget.bytes <= self.value) logger.warn({ code: ErrorCodes.MEMORY_BUDGET_UNFIT, ...fields }, `memory_budget ${formatBytes(budget.bytes)} leaves nothing for workers: fcgi-pm itself uses ${formatBytes(self.value)}`);
   }
   return g;
 }

@@ -56,7 +56,7 @@ export class CrashGuard {
       if (wasProbe) {
         this.probing = false;
         const pause = this.schedule(now);
-        this.log.warn({ pauseMs: pause, crashes: this.window.count(now) }, `pool ${this.pool} still failing (${why}); next try in ${pause} ms`);
+        this.log.warn({ code: ErrorCodes.POOL_FAILING, pauseMs: pause, crashes: this.window.count(now) }, `pool ${this.pool} still failing (${why}); next try in ${pause} ms`);
       }
       return false;
     }
@@ -66,7 +66,7 @@ export class CrashGuard {
       const n = this.window.count(now);
       const pause = this.schedule(now);
       this.log.error(
-        { crashes: n, crashWindow: this.window.windowMs, crashLimit: this.window.limit, pauseMs: pause, queued, last: why },
+        { code: ErrorCodes.POOL_FAILING, crashes: n, crashWindow: this.window.windowMs, crashLimit: this.window.limit, pauseMs: pause, queued, last: why },
         `pool ${this.pool} is failing: ${n} crashes within ${this.window.windowMs} ms (crash_limit ${this.window.limit}); answering 503 until a worker starts again, next try in ${pause} ms`,
       );
       return true;

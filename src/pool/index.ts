@@ -3,7 +3,7 @@
  * spawned workers. Dependencies are injectable (undici style) so unit tests run pools
  * on fake endpoints, fake workers and a fake clock.
  */
-import type { Logger } from '../log/log.js';
+import { childLogger, type Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
 import { DEFAULT_SAMPLE_INTERVAL, HostGovernor, type MemoryGovernor } from '../memory/host-governor.js';
 import { createEndpoint } from '../upstream/endpoint.js';
@@ -43,8 +43,7 @@ export type { EndpointFactory } from './external-pool.js';
 
 export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
   // The daemon hands a logger already bound to {pool}; bind it here when it is not.
-  const bound = deps.logger.bindings() as { pool?: unknown };
-  const logger = bound.pool === cfg.name ? deps.logger : deps.logger.child({ pool: cfg.name });
+  const logger = childLogger(deps.logger, { pool: cfg.name });
   const clock = deps.clock ?? systemClock;
   const endpointFactory = deps.endpointFactory ?? createEndpoint;
   if (cfg.command === undefined || cfg.command.length === 0) {

@@ -5,6 +5,7 @@
  * request now (startNow) and what to do when one had to wait (onQueued).
  */
 import { ErrorCodes, ProxyError, type ErrorCode } from '../errors.js';
+import { EpisodeLimiter } from '../log/episode-limiter.js';
 import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
@@ -17,7 +18,7 @@ export type PoolState = 'running' | 'stopping' | 'stopped';
 
 type RejectCause = keyof PoolStats['rejected'];
 
-/** One warning line per cause per this many ms; the rest are counted into the next line. */
+/** A flood of refusals: the first logged at once, then one count per code per this many ms. */
 const REJECT_LOG_INTERVAL_MS = 1000;
 
 export abstract class PoolBase implements Pool {
@@ -34,7 +35,7 @@ export abstract class PoolBase implements Pool {
 
   private drained: (() => void) | undefined;
   private stopping: Promise<void> | undefined;
-  private readonly rejectLog = new Map<RejectCause, { at: number; suppressed: number }>();
+  private readonly rejectEpisodes: EpisodeLimiter<ErrorCode>;
 
   constructor(cfg: PoolConfig, log: Logger, clock: Clock) {
     this.name = cfg.name;
@@ -44,6 +45,7 @@ export abstract class PoolBase implements Pool {
     const extensions = cfg.limitExtensions ?? [];
     const roots = cfg.scriptRoots ?? [];
     this.scriptRules = extensions.length > 0 || roots.length > 0 ? { extensions, roots } : undefined;
+    this.rejectEpisodes = new EpisodeLimiter({ intervalMs: REJECT_LOG_INTERVAL_MS, timers: clock, summary: (code, n) => this.logRejectRepeats(code, n) });
     this.queue = new RequestQueue(clock, Math.max(0, cfg.queueLimit), Math.max(0, cfg.queueTimeout), {
       timeout: (ex, waited) => this.onQueueTimeout(ex, waited),
       aborted: (ex) => this.onQueuedAbort(ex),
@@ -199,25 +201,17 @@ export abstract class PoolBase implements Pool {
   }
 
   private logReject(cause: RejectCause, code: ErrorCode, message: string, extra?: Record<string, unknown>): void {
-    const now = this.clock.now();
-    const last = this.rejectLog.get(cause);
-    if (last && now - last.at < REJECT_LOG_INTERVAL_MS) {
-      last.suppressed++;
-      return;
-    }
-    const suppressed = last?.suppressed ?? 0;
-    this.rejectLog.set(cause, { at: now, suppressed: 0 });
+    if (!this.rejectEpisodes.hit(code)) return;
     this.log.warn(
-      {
-        code,
-        queued: this.queue.length,
-        queueLimit: this.queue.limit,
-        active: this.stats.active,
-        rejected: this.stats.rejected[cause],
-        ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}),
-        ...extra,
-      },
+      { code, queued: this.queue.length, queueLimit: this.queue.limit, active: this.stats.active, rejected: this.stats.rejected[cause], ...extra },
       message,
+    );
+  }
+
+  private logRejectRepeats(code: ErrorCode, repeats: number): void {
+    this.log.warn(
+      { code, repeats, queued: this.queue.length, active: this.stats.active },
+      `pool ${this.name}: ${repeats} more request${repeats === 1 ? '' : 's'} refused (${code}) within ${REJECT_LOG_INTERVAL_MS} ms`,
     );
   }
 
@@ -238,11 +232,12 @@ export abstract class PoolBase implements Pool {
     }
     this.forced = this.queue.length > 0 || this.stats.active > 0;
     if (this.forced) {
-      this.log.warn({ queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name}: requests still unfinished after the shutdown timeout; cutting them`);
+      this.log.warn({ code: ErrorCodes.SHUTDOWN_FORCED, queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name}: requests still unfinished after the shutdown timeout; cutting them`);
     }
     this.rejectQueued('shuttingDown', new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
     await this.shutdown(reason);
     this.queue.dispose();
+    this.rejectEpisodes.flush();
     this.state = 'stopped';
     this.log.info({ completed: this.stats.completed }, `pool ${this.name} stopped`);
   }

@@ -20,6 +20,7 @@ import type { RetireReason } from '../worker/types.js';
 import { OneTimer, type Clock } from './clock.js';
 import { scriptOf, type Slot } from './slot.js';
 import type { PoolSnapshot } from './types.js';
+import { ErrorCodes } from '../errors.js';
 
 /** One refused-spawn line per this many ms per pool; the rest are counted into the next. */
 const REFUSAL_LOG_INTERVAL_MS = 1000;
@@ -327,7 +328,7 @@ export class PoolMemory implements BudgetMember {
       // Recycling a worker that is this big before serving anything would only loop.
       if (!this.warnedFresh) {
         this.warnedFresh = true;
-        this.log.warn({ ...base, maxMemory: this.caps.soft }, `worker ${slot.pid} of pool ${this.name} uses ${formatBytes(s.value)} (${s.measure}) before serving any request, over max_memory ${formatBytes(this.caps.soft)}: max_memory is too low for this application; not recycling fresh workers`);
+        this.log.warn({ code: ErrorCodes.MAX_MEMORY_TOO_LOW, ...base, maxMemory: this.caps.soft }, `worker ${slot.pid} of pool ${this.name} uses ${formatBytes(s.value)} (${s.measure}) before serving any request, over max_memory ${formatBytes(this.caps.soft)}: max_memory is too low for this application; not recycling fresh workers`);
       }
       return false;
     }
@@ -393,7 +394,7 @@ export class PoolMemory implements BudgetMember {
       const then = evicting > 0 ? `evicting ${evicting} worker(s) of other pools` : covered > 0 ? 'waiting for retiring workers to exit' : 'waiting for memory to come free';
       why = `the memory budget ${formatBytes(budget ?? 0)} has ${formatBytes(Math.max(0, (budget ?? 0) - (hostCommitted ?? 0)))} uncommitted and a worker needs ${formatBytes(est)}; ${then}`;
     }
-    if (demandRefused) this.log.warn(fields, `pool ${this.name}: not spawning ${n} worker(s): ${why}; requests wait in the queue`);
+    if (demandRefused) this.log.warn({ code: ErrorCodes.MEMORY_BUDGET, ...fields }, `pool ${this.name}: not spawning ${n} worker(s): ${why}; requests wait in the queue`);
     else this.log.info(fields, `pool ${this.name}: not spawning ${n} spare worker(s): ${why}`);
   }
 }

@@ -346,7 +346,7 @@ export class SpawnedPool extends PoolBase {
     const duration = Math.round(this.clock.now() - slot.busySince);
     const script = scriptOf(ex);
     slot.log.warn(
-      { script, uri: ex.params.get('REQUEST_URI'), durationMs: duration, requestTimeout: this.cfg.requestTimeout },
+      { code: ErrorCodes.REQUEST_TIMEOUT, script, uri: ex.params.get('REQUEST_URI'), durationMs: duration, requestTimeout: this.cfg.requestTimeout },
       `request to ${script} ran ${duration} ms, past request_timeout (${this.cfg.requestTimeout} ms): stopping worker ${slot.pid}`,
     );
     this.stopNow(slot, 'request_timeout', new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, `request exceeded request_timeout (${this.cfg.requestTimeout} ms) in pool ${this.name}`));
@@ -354,7 +354,7 @@ export class SpawnedPool extends PoolBase {
 
   /** max_memory_hard (pool-memory.ts decided and wrote the message): SIGKILL now, its request gets 503. */
   private killForMemory(slot: Slot, fields: Record<string, unknown>, msg: string): void {
-    slot.log.warn(fields, msg);
+    slot.log.warn({ code: ErrorCodes.MEMORY_HARD_LIMIT, ...fields }, msg);
     const hard = this.cfg.maxMemoryHard ?? 0;
     this.stopNow(slot, 'memory_hard', new ProxyError(ErrorCodes.MEMORY_HARD_LIMIT, 503, `the worker of pool ${this.name} went over max_memory_hard (${hard} bytes) and was stopped`));
     // The kernel frees its memory only when it is gone: no SIGTERM grace.
@@ -381,7 +381,7 @@ export class SpawnedPool extends PoolBase {
     this.stats.slowRequests++;
     const elapsed = Math.round(this.clock.now() - slot.busySince);
     slot.log.warn(
-      { script: scriptOf(ex), uri: ex.params.get('REQUEST_URI'), elapsedMs: elapsed, slowRequest: this.cfg.slowRequest, slowRequests: this.stats.slowRequests },
+      { code: ErrorCodes.SLOW_REQUEST, script: scriptOf(ex), uri: ex.params.get('REQUEST_URI'), elapsedMs: elapsed, slowRequest: this.cfg.slowRequest, slowRequests: this.stats.slowRequests },
       `slow request: ${scriptOf(ex)} still running after ${elapsed} ms`,
     );
   }
@@ -538,7 +538,7 @@ export class SpawnedPool extends PoolBase {
     if (plan.atMaxChildren && !this.atMaxChildren) {
       this.stats.maxChildrenReached++;
       this.log.warn(
-        { maxChildren: this.scaling.maxChildren, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, times: this.stats.maxChildrenReached },
+        { code: ErrorCodes.MAX_CHILDREN, maxChildren: this.scaling.maxChildren, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, times: this.stats.maxChildrenReached },
         `pool ${this.name} reached max_children (${this.scaling.maxChildren}); requests wait in the queue`,
       );
     }

@@ -20,7 +20,7 @@ import { connect, type NetConnectOpts, type Socket } from 'node:net';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import type { BodyConsumer, Exchange } from '../protocol/exchange.js';
-import { ProtocolError } from '../errors.js';
+import { ErrorCodes, ProtocolError } from '../errors.js';
 import { ABORTED, ABORTED_BACKEND_BUSY, closedEarly, connectFailed, connectTimedOut, protocolFault, readTimedOut, unencodable, type FailedOutcome } from './failures.js';
 import type { UpstreamOptions, UpstreamOutcome } from './types.js';
 
@@ -265,7 +265,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
       this.fail(protocolFault(this.address.text, err));
       return;
     }
-    this.logger.error({ err }, 'internal error while relaying a backend response');
+    this.logger.error({ code: ErrorCodes.INTERNAL, err }, 'internal error while relaying a backend response');
     this.fail(protocolFault(this.address.text, `internal error: ${(err as Error)?.message}`));
   }
 

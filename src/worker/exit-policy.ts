@@ -8,6 +8,7 @@
  * crash loop: those back off exponentially like runit, never sooner than a second after
  * the last start, and make the pool `failing` when crash_limit of them fall in crash_window.
  */
+import { ErrorCodes, type ErrorCode } from '../errors.js';
 import type { RetireReason, WorkerExit } from './types.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -19,7 +20,7 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
  */
 export const EARLY_EXIT_MS = 5000;
 
-export interface ExitVerdict {
+interface VerdictBase {
   /** Not asked for (counted as a worker crash in status). */
   crash: boolean;
   /**
@@ -30,14 +31,18 @@ export interface ExitVerdict {
   early: boolean;
   /** The pool should replace it (after restartDelay when early). Scaling may still decide not to. */
   restart: boolean;
-  level: LogLevel;
   message: string;
 }
+
+/** Quiet exits have no code; a warn or error line names its stable code. */
+export type ExitVerdict = VerdictBase & ({ level: 'debug' | 'info'; code?: undefined } | { level: 'warn' | 'error'; code: ErrorCode });
 
 interface PlannedRule {
   restart: boolean;
   level: LogLevel;
   what: string;
+  /** For the rules logged at warn. */
+  code?: ErrorCode;
 }
 
 /** Planned exits, by the reason the manager gave. spawn_timeout is handled as a crash. */
@@ -50,8 +55,8 @@ const PLANNED: Record<Exclude<RetireReason, 'spawn_timeout'>, PlannedRule> = {
   max_lifetime: { restart: true, level: 'debug', what: 'recycled after max_lifetime' },
   memory: { restart: true, level: 'info', what: 'recycled: memory above max_memory' },
   memory_budget: { restart: false, level: 'info', what: 'stopped: pool over its memory budget' },
-  memory_hard: { restart: true, level: 'warn', what: 'killed: memory above max_memory_hard' },
-  request_timeout: { restart: true, level: 'warn', what: 'killed after request_timeout' },
+  memory_hard: { restart: true, level: 'warn', what: 'killed: memory above max_memory_hard', code: ErrorCodes.MEMORY_HARD_LIMIT },
+  request_timeout: { restart: true, level: 'warn', what: 'killed after request_timeout', code: ErrorCodes.REQUEST_TIMEOUT },
   client_abort: { restart: true, level: 'debug', what: 'stopped: its client went away mid-request and the request could not be cancelled' },
 };
 
@@ -68,28 +73,32 @@ function uptimeText(ms: number): string {
   return ms < 10_000 ? `${(ms / 1000).toFixed(2)}s` : `${Math.round(ms / 1000)}s`;
 }
 
+function verdict(base: VerdictBase, level: LogLevel, code: ErrorCode): ExitVerdict {
+  return level === 'warn' || level === 'error' ? { ...base, level, code } : { ...base, level };
+}
+
 export function classifyExit(exit: WorkerExit, wasBusy: boolean): ExitVerdict {
   const after = `(uptime ${uptimeText(exit.uptime)})`;
   const loss = wasBusy ? ', possible request loss' : '';
   const reason = exit.reason;
 
   if (reason === 'spawn_timeout') {
-    return { crash: true, early: true, restart: true, level: 'warn', message: `did not become ready within spawn_timeout, killed (${describeEnd(exit)})` };
+    return { crash: true, early: true, restart: true, level: 'warn', code: ErrorCodes.SPAWN_TIMEOUT, message: `did not become ready within spawn_timeout, killed (${describeEnd(exit)})` };
   }
   if (reason !== undefined) {
     const rule = PLANNED[reason];
     // A planned stop that needed SIGKILL did not honour SIGTERM within kill_timeout.
     const forced = exit.signal === 'SIGKILL' && reason !== 'memory_hard' && reason !== 'request_timeout' ? ' (needed SIGKILL)' : '';
     const level = wasBusy ? atLeast(rule.level, 'warn') : forced ? atLeast(rule.level, 'info') : rule.level;
-    return { crash: false, early: false, restart: rule.restart, level, message: `${rule.what}${forced} ${after}${loss}` };
+    return verdict({ crash: false, early: false, restart: rule.restart, message: `${rule.what}${forced} ${after}${loss}` }, level, rule.code ?? ErrorCodes.REQUEST_LOST);
   }
   const early = isEarlyExit(exit);
   if (exit.signal === null && exit.code === 0 && !early) {
     // Exited by itself, cleanly: php-cgi does this after PHP_FCGI_MAX_REQUESTS.
-    return { crash: false, early: false, restart: true, level: wasBusy ? 'warn' : 'info', message: `exited by itself (code 0) ${after}${loss}` };
+    return verdict({ crash: false, early: false, restart: true, message: `exited by itself (code 0) ${after}${loss}` }, wasBusy ? 'warn' : 'info', ErrorCodes.REQUEST_LOST);
   }
   const when = exit.ready || (exit.code === null && exit.signal === null) ? '' : ' before it was ready';
-  return { crash: true, early, restart: true, level: wasBusy ? 'error' : 'warn', message: `${describeEnd(exit)}${when} ${after}${loss}` };
+  return { crash: true, early, restart: true, level: wasBusy ? 'error' : 'warn', code: ErrorCodes.WORKER_CRASHED, message: `${describeEnd(exit)}${when} ${after}${loss}` };
 }
 
 /** An exit nobody asked for that looks like a crash loop rather than a kill (EARLY_EXIT_MS). */

@@ -1,9 +1,12 @@
 /**
- * A worker's stdout/stderr → log lines: split at '\n' (bytes, so UTF-8 is never cut
- * mid-character), long lines truncated, rate-limited by a shared TokenBucket. While
- * lines are being dropped, one line later says how many ("N lines dropped").
+ * A worker's stdout/stderr → log entries: split at '\n' (bytes, so UTF-8 is never cut
+ * mid-character), long lines truncated, lines that arrive together grouped into one
+ * entry (src/log/entries.ts), rate-limited by a shared TokenBucket. While entries are
+ * being dropped, one line later says how many ("N entries dropped").
  */
 import type { Readable } from 'node:stream';
+import { ErrorCodes } from '../errors.js';
+import { EntryGrouper } from '../log/entries.js';
 import type { Logger } from '../log/log.js';
 import { TokenBucket } from './rate-limit.js';
 
@@ -67,8 +70,9 @@ export class LineSplitter {
 export const DROP_REPORT_INTERVAL_MS = 1000;
 
 /**
- * Logs lines through a limiter. Drops are reported by a timer (unref'd) at most once per
- * DROP_REPORT_INTERVAL_MS, and on flush(). One per worker, shared by stdout and stderr.
+ * Logs entries through a limiter. Drops are reported by a timer (unref'd) at most once per
+ * DROP_REPORT_INTERVAL_MS, and on flush(). One per worker, shared by stdout and stderr;
+ * one per listener for backend STDERR (frontend/backend-stderr.ts).
  */
 export class RateLimitedLog {
   private timer: NodeJS.Timeout | undefined;
@@ -76,14 +80,21 @@ export class RateLimitedLog {
     /** Replaceable: a worker rebinds it once its pid is known. */
     public logger: Logger,
     readonly limiter: TokenBucket = new TokenBucket(),
+    /** Names the output in the drop report. */
+    private readonly what = 'worker output',
   ) {}
 
-  write(level: OutputLevel, stream: string, line: string): void {
-    if (!this.limiter.take()) {
-      this.armReport();
-      return;
-    }
-    this.logger[level]({ stream }, line);
+  /** True if one more entry may be logged now; otherwise it is counted for the drop report. */
+  admit(): boolean {
+    if (this.limiter.take()) return true;
+    this.armReport();
+    return false;
+  }
+
+  write(level: OutputLevel, stream: string, text: string): void {
+    if (!this.admit()) return;
+    if (level === 'warn' || level === 'error') this.logger[level]({ code: ErrorCodes.WORKER_STDERR, stream }, text);
+    else this.logger[level]({ stream }, text);
   }
 
   /** Logs the pending drop count now, if any. */
@@ -95,7 +106,7 @@ export class RateLimitedLog {
 
   private reportDropped(): void {
     const n = this.limiter.takeDropped();
-    if (n > 0) this.logger.warn({ dropped: n }, `worker output rate-limited: ${n} line${n === 1 ? '' : 's'} dropped`);
+    if (n > 0) this.logger.warn({ code: ErrorCodes.LOG_RATE_LIMITED, dropped: n }, `${this.what} rate-limited: ${n} ${n === 1 ? 'entry' : 'entries'} dropped`);
   }
 
   private armReport(): void {
@@ -110,8 +121,17 @@ export class RateLimitedLog {
 
 /** Wires a child's output stream to the log. */
 export function captureOutput(stream: Readable, out: RateLimitedLog, name: string, level: OutputLevel): void {
-  const split = new LineSplitter((line) => out.write(level, name, line));
-  stream.on('data', (chunk: Buffer) => split.push(chunk));
-  stream.on('end', () => split.end());
-  stream.on('error', () => split.end());
+  const entries = new EntryGrouper((text) => out.write(level, name, text));
+  const split = new LineSplitter((line) => entries.add(line));
+  stream.on('data', (chunk: Buffer) => {
+    entries.beginRead();
+    split.push(chunk);
+    entries.endRead();
+  });
+  const end = (): void => {
+    split.end();
+    entries.flush();
+  };
+  stream.on('end', end);
+  stream.on('error', end);
 }

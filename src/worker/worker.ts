@@ -8,7 +8,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
-import type { Logger } from '../log/log.js';
+import { childLogger, type Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import { defaultDeathGuard, type DeathGuard } from './death-guard.js';
 import { classifyExit } from './exit-policy.js';
@@ -31,6 +31,7 @@ import {
 import { WorkerSpawnError } from './spawn-error.js';
 import { checkCwd, resolveCommand, startProcess } from './spawn.js';
 import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerFactory, WorkerSpec, WorkerState } from './types.js';
+import { ErrorCodes } from '../errors.js';
 
 export interface WorkerOptions {
   /** Default: setpriv --pdeathsig when available, else the sh watchdog. */
@@ -85,7 +86,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.startedAt = Date.now();
     this.lastUsedAt = this.startedAt;
     this.guard = opts.deathGuard ?? defaultDeathGuard();
-    this.log = logger.child({ pool: spec.pool, worker: id });
+    this.log = childLogger(logger, { pool: spec.pool, worker: id });
     this.out = new RateLimitedLog(this.log, opts.outputLimiter ?? new TokenBucket());
     this.address = unixAddress('');
     this.exitPromise = new Promise((resolve) => (this.resolveExit = resolve));
@@ -205,7 +206,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
         this.socketPath = fd0.path;
       } catch (e) {
         fd0.abort();
-        this.log.error({ err: e }, 'cannot publish the worker socket');
+        this.log.error({ code: ErrorCodes.SPAWN_FAILED, err: e }, 'cannot publish the worker socket');
       }
     }
     child.on('error', (err: NodeJS.ErrnoException) => this.onChildError(err, resolved.file));
@@ -249,7 +250,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       this.failWithoutProcess(err.code ?? 'ESPAWN', `cannot start ${file}: ${err.message}`);
       return;
     }
-    this.log.warn({ err }, 'worker process error');
+    this.log.warn({ code: ErrorCodes.INTERNAL, err }, 'worker process error');
   }
 
   // ---- stop -------------------------------------------------------------------------
@@ -264,7 +265,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.killTimer = setTimeout(() => {
       this.killTimer = undefined;
       if (this.finished) return;
-      this.log.warn({ killTimeout: this.spec.killTimeout }, 'worker did not exit within kill_timeout after SIGTERM; sending SIGKILL');
+      this.log.warn({ code: ErrorCodes.KILL_TIMEOUT, killTimeout: this.spec.killTimeout }, 'worker did not exit within kill_timeout after SIGTERM; sending SIGKILL');
       this.signalGroup('SIGKILL');
     }, this.spec.killTimeout);
   }
@@ -312,7 +313,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   private emitFailure(errno: string, message: string): void {
     if (this.failureEmitted) return;
     this.failureEmitted = true;
-    this.log.error({ errno, code: 'ERR_SPAWN_FAILED' }, `worker spawn failed: ${message}`);
+    this.log.error({ errno, code: ErrorCodes.SPAWN_FAILED }, `worker spawn failed: ${message}`);
     this.emit('spawnFailed', new WorkerSpawnError(this.spec.command[0] ?? '', errno, message));
   }
 
@@ -336,8 +337,11 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     };
     const verdict = classifyExit(exit, wasBusy);
     // After a spawn failure the failure line already said it all.
-    const level = this.failureEmitted ? 'debug' : verdict.level;
-    this.log[level]({ code, signal, reason: exit.reason, uptime: exit.uptime, requests: this.requests, early: verdict.early }, `worker ${verdict.message}`);
+    const fields = { exitCode: code, signal, reason: exit.reason, uptime: exit.uptime, requests: this.requests, early: verdict.early };
+    const msg = `worker ${verdict.message}`;
+    if (this.failureEmitted) this.log.debug(fields, msg);
+    else if (verdict.code === undefined) this.log[verdict.level](fields, msg);
+    else this.log[verdict.level]({ code: verdict.code, ...fields }, msg);
     this.emit('exit', exit, verdict);
     this.resolveExit(exit);
   }
@@ -349,14 +353,14 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       this.lc = transition(this.lc, event, reason);
     } catch (e) {
       if (!(e instanceof LifecycleError) || LIFECYCLE_STRICT) throw e;
-      this.log.error({ err: e }, e.message);
+      this.log.error({ code: ErrorCodes.INTERNAL, err: e }, e.message);
     }
   }
 
   private illegal(event: LifecycleEvent): void {
     const e = new LifecycleError(this.lc.state, event);
     if (LIFECYCLE_STRICT) throw e;
-    this.log.error({ err: e }, e.message);
+    this.log.error({ code: ErrorCodes.INTERNAL, err: e }, e.message);
   }
 
   private cancelProbe(): void {

@@ -45,12 +45,12 @@ test('the quick form becomes one pool named "default" behind every listener', ()
   assert.equal(pool.maxChildren, 3);
   assert.equal(pool.startChildren, 3);
   assert.equal(pool.env.PHP_FCGI_CHILDREN, '0');
-  assert.deepEqual(cfg.log, { level: 'debug', access: false, file: undefined, accessFile: undefined, accessFormat: 'json' });
+  assert.deepEqual(cfg.log, { level: 'debug', format: 'auto', access: false, file: undefined, accessFile: undefined, accessFormat: 'json' });
 
   const ext = configFromObject(quickConfigObject({ ...none, scgi: ['unix:/tmp/s.sock'], backend: ['scgi://127.0.0.1:4000', 'scgi://127.0.0.1:4001'] }, undefined), '<command line>');
   assert.equal(ext.pools.get('default')!.backend, 'scgi');
   assert.deepEqual(ext.pools.get('default')!.backends.map((b) => b.text), ['127.0.0.1:4000', '127.0.0.1:4001']);
-  assert.deepEqual(ext.log, { level: 'info', access: true, file: undefined, accessFile: undefined, accessFormat: 'json' });
+  assert.deepEqual(ext.log, { level: 'info', format: 'auto', access: true, file: undefined, accessFile: undefined, accessFormat: 'json' });
 });
 
 test('quick-form mistakes are UsageErrors naming the option', () => {

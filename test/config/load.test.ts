@@ -46,7 +46,7 @@ test('the documented example loads with the values it spells', (t) => {
   assert.equal(app.maxChildren, 4);
   assert.deepEqual(app.backends, []);
   assert.deepEqual(cfg.limits, { maxParamsBytes: 65_536, maxParamsCount: 1000 });
-  assert.deepEqual(cfg.log, { level: 'info', access: true, file: undefined, accessFile: undefined, accessFormat: 'json' });
+  assert.deepEqual(cfg.log, { level: 'info', format: 'auto', access: true, file: undefined, accessFile: undefined, accessFormat: 'json' });
   assert.equal(cfg.shutdownTimeout, 30_000);
   assert.equal(cfg.runtimeDir, '/run/fcgi-pm');
 });
@@ -121,6 +121,26 @@ test('unknown keys are errors with a suggestion when one is close', (t) => {
   ]);
   // Nothing close: the message lists what is valid here.
   assert.match(problems[6]!, new RegExp(`^${file}:10: pools\\.php\\.frobnicate: unknown key; valid keys are: backend, backends, .*max_children`));
+});
+
+test('log settings spelt as top-level keys (log_file, access_log, PHP-FPM error_log) point to their log.* key', (t) => {
+  const file = fixture(tempDir(t), 'log-keys.yaml', `
+    listen:
+      - { protocol: fastcgi, address: 127.0.0.1:9000, pool: php }
+    pools:
+      php: { command: [php-cgi] }
+    log_file: /var/log/fcgi-pm.log
+    access_log: /var/log/fcgi-pm-access.log
+    error_log: /var/log/fcgi-pm.log
+    log:
+      log_level: debug
+  `);
+  assert.deepEqual(problemsOf(() => loadConfig(file)), [
+    `${file}:5: log_file: unknown key (did you mean "log.file"?)`,
+    `${file}:6: access_log: unknown key (did you mean "log.access_file"?)`,
+    `${file}:7: error_log: unknown key (did you mean "log.file"?)`,
+    `${file}:9: log.log_level: unknown key (did you mean "level"?)`,
+  ]);
 });
 
 test('cross-checks: listener pool, backends vs command, duplicate addresses, loops', (t) => {
@@ -219,7 +239,7 @@ test('defaults are applied to everything the file leaves out', (t) => {
   assert.equal(p.queueLimit, 1024);
   assert.equal(p.queueTimeout, 30_000);
   assert.deepEqual(cfg.limits, { maxParamsBytes: 64 * 1024, maxParamsCount: 1000 });
-  assert.deepEqual(cfg.log, { level: 'info', access: true, file: undefined, accessFile: undefined, accessFormat: 'json' });
+  assert.deepEqual(cfg.log, { level: 'info', format: 'auto', access: true, file: undefined, accessFile: undefined, accessFormat: 'json' });
   assert.equal(cfg.shutdownTimeout, 30_000);
   assert.equal(cfg.runtimeDir, undefined);
 });

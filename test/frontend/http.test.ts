@@ -311,7 +311,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       c.write(Buffer.from([0, 1, 2, 3, 0xff, 13, 10, 13, 10]));
       const res = await c.waitClose(3000);
       assert.match(res.received.toString(), /^HTTP\/1\.1 400 /);
-      const line = await rig.logged((l) => typeof l.code === 'string' && l.code.startsWith('HPE_'));
+      const line = await rig.logged((l) => l.code === 'ERR_HTTP_BAD_REQUEST' && typeof l.parserCode === 'string' && l.parserCode.startsWith('HPE_'));
       assert.equal(line.listener, rig.listener.address);
       await servesNormally(rig);
     });

@@ -194,7 +194,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       await servesNormally(rig);
     });
 
-    it('logs backend STDERR line by line, rate-limited: a flood becomes a burst of lines and one drop count', async (t) => {
+    it('logs backend STDERR one entry per record, rate-limited: a flood becomes a burst of entries and one drop count', async (t) => {
       const rig = await startRig(t, 'scgi', addressFor(t, transport));
       const records = 2000;
       rig.pool.behaviour = (ex) => {
@@ -206,12 +206,14 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       const r = await scgiRequest(rig.target, { ...PARAMS, REQUEST_URI: '/noisy.py' });
       assert.equal(r.status, 200);
       const drop = await rig.logged((l) => String(l.msg).includes('rate-limited'));
-      const lines = rig.lines.filter((l) => l.msg === 'backend wrote to stderr');
-      assert.ok(lines.length > 0 && lines.length <= 150, `${lines.length} stderr lines logged for ${2 * records}`);
-      assert.equal(lines[0]!.stderr, 'PHP Warning: noisy 0');
-      assert.equal(lines[1]!.stderr, 'second line 0');
-      assert.equal(lines[0]!.uri, '/noisy.py');
-      assert.equal(Number(drop.dropped) + lines.length, 2 * records);
+      const entries = rig.lines.filter((l) => l.msg === 'backend wrote to stderr');
+      assert.ok(entries.length > 0 && entries.length <= 150, `${entries.length} stderr entries logged for ${records} records`);
+      assert.equal(entries[0]!.stderr, 'PHP Warning: noisy 0\nsecond line 0', 'the two lines of one record are one entry');
+      assert.equal(entries[1]!.stderr, 'PHP Warning: noisy 1\nsecond line 1');
+      assert.equal(entries[0]!.uri, '/noisy.py');
+      assert.equal(entries[0]!.code, 'ERR_BACKEND_STDERR');
+      assert.equal(drop.code, 'ERR_LOG_RATE_LIMITED');
+      assert.equal(Number(drop.dropped) + entries.length, records);
     });
   });
 }

@@ -2,7 +2,8 @@
  * Front-end test support: a listener on a fake pool with its log lines captured, so a
  * test can assert on both the wire and the warnings an operator would see.
  */
-import { pino, type Logger } from 'pino';
+import type { Logger } from '../../src/log/log.js';
+import { lineLogger } from '../helpers/log.js';
 import { join } from 'node:path';
 import type { ListenerConfig, FrontProtocol } from '../../src/config/types.js';
 import { parseAddress } from '../../src/protocol/address.js';
@@ -26,7 +27,7 @@ export const DEBUG = 20;
 
 export function captureLogger(): { logger: Logger; lines: LogLine[] } {
   const lines: LogLine[] = [];
-  const logger = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) });
+  const logger = lineLogger('debug', (s) => void lines.push(JSON.parse(s) as LogLine));
   return { logger, lines };
 }
 

@@ -28,6 +28,8 @@ export class Daemon {
   readonly configPath: string;
   readonly config: Record<string, any>;
   readonly logs: LogLine[] = [];
+  /** The same lines as written (JSON.parse hides duplicate keys; these do not). */
+  readonly rawLogs: string[] = [];
   private partial = '';
   private waiters: LogWaiter[] = [];
 
@@ -117,6 +119,7 @@ export class Daemon {
     this.partial = lines.pop()!;
     for (const line of lines) {
       if (line.trim() === '') continue;
+      this.rawLogs.push(line);
       let entry: LogLine;
       try {
         const v = JSON.parse(line) as unknown;

@@ -136,6 +136,19 @@ test('queue_limit: past it 503 QUEUE_FULL at once, with one warning line', () =>
   assert.equal(warn[0]!.queueLimit, 2);
 });
 
+test('a flood of refusals is one line per episode: the first at once, then the count, then quiet', () => {
+  const { pool, clock, lines } = setup({ maxConnsPerBackend: 1, queueLimit: 1 }, 1);
+  for (let i = 0; i < 502; i++) pool.dispatch(makeRequest().ex); // 1 running, 1 queued, 500 refused
+  const warns = (): typeof lines => lines.filter((l) => l.code === ErrorCodes.QUEUE_FULL);
+  assert.equal(warns().length, 1);
+  clock.advance(1000);
+  assert.equal(warns().length, 2, 'the interval ends with one summary line');
+  assert.equal(warns()[1]!.repeats, 499);
+  assert.match(String(warns()[1]!.msg), /499 more requests refused \(ERR_QUEUE_FULL\)/);
+  clock.advance(5000);
+  assert.equal(warns().length, 2, 'nothing more while nothing is refused');
+});
+
 test('queue_timeout: a waiting request gets 503 QUEUE_TIMEOUT; one timer serves the queue', () => {
   const { pool, clock, lines } = setup({ maxConnsPerBackend: 1, queueTimeout: 1000 }, 1);
   pool.dispatch(makeRequest().ex);

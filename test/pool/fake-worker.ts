@@ -4,7 +4,7 @@
  * after it was asked to stop. Exits are classified by the real exit policy.
  */
 import { EventEmitter } from 'node:events';
-import type { Logger } from 'pino';
+import type { Logger } from '../../src/log/log.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { classifyExit } from '../../src/worker/exit-policy.js';
 import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerSpec, WorkerState } from '../../src/worker/types.js';

@@ -176,7 +176,8 @@ export function poolConfig(over: Partial<PoolConfig> = {}): PoolConfig {
   };
 }
 
-import { pino, type Logger } from 'pino';
+import type { Logger } from '../../src/log/log.js';
+import { lineLogger } from '../helpers/log.js';
 
 export interface LogLine {
   level: number;
@@ -187,6 +188,6 @@ export interface LogLine {
 /** A logger that keeps every line (parsed) for assertions. Levels: 30 info, 40 warn, 50 error. */
 export function recordingLogger(level = 'debug'): { logger: Logger; lines: LogLine[] } {
   const lines: LogLine[] = [];
-  const logger = pino({ level }, { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) });
+  const logger = lineLogger(level, (s) => void lines.push(JSON.parse(s) as LogLine));
   return { logger, lines };
 }

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { ErrorCodes } from '../../src/errors.js';
 import {
   BACKOFF_MAX_MS,
   CrashWindow,
@@ -171,4 +172,19 @@ test('CrashWindow.count matches a brute-force count over the recent crashes (pro
       },
     ),
   );
+});
+
+test('a verdict logged at warn or error names its stable code; quiet ones have none', () => {
+  const reasons: (RetireReason | undefined)[] = [undefined, 'idle_timeout', 'scale_down', 'shutdown', 'reload', 'max_requests', 'max_lifetime', 'memory', 'memory_budget', 'memory_hard', 'request_timeout', 'client_abort', 'spawn_timeout'];
+  fc.assert(
+    fc.property(fc.constantFrom(...reasons), fc.constantFrom<[number | null, NodeJS.Signals | null]>([0, null], [1, null], [null, 'SIGTERM'], [null, 'SIGKILL'], [null, null]), fc.boolean(), (reason, [code, signal], busy) => {
+      const v = classifyExit(exit({ code, signal, reason }), busy);
+      assert.equal(v.code !== undefined, v.level === 'warn' || v.level === 'error', JSON.stringify({ reason, code, signal, busy, v }));
+    }),
+  );
+  assert.equal(classifyExit(exit({ signal: 'SIGKILL', reason: 'request_timeout' }), true).code, ErrorCodes.REQUEST_TIMEOUT);
+  assert.equal(classifyExit(exit({ signal: 'SIGKILL', reason: 'memory_hard' }), true).code, ErrorCodes.MEMORY_HARD_LIMIT);
+  assert.equal(classifyExit(exit({ signal: 'SIGSEGV' }), false).code, ErrorCodes.WORKER_CRASHED);
+  assert.equal(classifyExit(exit({ signal: 'SIGTERM', reason: 'spawn_timeout' }), false).code, ErrorCodes.SPAWN_TIMEOUT);
+  assert.equal(classifyExit(exit({ signal: 'SIGTERM', reason: 'shutdown' }), true).code, ErrorCodes.REQUEST_LOST);
 });

@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pino, type Logger } from 'pino';
+import type { Logger } from '../../src/log/log.js';
+import { lineLogger } from '../helpers/log.js';
 import type { WorkerSpec } from '../../src/worker/types.js';
 
 /** A fresh 0700 temp dir, removed after the test. */
@@ -40,7 +41,7 @@ export interface LogRecord {
 /** A pino logger whose lines land in `records` (synchronously). */
 export function captureLogger(level = 'trace'): { logger: Logger; records: LogRecord[] } {
   const records: LogRecord[] = [];
-  const logger = pino({ level }, { write: (s: string) => void records.push(JSON.parse(s) as LogRecord) });
+  const logger = lineLogger(level, (s) => void records.push(JSON.parse(s) as LogRecord));
   return { logger, records };
 }
 

@@ -56,7 +56,7 @@ test('LineSplitter: an over-long line is cut once and its rest skipped', () => {
   assert.equal(lines[2], 'b');
 });
 
-test('RateLimitedLog: a flood logs the burst, then one line saying how many were dropped', () => {
+test('RateLimitedLog: a flood logs the burst, then one coded line saying how many were dropped', () => {
   const clock = fakeClock();
   const { logger, records } = captureLogger();
   const out = new RateLimitedLog(logger, new TokenBucket({ ratePerSec: 20, burst: 100, now: clock.now }));
@@ -68,7 +68,9 @@ test('RateLimitedLog: a flood logs the burst, then one line saying how many were
   const drops = records.filter((r) => r['dropped'] !== undefined);
   assert.equal(drops.length, 1);
   assert.equal(drops[0]!['dropped'], 900);
-  assert.match(drops[0]!.msg, /900 lines dropped/);
+  assert.match(drops[0]!.msg, /900 entries dropped/);
+  assert.equal(drops[0]!['code'], 'ERR_LOG_RATE_LIMITED');
+  assert.equal(lines[0]!['code'], 'ERR_WORKER_STDERR', 'a stderr warning names its code');
   out.flush(); // nothing new to say
   assert.equal(records.filter((r) => r['dropped'] !== undefined).length, 1);
 });
