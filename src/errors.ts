@@ -40,6 +40,9 @@ export const ErrorCodes = {
   HTTP_SEND_TIMEOUT: 'ERR_HTTP_SEND_TIMEOUT',
   // Configuration and start-up.
   CONFIG_INVALID: 'ERR_CONFIG_INVALID',
+  // A valid config this host cannot run as it stands (src/daemon/preflight.ts).
+  HOST_CHECK: 'ERR_HOST_CHECK',
+  ROOT_WORKERS: 'ERR_ROOT_WORKERS',
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
 } as const;
@@ -72,12 +75,13 @@ export class ProxyError extends Error {
 }
 
 export class ConfigError extends Error {
-  readonly code = ErrorCodes.CONFIG_INVALID;
+  readonly code: ErrorCode;
   /** One line per problem: "file:line: key: message". */
   readonly problems: string[];
-  constructor(problems: string[]) {
+  constructor(problems: string[], code: ErrorCode = ErrorCodes.CONFIG_INVALID) {
     super(problems.join('\n'));
     this.name = 'ConfigError';
     this.problems = problems;
+    this.code = code;
   }
 }

@@ -3,6 +3,7 @@
  * Keys are snake_case in the file and camelCase here; src/config/schema.ts maps them.
  */
 import type { SocketAddress } from '../protocol/address.js';
+import type { ConfigOrigin } from './problems.js';
 
 export type FrontProtocol = 'fastcgi' | 'scgi' | 'http';
 export type BackendProtocol = 'fastcgi' | 'scgi';
@@ -127,4 +128,6 @@ export interface Config {
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
+  /** File label and key lines, so checks after loading (src/daemon/preflight.ts) name lines too. */
+  origin?: ConfigOrigin;
 }
