@@ -1,0 +1,170 @@
+/**
+ * Who a worker runs as: `user`/`group` (names or numeric ids) looked up in /etc/passwd
+ * and /etc/group, then through `getent` (so NSS sources such as LDAP or sssd are found
+ * too, where getent exists).
+ *
+ * Only root can switch users. Like PHP-FPM, a daemon that is not root ignores `user`
+ * and `group` naming someone else (the caller logs a notice) and runs workers as itself.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import * as nodePath from 'node:path';
+
+export interface UserEntry {
+  name: string;
+  uid: number;
+  gid: number;
+}
+
+export interface GroupEntry {
+  name: string;
+  gid: number;
+}
+
+type Db = 'passwd' | 'group';
+
+/** The line for `key` (a name, or a number matched against the id field). */
+function findLine(text: string, key: string): string[] | undefined {
+  const numeric = /^\d+$/.test(key);
+  for (const line of text.split('\n')) {
+    const f = line.split(':');
+    if (f.length < 3) continue;
+    if (f[0] === key || (numeric && f[2] === String(Number(key)))) return f;
+  }
+  return undefined;
+}
+
+function readDb(db: Db): string {
+  try {
+    return readFileSync(`/etc/${db}`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** getent: NSS (LDAP, sssd, systemd-userdb). Exit 2 = not found; no getent = not found. */
+function getent(db: Db, key: string): string[] | undefined {
+  try {
+    const out = execFileSync('getent', [db, key], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
+    return findLine(out, key);
+  } catch {
+    return undefined;
+  }
+}
+
+function lookup(db: Db, key: string): string[] | undefined {
+  return findLine(readDb(db), key) ?? getent(db, key);
+}
+
+export function lookupUser(nameOrId: string): UserEntry | undefined {
+  const f = lookup('passwd', nameOrId);
+  return f === undefined ? undefined : { name: f[0]!, uid: Number(f[2]), gid: Number(f[3]) };
+}
+
+export function lookupGroup(nameOrId: string): GroupEntry | undefined {
+  const f = lookup('group', nameOrId);
+  return f === undefined ? undefined : { name: f[0]!, gid: Number(f[2]) };
+}
+
+/** A process's identity as far as file permissions go. */
+export interface Credentials {
+  uid: number;
+  /** Primary group first, then supplementary ones. */
+  gids: number[];
+}
+
+
+export type WorkerIdentity =
+  /** Spawn with these ids (undefined: keep the daemon's). */
+  | { ok: true; uid: number | undefined; gid: number | undefined; runsAs: Credentials; ignored: boolean }
+  | { ok: false; key: 'user' | 'group'; message: string };
+
+/** The daemon's own ids (effective), with its supplementary groups. */
+export interface Self {
+  uid: number;
+  gid: number;
+  groups?: number[];
+}
+
+export function currentIds(): Self {
+  return { uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0, groups: process.getgroups?.() };
+}
+
+/**
+ * What a pool's `user`/`group` mean on this host for a daemon running as `self`.
+ * `ignored`: they name someone else but the daemon is not root, so workers run as it.
+ */
+export function resolveIdentity(user: string | undefined, group: string | undefined, self: Self = currentIds()): WorkerIdentity {
+  let uid: number | undefined;
+  let gid: number | undefined;
+  if (user !== undefined) {
+    const u = lookupUser(user);
+    if (u === undefined) return { ok: false, key: 'user', message: `no such user "${user}" (looked up in /etc/passwd${hasGetent() ? ' and with getent' : ''})` };
+    uid = u.uid;
+    gid = u.gid;
+  }
+  if (group !== undefined) {
+    const g = lookupGroup(group);
+    if (g === undefined) return { ok: false, key: 'group', message: `no such group "${group}" (looked up in /etc/group${hasGetent() ? ' and with getent' : ''})` };
+    gid = g.gid;
+  }
+  if (self.uid !== 0) {
+    const ignored = (uid !== undefined && uid !== self.uid) || (gid !== undefined && gid !== self.gid);
+    return { ok: true, uid: undefined, gid: undefined, runsAs: { uid: self.uid, gids: [self.gid, ...(self.groups ?? [])] }, ignored };
+  }
+  // libuv's spawn drops supplementary groups (setgroups(0)) when it sets ids.
+  const switched = uid !== undefined || gid !== undefined;
+  const runsAs = switched ? { uid: uid ?? self.uid, gids: [gid ?? self.gid] } : { uid: self.uid, gids: [self.gid, ...(self.groups ?? [])] };
+  return { ok: true, uid, gid, runsAs, ignored: false };
+}
+
+let getentSeen: boolean | undefined;
+function hasGetent(): boolean {
+  if (getentSeen === undefined) {
+    const dirs = (process.env['PATH'] ?? '/usr/bin:/bin').split(':');
+    getentSeen = dirs.some((d) => {
+      try {
+        return statSync(nodePath.join(d, 'getent')).isFile();
+      } catch {
+        return false;
+      }
+    });
+  }
+  return getentSeen;
+}
+
+/** What a path must allow: enter a directory, read a file, execute a program. */
+export type Want = 'enter' | 'read' | 'execute';
+
+const BIT: Record<Want, number> = { enter: 1, read: 4, execute: 1 };
+
+/**
+ * Why `who` could not use `path` as `want`s, or undefined when it can: every directory on
+ * the way needs x, the last component r or x. By mode bits only (ACLs and capabilities
+ * are not looked at); root may do anything but execute a file without an x bit.
+ */
+export function accessAs(path: string, who: Credentials, want: Want): string | undefined {
+  const parts = nodePath.resolve(path).split('/').filter((p) => p !== '');
+  let here = '/';
+  for (let i = 0; i <= parts.length; i++) {
+    if (i > 0) here = nodePath.join(here, parts[i - 1]!);
+    const last = i === parts.length;
+    let st;
+    try {
+      st = statSync(here);
+    } catch (err) {
+      return `${here}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
+    }
+    const w: Want = last ? want : 'enter';
+    if (!allowed(st.mode, st.uid, st.gid, who, w)) {
+      return `cannot ${w} ${here} (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}, owner uid ${st.uid} gid ${st.gid})`;
+    }
+  }
+  return undefined;
+}
+
+function allowed(mode: number, ownerUid: number, ownerGid: number, who: Credentials, want: Want): boolean {
+  if (who.uid === 0) return want !== 'execute' || (mode & 0o111) !== 0;
+  const shift = who.uid === ownerUid ? 6 : who.gids.includes(ownerGid) ? 3 : 0;
+  return ((mode >> shift) & BIT[want]) !== 0;
+}
