@@ -14,14 +14,14 @@
  *     creates (runtime_dir, a configured control socket's) can be created;
  *   - document_root is a directory.
  */
-import { accessSync, constants, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
 import { Problems, type KeyPath } from '../config/problems.js';
 import type { Config, PoolConfig } from '../config/types.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { workerEnv } from '../pool/worker-spec.js';
-import { accessAs, currentIds, lookupUser, resolveIdentity, type Credentials, type Self } from '../worker/identity.js';
+import { accessAs, credentialsOfSelf, currentIds, lookupUser, resolveIdentity, type Credentials, type Self } from '../worker/identity.js';
 import { resolveCommand } from '../worker/spawn.js';
 
 export interface PreflightOptions {
@@ -46,6 +46,7 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}): PreflightRe
   const problems = new Problems(label, cfg.origin?.locate);
   const notices = new Problems(label, cfg.origin?.locate);
   const self = opts.self ?? currentIds();
+  const daemon = credentialsOfSelf(self);
   let rootRefusals = 0;
 
   for (const pool of cfg.pools.values()) {
@@ -68,7 +69,7 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}): PreflightRe
 
   cfg.listen.forEach((l, i) => {
     if (l.address.kind === 'unix') {
-      const why = dirProblem(nodePath.dirname(l.address.path), cfg.runtimeDir);
+      const why = dirProblem(nodePath.dirname(l.address.path), cfg.runtimeDir, daemon);
       if (why !== undefined) problems.add(['listen', i, 'address'], `cannot create ${l.address.text}: ${why}`);
     }
     if (l.documentRoot !== undefined) {
@@ -78,13 +79,13 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}): PreflightRe
   });
 
   if (cfg.runtimeDir !== undefined) {
-    const why = creatable(cfg.runtimeDir);
+    const why = creatable(cfg.runtimeDir, daemon);
     if (why !== undefined) problems.add(['runtime_dir'], why);
   }
   const control = controlSocketPath(cfg);
   // The derived default is best effort (a warning at run time); a configured one must work.
   if (control !== undefined && !isDefaultControlSocket(cfg)) {
-    const why = creatable(nodePath.dirname(control));
+    const why = creatable(nodePath.dirname(control), daemon);
     if (why !== undefined) problems.add(['control_socket'], `cannot create ${control}: ${why}`);
   }
 
@@ -157,22 +158,18 @@ function describe(err: unknown): string {
 }
 
 /** A directory we will bind in: it must exist (unless fcgi-pm makes it) and take new files. */
-function dirProblem(dir: string, runtimeDir: string | undefined): string | undefined {
-  if (runtimeDir !== undefined && nodePath.resolve(dir) === nodePath.resolve(runtimeDir)) return creatable(dir);
-  return notDirectory(dir) ?? writable(dir);
+function dirProblem(dir: string, runtimeDir: string | undefined, daemon: Credentials): string | undefined {
+  if (runtimeDir !== undefined && nodePath.resolve(dir) === nodePath.resolve(runtimeDir)) return creatable(dir, daemon);
+  return notDirectory(dir) ?? writable(dir, daemon);
 }
 
-function writable(dir: string): string | undefined {
-  try {
-    accessSync(dir, constants.W_OK | constants.X_OK);
-    return undefined;
-  } catch {
-    return `directory ${dir} is not writable (EACCES)`;
-  }
+function writable(dir: string, daemon: Credentials): string | undefined {
+  const why = accessAs(dir, daemon, 'write');
+  return why === undefined ? undefined : `fcgi-pm (uid ${daemon.uid}) ${why} (EACCES)`;
 }
 
 /** fcgi-pm creates it (mkdir -p): it exists as a writable directory, or its nearest existing parent does. */
-function creatable(dir: string): string | undefined {
+function creatable(dir: string, daemon: Credentials): string | undefined {
   let d = nodePath.resolve(dir);
   for (;;) {
     let st;
@@ -180,11 +177,12 @@ function creatable(dir: string): string | undefined {
       st = statSync(d);
     } catch (err) {
       const up = nodePath.dirname(d);
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || up === d) return `${d}: ${describe(err)}`;
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || up === d) return `${d}: ${describe(err)}`;
       d = up;
       continue;
     }
     if (!st.isDirectory()) return `${d} is not a directory (ENOTDIR)`;
-    return writable(d);
+    return writable(d, daemon);
   }
 }

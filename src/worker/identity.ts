@@ -86,6 +86,10 @@ export interface Self {
   groups?: number[];
 }
 
+export function credentialsOfSelf(self: Self): Credentials {
+  return { uid: self.uid, gids: [self.gid, ...(self.groups ?? [])] };
+}
+
 export function currentIds(): Self {
   return { uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0, groups: process.getgroups?.() };
 }
@@ -110,11 +114,11 @@ export function resolveIdentity(user: string | undefined, group: string | undefi
   }
   if (self.uid !== 0) {
     const ignored = (uid !== undefined && uid !== self.uid) || (gid !== undefined && gid !== self.gid);
-    return { ok: true, uid: undefined, gid: undefined, runsAs: { uid: self.uid, gids: [self.gid, ...(self.groups ?? [])] }, ignored };
+    return { ok: true, uid: undefined, gid: undefined, runsAs: credentialsOfSelf(self), ignored };
   }
   // libuv's spawn drops supplementary groups (setgroups(0)) when it sets ids.
   const switched = uid !== undefined || gid !== undefined;
-  const runsAs = switched ? { uid: uid ?? self.uid, gids: [gid ?? self.gid] } : { uid: self.uid, gids: [self.gid, ...(self.groups ?? [])] };
+  const runsAs = switched ? { uid: uid ?? self.uid, gids: [gid ?? self.gid] } : credentialsOfSelf(self);
   return { ok: true, uid, gid, runsAs, ignored: false };
 }
 
@@ -133,10 +137,11 @@ function hasGetent(): boolean {
   return getentSeen;
 }
 
-/** What a path must allow: enter a directory, read a file, execute a program. */
-export type Want = 'enter' | 'read' | 'execute';
+/** What a path must allow: enter a directory, read a file, execute a program, make files in a directory. */
+export type Want = 'enter' | 'read' | 'execute' | 'write';
 
-const BIT: Record<Want, number> = { enter: 1, read: 4, execute: 1 };
+/** rwx bits needed (write into a directory takes w and x). */
+const BITS: Record<Want, number> = { enter: 1, read: 4, execute: 1, write: 3 };
 
 /**
  * Why `who` could not use `path` as `want`s, or undefined when it can: every directory on
@@ -157,7 +162,7 @@ export function accessAs(path: string, who: Credentials, want: Want): string | u
     }
     const w: Want = last ? want : 'enter';
     if (!allowed(st.mode, st.uid, st.gid, who, w)) {
-      return `cannot ${w} ${here} (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}, owner uid ${st.uid} gid ${st.gid})`;
+      return `cannot ${w === 'write' ? 'write in' : w} ${here} (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}, owner uid ${st.uid} gid ${st.gid})`;
     }
   }
   return undefined;
@@ -166,5 +171,5 @@ export function accessAs(path: string, who: Credentials, want: Want): string | u
 function allowed(mode: number, ownerUid: number, ownerGid: number, who: Credentials, want: Want): boolean {
   if (who.uid === 0) return want !== 'execute' || (mode & 0o111) !== 0;
   const shift = who.uid === ownerUid ? 6 : who.gids.includes(ownerGid) ? 3 : 0;
-  return ((mode >> shift) & BIT[want]) !== 0;
+  return ((mode >> shift) & BITS[want]) === BITS[want];
 }

@@ -43,7 +43,7 @@ test('check: a good file → exit 0 and a one-line summary', async (t) => {
     '  - { protocol: fastcgi, address: 127.0.0.1:9000, pool: php }',
     '  - { protocol: http, address: 127.0.0.1:8080, pool: php }',
     'pools:',
-    '  php: { command: [php-cgi], max_children: 4 }',
+    '  php: { command: [php-cgi], max_children: 4, user: www-data }',
     '',
   ].join('\n'));
   const r = await runBin(['check', '-c', file]);
