@@ -143,3 +143,12 @@ test('bin/fcgi-pm says what to do when dist/ is missing', async (t) => {
   assert.match(r.stderr, /not built yet/);
   assert.match(r.stderr, /npm install.*npm run build/);
 });
+
+test('run, quick form as root: --command without --user is refused with the option to add; --user needs --command', { skip: process.geteuid?.() !== 0 && 'needs root' }, async () => {
+  const r = await runBin(['run', '--fastcgi', '127.0.0.1:0', '--command', 'php-cgi']);
+  assert.equal(r.code, 1);
+  assert.equal(r.stderr, '<command line>: pools.default: workers would run as root; add --user www-data (or --user root to allow it, or run with --allow-root)\n');
+  const usage = await runBin(['run', '--fastcgi', '127.0.0.1:0', '--backend', 'fastcgi://127.0.0.1:9', '--user', 'www-data']);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /--user and --group only apply with --command/);
+});
