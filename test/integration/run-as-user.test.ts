@@ -3,13 +3,16 @@
 // page reports the uid its worker really has. Start-up errors are one line with the errno.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startDaemon, LogLevel, type Daemon } from '../helpers/daemon.js';
+import { stringify as stringifyYaml } from 'yaml';
+import { ManagedChild } from '../helpers/child.js';
+import { startDaemon, Daemon, LogLevel } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
-import { PHP_FIXTURES, PHP_FLAGS } from '../helpers/paths.js';
+import { FCGI_PM_BIN, PHP_FIXTURES, PHP_FLAGS, REPO_ROOT } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { withTimeout } from '../helpers/wait.js';
+import { canConnect, waitFor, withTimeout } from '../helpers/wait.js';
 import { opsDaemon } from '../ops/helpers.js';
 
 const skip = process.geteuid?.() !== 0 && 'runs as root (switching users needs it)';
@@ -98,4 +101,23 @@ test('a unix socket in a missing directory: one line naming ENOENT, exit 1', { t
   const f = await failedStart(d);
   assertOneReadableFailure(f, new RegExp(`^${d.configPath}:\\d+: listen\\[0\\]\\.address: cannot create unix:${missing}/app\\.sock: ${missing}: no such directory \\(ENOENT\\)$`));
   assert.ok(!f.stderr.includes('EACCES'));
+});
+
+test('not root: user: www-data is ignored with a notice and the workers run as the daemon\'s user', { skip, timeout: 60_000 }, async (t) => {
+  const { port, config } = await phpConfig({ user: 'www-data' });
+  const dir = makeTempDir(t, 'fpm-ra-');
+  chmodSync(dir, 0o755);
+  const file = join(dir, 'fcgi-pm.yaml');
+  writeFileSync(file, stringifyYaml(config), { mode: 0o644 });
+  // The daemon itself as nobody, as a user would start it from a shell.
+  const child = new ManagedChild('fcgi-pm', '/usr/bin/setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, FCGI_PM_BIN, 'run', '-c', file], { cwd: REPO_ROOT });
+  const d = new Daemon(child, file, config);
+  t.after(() => d.stop());
+  const notice = await d.waitForLog((l) => l.kind === 'notice', { timeout: 15_000, what: 'the notice' });
+  assert.match(String(notice.msg), new RegExp(`^${file}:\\d+: pools\\.app: user/group ignored: fcgi-pm is not running as root, so workers run as uid 65534`));
+  await waitFor(async () => {
+    if (!d.running) throw new Error(`exited: ${d.stderr}`);
+    return canConnect({ port });
+  }, { timeout: 15_000, what: 'the listener' });
+  assert.equal(await whoami(port), 'uid=65534 gid=65534\n');
 });
