@@ -46,6 +46,21 @@ for (const b of BROKEN) {
   });
 }
 
+test('run refuses each of those configs with the same one line as check, before starting anything', { timeout: 120_000 }, async (t) => {
+  for (const b of BROKEN) {
+    const file = join(makeTempDir(t, 'fpm-chk-'), 'fcgi-pm.yaml');
+    writeFileSync(file, b.text);
+    const checked = await runBin(['check', '-c', file]);
+    const r = await runBin(['run', '-c', file]);
+    assert.equal(r.code, 1, `${b.what}: ${r.stderr}`);
+    assert.equal(r.stderr, checked.stderr, b.what);
+    const logs = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { level: number; code?: string; kind?: string });
+    assert.deepEqual(logs.filter((l) => l.level >= 50).map((l) => [l.kind, l.code]), [['start', 'ERR_HOST_CHECK']], `${b.what}: one fatal line\n${r.stdout}`);
+    assert.ok(!r.stdout.includes('"stack"'), `${b.what}: no stack`);
+    assert.ok(!logs.some((l) => l.kind === 'pool'), `${b.what}: no pool was started`);
+  }
+});
+
 test('check: as root, a spawned pool without user → exit 1 with the fix; -R and user: root pass', { skip: !asRoot && 'needs root' }, async (t) => {
   const dir = makeTempDir(t, 'fpm-chk-');
   const file = join(dir, 'fcgi-pm.yaml');
