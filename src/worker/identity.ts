@@ -73,7 +73,6 @@ export interface Credentials {
   gids: number[];
 }
 
-
 export type WorkerIdentity =
   /** Spawn with these ids (undefined: keep the daemon's). */
   | { ok: true; uid: number | undefined; gid: number | undefined; runsAs: Credentials; ignored: boolean }
