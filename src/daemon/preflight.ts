@@ -11,7 +11,7 @@
  *   - the command resolves as spawn resolves it (PATH of the worker's environment) and
  *     the worker may execute it; files named in its arguments are readable by the worker;
  *   - Unix listener sockets' directories exist and are writable; the directories fcgi-pm
- *     creates (runtime_dir, a configured control socket's) can be created;
+ *     creates (runtime_dir, a configured control socket's, log files') can be created;
  *   - document_root is a directory.
  */
 import { statSync } from 'node:fs';
@@ -81,6 +81,11 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}): PreflightRe
   if (cfg.runtimeDir !== undefined) {
     const why = creatable(cfg.runtimeDir, daemon);
     if (why !== undefined) problems.add(['runtime_dir'], why);
+  }
+  // Log files are opened with mkdir -p.
+  for (const [key, file] of [['file', cfg.log.file], ['access_file', cfg.log.accessFile]] as const) {
+    const why = file === undefined ? undefined : creatable(nodePath.dirname(file), daemon);
+    if (why !== undefined) problems.add(['log', key], `cannot create ${file}: ${why}`);
   }
   const control = controlSocketPath(cfg);
   // The derived default is best effort (a warning at run time); a configured one must work.

@@ -121,7 +121,9 @@ test('unix listener directories must exist and take files; runtime_dir may be cr
   assert.deepEqual(notRoot.problems.map((p) => p.replace(/^[^ ]+ /, '')), [`listen[0].address: cannot create unix:/etc/app.sock: fcgi-pm (uid ${NOBODY.uid}) cannot write in /etc (mode 0755, owner uid 0 gid 0) (EACCES)`]);
 });
 
-test('a configured control socket and document_root are checked too', (t) => {
+test('a configured control socket, log files and document_root are checked too', (t) => {
+  const logs = check(t, { ...php({ user: 'www-data' }), log: { file: '/etc/passwd/fcgi-pm.log', access_file: '/tmp/fpm-pf-new/access.log' } });
+  assert.deepEqual(logs.problems.map((p) => p.replace(/^[^ ]+ /, '')), ['log.file: cannot create /etc/passwd/fcgi-pm.log: /etc/passwd is not a directory (ENOTDIR)']);
   const ctl = check(t, { ...php({ user: 'www-data' }), control_socket: '/etc/passwd/x/control.sock' });
   assert.match(ctl.problems.join('\n'), /control_socket: cannot create \/etc\/passwd\/x\/control\.sock: \/etc\/passwd is not a directory \(ENOTDIR\)/);
   const docroot = check(t, { ...php({ user: 'www-data' }), listen: [{ protocol: 'http', address: '127.0.0.1:0', pool: 'app', document_root: '/nonexistent-root' }] });
