@@ -52,6 +52,9 @@ export const ErrorCodes = {
   HTTP_STATIC_READ: 'ERR_HTTP_STATIC_READ', // 404 / 500: a static file vanished or could not be read
   // Configuration and start-up.
   CONFIG_INVALID: 'ERR_CONFIG_INVALID',
+  // A valid config this host cannot run as it stands (src/daemon/preflight.ts).
+  HOST_CHECK: 'ERR_HOST_CHECK',
+  ROOT_WORKERS: 'ERR_ROOT_WORKERS',
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',
   ALREADY_RUNNING: 'ERR_ALREADY_RUNNING',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
@@ -120,12 +123,13 @@ export class ProxyError extends Error {
 }
 
 export class ConfigError extends Error {
-  readonly code = ErrorCodes.CONFIG_INVALID;
+  readonly code: ErrorCode;
   /** One line per problem: "file:line: key: message". */
   readonly problems: string[];
-  constructor(problems: string[]) {
+  constructor(problems: string[], code: ErrorCode = ErrorCodes.CONFIG_INVALID) {
     super(problems.join('\n'));
     this.name = 'ConfigError';
     this.problems = problems;
+    this.code = code;
   }
 }

@@ -15,6 +15,8 @@ export interface QuickOptions {
   command?: string;
   pm?: string;
   maxChildren?: string;
+  user?: string;
+  group?: string;
   accessLog?: boolean;
   shutdownTimeout?: string;
 }
@@ -109,11 +111,14 @@ export function quickConfigObject(o: QuickOptions, logLevel: string | undefined)
     pool.backend = parsed[0]!.protocol;
     pool.backends = parsed.map((b) => b.address);
     if (o.pm !== undefined || o.maxChildren !== undefined) throw new UsageError('--pm and --max-children only apply with --command');
+    if (o.user !== undefined || o.group !== undefined) throw new UsageError('--user and --group only apply with --command (backends run as whoever started them)');
   } else if (o.command !== undefined) {
     const argv = splitCommandLine(o.command);
     if (argv.length === 0) throw new UsageError('--command must name a program, e.g. --command php-cgi');
     pool.command = argv;
     if (o.pm !== undefined) pool.pm = o.pm;
+    if (o.user !== undefined) pool.user = o.user;
+    if (o.group !== undefined) pool.group = o.group;
     if (o.maxChildren !== undefined) {
       const n = Number(o.maxChildren);
       pool.max_children = /^\d+$/.test(o.maxChildren) ? n : o.maxChildren;

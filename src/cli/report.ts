@@ -8,6 +8,14 @@ export const EXIT_FAILURE = 1;
 /** Wrong command-line usage (commander uses 1 for its own; ours say which option). */
 export const EXIT_USAGE = 2;
 
+/**
+ * An error we raise on purpose or the OS reports (errno): the message says it all, a
+ * stack would not help. Anything else is a bug and keeps its stack in the log.
+ */
+export function isExpectedError(err: unknown): err is Error & { code: string } {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string';
+}
+
 /** Writes the error to stderr and returns the exit code it deserves. */
 export function reportError(err: unknown): number {
   if (err instanceof ConfigError) {

@@ -9,13 +9,14 @@ import type { Config } from '../config/types.js';
 import { LogFiles } from '../log/files.js';
 import { flushLogger, type Logger } from '../log/log.js';
 import { hasQuickOptions, quickConfigObject, UsageError, type QuickOptions } from './quick.js';
-import { EXIT_FAILURE, reportError } from './report.js';
-import { ErrorCodes, codeOf } from '../errors.js';
+import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
+import { EXIT_FAILURE, isExpectedError, reportError } from './report.js';
 
 interface RunOptions extends QuickOptions {
   config?: string;
   logLevel?: string;
   logFormat?: Config['log']['format'];
+  allowRoot?: boolean;
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -31,20 +32,24 @@ export function runCommand(): Command {
     .option('--index <file>', 'quick form, with --http: script for URLs ending in / (default index.php)')
     .option('--backend <url>', 'quick form: a running backend, fastcgi://ADDR or scgi://ADDR; repeatable', collect, [])
     .option('--command <cmdline>', 'quick form: spawn workers running this program (no shell), e.g. "php-cgi"')
+    .option('--user <name>', 'quick form, with --command: run workers as this user (when fcgi-pm runs as root)')
+    .option('--group <name>', 'quick form, with --command: run workers with this group (default: the user\'s)')
     .addOption(new Option('--pm <mode>', 'quick form, with --command: process manager').choices(['static', 'dynamic', 'ondemand']))
     .option('--max-children <n>', 'quick form, with --command: most workers at once (default 5)')
     .option('--shutdown-timeout <duration>', 'quick form: how long a stop waits for running requests (default 30s)')
     .option('--no-access-log', 'quick form: do not log one line per request')
+    .option('-R, --allow-root', 'as root, let pools without "user" run their workers as root (refused otherwise)')
     .addHelpText(
       'after',
       `
 ADDR is host:port ("127.0.0.1:9000", "[::1]:9000", ":9000" for all interfaces) or
 unix:/path.sock. Logs go to stdout: human lines on a terminal, JSON lines otherwise
-(--log-format json|pretty chooses).
+(--log-format json|pretty chooses). As root, spawned workers need a user
+("user:" in the file, --user here), or -R to run them as root.
 
 Examples:
   fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
-  fcgi-pm run --fastcgi 127.0.0.1:9000 --command php-cgi --max-children 8
+  fcgi-pm run --fastcgi 127.0.0.1:9000 --command php-cgi --user www-data --max-children 8
   fcgi-pm run --http 127.0.0.1:8080 --document-root ./public --command php-cgi
   fcgi-pm run --fastcgi 127.0.0.1:9000 --backend fastcgi://unix:/run/php/php-fpm.sock
 `,
@@ -59,7 +64,7 @@ Examples:
         return;
       }
       // SIGHUP re-reads the file with the same command-line overrides.
-      process.exitCode = await runDaemon(config, () => buildConfig(opts));
+      process.exitCode = await runDaemon(config, () => buildConfig(opts), opts.allowRoot === true);
     });
 }
 
@@ -82,7 +87,7 @@ function configFromOptions(opts: RunOptions): Config {
 }
 
 /** Resolves with the exit code once the daemon stopped (after a signal) or failed to start. */
-async function runDaemon(config: Config, reloadConfig: () => Config): Promise<number> {
+async function runDaemon(config: Config, reloadConfig: () => Config, allowRoot: boolean): Promise<number> {
   // stdout or log.file (reopened on SIGUSR1), and log.access_file.
   const logFiles = new LogFiles(config.log);
   const logger: Logger = logFiles.logger;
@@ -90,7 +95,7 @@ async function runDaemon(config: Config, reloadConfig: () => Config): Promise<nu
   const { Daemon } = await import('../daemon/daemon.js');
   const { attachToProcess } = await import('../daemon/process.js');
   const { packageVersion } = await import('./main.js');
-  const daemon = new Daemon(config, { logger, operations: { logFiles, loadConfig: reloadConfig, version: packageVersion() } });
+  const daemon = new Daemon(config, { logger, allowRoot, operations: { logFiles, loadConfig: reloadConfig, version: packageVersion() } });
   return new Promise<number>((resolve) => {
     const detach = attachToProcess(daemon, logger, {
       exit: (code) => {
@@ -99,7 +104,10 @@ async function runDaemon(config: Config, reloadConfig: () => Config): Promise<nu
       },
     });
     daemon.start().then(() => announceUrls(daemon.listeners), async (err: unknown) => {
-      logger.fatal({ code: codeOf(err, ErrorCodes.START_FAILED), err }, 'could not start');
+      // One log line; expected errors (bad config, port in use, no such directory) without a stack.
+      const code = codeOf(err, ErrorCodes.START_FAILED);
+      if (isExpectedError(err)) logger.fatal({ kind: 'start', code, errno: err.code === code ? undefined : err.code, problems: err instanceof ConfigError ? err.problems : undefined }, `could not start: ${err.message.split('\n')[0]}`);
+      else logger.fatal({ code, err }, 'could not start');
       detach();
       await Promise.all([flushLogger(logger), logFiles.flush()]);
       reportError(err);

@@ -28,6 +28,7 @@ interface TuneCliOptions extends BenchCliOptions {
   step: string;
   memoryBudget?: string;
   tolerance: string;
+  allowRoot?: boolean;
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -118,6 +119,7 @@ export function tuneCommand(): Command {
     .option('--no-keep-alive', 'a new connection per request (default: keep-alive, as nginx with fastcgi_keep_conn)')
     .option('--timeout <duration>', 'per-request timeout', '30s')
     .option('--json', 'print the measurements and the recommendation as JSON')
+    .option('-R, --allow-root', 'passed to run: as root, a pool without "user" may run its workers as root')
     .addHelpText(
       'after',
       `
@@ -169,7 +171,7 @@ Example:
             const file = join(dir, `size-${size}.yaml`);
             writeFileSync(file, stringifyYaml(tuneConfigObject(cfg, setup.pool, setup.bench.target, size)));
             log(`pool "${setup.pool.name}" at ${size} worker${size === 1 ? '' : 's'}...\n`);
-            const d = await startDaemonChild([process.execPath, BIN, 'run', '-c', file], setup.bench.target.address);
+            const d = await startDaemonChild([process.execPath, BIN, 'run', '-c', file, ...(o.allowRoot === true ? ['--allow-root'] : [])], setup.bench.target.address);
             live.add(d);
             return {
               pid: d.pid,

@@ -17,15 +17,9 @@ import { closest, didYouMean, logKeyFor } from './suggest.js';
 import { convertOperations } from './operations-keys.js';
 import { lookupGroup, lookupUser, type GroupEntry, type UserEntry } from './system-users.js';
 import { formatDuration, formatSize, parseDuration, parseSize, show } from './units.js';
+import { Problems, type KeyPath, type Locator } from './problems.js';
 
-export type KeyPath = ReadonlyArray<string | number>;
-
-export interface Locator {
-  /** 1-based line where the key (or list item) at this path is written, if it is. */
-  line(path: KeyPath): number | undefined;
-  /** A scalar's text as written (e.g. "0660" where YAML made the number 660). */
-  raw(path: KeyPath): string | undefined;
-}
+export { formatKeyPath, type KeyPath, type Locator } from './problems.js';
 
 export interface FromObjectOptions {
   /** Name used in messages (default: `source`). */
@@ -50,50 +44,6 @@ const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 /** Environment defaults for php-cgi: fcgi-pm runs one process per worker and recycles it itself. */
 const PHP_CGI_ENV: Record<string, string> = { PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' };
 const PHP_CGI_EXTENSIONS = ['.php', '.phar'];
-
-export function formatKeyPath(path: KeyPath): string {
-  let out = '';
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out === '' ? p : `.${p}`;
-  return out;
-}
-
-class Problems {
-  private readonly list: Array<{ line: number; order: number; text: string }> = [];
-
-  constructor(
-    private readonly label: string,
-    private readonly locate: Locator | undefined,
-  ) {}
-
-  get count(): number {
-    return this.list.length;
-  }
-
-  add(path: KeyPath, message: string): void {
-    const line = this.lineOf(path);
-    const where = line === undefined ? this.label : `${this.label}:${line}`;
-    const key = formatKeyPath(path);
-    this.list.push({ line: line ?? Infinity, order: this.list.length, text: key === '' ? `${where}: ${message}` : `${where}: ${key}: ${message}` });
-  }
-
-  raw(path: KeyPath): string | undefined {
-    return this.locate?.raw(path);
-  }
-
-  /** In file order, so they read top to bottom. */
-  texts(): string[] {
-    return [...this.list].sort((a, b) => a.line - b.line || a.order - b.order).map((p) => p.text);
-  }
-
-  private lineOf(path: KeyPath): number | undefined {
-    if (!this.locate) return undefined;
-    for (let n = path.length; n >= 0; n--) {
-      const l = this.locate.line(path.slice(0, n));
-      if (l !== undefined) return l;
-    }
-    return undefined;
-  }
-}
 
 interface Ctx {
   problems: Problems;
@@ -582,6 +532,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     memorySampleInterval: top.values.memorySampleInterval as number,
     controlSocket: top.values.controlSocket as string | false | undefined,
     controlSocketMode: top.values.controlSocketMode as number,
+    origin: { label: opts.label ?? source, locate: opts.locate },
   };
 }
 

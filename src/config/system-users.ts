@@ -1,10 +1,12 @@
 /**
- * Users and groups of this host, by name or numeric id, read from /etc/passwd and
- * /etc/group (node has no getpwnam). Accounts only NSS knows (LDAP, systemd's
- * DynamicUser) are not found here; a numeric id still works for those where the caller
- * accepts one.
+ * Users and groups of this host, by name or numeric id: /etc/passwd and /etc/group
+ * first (node has no getpwnam), then `getent` for accounts only NSS knows (LDAP, sssd,
+ * systemd-userdb), where getent exists. Used for pool `user`/`group` and Unix socket
+ * `owner`/`group`, so both find the same accounts.
  */
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import * as nodePath from 'node:path';
 
 export interface UserEntry {
   uid: number;
@@ -25,40 +27,67 @@ export interface AccountFiles {
 
 const SYSTEM_FILES: AccountFiles = { passwd: '/etc/passwd', group: '/etc/group' };
 
-/** Lines of a colon-separated account file, split into fields; an unreadable file has none. */
-function records(file: string): string[][] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    return [];
-  }
-  return text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => l.split(':'));
-}
+type Db = 'passwd' | 'group';
 
-function idOf(nameOrId: string | number): number | undefined {
-  const s = String(nameOrId).trim();
-  return /^\d+$/.test(s) ? Number(s) : undefined;
-}
-
-/** The user named `nameOrId`, or with that uid (a number or digits); undefined when /etc/passwd has none. */
-export function lookupUser(nameOrId: string | number, files: AccountFiles = SYSTEM_FILES): UserEntry | undefined {
-  const id = idOf(nameOrId);
-  for (const f of records(files.passwd)) {
-    if (f.length < 4) continue;
-    const uid = Number(f[2]);
-    if (id === undefined ? f[0] === String(nameOrId).trim() : uid === id) return { uid, gid: Number(f[3]), name: f[0]! };
-  }
-  return undefined;
-}
-
-/** The group named `nameOrId`, or with that gid; undefined when /etc/group has none. */
-export function lookupGroup(nameOrId: string | number, files: AccountFiles = SYSTEM_FILES): GroupEntry | undefined {
-  const id = idOf(nameOrId);
-  for (const f of records(files.group)) {
+/** The record for `key` (a name, or digits matched against the id field) in colon-separated lines. */
+function findRecord(text: string, key: string): string[] | undefined {
+  const numeric = /^\d+$/.test(key);
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const f = line.split(':');
     if (f.length < 3) continue;
-    const gid = Number(f[2]);
-    if (id === undefined ? f[0] === String(nameOrId).trim() : gid === id) return { gid, name: f[0]! };
+    if (numeric ? Number(f[2]) === Number(key) : f[0] === key) return f;
   }
   return undefined;
+}
+
+function readText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** getent: NSS sources. Exit 2 = not found; no getent = not found. */
+function getent(db: Db, key: string): string[] | undefined {
+  try {
+    return findRecord(execFileSync('getent', [db, key], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 }), key);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Only the real host's files fall back to getent; given files are all there is. */
+function lookup(db: Db, nameOrId: string | number, files: AccountFiles): string[] | undefined {
+  const key = String(nameOrId).trim();
+  return findRecord(readText(files[db]), key) ?? (files === SYSTEM_FILES ? getent(db, key) : undefined);
+}
+
+/** The user named `nameOrId`, or with that uid (a number or digits); undefined when none is known. */
+export function lookupUser(nameOrId: string | number, files: AccountFiles = SYSTEM_FILES): UserEntry | undefined {
+  const f = lookup('passwd', nameOrId, files);
+  return f === undefined || f.length < 4 ? undefined : { uid: Number(f[2]), gid: Number(f[3]), name: f[0]! };
+}
+
+/** The group named `nameOrId`, or with that gid; undefined when none is known. */
+export function lookupGroup(nameOrId: string | number, files: AccountFiles = SYSTEM_FILES): GroupEntry | undefined {
+  const f = lookup('group', nameOrId, files);
+  return f === undefined ? undefined : { gid: Number(f[2]), name: f[0]! };
+}
+
+let getentSeen: boolean | undefined;
+/** For messages: whether a failed lookup also asked getent. */
+export function hasGetent(): boolean {
+  if (getentSeen === undefined) {
+    const dirs = (process.env['PATH'] ?? '/usr/bin:/bin').split(':');
+    getentSeen = dirs.some((d) => {
+      try {
+        return statSync(nodePath.join(d, 'getent')).isFile();
+      } catch {
+        return false;
+      }
+    });
+  }
+  return getentSeen;
 }

@@ -10,6 +10,7 @@ export interface AccountId {
   id: number;
   name: string;
 }
+import type { ConfigOrigin } from './problems.js';
 
 export type FrontProtocol = 'fastcgi' | 'scgi' | 'http';
 export type BackendProtocol = 'fastcgi' | 'scgi';
@@ -151,4 +152,6 @@ export interface Config {
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
+  /** File label and key lines, so checks after loading (src/daemon/preflight.ts) name lines too. */
+  origin?: ConfigOrigin;
 }

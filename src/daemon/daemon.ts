@@ -18,11 +18,12 @@ import { createHostGovernor, type HostGovernor } from '../memory/host-governor.j
 import type { BudgetSnapshot } from '../memory/types.js';
 import type { Logger } from '../log/log.js';
 import { logListener, logPool } from '../log/startup.js';
+import { assertPreflight } from './preflight.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import type { ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
-import { ErrorCodes, codeOf } from '../errors.js';
+import { ErrorCodes } from '../errors.js';
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -37,6 +38,8 @@ export interface DaemonDeps {
   startListener?: StartListener;
   /** Operations (issue 5): log files, how a reload reads the config, systemd notifier. */
   operations?: Partial<Omit<OperationsOptions, 'logger'>>;
+  /** -R / --allow-root: running as root, spawned pools without `user` may run workers as root. */
+  allowRoot?: boolean;
 }
 
 export interface StopOptions {
@@ -52,6 +55,7 @@ export class Daemon {
   private readonly logger: Logger;
   private readonly createPool: CreatePool;
   private readonly startListener: StartListener;
+  private readonly allowRoot: boolean;
   /** Looked up per request through ctx.getPool, so reload can swap entries. */
   private readonly poolMap = new Map<string, Pool>();
   private readonly listenerList: Listener[] = [];
@@ -70,6 +74,7 @@ export class Daemon {
     this.logger = deps.logger;
     this.createPool = deps.createPool ?? required(poolModule.createPool, 'createPool', 'src/pool/index.ts');
     this.startListener = deps.startListener ?? required(frontend.startListener, 'startListener', 'src/frontend/index.ts');
+    this.allowRoot = deps.allowRoot === true;
     this.ops = new Operations({ ...deps.operations, logger: this.logger });
     this.ctx = {
       // A pool a reload removed still serves the connections of listeners closing with it.
@@ -87,6 +92,7 @@ export class Daemon {
       ctx: this.ctx,
       makePool: (p, runtimeDir) => this.makePool(p, runtimeDir),
       runtimeDir: () => this.privateDir,
+      checkHost: (next) => this.checkHost(next),
       startListener: this.startListener,
       commit: (next) => {
         this._config = next;
@@ -127,14 +133,16 @@ export class Daemon {
 
   /**
    * Makes the runtime directory, creates and starts every pool, then opens the
-   * listeners (pools first, so the first request finds its workers). On failure,
-   * whatever was started is stopped again and the error is rethrown.
+   * listeners (pools first, so the first request finds its workers), after the host
+   * checks (src/daemon/preflight.ts). On failure, whatever was started is stopped again
+   * and the error is rethrown for the caller to report.
    */
   async start(): Promise<void> {
     if (this._state !== 'new') throw new Error(`Daemon.start() called in state ${this._state}`);
     this._state = 'starting';
     const cfg = this._config;
     try {
+      this.checkHost(cfg);
       this.privateDir = makeRuntimeDir(cfg.runtimeDir);
       // Early, so a second daemon on the same control_socket stops here.
       await this.ops.openControl(cfg, { stop: (ms) => this.requestStop(ms) });
@@ -154,7 +162,7 @@ export class Daemon {
         logListener(this.logger, l, listener.address);
       }
     } catch (err) {
-      this.logger.error({ code: codeOf(err, ErrorCodes.START_FAILED), err }, 'start failed; stopping what was started');
+      // The caller reports the error once (src/cli/run.ts); here we only undo.
       await this.stop({ immediate: true });
       throw err;
     }
@@ -165,6 +173,11 @@ export class Daemon {
       `fcgi-pm ready: ${this.listenerList.length} listener(s), ${this.poolMap.size} pool(s)`,
     );
     this.ops.ready();
+  }
+
+  /** What this host would refuse (src/daemon/preflight.ts): throws ConfigError; notices are logged. */
+  private checkHost(cfg: Config): void {
+    assertPreflight(cfg, { allowRoot: this.allowRoot }, (line) => this.logger.info({ kind: 'notice' }, line));
   }
 
   private makePool(p: PoolConfig, runtimeDir = this.privateDir!): Pool {

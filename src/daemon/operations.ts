@@ -57,6 +57,8 @@ export interface ReloadParts {
   /** `runtimeDir`: where its workers' sockets go (default the daemon's private dir). */
   makePool(cfg: PoolConfig, runtimeDir?: string): Pool;
   runtimeDir(): string | undefined;
+  /** The host checks (src/daemon/preflight.ts): throws when the config cannot run here. */
+  checkHost(next: Config): void;
   startListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener>;
   commit(next: Config): void;
 }
@@ -335,6 +337,12 @@ export class Operations {
       throw err;
     }
     const cur = v.config;
+    try {
+      parts.checkHost(next);
+    } catch (err) {
+      this.failed(err);
+      throw err;
+    }
     this.reloading = true;
     void this.notifier.reloading();
     this.logger.info({ kind: 'reload', config: next.source }, `reloading ${next.source}`);

@@ -1,7 +1,9 @@
 /**
  * Example fcgi-pm configs made runnable in a test: listener addresses swapped for free
  * loopback ports, relative `cwd` made absolute (the test writes the config elsewhere),
- * and per-pool overrides (a short idle_timeout, a database in the temp dir).
+ * and per-pool overrides (a short idle_timeout, a database in the temp dir). The
+ * examples' `user: www-data` becomes root: the databases live in the tests' private 0700
+ * temp dirs (test/integration/run-as-user.test.ts is about users).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -34,6 +36,7 @@ export function exampleConfig(rel: string, opts: ExampleConfigOptions): Record<s
   for (const a of Object.keys(opts.listen)) if (!seen.has(a)) throw new Error(`examples/${rel}: no listener ${a}`);
   for (const [name, pool] of Object.entries(cfg.pools as Record<string, Record<string, any>>)) {
     if (typeof pool.cwd === 'string' && !isAbsolute(pool.cwd)) pool.cwd = resolve(dirname(file), pool.cwd);
+    if (pool.user !== undefined) pool.user = 'root';
     const over = opts.pools?.[name];
     if (!over) continue;
     const { env, ...rest } = over as { env?: Record<string, string> };

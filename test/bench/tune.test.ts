@@ -76,7 +76,7 @@ test('fcgi-pm tune: sizes 1 and 2 measured with workers and memory found, a reco
     pools: { node: { command: [process.execPath, fixturePath('responder')], pm: 'ondemand', max_children: 2 } },
   }));
   const port = await freePort();
-  const args = [FCGI_PM_BIN, 'tune', '-c', file, '--sizes', '1,2', '--concurrency', '1,3', '--step', '400ms', '--warmup', '100ms', '--json', `fcgi://127.0.0.1:${port}/x?size=200`];
+  const args = [FCGI_PM_BIN, 'tune', '-c', file, '--sizes', '1,2', '--concurrency', '1,3', '--step', '400ms', '--warmup', '100ms', '--allow-root', '--json', `fcgi://127.0.0.1:${port}/x?size=200`];
   const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     execFile(process.execPath, args, { timeout: 50_000, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
       resolve({ code: err === null ? 0 : ((err as { code?: number }).code ?? null), stdout: String(stdout), stderr: String(stderr) });

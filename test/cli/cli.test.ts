@@ -43,7 +43,7 @@ test('check: a good file → exit 0 and a one-line summary', async (t) => {
     '  - { protocol: fastcgi, address: 127.0.0.1:9000, pool: php }',
     '  - { protocol: http, address: 127.0.0.1:8080, pool: php }',
     'pools:',
-    '  php: { command: [php-cgi], max_children: 4 }',
+    '  php: { command: [php-cgi], max_children: 4, user: www-data }',
     '',
   ].join('\n'));
   const r = await runBin(['check', '-c', file]);
@@ -142,4 +142,13 @@ test('bin/fcgi-pm says what to do when dist/ is missing', async (t) => {
   assert.equal(r.code, 1);
   assert.match(r.stderr, /not built yet/);
   assert.match(r.stderr, /npm install.*npm run build/);
+});
+
+test('run, quick form as root: --command without --user is refused with the option to add; --user needs --command', { skip: process.geteuid?.() !== 0 && 'needs root' }, async () => {
+  const r = await runBin(['run', '--fastcgi', '127.0.0.1:0', '--command', 'php-cgi']);
+  assert.equal(r.code, 1);
+  assert.equal(r.stderr, '<command line>: pools.default: workers would run as root; add --user www-data (or --user root to allow it, or run with --allow-root)\n');
+  const usage = await runBin(['run', '--fastcgi', '127.0.0.1:0', '--backend', 'fastcgi://127.0.0.1:9', '--user', 'www-data']);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /--user and --group only apply with --command/);
 });

@@ -10,10 +10,10 @@ import { freePort } from '../helpers/ports.js';
 import { canConnect, waitFor, withTimeout } from '../helpers/wait.js';
 import { runBin } from './helpers.js';
 
-test('quick form: --http with --command php-cgi serves PHP, and SIGTERM exits 0', { timeout: 60_000 }, async (t) => {
+test('quick form: --http with --command php-cgi --user www-data serves PHP, and SIGTERM exits 0', { timeout: 60_000 }, async (t) => {
   const port = await freePort();
   const child = new ManagedChild('fcgi-pm', process.execPath, [
-    FCGI_PM_BIN, 'run', '--http', `127.0.0.1:${port}`, '--document-root', PHP_FIXTURES, '--command', 'php-cgi', '--max-children', '2',
+    FCGI_PM_BIN, 'run', '--http', `127.0.0.1:${port}`, '--document-root', PHP_FIXTURES, '--command', 'php-cgi', '--user', 'www-data', '--max-children', '2',
   ], { cwd: REPO_ROOT });
   t.after(() => child.stop(10_000));
   let stdout = '';

@@ -24,7 +24,7 @@ const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
 };
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };
 const LOG_FIELDS: Record<keyof Config['log'], true> = { level: true, format: true, access: true, file: true, accessFile: true, accessFormat: true };
-const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'listen' | 'pools' | 'limits' | 'log'>, true> = {
+const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 'pools' | 'limits' | 'log'>, true> = {
   shutdownTimeout: true, runtimeDir: true, controlSocket: true, controlSocketMode: true, memoryBudget: true, memorySampleInterval: true,
 };
 

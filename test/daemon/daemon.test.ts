@@ -40,6 +40,7 @@ function makeDaemon(t: TestContext, obj: Record<string, unknown>, level = 'info'
   const config = configFromObject(obj, '<test>');
   const daemon = new Daemon(config, {
     logger,
+    allowRoot: true,
     createPool: (cfg, deps) => {
       events.push(`pool ${cfg.name} create`);
       const p = new FakePool(cfg, deps, events);

@@ -154,6 +154,11 @@ export interface StartDaemonOptions {
   env?: NodeJS.ProcessEnv;
   /** Skip the readiness wait (e.g. when the config is expected to fail). */
   noWait?: boolean;
+  /**
+   * Pass --allow-root (default true): tests run as root and most are not about which
+   * user workers run as. false: the daemon applies the root refusal like a real one.
+   */
+  allowRoot?: boolean;
 }
 
 /** Starts `fcgi-pm run -c FILE` with `config` (an object written as YAML, or YAML text). */
@@ -167,7 +172,8 @@ export async function startDaemon(
   const parsed = (typeof config === 'string' ? parseYaml(config) : config) as Record<string, any>;
   const configPath = join(dir, 'fcgi-pm.yaml');
   writeFileSync(configPath, text);
-  const child = new ManagedChild('fcgi-pm', process.execPath, [FCGI_PM_BIN, 'run', '-c', configPath], {
+  const args = [FCGI_PM_BIN, 'run', '-c', configPath, ...(opts.allowRoot === false ? [] : ['--allow-root'])];
+  const child = new ManagedChild('fcgi-pm', process.execPath, args, {
     cwd: REPO_ROOT,
     env: opts.env ?? process.env,
   });

@@ -68,7 +68,7 @@ test('socket activation: sockets from systemd are taken over by name and by addr
   });
   // systemd sets LISTEN_PID to the service's pid: a shell that execs keeps its pid. It
   // waits a little first, so the web server below provably connects before fcgi-pm runs.
-  const child = new ManagedChild('fcgi-pm', '/bin/sh', ['-c', `sleep 0.3; LISTEN_PID=$$ LISTEN_FDS=2 LISTEN_FDNAMES=web:other exec "${process.execPath}" "${FCGI_PM_BIN}" run -c "${cfgPath}"`], {
+  const child = new ManagedChild('fcgi-pm', '/bin/sh', ['-c', `sleep 0.3; LISTEN_PID=$$ LISTEN_FDS=2 LISTEN_FDNAMES=web:other exec "${process.execPath}" "${FCGI_PM_BIN}" run --allow-root -c "${cfgPath}"`], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe', fdOf(tcp), fdOf(unix)],
   });
@@ -149,7 +149,7 @@ test('NOTIFY_SOCKET: READY=1 when serving, RELOADING=1 then READY=1 around a rel
     listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'php', document_root: PHP_FIXTURES }],
     pools: { php: { command: ['php-cgi'], max_children: 2 } },
   });
-  const daemon = new ManagedChild('fcgi-pm', process.execPath, [FCGI_PM_BIN, 'run', '-c', cfgPath], { cwd: REPO_ROOT, env: { ...process.env, NOTIFY_SOCKET: notify } });
+  const daemon = new ManagedChild('fcgi-pm', process.execPath, [FCGI_PM_BIN, 'run', '--allow-root', '-c', cfgPath], { cwd: REPO_ROOT, env: { ...process.env, NOTIFY_SOCKET: notify } });
   t.after(() => daemon.stop(10_000));
   await waitFor(() => messages().find((m) => m.fields.READY === '1'), { timeout: 15_000, what: 'READY=1' });
   const ready = messages()[0]!;

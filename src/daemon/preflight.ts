@@ -1,0 +1,194 @@
+/**
+ * Host checks: what `fcgi-pm run` would hit with a valid config on this host, found
+ * before anything starts. `fcgi-pm check`, the daemon's start and every reload run
+ * these same checks, each problem as "file:line: key: message":
+ *
+ *   - `user`/`group` exist (src/worker/identity.ts);
+ *   - as root, a spawned pool without `user` is refused (workers would run as root)
+ *     unless `user: root` or --allow-root says so; not as root, `user`/`group` naming
+ *     someone else are ignored with a notice, as PHP-FPM does;
+ *   - `cwd` is a directory the worker can enter;
+ *   - the command resolves as spawn resolves it (PATH of the worker's environment) and
+ *     the worker may execute it; files named in its arguments are readable by the worker;
+ *   - Unix listener sockets' directories exist and are writable; the directories fcgi-pm
+ *     creates (runtime_dir, a configured control socket's, log files') can be created;
+ *   - document_root is a directory.
+ */
+import { statSync } from 'node:fs';
+import * as nodePath from 'node:path';
+import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
+import { Problems, type KeyPath } from '../config/problems.js';
+import type { Config, PoolConfig } from '../config/types.js';
+import { ConfigError, ErrorCodes } from '../errors.js';
+import { workerEnv } from '../pool/worker-spec.js';
+import { lookupUser } from '../config/system-users.js';
+import { accessAs, credentialsOfSelf, currentIds, resolveIdentity, type Credentials, type Self } from '../worker/identity.js';
+import { resolveCommand } from '../worker/spawn.js';
+
+export interface PreflightOptions {
+  /** -R / --allow-root: spawned pools without `user` may run as root. */
+  allowRoot?: boolean;
+  /** Who the daemon runs as (default: this process). */
+  self?: Self;
+}
+
+export interface PreflightResult {
+  problems: string[];
+  /** How many problems are pools whose workers would run as root. */
+  rootRefusals: number;
+  /** Settings that cannot apply here and are ignored. */
+  notices: string[];
+}
+
+const QUICK_SOURCE = '<command line>';
+
+export function preflight(cfg: Config, opts: PreflightOptions = {}): PreflightResult {
+  const label = cfg.origin?.label ?? cfg.source;
+  const problems = new Problems(label, cfg.origin?.locate);
+  const notices = new Problems(label, cfg.origin?.locate);
+  const self = opts.self ?? currentIds();
+  const daemon = credentialsOfSelf(self);
+  let rootRefusals = 0;
+
+  for (const pool of cfg.pools.values()) {
+    if (pool.command === undefined) continue;
+    const path = ['pools', pool.name];
+    const who = resolveIdentity(pool.user, pool.group, self);
+    if (!who.ok) {
+      problems.add([...path, who.key], who.message);
+      continue;
+    }
+    if (who.ignored) {
+      notices.add(path, `user/group ignored: fcgi-pm is not running as root, so workers run as uid ${self.uid} (as PHP-FPM does)`);
+    }
+    if (self.uid === 0 && who.runsAs.uid === 0 && pool.user === undefined && opts.allowRoot !== true) {
+      problems.add(path, rootAdvice(cfg.source === QUICK_SOURCE));
+      rootRefusals++;
+    }
+    checkPoolFiles(pool, path, who.runsAs, self, problems);
+  }
+
+  cfg.listen.forEach((l, i) => {
+    if (l.address.kind === 'unix') {
+      const why = dirProblem(nodePath.dirname(l.address.path), cfg.runtimeDir, daemon);
+      if (why !== undefined) problems.add(['listen', i, 'address'], `cannot create ${l.address.text}: ${why}`);
+    }
+    if (l.documentRoot !== undefined) {
+      const why = notDirectory(l.documentRoot);
+      if (why !== undefined) problems.add(['listen', i, 'document_root'], why);
+    }
+  });
+
+  if (cfg.runtimeDir !== undefined) {
+    const why = creatable(cfg.runtimeDir, daemon);
+    if (why !== undefined) problems.add(['runtime_dir'], why);
+  }
+  // Log files are opened with mkdir -p.
+  for (const [key, file] of [['file', cfg.log.file], ['access_file', cfg.log.accessFile]] as const) {
+    const why = file === undefined ? undefined : creatable(nodePath.dirname(file), daemon);
+    if (why !== undefined) problems.add(['log', key], `cannot create ${file}: ${why}`);
+  }
+  const control = controlSocketPath(cfg);
+  // The derived default is best effort (a warning at run time); a configured one must work.
+  if (control !== undefined && !isDefaultControlSocket(cfg)) {
+    const why = creatable(nodePath.dirname(control), daemon);
+    if (why !== undefined) problems.add(['control_socket'], `cannot create ${control}: ${why}`);
+  }
+
+  return { problems: problems.texts(), rootRefusals, notices: notices.texts() };
+}
+
+/** Runs the checks; hands notices to `notice` and throws ConfigError (ERR_ROOT_WORKERS or ERR_HOST_CHECK) on problems. */
+export function assertPreflight(cfg: Config, opts: PreflightOptions, notice: (line: string) => void): void {
+  const r = preflight(cfg, opts);
+  for (const n of r.notices) notice(n);
+  if (r.problems.length > 0) throw new ConfigError(r.problems, r.rootRefusals > 0 ? ErrorCodes.ROOT_WORKERS : ErrorCodes.HOST_CHECK);
+}
+
+function rootAdvice(quick: boolean): string {
+  const user = lookupUser('www-data') !== undefined ? 'www-data' : 'nobody';
+  return quick
+    ? `workers would run as root; add --user ${user} (or --user root to allow it, or run with --allow-root)`
+    : `workers would run as root; add user: ${user} (or user: root to allow it, or run with --allow-root)`;
+}
+
+function checkPoolFiles(pool: PoolConfig, path: KeyPath, runsAs: Credentials, self: Self, problems: Problems): void {
+  const other = runsAs.uid !== self.uid;
+  if (pool.cwd !== undefined) {
+    const missing = notDirectory(pool.cwd);
+    const closed = missing === undefined && other ? accessAs(pool.cwd, runsAs, 'enter') : undefined;
+    if (missing !== undefined || closed !== undefined) {
+      problems.add([...path, 'cwd'], missing ?? `the workers' user (uid ${runsAs.uid}) ${closed}`);
+      return;
+    }
+  }
+  const argv = pool.command!;
+  const cmd = resolveCommand(argv[0]!, workerEnv(pool), pool.cwd);
+  if (!cmd.ok) {
+    problems.add([...path, 'command'], cmd.message);
+    return;
+  }
+  if (!other) return; // resolveCommand checked with our own permissions
+  const exec = accessAs(cmd.file, runsAs, 'execute');
+  if (exec !== undefined) problems.add([...path, 'command'], `${cmd.file}: the workers' user (uid ${runsAs.uid}) ${exec}`);
+  // A script or config file the program is given must be readable by the worker too.
+  const base = pool.cwd ?? process.cwd();
+  argv.slice(1).forEach((arg, i) => {
+    if (arg.startsWith('-') || arg.includes('{')) return;
+    const file = nodePath.resolve(base, arg);
+    if (!isFile(file)) return;
+    const read = accessAs(file, runsAs, 'read');
+    if (read !== undefined) problems.add([...path, 'command', i + 1], `the workers' user (uid ${runsAs.uid}) ${read}; make ${arg} readable to it, or pick another user`);
+  });
+}
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function notDirectory(dir: string): string | undefined {
+  try {
+    return statSync(dir).isDirectory() ? undefined : `${dir} is not a directory (ENOTDIR)`;
+  } catch (err) {
+    return `${dir}: ${describe(err)}`;
+  }
+}
+
+function describe(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' ? 'no such directory (ENOENT)' : code === 'EACCES' ? 'permission denied (EACCES)' : code ?? String(err);
+}
+
+/** A directory we will bind in: it must exist (unless fcgi-pm makes it) and take new files. */
+function dirProblem(dir: string, runtimeDir: string | undefined, daemon: Credentials): string | undefined {
+  if (runtimeDir !== undefined && nodePath.resolve(dir) === nodePath.resolve(runtimeDir)) return creatable(dir, daemon);
+  return notDirectory(dir) ?? writable(dir, daemon);
+}
+
+function writable(dir: string, daemon: Credentials): string | undefined {
+  const why = accessAs(dir, daemon, 'write');
+  return why === undefined ? undefined : `fcgi-pm (uid ${daemon.uid}) ${why} (EACCES)`;
+}
+
+/** fcgi-pm creates it (mkdir -p): it exists as a writable directory, or its nearest existing parent does. */
+function creatable(dir: string, daemon: Credentials): string | undefined {
+  let d = nodePath.resolve(dir);
+  for (;;) {
+    let st;
+    try {
+      st = statSync(d);
+    } catch (err) {
+      const up = nodePath.dirname(d);
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code !== 'ENOENT' && code !== 'ENOTDIR') || up === d) return `${d}: ${describe(err)}`;
+      d = up;
+      continue;
+    }
+    if (!st.isDirectory()) return `${d} is not a directory (ENOTDIR)`;
+    return writable(d, daemon);
+  }
+}

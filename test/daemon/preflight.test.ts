@@ -1,0 +1,143 @@
+// The host checks (src/daemon/preflight.ts) against real files and the real user
+// database, with the daemon's own ids given so both the root and the non-root rules run.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { stringify as stringifyYaml } from 'yaml';
+import { parseConfigText } from '../../src/config/load.js';
+import { preflight, assertPreflight, type PreflightOptions } from '../../src/daemon/preflight.js';
+import { ConfigError } from '../../src/errors.js';
+import { lookupUser } from '../../src/config/system-users.js';
+import { makeTempDir } from '../helpers/tmp.js';
+
+const ROOT = { uid: 0, gid: 0 };
+const WWW = lookupUser('www-data')!;
+const NOBODY = lookupUser('nobody')!;
+/** A non-root daemon: the nobody account, as if started by it. */
+const AS_NOBODY = { uid: NOBODY.uid, gid: NOBODY.gid };
+
+function check(t: TestContext, config: Record<string, unknown>, opts: PreflightOptions = { self: ROOT }) {
+  const dir = makeTempDir(t, 'fpm-pf-');
+  chmodSync(dir, 0o755);
+  const file = join(dir, 'fcgi-pm.yaml');
+  const text = stringifyYaml({ control_socket: 'off', ...config });
+  writeFileSync(file, text);
+  const line = (needle: string): number => text.split('\n').findIndex((l) => l.includes(needle)) + 1;
+  return { ...preflight(parseConfigText(text, file, file), opts), file, dir, line };
+}
+
+const php = (pool: Record<string, unknown> = {}) => ({
+  listen: [{ protocol: 'fastcgi', address: '127.0.0.1:0', pool: 'app' }],
+  pools: { app: { command: ['php-cgi'], ...pool } },
+});
+
+test('as root, a spawned pool without user is refused with the fix, at the pool line', (t) => {
+  const r = check(t, php());
+  assert.equal(r.rootRefusals, 1);
+  assert.deepEqual(r.problems, [`${r.file}:${r.line('  app:')}: pools.app: workers would run as root; add user: www-data (or user: root to allow it, or run with --allow-root)`]);
+});
+
+test('as root, user: root, user: 0 and --allow-root are consent; a group alone is not', (t) => {
+  assert.deepEqual(check(t, php({ user: 'root' })).problems, []);
+  assert.deepEqual(check(t, php({ user: 0 })).problems, []);
+  assert.deepEqual(check(t, php(), { self: ROOT, allowRoot: true }).problems, []);
+  assert.equal(check(t, php({ group: 'www-data' })).rootRefusals, 1);
+});
+
+test('as root, a pool with a user, or with external backends, passes', (t) => {
+  const withUser = check(t, php({ user: 'www-data' }));
+  assert.deepEqual([withUser.problems, withUser.notices, withUser.rootRefusals], [[], [], 0]);
+  const external = check(t, { listen: [{ protocol: 'fastcgi', address: '127.0.0.1:0', pool: 'ext' }], pools: { ext: { backends: ['127.0.0.1:9'] } } });
+  assert.deepEqual([external.problems, external.notices], [[], []]);
+});
+
+test('not root: user naming someone else is ignored with a notice; naming ourselves is silent', (t) => {
+  const other = check(t, php({ user: 'www-data' }), { self: AS_NOBODY });
+  assert.deepEqual(other.problems, []);
+  assert.equal(other.notices.length, 1);
+  assert.match(other.notices[0]!, new RegExp(`^${other.file}:${other.line('  app:')}: pools\\.app: user/group ignored: fcgi-pm is not running as root, so workers run as uid ${NOBODY.uid}`));
+  const self = check(t, php({ user: 'nobody', group: 'nogroup' }), { self: AS_NOBODY });
+  assert.deepEqual([self.problems, self.notices], [[], []]);
+  // Not root, no user: the workers run as the daemon's user; nothing to refuse.
+  assert.deepEqual(check(t, php(), { self: AS_NOBODY }).problems, []);
+});
+
+test('user and group must exist, by name or numeric id', (t) => {
+  const r = check(t, php({ user: 'nosuchuser' }));
+  assert.match(r.problems.join('\n'), new RegExp(`:${r.line('user:')}: pools\\.app\\.user: no such user "nosuchuser"`));
+  const g = check(t, php({ user: 'www-data', group: 'nosuchgroup' }));
+  assert.match(g.problems.join('\n'), new RegExp(`:${g.line('group:')}: pools\\.app\\.group: no such group "nosuchgroup"`));
+  assert.match(check(t, php({ user: 987654 })).problems.join('\n'), /pools\.app\.user: no such user "987654"/);
+  assert.deepEqual(check(t, php({ user: WWW.uid, group: WWW.gid })).problems, []);
+  // Not root the user must still exist: a typo is a typo.
+  assert.match(check(t, php({ user: 'nosuchuser' }), { self: AS_NOBODY }).problems.join('\n'), /no such user/);
+});
+
+test('cwd must be a directory the workers can enter', (t) => {
+  const missing = check(t, php({ user: 'www-data', cwd: '/nonexistent' }));
+  assert.deepEqual(missing.problems, [`${missing.file}:${missing.line('cwd:')}: pools.app.cwd: /nonexistent: no such directory (ENOENT)`]);
+  const c = check(t, php({ user: 'www-data' }));
+  writeFileSync(join(c.dir, 'plain'), '');
+  assert.match(check(t, php({ user: 'www-data', cwd: join(c.dir, 'plain') })).problems.join('\n'), /pools\.app\.cwd: .*plain is not a directory \(ENOTDIR\)/);
+  const closed = join(c.dir, 'closed');
+  mkdirSync(closed, { mode: 0o700 });
+  assert.match(check(t, php({ user: 'www-data', cwd: closed })).problems.join('\n'), new RegExp(`pools\\.app\\.cwd: the workers' user \\(uid ${WWW.uid}\\) cannot enter ${closed} \\(mode 0700`));
+});
+
+test('the command must resolve on the workers\' PATH and be executable by them', (t) => {
+  const r = check(t, php({ user: 'www-data', command: ['no-such-program-x'] }));
+  assert.match(r.problems.join('\n'), new RegExp(`:${r.line('command:')}: pools\\.app\\.command: cannot execute "no-such-program-x": ENOENT \\(not found in PATH=`));
+  // The workers' PATH, not ours: env PATH without /usr/bin hides php-cgi.
+  assert.match(check(t, php({ user: 'www-data', env: { PATH: '/nowhere' } })).problems.join('\n'), /cannot execute "php-cgi": ENOENT \(not found in PATH=\/nowhere\)/);
+  // "./x" is relative to the config file's directory.
+  const c = check(t, php({ user: 'www-data', command: ['./app'] }));
+  assert.match(c.problems.join('\n'), new RegExp(`cannot execute ${c.dir}/app: ENOENT`));
+  const closed = join(c.dir, 'closed');
+  mkdirSync(closed, { mode: 0o700 });
+  writeFileSync(join(closed, 'app'), '#!/bin/sh\n', { mode: 0o755 });
+  assert.match(check(t, php({ user: 'www-data', command: [join(closed, 'app')] })).problems.join('\n'), /pools\.app\.command: .*the workers' user \(uid 33\) cannot enter .*closed/);
+  assert.deepEqual(check(t, php({ user: 'root', command: [join(closed, 'app')] })).problems, [], 'root may enter it');
+});
+
+test('a script named in the command must be readable by the workers', (t) => {
+  const c = check(t, php({ user: 'nobody' }));
+  const open = join(c.dir, 'app.mjs');
+  writeFileSync(open, '', { mode: 0o644 });
+  assert.deepEqual(check(t, php({ user: 'nobody', command: ['node', open] })).problems, []);
+  const secret = join(c.dir, 'secret.mjs');
+  writeFileSync(secret, '', { mode: 0o600 });
+  const r = check(t, php({ user: 'nobody', command: ['node', secret] }));
+  assert.match(r.problems.join('\n'), new RegExp(`pools\\.app\\.command\\[1\\]: the workers' user \\(uid ${NOBODY.uid}\\) cannot read ${secret} \\(mode 0600`));
+});
+
+test('unix listener directories must exist and take files; runtime_dir may be created', (t) => {
+  const r = check(t, { ...php({ user: 'www-data' }), listen: [{ protocol: 'fastcgi', address: 'unix:/nonexistent-dir/app.sock', pool: 'app' }] });
+  assert.deepEqual(r.problems, [`${r.file}:${r.line('address:')}: listen[0].address: cannot create unix:/nonexistent-dir/app.sock: /nonexistent-dir: no such directory (ENOENT)`]);
+  const inRuntime = check(t, { ...php({ user: 'www-data' }), runtime_dir: '/tmp/fpm-pf-missing/run', listen: [{ protocol: 'fastcgi', address: 'unix:/tmp/fpm-pf-missing/run/app.sock', pool: 'app' }] });
+  assert.deepEqual(inRuntime.problems, [], 'fcgi-pm creates runtime_dir itself');
+  const notRoot = check(t, { ...php(), listen: [{ protocol: 'fastcgi', address: 'unix:/etc/app.sock', pool: 'app' }] }, { self: AS_NOBODY });
+  assert.deepEqual(notRoot.problems.map((p) => p.replace(/^[^ ]+ /, '')), [`listen[0].address: cannot create unix:/etc/app.sock: fcgi-pm (uid ${NOBODY.uid}) cannot write in /etc (mode 0755, owner uid 0 gid 0) (EACCES)`]);
+});
+
+test('a configured control socket, log files and document_root are checked too', (t) => {
+  const logs = check(t, { ...php({ user: 'www-data' }), log: { file: '/etc/passwd/fcgi-pm.log', access_file: '/tmp/fpm-pf-new/access.log' } });
+  assert.deepEqual(logs.problems.map((p) => p.replace(/^[^ ]+ /, '')), ['log.file: cannot create /etc/passwd/fcgi-pm.log: /etc/passwd is not a directory (ENOTDIR)']);
+  const ctl = check(t, { ...php({ user: 'www-data' }), control_socket: '/etc/passwd/x/control.sock' });
+  assert.match(ctl.problems.join('\n'), /control_socket: cannot create \/etc\/passwd\/x\/control\.sock: \/etc\/passwd is not a directory \(ENOTDIR\)/);
+  const docroot = check(t, { ...php({ user: 'www-data' }), listen: [{ protocol: 'http', address: '127.0.0.1:0', pool: 'app', document_root: '/nonexistent-root' }] });
+  assert.match(docroot.problems.join('\n'), /listen\[0\]\.document_root: \/nonexistent-root: no such directory \(ENOENT\)/);
+});
+
+test('assertPreflight: notices out, problems as one ConfigError with a code for root refusals', (t) => {
+  const c = check(t, php());
+  const cfg = parseConfigText(stringifyYaml({ control_socket: 'off', ...php() }), c.file, c.file);
+  assert.throws(() => assertPreflight(cfg, { self: ROOT }, () => undefined), (e: unknown) => e instanceof ConfigError && e.code === 'ERR_ROOT_WORKERS' && e.problems.length === 1);
+  const bad = parseConfigText(stringifyYaml({ control_socket: 'off', ...php({ user: 'www-data', cwd: '/nonexistent' }) }), c.file, c.file);
+  assert.throws(() => assertPreflight(bad, { self: ROOT }, () => undefined), (e: unknown) => e instanceof ConfigError && e.code === 'ERR_HOST_CHECK');
+  const notices: string[] = [];
+  const ignored = parseConfigText(stringifyYaml({ control_socket: 'off', ...php({ user: 'www-data' }) }), c.file, c.file);
+  assertPreflight(ignored, { self: AS_NOBODY }, (n) => notices.push(n));
+  assert.equal(notices.length, 1);
+});
