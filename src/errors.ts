@@ -33,6 +33,10 @@ export const ErrorCodes = {
   MEMORY_HARD_LIMIT: 'ERR_MEMORY_HARD_LIMIT', // 503: worker over max_memory_hard
   SHUTTING_DOWN: 'ERR_SHUTTING_DOWN', // 503
   NO_POOL: 'ERR_NO_POOL', // 500: listener names a pool that does not exist
+  TOO_MANY_CONNECTIONS: 'ERR_TOO_MANY_CONNECTIONS', // 503 / FCGI_OVERLOADED: over max_conns or the open-files reserve
+  // FastCGI and SCGI clients too slow with their request (the connection or request is ended).
+  CLIENT_HEADER_TIMEOUT: 'ERR_CLIENT_HEADER_TIMEOUT',
+  CLIENT_BODY_TIMEOUT: 'ERR_CLIENT_BODY_TIMEOUT', // 408
   // HTTP listener rejections before or around a request (logged; 400 for a bad path).
   HTTP_BAD_PATH: 'ERR_HTTP_BAD_PATH',
   HTTP_HEAD_TIMEOUT: 'ERR_HTTP_HEAD_TIMEOUT',

@@ -101,7 +101,10 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'document_root', field: 'documentRoot', type: { kind: 'path' }, scope: 'http', doc: 'HTTP only: directory in which SCRIPT_FILENAME is resolved.' },
   { key: 'index', field: 'index', type: { kind: 'string' }, default: 'index.php', scope: 'http', doc: 'HTTP only: script served for URLs ending in "/".' },
   { key: 'idle_timeout', field: 'idleTimeout', type: positiveDuration, default: '60s', doc: 'Close a front-end connection that sends nothing for this long.' },
-  { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS).' },
+  { key: 'header_timeout', field: 'headerTimeout', type: positiveDuration, default: '60s', doc: "A request's head (FastCGI BEGIN_REQUEST and PARAMS, the SCGI netstring, HTTP request line and headers) must arrive within this long of its first byte; else the connection is closed (ERR_CLIENT_HEADER_TIMEOUT)." },
+  { key: 'body_timeout', field: 'bodyTimeout', type: positiveDuration, default: '60s', doc: 'FastCGI and SCGI: a request body that stalls (no byte for this long) ends the request as a client timeout (408, ERR_CLIENT_BODY_TIMEOUT) and frees its worker. HTTP listeners use idle_timeout for this.' },
+  { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS); more are answered 503 (FastCGI: FCGI_OVERLOADED) and closed.' },
+  { key: 'backlog', field: 'backlog', type: { kind: 'int', min: 1, max: 1_000_000 }, defaultText: '(net.core.somaxconn)', doc: 'Listen queue length: connections the kernel holds before fcgi-pm accepts them (capped by net.core.somaxconn).' },
   { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },
   ...OPERATIONS_LISTENER_KEYS,
 ];

@@ -22,6 +22,8 @@ import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import type { ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
+import { FdGuard } from '../frontend/fd-guard.js';
+import { describeOpenFiles, raiseOpenFilesLimit } from './open-files.js';
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -138,6 +140,7 @@ export class Daemon {
       await this.ops.openControl(cfg, { stop: (ms) => this.requestStop(ms) });
       this.ops.adoptInheritedSockets(cfg);
       this.governor = createHostGovernor(cfg, this.logger.child({ component: 'memory' }));
+      this.openFiles();
       // Probe for setpriv now, not inside the first request's cold start (~8 ms).
       if ([...cfg.pools.values()].some((p) => p.command !== undefined)) defaultDeathGuard();
       for (const p of cfg.pools.values()) {
@@ -163,6 +166,16 @@ export class Daemon {
       `fcgi-pm ready: ${this.listenerList.length} listener(s), ${this.poolMap.size} pool(s)`,
     );
     this.ops.ready();
+  }
+
+  /** Raises RLIMIT_NOFILE and keeps a reserve of descriptors out of the listeners' reach. */
+  private openFiles(): void {
+    const l = raiseOpenFilesLimit();
+    if (l.soft !== undefined && l.soft !== Infinity) this.ctx.fds = new FdGuard(l.soft);
+    const fields = { kind: 'open_files', before: l.before, soft: l.soft, hard: l.hard, reserve: this.ctx.fds?.reserve };
+    const text = describeOpenFiles(l, this.ctx.fds?.reserve);
+    if (l.problem !== undefined) this.logger.warn(fields, text);
+    else this.logger.info(fields, text);
   }
 
   private makePool(p: PoolConfig, runtimeDir = this.privateDir!): Pool {

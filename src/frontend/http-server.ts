@@ -23,16 +23,16 @@ import { HttpRejectCodes } from './request-errors.js';
 import { SessionListener } from './listener-base.js';
 import { applyOverride, compileOverride } from './params-override.js';
 import { StatCache, percentDecode, splitScript, type ScriptSplit } from './script-path.js';
-import { bindListener, watchServer } from './stream-listener.js';
+import { bindListener } from './stream-listener.js';
 
 export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener> {
   const idle = cfg.idleTimeout;
   const server = createServer({
     noDelay: true,
     requestTimeout: 0,
-    headersTimeout: idle > 0 ? idle : 60_000,
+    headersTimeout: cfg.headerTimeout,
     // node checks headersTimeout on this interval; our socket timer is the precise one.
-    connectionsCheckingInterval: Math.max(250, Math.min(30_000, idle > 0 ? idle : 30_000)),
+    connectionsCheckingInterval: Math.max(250, Math.min(30_000, cfg.headerTimeout, idle > 0 ? idle : 30_000)),
     keepAliveTimeout: idle > 0 ? idle : 5_000,
     maxHeaderSize: Math.max(16 * 1024, ctx.limits.maxBytes),
   });
@@ -53,7 +53,6 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
     else socket.destroy();
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(env, err, socket));
-  watchServer(listener);
   await bindListener(listener, ctx);
   return listener;
 }

@@ -7,6 +7,7 @@ import type { ListenerConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { ParamsLimits } from '../protocol/params.js';
 import type { Pool } from '../pool/types.js';
+import type { FdGuard } from './fd-guard.js';
 import { startFastcgiListener } from './fastcgi-server.js';
 import { startHttpListener } from './http-server.js';
 import { startScgiListener } from './scgi-server.js';
@@ -25,6 +26,8 @@ export interface FrontendContext {
    * it took the exchange. Consulted only for listeners that set one of those paths.
    */
   localResponder?: { respond(cfg: ListenerConfig, ex: Exchange): boolean } | undefined;
+  /** Open descriptors against RLIMIT_NOFILE, shared by all listeners; none = max_conns alone. */
+  fds?: FdGuard | undefined;
 }
 
 export interface Listener {

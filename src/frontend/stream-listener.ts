@@ -8,6 +8,7 @@ import type { FrontendEnv } from './env.js';
 import type { FrontendContext, Listener } from './index.js';
 import { listenOn } from './listen.js';
 import { SessionListener } from './listener-base.js';
+import { guardConnections } from './overflow.js';
 import { compileOverride } from './params-override.js';
 
 export async function startSessionListener(
@@ -21,22 +22,19 @@ export async function startSessionListener(
   server.on('connection', (socket: Socket) => {
     makeSession(env, socket);
   });
-  watchServer(listener);
   await bindListener(listener, ctx);
   return listener;
 }
 
-/** Logs what the server itself reports: refused connections over max_conns, errors after start. */
-export function watchServer(listener: SessionListener): void {
-  listener.server.on('drop', (d?: { remoteAddress?: string }) => {
-    listener.log.warn({ remote: d?.remoteAddress ?? 'unix', maxConns: listener.config.maxConns }, 'connection refused: max_conns reached');
-  });
-}
-
-/** Binds, then rebinds the logger to the real address (port 0 → the port we got). */
+/**
+ * Puts the admission check (max_conns, open files) in front of the connection
+ * listeners added so far, binds, then rebinds the logger to the real address (port 0 →
+ * the port we got).
+ */
 export async function bindListener(listener: SessionListener, ctx: FrontendContext): Promise<void> {
   const cfg = listener.config;
-  listener.address = await listenOn(listener.server, cfg.address, { mode: cfg.mode, maxConns: cfg.maxConns });
+  guardConnections(listener, ctx.fds);
+  listener.address = await listenOn(listener.server, cfg.address, { mode: cfg.mode, backlog: cfg.backlog });
   listener.log = ctx.logger.child({ listener: listener.address, protocol: cfg.protocol });
   listener.server.on('error', (err) => listener.log.error({ err }, 'listener error'));
   listener.log.info('listening');

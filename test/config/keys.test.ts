@@ -18,7 +18,7 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true,
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
-  protocol: true, address: true, pool: true, mode: true, documentRoot: true, index: true, idleTimeout: true, maxConns: true, params: true,
+  protocol: true, address: true, pool: true, mode: true, documentRoot: true, index: true, idleTimeout: true, headerTimeout: true, bodyTimeout: true, maxConns: true, backlog: true, params: true,
   name: true, statusPath: true, pingPath: true, pingResponse: true, statusAllow: true,
 };
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };

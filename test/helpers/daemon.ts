@@ -151,6 +151,8 @@ export interface StartDaemonOptions {
   env?: NodeJS.ProcessEnv;
   /** Skip the readiness wait (e.g. when the config is expected to fail). */
   noWait?: boolean;
+  /** A command the daemon runs under, e.g. ['prlimit', '--nofile=1024:4096']. */
+  prefix?: string[];
 }
 
 /** Starts `fcgi-pm run -c FILE` with `config` (an object written as YAML, or YAML text). */
@@ -164,7 +166,9 @@ export async function startDaemon(
   const parsed = (typeof config === 'string' ? parseYaml(config) : config) as Record<string, any>;
   const configPath = join(dir, 'fcgi-pm.yaml');
   writeFileSync(configPath, text);
-  const child = new ManagedChild('fcgi-pm', process.execPath, [FCGI_PM_BIN, 'run', '-c', configPath], {
+  const argv = [process.execPath, FCGI_PM_BIN, 'run', '-c', configPath];
+  const [cmd, ...args] = [...(opts.prefix ?? []), ...argv] as [string, ...string[]];
+  const child = new ManagedChild('fcgi-pm', cmd, args, {
     cwd: REPO_ROOT,
     env: opts.env ?? process.env,
   });
