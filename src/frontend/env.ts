@@ -1,5 +1,6 @@
 /** What a listener hands each of its sessions; built once per listener. */
 import type { ListenerConfig } from '../config/types.js';
+import type { ClientDeadlines } from './client-deadlines.js';
 import type { FrontendContext } from './index.js';
 import type { SessionListener } from './listener-base.js';
 import type { ParamsOverride } from './params-override.js';
@@ -9,4 +10,6 @@ export interface FrontendEnv {
   readonly ctx: FrontendContext;
   readonly listener: SessionListener;
   readonly override: ParamsOverride;
+  /** header_timeout and body_timeout (FastCGI and SCGI listeners; HTTP has node's own). */
+  readonly deadlines?: ClientDeadlines | undefined;
 }

@@ -8,6 +8,7 @@ import type { FrontendEnv } from './env.js';
 import type { FrontendContext, Listener } from './index.js';
 import { listenOn } from './listen.js';
 import { SessionListener } from './listener-base.js';
+import { ClientDeadlines } from './client-deadlines.js';
 import { guardConnections } from './overflow.js';
 import { compileOverride } from './params-override.js';
 
@@ -18,7 +19,8 @@ export async function startSessionListener(
   makeSession: (env: FrontendEnv, socket: Socket) => unknown,
 ): Promise<Listener> {
   const listener = new SessionListener(cfg, server, ctx.logger.child({ listener: cfg.address.text, protocol: cfg.protocol }));
-  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params) };
+  const deadlines = new ClientDeadlines(cfg);
+  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), deadlines };
   server.on('connection', (socket: Socket) => {
     makeSession(env, socket);
   });
