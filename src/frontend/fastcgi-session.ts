@@ -108,8 +108,7 @@ export class FcgiSession implements Session, ClientTimed {
   private onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
     // Bytes with no request begun: one must begin within header_timeout.
-    const idle = this.requests.size === 0;
-    if (idle && this.deadline.list === null) this.deadlines.header.push(this.deadline);
+    if (this.requests.size === 0 && this.deadline.list === null) this.deadlines.header.push(this.deadline);
     try {
       this.decoder.push(chunk);
     } catch (err) {
@@ -244,14 +243,16 @@ export class FcgiSession implements Session, ClientTimed {
       ex.endBody();
       return;
     }
-    if (!ex.pushBody(content) && !r.bodyPaused && r.state === 'running') {
-      // We stopped reading: the client is not stalling.
-      this.deadlines.stop(r.deadline);
-      r.bodyPaused = true;
-      if (this.pausedBy++ === 0) this.socket.pause();
-    } else if (r.state === 'running') {
+    const more = ex.pushBody(content);
+    if (r.state !== 'running' || r.bodyPaused) return;
+    if (more) {
       this.deadlines.bodyActive(r.deadline);
+      return;
     }
+    // We stop reading: from now on the client is not the one stalling.
+    this.deadlines.stop(r.deadline);
+    r.bodyPaused = true;
+    if (this.pausedBy++ === 0) this.socket.pause();
   }
 
   /** The exchange wants more body (called through Exchange.onBodyDrain). */

@@ -90,14 +90,16 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
 
   private onBody(chunk: Buffer): void {
     const ex = this.exchange!;
-    if (!ex.pushBody(chunk) && !this.bodyPaused && !ex.finished) {
-      // We stopped reading: the client is not stalling.
-      this.deadlines.stop(this.deadline);
-      this.bodyPaused = true;
-      this.socket.pause();
-    } else if (this.state === 'body') {
-      this.deadlines.bodyActive(this.deadline);
+    const more = ex.pushBody(chunk);
+    if (this.bodyPaused || ex.finished) return;
+    if (more) {
+      if (this.state === 'body') this.deadlines.bodyActive(this.deadline);
+      return;
     }
+    // We stop reading: from now on the client is not the one stalling.
+    this.deadlines.stop(this.deadline);
+    this.bodyPaused = true;
+    this.socket.pause();
   }
 
   private onRequestEnd(): void {

@@ -8,7 +8,7 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCodes } from '../../src/errors.js';
 import { encodeBeginRequest, encodeRecord, FCGI_KEEP_CONN, ProtocolStatus, RecordType, Role } from '../../src/protocol/fastcgi.js';
-import { FakePool, echoParams, never } from '../helpers/fake-pool.js';
+import { FakePool, delayed, echoParams, never } from '../helpers/fake-pool.js';
 import { FcgiClient, paramsRecords, parseCgiOutput, requestRecords } from '../helpers/fcgi-client.js';
 import { RawConn } from '../helpers/raw-socket.js';
 import { encodeScgiRequest } from '../helpers/scgi-client.js';
@@ -110,6 +110,22 @@ describe('client deadlines', { timeout: 60_000 }, () => {
       }
       c.send(encodeRecord(RecordType.Stdin, 3, Buffer.alloc(100 - Math.min(sent, 99))), encodeRecord(RecordType.Stdin, 3));
       assert.equal(parseCgiOutput((await c.response(3)).stdout).status, 200);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('FastCGI: a body we paused (the backend is slow to read it) is not the client stalling', async () => {
+    // The pool takes the body only after 1 s, long past body_timeout; meanwhile the front
+    // end has stopped reading (64 KiB buffered), so the client cannot send.
+    const pool = new FakePool(delayed(1000, echoParams));
+    const rig = await startRig(scope, 'fastcgi', '127.0.0.1:0', { pool, cfg: SHORT });
+    const c = await FcgiClient.connect(rig.target);
+    try {
+      const body = Buffer.alloc(300 * 1024, 0x62);
+      c.request(1, { ...POST, CONTENT_LENGTH: String(body.length) }, body);
+      assert.equal(parseCgiOutput((await c.response(1, 10_000)).stdout).status, 200);
+      assert.equal(rig.lines.some((l) => l.code === ErrorCodes.CLIENT_BODY_TIMEOUT), false);
     } finally {
       c.close();
     }
