@@ -111,6 +111,14 @@ describe('listen', { timeout: 30_000 }, () => {
     assert.equal(readFileSync(path, 'utf8'), 'keep me');
   });
 
+  it('listens with the configured backlog, by default net.core.somaxconn', async () => {
+    const queue = (port: number): number => Number(execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim().split(/\s+/)[2]);
+    const set = await startRig(scope, 'fastcgi', '127.0.0.1:0', { cfg: { backlog: 7 } });
+    assert.equal(queue((set.target as { port: number }).port), 7);
+    const dflt = await startRig(scope, 'fastcgi', '127.0.0.1:0');
+    assert.equal(queue((dflt.target as { port: number }).port), Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8')));
+  });
+
   it('removes its socket file on close', async () => {
     const path = join(makeTempDir(scope), 'gone.sock');
     const l = await startListener(listenerConfig('fastcgi', `unix:${path}`), ctx());
