@@ -33,6 +33,7 @@ export const ErrorCodes = {
   MEMORY_HARD_LIMIT: 'ERR_MEMORY_HARD_LIMIT', // 503: worker over max_memory_hard
   SHUTTING_DOWN: 'ERR_SHUTTING_DOWN', // 503
   NO_POOL: 'ERR_NO_POOL', // 500: listener names a pool that does not exist
+  VHOST_UNKNOWN: 'ERR_VHOST_UNKNOWN', // 404: a vhosts listener got a host no site names (and no default_site)
   // Which files may run (limit_extensions, script_roots): refused before any worker sees them.
   SCRIPT_FORBIDDEN: 'ERR_SCRIPT_FORBIDDEN', // 403: extension not allowed, not a regular file, or outside the roots
   SCRIPT_NOT_FOUND: 'ERR_SCRIPT_NOT_FOUND', // 404: SCRIPT_FILENAME missing or naming nothing
@@ -63,6 +64,8 @@ export const ErrorCodes = {
   ALREADY_RUNNING: 'ERR_ALREADY_RUNNING',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
   START_FAILED: 'ERR_START_FAILED',
+  VHOST_INVALID: 'ERR_VHOST_INVALID', // a site file or row that does not validate: skipped, the others serve
+  VHOST_SOURCE: 'ERR_VHOST_SOURCE', // the sites directory or database could not be read: the sites known keep serving
   OPEN_FILES_LIMIT: 'ERR_OPEN_FILES_LIMIT', // the open-files limit could not be raised (prlimit missing or refused)
   // Warnings in the log: every warn/error line carries a code (src/log/log.ts enforces it).
   SPAWN_TIMEOUT: 'ERR_SPAWN_TIMEOUT',

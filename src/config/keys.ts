@@ -4,6 +4,8 @@
  * reference is generated from / checked against CONFIG_KEYS, so a key is described once.
  */
 
+import { VHOSTS_KEYS } from './vhosts-keys.js';
+
 export type KeyType =
   | { kind: 'int'; min: number; max?: number }
   | { kind: 'duration'; min: number }
@@ -41,7 +43,9 @@ export type KeyType =
   /** limit_extensions: ".php .phar", a list of ".ext", or off / [] (none). */
   | { kind: 'extensions' }
   /** A list of filesystem paths (a single string is a list of one), resolved like `path`. */
-  | { kind: 'paths' };
+  | { kind: 'paths' }
+  /** A mapping checked later by its user (vhosts.defaults, a site's pool settings). */
+  | { kind: 'mapping' };
 
 /** Where a key is allowed: some keys only make sense for one kind of pool or listener. */
 export type KeyScope = 'spawned' | 'external' | 'http';
@@ -126,6 +130,7 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS); more are answered 503 (FastCGI: FCGI_OVERLOADED) and closed.' },
   { key: 'backlog', field: 'backlog', type: { kind: 'int', min: 1, max: 1_000_000 }, defaultText: '(net.core.somaxconn)', doc: 'Listen queue length: connections the kernel holds before fcgi-pm accepts them (capped by net.core.somaxconn).' },
   { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },
+  { key: 'vhosts', field: 'vhosts', type: { kind: 'bool' }, default: false, doc: 'Route each request to the site of `vhosts` its host names (HTTP: Host; FastCGI, SCGI: SERVER_NAME, else HTTP_HOST); `pool` may then be left out.' },
   ...OPERATIONS_LISTENER_KEYS,
 ];
 
@@ -191,7 +196,7 @@ export const TOP_KEYS: readonly KeySpec[] = [
   ...OPERATIONS_TOP_KEYS,
 ];
 
-export const SECTION_KEYS = ['listen', 'pools', 'limits', 'log'] as const;
+export const SECTION_KEYS = ['listen', 'pools', 'limits', 'log', 'vhosts'] as const;
 
 /** One row of the key reference. */
 export interface KeyDoc {
@@ -253,6 +258,8 @@ export function describeType(t: KeyType): string {
       return 'list of extensions | off';
     case 'paths':
       return 'list of paths';
+    case 'mapping':
+      return 'mapping';
   }
 }
 
@@ -284,5 +291,7 @@ export const CONFIG_KEYS: readonly KeyDoc[] = [
   ...rows('limits.', LIMITS_KEYS),
   { path: 'log', type: 'mapping', default: '', required: false, description: 'Logging (JSON lines on stdout, or to log.file; human lines on a terminal).' },
   ...rows('log.', LOG_KEYS),
+  { path: 'vhosts', type: 'mapping', default: '', required: false, description: 'Sites defined outside this file (a directory or an SQLite table), each started on its first request (docs/vhosts.md).' },
+  ...rows('vhosts.', VHOSTS_KEYS),
   ...rows('', TOP_KEYS),
 ];

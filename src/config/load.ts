@@ -29,12 +29,18 @@ export function loadConfig(file: string): Config {
  * relative paths in the file are resolved against.
  */
 export function parseConfigText(text: string, label: string, source: string): Config {
+  const { obj, locate } = parseYamlText(text, label, 'at least "listen" and "pools"');
+  return configFromObject(obj, source, { label, locate });
+}
+
+/** YAML text to a plain object and the line of each key; throws ConfigError ("label:line: ...") on bad YAML. `needs`: what an empty file lacks. */
+export function parseYamlText(text: string, label: string, needs: string): { obj: unknown; locate: Locator } {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, merge: true, uniqueKeys: true });
   const lineAt = (offset: number): number => lines.linePos(offset).line;
   const yamlProblems = [...doc.errors, ...doc.warnings].map((e) => `${label}:${lineAt(e.pos[0])}: ${firstLine(e.message)}`);
   if (yamlProblems.length > 0) throw new ConfigError(yamlProblems);
-  if (doc.contents === null) throw new ConfigError([`${label}: the file is empty; it needs at least "listen" and "pools"`]);
+  if (doc.contents === null) throw new ConfigError([`${label}: the file is empty; it needs ${needs}`]);
 
   let obj: unknown;
   try {
@@ -42,7 +48,7 @@ export function parseConfigText(text: string, label: string, source: string): Co
   } catch (err) {
     throw new ConfigError([`${label}: ${(err as Error).message}`]);
   }
-  return configFromObject(obj, source, { label, locate: locatorFor(doc, lineAt) });
+  return { obj, locate: locatorFor(doc, lineAt) };
 }
 
 function firstLine(s: string): string {

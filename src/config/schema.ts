@@ -11,8 +11,9 @@
 import * as nodePath from 'node:path';
 import { ConfigError } from '../errors.js';
 import { parseAddress, type SocketAddress } from '../protocol/address.js';
-import type { AccountId, Config, ListenerConfig, MemoryBudgetSetting, PoolConfig } from './types.js';
+import type { AccountId, Config, ListenerConfig, MemoryBudgetSetting, PoolConfig, VhostsConfig } from './types.js';
 import { LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, SECTION_KEYS, TOP_KEYS, type KeySpec, type KeyType } from './keys.js';
+import { VHOSTS_KEYS } from './vhosts-keys.js';
 import { closest, didYouMean, logKeyFor } from './suggest.js';
 import { convertOperations } from './operations-keys.js';
 import { lookupGroup, lookupUser, type GroupEntry, type UserEntry } from './system-users.js';
@@ -218,6 +219,8 @@ function convert(type: KeyType, v: unknown, path: KeyPath, ctx: Ctx): Converted 
       }
       return out;
     }
+    case 'mapping':
+      return isMapping(v) ? v : bad(`must be a mapping, got ${show(v)}`);
     case 'url-path':
     case 'allow-list':
     case 'client-list':
@@ -343,8 +346,7 @@ function checkScope(section: Section, specs: readonly KeySpec[], path: KeyPath, 
   }
 }
 
-function buildPool(name: string, obj: unknown, ctx: Ctx): PoolConfig {
-  const path = ['pools', name];
+function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools', name]): PoolConfig {
   const s = readSection(obj, POOL_KEYS, path, ctx, 'pool settings');
   const v = s.values;
   const spawned = s.present.has('command');
@@ -410,7 +412,7 @@ function checkMemoryKeys(pool: PoolConfig, path: KeyPath, present: ReadonlySet<s
   }
 }
 
-function buildListener(obj: unknown, i: number, poolNames: readonly string[], ctx: Ctx): ListenerConfig | undefined {
+function buildListener(obj: unknown, i: number, poolNames: readonly string[], ctx: Ctx, vhosts: boolean): ListenerConfig | undefined {
   const path = ['listen', i];
   if (!isMapping(obj)) {
     ctx.problems.add(path, `must be a mapping such as { protocol: fastcgi, address: "127.0.0.1:9000", pool: php }, got ${show(obj)}`);
@@ -429,8 +431,10 @@ function buildListener(obj: unknown, i: number, poolNames: readonly string[], ct
   if (l.allowedClients !== undefined && l.address?.kind === 'unix') {
     ctx.problems.add([...path, 'allowed_clients'], 'only applies to TCP addresses; on a Unix socket, owner, group and mode say who may connect');
   }
+  if (l.vhosts === true && !vhosts) ctx.problems.add([...path, 'vhosts'], 'needs a "vhosts" section (where the sites are defined)');
   if (l.pool === undefined) {
-    if (poolNames.length === 1) l.pool = poolNames[0]!;
+    if (l.vhosts === true) l.pool = '';
+    else if (poolNames.length === 1) l.pool = poolNames[0]!;
     else if (poolNames.length > 1) ctx.problems.add(path, `"pool" is required when there are several pools (${poolNames.join(', ')})`);
   } else if (poolNames.length > 0 && !poolNames.includes(l.pool)) {
     ctx.problems.add([...path, 'pool'], `no pool named "${l.pool}"${didYouMean(l.pool, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
@@ -489,11 +493,13 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     if (!topNames.includes(key) && !key.startsWith('x-')) problems.add([key], unknownKeyMessage(key, TOP_KEYS, SECTION_KEYS));
   }
 
+  const vhosts = obj.vhosts === undefined || obj.vhosts === null ? undefined : buildVhosts(obj.vhosts, ctx);
   const pools = new Map<string, PoolConfig>();
   const poolsObj = obj.pools;
-  if (poolsObj === undefined || poolsObj === null) problems.add([], '"pools" is required: at least one pool of backends or workers');
-  else if (!isMapping(poolsObj)) problems.add(['pools'], `must be a mapping of pool names to settings, got ${show(poolsObj)}`);
-  else if (Object.keys(poolsObj).length === 0) problems.add(['pools'], 'must define at least one pool');
+  if (poolsObj === undefined || poolsObj === null) {
+    if (vhosts === undefined) problems.add([], '"pools" is required: at least one pool of backends or workers (or "vhosts")');
+  } else if (!isMapping(poolsObj)) problems.add(['pools'], `must be a mapping of pool names to settings, got ${show(poolsObj)}`);
+  else if (Object.keys(poolsObj).length === 0 && vhosts === undefined) problems.add(['pools'], 'must define at least one pool');
   else {
     for (const [name, p] of Object.entries(poolsObj)) {
       if (!POOL_NAME.test(name)) problems.add(['pools', name], 'pool names may use letters, digits, "_", "-" and "." (and start with a letter or digit)');
@@ -511,7 +517,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
   if (listenObj === undefined || listenObj === null) problems.add([], '"listen" is required: at least one listener');
   else if (!Array.isArray(listenObj)) problems.add(['listen'], `must be a list of listeners, got ${show(listenObj)}`);
   else if (listenObj.length === 0) problems.add(['listen'], 'must list at least one listener');
-  else listenObj.forEach((l, i) => listeners.push(buildListener(l, i, poolNames, ctx)));
+  else listenObj.forEach((l, i) => listeners.push(buildListener(l, i, poolNames, ctx, vhosts !== undefined)));
 
   const limits = readSection(obj.limits, LIMITS_KEYS, ['limits'], ctx, 'limits');
   const log = readSection(obj.log, LOG_KEYS, ['log'], ctx, 'log settings');
@@ -532,8 +538,42 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     memorySampleInterval: top.values.memorySampleInterval as number,
     controlSocket: top.values.controlSocket as string | false | undefined,
     controlSocketMode: top.values.controlSocketMode as number,
+    vhosts,
     origin: { label: opts.label ?? source, locate: opts.locate },
   };
+}
+
+/** The vhosts section: exactly one source; `defaults` are checked as pool keys here, and again under each site. */
+function buildVhosts(obj: unknown, ctx: Ctx): VhostsConfig | undefined {
+  const path = ['vhosts'];
+  const s = readSection(obj, VHOSTS_KEYS, path, ctx, 'where sites are defined');
+  const v = s.values;
+  const sources = ['dir', 'sqlite'].filter((k) => s.present.has(k));
+  if (sources.length !== 1) {
+    ctx.problems.add(path, sources.length === 0 ? 'needs "dir" (a directory of site files) or "sqlite" (a database file)' : `has ${sources.join(' and ')}; sites come from one source`);
+    return undefined;
+  }
+  if (sources[0] === 'dir' && s.present.has('table')) ctx.problems.add([...path, 'table'], 'only applies to a database source (sqlite)');
+  const defaults = (v.defaults ?? {}) as Record<string, unknown>;
+  readSection(defaults, POOL_KEYS, [...path, 'defaults'], ctx, 'pool settings');
+  if (!s.ok) return undefined;
+  return {
+    source: sources[0] === 'dir' ? { kind: 'dir', dir: v.dir as string } : { kind: 'sqlite', file: v.sqlite as string, table: v.table as string },
+    idleTimeout: v.idleTimeout as number,
+    pollInterval: v.pollInterval as number,
+    defaultSite: v.defaultSite as string | undefined,
+    defaults,
+  };
+}
+
+/**
+ * For src/config/site.ts: reads a site's keys and builds its pool with the same tables
+ * and messages as the main config; problems go to `problems`.
+ */
+export function readSiteParts(obj: unknown, specs: readonly KeySpec[], problems: Problems, baseDir: string): { values: Record<string, unknown>; present: ReadonlySet<string>; pool(name: string, settings: Record<string, unknown>): PoolConfig } {
+  const ctx: Ctx = { problems, baseDir, accounts: SYSTEM_ACCOUNTS };
+  const s = readSection(obj, specs, [], ctx, 'site settings');
+  return { values: s.values, present: s.present, pool: (name, settings) => buildPool(name, settings, ctx, ['pool']) };
 }
 
 /**

@@ -45,6 +45,8 @@ export interface ListenerConfig {
   backlog?: number | undefined;
   /** Extra or overriding CGI params given to every request from this listener. */
   params: Record<string, string>;
+  /** Route by host to the sites of Config.vhosts (optional so configs built in code may leave it out). */
+  vhosts?: boolean;
 
   // Operations (issue 5). Optional so configs built in code may leave them out;
   // schema.ts always sets pingResponse and statusAllow.
@@ -158,6 +160,31 @@ export interface Config {
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
+  /** Sites defined outside the config file, started on first request (docs/vhosts.md). */
+  vhosts?: VhostsConfig | undefined;
   /** File label and key lines, so checks after loading (src/daemon/preflight.ts) name lines too. */
   origin?: ConfigOrigin;
+}
+
+/** Where site definitions come from, and how their pools live. */
+export interface VhostsConfig {
+  source: { kind: 'dir'; dir: string } | { kind: 'sqlite'; file: string; table: string };
+  idleTimeout: number;
+  pollInterval: number;
+  defaultSite: string | undefined;
+  /** Pool settings in file form, under each site's own. */
+  defaults: Record<string, unknown>;
+}
+
+/** One site: a file in vhosts.dir or a table row, validated (src/config/site.ts). */
+export interface SiteConfig {
+  /** File name without extension, or the row's id; also its pool's name. */
+  id: string;
+  /** Lower case; exact names and "*.suffix" wildcards. */
+  names: string[];
+  documentRoot: string;
+  /** name = id; script_roots default to [documentRoot]. */
+  pool: PoolConfig;
+  /** Where it is defined, for messages: "sites/a.yaml" or "sites.db table sites row a". */
+  origin: string;
 }

@@ -9,7 +9,7 @@
  */
 import * as frontend from '../frontend/index.js';
 import * as poolModule from '../pool/index.js';
-import type { Config, PoolConfig, ListenerConfig } from '../config/types.js';
+import type { Config, PoolConfig, ListenerConfig, VhostsConfig } from '../config/types.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { PoolDeps } from '../pool/index.js';
 import type { Pool } from '../pool/types.js';
@@ -18,7 +18,10 @@ import { createHostGovernor, type HostGovernor } from '../memory/host-governor.j
 import type { BudgetSnapshot } from '../memory/types.js';
 import type { Logger } from '../log/log.js';
 import { logListener, logPool } from '../log/startup.js';
-import { assertPreflight } from './preflight.js';
+import { assertPreflight, preflightSite } from './preflight.js';
+import { PoolRegistry } from './pool-registry.js';
+import { Sites } from './vhosts/sites.js';
+import { openSiteSource } from './vhosts/open-source.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import type { ReloadReport } from './reload.js';
@@ -59,7 +62,9 @@ export class Daemon {
   private readonly startListener: StartListener;
   private readonly allowRoot: boolean;
   /** Looked up per request through ctx.getPool, so reload can swap entries. */
-  private readonly poolMap = new Map<string, Pool>();
+  private readonly registry: PoolRegistry;
+  /** vhosts: sites started on their first request (src/daemon/vhosts/sites.ts). */
+  private sites: Sites | undefined;
   private readonly listenerList: Listener[] = [];
   private privateDir: string | undefined;
   /** The memory governor all pools share (memory_budget, sampling): docs/memory.md. */
@@ -78,9 +83,11 @@ export class Daemon {
     this.startListener = deps.startListener ?? required(frontend.startListener, 'startListener', 'src/frontend/index.ts');
     this.allowRoot = deps.allowRoot === true;
     this.ops = new Operations({ ...deps.operations, logger: this.logger });
+    this.registry = new PoolRegistry(this.ops.generations, (p, runtimeDir = this.privateDir!) => this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir, memory: this.governor }), this.logger);
     this.ctx = {
       // A pool a reload removed still serves the connections of listeners closing with it.
-      getPool: (name) => this.poolMap.get(name) ?? this.ops.drainingPool(name),
+      getPool: (name) => this.registry.get(name),
+      route: (params) => this.sites?.route(params),
       limits: { maxBytes: config.limits.maxParamsBytes, maxCount: config.limits.maxParamsCount },
       logger: this.logger.child({ component: 'frontend' }),
       onExchange: (ex: Exchange) => this.ops.onExchange(ex),
@@ -89,15 +96,16 @@ export class Daemon {
     };
     this.ops.attach(this);
     this.ops.setReloadParts({
-      pools: this.poolMap,
+      pools: this.registry,
       listeners: this.listenerList,
       ctx: this.ctx,
-      makePool: (p, runtimeDir) => this.makePool(p, runtimeDir),
+      makePool: (p, runtimeDir) => this.registry.make(p, runtimeDir),
       runtimeDir: () => this.privateDir,
       checkHost: (next) => this.checkHost(next),
       startListener: this.startListener,
       commit: (next) => {
         this._config = next;
+        if (next.vhosts !== undefined) this.sites?.reconfigure(next.vhosts);
       },
     });
   }
@@ -111,7 +119,12 @@ export class Daemon {
   }
 
   get pools(): ReadonlyMap<string, Pool> {
-    return this.poolMap;
+    return this.registry.pools;
+  }
+
+  /** Defined, active and broken vhost sites (undefined without vhosts). */
+  get vhosts(): Sites | undefined {
+    return this.sites;
   }
 
   get listeners(): readonly Listener[] {
@@ -155,9 +168,10 @@ export class Daemon {
       if ([...cfg.pools.values()].some((p) => p.command !== undefined)) defaultDeathGuard();
       for (const p of cfg.pools.values()) {
         logPool(this.logger, p);
-        this.poolMap.set(p.name, this.makePool(p));
+        this.registry.put(this.registry.make(p), (old) => old.stop(0));
       }
-      await Promise.all([...this.poolMap.values()].map((p) => p.start()));
+      await Promise.all([...this.registry.pools.values()].map((p) => p.start()));
+      if (cfg.vhosts !== undefined) this.startSites(cfg.vhosts);
       for (const l of cfg.listen) {
         if (this.stopping) break; // a signal arrived while starting
         const listener = await this.startListener(l, this.ctx);
@@ -172,8 +186,8 @@ export class Daemon {
     if (this.stopping) return;
     this._state = 'running';
     this.logger.info(
-      { kind: 'ready', listeners: this.listenerList.length, pools: this.poolMap.size, runtime_dir: this.privateDir, config: cfg.source },
-      `fcgi-pm ready: ${this.listenerList.length} listener(s), ${this.poolMap.size} pool(s)`,
+      { kind: 'ready', listeners: this.listenerList.length, pools: this.registry.size, sites: this.sites?.status().defined, runtime_dir: this.privateDir, config: cfg.source },
+      `fcgi-pm ready: ${this.listenerList.length} listener(s), ${this.registry.size} pool(s)${this.sites ? `, ${this.sites.status().defined} site(s)` : ''}`,
     );
     this.ops.ready();
   }
@@ -193,10 +207,21 @@ export class Daemon {
     else this.logger.info(fields, text);
   }
 
-  private makePool(p: PoolConfig, runtimeDir = this.privateDir!): Pool {
-    const pool = this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir, memory: this.governor });
-    this.ops.generations.born(pool);
-    return pool;
+  /** Reads the sites (their host checks are this daemon's: users, root policy, document_root) and follows their changes. */
+  private startSites(v: VhostsConfig): void {
+    const source = openSiteSource(v);
+    this.sites = new Sites(v, source, {
+      registry: this.registry,
+      logger: this.logger.child({ component: 'vhosts' }),
+      check: (site) => {
+        const r = preflightSite(site, { allowRoot: this.allowRoot });
+        return r.problems;
+      },
+      staticPools: () => new Set(this._config.pools.keys()),
+      drainMs: () => this._config.shutdownTimeout,
+      runtimeDir: () => this.privateDir,
+    });
+    this.sites.start();
   }
 
   /** A stop asked for over the control socket (fcgi-pm stop). */
@@ -261,7 +286,8 @@ export class Daemon {
     const left = (): number => Math.max(0, Math.round(deadline - performance.now()));
     const listeners = await Promise.allSettled(this.listenerList.map((l) => l.close(left())));
     this.logFailures(listeners, 'closing a listener failed');
-    const pools = await Promise.allSettled([...this.poolMap.values()].map((p) => p.stop(left())));
+    this.sites?.close();
+    const pools = await this.registry.stopAll(left());
     this.logFailures(pools, 'stopping a pool failed');
     await this.ops.closeAll(left());
   }

@@ -27,6 +27,7 @@ import type { Logger } from '../log/log.js';
 import { logListener, logPool } from '../log/startup.js';
 import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
+import type { PoolRegistry } from './pool-registry.js';
 import { applyReload, type ReloadReport } from './reload.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
@@ -51,7 +52,7 @@ export interface DaemonView {
 
 /** What a reload may change, handed in by Daemon.reload (its private parts). */
 export interface ReloadParts {
-  pools: Map<string, Pool>;
+  pools: PoolRegistry;
   listeners: Listener[];
   ctx: FrontendContext;
   /** `runtimeDir`: where its workers' sockets go (default the daemon's private dir). */
@@ -354,7 +355,6 @@ export class Operations {
           listeners: parts.listeners,
           ctx: parts.ctx,
           logger: this.logger,
-          generations: this.generations,
           makePool: (p) => {
             logPool(this.logger, p);
             return parts.makePool(p, this.generationDir(parts));

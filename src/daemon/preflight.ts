@@ -18,7 +18,7 @@ import { statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
 import { Problems, type KeyPath } from '../config/problems.js';
-import type { Config, PoolConfig } from '../config/types.js';
+import type { Config, PoolConfig, SiteConfig } from '../config/types.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { workerEnv } from '../pool/worker-spec.js';
 import { lookupUser } from '../config/system-users.js';
@@ -51,21 +51,7 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}): PreflightRe
   let rootRefusals = 0;
 
   for (const pool of cfg.pools.values()) {
-    if (pool.command === undefined) continue;
-    const path = ['pools', pool.name];
-    const who = resolveIdentity(pool.user, pool.group, self);
-    if (!who.ok) {
-      problems.add([...path, who.key], who.message);
-      continue;
-    }
-    if (who.ignored) {
-      notices.add(path, `user/group ignored: fcgi-pm is not running as root, so workers run as uid ${self.uid} (as PHP-FPM does)`);
-    }
-    if (self.uid === 0 && who.runsAs.uid === 0 && pool.user === undefined && opts.allowRoot !== true) {
-      problems.add(path, rootAdvice(cfg.source === QUICK_SOURCE));
-      rootRefusals++;
-    }
-    checkPoolFiles(pool, path, who.runsAs, self, problems);
+    if (checkPool(pool, ['pools', pool.name], self, opts.allowRoot === true, cfg.source === QUICK_SOURCE, problems, notices)) rootRefusals++;
   }
 
   cfg.listen.forEach((l, i) => {
@@ -103,6 +89,36 @@ export function assertPreflight(cfg: Config, opts: PreflightOptions, notice: (li
   const r = preflight(cfg, opts);
   for (const n of r.notices) notice(n);
   if (r.problems.length > 0) throw new ConfigError(r.problems, r.rootRefusals > 0 ? ErrorCodes.ROOT_WORKERS : ErrorCodes.HOST_CHECK);
+}
+
+/**
+ * One vhost site's host checks, as a pool's: its user (as root each site needs one, or
+ * --allow-root), command and cwd, and its document_root. Problems name the site's file or row.
+ */
+export function preflightSite(site: SiteConfig, opts: PreflightOptions = {}): { problems: string[]; notices: string[] } {
+  const problems = new Problems(site.origin, undefined);
+  const notices = new Problems(site.origin, undefined);
+  checkPool(site.pool, ['pool'], opts.self ?? currentIds(), opts.allowRoot === true, false, problems, notices);
+  const why = notDirectory(site.documentRoot);
+  if (why !== undefined) problems.add(['document_root'], why);
+  return { problems: problems.texts(), notices: notices.texts() };
+}
+
+/** A spawned pool's user, root policy and files; true when it was refused for running as root. */
+function checkPool(pool: PoolConfig, path: KeyPath, self: Self, allowRoot: boolean, quick: boolean, problems: Problems, notices: Problems): boolean {
+  if (pool.command === undefined) return false;
+  const who = resolveIdentity(pool.user, pool.group, self);
+  if (!who.ok) {
+    problems.add([...path, who.key], who.message);
+    return false;
+  }
+  if (who.ignored) {
+    notices.add(path, `user/group ignored: fcgi-pm is not running as root, so workers run as uid ${self.uid} (as PHP-FPM does)`);
+  }
+  const refused = self.uid === 0 && who.runsAs.uid === 0 && pool.user === undefined && !allowRoot;
+  if (refused) problems.add(path, rootAdvice(quick));
+  checkPoolFiles(pool, path, who.runsAs, self, problems);
+  return refused;
 }
 
 function rootAdvice(quick: boolean): string {

@@ -8,7 +8,7 @@
  *     must be reopened (anything else).
  *  2. start new and changed pools (static pools wait for their workers);
  *  3. bind added listeners. A failure in 2 or 3 undoes them: the old config keeps running.
- *  4. commit, synchronously: the pool map (which listeners read per request) points to
+ *  4. commit, synchronously: the pool registry (which listeners read per request) points to
  *     the new pools; kept listeners get their new settings; so no request sees a gap.
  *  5. old generations drain in the background: a replaced pool stops (retire reason
  *     'reload') after its queued and running requests finished with its own workers;
@@ -22,7 +22,7 @@
 import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { Logger } from '../log/log.js';
-import type { PoolGenerations } from '../control/generations.js';
+import type { PoolRegistry } from './pool-registry.js';
 import type { Pool } from '../pool/types.js';
 import { ErrorCodes } from '../errors.js';
 
@@ -111,13 +111,12 @@ export function planReload(cur: Config, next: Config, running: readonly Listener
 export interface ReloadTarget {
   /** The running config. */
   current: Config;
-  /** The map listeners read per request (ctx.getPool); changed in place. */
-  pools: Map<string, Pool>;
+  /** The pools listeners read per request (ctx.getPool); changed in place. */
+  pools: PoolRegistry;
   /** The daemon's listener list; changed in place. */
   listeners: Listener[];
   ctx: FrontendContext;
   logger: Logger;
-  generations: PoolGenerations;
   makePool(cfg: PoolConfig): Pool;
   startListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener>;
   /** Addresses taken over from systemd: they cannot be reopened (systemd holds the address). */
@@ -147,7 +146,6 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
     for (const p of [...plan.pools.added, ...plan.pools.changed]) {
       const pool = t.makePool(p);
       fresh.set(p.name, pool);
-      t.generations.born(pool);
     }
     await Promise.all([...fresh.values()].map((p) => p.start()));
   } catch (err) {
@@ -166,11 +164,7 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
   }
 
   // 4. Commit.
-  for (const [poolName, pool] of fresh) {
-    const old = t.pools.get(poolName);
-    t.pools.set(poolName, pool);
-    if (old !== undefined) t.generations.retire(old, old.stop(drainMs, 'reload'));
-  }
+  for (const pool of fresh.values()) t.pools.put(pool, (old) => old.stop(drainMs, 'reload'));
   for (const { listener, next: n } of plan.listeners.updated) Object.assign(listener.config, inPlaceOf(n));
   t.listeners.push(...opened);
   const removedListeners = plan.listeners.removed;
@@ -184,11 +178,8 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
   });
   const listenersGone = Promise.all(closed);
   for (const poolName of plan.pools.removed) {
-    const old = t.pools.get(poolName);
-    if (old === undefined) continue;
-    t.pools.delete(poolName);
     // Until the removed listeners are closed, their connections may still send requests here.
-    t.generations.retire(old, listenersGone.then(() => old.stop(drainMs, 'reload')));
+    t.pools.retire(poolName, (old) => listenersGone.then(() => old.stop(drainMs, 'reload')));
   }
 
   // 6. Reopen.

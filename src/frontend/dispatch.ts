@@ -1,6 +1,7 @@
 /**
  * The step every front end ends a request's decoding with: hand the exchange to the
- * daemon (access log) and to the listener's pool, looked up now so a reload can swap it.
+ * daemon (access log) and to the listener's pool, looked up now so a reload can swap it,
+ * or, on a `vhosts` listener, to the pool of the site the request's host names.
  * A pool with script rules gets only what its ScriptGate lets through.
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
@@ -15,9 +16,9 @@ export function dispatchExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (p
   const cfg = env.cfg;
   // status_path / ping_path are answered by the daemon, not a worker (read per request: a reload may set them).
   if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;
-  const pool = env.ctx.getPool(env.cfg.pool);
+  const pool = cfg.vhosts === true ? sitePool(env, ex) : env.ctx.getPool(cfg.pool);
   if (pool === undefined) {
-    ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${env.cfg.pool}" which does not exist`));
+    if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${cfg.pool}" which does not exist`));
     return;
   }
   if (serveLocal?.(pool) === true) return;
@@ -35,4 +36,27 @@ function admit(env: FrontendEnv, pool: Pool, ex: Exchange, refusal: ScriptVerdic
   if (ex.finished) return; // the client left while the file was looked up
   if (refusal === undefined) pool.dispatch(ex);
   else env.scripts.refuse(env.listener.log, ex, refusal);
+}
+
+/**
+ * A vhosts listener: the site's pool, with the script looked up under the site's
+ * document_root (the front end's own root does not know the site). No site: the
+ * listener's `pool` if it names one, else 404 (undefined is returned either way once answered).
+ */
+function sitePool(env: FrontendEnv, ex: Exchange): Pool | undefined {
+  const routed = env.ctx.route?.(ex.params);
+  if (routed === undefined) {
+    if (env.cfg.pool !== '') return env.ctx.getPool(env.cfg.pool);
+    const host = ex.params.get('HTTP_HOST') ?? ex.params.get('SERVER_NAME') ?? '';
+    ex.respondError(new ProxyError(ErrorCodes.VHOST_UNKNOWN, 404, `no site is named ${JSON.stringify(host)}`));
+    return undefined;
+  }
+  const root = routed.site.documentRoot;
+  const p = ex.params;
+  p.set('DOCUMENT_ROOT', root);
+  const script = p.get('SCRIPT_NAME');
+  if (script !== undefined) p.set('SCRIPT_FILENAME', root + script);
+  const info = p.get('PATH_INFO');
+  if (info !== undefined && info !== '') p.set('PATH_TRANSLATED', root + info);
+  return routed.pool;
 }

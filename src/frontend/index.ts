@@ -5,7 +5,7 @@
 import type { Logger } from '../log/log.js';
 import type { ListenerConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
-import type { ParamsLimits } from '../protocol/params.js';
+import type { CgiParams, ParamsLimits } from '../protocol/params.js';
 import type { Pool } from '../pool/types.js';
 import type { FdGuard } from './fd-guard.js';
 import { startFastcgiListener } from './fastcgi-server.js';
@@ -30,6 +30,14 @@ export interface FrontendContext {
   tempDir?: () => string | undefined;
   /** Open descriptors against RLIMIT_NOFILE, shared by all listeners; none = max_conns alone. */
   fds?: FdGuard | undefined;
+  /** Listeners with `vhosts`: the site a request's host names and its pool (created on first use); undefined = no site. */
+  route?: ((params: CgiParams) => RoutedSite | undefined) | undefined;
+}
+
+export interface RoutedSite {
+  pool: Pool;
+  /** SCRIPT_FILENAME and DOCUMENT_ROOT are set under the site's document_root. */
+  site: { id: string; documentRoot: string };
 }
 
 export interface Listener {

@@ -36,6 +36,11 @@ export class EpisodeLimiter<K> {
     this.timers = opts.timers ?? unrefTimers;
   }
 
+  /** Keys with an open episode (callers bound memory by it). */
+  get size(): number {
+    return this.open.size;
+  }
+
   /** True: log this occurrence now. False: it is counted into the episode's next summary. */
   hit(key: K): boolean {
     const e = this.open.get(key);

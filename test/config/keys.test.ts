@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { CONFIG_KEYS, LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, TOP_KEYS } from '../../src/config/keys.js';
 import { configFromObject, poolConfigFromObject } from '../../src/config/schema.js';
 import type { Config, ListenerConfig, LimitsConfig, PoolConfig } from '../../src/config/types.js';
+import { VHOSTS_KEYS } from '../../src/config/vhosts-keys.js';
 import { problemsOf } from './helpers.js';
 
 // Compile-time lists: adding a field to types.ts without listing it here fails the build,
@@ -20,11 +21,11 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
   protocol: true, address: true, pool: true, mode: true, owner: true, group: true, allowedClients: true, documentRoot: true, index: true, bodyBufferSize: true, maxBodySize: true, idleTimeout: true, headerTimeout: true, bodyTimeout: true, maxConns: true, backlog: true, params: true,
-  name: true, statusPath: true, pingPath: true, pingResponse: true, statusAllow: true,
+  name: true, statusPath: true, pingPath: true, pingResponse: true, statusAllow: true, vhosts: true,
 };
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };
 const LOG_FIELDS: Record<keyof Config['log'], true> = { level: true, format: true, access: true, file: true, accessFile: true, accessFormat: true };
-const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 'pools' | 'limits' | 'log'>, true> = {
+const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 'pools' | 'limits' | 'log' | 'vhosts'>, true> = {
   shutdownTimeout: true, runtimeDir: true, controlSocket: true, controlSocketMode: true, memoryBudget: true, memorySampleInterval: true,
 };
 
@@ -52,7 +53,7 @@ test('the key reference lists every key once, each with a type and a description
   assert.ok(paths.includes('listen[].address'));
   assert.ok(paths.includes('limits.max_params_bytes'));
   assert.ok(paths.includes('shutdown_timeout'));
-  assert.equal(CONFIG_KEYS.length, 4 + POOL_KEYS.length + LISTENER_KEYS.length + LIMITS_KEYS.length + LOG_KEYS.length + TOP_KEYS.length);
+  assert.equal(CONFIG_KEYS.length, 5 + POOL_KEYS.length + LISTENER_KEYS.length + LIMITS_KEYS.length + LOG_KEYS.length + VHOSTS_KEYS.length + TOP_KEYS.length);
   for (const k of CONFIG_KEYS) {
     assert.ok(k.type.length > 0 && k.description.length > 0, k.path);
     assert.ok(!k.description.includes('\n'), `${k.path}: one line`);

@@ -407,7 +407,7 @@ test('YAML syntax errors, duplicate keys, empty and unreadable files', (t) => {
 
   const bare = fixture(dir, 'bare.yaml', 'log: { level: debug }\n');
   assert.deepEqual(problemsOf(() => loadConfig(bare)), [
-    `${bare}:1: "pools" is required: at least one pool of backends or workers`,
+    `${bare}:1: "pools" is required: at least one pool of backends or workers (or "vhosts")`,
     `${bare}:1: "listen" is required: at least one listener`,
   ]);
 });

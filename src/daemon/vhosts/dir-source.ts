@@ -1,0 +1,107 @@
+/**
+ * vhosts.dir: one NAME.yaml (.yml, .json) per site. Watched with fs.watch, and
+ * rescanned every poll_interval as a safety net (watch events can be lost, and some
+ * file systems have none); a rescan stats every file and parses only those whose
+ * size, mtime or inode changed.
+ */
+import { readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
+import * as nodePath from 'node:path';
+import { siteFromText } from '../../config/site.js';
+import { ConfigError } from '../../errors.js';
+import type { SiteConfig } from '../../config/types.js';
+import type { SiteSource, SourceRead } from './source.js';
+
+const SITE_FILE = /^([^.].*)\.(ya?ml|json)$/;
+
+interface Cached {
+  stamp: string;
+  site: SiteConfig | undefined;
+  problems: string[];
+}
+
+export class DirSource implements SiteSource {
+  readonly label: string;
+  private readonly cache = new Map<string, Cached>();
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private debounce: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly dir: string,
+    private readonly defaults: Record<string, unknown>,
+    private readonly pollMs: number,
+  ) {
+    this.label = `vhosts.dir ${dir}`;
+  }
+
+  read(): SourceRead {
+    const out: SourceRead = { sites: [], broken: [] };
+    const seen = new Set<string>();
+    for (const file of readdirSync(this.dir).sort()) {
+      const m = SITE_FILE.exec(file);
+      if (m === null) continue;
+      const id = m[1]!;
+      if (seen.has(id)) {
+        out.broken.push({ id, problems: [`${nodePath.join(this.dir, file)}: site ${id} is defined by another file too; this one is left out`] });
+        continue;
+      }
+      seen.add(id);
+      const entry = this.entry(file, id);
+      if (entry === undefined) continue; // gone between readdir and stat
+      if (entry.site !== undefined) out.sites.push(entry.site);
+      else out.broken.push({ id, problems: entry.problems });
+    }
+    for (const file of this.cache.keys()) if (!seen.has(SITE_FILE.exec(file)?.[1] ?? '')) this.cache.delete(file);
+    return out;
+  }
+
+  private entry(file: string, id: string): Cached | undefined {
+    const path = nodePath.join(this.dir, file);
+    let stamp: string;
+    try {
+      const st = statSync(path);
+      if (!st.isFile()) return { stamp: '', site: undefined, problems: [`${path}: not a regular file`] };
+      stamp = `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      return undefined;
+    }
+    const hit = this.cache.get(file);
+    if (hit?.stamp === stamp) return hit;
+    let c: Cached;
+    try {
+      c = { stamp, site: siteFromText(id, readFileSync(path, 'utf8'), this.defaults, path, this.dir), problems: [] };
+    } catch (err) {
+      c = { stamp, site: undefined, problems: err instanceof ConfigError ? err.problems : [`${path}: ${(err as Error).message}`] };
+    }
+    this.cache.set(file, c);
+    return c;
+  }
+
+  watch(changed: () => void): void {
+    const soon = (): void => {
+      // An editor's save is several events; one read after they settle.
+      if (this.debounce !== undefined) return;
+      this.debounce = setTimeout(() => {
+        this.debounce = undefined;
+        changed();
+      }, 50);
+    };
+    try {
+      this.watcher = watch(this.dir, { persistent: false }, soon);
+      this.watcher.on('error', () => {
+        this.watcher?.close();
+        this.watcher = undefined;
+      });
+    } catch {
+      // no watch here (a missing directory, inotify limits): the rescan still runs
+    }
+    this.timer = setInterval(changed, this.pollMs);
+    this.timer.unref();
+  }
+
+  close(): void {
+    this.watcher?.close();
+    clearInterval(this.timer);
+    clearTimeout(this.debounce);
+  }
+}

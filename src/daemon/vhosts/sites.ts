@@ -1,0 +1,249 @@
+/**
+ * The vhost sites of a running daemon: their definitions (from a SiteSource), the host
+ * index, and which sites have a pool. A site's pool is created by its first request
+ * (through the pool registry, zero workers, pm ondemand unless the site says
+ * otherwise) and evicted after vhosts.idle_timeout without requests. A changed or
+ * removed site's pool drains (its queued and running requests finish) while the next
+ * request makes a new one from the new definition; a definition that does not validate
+ * is reported once and changes nothing (a site keeps its last good definition).
+ */
+import { mkdirSync, rmSync } from 'node:fs';
+import * as nodePath from 'node:path';
+import type { SiteConfig, VhostsConfig } from '../../config/types.js';
+import { ErrorCodes } from '../../errors.js';
+import { EpisodeLimiter } from '../../log/episode-limiter.js';
+import type { Logger } from '../../log/log.js';
+import type { Pool } from '../../pool/types.js';
+import type { CgiParams } from '../../protocol/params.js';
+import type { PoolRegistry } from '../pool-registry.js';
+import { samePool } from '../reload.js';
+import { SiteIndex } from './site-index.js';
+import type { SiteSource } from './source.js';
+
+/** Distinct unknown names remembered at once for the once-a-minute log; more share one line. */
+const UNKNOWN_NAMES_KEPT = 1024;
+
+export interface SitesDeps {
+  registry: PoolRegistry;
+  logger: Logger;
+  /** The host checks of one site (src/daemon/preflight.ts): its problems, none when it may run. */
+  check(site: SiteConfig): string[];
+  /** Names of the config file's own pools: a site may not take one. */
+  staticPools(): ReadonlySet<string>;
+  /** How long a replaced or evicted site's requests may finish. */
+  drainMs(): number;
+  /** The daemon's private runtime directory (worker sockets). */
+  runtimeDir(): string | undefined;
+  now?: () => number;
+}
+
+export interface Routed {
+  site: SiteConfig;
+  pool: Pool;
+}
+
+export interface SitesStatus {
+  defined: number;
+  active: number;
+  broken: number;
+  source: string;
+}
+
+export class Sites {
+  private cfg: VhostsConfig;
+  private defs = new Map<string, SiteConfig>();
+  private index = new SiteIndex();
+  /** Sites with a pool, and when each last got a request. */
+  private readonly lastUsed = new Map<string, number>();
+  /** Broken definitions and the text last reported for each (reported again only when it changes). */
+  private readonly broken = new Map<string, string>();
+  private readonly unknown: EpisodeLimiter<string>;
+  private readonly now: () => number;
+  private sweeper: NodeJS.Timeout | undefined;
+  private poolDirs = 0;
+  private sourceFailed = false;
+
+  constructor(
+    cfg: VhostsConfig,
+    private readonly source: SiteSource,
+    private readonly deps: SitesDeps,
+  ) {
+    this.cfg = cfg;
+    this.now = deps.now ?? (() => performance.now());
+    this.unknown = new EpisodeLimiter({
+      intervalMs: 60_000,
+      summary: (name, n) => deps.logger.warn({ code: ErrorCodes.VHOST_UNKNOWN, host: name, repeats: n }, `${n} more request(s) for ${name === '*' ? 'other unknown hosts' : `unknown host ${name}`} in the last minute`),
+    });
+  }
+
+  /** Reads the source, then follows its changes and evicts idle sites. */
+  start(): void {
+    this.refresh();
+    this.source.watch(() => this.refresh());
+    const every = Math.max(250, Math.min(this.cfg.idleTimeout / 4, 10_000));
+    this.sweeper = setInterval(() => this.sweep(), every);
+    this.sweeper.unref();
+  }
+
+  /** A reload: new idle_timeout, default_site; the source is read again. */
+  reconfigure(cfg: VhostsConfig): void {
+    this.cfg = cfg;
+    this.refresh();
+  }
+
+  close(): void {
+    this.source.close();
+    clearInterval(this.sweeper);
+    this.unknown.flush();
+  }
+
+  status(): SitesStatus {
+    return { defined: this.defs.size, active: this.lastUsed.size, broken: this.broken.size, source: this.source.label };
+  }
+
+  /** Every defined site, for status --all-sites. */
+  list(): Array<{ id: string; names: string[]; documentRoot: string; active: boolean }> {
+    return [...this.defs.values()].map((s) => ({ id: s.id, names: s.names, documentRoot: s.documentRoot, active: this.lastUsed.has(s.id) }));
+  }
+
+  /**
+   * The site a request names (HTTP_HOST, else SERVER_NAME; then default_site) and its
+   * pool, created on first use. undefined: no site; logged once per name per minute.
+   */
+  route(params: CgiParams): Routed | undefined {
+    const host = params.get('HTTP_HOST');
+    const server = params.get('SERVER_NAME');
+    let site = host === undefined ? undefined : this.index.lookup(host);
+    if (site === undefined && server !== undefined && server !== host) site = this.index.lookup(server);
+    if (site === undefined) {
+      const fallback = this.cfg.defaultSite;
+      site = fallback === undefined ? undefined : this.defs.get(fallback);
+      if (site === undefined) {
+        this.reportUnknown(host ?? server ?? '');
+        return undefined;
+      }
+    }
+    this.lastUsed.set(site.id, this.now());
+    return { site, pool: this.deps.registry.obtain(site.pool, () => this.poolDir(site.id)) };
+  }
+
+  private reportUnknown(host: string): void {
+    const key = this.unknown.size < UNKNOWN_NAMES_KEPT ? host : '*';
+    if (this.unknown.hit(key)) {
+      this.deps.logger.warn({ code: ErrorCodes.VHOST_UNKNOWN, host }, `no site is named ${JSON.stringify(host)} (and no default_site); answered 404`);
+    }
+  }
+
+  /** Reads the source and applies what changed; a source that cannot be read changes nothing. */
+  refresh(): void {
+    let read;
+    try {
+      read = this.source.read();
+    } catch (err) {
+      if (!this.sourceFailed) this.deps.logger.error({ code: ErrorCodes.VHOST_SOURCE, err: (err as Error).message }, `${(err as Error).message}; the sites known keep serving`);
+      this.sourceFailed = true;
+      return;
+    }
+    if (this.sourceFailed) this.deps.logger.info({ kind: 'vhosts' }, `${this.source.label} can be read again`);
+    this.sourceFailed = false;
+    const next = new Map<string, SiteConfig>();
+    const problems = new Map<string, string[]>();
+    for (const b of read.broken) problems.set(b.id, b.problems);
+    const statics = this.deps.staticPools();
+    for (const site of read.sites) {
+      const old = this.defs.get(site.id);
+      if (old === site) {
+        next.set(site.id, site); // the source handed back the object it validated before
+        continue;
+      }
+      const why = statics.has(site.id) ? [`${site.origin}: site id ${site.id} is also a pool of the config file; rename one`] : this.deps.check(site);
+      if (why.length > 0) problems.set(site.id, why);
+      else next.set(site.id, site);
+    }
+    const built = SiteIndex.build(next.values());
+    for (const p of built.problems) {
+      next.delete(p.site.id);
+      problems.set(p.site.id, [p.message]);
+    }
+    // A broken definition of a known site keeps its previous one serving.
+    for (const id of problems.keys()) {
+      const old = this.defs.get(id);
+      if (old !== undefined && !next.has(id)) next.set(id, old);
+    }
+    this.reportBroken(problems, next);
+    const { index } = problems.size > 0 ? SiteIndex.build(next.values()) : built;
+    const before = this.defs;
+    this.defs = next;
+    this.index = index;
+    this.retireChanged(before, next);
+  }
+
+  private reportBroken(problems: Map<string, string[]>, kept: Map<string, SiteConfig>): void {
+    for (const [id, texts] of problems) {
+      const text = texts.join('\n');
+      if (this.broken.get(id) === text) continue;
+      this.broken.set(id, text);
+      const keeps = kept.has(id) ? '; it keeps its previous definition' : '';
+      this.deps.logger.error({ code: ErrorCodes.VHOST_INVALID, site: id, problems: texts }, `site ${id} is not valid${keeps}: ${texts.join('; ')}`);
+    }
+    for (const id of this.broken.keys()) {
+      if (problems.has(id)) continue;
+      this.broken.delete(id);
+      if (kept.has(id)) this.deps.logger.info({ kind: 'vhosts', site: id }, `site ${id} is valid again`);
+    }
+  }
+
+  /** Pools of sites whose definition changed or went away drain; the next request makes a new one. */
+  private retireChanged(before: Map<string, SiteConfig>, after: Map<string, SiteConfig>): void {
+    for (const id of [...this.lastUsed.keys()]) {
+      const old = before.get(id);
+      const now = after.get(id);
+      if (now !== undefined && old !== undefined && sameSite(old, now)) continue;
+      this.evict(id, now === undefined ? 'removed' : 'changed');
+    }
+  }
+
+  /** Sites idle past idle_timeout with nothing queued or running lose their pool. */
+  sweep(): void {
+    const cutoff = this.now() - this.cfg.idleTimeout;
+    for (const [id, at] of this.lastUsed) {
+      if (at > cutoff) continue;
+      const pool = this.deps.registry.pools.get(id);
+      const snap = pool?.snapshot();
+      if (snap !== undefined && (snap.active > 0 || snap.queued > 0)) continue;
+      this.evict(id, 'idle');
+    }
+  }
+
+  private evict(id: string, why: 'idle' | 'changed' | 'removed'): void {
+    this.lastUsed.delete(id);
+    const drain = this.deps.drainMs();
+    const dir = this.dirs.get(id);
+    this.dirs.delete(id);
+    const had = this.deps.registry.retire(id, (old) => {
+      return old.stop(drain, why === 'idle' ? 'shutdown' : 'reload').finally(() => {
+        if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+      });
+    });
+    if (had) this.deps.logger.info({ kind: 'vhosts', site: id, why }, why === 'idle' ? `site ${id} idle for ${Math.round(this.cfg.idleTimeout / 1000)}s: its pool is stopped` : `site ${id} ${why}: its pool drains, the next request starts a new one`);
+  }
+
+  private readonly dirs = new Map<string, string>();
+
+  /**
+   * A fresh 0700 directory per pool of a site: an evicted or replaced pool's workers
+   * still own their socket paths until they exit.
+   */
+  private poolDir(id: string): string | undefined {
+    const base = this.deps.runtimeDir();
+    if (base === undefined) return undefined;
+    const dir = nodePath.join(base, `s${++this.poolDirs}`);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.dirs.set(id, dir);
+    return dir;
+  }
+}
+
+export function sameSite(a: SiteConfig, b: SiteConfig): boolean {
+  return a === b || (a.documentRoot === b.documentRoot && a.names.join(' ') === b.names.join(' ') && samePool(a.pool, b.pool));
+}
