@@ -96,6 +96,15 @@ runtime_dir: ${dir}
   return { name: 'fcgi-pm', pid: p.pid, sock, httpPort: o.httpPort, proc: p, stop: () => p.stop(10_000) };
 }
 
+/** The floor (bench/relay-floor.ts): a minimal relay with one kept-alive connection per php-cgi. */
+export async function startFloor(dir: string, workers: number): Promise<Server & { proc: Started }> {
+  mkdirSync(dir, { recursive: true });
+  const sock = join(dir, 'floor.sock');
+  const p = start('relay-floor', process.execPath, [join(REPO, 'dist', 'bench', 'relay-floor.js'), '--listen', `unix:${sock}`, '--workers', String(workers)]);
+  await waitReady('relay-floor', { path: sock }, p);
+  return { name: 'relay-floor', pid: p.pid, sock, proc: p, stop: () => p.stop() };
+}
+
 /** spawn-fcgi forks `workers` php-cgi processes on one socket and exits; we track their pids. */
 export async function startSpawnFcgi(dir: string, workers: number): Promise<Server & { pids: number[] }> {
   mkdirSync(dir, { recursive: true });
