@@ -217,9 +217,11 @@ async function main(): Promise<void> {
   const n = Number(get('--workers', '2'));
   const dir = mkdtempSync(join(tmpdir(), 'relay-floor-'));
   const workers: Worker[] = [];
+  const sockPath = listen.startsWith('unix:') ? listen.slice(5) : undefined;
   const stop = (): void => {
     for (const w of workers) w.proc.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
+    if (sockPath !== undefined) rmSync(sockPath, { force: true });
     process.exit(0);
   };
   process.once('SIGTERM', stop);
@@ -229,8 +231,10 @@ async function main(): Promise<void> {
   const server = createServer(onFront);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    if (listen.startsWith('unix:')) server.listen({ path: listen.slice(5), backlog: 4096 }, resolve);
-    else {
+    if (sockPath !== undefined) {
+      rmSync(sockPath, { force: true }); // a stale socket from an earlier run
+      server.listen({ path: sockPath, backlog: 4096 }, resolve);
+    } else {
       const colon = listen.lastIndexOf(':');
       server.listen({ host: listen.slice(0, colon), port: Number(listen.slice(colon + 1)), backlog: 4096 }, resolve);
     }
