@@ -38,14 +38,18 @@ fi
 npx tsc -p . >/dev/null || true   # emits even when someone else's file has a type error
 [ -f dist/bench/compare.js ] || { echo "build failed: dist/bench/compare.js missing" >&2; exit 1; }
 
+# --floor's settings go last: compare.js takes the first of a repeated option, so
+# "--floor --rounds 5" runs 5 rounds.
 args=()
+floor=()
 for a in "$@"; do
   if [ "$a" = "--floor" ]; then
-    args+=(--quick --rounds 3 --seconds 5 --workers 2 --concurrency 10 --pages p100,p8750 --stacks fcgipm,floor,fpm --only throughput)
+    floor=(--quick --rounds 3 --seconds 5 --workers 2 --concurrency 10 --pages p100,p8750 --stacks fcgipm,floor,fpm --only throughput)
   else
     args+=("$a")
   fi
 done
+args+=("${floor[@]}")
 node dist/bench/compare.js "${args[@]}" &
 pid=$!
 # compare.js stops everything it started, by pid, when it ends or gets SIGTERM/SIGINT;
