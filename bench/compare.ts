@@ -7,7 +7,8 @@
  *                    [--pages p100,p8750] [--stacks fcgipm,floor,fpm] [--only throughput,cold] [--cold-samples N] [--overload-seconds S] [--out FILE.md] [--json FILE]
  *
  * Stacks, at each worker count W:
- *   fcgipm    nginx → fcgi-pm → php-cgi (nginx keeps FastCGI connections: fastcgi_keep_conn)
+ *   fcgipm    nginx → fcgi-pm → php-cgi (nginx keeps FastCGI connections: fastcgi_keep_conn);
+ *             fcgi-pm started as operators start it, bin/fcgi-pm run (its heap flags)
  *   floor     nginx → bench/relay-floor → php-cgi: the least a relay can do (kept-alive
  *             php-cgi, bytes forwarded as read); fcgi-pm's honest limit on this machine
  *   fpm       nginx → php-fpm, pm static, W workers (new connection per request, the usual setup)
