@@ -40,10 +40,11 @@ class RecordScanner {
   type = 0;
 
   /**
-   * Calls onHeader(type, offsetInChunk) when a header completes, onBody(offset) for
-   * the flags byte of a BEGIN_REQUEST body, and onEnd(offsetAfter) when a record ends.
+   * Calls onHeader(type, offset of the header in chunk) when a header is complete,
+   * onFlags(offset) at the flags byte of a BEGIN_REQUEST body, onEnd(offset after it)
+   * when a record ends.
    */
-  scan(chunk: Buffer, onHeader: (type: number, start: number) => void, onEnd: (after: number) => boolean, onFlags?: (offset: number) => void): void {
+  scan(chunk: Buffer, on: { onHeader?(type: number, start: number): void; onFlags?(offset: number): void; onEnd?(after: number): void }): void {
     let i = 0;
     while (i < chunk.length) {
       if (this.left === 0 && this.headLen < 8) {
@@ -56,22 +57,19 @@ class RecordScanner {
         this.type = this.head[1]!;
         this.left = this.head.readUInt16BE(4) + this.head[6]!;
         this.at = 0;
-        onHeader(this.type, Math.max(start, 0));
-        if (this.left === 0 && this.finish(i, onEnd)) return;
-        continue;
+        on.onHeader?.(this.type, Math.max(start, 0));
+      } else {
+        const n = Math.min(this.left, chunk.length - i);
+        if (this.type === BEGIN_REQUEST && this.at <= 2 && this.at + n > 2) on.onFlags?.(i + 2 - this.at);
+        this.at += n;
+        this.left -= n;
+        i += n;
       }
-      const n = Math.min(this.left, chunk.length - i);
-      if (this.type === BEGIN_REQUEST && onFlags !== undefined && this.at <= 2 && this.at + n > 2) onFlags(i + 2 - this.at);
-      this.at += n;
-      this.left -= n;
-      i += n;
-      if (this.left === 0 && this.finish(i, onEnd)) return;
+      if (this.left === 0) {
+        this.headLen = 0;
+        on.onEnd?.(i);
+      }
     }
-  }
-
-  private finish(after: number, onEnd: (after: number) => boolean): boolean {
-    this.headLen = 0;
-    return onEnd(after);
   }
 }
 
@@ -135,9 +133,8 @@ function onFront(sock: Socket): void {
   sock.setNoDelay(true);
   sock.on('data', (chunk: Buffer) => {
     let from = 0;
-    f.scanner.scan(
-      chunk,
-      (type, start) => {
+    f.scanner.scan(chunk, {
+      onHeader(type, start) {
         if (type !== BEGIN_REQUEST) return;
         // A new request: what came before it belongs to the previous one.
         route(f, chunk.subarray(from, start));
@@ -145,15 +142,14 @@ function onFront(sock: Socket): void {
         f.current = { front: f, pending: f.limbo, worker: undefined, keepConn: true };
         f.limbo = [];
       },
-      () => false,
-      (offset) => {
+      onFlags(offset) {
         const r = f.current!;
         r.keepConn = (chunk[offset]! & KEEP_CONN) !== 0;
         chunk[offset] = chunk[offset]! | KEEP_CONN; // the worker connection stays open
         if (free.length > 0) assign(free.pop()!, r);
         else queue.push(r);
       },
-    );
+    });
     route(f, chunk.subarray(from));
   });
   const gone = (): void => {
@@ -169,18 +165,15 @@ function onFront(sock: Socket): void {
 
 function onWorkerData(w: Worker, chunk: Buffer): void {
   let from = 0;
-  w.scanner.scan(
-    chunk,
-    () => undefined,
-    (after) => {
-      if (w.scanner.type !== END_REQUEST) return false;
+  w.scanner.scan(chunk, {
+    onEnd(after) {
+      if (w.scanner.type !== END_REQUEST) return;
       const r = w.request!;
       if (!r.front.closed) r.front.sock.write(chunk.subarray(from, after));
       from = after;
       release(w);
-      return false;
     },
-  );
+  });
   const r = w.request;
   if (r !== undefined && !r.front.closed && from < chunk.length) r.front.sock.write(from === 0 ? chunk : chunk.subarray(from));
 }
