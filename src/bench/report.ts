@@ -48,14 +48,13 @@ export function stalledSeconds(bySecond: readonly number[], elapsedMs: number): 
   return out;
 }
 
-function warningsFor(opts: BenchOptions, run: BenchRun): string[] {
+function warningsFor(opts: BenchOptions, run: BenchRun, stalled: number[]): string[] {
   const s = run.stats;
   const out: string[] = [];
   if (s.replies > 0 && s.statusClasses[2] === 0) {
     const codes = [...s.statusCodes].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c}×${n}`).join(', ');
     out.push(`every reply was non-2xx (${codes}): the figures measure an error page${opts.target.protocol === 'http' ? '' : ' (PHP needs SCRIPT_FILENAME: --param DOCUMENT_ROOT=... or --param SCRIPT_FILENAME=...)'}`);
   }
-  const stalled = stalledSeconds(s.repliesBySecond, run.elapsedMs);
   if (stalled.length > 0) {
     const first = stalled[0]!;
     const more = opts.request.keepAlive && opts.target.protocol === 'fastcgi' ? '; against php-fpm with -k, connections beyond its workers wait for ever: use -c ≤ its workers, or no -k' : '';
@@ -87,6 +86,7 @@ export function buildReport(opts: BenchOptions, run: BenchRun): BenchReport {
   const codes: Record<string, number> = {};
   for (const [code, n] of [...s.statusCodes].sort((a, b) => a[0] - b[0])) codes[String(code)] = n;
   const errors = s.errorCount;
+  const stalled = stalledSeconds(s.repliesBySecond, run.elapsedMs);
   return {
     schema: REPORT_SCHEMA,
     target: opts.target.url,
@@ -115,8 +115,8 @@ export function buildReport(opts: BenchOptions, run: BenchRun): BenchReport {
     latency_ms: { connect: summary(s.connect), first_byte: summary(s.firstByte), reply: summary(s.reply) },
     bytes: { sent: s.bytesOut, received: s.bytesIn, body: s.bodyBytes, body_per_reply: s.replies > 0 ? Math.round(s.bodyBytes / s.replies) : 0 },
     schedule_lag_max_ms: opts.rate === undefined ? null : round3(run.scheduleLagMaxMs),
-    stalled_s: stalledSeconds(s.repliesBySecond, run.elapsedMs).length,
-    warnings: warningsFor(opts, run),
+    stalled_s: stalled.length,
+    warnings: warningsFor(opts, run, stalled),
   };
 }
 

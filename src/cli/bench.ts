@@ -142,9 +142,11 @@ export function benchCommand(): Command {
       `
 Unix sockets: the socket path ends at the first component that ends in ".sock" or is a
 socket, else at the first ":" (fcgi://unix:/run/php.sock:/index.php); the request path
-follows. A target that cannot be reached is an error (exit 1). SCRIPT_FILENAME defaults to DOCUMENT_ROOT + path when --param DOCUMENT_ROOT
-is given; REQUEST_METHOD, SCRIPT_NAME, REQUEST_URI, QUERY_STRING, SERVER_PROTOCOL,
-CONTENT_LENGTH... come from the URL and options.
+follows. A target that cannot be reached is an error (exit 1). SCRIPT_FILENAME defaults
+to DOCUMENT_ROOT + path when --param DOCUMENT_ROOT is given; REQUEST_METHOD,
+SCRIPT_NAME, REQUEST_URI, QUERY_STRING, SERVER_PROTOCOL, CONTENT_LENGTH... come from
+the URL and options. The report warns when every reply was non-2xx or when whole
+seconds passed without a reply.
 
 Examples:
   fcgi-pm bench -c 10 -d 10s -k --param DOCUMENT_ROOT=/var/www/html fcgi://127.0.0.1:9000/index.php
