@@ -17,7 +17,7 @@ async function daemonArgv(t: TestContext, env: Record<string, string>, pre: stri
   const dir = makeTempDir(t, 'fpm-heap-');
   const sock = join(dir, 'fcgi.sock');
   const cfg = join(dir, 'c.yaml');
-  writeFileSync(cfg, `listen:\n  - { protocol: fastcgi, address: "unix:${sock}", pool: php }\npools:\n  php: { command: [/usr/bin/php-cgi], pm: ondemand, max_children: 1 }\nruntime_dir: ${dir}\nlog: { level: warn }\n`);
+  writeFileSync(cfg, `listen:\n  - { protocol: fastcgi, address: "unix:${sock}", pool: php }\npools:\n  php: { command: [/usr/bin/php-cgi], user: root, pm: ondemand, max_children: 1 }\nruntime_dir: ${dir}\nlog: { level: warn }\n`);
   const d = new ManagedChild('fcgi-pm', FCGI_PM_BIN, [...pre, 'run', '-c', cfg], { env: { ...process.env, ...env } }, 'SIGTERM');
   t.after(() => d.stop());
   await waitFor(async () => {
