@@ -291,7 +291,7 @@ export const CONFIG_KEYS: readonly KeyDoc[] = [
   ...rows('limits.', LIMITS_KEYS),
   { path: 'log', type: 'mapping', default: '', required: false, description: 'Logging (JSON lines on stdout, or to log.file; human lines on a terminal).' },
   ...rows('log.', LOG_KEYS),
-  { path: 'vhosts', type: 'mapping', default: '', required: false, description: 'Sites defined outside this file (a directory or an SQLite table), each started on its first request (docs/vhosts.md).' },
+  { path: 'vhosts', type: 'mapping', default: '', required: false, description: 'Sites defined outside this file (a directory, an SQLite or a PostgreSQL table), each started on its first request (docs/vhosts.md).' },
   ...rows('vhosts.', VHOSTS_KEYS),
   ...rows('', TOP_KEYS),
 ];

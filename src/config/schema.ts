@@ -548,17 +548,19 @@ function buildVhosts(obj: unknown, ctx: Ctx): VhostsConfig | undefined {
   const path = ['vhosts'];
   const s = readSection(obj, VHOSTS_KEYS, path, ctx, 'where sites are defined');
   const v = s.values;
-  const sources = ['dir', 'sqlite'].filter((k) => s.present.has(k));
+  const sources = ['dir', 'sqlite', 'postgres'].filter((k) => s.present.has(k));
   if (sources.length !== 1) {
-    ctx.problems.add(path, sources.length === 0 ? 'needs "dir" (a directory of site files) or "sqlite" (a database file)' : `has ${sources.join(' and ')}; sites come from one source`);
+    ctx.problems.add(path, sources.length === 0 ? 'needs "dir" (a directory of site files), "sqlite" (a database file) or "postgres" (a database URL)' : `has ${sources.join(' and ')}; sites come from one source`);
     return undefined;
   }
-  if (sources[0] === 'dir' && s.present.has('table')) ctx.problems.add([...path, 'table'], 'only applies to a database source (sqlite)');
+  if (sources[0] === 'dir' && s.present.has('table')) ctx.problems.add([...path, 'table'], 'only applies to a database source (sqlite, postgres)');
+  // It is put into SQL text (and is the NOTIFY channel).
+  if (typeof v.table === 'string' && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(v.table)) ctx.problems.add([...path, 'table'], `must be a plain SQL name (letters, digits, "_"), got ${show(v.table)}`);
   const defaults = (v.defaults ?? {}) as Record<string, unknown>;
   readSection(defaults, POOL_KEYS, [...path, 'defaults'], ctx, 'pool settings');
   if (!s.ok) return undefined;
   return {
-    source: sources[0] === 'dir' ? { kind: 'dir', dir: v.dir as string } : { kind: 'sqlite', file: v.sqlite as string, table: v.table as string },
+    source: sources[0] === 'dir' ? { kind: 'dir', dir: v.dir as string } : sources[0] === 'sqlite' ? { kind: 'sqlite', file: v.sqlite as string, table: v.table as string } : { kind: 'postgres', url: v.postgres as string, table: v.table as string },
     idleTimeout: v.idleTimeout as number,
     pollInterval: v.pollInterval as number,
     defaultSite: v.defaultSite as string | undefined,

@@ -168,7 +168,7 @@ export interface Config {
 
 /** Where site definitions come from, and how their pools live. */
 export interface VhostsConfig {
-  source: { kind: 'dir'; dir: string } | { kind: 'sqlite'; file: string; table: string };
+  source: { kind: 'dir'; dir: string } | { kind: 'sqlite'; file: string; table: string } | { kind: 'postgres'; url: string; table: string };
   idleTimeout: number;
   pollInterval: number;
   defaultSite: string | undefined;

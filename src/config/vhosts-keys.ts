@@ -7,7 +7,8 @@ import type { KeySpec } from './keys.js';
 export const VHOSTS_KEYS: readonly KeySpec[] = [
   { key: 'dir', field: 'dir', type: { kind: 'path' }, doc: 'Directory of site files, one NAME.yaml (or .yml, .json) per site; NAME is the site id and its pool name. Added, changed and removed files apply without a restart.' },
   { key: 'sqlite', field: 'sqlite', type: { kind: 'path' }, doc: 'SQLite database file whose `table` holds one row per site (columns in docs/vhosts.md); changes apply without a restart.' },
-  { key: 'table', field: 'table', type: { kind: 'string' }, default: 'sites', doc: 'Table of sites in the sqlite database.' },
+  { key: 'postgres', field: 'postgres', type: { kind: 'string' }, doc: 'PostgreSQL connection URL ("postgres://user@host:5432/db") whose `table` holds one row per site, which several daemons may share; changes apply without a restart (at once with the NOTIFY trigger of docs/vhosts.md).' },
+  { key: 'table', field: 'table', type: { kind: 'string' }, default: 'sites', doc: 'Table of sites in the sqlite or postgres database.' },
   { key: 'idle_timeout', field: 'idleTimeout', type: { kind: 'duration', min: 1000 }, default: '10m', doc: "A site that got no request for this long is evicted: its workers stop and its pool is freed; the next request starts it again." },
   { key: 'poll_interval', field: 'pollInterval', type: { kind: 'duration', min: 100 }, default: '2s', doc: 'How often the directory is rescanned (besides watching it) or the table checked for changes.' },
   { key: 'default_site', field: 'defaultSite', type: { kind: 'string' }, defaultText: '(none: 404)', doc: 'Site id that serves requests whose host no site names; without it they get 404 ERR_VHOST_UNKNOWN.' },

@@ -105,7 +105,7 @@ export class Daemon {
       startListener: this.startListener,
       commit: (next) => {
         this._config = next;
-        if (next.vhosts !== undefined) this.sites?.reconfigure(next.vhosts);
+        if (next.vhosts !== undefined) void this.sites?.reconfigure(next.vhosts);
       },
     });
   }
@@ -171,7 +171,7 @@ export class Daemon {
         this.registry.put(this.registry.make(p), (old) => old.stop(0));
       }
       await Promise.all([...this.registry.pools.values()].map((p) => p.start()));
-      if (cfg.vhosts !== undefined) this.startSites(cfg.vhosts);
+      if (cfg.vhosts !== undefined) await this.startSites(cfg.vhosts);
       for (const l of cfg.listen) {
         if (this.stopping) break; // a signal arrived while starting
         const listener = await this.startListener(l, this.ctx);
@@ -208,9 +208,8 @@ export class Daemon {
   }
 
   /** Reads the sites (their host checks are this daemon's: users, root policy, document_root) and follows their changes. */
-  private startSites(v: VhostsConfig): void {
-    const source = openSiteSource(v);
-    this.sites = new Sites(v, source, {
+  private startSites(v: VhostsConfig): Promise<void> {
+    this.sites = new Sites(v, openSiteSource, {
       registry: this.registry,
       logger: this.logger.child({ component: 'vhosts' }),
       check: (site) => {
@@ -221,7 +220,7 @@ export class Daemon {
       drainMs: () => this._config.shutdownTimeout,
       runtimeDir: () => this.privateDir,
     });
-    this.sites.start();
+    return this.sites.start();
   }
 
   /** A stop asked for over the control socket (fcgi-pm stop). */

@@ -63,12 +63,16 @@ export class Sites {
   private poolDirs = 0;
   private sourceFailed = false;
 
+  private source: SiteSource;
+
+  /** `open`: the source a vhosts section names (open-source.ts). */
   constructor(
     cfg: VhostsConfig,
-    private readonly source: SiteSource,
+    private readonly open: (cfg: VhostsConfig) => SiteSource,
     private readonly deps: SitesDeps,
   ) {
     this.cfg = cfg;
+    this.source = open(cfg);
     this.now = deps.now ?? (() => performance.now());
     this.unknown = new EpisodeLimiter({
       intervalMs: 60_000,
@@ -77,18 +81,24 @@ export class Sites {
   }
 
   /** Reads the source, then follows its changes and evicts idle sites. */
-  start(): void {
-    this.refresh();
-    this.source.watch(() => this.refresh());
+  async start(): Promise<void> {
+    await this.refresh();
+    this.source.watch(() => void this.refresh());
     const every = Math.max(250, Math.min(this.cfg.idleTimeout / 4, 10_000));
     this.sweeper = setInterval(() => this.sweep(), every);
     this.sweeper.unref();
   }
 
-  /** A reload: new idle_timeout, default_site; the source is read again. */
-  reconfigure(cfg: VhostsConfig): void {
+  /** A reload: new settings; a new source or new defaults open the source afresh. The source is read again. */
+  reconfigure(cfg: VhostsConfig): Promise<void> {
+    const fresh = JSON.stringify([cfg.source, cfg.defaults, cfg.pollInterval]) !== JSON.stringify([this.cfg.source, this.cfg.defaults, this.cfg.pollInterval]);
     this.cfg = cfg;
-    this.refresh();
+    if (fresh) {
+      this.source.close();
+      this.source = this.open(cfg);
+      this.source.watch(() => void this.refresh());
+    }
+    return this.refresh();
   }
 
   close(): void {
@@ -134,11 +144,29 @@ export class Sites {
     }
   }
 
-  /** Reads the source and applies what changed; a source that cannot be read changes nothing. */
-  refresh(): void {
+  private refreshing: Promise<void> = Promise.resolve();
+  private again = false;
+
+  /**
+   * Reads the source and applies what changed; a source that cannot be read changes
+   * nothing. One read at a time; calls meanwhile make one more read after it.
+   */
+  refresh(): Promise<void> {
+    if (this.again) return this.refreshing;
+    this.again = true;
+    this.refreshing = this.refreshing
+      .then(() => {
+        this.again = false;
+        return this.readOnce();
+      })
+      .catch((err: unknown) => this.deps.logger.error({ code: ErrorCodes.VHOST_SOURCE, err }, `applying the sites of ${this.source.label} failed`));
+    return this.refreshing;
+  }
+
+  private async readOnce(): Promise<void> {
     let read;
     try {
-      read = this.source.read();
+      read = await this.source.read();
     } catch (err) {
       if (!this.sourceFailed) this.deps.logger.error({ code: ErrorCodes.VHOST_SOURCE, err: (err as Error).message }, `${(err as Error).message}; the sites known keep serving`);
       this.sourceFailed = true;

@@ -14,8 +14,8 @@ export interface SourceRead {
 export interface SiteSource {
   /** Names the source in log lines. */
   readonly label: string;
-  /** Every definition now; throws when the source itself cannot be read. */
-  read(): SourceRead;
+  /** Every definition now; throws (rejects) when the source itself cannot be read. */
+  read(): SourceRead | Promise<SourceRead>;
   /** Calls `changed` when a read may find something new (a watch event, a poll tick). */
   watch(changed: () => void): void;
   close(): void;
