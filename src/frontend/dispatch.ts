@@ -8,7 +8,7 @@ import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { Pool } from '../pool/types.js';
 import type { FrontendEnv } from './env.js';
-import type { ScriptVerdict } from './script-gate.js';
+import { latin1Path, type ScriptVerdict } from './script-gate.js';
 
 /** `serveLocal`: the front end may answer itself once it knows the pool (the HTTP listener's static files). */
 export function dispatchExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool: Pool) => boolean): void {
@@ -51,7 +51,8 @@ function sitePool(env: FrontendEnv, ex: Exchange): Pool | undefined {
     ex.respondError(new ProxyError(ErrorCodes.VHOST_UNKNOWN, 404, `no site is named ${JSON.stringify(host)}`));
     return undefined;
   }
-  const root = routed.site.documentRoot;
+  // CGI variables are latin1 strings of bytes; the root is UTF-8 on disk.
+  const root = latin1Path(routed.site.documentRoot);
   const p = ex.params;
   p.set('DOCUMENT_ROOT', root);
   const script = p.get('SCRIPT_NAME');

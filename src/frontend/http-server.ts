@@ -28,7 +28,7 @@ import { SessionListener } from './listener-base.js';
 import { applyOverride, compileOverride } from './params-override.js';
 import { answerMethodNotAllowed, hasDotSegment, serveFile } from './http-static.js';
 import type { Pool } from '../pool/types.js';
-import { ScriptGate, type ScriptVerdict } from './script-gate.js';
+import { latin1Path, ScriptGate, type ScriptVerdict } from './script-gate.js';
 import { hasAllowedExtension, type ScriptRefusal } from './script-guard.js';
 import { percentDecode, splitScript, type ScriptSplit } from './script-path.js';
 import { bindListener } from './stream-listener.js';
@@ -93,10 +93,11 @@ class HttpHandler {
     }
     const url = req.url ?? '/';
     const { path: rawPath, query } = splitTarget(url);
-    const root = this.rootFs;
+    // A vhosts listener resolves the path in the root of the site the Host names.
+    const root = this.env.cfg.vhosts === true ? this.siteRoot(req) : this.rootFs;
     if (root === undefined) {
       const path = percentDecode(rawPath) ?? rawPath;
-      this.start(call, url, query, { path, scriptName: '', pathInfo: path, found: false });
+      this.start(call, url, query, { path, scriptName: '', pathInfo: path, found: false }, root);
       return;
     }
     const path = percentDecode(rawPath);
@@ -110,11 +111,11 @@ class HttpHandler {
       return;
     }
     if (!(split instanceof Promise)) {
-      this.start(call, url, query, split);
+      this.start(call, url, query, split, root);
       return;
     }
     split.then(
-      (s) => this.start(call, url, query, s),
+      (s) => this.start(call, url, query, s, root),
       (err: unknown) => {
         this.env.listener.log.error({ code: ErrorCodes.INTERNAL, remote: conn.remote, err }, 'script lookup failed');
         this.reject(call, 500, 'script lookup failed');
@@ -128,10 +129,16 @@ class HttpHandler {
     call.answerPlain(status, HttpRejectCodes.BAD_PATH);
   }
 
-  private start(call: HttpCall, url: string, query: string, split: ScriptSplit): void {
+  /** The document root (latin1) of the site req's Host names; else the listener's own. */
+  private siteRoot(req: IncomingMessage): string | undefined {
+    const r = this.env.ctx.siteRoot?.(req.headers.host ?? '');
+    return r === undefined ? this.rootFs : latin1Path(r);
+  }
+
+  private start(call: HttpCall, url: string, query: string, split: ScriptSplit, root: string | undefined): void {
     if (call.gone) return;
     const req = call.req;
-    if (this.rootFs !== undefined && hasDotSegment(split.path)) {
+    if (root !== undefined && hasDotSegment(split.path)) {
       this.env.scripts.warn(this.env.listener.log, DOTFILE, undefined, url, call.conn.remote);
       call.answerPlain(DOTFILE.status, DOTFILE.code);
       return;
@@ -158,7 +165,7 @@ class HttpHandler {
       },
       query,
       split,
-      this.opts,
+      root === this.rootFs ? this.opts : { documentRoot: root },
     );
     applyOverride(params, this.env.override);
     if (params.size > limits.maxCount || paramsBytes(params) > limits.maxBytes) {
@@ -167,14 +174,14 @@ class HttpHandler {
       call.answerPlain(431, code);
       return;
     }
-    this.readBody(call, params, split);
+    this.readBody(call, params, split, root);
   }
 
   /**
    * A Content-Length body streams to the backend as it arrives; a chunked one is read
    * whole first (request-body.ts) so the backend gets its CONTENT_LENGTH.
    */
-  private readBody(call: HttpCall, params: CgiParams, split: ScriptSplit): void {
+  private readBody(call: HttpCall, params: CgiParams, split: ScriptSplit, root: string | undefined): void {
     const { req } = call;
     const cfg = this.env.cfg;
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -183,7 +190,7 @@ class HttpHandler {
       return;
     }
     if (req.headers['transfer-encoding'] === undefined) {
-      this.dispatch(call, params, split);
+      this.dispatch(call, params, split, root);
       return;
     }
     const body = new BufferedBody({ memory: cfg.bodyBufferSize, max: cfg.maxBodySize, dir: this.env.ctx.tempDir?.() });
@@ -191,7 +198,7 @@ class HttpHandler {
     body.collect(req, (o) => {
       if (o.ok) {
         params.set('CONTENT_LENGTH', String(body.size));
-        this.dispatch(call, params, split);
+        this.dispatch(call, params, split, root);
       } else if (o.tooLarge) {
         this.tooLarge(call, body.size);
       } else {
@@ -207,18 +214,18 @@ class HttpHandler {
     call.answerPlain(413, code, true);
   }
 
-  private dispatch(call: HttpCall, params: CgiParams, split: ScriptSplit): void {
+  private dispatch(call: HttpCall, params: CgiParams, split: ScriptSplit, root: string | undefined): void {
     const ex = new Exchange(params, call, 'http', performance.now());
     if (call.buffered !== undefined) call.attachBuffered(ex);
     else call.attach(ex);
-    dispatchExchange(this.env, ex, split.found && this.rootFs !== undefined ? (pool) => this.serveStatic(ex, split, pool) : undefined);
+    dispatchExchange(this.env, ex, split.found && root !== undefined ? (pool) => this.serveStatic(ex, split, pool, root) : undefined);
   }
 
   /**
    * A file the pool would not run (its name is not in limit_extensions) is sent as it is;
    * true when it was taken. Pools without limit_extensions get every request as before.
    */
-  private serveStatic(ex: Exchange, split: ScriptSplit, pool: Pool): boolean {
+  private serveStatic(ex: Exchange, split: ScriptSplit, pool: Pool, root: string): boolean {
     const exts = pool.scriptRules?.extensions;
     if (exts === undefined || exts.length === 0 || split.pathInfo !== '' || hasAllowedExtension(split.scriptName, exts)) return false;
     const log = this.env.listener.log;
@@ -228,13 +235,13 @@ class HttpHandler {
       answerMethodNotAllowed(ex);
       return true;
     }
-    const file = this.rootFs + split.scriptName;
+    const file = root + split.scriptName;
     const serve = (v: ScriptVerdict): void => {
       if (ex.finished) return;
       if (v !== undefined) this.env.scripts.refuse(log, ex, v);
       else void serveFile(ex, file);
     };
-    const verdict = this.env.scripts.checkStatic(file);
+    const verdict = this.env.scripts.checkStatic(file, root);
     if (verdict instanceof Promise) void verdict.then(serve);
     else serve(verdict);
     return true;

@@ -32,6 +32,8 @@ export interface FrontendContext {
   fds?: FdGuard | undefined;
   /** Listeners with `vhosts`: the site a request's host names and its pool (created on first use); undefined = no site. */
   route?: ((params: CgiParams) => RoutedSite | undefined) | undefined;
+  /** The HTTP listener: the document_root of the site a Host names (or default_site), before a request is built. */
+  siteRoot?: ((host: string) => string | undefined) | undefined;
 }
 
 export interface RoutedSite {

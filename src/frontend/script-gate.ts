@@ -44,10 +44,10 @@ export class ScriptGate {
     return this.judge(t, rules);
   }
 
-  /** A static file (HTTP listener, latin1 path under document_root) must not be reached through a symlink out of it. */
-  checkStatic(file: string): ScriptVerdict | Promise<ScriptVerdict> {
-    return this.thenAll([file, this.documentRoot!], ([f, root]) =>
-      f!.kind === 'file' && isInside(f!.real!, realDirs([root!])) ? undefined : STATIC_OUTSIDE,
+  /** A static file (HTTP listener, latin1 path under `root`: document_root or a site's) must not be reached through a symlink out of it. */
+  checkStatic(file: string, root = this.documentRoot!): ScriptVerdict | Promise<ScriptVerdict> {
+    return this.thenAll([file, root], ([f, r]) =>
+      f!.kind === 'file' && isInside(f!.real!, realDirs([r!])) ? undefined : STATIC_OUTSIDE,
     );
   }
 

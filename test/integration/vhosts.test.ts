@@ -54,11 +54,16 @@ const siteDef = (f: Fixture, i: number) => ({ names: [`site${i}.test`, `*.site${
 /** The daemon's config: a FastCGI listener routing by host; every site shares the defaults. */
 async function daemonConfig(vhosts: Record<string, unknown>) {
   const port = await freePort();
+  const http = await freePort();
   return {
     port,
+    http,
     config: {
       control_socket: 'off',
-      listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, vhosts: true }],
+      listen: [
+        { protocol: 'fastcgi', address: `127.0.0.1:${port}`, vhosts: true },
+        { protocol: 'http', address: `127.0.0.1:${http}`, vhosts: true },
+      ],
       vhosts: {
         ...vhosts,
         idle_timeout: '1s',
@@ -96,7 +101,7 @@ const workers = (d: Daemon) => descendantsMatching(d.pid, 'php-cgi');
  * The behaviour both sources share. `add(i)` defines one more site, `breakOne(i)`
  * writes a definition that does not validate; both without touching the daemon.
  */
-async function exercise(f: Fixture, d: Daemon, url: string, where: RegExp, add: (i: number) => void, breakOne: (i: number) => void): Promise<void> {
+async function exercise(f: Fixture, d: Daemon, url: string, http: number, where: RegExp, add: (i: number) => void, breakOne: (i: number) => void): Promise<void> {
   const ready = await d.waitForLog((l) => l.kind === 'ready', { timeout: 15_000 });
   assert.equal(ready.sites, SITES);
   assert.equal(workers(d).length, 0, 'no worker before the first request');
@@ -115,6 +120,11 @@ async function exercise(f: Fixture, d: Daemon, url: string, where: RegExp, add: 
   const w = JSON.parse((await get(url, 'Shop.Site42.TEST:8080')).text) as { site: string; uid: number };
   assert.equal(w.site, 'site42');
   assert.equal(w.uid, 33, 'site 42 runs as www-data');
+  // The HTTP listener: the path is resolved in the site's root, and its static files are served from there.
+  const direct = await get(`http://127.0.0.1:${http}`, 'site42.test');
+  assert.equal((JSON.parse(direct.text) as { site: string }).site, 'site42');
+  const txt = await httpRequest(`http://127.0.0.1:${http}/site.txt`, { headers: { host: 'site43.test' } });
+  assert.equal(txt.text, 'site43\n');
 
   // Unknown hosts: 404, one warning per name however many requests.
   for (let k = 0; k < 3; k++) assert.equal((await get(url, 'nowhere.test')).status, 404);
@@ -143,13 +153,14 @@ test('1,000 sites from a directory behind nginx', { skip, timeout: 120_000 }, as
   mkdirSync(dir);
   const write = (i: number, text: string): void => writeFileSync(join(dir, `site${i}.yaml`), text);
   for (let i = 0; i < SITES; i++) write(i, stringifyYaml(siteDef(f, i)));
-  const { port, config } = await daemonConfig({ dir });
+  const { port, http, config } = await daemonConfig({ dir });
   const d = await startDaemon(t, config, { allowRoot: false, readyTimeout: 30_000 });
   const ngx = await nginxFor(t, port);
   await exercise(
     f,
     d,
     ngx.url,
+    http,
     // file:line of the bad key
     /site1002\.yaml:4: pool\.max_children: must be a whole number/,
     (i) => write(i, stringifyYaml(siteDef(f, i))),
@@ -171,13 +182,14 @@ test('1,000 sites from an SQLite table behind nginx', { skip, timeout: 120_000 }
   db.transaction(() => {
     for (let i = 0; i < SITES; i++) row(i);
   })();
-  const { port, config } = await daemonConfig({ sqlite: file });
+  const { port, http, config } = await daemonConfig({ sqlite: file });
   const d = await startDaemon(t, config, { allowRoot: false, readyTimeout: 30_000 });
   const ngx = await nginxFor(t, port);
   await exercise(
     f,
     d,
     ngx.url,
+    http,
     // the table row by id; as root a site without a user is refused
     /sites\.db table sites row site1002: pool: workers would run as root/,
     row,

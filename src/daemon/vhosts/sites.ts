@@ -116,6 +116,14 @@ export class Sites {
     return [...this.defs.values()].map((s) => ({ id: s.id, names: s.names, documentRoot: s.documentRoot, active: this.lastUsed.has(s.id) }));
   }
 
+  /** The site `host` names, else default_site; no pool is made. */
+  siteFor(host: string | undefined, server?: string): SiteConfig | undefined {
+    let site = host === undefined ? undefined : this.index.lookup(host);
+    if (site === undefined && server !== undefined && server !== host) site = this.index.lookup(server);
+    const fallback = this.cfg.defaultSite;
+    return site ?? (fallback === undefined ? undefined : this.defs.get(fallback));
+  }
+
   /**
    * The site a request names (HTTP_HOST, else SERVER_NAME; then default_site) and its
    * pool, created on first use. undefined: no site; logged once per name per minute.
@@ -123,15 +131,10 @@ export class Sites {
   route(params: CgiParams): Routed | undefined {
     const host = params.get('HTTP_HOST');
     const server = params.get('SERVER_NAME');
-    let site = host === undefined ? undefined : this.index.lookup(host);
-    if (site === undefined && server !== undefined && server !== host) site = this.index.lookup(server);
+    const site = this.siteFor(host, server);
     if (site === undefined) {
-      const fallback = this.cfg.defaultSite;
-      site = fallback === undefined ? undefined : this.defs.get(fallback);
-      if (site === undefined) {
-        this.reportUnknown(host ?? server ?? '');
-        return undefined;
-      }
+      this.reportUnknown(host ?? server ?? '');
+      return undefined;
     }
     this.lastUsed.set(site.id, this.now());
     return { site, pool: this.deps.registry.obtain(site.pool, () => this.poolDir(site.id)) };
