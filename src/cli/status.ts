@@ -14,11 +14,12 @@ interface StatusOptions extends TargetOptions {
   fpm?: boolean;
   full?: boolean;
   pool?: string;
+  allSites?: boolean;
 }
 
 /** Asks the daemon for its snapshot; `processes` also samples worker CPU and memory. */
-export async function fetchSnapshot(o: TargetOptions, processes: boolean): Promise<StatusSnapshot> {
-  const session = await ask(o, { cmd: 'status', processes });
+export async function fetchSnapshot(o: TargetOptions, processes: boolean, allSites = false): Promise<StatusSnapshot> {
+  const session = await ask(o, { cmd: 'status', processes, all_sites: allSites });
   session.end();
   const r = session.response;
   if (!r.ok) throw new TargetError(`status failed: ${r.error.message}`, EXIT_FAILURE);
@@ -34,7 +35,8 @@ export function statusCommand(): Command {
       .option('--openmetrics', 'OpenMetrics text exposition')
       .option('--fpm', "PHP-FPM's status page, one per pool (what pm.status_path shows)")
       .option('--full', 'with the text or --fpm page: every worker too')
-      .option('--pool <name>', 'only this pool'),
+      .option('--pool <name>', 'only this pool')
+      .option('--all-sites', 'vhosts: list every defined site, not only the active ones'),
   )
     .addHelpText(
       'after',
@@ -50,7 +52,7 @@ Examples:
       runTarget(async () => {
         const formats = [o.prometheus, o.openmetrics, o.fpm, o.json && !o.fpm].filter(Boolean).length;
         if (formats > 1) throw new TargetError('give one of --json, --prometheus, --openmetrics, --fpm', EXIT_USAGE);
-        const s = await fetchSnapshot(o, o.full === true || (o.json === true && !o.fpm));
+        const s = await fetchSnapshot(o, o.full === true || (o.json === true && !o.fpm), o.allSites === true);
         if (o.pool !== undefined && !s.pools.some((p) => p.name === o.pool)) {
           throw new TargetError(`no pool named "${o.pool}" (pools: ${s.pools.map((p) => p.name).join(', ')})`, EXIT_FAILURE);
         }

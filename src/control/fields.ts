@@ -145,4 +145,6 @@ export const DAEMON_METRICS: readonly DaemonMetric[] = [
   { metric: 'fcgipm_memory_used_bytes', type: 'gauge', help: 'Measured memory of fcgi-pm and all workers.', samples: (s) => one(s.memory?.used) },
   { metric: 'fcgipm_memory_committed_bytes', type: 'gauge', help: 'Memory counted against the budget (each worker at least its estimate).', samples: (s) => one(s.memory?.committed) },
   { metric: 'fcgipm_memory_over_budget_total', type: 'counter', help: 'Times measured memory went over the budget and workers were retired.', samples: (s) => one(s.memory?.overBudget) },
+  // vhosts: three series whatever the number of sites; per-site series are the active sites' pools.
+  { metric: 'fcgipm_sites', type: 'gauge', help: 'vhost sites: defined, active (with a pool), broken (definition not valid).', samples: (s) => (s.sites === undefined ? [] : (['defined', 'active', 'broken'] as const).map((k) => ({ labels: [['state', k]] as Array<[string, string]>, value: s.sites![k] }))) },
 ];

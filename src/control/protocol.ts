@@ -3,6 +3,7 @@
  * request, in order. Requests:
  *   {"cmd":"status"}                      → {"ok":true,"result":<StatusSnapshot>}
  *   {"cmd":"status","processes":true}     (also samples worker CPU/memory)
+ *   {"cmd":"status","all_sites":true}     (also lists every defined vhost site)
  *   {"cmd":"reload"}                      → {"ok":true,"result":<ReloadReport>}
  *                                           or {"ok":false,"error":{"code":"ERR_CONFIG_INVALID","message":...,"problems":[...]}}
  *   {"cmd":"stop","timeout_ms":30000}     → {"ok":true,"result":{"stopping":true}}; the
@@ -20,6 +21,8 @@ export interface ControlRequest {
   cmd: ControlCommand;
   /** status: sample worker CPU and memory too. */
   processes?: boolean;
+  /** status: list every defined vhost site. */
+  all_sites?: boolean;
   /** stop: how long running requests may finish (default shutdown_timeout). */
   timeout_ms?: number;
 }
@@ -76,5 +79,5 @@ export function parseRequest(line: string): ControlRequest | string {
   const r = v as Record<string, unknown>;
   if (typeof r.cmd !== 'string' || !CONTROL_COMMANDS.includes(r.cmd as ControlCommand)) return `unknown command ${JSON.stringify(r.cmd)} (known: ${CONTROL_COMMANDS.join(', ')})`;
   if (r.timeout_ms !== undefined && (typeof r.timeout_ms !== 'number' || !Number.isFinite(r.timeout_ms) || r.timeout_ms < 0)) return 'timeout_ms must be a number ≥ 0';
-  return { cmd: r.cmd as ControlCommand, processes: r.processes === true, timeout_ms: r.timeout_ms as number | undefined };
+  return { cmd: r.cmd as ControlCommand, processes: r.processes === true, all_sites: r.all_sites === true, timeout_ms: r.timeout_ms as number | undefined };
 }

@@ -58,6 +58,11 @@ export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: str
     const budget = m.budget === undefined ? 'no memory budget' : `memory budget ${formatSize(m.budget)}`;
     lines.push(`${budget}: used ${formatSize(m.used ?? 0)}, committed ${formatSize(m.committed ?? 0)}${m.available !== undefined ? `, available ${formatSize(m.available)}` : ''} (${m.measure ?? 'rss'})`);
   }
+  if (s.sites !== undefined) {
+    const v = s.sites;
+    lines.push(`sites: ${v.defined} defined, ${v.active} active (one pool each, below), ${v.broken} broken; from ${v.source}`);
+    for (const site of v.list ?? []) lines.push(`  ${site.id}${site.active ? ' (active)' : ''}: ${site.names.join(' ')} → ${site.documentRoot}`);
+  }
   lines.push('listeners:');
   for (const l of s.listeners) {
     const extra = [l.statusPath ? `status ${l.statusPath}` : '', l.pingPath ? `ping ${l.pingPath}` : '', l.inherited ? 'from systemd' : ''].filter((x) => x !== '').join(', ');

@@ -18,6 +18,7 @@ import {
   type MemoryBudgetView,
   type PoolMemoryView,
   type PoolStatus,
+  type SitesView,
   type StatusSnapshot,
   type WorkerStatus,
 } from './types.js';
@@ -37,11 +38,15 @@ export interface SnapshotSources {
   board: RequestBoard;
   /** The governor's BudgetSnapshot, when it runs. */
   memory?: (() => unknown) | undefined;
+  /** vhosts counts; `all`: with every defined site. */
+  sites?: ((all: boolean) => SitesView | undefined) | undefined;
 }
 
 export interface SnapshotOptions {
   /** Sample CPU/memory of workers the governor has not measured (per-process views). */
   processes?: boolean;
+  /** List every defined vhost site, not only the count. */
+  allSites?: boolean;
 }
 
 interface WorkerMemoryLike {
@@ -218,5 +223,6 @@ export async function takeSnapshot(src: SnapshotSources, opts: SnapshotOptions =
     listeners: src.listeners(),
     pools,
     memory,
+    sites: src.sites?.(opts.allSites === true),
   };
 }

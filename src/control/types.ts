@@ -14,6 +14,17 @@ export interface StatusSnapshot {
   pools: PoolStatus[];
   /** The memory governor's host view (budget, used, committed...), when it runs. */
   memory?: MemoryBudgetView | undefined;
+  /** vhosts: how many sites are defined, active (have a pool: listed in `pools`), broken. */
+  sites?: SitesView | undefined;
+}
+
+export interface SitesView {
+  source: string;
+  defined: number;
+  active: number;
+  broken: number;
+  /** Every defined site, when asked (status --all-sites). */
+  list?: Array<{ id: string; names: string[]; documentRoot: string; active: boolean }> | undefined;
 }
 
 export interface DaemonStatus {

@@ -16,6 +16,7 @@ import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { createHostGovernor, type HostGovernor } from '../memory/host-governor.js';
 import type { BudgetSnapshot } from '../memory/types.js';
+import type { SitesView } from '../control/types.js';
 import type { Logger } from '../log/log.js';
 import { logListener, logPool } from '../log/startup.js';
 import { assertPreflight, preflightSite } from './preflight.js';
@@ -123,9 +124,11 @@ export class Daemon {
     return this.registry.pools;
   }
 
-  /** Defined, active and broken vhost sites (undefined without vhosts). */
-  get vhosts(): Sites | undefined {
-    return this.sites;
+  /** Defined, active and broken vhost sites for status (undefined without vhosts); `all`: every site too. */
+  sitesView(all: boolean): SitesView | undefined {
+    const s = this.sites;
+    if (s === undefined) return undefined;
+    return all ? { ...s.status(), list: s.list() } : s.status();
   }
 
   get listeners(): readonly Listener[] {

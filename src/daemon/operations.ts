@@ -17,7 +17,7 @@ import { whoAnswers } from '../control/client.js';
 import { ControlServer, type ControlHandlers } from '../control/server.js';
 import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
 import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
-import type { DaemonStatus, ListenerStatus, StatusSnapshot } from '../control/types.js';
+import type { DaemonStatus, ListenerStatus, SitesView, StatusSnapshot } from '../control/types.js';
 import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
 import { adoptListeningFd, listenOn, ListenError } from '../frontend/listen.js';
@@ -48,6 +48,7 @@ export interface DaemonView {
   readonly pools: ReadonlyMap<string, Pool>;
   readonly listeners: readonly Listener[];
   memorySnapshot?(): unknown;
+  sitesView?(all: boolean): SitesView | undefined;
 }
 
 /** What a reload may change, handed in by Daemon.reload (its private parts). */
@@ -150,6 +151,7 @@ export class Operations {
         generations: this.generations,
         board: this.board,
         memory: v.memorySnapshot ? () => v.memorySnapshot!() : undefined,
+        sites: (all) => v.sitesView?.(all),
       },
       opts,
     );
@@ -233,7 +235,7 @@ export class Operations {
     const path = controlSocketPath(cfg);
     if (path === undefined) return;
     const all: ControlHandlers = {
-      status: (req) => this.snapshot({ processes: req.processes === true }),
+      status: (req) => this.snapshot({ processes: req.processes === true, allSites: req.all_sites === true }),
       reload: () => this.reloadFromSource(),
       stop: (ms) => handlers.stop(ms),
       ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),

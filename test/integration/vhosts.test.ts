@@ -9,7 +9,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { stringify as stringifyYaml } from 'yaml';
-import { startDaemon, type Daemon } from '../helpers/daemon.js';
+import type { Daemon } from '../helpers/daemon.js';
 import { httpRequest, type HttpResponse } from '../helpers/http-client.js';
 import { startNginx } from '../helpers/nginx.js';
 import { PHP_FLAGS } from '../helpers/paths.js';
@@ -18,6 +18,7 @@ import { freePort } from '../helpers/ports.js';
 import type { Scope } from '../helpers/scope.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
+import { opsDaemon, type OpsDaemon } from '../ops/helpers.js';
 
 const skip = process.geteuid?.() !== 0 && 'runs as root (each site runs as its own user)';
 const SITES = 1000;
@@ -59,7 +60,6 @@ async function daemonConfig(vhosts: Record<string, unknown>) {
     port,
     http,
     config: {
-      control_socket: 'off',
       listen: [
         { protocol: 'fastcgi', address: `127.0.0.1:${port}`, vhosts: true },
         { protocol: 'http', address: `127.0.0.1:${http}`, vhosts: true },
@@ -101,7 +101,8 @@ const workers = (d: Daemon) => descendantsMatching(d.pid, 'php-cgi');
  * The behaviour both sources share. `add(i)` defines one more site, `breakOne(i)`
  * writes a definition that does not validate; both without touching the daemon.
  */
-async function exercise(f: Fixture, d: Daemon, url: string, http: number, where: RegExp, add: (i: number) => void, breakOne: (i: number) => void): Promise<void> {
+async function exercise(f: Fixture, ops: OpsDaemon, url: string, http: number, where: RegExp, add: (i: number) => void, breakOne: (i: number) => void): Promise<void> {
+  const d = ops.daemon;
   const ready = await d.waitForLog((l) => l.kind === 'ready', { timeout: 15_000 });
   assert.equal(ready.sites, SITES);
   assert.equal(workers(d).length, 0, 'no worker before the first request');
@@ -125,6 +126,18 @@ async function exercise(f: Fixture, d: Daemon, url: string, http: number, where:
   assert.equal((JSON.parse(direct.text) as { site: string }).site, 'site42');
   const txt = await httpRequest(`http://127.0.0.1:${http}/site.txt`, { headers: { host: 'site43.test' } });
   assert.equal(txt.text, 'site43\n');
+
+  // Status: one pool per active site (site43 has one without a worker: its pool's
+  // limit_extensions said the file is static); the defined ones counted, listed only when asked.
+  const st = JSON.parse((await ops.ctl(['status', '--json'])).stdout) as { sites: { defined: number; active: number; list?: unknown[] }; pools: Array<{ name: string }> };
+  assert.deepEqual({ ...st.sites, source: undefined }, { source: undefined, defined: SITES, active: 3, broken: 0 });
+  assert.deepEqual(st.pools.map((p) => p.name).sort(), ['site42', 'site43', 'site517']);
+  const all = (await ops.ctl(['status', '--all-sites'])).stdout;
+  assert.equal(all.split('\n').filter((l) => /^ {2}site\d+/.test(l)).length, SITES);
+  assert.match(all, /^ {2}site517 \(active\): site517\.test \*\.site517\.test → /m);
+  const prom = (await ops.ctl(['status', '--prometheus'])).stdout;
+  assert.match(prom, /^fcgipm_sites\{state="defined"\} 1000$/m);
+  assert.deepEqual([...new Set([...prom.matchAll(/pool="([^"]+)"/g)].map((m) => m[1]))].sort(), ['site42', 'site43', 'site517'], 'series for active sites only');
 
   // Unknown hosts: 404, one warning per name however many requests.
   for (let k = 0; k < 3; k++) assert.equal((await get(url, 'nowhere.test')).status, 404);
@@ -154,7 +167,7 @@ test('1,000 sites from a directory behind nginx', { skip, timeout: 120_000 }, as
   const write = (i: number, text: string): void => writeFileSync(join(dir, `site${i}.yaml`), text);
   for (let i = 0; i < SITES; i++) write(i, stringifyYaml(siteDef(f, i)));
   const { port, http, config } = await daemonConfig({ dir });
-  const d = await startDaemon(t, config, { allowRoot: false, readyTimeout: 30_000 });
+  const d = await opsDaemon(t, config, { allowRoot: false, readyTimeout: 30_000 });
   const ngx = await nginxFor(t, port);
   await exercise(
     f,
@@ -183,7 +196,7 @@ test('1,000 sites from an SQLite table behind nginx', { skip, timeout: 120_000 }
     for (let i = 0; i < SITES; i++) row(i);
   })();
   const { port, http, config } = await daemonConfig({ sqlite: file });
-  const d = await startDaemon(t, config, { allowRoot: false, readyTimeout: 30_000 });
+  const d = await opsDaemon(t, config, { allowRoot: false, readyTimeout: 30_000 });
   const ngx = await nginxFor(t, port);
   await exercise(
     f,
