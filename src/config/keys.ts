@@ -45,7 +45,9 @@ export type KeyType =
   /** A list of filesystem paths (a single string is a list of one), resolved like `path`. */
   | { kind: 'paths' }
   /** A mapping checked later by its user (vhosts.defaults, a site's pool settings). */
-  | { kind: 'mapping' };
+  | { kind: 'mapping' }
+  /** Rewrite rules: { match: REGEX, to: /script?query } and { front_controller: /index.php } (docs/vhosts.md). */
+  | { kind: 'rewrite' };
 
 /** Where a key is allowed: some keys only make sense for one kind of pool or listener. */
 export type KeyScope = 'spawned' | 'external' | 'http';
@@ -130,6 +132,7 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS); more are answered 503 (FastCGI: FCGI_OVERLOADED) and closed.' },
   { key: 'backlog', field: 'backlog', type: { kind: 'int', min: 1, max: 1_000_000 }, defaultText: '(net.core.somaxconn)', doc: 'Listen queue length: connections the kernel holds before fcgi-pm accepts them (capped by net.core.somaxconn).' },
   { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },
+  { key: 'rewrite', field: 'rewrite', type: { kind: 'rewrite' }, defaultText: '(none)', doc: 'Rewrite rules applied to every request of this listener, after the site\'s own: { match: REGEX, to: "/script.php?query" } ($1..$9 are the captures; the request\'s query is kept after it) and { front_controller: /index.php } (a path naming no existing file runs that script, the path as PATH_INFO). limit_extensions and the roots apply to the result (docs/vhosts.md).' },
   { key: 'vhosts', field: 'vhosts', type: { kind: 'bool' }, default: false, doc: 'Route each request to the site of `vhosts` its host names (HTTP: Host; FastCGI, SCGI: SERVER_NAME, else HTTP_HOST); `pool` may then be left out.' },
   ...OPERATIONS_LISTENER_KEYS,
 ];
@@ -260,6 +263,8 @@ export function describeType(t: KeyType): string {
       return 'list of paths';
     case 'mapping':
       return 'mapping';
+    case 'rewrite':
+      return 'list of rewrite rules';
   }
 }
 

@@ -11,7 +11,7 @@
 import * as nodePath from 'node:path';
 import { ConfigError } from '../errors.js';
 import { parseAddress, type SocketAddress } from '../protocol/address.js';
-import type { AccountId, Config, ListenerConfig, MemoryBudgetSetting, PoolConfig, VhostsConfig } from './types.js';
+import type { AccountId, Config, ListenerConfig, MemoryBudgetSetting, PoolConfig, RewriteRule, VhostsConfig } from './types.js';
 import { LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, SECTION_KEYS, TOP_KEYS, type KeySpec, type KeyType } from './keys.js';
 import { VHOSTS_KEYS } from './vhosts-keys.js';
 import { closest, didYouMean, logKeyFor } from './suggest.js';
@@ -221,6 +221,8 @@ function convert(type: KeyType, v: unknown, path: KeyPath, ctx: Ctx): Converted 
     }
     case 'mapping':
       return isMapping(v) ? v : bad(`must be a mapping, got ${show(v)}`);
+    case 'rewrite':
+      return convertRewrite(v, path, ctx);
     case 'url-path':
     case 'allow-list':
     case 'client-list':
@@ -228,6 +230,36 @@ function convert(type: KeyType, v: unknown, path: KeyPath, ctx: Ctx): Converted 
     case 'path-or-off':
       return convertOperations(type.kind, v, bad, ctx.baseDir);
   }
+}
+
+/** Rewrite rules: each a regex that compiles and a "/target", or a "/front-controller"; every bad rule is reported. */
+function convertRewrite(v: unknown, path: KeyPath, ctx: Ctx): RewriteRule[] | typeof INVALID {
+  if (!Array.isArray(v)) {
+    ctx.problems.add(path, `must be a list of rules such as { match: "^/post/(\\d+)$", to: "/post.php?id=$1" } or { front_controller: /index.php }, got ${show(v)}`);
+    return INVALID;
+  }
+  const out: RewriteRule[] = [];
+  const before = ctx.problems.count;
+  v.forEach((r, i) => {
+    const at = [...path, i];
+    const keys = isMapping(r) ? Object.keys(r).sort().join(',') : '';
+    const o = r as Record<string, unknown>;
+    if (keys === 'front_controller' && typeof o.front_controller === 'string' && o.front_controller.startsWith('/')) {
+      out.push({ frontController: o.front_controller });
+    } else if (keys === 'match,to' && typeof o.match === 'string' && typeof o.to === 'string') {
+      try {
+        new RegExp(o.match);
+      } catch (err) {
+        ctx.problems.add([...at, 'match'], `is not a regular expression: ${(err as Error).message}`);
+        return;
+      }
+      if (!o.to.startsWith('/')) ctx.problems.add([...at, 'to'], `must be a path starting with "/", got ${show(o.to)}`);
+      else out.push({ match: o.match, to: o.to });
+    } else {
+      ctx.problems.add(at, `must be { match: REGEX, to: "/path?query" } or { front_controller: "/script" }, got ${show(r)}`);
+    }
+  });
+  return ctx.problems.count > before ? INVALID : out;
 }
 
 /** A user or group name that exists here, or a numeric id (which need not have an entry). */
@@ -493,13 +525,15 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     if (!topNames.includes(key) && !key.startsWith('x-')) problems.add([key], unknownKeyMessage(key, TOP_KEYS, SECTION_KEYS));
   }
 
-  const vhosts = obj.vhosts === undefined || obj.vhosts === null ? undefined : buildVhosts(obj.vhosts, ctx);
+  // A vhosts section, even one with problems of its own, stands in for pools.
+  const hasVhosts = obj.vhosts !== undefined && obj.vhosts !== null;
+  const vhosts = hasVhosts ? buildVhosts(obj.vhosts, ctx) : undefined;
   const pools = new Map<string, PoolConfig>();
   const poolsObj = obj.pools;
   if (poolsObj === undefined || poolsObj === null) {
-    if (vhosts === undefined) problems.add([], '"pools" is required: at least one pool of backends or workers (or "vhosts")');
+    if (!hasVhosts) problems.add([], '"pools" is required: at least one pool of backends or workers (or "vhosts")');
   } else if (!isMapping(poolsObj)) problems.add(['pools'], `must be a mapping of pool names to settings, got ${show(poolsObj)}`);
-  else if (Object.keys(poolsObj).length === 0 && vhosts === undefined) problems.add(['pools'], 'must define at least one pool');
+  else if (Object.keys(poolsObj).length === 0 && !hasVhosts) problems.add(['pools'], 'must define at least one pool');
   else {
     for (const [name, p] of Object.entries(poolsObj)) {
       if (!POOL_NAME.test(name)) problems.add(['pools', name], 'pool names may use letters, digits, "_", "-" and "." (and start with a letter or digit)');
@@ -517,7 +551,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
   if (listenObj === undefined || listenObj === null) problems.add([], '"listen" is required: at least one listener');
   else if (!Array.isArray(listenObj)) problems.add(['listen'], `must be a list of listeners, got ${show(listenObj)}`);
   else if (listenObj.length === 0) problems.add(['listen'], 'must list at least one listener');
-  else listenObj.forEach((l, i) => listeners.push(buildListener(l, i, poolNames, ctx, vhosts !== undefined)));
+  else listenObj.forEach((l, i) => listeners.push(buildListener(l, i, poolNames, ctx, hasVhosts)));
 
   const limits = readSection(obj.limits, LIMITS_KEYS, ['limits'], ctx, 'limits');
   const log = readSection(obj.log, LOG_KEYS, ['log'], ctx, 'log settings');

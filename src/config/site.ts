@@ -8,7 +8,7 @@ import { ConfigError } from '../errors.js';
 import { parseYamlText } from './load.js';
 import { Problems, type Locator } from './problems.js';
 import { readSiteParts } from './schema.js';
-import type { SiteConfig } from './types.js';
+import type { RewriteRule, SiteConfig } from './types.js';
 import { SITE_KEYS } from './vhosts-keys.js';
 
 /** Site ids become pool names (logs, status, socket file names). */
@@ -45,7 +45,7 @@ export function siteFromObject(id: string, obj: unknown, defaults: Record<string
   if (settings.script_roots === undefined && documentRoot !== undefined) settings.script_roots = [documentRoot];
   const pool = parts.pool(id, settings);
   if (problems.count > 0) throw new ConfigError(problems.texts());
-  return { id, names, documentRoot: documentRoot!, pool, origin: where.label };
+  return { id, names, documentRoot: documentRoot!, pool, rewrite: (parts.values.rewrite as RewriteRule[] | undefined) ?? [], origin: where.label };
 }
 
 /** A site file's text (YAML or JSON). */

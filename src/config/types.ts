@@ -47,6 +47,8 @@ export interface ListenerConfig {
   params: Record<string, string>;
   /** Route by host to the sites of Config.vhosts (optional so configs built in code may leave it out). */
   vhosts?: boolean;
+  /** After the site's own rules (src/frontend/rewrite.ts). */
+  rewrite?: RewriteRule[] | undefined;
 
   // Operations (issue 5). Optional so configs built in code may leave them out;
   // schema.ts always sets pingResponse and statusAllow.
@@ -166,6 +168,12 @@ export interface Config {
   origin?: ConfigOrigin;
 }
 
+/**
+ * A URL path rewrite: the first regex rule that matches gives the script (and query);
+ * a front controller takes every path that names no existing file.
+ */
+export type RewriteRule = { match: string; to: string } | { frontController: string };
+
 /** Where site definitions come from, and how their pools live. */
 export interface VhostsConfig {
   source: { kind: 'dir'; dir: string } | { kind: 'sqlite'; file: string; table: string } | { kind: 'postgres'; url: string; table: string };
@@ -185,6 +193,7 @@ export interface SiteConfig {
   documentRoot: string;
   /** name = id; script_roots default to [documentRoot]. */
   pool: PoolConfig;
+  rewrite: RewriteRule[];
   /** Where it is defined, for messages: "sites/a.yaml" or "sites.db table sites row a". */
   origin: string;
 }

@@ -18,5 +18,6 @@ export const VHOSTS_KEYS: readonly KeySpec[] = [
 export const SITE_KEYS: readonly KeySpec[] = [
   { key: 'names', field: 'names', type: { kind: 'string-list' }, required: true, doc: 'Host names of the site: exact names ("www.example.org") or wildcards ("*.example.org": any name under it; the longest match wins). A single string may list several, separated by spaces or commas.' },
   { key: 'document_root', field: 'documentRoot', type: { kind: 'path' }, required: true, doc: "The site's directory: SCRIPT_FILENAME is resolved in it and must lie in it (its pool's script_roots)." },
+  { key: 'rewrite', field: 'rewrite', type: { kind: 'rewrite' }, default: [], defaultText: '(none)', doc: 'Rewrite rules of the site (as listen[].rewrite), tried before the listener\'s.' },
   { key: 'pool', field: 'pool', type: { kind: 'mapping' }, default: {}, doc: 'Pool settings (as under pools.<name>), over vhosts.defaults. The pool starts with zero workers, pm ondemand, unless set otherwise.' },
 ];

@@ -89,7 +89,7 @@ export class Daemon {
       // A pool a reload removed still serves the connections of listeners closing with it.
       getPool: (name) => this.registry.get(name),
       route: (params) => this.sites?.route(params),
-      siteRoot: (host) => this.sites?.siteFor(host)?.documentRoot,
+      site: (host) => this.sites?.siteFor(host),
       limits: { maxBytes: config.limits.maxParamsBytes, maxCount: config.limits.maxParamsCount },
       logger: this.logger.child({ component: 'frontend' }),
       onExchange: (ex: Exchange) => this.ops.onExchange(ex),

@@ -8,6 +8,9 @@ import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { Pool } from '../pool/types.js';
 import type { FrontendEnv } from './env.js';
+import type { RewriteRule } from '../config/types.js';
+import type { SiteView } from './index.js';
+import { rewriteParams } from './rewrite-params.js';
 import { latin1Path, type ScriptVerdict } from './script-gate.js';
 
 /** `serveLocal`: the front end may answer itself once it knows the pool (the HTTP listener's static files). */
@@ -16,12 +19,38 @@ export function dispatchExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (p
   const cfg = env.cfg;
   // status_path / ping_path are answered by the daemon, not a worker (read per request: a reload may set them).
   if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;
-  const pool = cfg.vhosts === true ? sitePool(env, ex) : env.ctx.getPool(cfg.pool);
+  const routed = cfg.vhosts === true ? sitePool(env, ex) : undefined;
+  const pool = cfg.vhosts === true ? routed?.pool : env.ctx.getPool(cfg.pool);
   if (pool === undefined) {
     if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${cfg.pool}" which does not exist`));
     return;
   }
   if (serveLocal?.(pool) === true) return;
+  // The HTTP listener rewrote the URL itself, before splitting it.
+  const rewrite = cfg.protocol === 'http' ? undefined : rulesOf(env, routed?.site);
+  const rewritten = rewrite === undefined ? undefined : rewriteParams(ex.params, rewrite, env.scripts.cache);
+  if (rewritten instanceof Promise) void rewritten.then(() => guard(env, pool, ex));
+  else guard(env, pool, ex);
+}
+
+/** Site rules first, then the listener's; undefined when there are none. */
+function rulesOf(env: FrontendEnv, site: SiteView | undefined): readonly RewriteRule[] | undefined {
+  const own = env.cfg.rewrite;
+  if (site === undefined || site.rewrite.length === 0) return own !== undefined && own.length > 0 ? own : undefined;
+  if (own === undefined || own.length === 0) return site.rewrite;
+  let both = combined.get(site);
+  if (both === undefined) {
+    both = [...site.rewrite, ...own];
+    combined.set(site, both);
+  }
+  return both;
+}
+
+const combined = new WeakMap<SiteView, readonly RewriteRule[]>();
+
+/** A pool with script rules gets only what the listener's ScriptGate lets through. */
+function guard(env: FrontendEnv, pool: Pool, ex: Exchange): void {
+  if (ex.finished) return; // the client left while the file was looked up
   const rules = pool.scriptRules;
   if (rules === undefined) {
     pool.dispatch(ex);
@@ -43,10 +72,10 @@ function admit(env: FrontendEnv, pool: Pool, ex: Exchange, refusal: ScriptVerdic
  * document_root (the front end's own root does not know the site). No site: the
  * listener's `pool` if it names one, else 404 (undefined is returned either way once answered).
  */
-function sitePool(env: FrontendEnv, ex: Exchange): Pool | undefined {
+function sitePool(env: FrontendEnv, ex: Exchange): { pool: Pool | undefined; site?: SiteView } | undefined {
   const routed = env.ctx.route?.(ex.params);
   if (routed === undefined) {
-    if (env.cfg.pool !== '') return env.ctx.getPool(env.cfg.pool);
+    if (env.cfg.pool !== '') return { pool: env.ctx.getPool(env.cfg.pool) };
     const host = ex.params.get('HTTP_HOST') ?? ex.params.get('SERVER_NAME') ?? '';
     ex.respondError(new ProxyError(ErrorCodes.VHOST_UNKNOWN, 404, `no site is named ${JSON.stringify(host)}`));
     return undefined;
@@ -59,5 +88,5 @@ function sitePool(env: FrontendEnv, ex: Exchange): Pool | undefined {
   if (script !== undefined) p.set('SCRIPT_FILENAME', root + script);
   const info = p.get('PATH_INFO');
   if (info !== undefined && info !== '') p.set('PATH_TRANSLATED', root + info);
-  return routed.pool;
+  return routed;
 }

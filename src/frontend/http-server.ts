@@ -10,7 +10,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import type { ListenerConfig } from '../config/types.js';
+import type { ListenerConfig, RewriteRule } from '../config/types.js';
 import { ErrorCodes } from '../errors.js';
 import { reasonPhrase } from '../protocol/cgi-response.js';
 import { Exchange } from '../protocol/exchange.js';
@@ -31,6 +31,7 @@ import type { Pool } from '../pool/types.js';
 import { latin1Path, ScriptGate, type ScriptVerdict } from './script-gate.js';
 import { hasAllowedExtension, type ScriptRefusal } from './script-guard.js';
 import { percentDecode, splitScript, type ScriptSplit } from './script-path.js';
+import { frontController, joinQuery, rewriteByRules } from './rewrite.js';
 import { bindListener } from './stream-listener.js';
 
 export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener> {
@@ -70,16 +71,43 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
   return listener;
 }
 
+/** Where a request's path is resolved: the listener's document_root or a site's (latin1), and the rewrite rules there. */
+interface Where {
+  root: string | undefined;
+  opts: HttpCgiOptions;
+  rules: readonly RewriteRule[] | undefined;
+  front: string | undefined;
+}
+
+function whereOf(root: string | undefined, rules: readonly RewriteRule[]): Where {
+  return { root, opts: { documentRoot: root }, rules: rules.length > 0 ? rules : undefined, front: frontController(rules) };
+}
+
 class HttpHandler {
   private readonly env: FrontendEnv;
-  private readonly opts: HttpCgiOptions;
   private readonly rootFs: string | undefined;
+  private readonly own: Where;
+  /** Per site definition (a changed site is a new object). */
+  private readonly sites = new WeakMap<object, Where>();
 
   constructor(env: FrontendEnv) {
     this.env = env;
     // CGI variables are latin1 strings of bytes; the root is UTF-8 on disk.
     this.rootFs = env.scripts.documentRoot;
-    this.opts = { documentRoot: this.rootFs };
+    this.own = whereOf(this.rootFs, env.cfg.rewrite ?? []);
+  }
+
+  /** A vhosts listener resolves the path in the site the Host names (its rules first); else the listener's own. */
+  private whereFor(req: IncomingMessage): Where {
+    if (this.env.cfg.vhosts !== true) return this.own;
+    const site = this.env.ctx.site?.(req.headers.host ?? '');
+    if (site === undefined) return this.own;
+    let w = this.sites.get(site);
+    if (w === undefined) {
+      w = whereOf(latin1Path(site.documentRoot), [...site.rewrite, ...(this.env.cfg.rewrite ?? [])]);
+      this.sites.set(site, w);
+    }
+    return w;
   }
 
   onRequest(req: IncomingMessage, res: ServerResponse): void {
@@ -92,18 +120,24 @@ class HttpHandler {
       return;
     }
     const url = req.url ?? '/';
-    const { path: rawPath, query } = splitTarget(url);
-    // A vhosts listener resolves the path in the root of the site the Host names.
-    const root = this.env.cfg.vhosts === true ? this.siteRoot(req) : this.rootFs;
+    const target = splitTarget(url);
+    let query = target.query;
+    const at = this.whereFor(req);
+    const root = at.root;
     if (root === undefined) {
-      const path = percentDecode(rawPath) ?? rawPath;
-      this.start(call, url, query, { path, scriptName: '', pathInfo: path, found: false }, root);
+      const path = percentDecode(target.path) ?? target.path;
+      this.start(call, url, query, { path, scriptName: '', pathInfo: path, found: false }, at);
       return;
     }
-    const path = percentDecode(rawPath);
+    let path = percentDecode(target.path);
     if (path === undefined || path.includes('\0') || !path.startsWith('/')) {
       this.reject(call, 400, 'bad request path');
       return;
+    }
+    const r = at.rules === undefined ? undefined : rewriteByRules(at.rules, path);
+    if (r !== undefined) {
+      path = r.path;
+      query = joinQuery(r.query, query);
     }
     const split = splitScript(root, path, this.env.cfg.index, this.env.scripts.cache);
     if (split === undefined) {
@@ -111,11 +145,11 @@ class HttpHandler {
       return;
     }
     if (!(split instanceof Promise)) {
-      this.start(call, url, query, split, root);
+      this.start(call, url, query, split, at);
       return;
     }
     split.then(
-      (s) => this.start(call, url, query, s, root),
+      (s) => this.start(call, url, query, s, at),
       (err: unknown) => {
         this.env.listener.log.error({ code: ErrorCodes.INTERNAL, remote: conn.remote, err }, 'script lookup failed');
         this.reject(call, 500, 'script lookup failed');
@@ -129,16 +163,12 @@ class HttpHandler {
     call.answerPlain(status, HttpRejectCodes.BAD_PATH);
   }
 
-  /** The document root (latin1) of the site req's Host names; else the listener's own. */
-  private siteRoot(req: IncomingMessage): string | undefined {
-    const r = this.env.ctx.siteRoot?.(req.headers.host ?? '');
-    return r === undefined ? this.rootFs : latin1Path(r);
-  }
-
-  private start(call: HttpCall, url: string, query: string, split: ScriptSplit, root: string | undefined): void {
+  private start(call: HttpCall, url: string, query: string, found: ScriptSplit, at: Where): void {
     if (call.gone) return;
     const req = call.req;
-    if (root !== undefined && hasDotSegment(split.path)) {
+    // try_files $uri /index.php: a path naming no file runs the front controller.
+    const split = found.found || at.front === undefined ? found : { path: found.path, scriptName: at.front, pathInfo: found.path, found: true };
+    if (at.root !== undefined && hasDotSegment(split.path)) {
       this.env.scripts.warn(this.env.listener.log, DOTFILE, undefined, url, call.conn.remote);
       call.answerPlain(DOTFILE.status, DOTFILE.code);
       return;
@@ -165,7 +195,7 @@ class HttpHandler {
       },
       query,
       split,
-      root === this.rootFs ? this.opts : { documentRoot: root },
+      at.opts,
     );
     applyOverride(params, this.env.override);
     if (params.size > limits.maxCount || paramsBytes(params) > limits.maxBytes) {
@@ -174,7 +204,7 @@ class HttpHandler {
       call.answerPlain(431, code);
       return;
     }
-    this.readBody(call, params, split, root);
+    this.readBody(call, params, split, at.root);
   }
 
   /**

@@ -3,7 +3,7 @@
  * (FastCGI, SCGI or HTTP on TCP or a Unix socket) and serves it until close().
  */
 import type { Logger } from '../log/log.js';
-import type { ListenerConfig } from '../config/types.js';
+import type { ListenerConfig, RewriteRule } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { CgiParams, ParamsLimits } from '../protocol/params.js';
 import type { Pool } from '../pool/types.js';
@@ -32,14 +32,21 @@ export interface FrontendContext {
   fds?: FdGuard | undefined;
   /** Listeners with `vhosts`: the site a request's host names and its pool (created on first use); undefined = no site. */
   route?: ((params: CgiParams) => RoutedSite | undefined) | undefined;
-  /** The HTTP listener: the document_root of the site a Host names (or default_site), before a request is built. */
-  siteRoot?: ((host: string) => string | undefined) | undefined;
+  /** The HTTP listener: the site a Host names (or default_site), before a request is built. */
+  site?: ((host: string) => SiteView | undefined) | undefined;
+}
+
+export interface SiteView {
+  readonly id: string;
+  /** SCRIPT_FILENAME and DOCUMENT_ROOT are set under it. */
+  readonly documentRoot: string;
+  /** Tried before the listener's rules (src/frontend/rewrite.ts). */
+  readonly rewrite: readonly RewriteRule[];
 }
 
 export interface RoutedSite {
   pool: Pool;
-  /** SCRIPT_FILENAME and DOCUMENT_ROOT are set under the site's document_root. */
-  site: { id: string; documentRoot: string };
+  site: SiteView;
 }
 
 export interface Listener {

@@ -107,6 +107,21 @@ export async function startNginx(scope: Scope, serverBody: string, opts: { httpE
   return { port, url: `http://127.0.0.1:${port}`, dir, pid: child.pid, errorLog, stop };
 }
 
+/**
+ * One catch-all server passing every host and path to a fcgi-pm vhosts listener on
+ * `port`, which picks the site (and its root: nginx's own root is never read).
+ */
+export function startNginxForSites(scope: Scope, port: number): Promise<Nginx> {
+  return startNginx(
+    scope,
+    `root /nonexistent;
+    location / {
+      fastcgi_pass 127.0.0.1:${port};
+      ${fastcgiParams()}
+    }`,
+  );
+}
+
 /** fastcgi_param lines for a PHP location served from `root`. */
 export function fastcgiParams(): string {
   return `

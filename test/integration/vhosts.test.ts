@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { stringify as stringifyYaml } from 'yaml';
 import type { Daemon } from '../helpers/daemon.js';
 import { httpRequest, type HttpResponse } from '../helpers/http-client.js';
-import { startNginx } from '../helpers/nginx.js';
+import { startNginxForSites } from '../helpers/nginx.js';
 import { PHP_FLAGS } from '../helpers/paths.js';
 import { descendantsMatching, isAlive } from '../helpers/proc.js';
 import { freePort } from '../helpers/ports.js';
@@ -66,7 +66,8 @@ async function daemonConfig(vhosts: Record<string, unknown>) {
       ],
       vhosts: {
         ...vhosts,
-        idle_timeout: '1s',
+        // Long at first (status sees the sites in use); a reload makes it short to see them evicted.
+        idle_timeout: '1h',
         poll_interval: '300ms',
         defaults: { command: ['php-cgi', ...PHP_FLAGS], max_children: 2, idle_timeout: '60s' },
       },
@@ -75,18 +76,6 @@ async function daemonConfig(vhosts: Record<string, unknown>) {
   };
 }
 
-/** nginx with one catch-all server: every host goes to fcgi-pm, which picks the site. */
-async function nginxFor(scope: Scope, port: number) {
-  return startNginx(
-    scope,
-    `root /nonexistent;
-    location / {
-      fastcgi_pass 127.0.0.1:${port};
-      include /etc/nginx/fastcgi_params;
-      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
-    }`,
-  );
-}
 
 const get = (url: string, host: string): Promise<HttpResponse> => httpRequest(`${url}/index.php`, { headers: { host }, timeout: 20_000 });
 
@@ -143,7 +132,11 @@ async function exercise(f: Fixture, ops: OpsDaemon, url: string, http: number, w
   for (let k = 0; k < 3; k++) assert.equal((await get(url, 'nowhere.test')).status, 404);
   assert.equal(d.logsSince(mark).filter((l) => l.code === 'ERR_VHOST_UNKNOWN' && l.host === 'nowhere.test').length, 1);
 
-  // Idle eviction: the pool stops and its worker exits.
+  // Idle eviction, after a reload shortens idle_timeout: the pool stops and its worker exits.
+  const cfg = d.config as { vhosts: Record<string, unknown> };
+  ops.rewrite({ ...cfg, vhosts: { ...cfg.vhosts, idle_timeout: '1s' } });
+  const reload = await ops.ctl(['reload']);
+  assert.equal(reload.code, 0, reload.stderr);
   await d.waitForLog((l) => l.kind === 'vhosts' && l.site === 'site517' && l.why === 'idle', { since: mark, timeout: 15_000 });
   await waitFor(() => !isAlive(page.pid), { timeout: 10_000, what: `worker ${page.pid} of the evicted site to exit` });
 
@@ -168,7 +161,7 @@ test('1,000 sites from a directory behind nginx', { skip, timeout: 120_000 }, as
   for (let i = 0; i < SITES; i++) write(i, stringifyYaml(siteDef(f, i)));
   const { port, http, config } = await daemonConfig({ dir });
   const d = await opsDaemon(t, config, { allowRoot: false, readyTimeout: 30_000 });
-  const ngx = await nginxFor(t, port);
+  const ngx = await startNginxForSites(t, port);
   await exercise(
     f,
     d,
@@ -197,7 +190,7 @@ test('1,000 sites from an SQLite table behind nginx', { skip, timeout: 120_000 }
   })();
   const { port, http, config } = await daemonConfig({ sqlite: file });
   const d = await opsDaemon(t, config, { allowRoot: false, readyTimeout: 30_000 });
-  const ngx = await nginxFor(t, port);
+  const ngx = await startNginxForSites(t, port);
   await exercise(
     f,
     d,

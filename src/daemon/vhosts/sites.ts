@@ -84,15 +84,22 @@ export class Sites {
   async start(): Promise<void> {
     await this.refresh();
     this.source.watch(() => void this.refresh());
-    const every = Math.max(250, Math.min(this.cfg.idleTimeout / 4, 10_000));
-    this.sweeper = setInterval(() => this.sweep(), every);
+    this.armSweeper();
+  }
+
+  /** Often enough that a site goes within a quarter of idle_timeout past it. */
+  private armSweeper(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = setInterval(() => this.sweep(), Math.max(250, Math.min(this.cfg.idleTimeout / 4, 10_000)));
     this.sweeper.unref();
   }
 
   /** A reload: new settings; a new source or new defaults open the source afresh. The source is read again. */
   reconfigure(cfg: VhostsConfig): Promise<void> {
     const fresh = JSON.stringify([cfg.source, cfg.defaults, cfg.pollInterval]) !== JSON.stringify([this.cfg.source, this.cfg.defaults, this.cfg.pollInterval]);
+    const sweep = cfg.idleTimeout !== this.cfg.idleTimeout;
     this.cfg = cfg;
+    if (sweep) this.armSweeper();
     if (fresh) {
       this.source.close();
       this.source = this.open(cfg);
@@ -276,5 +283,5 @@ export class Sites {
 }
 
 export function sameSite(a: SiteConfig, b: SiteConfig): boolean {
-  return a === b || (a.documentRoot === b.documentRoot && a.names.join(' ') === b.names.join(' ') && samePool(a.pool, b.pool));
+  return a === b || (a.documentRoot === b.documentRoot && a.names.join(' ') === b.names.join(' ') && JSON.stringify(a.rewrite) === JSON.stringify(b.rewrite) && samePool(a.pool, b.pool));
 }

@@ -1,0 +1,61 @@
+// Site definitions and the vhosts section: validated with the main config's tables,
+// every problem with its file:line (or row label), defaults under the site's own settings.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { siteFromText, siteFromObject } from '../../src/config/site.js';
+import { configFromObject } from '../../src/config/schema.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { ConfigError } from '../../src/errors.js';
+
+const problems = (fn: () => unknown): string[] => {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  assert.fail('expected a ConfigError');
+};
+
+test('a site file: names (one string may list several), document_root, pool over the defaults; script_roots default to the root', () => {
+  const s = siteFromText('shop', 'names: "Shop.Example.org, *.shop.example.org."\ndocument_root: www\npool: { max_children: 3 }\n', { command: ['php-cgi'], max_children: 9, user: 'nobody' }, '/etc/sites/shop.yaml', '/srv');
+  assert.deepEqual(s.names, ['shop.example.org', '*.shop.example.org']);
+  assert.equal(s.documentRoot, '/srv/www');
+  assert.equal(s.pool.name, 'shop');
+  assert.equal(s.pool.maxChildren, 3);
+  assert.equal(s.pool.user, 'nobody');
+  assert.equal(s.pool.pm, 'ondemand');
+  assert.equal(s.pool.startChildren, 0);
+  assert.deepEqual(s.pool.scriptRoots, ['/srv/www']);
+  assert.deepEqual(s.pool.limitExtensions, ['.php', '.phar']);
+});
+
+test('a broken site file names file:line for each problem', () => {
+  const text = 'names: [ok.test, "bad name"]\ndocument_root: /srv\npool:\n  max_children: -1\n  nonsense: 1\nrewrite:\n  - { match: "(", to: /x.php }\n';
+  const p = problems(() => siteFromText('s1', text, { command: ['php-cgi'] }, 'sites/s1.yaml', '/'));
+  assert.equal(p.length, 4, p.join('\n'));
+  assert.equal(p[0], 'sites/s1.yaml:1: names[1]: "bad name" is not a host name or a "*.domain" wildcard');
+  assert.equal(p[1], 'sites/s1.yaml:4: pool.max_children: must be a whole number ≥ 1, got -1');
+  assert.match(p[2]!, /^sites\/s1\.yaml:5: pool\.nonsense: unknown key/);
+  assert.match(p[3]!, /^sites\/s1\.yaml:7: rewrite\[0\]\.match: is not a regular expression/);
+  assert.match(problems(() => siteFromText('s1', 'document_root: /srv\n', {}, 'x.yaml', '/'))[0]!, /^x\.yaml:1: "names" is required/);
+  assert.match(problems(() => siteFromText('s1', '', {}, 'x.yaml', '/'))[0]!, /x\.yaml: the file is empty; it needs "names" and "document_root"/);
+  assert.match(problems(() => siteFromObject('bad id!', { names: 'a.test', document_root: '/' }, { command: ['php-cgi'] }, { label: 'db row bad id!', baseDir: '/' }))[0]!, /^db row bad id!: site id "bad id!" may use/);
+});
+
+test('the vhosts section: one source; no pools needed; a vhosts listener needs no pool; bad keys have lines', () => {
+  const cfg = configFromObject({ listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000', vhosts: true }], vhosts: { dir: 'sites', idle_timeout: '5m' } }, '/etc/fcgi-pm/fcgi-pm.yaml');
+  assert.deepEqual(cfg.vhosts?.source, { kind: 'dir', dir: '/etc/fcgi-pm/sites' });
+  assert.equal(cfg.vhosts?.idleTimeout, 300_000);
+  assert.equal(cfg.pools.size, 0);
+  const text = 'listen:\n  - { protocol: http, address: "127.0.0.1:8080", vhosts: true, rewrite: [{ to: /x }] }\nvhosts:\n  sqlite: a.db\n  dir: sites\n';
+  assert.deepEqual(problems(() => parseConfigText(text, 'f.yaml', '/etc/f.yaml')), [
+    'f.yaml:2: listen[0].rewrite[0]: must be { match: REGEX, to: "/path?query" } or { front_controller: "/script" }, got a mapping',
+    'f.yaml:3: vhosts: has dir and sqlite; sites come from one source',
+  ]);
+  const defaults = problems(() => parseConfigText('listen: [{ protocol: fastcgi, address: "127.0.0.1:9000", vhosts: true }]\nvhosts:\n  dir: sites\n  defaults: { max_childs: 2 }\n', 'd.yaml', '/etc/d.yaml'));
+  assert.match(defaults[0]!, /^d\.yaml:4: vhosts\.defaults\.max_childs: unknown key/);
+  const table = problems(() => parseConfigText('listen: [{ protocol: fastcgi, address: "127.0.0.1:9000", vhosts: true }]\nvhosts: { sqlite: a.db, table: "x; drop" }\n', 'g.yaml', '/etc/g.yaml'));
+  assert.deepEqual(table, ['g.yaml:2: vhosts.table: must be a plain SQL name (letters, digits, "_"), got "x; drop"']);
+  assert.deepEqual(problems(() => configFromObject({ listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000', vhosts: true }], pools: { a: { backends: '127.0.0.1:9001' } } }, 'h')), ['h: listen[0].vhosts: needs a "vhosts" section (where the sites are defined)']);
+});
