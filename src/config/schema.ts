@@ -616,9 +616,9 @@ export function readSiteParts(obj: unknown, specs: readonly KeySpec[], problems:
  * One validated PoolConfig from file-form settings, with every default applied: handy
  * for tests and tools that need a pool without a whole config. Throws ConfigError.
  */
-export function poolConfigFromObject(name: string, obj: Record<string, unknown>, source = '<pool>'): PoolConfig {
+export function poolConfigFromObject(name: string, obj: Record<string, unknown>, source = '<pool>', baseDir = process.cwd()): PoolConfig {
   const problems = new Problems(source, undefined);
-  const pool = buildPool(name, obj, { problems, baseDir: process.cwd(), accounts: SYSTEM_ACCOUNTS });
+  const pool = buildPool(name, obj, { problems, baseDir, accounts: SYSTEM_ACCOUNTS });
   if (problems.count > 0) throw new ConfigError(problems.texts());
   return pool;
 }

@@ -7,8 +7,8 @@
 import { ConfigError } from '../errors.js';
 import { parseYamlText } from './load.js';
 import { Problems, type Locator } from './problems.js';
-import { readSiteParts } from './schema.js';
-import type { RewriteRule, SiteConfig } from './types.js';
+import { poolConfigFromObject, readSiteParts } from './schema.js';
+import type { PoolConfig, RewriteRule, SiteConfig } from './types.js';
 import { SITE_KEYS } from './vhosts-keys.js';
 
 /** Site ids become pool names (logs, status, socket file names). */
@@ -43,9 +43,14 @@ export function siteFromObject(id: string, obj: unknown, defaults: Record<string
   const own = (parts.values.pool ?? {}) as Record<string, unknown>;
   const settings: Record<string, unknown> = { ...defaults, ...own };
   if (settings.script_roots === undefined && documentRoot !== undefined) settings.script_roots = [documentRoot];
-  const pool = parts.pool(id, settings);
+  parts.pool(id, settings); // validated now, built again when the site gets a pool
   if (problems.count > 0) throw new ConfigError(problems.texts());
-  return { id, names, documentRoot: documentRoot!, pool, rewrite: (parts.values.rewrite as RewriteRule[] | undefined) ?? [], origin: where.label };
+  return { id, names, documentRoot: documentRoot!, settings, baseDir: where.baseDir, rewrite: (parts.values.rewrite as RewriteRule[] | undefined) ?? [], origin: where.label };
+}
+
+/** The site's PoolConfig (its settings were validated when the site was read). */
+export function sitePool(site: SiteConfig): PoolConfig {
+  return poolConfigFromObject(site.id, site.settings, site.origin, site.baseDir);
 }
 
 /** A site file's text (YAML or JSON). */

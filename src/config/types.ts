@@ -191,8 +191,14 @@ export interface SiteConfig {
   /** Lower case; exact names and "*.suffix" wildcards. */
   names: string[];
   documentRoot: string;
-  /** name = id; script_roots default to [documentRoot]. */
-  pool: PoolConfig;
+  /**
+   * Pool settings in file form (vhosts.defaults under the site's own; script_roots
+   * default to [documentRoot]), validated; the PoolConfig is built when the site gets a
+   * pool (src/config/site.ts sitePool), so an idle site keeps only this.
+   */
+  settings: Record<string, unknown>;
+  /** Relative paths in `settings` are resolved against this. */
+  baseDir: string;
   rewrite: RewriteRule[];
   /** Where it is defined, for messages: "sites/a.yaml" or "sites.db table sites row a". */
   origin: string;

@@ -48,15 +48,15 @@ export class PoolRegistry {
   }
 
   /**
-   * The live pool of `cfg.name`, created and started on first use (`runtimeDir`: where
-   * its worker sockets go, asked only then). Its start is not awaited: a pool takes requests at once and queues them until a worker is ready.
+   * The live pool of `name`, created from `cfg()` and started on first use (`runtimeDir`:
+   * where its worker sockets go, asked only then). Its start is not awaited: a pool takes requests at once and queues them until a worker is ready.
    */
-  obtain(cfg: PoolConfig, runtimeDir?: () => string | undefined): Pool {
-    let pool = this.live.get(cfg.name);
+  obtain(name: string, cfg: () => PoolConfig, runtimeDir?: () => string | undefined): Pool {
+    let pool = this.live.get(name);
     if (pool !== undefined) return pool;
-    pool = this.make(cfg, runtimeDir?.());
-    this.live.set(cfg.name, pool);
-    pool.start().catch((err: unknown) => this.logger.error({ code: ErrorCodes.START_FAILED, err, pool: cfg.name }, `pool ${cfg.name} could not start its workers`));
+    pool = this.make(cfg(), runtimeDir?.());
+    this.live.set(name, pool);
+    pool.start().catch((err: unknown) => this.logger.error({ code: ErrorCodes.START_FAILED, err, pool: name }, `pool ${name} could not start its workers`));
     return pool;
   }
 

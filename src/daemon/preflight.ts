@@ -22,6 +22,7 @@ import type { Config, PoolConfig, SiteConfig } from '../config/types.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { workerEnv } from '../pool/worker-spec.js';
 import { lookupUser } from '../config/system-users.js';
+import { sitePool } from '../config/site.js';
 import { accessAs, credentialsOfSelf, currentIds, resolveIdentity, type Credentials, type Self } from '../worker/identity.js';
 import { resolveCommand } from '../worker/spawn.js';
 
@@ -98,7 +99,7 @@ export function assertPreflight(cfg: Config, opts: PreflightOptions, notice: (li
 export function preflightSite(site: SiteConfig, opts: PreflightOptions = {}): { problems: string[]; notices: string[] } {
   const problems = new Problems(site.origin, undefined);
   const notices = new Problems(site.origin, undefined);
-  checkPool(site.pool, ['pool'], opts.self ?? currentIds(), opts.allowRoot === true, false, problems, notices);
+  checkPool(sitePool(site), ['pool'], opts.self ?? currentIds(), opts.allowRoot === true, false, problems, notices);
   const why = notDirectory(site.documentRoot);
   if (why !== undefined) problems.add(['document_root'], why);
   return { problems: problems.texts(), notices: notices.texts() };

@@ -38,7 +38,8 @@ export const IN_PLACE_LISTENER_FIELDS = ['pool', 'name', 'statusPath', 'pingPath
 
 type InPlace = (typeof IN_PLACE_LISTENER_FIELDS)[number];
 
-function stable(v: unknown): string {
+/** JSON with keys sorted and undefined left out: equal values give equal text. */
+export function stable(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => {
     if (x instanceof Map) return Object.fromEntries(x);
     if (x !== null && typeof x === 'object' && !Array.isArray(x)) {

@@ -2,7 +2,7 @@
 // every problem with its file:line (or row label), defaults under the site's own settings.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { siteFromText, siteFromObject } from '../../src/config/site.js';
+import { siteFromText, siteFromObject, sitePool } from '../../src/config/site.js';
 import { configFromObject } from '../../src/config/schema.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
@@ -21,13 +21,14 @@ test('a site file: names (one string may list several), document_root, pool over
   const s = siteFromText('shop', 'names: "Shop.Example.org, *.shop.example.org."\ndocument_root: www\npool: { max_children: 3 }\n', { command: ['php-cgi'], max_children: 9, user: 'nobody' }, '/etc/sites/shop.yaml', '/srv');
   assert.deepEqual(s.names, ['shop.example.org', '*.shop.example.org']);
   assert.equal(s.documentRoot, '/srv/www');
-  assert.equal(s.pool.name, 'shop');
-  assert.equal(s.pool.maxChildren, 3);
-  assert.equal(s.pool.user, 'nobody');
-  assert.equal(s.pool.pm, 'ondemand');
-  assert.equal(s.pool.startChildren, 0);
-  assert.deepEqual(s.pool.scriptRoots, ['/srv/www']);
-  assert.deepEqual(s.pool.limitExtensions, ['.php', '.phar']);
+  const pool = sitePool(s);
+  assert.equal(pool.name, 'shop');
+  assert.equal(pool.maxChildren, 3);
+  assert.equal(pool.user, 'nobody');
+  assert.equal(pool.pm, 'ondemand');
+  assert.equal(pool.startChildren, 0);
+  assert.deepEqual(pool.scriptRoots, ['/srv/www']);
+  assert.deepEqual(pool.limitExtensions, ['.php', '.phar']);
 });
 
 test('a broken site file names file:line for each problem', () => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { hostName, SiteIndex } from '../../src/daemon/vhosts/site-index.js';
 import type { SiteConfig } from '../../src/config/types.js';
 
-const site = (id: string, ...names: string[]): SiteConfig => ({ id, names, documentRoot: `/srv/${id}`, pool: {} as SiteConfig['pool'], rewrite: [], origin: `${id}.yaml` });
+const site = (id: string, ...names: string[]): SiteConfig => ({ id, names, documentRoot: `/srv/${id}`, settings: {}, baseDir: '/', rewrite: [], origin: `${id}.yaml` });
 
 test('exact names first, then the longest wildcard suffix; not the bare domain of a wildcard', () => {
   const { index, problems } = SiteIndex.build([site('a', 'example.org', '*.example.org'), site('b', '*.shop.example.org'), site('c', 'www.shop.example.org')]);

@@ -16,7 +16,8 @@ import type { Logger } from '../../log/log.js';
 import type { Pool } from '../../pool/types.js';
 import type { CgiParams } from '../../protocol/params.js';
 import type { PoolRegistry } from '../pool-registry.js';
-import { samePool } from '../reload.js';
+import { sitePool } from '../../config/site.js';
+import { stable } from '../reload.js';
 import { SiteIndex } from './site-index.js';
 import type { SiteSource } from './source.js';
 
@@ -144,7 +145,7 @@ export class Sites {
       return undefined;
     }
     this.lastUsed.set(site.id, this.now());
-    return { site, pool: this.deps.registry.obtain(site.pool, () => this.poolDir(site.id)) };
+    return { site, pool: this.deps.registry.obtain(site.id, () => sitePool(site), () => this.poolDir(site.id)) };
   }
 
   private reportUnknown(host: string): void {
@@ -283,5 +284,5 @@ export class Sites {
 }
 
 export function sameSite(a: SiteConfig, b: SiteConfig): boolean {
-  return a === b || (a.documentRoot === b.documentRoot && a.names.join(' ') === b.names.join(' ') && JSON.stringify(a.rewrite) === JSON.stringify(b.rewrite) && samePool(a.pool, b.pool));
+  return a === b || (a.documentRoot === b.documentRoot && a.baseDir === b.baseDir && a.names.join(' ') === b.names.join(' ') && stable(a.rewrite) === stable(b.rewrite) && stable(a.settings) === stable(b.settings));
 }
