@@ -5,10 +5,12 @@
  *
  * For each number of sites, from a directory and from an SQLite table: `fcgi-pm run`
  * (as root: the sites run as nobody) until its "ready" line (the sites read, validated
- * and host-checked); its RssAnon once settled, against the same daemon with no site;
- * then the first request to an idle site through the HTTP listener (one php-cgi spawn)
- * next to that pool's own spawn-to-ready time from status, so their difference is what
- * fcgi-pm adds; and the host index's lookup time for an exact name.
+ * and host-checked); its RssAnon once settled, against the same daemon with one static
+ * ondemand pool and no site; then the first request to an idle site through the HTTP
+ * listener (one php-cgi spawn) minus that pool's own spawn-to-ready time from status,
+ * next to the same difference for the static pool's first request (php's own first
+ * request is in both), so the last difference is what a site adds; and the host
+ * index's lookup time for an exact name.
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -93,7 +95,8 @@ async function runDaemon(base: string, vhosts: Record<string, unknown> | undefin
   const file = join(base, `cfg-${http}.yaml`);
   writeFileSync(file, stringifyYaml(cfg));
   const t0 = performance.now();
-  const child = spawn(process.execPath, [BIN, 'run', '-c', file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // bin/fcgi-pm itself (it execs node with the daemon's heap flags), as an operator runs it.
+  const child = spawn(BIN, ['run', '-c', file], { stdio: ['ignore', 'pipe', 'inherit'] });
   let readyMs = NaN;
   await new Promise<void>((resolve, reject) => {
     let buf = '';

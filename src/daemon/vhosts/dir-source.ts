@@ -12,6 +12,7 @@ import type { SiteConfig } from '../../config/types.js';
 import type { SiteSource, SourceRead } from './source.js';
 
 const SITE_FILE = /^([^.].*)\.(ya?ml|json)$/;
+const YIELD_EVERY = 100;
 
 interface Cached {
   stamp: string;
@@ -22,6 +23,8 @@ interface Cached {
 export class DirSource implements SiteSource {
   readonly label: string;
   private readonly cache = new Map<string, Cached>();
+  /** Files parsed so far (read() yields every YIELD_EVERY of them). */
+  private parsing = 0;
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private debounce: NodeJS.Timeout | undefined;
@@ -34,10 +37,17 @@ export class DirSource implements SiteSource {
     this.label = `vhosts.dir ${dir}`;
   }
 
-  read(): SourceRead {
+  async read(): Promise<SourceRead> {
     const out: SourceRead = { sites: [], broken: [] };
     const seen = new Set<string>();
+    let parsed = 0;
     for (const file of readdirSync(this.dir).sort()) {
+      // Parsing is garbage; a turn of the event loop now and then lets it die young
+      // instead of growing the old space (RssAnon) for good, and lets requests in.
+      if (this.parsing > 0 && this.parsing % YIELD_EVERY === 0 && this.parsing !== parsed) {
+        parsed = this.parsing;
+        await new Promise((r) => setImmediate(r));
+      }
       const m = SITE_FILE.exec(file);
       if (m === null) continue;
       const id = m[1]!;
@@ -68,6 +78,7 @@ export class DirSource implements SiteSource {
     const hit = this.cache.get(file);
     if (hit?.stamp === stamp) return hit;
     let c: Cached;
+    this.parsing++;
     try {
       c = { stamp, site: siteFromText(id, readFileSync(path, 'utf8'), this.defaults, path, this.dir), problems: [] };
     } catch (err) {
