@@ -4,11 +4,33 @@
  */
 import { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
-import { assertPreflight } from '../daemon/preflight.js';
+import type { Config } from '../config/types.js';
+import { ConfigError, ErrorCodes } from '../errors.js';
+import { assertPreflight, preflightSite } from '../daemon/preflight.js';
+import { openSiteSource } from '../daemon/vhosts/open-source.js';
+import { judgeSites } from '../daemon/vhosts/sites.js';
 import { EXIT_OK, reportError } from './report.js';
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** Reads the vhosts sites as run would and checks each; throws ConfigError listing every broken one. */
+async function checkSites(cfg: Config, allowRoot: boolean): Promise<number> {
+  const source = openSiteSource(cfg.vhosts!);
+  try {
+    let read;
+    try {
+      read = await source.read();
+    } catch (err) {
+      throw new ConfigError([(err as Error).message], ErrorCodes.VHOST_SOURCE);
+    }
+    const { good, problems } = await judgeSites(read, new Set(cfg.pools.keys()), (site) => preflightSite(site, { allowRoot }).problems);
+    if (problems.size > 0) throw new ConfigError([...problems.values()].flat(), ErrorCodes.VHOST_INVALID);
+    return good.size;
+  } finally {
+    source.close();
+  }
 }
 
 export function checkCommand(): Command {
@@ -22,17 +44,19 @@ export function checkCommand(): Command {
 Besides the file itself it checks what "run" would hit on this host, as the user
 running check: users and groups exist, cwd and document_root are directories, commands
 are found (PATH) and executable by the workers' user, socket directories are writable,
-and as root that every spawned pool has a user.
+and as root that every spawned pool has a user. With vhosts it reads the sites as run
+would and checks each the same way (a broken file by file:line, a broken row by its id).
 
 Example:
   fcgi-pm check -c /etc/fcgi-pm/fcgi-pm.yaml
 `,
     )
-    .action((opts: { config: string; allowRoot?: boolean }) => {
+    .action(async (opts: { config: string; allowRoot?: boolean }) => {
       try {
         const cfg = loadConfig(opts.config);
         assertPreflight(cfg, { allowRoot: opts.allowRoot === true }, (line) => process.stderr.write(`notice: ${line}\n`));
-        process.stdout.write(`config OK: ${plural(cfg.listen.length, 'listener')}, ${plural(cfg.pools.size, 'pool')}\n`);
+        const sites = cfg.vhosts === undefined ? '' : `, ${plural(await checkSites(cfg, opts.allowRoot === true), 'site')}`;
+        process.stdout.write(`config OK: ${plural(cfg.listen.length, 'listener')}, ${plural(cfg.pools.size, 'pool')}${sites}\n`);
         process.exitCode = EXIT_OK;
       } catch (err) {
         process.exitCode = reportError(err);

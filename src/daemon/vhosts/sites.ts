@@ -19,7 +19,7 @@ import type { PoolRegistry } from '../pool-registry.js';
 import { sitePool } from '../../config/site.js';
 import { stable } from '../reload.js';
 import { SiteIndex } from './site-index.js';
-import type { SiteSource } from './source.js';
+import type { SiteSource, SourceRead } from './source.js';
 
 /** Distinct unknown names remembered at once for the once-a-minute log; more share one line. */
 const UNKNOWN_NAMES_KEPT = 1024;
@@ -185,34 +185,14 @@ export class Sites {
     }
     if (this.sourceFailed) this.deps.logger.info({ kind: 'vhosts' }, `${this.source.label} can be read again`);
     this.sourceFailed = false;
-    const next = new Map<string, SiteConfig>();
-    const problems = new Map<string, string[]>();
-    for (const b of read.broken) problems.set(b.id, b.problems);
-    const statics = this.deps.staticPools();
-    let checked = 0;
-    for (const site of read.sites) {
-      const old = this.defs.get(site.id);
-      if (old === site) {
-        next.set(site.id, site); // the source handed back the object it validated before
-        continue;
-      }
-      if (++checked % 100 === 0) await new Promise((r) => setImmediate(r)); // as the sources do: garbage dies young
-      const why = statics.has(site.id) ? [`${site.origin}: site id ${site.id} is also a pool of the config file; rename one`] : this.deps.check(site);
-      if (why.length > 0) problems.set(site.id, why);
-      else next.set(site.id, site);
-    }
-    const built = SiteIndex.build(next.values());
-    for (const p of built.problems) {
-      next.delete(p.site.id);
-      problems.set(p.site.id, [p.message]);
-    }
+    const { good: next, problems, index: built } = await judgeSites(read, this.deps.staticPools(), this.deps.check, this.defs);
     // A broken definition of a known site keeps its previous one serving.
     for (const id of problems.keys()) {
       const old = this.defs.get(id);
       if (old !== undefined && !next.has(id)) next.set(id, old);
     }
     this.reportBroken(problems, next);
-    const { index } = problems.size > 0 ? SiteIndex.build(next.values()) : built;
+    const index = problems.size > 0 ? SiteIndex.build(next.values()).index : built;
     const before = this.defs;
     this.defs = next;
     this.index = index;
@@ -283,6 +263,39 @@ export class Sites {
     this.dirs.set(id, dir);
     return dir;
   }
+}
+
+/**
+ * The sites of a read that may run, and the problems of the others: the source's own,
+ * the host checks (`check`), an id a config pool has, a name an earlier site has.
+ * `known`: sites checked before; the same object is not checked again.
+ */
+export async function judgeSites(
+  read: SourceRead,
+  statics: ReadonlySet<string>,
+  check: (site: SiteConfig) => string[],
+  known: ReadonlyMap<string, SiteConfig> = new Map(),
+): Promise<{ good: Map<string, SiteConfig>; problems: Map<string, string[]>; index: SiteIndex }> {
+  const good = new Map<string, SiteConfig>();
+  const problems = new Map<string, string[]>();
+  for (const b of read.broken) problems.set(b.id, b.problems);
+  let checked = 0;
+  for (const site of read.sites) {
+    if (known.get(site.id) === site) {
+      good.set(site.id, site); // the source handed back the object it validated before
+      continue;
+    }
+    if (++checked % 100 === 0) await new Promise((r) => setImmediate(r)); // as the sources do: garbage dies young
+    const why = statics.has(site.id) ? [`${site.origin}: site id ${site.id} is also a pool of the config file; rename one`] : check(site);
+    if (why.length > 0) problems.set(site.id, why);
+    else good.set(site.id, site);
+  }
+  const built = SiteIndex.build(good.values());
+  for (const p of built.problems) {
+    good.delete(p.site.id);
+    problems.set(p.site.id, [p.message]);
+  }
+  return { good, problems, index: built.index };
 }
 
 export function sameSite(a: SiteConfig, b: SiteConfig): boolean {
