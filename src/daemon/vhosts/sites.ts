@@ -148,7 +148,8 @@ export class Sites {
     return { site, pool: this.deps.registry.obtain(site.id, () => sitePool(site), () => this.poolDir(site.id)) };
   }
 
-  private reportUnknown(host: string): void {
+  private reportUnknown(sent: string): void {
+    const host = sent.length > 255 ? `${sent.slice(0, 255)}…` : sent; // a client chooses it
     const key = this.unknown.size < UNKNOWN_NAMES_KEPT ? host : '*';
     if (this.unknown.hit(key)) {
       this.deps.logger.warn({ code: ErrorCodes.VHOST_UNKNOWN, host }, `no site is named ${JSON.stringify(host)} (and no default_site); answered 404`);
