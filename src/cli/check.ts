@@ -25,7 +25,7 @@ async function checkSites(cfg: Config, allowRoot: boolean): Promise<number> {
     } catch (err) {
       throw new ConfigError([(err as Error).message], ErrorCodes.VHOST_SOURCE);
     }
-    const { good, problems } = await judgeSites(read, new Set(cfg.pools.keys()), (site) => preflightSite(site, { allowRoot }).problems);
+    const { good, problems } = await judgeSites(read, new Set(cfg.pools.keys()), (site, memo) => preflightSite(site, { allowRoot }, memo).problems);
     if (problems.size > 0) throw new ConfigError([...problems.values()].flat(), ErrorCodes.VHOST_INVALID);
     return good.size;
   } finally {

@@ -216,10 +216,7 @@ export class Daemon {
     this.sites = new Sites(v, openSiteSource, {
       registry: this.registry,
       logger: this.logger.child({ component: 'vhosts' }),
-      check: (site) => {
-        const r = preflightSite(site, { allowRoot: this.allowRoot });
-        return r.problems;
-      },
+      check: (site, memo) => preflightSite(site, { allowRoot: this.allowRoot }, memo).problems,
       staticPools: () => new Set(this._config.pools.keys()),
       drainMs: () => this._config.shutdownTimeout,
       runtimeDir: () => this.privateDir,

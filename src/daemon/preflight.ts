@@ -96,14 +96,30 @@ export function assertPreflight(cfg: Config, opts: PreflightOptions, notice: (li
  * One vhost site's host checks, as a pool's: its user (as root each site needs one, or
  * --allow-root), command and cwd, and its document_root. Problems name the site's file or row.
  */
-export function preflightSite(site: SiteConfig, opts: PreflightOptions = {}): { problems: string[]; notices: string[] } {
-  const problems = new Problems(site.origin, undefined);
-  const notices = new Problems(site.origin, undefined);
-  checkPool(sitePool(site), ['pool'], opts.self ?? currentIds(), opts.allowRoot === true, false, problems, notices);
+export function preflightSite(site: SiteConfig, opts: PreflightOptions = {}, memo?: SiteCheckMemo): { problems: string[]; notices: string[] } {
+  const pool = sitePool(site);
+  // Everything checkPool looks at; sites sharing vhosts.defaults share one check.
+  const key = JSON.stringify([pool.command, pool.user, pool.group, pool.cwd, pool.env, pool.inheritEnv]);
+  let checked = memo?.get(key);
+  if (checked === undefined) {
+    const p = new Problems(ANY_SITE, undefined);
+    const n = new Problems(ANY_SITE, undefined);
+    checkPool(pool, ['pool'], opts.self ?? currentIds(), opts.allowRoot === true, false, p, n);
+    checked = { problems: p.texts(), notices: n.texts() };
+    memo?.set(key, checked);
+  }
+  const mine = (t: string): string => site.origin + t.slice(ANY_SITE.length);
+  const problems = checked.problems.map(mine);
   const why = notDirectory(site.documentRoot);
-  if (why !== undefined) problems.add(['document_root'], why);
-  return { problems: problems.texts(), notices: notices.texts() };
+  if (why !== undefined) problems.push(`${site.origin}: document_root: ${why}`);
+  return { problems, notices: checked.notices.map(mine) };
 }
+
+/** Pool checks made during one read of the sites, by what they look at (preflightSite). */
+export type SiteCheckMemo = Map<string, { problems: string[]; notices: string[] }>;
+
+/** Stands for the site's label in a memo's texts. */
+const ANY_SITE = '\0';
 
 /** A spawned pool's user, root policy and files; true when it was refused for running as root. */
 function checkPool(pool: PoolConfig, path: KeyPath, self: Self, allowRoot: boolean, quick: boolean, problems: Problems, notices: Problems): boolean {

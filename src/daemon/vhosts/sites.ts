@@ -16,6 +16,7 @@ import type { Logger } from '../../log/log.js';
 import type { Pool } from '../../pool/types.js';
 import type { CgiParams } from '../../protocol/params.js';
 import type { PoolRegistry } from '../pool-registry.js';
+import type { SiteCheckMemo } from '../preflight.js';
 import { sitePool } from '../../config/site.js';
 import { stable } from '../reload.js';
 import { SiteIndex } from './site-index.js';
@@ -28,7 +29,7 @@ export interface SitesDeps {
   registry: PoolRegistry;
   logger: Logger;
   /** The host checks of one site (src/daemon/preflight.ts): its problems, none when it may run. */
-  check(site: SiteConfig): string[];
+  check(site: SiteConfig, memo: SiteCheckMemo): string[];
   /** Names of the config file's own pools: a site may not take one. */
   staticPools(): ReadonlySet<string>;
   /** How long a replaced or evicted site's requests may finish. */
@@ -274,20 +275,22 @@ export class Sites {
 export async function judgeSites(
   read: SourceRead,
   statics: ReadonlySet<string>,
-  check: (site: SiteConfig) => string[],
+  check: (site: SiteConfig, memo: SiteCheckMemo) => string[],
   known: ReadonlyMap<string, SiteConfig> = new Map(),
 ): Promise<{ good: Map<string, SiteConfig>; problems: Map<string, string[]>; index: SiteIndex }> {
   const good = new Map<string, SiteConfig>();
   const problems = new Map<string, string[]>();
   for (const b of read.broken) problems.set(b.id, b.problems);
   let checked = 0;
+  // Host checks are made once per distinct pool settings in a read, fresh in the next.
+  const memo: SiteCheckMemo = new Map();
   for (const site of read.sites) {
     if (known.get(site.id) === site) {
       good.set(site.id, site); // the source handed back the object it validated before
       continue;
     }
     if (++checked % 100 === 0) await new Promise((r) => setImmediate(r)); // as the sources do: garbage dies young
-    const why = statics.has(site.id) ? [`${site.origin}: site id ${site.id} is also a pool of the config file; rename one`] : check(site);
+    const why = statics.has(site.id) ? [`${site.origin}: site id ${site.id} is also a pool of the config file; rename one`] : check(site, memo);
     if (why.length > 0) problems.set(site.id, why);
     else good.set(site.id, site);
   }
