@@ -31,6 +31,7 @@ export const ErrorCodes = {
   QUEUE_TIMEOUT: 'ERR_QUEUE_TIMEOUT', // 503
   POOL_FAILING: 'ERR_POOL_FAILING', // 503: crash limit reached
   MEMORY_HARD_LIMIT: 'ERR_MEMORY_HARD_LIMIT', // 503: worker over max_memory_hard
+  WORKER_OOM_KILLED: 'ERR_WORKER_OOM_KILLED', // 503: the kernel's OOM killer killed the worker
   SHUTTING_DOWN: 'ERR_SHUTTING_DOWN', // 503
   NO_POOL: 'ERR_NO_POOL', // 500: listener names a pool that does not exist
   // HTTP listener rejections before or around a request (logged; 400 for a bad path).

@@ -99,6 +99,8 @@ export interface BudgetSnapshot {
   overBudget: number;
   memTotal: number | undefined;
   memAvailableAtStart: number | undefined;
+  /** The memory cgroup limit fcgi-pm runs under: where it is set, the limit, the headroom kept, what the kernel cannot reclaim now. */
+  cgroup?: { dir: string; limit: number; headroom: number; used: number | undefined } | undefined;
 }
 
 /** Monotonic time and one-shot timers; src/pool/clock.ts's Clock has this shape. */

@@ -5,16 +5,31 @@
  * workers go first when measured use is over it), asks the host governor before every
  * spawn, and answers the governor's questions about this pool (BudgetMember).
  *
- * The pool calls: spawned / exited / wentIdle (bookkeeping), admit (before spawning),
- * afterRequest (re-measures a worker near a cap right after its request), fill
- * (snapshot). It carries out what this decides through PoolMemoryHooks.
+ * The pool calls: spawned / started / ready / exited / wentIdle (bookkeeping), admit
+ * (before spawning), afterRequest (re-measures a worker near a cap, or after its first
+ * request, right after it), fill (snapshot), removeCgroup (stopped). It carries out
+ * what this decides through PoolMemoryHooks.
+ *
+ * A pool with no worker measured yet plans new ones at expected_worker_memory, a guess;
+ * when that does not fit, one worker may still start if MIN_WORKER_MEMORY does (the
+ * governor's probe), is measured when ready and after its first request, and the
+ * pool's estimate is then what it measured. Estimates are not kept between runs.
+ *
+ * Each started worker gets oom_score_adj; with memory_limit and a cgroup fcgi-pm may
+ * create, it goes into the pool's own memory cgroup (pool-cgroup.ts), where the kernel
+ * enforces memory_limit. A worker killed by SIGKILL while that cgroup's (or fcgi-pm's
+ * own) OOM-kill counter rose was killed by the kernel: logged ERR_WORKER_OOM_KILLED,
+ * its request answered 503.
  */
 import type { PoolConfig } from '../config/types.js';
+import { ErrorCodes } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import { estimateWorker, PeakHistory, type Estimate } from '../memory/estimate.js';
 import { formatBytes } from '../memory/format.js';
 import { checkWorker, chargeOf, planRelief, type WorkerCaps } from '../memory/governor.js';
 import type { MemoryGovernor } from '../memory/host-governor.js';
+import { setOomScoreAdj, WORKER_OOM_SCORE_ADJ } from '../memory/oom-score.js';
+import { PoolCgroup } from '../memory/pool-cgroup.js';
 import type { BudgetMember, MemorySample, PoolMemoryFigures, WorkerMemoryFigures, WorkerRef } from '../memory/types.js';
 import type { RetireReason } from '../worker/types.js';
 import { OneTimer, type Clock } from './clock.js';
@@ -24,6 +39,9 @@ import type { PoolSnapshot } from './types.js';
 /** One refused-spawn line per this many ms per pool; the rest are counted into the next. */
 const REFUSAL_LOG_INTERVAL_MS = 1000;
 
+/** The smallest plausible worker (a php-cgi worker measures about 8 MiB, a shell loop less). */
+export const MIN_WORKER_MEMORY = 4 * 1024 * 1024;
+
 /** Per worker: its samples and whether it is near a cap. */
 export class WorkerMemory {
   last: MemorySample | undefined;
@@ -32,6 +50,8 @@ export class WorkerMemory {
   sampledAt = 0;
   /** At NEAR_SHARE of a cap: re-measured right after each request. */
   near = false;
+  /** The kernel's OOM killer killed it. */
+  oomKilled = false;
 
   record(s: MemorySample): void {
     this.last = s;
@@ -78,7 +98,12 @@ export class PoolMemory implements BudgetMember {
   private warnedFresh = false;
   /** Spare (non-demand) spawns are being refused: said once, until a spawn is admitted again. */
   private refusingSpares = false;
+  private readonly cgroup: PoolCgroup | undefined;
+  private readonly oomScoreAdj: number;
+  /** Placing a worker in the cgroup or setting its oom_score_adj failed: said once. */
+  private warnedPlace = false;
   refused = 0;
+  oomKills = 0;
   recycled = 0;
   killed = 0;
   evicted = 0;
@@ -95,7 +120,24 @@ export class PoolMemory implements BudgetMember {
     this.interval = cfg.memorySampleInterval ?? host.sampleInterval;
     this.est = { bytes: cfg.expectedWorkerMemory ?? 32 * 1024 * 1024, source: 'configured' };
     this.timer = new OneTimer(clock, () => this.round());
+    this.oomScoreAdj = cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ;
+    this.cgroup = this.makeCgroup();
     host.join(this);
+  }
+
+  /** The pool's own memory cgroup when it has memory_limit and fcgi-pm may create one; one line either way. */
+  private makeCgroup(): PoolCgroup | undefined {
+    const parent = this.host.cgroup;
+    if (this.limit <= 0 || parent === undefined) return undefined;
+    try {
+      const cg = PoolCgroup.create(parent, this.name, this.limit);
+      this.log.info({ cgroup: cg.cg.dir, memoryLimit: this.limit, version: cg.cg.version }, `pool ${this.name}: workers run in memory cgroup ${cg.cg.dir}, kernel limit ${formatBytes(this.limit)} (memory_limit)`);
+      return cg;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? String(e);
+      this.log.info({ parent: parent.dir, errno: code }, `pool ${this.name}: no memory cgroup of its own (cannot create one under ${parent.dir}: ${code}); memory_limit is enforced by sampling only`);
+      return undefined;
+    }
   }
 
   // ---- what the pool calls ------------------------------------------------------------
@@ -105,8 +147,56 @@ export class PoolMemory implements BudgetMember {
     if (!this.timer.armed && !this.disposed) this.timer.armAt(this.clock.now() + this.interval);
   }
 
+  /** The process started (not yet ready): into the pool's cgroup, and its oom_score_adj, before it can serve. */
+  started(pid: number): void {
+    const errs: string[] = [];
+    const inCg = this.cgroup?.add(pid);
+    if (inCg !== undefined) errs.push(`cannot move it into ${this.cgroup!.cg.dir}: ${inCg}`);
+    const adj = setOomScoreAdj(pid, this.oomScoreAdj);
+    if (adj !== undefined) errs.push(`cannot set its oom_score_adj to ${this.oomScoreAdj}: ${adj}`);
+    if (errs.length === 0 || this.warnedPlace) return;
+    this.warnedPlace = true;
+    this.log.warn({ wpid: pid }, `pool ${this.name}: worker ${pid}: ${errs.join('; ')}`);
+  }
+
+  /** Ready: measured at once, so its charge is what it is rather than the guess. */
+  ready(slot: Slot): void {
+    const pid = slot.pid;
+    if (pid === undefined || slot.mem === undefined || !this.host.sampler.sync) return;
+    const s = this.host.sampler.readNow(pid, this.clock.now(), true);
+    if (s !== undefined) slot.mem.record(s);
+  }
+
+  /** Removes the pool's cgroup once its workers are gone. */
+  removeCgroup(): void {
+    const cg = this.cgroup;
+    if (cg === undefined) return;
+    const err = cg.remove();
+    if (err !== undefined) this.log.warn({ cgroup: cg.cg.dir, errno: err }, `pool ${this.name}: cannot remove memory cgroup ${cg.cg.dir}: ${err}`);
+  }
+
+  /**
+   * Whether the kernel's OOM killer killed this worker: SIGKILL that fcgi-pm did not
+   * send (max_memory_hard, request_timeout escalations name a reason) while the pool's
+   * cgroup, or fcgi-pm's own, counted a new OOM kill.
+   */
+  private oomKilled(slot: Slot): boolean {
+    const exit = slot.exit;
+    if (exit === undefined || exit.signal !== 'SIGKILL' || exit.reason === 'memory_hard') return false;
+    const inPool = (this.cgroup?.oom.newOomKills() ?? 0) > 0;
+    return this.host.oomKilledHere() || inPool;
+  }
+
   exited(slot: Slot): void {
     const m = slot.mem;
+    if (m !== undefined && this.oomKilled(slot)) {
+      m.oomKilled = true;
+      this.oomKills++;
+      const ex = slot.current;
+      const where = this.cgroup !== undefined ? `its pool's memory cgroup (limit ${formatBytes(this.limit)})` : `fcgi-pm's memory cgroup`;
+      this.log.error({ code: ErrorCodes.WORKER_OOM_KILLED, wpid: slot.pid, cgroup: this.cgroup?.cg.dir, peak: m.peak, requests: slot.worker.requests, uri: ex?.params.get('REQUEST_URI'), oomKills: this.oomKills },
+        `worker ${slot.pid} of pool ${this.name} was killed by the kernel's OOM killer in ${where}` + (ex !== undefined ? `; its request to ${scriptOf(ex)} gets 503 ${ErrorCodes.WORKER_OOM_KILLED}` : ''));
+    }
     if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) this.history.record(m.peak);
     if (slot.pid !== undefined) this.host.sampler.forget(slot.pid);
     this.updateEstimate();
@@ -121,24 +211,36 @@ export class PoolMemory implements BudgetMember {
   admit(want: number, demand: number): number {
     if (want <= 0) return 0;
     const committed = this.committed();
-    const d = this.host.decide(this, { want, demand, estimate: this.est.bytes, committed, limit: this.limit });
+    const probe = this.est.source === 'configured' ? Math.min(MIN_WORKER_MEMORY, this.est.bytes) : undefined;
+    const d = this.host.decide(this, { want, demand, estimate: this.est.bytes, committed, limit: this.limit, probe });
     if (d.admit < want) {
       this.refused += want - d.admit;
-      this.logRefusal(want, d.admit, d.admit < demand, d.limitedBy, committed, d.evict.length + d.retire.length, d.covered, d.hostCommitted);
+      this.logRefusal(want, d.admit, d.admit < demand, d.limitedBy, committed, d.evict.length + d.retire.length, d.covered, d.hostCommitted, d.room);
     } else {
       this.refusingSpares = false;
     }
     return d.admit;
   }
 
-  /** After a request: a worker near a cap is measured again now. True when it was recycled or killed. */
+  /**
+   * After a request: a worker near a cap, or after its first request, is measured again
+   * now (the first one teaches the pool its real worker size). True when it was
+   * recycled or killed.
+   */
   afterRequest(slot: Slot): boolean {
     const m = slot.mem;
     const pid = slot.pid;
-    if (m === undefined || !m.near || pid === undefined || !this.host.sampler.sync) return false;
+    const first = slot.worker.requests === 1;
+    if (m === undefined || (!m.near && !first) || pid === undefined || !this.host.sampler.sync) return false;
     const s = this.host.sampler.readNow(pid, this.clock.now(), true);
     if (s === undefined) return false;
     m.record(s);
+    if (first) {
+      const before = this.est.bytes;
+      this.updateEstimate();
+      // Smaller than planned: spawns that waited may fit now.
+      if (this.est.bytes < before) this.host.released();
+    }
     return this.enforce(slot, s);
   }
 
@@ -366,7 +468,9 @@ export class PoolMemory implements BudgetMember {
     return { pool: this.name, id: slot.worker.id, pid: slot.pid, charge: chargeOf(value, this.est.bytes), value, since };
   }
 
-  private logRefusal(want: number, admitted: number, demandRefused: boolean, limitedBy: string | undefined, committed: number, evicting: number, covered: number, hostCommitted: number | undefined): void {
+  private logRefusal(
+    want: number, admitted: number, demandRefused: boolean, limitedBy: string | undefined, committed: number, evicting: number, covered: number, hostCommitted: number | undefined, room: number | undefined,
+  ): void {
     const now = this.clock.now();
     const r = this.refusalLog;
     if (!demandRefused) {
@@ -383,15 +487,18 @@ export class PoolMemory implements BudgetMember {
     const budget = this.host.budget;
     const fields = {
       want, admitted, limitedBy, estimate: est, estimateSource: this.est.source, committed, memoryLimit: this.limit > 0 ? this.limit : undefined,
-      budget, hostCommitted, evicting, covered, queued: this.hooks.queued(), ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}),
+      budget, hostCommitted, room, evicting, covered, queued: this.hooks.queued(), ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}),
     };
     const n = want - admitted;
+    const then = evicting > 0 ? `evicting ${evicting} worker(s) of other pools` : covered > 0 ? 'waiting for retiring workers to exit' : 'waiting for memory to come free';
+    const needs = `a worker needs ${formatBytes(est)} (${this.est.source === 'measured' ? 'measured' : 'expected_worker_memory, not measured yet'})`;
     let why: string;
     if (limitedBy === 'memory_limit') {
       why = `${formatBytes(committed)} committed + ${formatBytes(est)} per worker would pass memory_limit ${formatBytes(this.limit)}`;
+    } else if (limitedBy === 'cgroup_limit') {
+      why = `the memory cgroup has ${formatBytes(Math.max(0, room ?? 0))} left above its headroom and ${needs}; ${then}`;
     } else {
-      const then = evicting > 0 ? `evicting ${evicting} worker(s) of other pools` : covered > 0 ? 'waiting for retiring workers to exit' : 'waiting for memory to come free';
-      why = `the memory budget ${formatBytes(budget ?? 0)} has ${formatBytes(Math.max(0, (budget ?? 0) - (hostCommitted ?? 0)))} uncommitted and a worker needs ${formatBytes(est)}; ${then}`;
+      why = `the memory budget ${formatBytes(budget ?? 0)} has ${formatBytes(Math.max(0, (budget ?? 0) - (hostCommitted ?? 0)))} uncommitted and ${needs}; ${then}`;
     }
     if (demandRefused) this.log.warn(fields, `pool ${this.name}: not spawning ${n} worker(s): ${why}; requests wait in the queue`);
     else this.log.info(fields, `pool ${this.name}: not spawning ${n} spare worker(s): ${why}`);
