@@ -151,6 +151,8 @@ export interface StartDaemonOptions {
   env?: NodeJS.ProcessEnv;
   /** Skip the readiness wait (e.g. when the config is expected to fail). */
   noWait?: boolean;
+  /** A cgroup's cgroup.procs: the daemon enters that cgroup before Node starts (test/helpers/cgroup.ts). */
+  cgroupProcs?: string;
 }
 
 /** Starts `fcgi-pm run -c FILE` with `config` (an object written as YAML, or YAML text). */
@@ -164,7 +166,10 @@ export async function startDaemon(
   const parsed = (typeof config === 'string' ? parseYaml(config) : config) as Record<string, any>;
   const configPath = join(dir, 'fcgi-pm.yaml');
   writeFileSync(configPath, text);
-  const child = new ManagedChild('fcgi-pm', process.execPath, [FCGI_PM_BIN, 'run', '-c', configPath], {
+  const argv = [FCGI_PM_BIN, 'run', '-c', configPath];
+  // The shell writes its own pid, then becomes node: the daemon's first allocation is already charged to that cgroup.
+  const [file, args] = opts.cgroupProcs === undefined ? [process.execPath, argv] : ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', opts.cgroupProcs, process.execPath, ...argv]];
+  const child = new ManagedChild('fcgi-pm', file, args, {
     cwd: REPO_ROOT,
     env: opts.env ?? process.env,
   });
