@@ -5,7 +5,8 @@
  * the writing.
  *
  *   v2 (unified): "0::/path"; memory.max ("max" or bytes), memory.current, memory.stat
- *                 (active_file, inactive_file), memory.events "oom_kill"
+ *                 (active_file, inactive_file), memory.events.local "oom_kill" (kills of
+ *                 this cgroup's own processes; memory.events adds the children's)
  *   v1:           "N:memory:/path" (the controller list may hold others: "4:cpu,memory:/");
  *                 memory.limit_in_bytes ("unlimited" is PAGE_COUNTER_MAX pages, about
  *                 2^63), memory.usage_in_bytes, memory.stat (total_active_file,
@@ -141,7 +142,7 @@ export function unreclaimable(usageText: string, statText: string, version: Cgro
   return Math.max(0, usage - file);
 }
 
-/** The OOM-kill counter: v2 memory.events, v1 memory.oom_control. */
+/** The OOM-kill counter (of the killed process's own cgroup): v2 memory.events(.local), v1 memory.oom_control. */
 export function oomKillsFrom(text: string): number | undefined {
   return parseKeyValues(text).get('oom_kill');
 }
@@ -149,7 +150,7 @@ export function oomKillsFrom(text: string): number | undefined {
 /** File names per version. */
 export function memoryFiles(version: CgroupVersion): { limit: string; usage: string; stat: string; oom: string } {
   return version === 2
-    ? { limit: 'memory.max', usage: 'memory.current', stat: 'memory.stat', oom: 'memory.events' }
+    ? { limit: 'memory.max', usage: 'memory.current', stat: 'memory.stat', oom: 'memory.events.local' }
     : { limit: 'memory.limit_in_bytes', usage: 'memory.usage_in_bytes', stat: 'memory.stat', oom: 'memory.oom_control' };
 }
 

@@ -163,7 +163,7 @@ export class HostGovernor implements MemoryGovernor {
   }
 
   oomKilledHere(): boolean {
-    return this.oom !== undefined && this.oom.newOomKills() > 0;
+    return this.oom !== undefined && this.oom.claim();
   }
 
   join(m: BudgetMember): void {
@@ -372,16 +372,20 @@ export class HostGovernor implements MemoryGovernor {
     return used === undefined ? undefined : box.limit - boxHeadroom(box.limit) - used;
   }
 
-  /** Keeps the box watch running while any pool has a worker. */
+  /** Keeps the cgroup watch running while any pool has a worker (inside a limited cgroup, or for pool cgroups). */
   private watch(): void {
-    if (this.box === undefined || this.watchHandle !== undefined || this.disposed) return;
+    if (this.watchHandle !== undefined || this.disposed) return;
+    if (this.box === undefined && ![...this.members].some((m) => m.hasCgroup())) return;
     this.watchHandle = this.clock.setTimer(() => this.onWatch(), WATCH_FAST_MS);
   }
 
   private onWatch(): void {
     this.watchHandle = undefined;
+    if (this.disposed) return;
+    let poolsFull = false;
+    for (const o of this.members) if (o.watchTick(WATCH_SHARE)) poolsFull = true;
+    this.checkBudget();
     const box = this.box;
-    if (box === undefined || this.disposed) return;
     const room = this.boxRoom();
     const idle: WorkerRef[] = [];
     const owners = new Map<WorkerRef, BudgetMember>();
@@ -392,7 +396,7 @@ export class HostGovernor implements MemoryGovernor {
       busy += o.busyWorkers().length;
       collect(o, o.idleWorkers(), idle, owners);
     }
-    if (room !== undefined && room < 0) {
+    if (box !== undefined && room !== undefined && room < 0) {
       const victims = planRelief(-room, idle, []);
       if (!this.shedding || victims.length > 0) {
         const used = box.limit - boxHeadroom(box.limit) - room;
@@ -410,8 +414,8 @@ export class HostGovernor implements MemoryGovernor {
       this.scheduleRetry();
     }
     if (live === 0) return;
-    const used = room === undefined ? 0 : box.limit - boxHeadroom(box.limit) - room;
-    const fast = busy > 0 && used > box.limit * WATCH_SHARE;
+    const used = box === undefined || room === undefined ? 0 : box.limit - boxHeadroom(box.limit) - room;
+    const fast = busy > 0 && (poolsFull || (box !== undefined && used > box.limit * WATCH_SHARE));
     this.watchHandle = this.clock.setTimer(() => this.onWatch(), fast ? WATCH_FAST_MS : this.sampleInterval);
   }
 

@@ -73,19 +73,26 @@ function enableMemoryController(dir: string): void {
   fs.writeFileSync(file, '+memory');
 }
 
-/** Counts OOM kills of one cgroup between calls (fcgi-pm's own, for workers outside pool cgroups). */
+/**
+ * The OOM kills of one cgroup, handed out one per dead worker: two workers killed at
+ * once raise the counter by two before either exit is seen, and each exit takes one.
+ */
 export class OomCounter {
-  private kills: number;
+  private seen: number;
+  private unclaimed = 0;
   constructor(private readonly cg: MemoryCgroup) {
-    this.kills = readOomKills(cg) ?? 0;
+    this.seen = readOomKills(cg) ?? 0;
   }
 
-  /** OOM kills since the last call. */
-  newOomKills(): number {
+  /** True when a kill not yet claimed by another worker is on the counter. */
+  claim(): boolean {
     const now = readOomKills(this.cg);
-    if (now === undefined) return 0;
-    const n = now - this.kills;
-    this.kills = now;
-    return Math.max(0, n);
+    if (now !== undefined && now > this.seen) {
+      this.unclaimed += now - this.seen;
+      this.seen = now;
+    }
+    if (this.unclaimed === 0) return false;
+    this.unclaimed--;
+    return true;
   }
 }

@@ -147,5 +147,13 @@ export interface BudgetMember {
   retry(): void;
   /** Requests wait in this pool's queue. */
   hasDemand(): boolean;
+  /** It has a memory cgroup of its own: the cgroup watch runs for it too. */
+  hasCgroup(): boolean;
+  /**
+   * A tick of the cgroup watch: busy workers are measured now (a request's peak falls
+   * between two sampling rounds), and idle ones retired when the pool's own cgroup is
+   * inside its headroom. True when that cgroup is above `share` of its limit.
+   */
+  watchTick(share: number): boolean;
   figures(): PoolMemoryFigures;
 }

@@ -26,8 +26,9 @@ import { ErrorCodes } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import { estimateWorker, PeakHistory, type Estimate } from '../memory/estimate.js';
 import { formatBytes } from '../memory/format.js';
-import { checkWorker, chargeOf, planRelief, type WorkerCaps } from '../memory/governor.js';
-import type { MemoryGovernor } from '../memory/host-governor.js';
+import { readCgroupUsed } from '../memory/cgroup-files.js';
+import { checkWorker, chargeOf, fitCount, planRelief, type WorkerCaps } from '../memory/governor.js';
+import { boxHeadroom, type MemoryGovernor } from '../memory/host-governor.js';
 import { setOomScoreAdj, WORKER_OOM_SCORE_ADJ } from '../memory/oom-score.js';
 import { PoolCgroup } from '../memory/pool-cgroup.js';
 import type { BudgetMember, MemorySample, PoolMemoryFigures, WorkerMemoryFigures, WorkerRef } from '../memory/types.js';
@@ -56,6 +57,12 @@ export class WorkerMemory {
   record(s: MemorySample): void {
     this.last = s;
     if (s.value > this.peak) this.peak = s.value;
+    this.sampledAt = Date.now();
+  }
+
+  /** A sample of the worker before it served: its charge, not a peak (a fresh process is smaller than one that ran the application). */
+  recordFresh(s: MemorySample): void {
+    this.last = s;
     this.sampledAt = Date.now();
   }
 
@@ -164,7 +171,7 @@ export class PoolMemory implements BudgetMember {
     const pid = slot.pid;
     if (pid === undefined || slot.mem === undefined || !this.host.sampler.sync) return;
     const s = this.host.sampler.readNow(pid, this.clock.now(), true);
-    if (s !== undefined) slot.mem.record(s);
+    if (s !== undefined) slot.mem.recordFresh(s);
   }
 
   /** Removes the pool's cgroup once its workers are gone. */
@@ -183,8 +190,8 @@ export class PoolMemory implements BudgetMember {
   private oomKilled(slot: Slot): boolean {
     const exit = slot.exit;
     if (exit === undefined || exit.signal !== 'SIGKILL' || exit.reason === 'memory_hard') return false;
-    const inPool = (this.cgroup?.oom.newOomKills() ?? 0) > 0;
-    return this.host.oomKilledHere() || inPool;
+    // The pool's limit, or fcgi-pm's cgroup's (a kill there may take a pool cgroup's worker).
+    return this.cgroup?.oom.claim() === true || this.host.oomKilledHere();
   }
 
   exited(slot: Slot): void {
@@ -213,13 +220,30 @@ export class PoolMemory implements BudgetMember {
     const committed = this.committed();
     const probe = this.est.source === 'configured' ? Math.min(MIN_WORKER_MEMORY, this.est.bytes) : undefined;
     const d = this.host.decide(this, { want, demand, estimate: this.est.bytes, committed, limit: this.limit, probe });
-    if (d.admit < want) {
-      this.refused += want - d.admit;
-      this.logRefusal(want, d.admit, d.admit < demand, d.limitedBy, committed, d.evict.length + d.retire.length, d.covered, d.hostCommitted, d.room);
+    let admit = d.admit;
+    let limitedBy: string | undefined = d.limitedBy;
+    let room = d.room;
+    // The kernel charges the pool's cgroup more than the PSS it is planned at (whole shared pages, page tables).
+    const cgRoom = this.cgroupRoom();
+    if (cgRoom !== undefined) {
+      let fit = fitCount(cgRoom, this.est.bytes);
+      if (fit === 0 && probe !== undefined && this.workerCount() === 0 && cgRoom >= probe) fit = 1;
+      if (fit < admit) [admit, limitedBy, room] = [fit, 'pool_cgroup', cgRoom];
+    }
+    if (admit < want) {
+      this.refused += want - admit;
+      this.logRefusal(want, admit, admit < demand, limitedBy, committed, d.evict.length + d.retire.length, d.covered, d.hostCommitted, room);
     } else {
       this.refusingSpares = false;
     }
-    return d.admit;
+    return admit;
+  }
+
+  /** What the pool's cgroup can still take above its headroom, read now; undefined without one. */
+  private cgroupRoom(): number | undefined {
+    const cg = this.cgroup;
+    const used = cg && readCgroupUsed(cg.cg);
+    return used === undefined ? undefined : cg!.limit - boxHeadroom(cg!.limit) - used;
   }
 
   /**
@@ -234,7 +258,7 @@ export class PoolMemory implements BudgetMember {
     if (m === undefined || (!m.near && !first) || pid === undefined || !this.host.sampler.sync) return false;
     const s = this.host.sampler.readNow(pid, this.clock.now(), true);
     if (s === undefined) return false;
-    m.record(s);
+    this.record(slot, s);
     if (first) {
       const before = this.est.bytes;
       this.updateEstimate();
@@ -322,6 +346,33 @@ export class PoolMemory implements BudgetMember {
     this.hooks.scale();
   }
 
+  hasCgroup(): boolean {
+    return this.cgroup !== undefined;
+  }
+
+  watchTick(share: number): boolean {
+    const sampler = this.host.sampler;
+    if (sampler.sync) {
+      const now = this.clock.now();
+      for (const slot of this.hooks.slots()) {
+        if (slot.worker.state !== 'busy' || slot.pid === undefined) continue;
+        const s = sampler.readNow(slot.pid, now);
+        if (s !== undefined) this.apply(slot, s);
+      }
+      this.updateEstimate();
+    }
+    const cg = this.cgroup;
+    const room = this.cgroupRoom();
+    if (cg === undefined || room === undefined) return false;
+    if (room < 0) {
+      for (const v of planRelief(-room, this.idleWorkers(), [])) {
+        this.evict(v, 'memory_budget', { cgroup: cg.cg.dir, memoryLimit: cg.limit, victimPid: v.pid, value: v.value },
+          `pool ${this.name}: its memory cgroup is within ${formatBytes(boxHeadroom(cg.limit))} of its ${formatBytes(cg.limit)} limit: retiring idle worker ${v.pid}`);
+      }
+    }
+    return cg.limit - boxHeadroom(cg.limit) - room > cg.limit * share;
+  }
+
   hasDemand(): boolean {
     return this.hooks.queued() > 0;
   }
@@ -404,8 +455,21 @@ export class PoolMemory implements BudgetMember {
   }
 
   private apply(slot: Slot, s: MemorySample): void {
-    slot.mem?.record(s);
+    this.record(slot, s);
     this.enforce(slot, s);
+  }
+
+  /**
+   * Records a sample, and the worker's peak since it started as the kernel's RSS
+   * high-water mark (VmHWM) less its shared part now (RSS - PSS): a request's peak that
+   * fell between two samples still counts in the estimate.
+   */
+  private record(slot: Slot, s: MemorySample): void {
+    const m = slot.mem;
+    if (m === undefined) return;
+    m.record(s);
+    const hwm = this.host.sampler.hwm?.(s.pid);
+    if (hwm !== undefined) m.peak = Math.max(m.peak, hwm - (s.rss - s.value));
   }
 
   /** Applies max_memory / max_memory_hard to one fresh sample. True when the worker was recycled or killed. */
@@ -495,8 +559,9 @@ export class PoolMemory implements BudgetMember {
     let why: string;
     if (limitedBy === 'memory_limit') {
       why = `${formatBytes(committed)} committed + ${formatBytes(est)} per worker would pass memory_limit ${formatBytes(this.limit)}`;
-    } else if (limitedBy === 'cgroup_limit') {
-      why = `the memory cgroup has ${formatBytes(Math.max(0, room ?? 0))} left above its headroom and ${needs}; ${then}`;
+    } else if (limitedBy === 'cgroup_limit' || limitedBy === 'pool_cgroup') {
+      const which = limitedBy === 'pool_cgroup' ? `the pool's memory cgroup (kernel limit ${formatBytes(this.limit)})` : "fcgi-pm's memory cgroup";
+      why = `${which} has ${formatBytes(Math.max(0, room ?? 0))} left above its headroom and ${needs}; ${then}`;
     } else {
       why = `the memory budget ${formatBytes(budget ?? 0)} has ${formatBytes(Math.max(0, (budget ?? 0) - (hostCommitted ?? 0)))} uncommitted and ${needs}; ${then}`;
     }

@@ -279,6 +279,8 @@ export class SpawnedPool extends PoolBase {
     const w = slot.worker;
     const st = w.state;
     if (st === 'draining') {
+      // Its kept-alive connection closes first: php-cgi waiting on it would sit out SIGTERM until kill_timeout.
+      slot.endpoint?.closeIdle();
       w.release(); // → stopping: the worker stops itself
       return;
     }

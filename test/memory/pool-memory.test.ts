@@ -222,9 +222,10 @@ test('host budget: a pool with no worker at all gets one when the others are all
   W.clock.advance(10);
   const ws = a.live();
   assert.equal(ws.length, 3);
-  W.sampler.values.set(ws[0]!.pid!, 26 * MiB);
-  W.sampler.values.set(ws[1]!.pid!, 29 * MiB);
-  W.sampler.values.set(ws[2]!.pid!, 27 * MiB);
+  // 10 + 88 MiB: not even the smallest plausible worker (MIN_WORKER_MEMORY) fits.
+  W.sampler.values.set(ws[0]!.pid!, 28 * MiB);
+  W.sampler.values.set(ws[1]!.pid!, 31 * MiB);
+  W.sampler.values.set(ws[2]!.pid!, 29 * MiB);
   W.clock.advance(1000);
   const [rb] = b.send(1);
   assert.equal(ws[1]!.state, 'draining', 'the biggest busy worker steps down after its request');
