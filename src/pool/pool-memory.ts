@@ -42,6 +42,13 @@ const REFUSAL_LOG_INTERVAL_MS = 1000;
 
 /** The smallest plausible worker (a php-cgi worker measures about 8 MiB, a shell loop less). */
 export const MIN_WORKER_MEMORY = 4 * 1024 * 1024;
+/**
+ * While its estimate rests on fewer workers than this and is below expected_worker_memory,
+ * the pool starts one worker at a time, each after the previous one served a request:
+ * one small first request (a health check) must not teach it that every worker is small
+ * and let it start eight at once.
+ */
+export const LEARN_WORKERS = 3;
 
 /** Per worker: its samples and whether it is near a cap. */
 export class WorkerMemory {
@@ -99,6 +106,8 @@ export class PoolMemory implements BudgetMember {
   private readonly history = new PeakHistory();
   private readonly timer: OneTimer;
   private est: Estimate;
+  /** How many workers the estimate rests on (exited ones in the history, live ones that served). */
+  private learnedFrom = 0;
   private sampling = false;
   private disposed = false;
   private refusalLog = { at: -Infinity, suppressed: 0 };
@@ -223,6 +232,16 @@ export class PoolMemory implements BudgetMember {
     let admit = d.admit;
     let limitedBy: string | undefined = d.limitedBy;
     let room = d.room;
+    if (this.learning() && admit > 0) {
+      let unproven = 0;
+      for (const slot of this.hooks.slots()) if (slot.worker.requests === 0 || (slot.worker.requests === 1 && slot.worker.state === 'busy')) unproven++;
+      const learning = Math.max(0, 1 - unproven);
+      if (learning < admit) {
+        // Not a refusal: the next one starts once this one has shown its size.
+        this.logLearning(admit, learning);
+        admit = learning;
+      }
+    }
     // The kernel charges the pool's cgroup more than the PSS it is planned at (whole shared pages, page tables).
     const cgRoom = this.cgroupRoom();
     if (cgRoom !== undefined) {
@@ -237,6 +256,17 @@ export class PoolMemory implements BudgetMember {
       this.refusingSpares = false;
     }
     return admit;
+  }
+
+  /** Measured from too few workers, and smaller than the configured guess: trust it one worker at a time. */
+  private learning(): boolean {
+    return this.est.source === 'measured' && this.learnedFrom < LEARN_WORKERS && this.est.bytes < (this.cfg.expectedWorkerMemory ?? Infinity);
+  }
+
+  /** One debug line per learning spawn held back. */
+  private logLearning(wanted: number, admitted: number): void {
+    this.log.debug({ wanted, admitted, learnedFrom: this.learnedFrom, estimate: this.est.bytes },
+      `pool ${this.name}: starting ${admitted} of ${wanted} worker(s) while its worker size is learnt (${this.learnedFrom} of ${LEARN_WORKERS} measured)`);
   }
 
   /** What the pool's cgroup can still take above its headroom, read now; undefined without one. */
@@ -261,9 +291,11 @@ export class PoolMemory implements BudgetMember {
     this.record(slot, s);
     if (first) {
       const before = this.est.bytes;
+      const learning = this.learning() || this.est.source === 'configured';
       this.updateEstimate();
-      // Smaller than planned: spawns that waited may fit now.
+      // Smaller than planned, or one more learnt: spawns that waited may start now (not from inside the pool's handler).
       if (this.est.bytes < before) this.host.released();
+      if (learning && this.hooks.queued() > 0) this.clock.setTimer(() => this.hooks.scale(), 0);
     }
     return this.enforce(slot, s);
   }
@@ -524,6 +556,7 @@ export class PoolMemory implements BudgetMember {
       const m = slot.mem;
       if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) live.push(m.peak);
     }
+    this.learnedFrom = this.history.values().length + live.length;
     this.est = estimateWorker(this.history.values(), live, this.cfg.expectedWorkerMemory ?? this.est.bytes, this.caps.hard > 0 ? this.caps.hard : Infinity);
   }
 
