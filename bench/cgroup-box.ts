@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { memoryFiles, oomKillsFrom, parseKeyValues, unreclaimable } from '../src/memory/cgroup.js';
 import { locateMemoryCgroup, type MemoryCgroup } from '../src/memory/cgroup-files.js';
-import { parseSmapsRollup } from '../src/memory/proc.js';
+import { parseSmapsRollup, parseStatus } from '../src/memory/proc.js';
 
 const arg = (name: string, def: number): number => {
   const i = process.argv.indexOf(name);
@@ -121,6 +121,11 @@ function sampleBox(cg: MemoryCgroup, peaks: Peaks): void {
   const anon = cg.version === 2 ? kv.get('anon') : kv.get('total_rss');
   peaks.anon = Math.max(peaks.anon, anon ?? 0);
   peaks.unreclaimable = Math.max(peaks.unreclaimable, unreclaimable(usage, stat, cg.version) ?? 0);
+}
+
+function rssAnon(pid: number): number | undefined {
+  const t = read(`/proc/${pid}/status`);
+  return t === undefined ? undefined : parseStatus(t).rssAnon;
 }
 
 function pss(pid: number): number | undefined {
@@ -259,11 +264,13 @@ async function main(): Promise<void> {
   try {
     await waitListening(ports[0]!, 15_000);
     const pssIdle = pss(daemon.pid!);
+    const anonIdle = rssAnon(daemon.pid!);
     const started = Date.now();
     const result = await load(ports, started + SECONDS * 1000);
     const seconds = (Date.now() - started) / 1000;
     await sleep(500);
     const pssAfter = pss(daemon.pid!);
+    const anonAfter = rssAnon(daemon.pid!);
     clearInterval(watch);
     // Pool cgroups are removed when fcgi-pm stops: count before.
     const kills = oomKills(box);
@@ -292,6 +299,8 @@ async function main(): Promise<void> {
       kernelPeakUsageMiB: Number.isFinite(maxUsage) ? Math.round((maxUsage / MiB) * 10) / 10 : undefined,
       daemonPssIdleMiB: pssIdle === undefined ? undefined : Math.round((pssIdle / MiB) * 10) / 10,
       daemonPssAfterMiB: pssAfter === undefined ? undefined : Math.round((pssAfter / MiB) * 10) / 10,
+      daemonRssAnonIdleMiB: anonIdle === undefined ? undefined : Math.round((anonIdle / MiB) * 10) / 10,
+      daemonRssAnonAfterMiB: anonAfter === undefined ? undefined : Math.round((anonAfter / MiB) * 10) / 10,
       log: logCounts(join(dir, 'fcgi-pm.log')),
     };
     if (JSON_OUT) {
@@ -305,7 +314,7 @@ async function main(): Promise<void> {
       console.log(`  connection errors         ${result.connErrors}`);
       console.log(`  peak anonymous memory     ${report.peakAnonMiB} MiB (${((limit - peaks.anon) / MiB).toFixed(1)} MiB under the limit)`);
       console.log(`  peak not reclaimable      ${report.peakUnreclaimableMiB} MiB; kernel's peak usage (page cache included) ${report.kernelPeakUsageMiB ?? 'n/a'} MiB`);
-      console.log(`  fcgi-pm PSS               ${report.daemonPssIdleMiB} MiB idle, ${report.daemonPssAfterMiB} MiB after the load`);
+      console.log(`  fcgi-pm PSS               ${report.daemonPssIdleMiB} MiB idle, ${report.daemonPssAfterMiB} MiB after the load (RssAnon ${report.daemonRssAnonIdleMiB}, ${report.daemonRssAnonAfterMiB} MiB)`);
       console.log(`  log                       ${Object.entries(report.log).map(([k, n]) => `${k}: ${n}`).join('; ')}`);
     }
   } finally {
