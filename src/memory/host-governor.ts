@@ -158,7 +158,7 @@ export class HostGovernor implements MemoryGovernor {
     if (before?.bytes === this.resolved?.bytes && before?.derivation === this.resolved?.derivation) return;
     const r = this.resolved;
     this.log.info({ kind: 'memory', budget: r?.bytes, setting: r?.setting ?? 'off', derivation: r?.derivation, before: before?.bytes },
-      r === undefined ? 'memory budget now off' : `memory budget now ${formatBytes(r.bytes)} (${r.derivation})`);
+      r === undefined ? 'memory budget now off' : `memory budget now ${formatBytes(r.bytes)} = ${r.derivation}`);
     this.scheduleRetry();
   }
 

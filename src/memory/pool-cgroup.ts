@@ -32,6 +32,7 @@ export class PoolCgroup {
   /** Creates `<parent>/fcgi-pm-<pid>-<pool>-<n>` with `limit`; throws with a reason when it cannot. */
   static create(parent: MemoryCgroup, pool: string, limit: number): PoolCgroup {
     if (parent.version === 2) enableMemoryController(parent.dir);
+    removeStale(parent.dir);
     const name = `fcgi-pm-${process.pid}-${pool.replace(/[^A-Za-z0-9_.-]/g, '_')}-${++serial}`;
     const dir = path.join(parent.dir, name);
     fs.mkdirSync(dir);
@@ -63,6 +64,34 @@ export class PoolCgroup {
       const code = (e as NodeJS.ErrnoException).code;
       return code === 'ENOENT' ? undefined : (code ?? String(e));
     }
+  }
+}
+
+/** Pool cgroups of an fcgi-pm that died without removing them (SIGKILL): empty once its workers died with it. */
+function removeStale(dir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const m = /^fcgi-pm-(\d+)-/.exec(n);
+    if (m === null || Number(m[1]) === process.pid || alive(Number(m[1]))) continue;
+    try {
+      fs.rmdirSync(path.join(dir, n));
+    } catch {
+      // still holds a process (EBUSY), or not ours to remove
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

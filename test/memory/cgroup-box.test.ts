@@ -7,7 +7,7 @@
 // the reason otherwise.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { memoryFiles } from '../../src/memory/cgroup.js';
 import { makeMemoryBox } from '../helpers/cgroup.js';
@@ -50,6 +50,15 @@ test('memory_budget 80% inside a 64 MiB cgroup: the budget is 80% of the cgroup 
   assert.deepEqual([json.memory.cgroup.dir, json.memory.cgroup.limit], [box.dir, 64 * MiB]);
   const r = await httpRequest(`http://127.0.0.1:${port}/hello.php`, { timeout: 20_000 });
   assert.equal(r.status, 200, r.text);
+
+  // The box grows (a resized container): a reload takes the budget from the new limit.
+  writeFileSync(join(box.dir, memoryFiles(box.cg.version).limit), String(128 * MiB));
+  const since = o.daemon.mark();
+  const reload = await o.ctl(['reload']);
+  assert.equal(reload.code, 0, reload.stdout + reload.stderr);
+  const now = await o.daemon.waitForLog((l) => /^memory budget now/.test(String(l.msg)), { since, what: 'the new budget' });
+  assert.equal(now.budget, Math.floor(128 * MiB * 0.8));
+  assert.match(String(now.msg), /^memory budget now 102\.4MiB = 80% of cgroup limit 128\.0MiB/);
 });
 
 test('a pool whose expected_worker_memory does not fit the budget still serves: the first worker starts, is measured, and more follow', { timeout: 60_000 }, async (t) => {
@@ -63,6 +72,10 @@ test('a pool whose expected_worker_memory does not fit the budget still serves: 
   const d = o.daemon;
   const answers = await Promise.all(Array.from({ length: 4 }, () => httpRequest(`http://127.0.0.1:${port}/alloc.php?mb=2&ms=300`, { timeout: 30_000 })));
   for (const r of answers) assert.equal(r.status, 200, `${r.status} ${r.text}\n${d.dump()}`);
+  // The kernel's OOM killer would take a worker first: its oom_score_adj is above the daemon's.
+  const workers = d.descendants('php-cgi');
+  assert.ok(workers.length > 0, 'idle workers still live');
+  for (const w of workers) assert.ok(oomScoreAdj(w) > oomScoreAdj(d.pid), `worker ${w}: ${oomScoreAdj(w)} vs daemon ${oomScoreAdj(d.pid)}`);
   // The first worker was a probe: the log says the budget, not max_children, held the others back.
   const refused = d.findLog((l) => /not spawning \d+ worker\(s\): the memory budget/.test(String(l.msg)));
   assert.ok(refused, d.dump());
