@@ -112,6 +112,8 @@ export class HostGovernor implements MemoryGovernor {
   private boxCg: MemoryCgroup | undefined;
   private readonly oom: OomCounter | undefined;
   private watchHandle: unknown;
+  /** The watch runs at WATCH_FAST_MS: busy workers are measured at each tick too. */
+  private watchFast = false;
   private shedding = false;
   private readonly log: Logger;
   private readonly members = new Set<BudgetMember>();
@@ -120,6 +122,7 @@ export class HostGovernor implements MemoryGovernor {
   private selfSample: MemorySample | undefined;
   private selfPending = false;
   private retryHandle: unknown;
+  private stallHandle: unknown;
   private disposed = false;
   private readonly disposeWhenEmpty: boolean;
   refusedSpawns = 0;
@@ -217,6 +220,7 @@ export class HostGovernor implements MemoryGovernor {
     if (d.limitedBy === 'memory_budget' || d.limitedBy === 'cgroup_limit') this.refusedSpawns++;
     if (d.unmetDemand > 0) this.waiters.add(m);
     else this.waiters.delete(m);
+    if (d.unmetDemand > 0 && m.workerCount() === 0 && d.evict.length + d.retire.length === 0) this.recheckStalled();
     const numbers = { budget, committed, freeing, estimate: ask.estimate, measure: self.measure, room };
     const cap = budget !== undefined ? `budget ${formatBytes(budget)}` : `the cgroup limit ${formatBytes(this.box!.limit)}`;
     for (const v of d.evict) {
@@ -353,6 +357,8 @@ export class HostGovernor implements MemoryGovernor {
     this.retryHandle = undefined;
     if (this.watchHandle !== undefined) this.clock.clearTimer(this.watchHandle);
     this.watchHandle = undefined;
+    if (this.stallHandle !== undefined) this.clock.clearTimer(this.stallHandle);
+    this.stallHandle = undefined;
     this.waiters.clear();
     this.sampler.close();
   }
@@ -383,7 +389,7 @@ export class HostGovernor implements MemoryGovernor {
     this.watchHandle = undefined;
     if (this.disposed) return;
     let poolsFull = false;
-    for (const o of this.members) if (o.watchTick(WATCH_SHARE)) poolsFull = true;
+    for (const o of this.members) if (o.watchTick(WATCH_SHARE, this.watchFast)) poolsFull = true;
     this.checkBudget();
     const box = this.box;
     const room = this.boxRoom();
@@ -413,10 +419,25 @@ export class HostGovernor implements MemoryGovernor {
       this.shedding = false;
       this.scheduleRetry();
     }
-    if (live === 0) return;
+    if (live === 0) {
+      this.watchFast = false;
+      return;
+    }
     const used = box === undefined || room === undefined ? 0 : box.limit - boxHeadroom(box.limit) - room;
-    const fast = busy > 0 && (poolsFull || (box !== undefined && used > box.limit * WATCH_SHARE));
-    this.watchHandle = this.clock.setTimer(() => this.onWatch(), fast ? WATCH_FAST_MS : this.sampleInterval);
+    this.watchFast = busy > 0 && (poolsFull || (box !== undefined && used > box.limit * WATCH_SHARE));
+    this.watchHandle = this.clock.setTimer(() => this.onWatch(), this.watchFast ? WATCH_FAST_MS : this.sampleInterval);
+  }
+
+  /**
+   * A pool with no worker waits, and no exit of its own will free memory for it: what
+   * moves is fcgi-pm's own size and other pools' sizes. Ask again every sample interval.
+   */
+  private recheckStalled(): void {
+    if (this.stallHandle !== undefined || this.disposed) return;
+    this.stallHandle = this.clock.setTimer(() => {
+      this.stallHandle = undefined;
+      this.scheduleRetry();
+    }, this.sampleInterval);
   }
 
   private scheduleRetry(): void {

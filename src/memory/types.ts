@@ -150,10 +150,10 @@ export interface BudgetMember {
   /** It has a memory cgroup of its own: the cgroup watch runs for it too. */
   hasCgroup(): boolean;
   /**
-   * A tick of the cgroup watch: busy workers are measured now (a request's peak falls
-   * between two sampling rounds), and idle ones retired when the pool's own cgroup is
-   * inside its headroom. True when that cgroup is above `share` of its limit.
+   * A tick of the cgroup watch: on fast ticks busy workers are measured now (a request's
+   * peak falls between two sampling rounds); idle ones are retired when the pool's own
+   * cgroup is inside its headroom. True when that cgroup is above `share` of its limit.
    */
-  watchTick(share: number): boolean;
+  watchTick(share: number, measureBusy: boolean): boolean;
   figures(): PoolMemoryFigures;
 }

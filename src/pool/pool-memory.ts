@@ -208,6 +208,8 @@ export class PoolMemory implements BudgetMember {
     if (m !== undefined && this.oomKilled(slot)) {
       m.oomKilled = true;
       this.oomKills++;
+      // It died unmeasured at its peak: in its pool's cgroup it held at least its share of the limit.
+      if (this.cgroup !== undefined) m.peak = Math.max(m.peak, Math.floor(this.limit / Math.max(1, this.workerCount() + 1)));
       const ex = slot.current;
       const where = this.cgroup !== undefined ? `its pool's memory cgroup (limit ${formatBytes(this.limit)})` : `fcgi-pm's memory cgroup`;
       this.log.error({ code: ErrorCodes.WORKER_OOM_KILLED, wpid: slot.pid, cgroup: this.cgroup?.cg.dir, peak: m.peak, requests: slot.worker.requests, uri: ex?.params.get('REQUEST_URI'), oomKills: this.oomKills },
@@ -382,9 +384,9 @@ export class PoolMemory implements BudgetMember {
     return this.cgroup !== undefined;
   }
 
-  watchTick(share: number): boolean {
+  watchTick(share: number, measureBusy: boolean): boolean {
     const sampler = this.host.sampler;
-    if (sampler.sync) {
+    if (measureBusy && sampler.sync) {
       const now = this.clock.now();
       for (const slot of this.hooks.slots()) {
         if (slot.worker.state !== 'busy' || slot.pid === undefined) continue;
