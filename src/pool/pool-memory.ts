@@ -208,8 +208,6 @@ export class PoolMemory implements BudgetMember {
     if (m !== undefined && this.oomKilled(slot)) {
       m.oomKilled = true;
       this.oomKills++;
-      // It died unmeasured at its peak: in its pool's cgroup it held at least its share of the limit.
-      if (this.cgroup !== undefined) m.peak = Math.max(m.peak, Math.floor(this.limit / Math.max(1, this.workerCount() + 1)));
       const ex = slot.current;
       const where = this.cgroup !== undefined ? `its pool's memory cgroup (limit ${formatBytes(this.limit)})` : `fcgi-pm's memory cgroup`;
       this.log.error({ code: ErrorCodes.WORKER_OOM_KILLED, wpid: slot.pid, cgroup: this.cgroup?.cg.dir, peak: m.peak, requests: slot.worker.requests, uri: ex?.params.get('REQUEST_URI'), oomKills: this.oomKills },
