@@ -31,6 +31,7 @@ export const ErrorCodes = {
   QUEUE_TIMEOUT: 'ERR_QUEUE_TIMEOUT', // 503
   POOL_FAILING: 'ERR_POOL_FAILING', // 503: crash limit reached
   MEMORY_HARD_LIMIT: 'ERR_MEMORY_HARD_LIMIT', // 503: worker over max_memory_hard
+  WORKER_OOM_KILLED: 'ERR_WORKER_OOM_KILLED', // 503: the kernel's OOM killer killed the worker
   SHUTTING_DOWN: 'ERR_SHUTTING_DOWN', // 503
   NO_POOL: 'ERR_NO_POOL', // 500: listener names a pool that does not exist
   // Which files may run (limit_extensions, script_roots): refused before any worker sees them.
@@ -77,6 +78,8 @@ export const ErrorCodes = {
   MAX_MEMORY_TOO_LOW: 'ERR_MAX_MEMORY_TOO_LOW',
   MEMORY_BUDGET: 'ERR_MEMORY_BUDGET',
   MEMORY_BUDGET_UNFIT: 'ERR_MEMORY_BUDGET_UNFIT',
+  MEMORY_BOX_FULL: 'ERR_MEMORY_BOX_FULL',
+  MEMORY_CGROUP: 'ERR_MEMORY_CGROUP',
   FCGI_UNKNOWN_ROLE: 'ERR_FCGI_UNKNOWN_ROLE',
   FCGI_OVERLOADED: 'ERR_FCGI_OVERLOADED',
   CLIENT_SEND_TIMEOUT: 'ERR_CLIENT_SEND_TIMEOUT',

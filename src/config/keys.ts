@@ -22,7 +22,7 @@ export type KeyType =
   | { kind: 'string-list' }
   /** Unix file mode, octal: "0660". */
   | { kind: 'mode' }
-  /** memory_budget: a size ("512MiB"), a percentage of MemTotal ("50%") or "auto". */
+  /** memory_budget: a size ("512MiB"), a percentage of MemTotal or of the cgroup limit ("50%") or "auto". */
   | { kind: 'budget' }
   // Operations (issue 5; docs/operations.md).
   /** A URL path starting with "/" (status_path, ping_path). */
@@ -67,19 +67,22 @@ const anyDuration = { kind: 'duration', min: 0 } as const;
 // Memory governor (issue 4; docs/memory.md). Sizes of 0 mean off.
 const memorySize = { kind: 'size', min: 0, max: 2 ** 40 } as const;
 const sampleInterval = { kind: 'duration', min: 100 } as const;
+const oomScore = { kind: 'int', min: -1000, max: 1000 } as const;
 
 const MEMORY_POOL_KEYS: readonly KeySpec[] = [
   { key: 'max_memory', field: 'maxMemory', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Recycle a worker whose memory (PSS, else RSS) is above this, once its current request ends.' },
   { key: 'max_memory_hard', field: 'maxMemoryHard', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Kill a worker whose memory is above this at once; its request gets 503 MEMORY_HARD_LIMIT.' },
-  { key: 'memory_limit', field: 'memoryLimit', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: "Most memory for all of this pool's workers together; at the limit it spawns no more (requests queue)." },
+  { key: 'memory_limit', field: 'memoryLimit', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: "Most memory for all of this pool's workers together; at the limit it spawns no more (requests queue). Where fcgi-pm may create cgroups, also the kernel limit of the pool's own memory cgroup." },
   { key: 'expected_worker_memory', field: 'expectedWorkerMemory', type: { kind: 'size', min: 1024 * 1024, max: 2 ** 40 }, default: '32MiB', scope: 'spawned', doc: 'Memory a new worker is assumed to need until workers of this pool have been measured.' },
   { key: 'rlimit_as', field: 'rlimitAs', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Address-space limit (RLIMIT_AS, via prlimit) set on workers; the kernel refuses allocations past it.' },
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, defaultText: '(the top-level memory_sample_interval)', scope: 'spawned', doc: "How often this pool's workers are measured." },
+  { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: 800, scope: 'spawned', doc: "Workers' /proc/PID/oom_score_adj, set right after spawn: the kernel's OOM killer takes a worker before fcgi-pm." },
 ];
 
 const MEMORY_TOP_KEYS: readonly KeySpec[] = [
-  { key: 'memory_budget', field: 'memoryBudget', type: { kind: 'budget' }, defaultText: '(off)', doc: 'Memory shared by all pools and fcgi-pm itself: a size, a percentage of MemTotal ("50%") or auto (75% of MemAvailable at start).' },
+  { key: 'memory_budget', field: 'memoryBudget', type: { kind: 'budget' }, defaultText: '(off)', doc: 'Memory shared by all pools and fcgi-pm itself: a size, a percentage ("50%") of the memory cgroup limit fcgi-pm runs under or else of MemTotal, or auto (75% of MemAvailable at start, or of the cgroup limit when smaller).' },
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, default: '2s', doc: "How often workers' memory and CPU are measured (pools may override it)." },
+  { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: -500, doc: "fcgi-pm's own oom_score_adj, set at start where it may lower it (root, CAP_SYS_RESOURCE); otherwise left as it is." },
 ];
 
 // Which files a pool may run; checked on SCRIPT_FILENAME by every front end (src/frontend/script-guard.ts).

@@ -530,6 +530,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     runtimeDir: top.values.runtimeDir as string | undefined,
     memoryBudget: top.values.memoryBudget as MemoryBudgetSetting | undefined,
     memorySampleInterval: top.values.memorySampleInterval as number,
+    oomScoreAdj: top.values.oomScoreAdj as number,
     controlSocket: top.values.controlSocket as string | false | undefined,
     controlSocketMode: top.values.controlSocketMode as number,
     origin: { label: opts.label ?? source, locate: opts.locate },

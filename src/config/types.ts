@@ -117,6 +117,8 @@ export interface PoolConfig {
   limitExtensions?: string[] | undefined;
   /** Directories SCRIPT_FILENAME must resolve into; empty or undefined = anywhere. */
   scriptRoots?: string[] | undefined;
+  /** Workers' oom_score_adj (default 800). */
+  oomScoreAdj?: number;
 }
 
 /** memory_budget as written: bytes, a percentage of MemTotal, or a share of MemAvailable at start. */
@@ -154,6 +156,8 @@ export interface Config {
   memoryBudget?: MemoryBudgetSetting | undefined;
   /** How often workers are measured (default 2s). */
   memorySampleInterval?: number;
+  /** fcgi-pm's own oom_score_adj where it may lower it (default -500). */
+  oomScoreAdj?: number;
   /** Control socket path; false = off; undefined = the default (src/config/control-path.ts). */
   controlSocket?: string | false | undefined;
   /** Default 0o600. */

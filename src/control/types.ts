@@ -143,6 +143,10 @@ export interface PoolMemoryView {
 export interface MemoryBudgetView {
   budget?: number | undefined;
   setting?: string;
+  /** How the budget was found: "80% of cgroup limit 64.0MiB (/sys/fs/cgroup/memory/box)". */
+  derivation?: string | undefined;
+  /** The memory cgroup limit fcgi-pm runs under. */
+  cgroup?: { dir: string; limit: number; headroom: number; used: number | undefined } | undefined;
   measure?: string;
   used?: number;
   committed?: number;

@@ -14,7 +14,9 @@ import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { PoolDeps } from '../pool/index.js';
 import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
-import { createHostGovernor, type HostGovernor } from '../memory/host-governor.js';
+import { readMeminfo } from '../memory/budget.js';
+import { createHostGovernor, readBox, type HostGovernor } from '../memory/host-governor.js';
+import { adjustOwnOomScore } from '../memory/oom-score.js';
 import type { BudgetSnapshot } from '../memory/types.js';
 import type { Logger } from '../log/log.js';
 import { logListener, logPool } from '../log/startup.js';
@@ -98,6 +100,8 @@ export class Daemon {
       startListener: this.startListener,
       commit: (next) => {
         this._config = next;
+        // The cgroup limit may have changed too (systemctl set-property, a resized container).
+        this.governor?.rebudget(next.memoryBudget, readMeminfo(), readBox().box);
       },
     });
   }
@@ -151,6 +155,7 @@ export class Daemon {
       this.ops.adoptInheritedSockets(cfg);
       this.governor = createHostGovernor(cfg, this.logger.child({ component: 'memory' }));
       this.openFiles();
+      adjustOwnOomScore(cfg.oomScoreAdj, this.logger.child({ component: 'memory' }));
       // Probe for setpriv now, not inside the first request's cold start (~8 ms).
       if ([...cfg.pools.values()].some((p) => p.command !== undefined)) defaultDeathGuard();
       for (const p of cfg.pools.values()) {

@@ -217,7 +217,6 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
   }
 
   if (next.runtimeDir !== t.current.runtimeDir) notes.push('runtime_dir changed: that takes a restart');
-  if (stable(next.memoryBudget) !== stable(t.current.memoryBudget)) notes.push('memory_budget changed: that takes a restart');
 
   return {
     pools: {

@@ -94,6 +94,9 @@ export class WorkerFailures {
       slot.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
       return undefined;
     }
+    if (slot.mem?.oomKilled === true) {
+      return new ProxyError(ErrorCodes.WORKER_OOM_KILLED, 503, `worker ${slot.pid ?? '?'} of pool ${this.pool} was killed by the kernel's OOM killer while serving ${scriptOf(ex)}`);
+    }
     return new ProxyError(
       ErrorCodes.WORKER_CRASHED,
       502,

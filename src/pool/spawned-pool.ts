@@ -55,6 +55,7 @@ export interface SpawnedPoolDeps {
 
 export class SpawnedPool extends PoolBase {
   private readonly deps: SpawnedPoolDeps;
+  private readonly spec: WorkerSpec;
   private readonly scaling: ScalingConfig;
   private readonly upstreamOpts: UpstreamOptions;
   /** Live workers (not yet exited). */
@@ -126,6 +127,7 @@ export class SpawnedPool extends PoolBase {
       scale: () => this.scale(),
       queued: () => this.queue.length,
     }, clock, this.log);
+    this.spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid) => this.mem!.started(pid) };
   }
 
   async start(): Promise<void> {
@@ -209,6 +211,7 @@ export class SpawnedPool extends PoolBase {
       });
     }
     await Promise.all(exits);
+    this.mem?.removeCgroup();
   }
 
   protected fillSnapshot(s: PoolSnapshot): void {
@@ -276,6 +279,8 @@ export class SpawnedPool extends PoolBase {
     const w = slot.worker;
     const st = w.state;
     if (st === 'draining') {
+      // Its kept-alive connection closes first: php-cgi waiting on it would sit out SIGTERM until kill_timeout.
+      slot.endpoint?.closeIdle();
       w.release(); // → stopping: the worker stops itself
       return;
     }
@@ -392,7 +397,7 @@ export class SpawnedPool extends PoolBase {
     const id = this.nextId++;
     const cfg = this.cfg;
     const maxRequests = cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
-    const w = this.deps.workerFactory(this.deps.spec, this.deps.workerLogger, id);
+    const w = this.deps.workerFactory(this.spec, this.deps.workerLogger, id);
     const slot = new Slot(this.outcome, w, this.clock.now(), maxRequests, this.log);
     this.slots.add(slot);
     this.nStarting++;
@@ -414,6 +419,7 @@ export class SpawnedPool extends PoolBase {
     slot.log.info({ spawnMs, workers: this.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
     this.reportedStartError = undefined;
     this.crashes.ready(w.pid);
+    this.mem?.ready(slot);
     const settle = slot.settle;
     slot.settle = undefined;
     if (w.state === 'idle' && !this.shuttingDown) this.free(slot);
@@ -472,7 +478,8 @@ export class SpawnedPool extends PoolBase {
    */
   private countExit(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): boolean {
     if (verdict.crash) this.stats.crashes++;
-    if (verdict.early) {
+    // An OOM kill says the page wanted too much, not that the worker cannot start.
+    if (verdict.early && slot.mem?.oomKilled !== true) {
       const why = slot.spawnFailure?.message ?? `worker ${slot.pid ?? '?'} ${exitText(exit)}`;
       return this.crashes.crashed(slot.spawnedAt, slot.probe, why, this.queue.length);
     }
@@ -535,15 +542,8 @@ export class SpawnedPool extends PoolBase {
     // While stopping, only waiting requests justify a new worker.
     const scaling: ScalingConfig = this.state === 'running' ? this.scaling : { ...this.scaling, pm: 'ondemand' };
     const plan = planSpawns(scaling, c, now, this.round);
-    if (plan.atMaxChildren && !this.atMaxChildren) {
-      this.stats.maxChildrenReached++;
-      this.log.warn(
-        { code: ErrorCodes.MAX_CHILDREN, maxChildren: this.scaling.maxChildren, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, times: this.stats.maxChildrenReached },
-        `pool ${this.name} reached max_children (${this.scaling.maxChildren}); requests wait in the queue`,
-      );
-    }
-    this.atMaxChildren = plan.atMaxChildren;
     if (plan.spawn === 0) {
+      this.noteMaxChildren(plan.atMaxChildren, c);
       this.round = plan.round;
       if (plan.recheckAt !== undefined) this.scaleTimer.armAt(plan.recheckAt);
       return;
@@ -556,6 +556,8 @@ export class SpawnedPool extends PoolBase {
     this.round = plan.round;
     // Memory may allow fewer; those for waiting requests are retried when memory comes back.
     const n = this.mem ? this.mem.admit(plan.spawn, Math.min(plan.spawn, c.queued - c.idle - c.spawning)) : plan.spawn;
+    // Memory refusing the spawns logged its own reason: max_children holds back only once it is reached.
+    this.noteMaxChildren(plan.atMaxChildren && this.slots.size + n >= this.scaling.maxChildren, c);
     if (n > 0) {
       this.log.info(
         { spawn: n, idle: c.idle, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, maxChildren: this.scaling.maxChildren },
@@ -564,6 +566,18 @@ export class SpawnedPool extends PoolBase {
       for (let i = 0; i < n; i++) this.spawn();
     }
     if (plan.recheckAt !== undefined) this.scaleTimer.armAt(plan.recheckAt);
+  }
+
+  /** One line when requests start waiting because max_children workers live. */
+  private noteMaxChildren(at: boolean, c: ReturnType<typeof countWorkers>): void {
+    if (at && !this.atMaxChildren) {
+      this.stats.maxChildrenReached++;
+      this.log.warn(
+        { code: ErrorCodes.MAX_CHILDREN, maxChildren: this.scaling.maxChildren, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, times: this.stats.maxChildrenReached },
+        `pool ${this.name} reached max_children (${this.scaling.maxChildren}); requests wait in the queue`,
+      );
+    }
+    this.atMaxChildren = at;
   }
 
   private onIdleTimer(): void {

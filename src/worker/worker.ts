@@ -212,6 +212,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     child.on('error', (err: NodeJS.ErrnoException) => this.onChildError(err, resolved.file));
     if (child.pid === undefined) return; // spawn failed; 'error' follows
     this.pid = child.pid;
+    spec.onStarted?.(child.pid);
     // `wpid`, not `pid`: the base logger's `pid` is the daemon's.
     this.log = this.log.child({ wpid: child.pid });
     this.out.logger = this.log;

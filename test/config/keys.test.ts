@@ -15,7 +15,7 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   maxChildren: true, startChildren: true, minSpare: true, maxSpare: true, maxSpawnRate: true, spawnTimeout: true,
   idleTimeout: true, maxRequests: true, maxRequestsJitter: true, maxLifetime: true, requestTimeout: true, slowRequest: true,
   killTimeout: true, crashLimit: true, crashWindow: true, queueLimit: true, queueTimeout: true,
-  maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true,
+  maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true, oomScoreAdj: true,
   limitExtensions: true, scriptRoots: true,
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
@@ -25,7 +25,7 @@ const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };
 const LOG_FIELDS: Record<keyof Config['log'], true> = { level: true, format: true, access: true, file: true, accessFile: true, accessFormat: true };
 const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 'pools' | 'limits' | 'log'>, true> = {
-  shutdownTimeout: true, runtimeDir: true, controlSocket: true, controlSocketMode: true, memoryBudget: true, memorySampleInterval: true,
+  shutdownTimeout: true, runtimeDir: true, controlSocket: true, controlSocketMode: true, memoryBudget: true, memorySampleInterval: true, oomScoreAdj: true,
 };
 
 const camel = (snake: string): string => snake.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
