@@ -232,13 +232,17 @@ export class PoolMemory implements BudgetMember {
     let admit = d.admit;
     let limitedBy: string | undefined = d.limitedBy;
     let room = d.room;
-    if (this.learning() && admit > 0) {
+    // Only where memory is capped can a wrong small estimate overcommit it.
+    const capped = d.budget !== undefined || d.room !== undefined || this.limit > 0 || this.cgroup !== undefined;
+    let held = 0;
+    if (capped && this.learning() && admit > 0) {
       let unproven = 0;
       for (const slot of this.hooks.slots()) if (slot.worker.requests === 0 || (slot.worker.requests === 1 && slot.worker.state === 'busy')) unproven++;
       const learning = Math.max(0, 1 - unproven);
       if (learning < admit) {
         // Not a refusal: the next one starts once this one has shown its size.
         this.logLearning(admit, learning);
+        held = admit - learning;
         admit = learning;
       }
     }
@@ -249,8 +253,8 @@ export class PoolMemory implements BudgetMember {
       if (fit === 0 && probe !== undefined && this.workerCount() === 0 && cgRoom >= probe) fit = 1;
       if (fit < admit) [admit, limitedBy, room] = [fit, 'pool_cgroup', cgRoom];
     }
-    if (admit < want) {
-      this.refused += want - admit;
+    if (admit + held < want) {
+      this.refused += want - admit - held;
       this.logRefusal(want, admit, admit < demand, limitedBy, committed, d.evict.length + d.retire.length, d.covered, d.hostCommitted, room);
     } else {
       this.refusingSpares = false;

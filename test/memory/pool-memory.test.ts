@@ -303,3 +303,18 @@ test('snapshot: per-worker and per-pool figures, and the daemon-level budget', a
   assert.deepEqual(g.pools.map((p) => [p.name, p.workers]), [['a', 2], ['b', 2]]);
   assert.equal(g.available, 200 * MiB - g.committed);
 });
+
+test('no memory cap: a small measured size does not hold spawns back one at a time, and nothing warns', async () => {
+  const W = world();
+  const a = W.pool('a', { maxChildren: 4 }); // no budget, no memory_limit, no cgroup
+  await a.pool.start();
+  a.send(1);
+  W.clock.advance(10);
+  a.setAll(5 * MiB); // far below expected_worker_memory: the size is "being learnt"
+  a.finishAll();
+  W.clock.advance(1000);
+  assert.equal(a.pool.snapshot().memory!.estimateSource, 'measured');
+  a.send(4);
+  assert.equal(a.workers().length, 4, 'all spawned at once');
+  assert.deepEqual(linesMatching(W.lines, /not spawning/), []);
+});
