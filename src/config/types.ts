@@ -78,6 +78,8 @@ export interface PoolConfig {
   group: string | undefined;
   pm: PmMode; // default ondemand
   maxChildren: number; // default 5
+  /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
+  groupSize?: number;
   startChildren: number; // dynamic; default min_spare
   minSpare: number; // default 1
   maxSpare: number; // default 3
