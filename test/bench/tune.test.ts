@@ -101,6 +101,7 @@ test('fcgi-pm tune: sizes 1 and 2 measured with workers and memory found, a reco
     assert.ok(s.daemonRss > 0);
   }
   assert.ok([1, 2].includes(j.recommendation.size), j.recommendation.reason);
-  const left = listProcesses().filter((p) => p.cmdline.includes('fcgi-pm-tune-') || p.cmdline.includes(`:${port}`));
+  // Daemons of this checkout only: another checkout's tune may run on the same machine.
+  const left = listProcesses().filter((p) => (p.cmdline.includes('fcgi-pm-tune-') && p.cmdline.includes(FCGI_PM_BIN)) || p.cmdline.includes(`:${port}`));
   assert.deepEqual(left, [], 'every daemon tune started is gone');
 });
