@@ -71,7 +71,8 @@ export interface SupervisorHooks {
   checkDrained(): void;
 }
 
-interface Ctx {
+/** What an event carries: the reason and answer for retire/stop/kill, the exit for exit. */
+export interface SlotEventContext {
   reason?: RetireReason;
   err?: ProxyError;
   why?: { fields: Record<string, unknown>; msg: string };
@@ -233,7 +234,8 @@ export class Supervisor {
     });
   }
 
-  private fire(slot: Slot, event: SlotEvent, ctx: Ctx): void {
+  /** @internal The one entry for events: the worker's (ready, exit), the dispatcher's and the memory part's. */
+  fire(slot: Slot, event: SlotEvent, ctx: SlotEventContext): void {
     const cell = SUPERVISOR_TABLE[slot.state][event];
     this.inState[slot.state]--;
     this.inState[cell.next]++;
@@ -241,7 +243,7 @@ export class Supervisor {
     this.act(cell.action, slot, ctx);
   }
 
-  private act(action: SlotAction, slot: Slot, ctx: Ctx): void {
+  private act(action: SlotAction, slot: Slot, ctx: SlotEventContext): void {
     switch (action) {
       case 'offer':
         return this.offer(slot);
