@@ -29,3 +29,14 @@ export function killChildNow(pid: number): boolean {
     return false;
   }
 }
+
+/** Signals `pid` only while it is a child of `parent` (a group's php-cgi child); true when sent. */
+export function signalChildOf(parent: number, pid: number, sig: NodeJS.Signals): boolean {
+  if (parentAndGroup(pid)?.ppid !== parent) return false;
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}

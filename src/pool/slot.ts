@@ -69,6 +69,8 @@ export class Slot {
   settle: (() => void) | undefined;
   /** Samples and the memory governor's state (pools with a governor only). */
   mem: WorkerMemory | undefined;
+  /** A group's children by pid (group-children.ts), with their samples. */
+  children: Map<number, WorkerMemory> | undefined;
 
   constructor(onOutcome: (seat: Seat, o: UpstreamOutcome) => void, worker: ManagedWorker, now: number, maxRequests: number, log: Logger, seats = 1) {
     this.worker = worker;
@@ -130,6 +132,11 @@ export function workerSnapshot(slot: Slot): WorkerSnapshot {
   if (slot.seats.length > 1) {
     s.slots = slot.seats.length;
     s.busySlots = slot.busy;
+    s.children = [];
+    for (const [pid, m] of slot.children ?? []) {
+      const f = m.figures();
+      s.children.push(f === undefined ? { pid } : { pid, memory: f });
+    }
   }
   const m = slot.mem?.figures();
   if (m !== undefined) s.memory = m;

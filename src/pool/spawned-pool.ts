@@ -142,7 +142,10 @@ export class SpawnedPool extends PoolBase {
     s.pm = this.cfg.pm;
     if (this.supervisor.failing && this.state === 'running') s.state = 'failing';
     const k = this.supervisor.slotsPerWorker;
-    if (k > 1) s.slotsPerWorker = k;
+    if (k > 1) {
+      s.slotsPerWorker = k;
+      this.supervisor.refreshChildren();
+    }
     for (const slot of this.supervisor.slots) s.workers.push(workerSnapshot(slot));
     this.supervisor.fill(s);
   }
@@ -262,6 +265,7 @@ export class SpawnedPool extends PoolBase {
     const st = slot.worker.state;
     // Retiring or stopping (request_timeout, shutdown): the seat stays out.
     if (slot.state !== 'up' || (st !== 'idle' && st !== 'busy')) return;
+    if (slot.busy === 0) this.supervisor.groupIdle(slot);
     if (this.supervisor.recycleAfterRequest(slot, o)) {
       this.supervisor.scale();
       return;

@@ -24,6 +24,7 @@ import type { ExitVerdict } from '../worker/exit-policy.js';
 import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../worker/types.js';
 import { OneTimer, type Clock } from './clock.js';
 import { CrashGuard } from './crash-guard.js';
+import { GroupChildren } from './group-children.js';
 import { killChildNow } from './hard-kill.js';
 import type { PoolState } from './pool-base.js';
 import { PoolMemory } from './pool-memory.js';
@@ -107,6 +108,8 @@ export class Supervisor {
   private readonly firstIdleDue: number;
   private allExited: (() => void) | undefined;
   readonly mem: PoolMemory | undefined;
+  /** group_size > 1: each group's children, seen and measured one by one. */
+  private readonly groups: GroupChildren | undefined;
   private readonly onOutcome: (seat: Seat, o: UpstreamOutcome) => void;
 
   constructor(cfg: PoolConfig, deps: SupervisorDeps, hooks: SupervisorHooks, stats: PoolStats, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
@@ -143,6 +146,9 @@ export class Supervisor {
       scale: () => this.scale(),
       queued: () => hooks.waiting(),
     }, clock, this.log);
+    if (k > 1) {
+      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.slots });
+    }
   }
 
   /** Starts the mode's initial workers; resolves when each is ready or gone. */
@@ -186,6 +192,11 @@ export class Supervisor {
   wentIdle(now: number): void {
     if (this.firstIdleDue !== Infinity) this.idleTimer.armAt(now + this.firstIdleDue);
     this.mem?.wentIdle();
+  }
+
+  /** A group runs no request now: its children over max_memory may go. */
+  groupIdle(slot: Slot): void {
+    this.groups?.idle(slot);
   }
 
   /** A worker is alive and idle after a request: recycle it (true) or let it serve on (false). */
@@ -275,6 +286,7 @@ export class Supervisor {
     const settle = slot.settle;
     slot.settle = undefined;
     if (w.state === 'idle' && !this.shuttingDown) this.hooks.offer(slot);
+    this.groups?.started();
     this.scale();
     settle?.();
   }
@@ -476,6 +488,7 @@ export class Supervisor {
     this.scaleTimer.cancel();
     this.crashes.dispose();
     this.mem?.dispose();
+    this.groups?.dispose();
     const exits: Array<Promise<unknown>> = [];
     for (const slot of [...this.slots]) {
       slot.endpoint?.closeIdle();
@@ -496,6 +509,11 @@ export class Supervisor {
       this.allExited = undefined;
       r();
     }
+  }
+
+  /** Groups' children as /proc has them now (for status). */
+  refreshChildren(): void {
+    if (this.groups !== undefined) for (const slot of this.slots) this.groups.refresh(slot);
   }
 
   fill(s: PoolSnapshot): void {
