@@ -58,6 +58,7 @@ export const ErrorCodes = {
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',
   ALREADY_RUNNING: 'ERR_ALREADY_RUNNING',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
+  PRELOAD_PARENT_EXITED: 'ERR_PRELOAD_PARENT_EXITED',
   START_FAILED: 'ERR_START_FAILED',
   // Warnings in the log: every warn/error line carries a code (src/log/log.ts enforces it).
   SPAWN_TIMEOUT: 'ERR_SPAWN_TIMEOUT',

@@ -20,6 +20,7 @@ import { ErrorCodes, ProxyError } from '../errors.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { UpstreamOptions, UpstreamOutcome } from '../upstream/types.js';
+import type { ForkServer } from '../worker/fork-server.js';
 import type { EndpointFactory } from './external-pool.js';
 import { PoolBase } from './pool-base.js';
 import { RequestTimer } from './request-timer.js';
@@ -32,6 +33,8 @@ export { EXIT_GRACE_MS } from './spawned-failures.js';
 
 export interface SpawnedPoolDeps extends SupervisorDeps {
   endpointFactory: EndpointFactory;
+  /** preload: the parent that forks the workers; started with the pool, stopped after it. */
+  forkServer?: ForkServer;
 }
 
 export class SpawnedPool extends PoolBase {
@@ -86,8 +89,11 @@ export class SpawnedPool extends PoolBase {
     );
   }
 
-  start(): Promise<void> {
-    return this.supervisor.start();
+  async start(): Promise<void> {
+    // preload: the parent imports the application now, so the first worker is a fork.
+    // A parent that cannot start is reported by the first worker that needs it.
+    if (this.deps.forkServer !== undefined) await this.deps.forkServer.renew();
+    await this.supervisor.start();
   }
 
   // ---- PoolBase hooks ---------------------------------------------------------------
@@ -135,6 +141,7 @@ export class SpawnedPool extends PoolBase {
     const err = new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1);
     for (const slot of this.supervisor.slots) this.cut(slot, err);
     await this.supervisor.shutdown(reason);
+    await this.deps.forkServer?.stop();
   }
 
   protected fillSnapshot(s: PoolSnapshot): void {
