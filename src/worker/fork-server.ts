@@ -183,9 +183,6 @@ export class ForkServer {
     captureOutput(child.stderr!, this.out, 'stderr', 'warn');
     child.on('message', (m: Message) => this.onMessage(p, m));
     child.on('exit', (code, signal) => this.onParentExit(p, code, signal));
-    // The channel must not keep the daemon alive; the pool's stop ends the parent.
-    (child.channel as { unref?: () => void } | undefined)?.unref?.();
-    child.unref();
     this.log.info({ wpid: child.pid, command: spec.command }, `preload parent ${child.pid} starting (it imports the application once)`);
     return p;
   }
