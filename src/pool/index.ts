@@ -8,6 +8,7 @@ import type { PoolConfig } from '../config/types.js';
 import { DEFAULT_SAMPLE_INTERVAL, HostGovernor, type MemoryGovernor } from '../memory/host-governor.js';
 import { createEndpoint } from '../upstream/endpoint.js';
 import type { WorkerFactory } from '../worker/types.js';
+import { processGroupDeathGuard } from '../worker/death-guard.js';
 import { ForkServer } from '../worker/fork-server.js';
 import { spawnWorker, Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from './clock.js';
@@ -58,11 +59,18 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
     logger,
     clock,
     spec,
-    workerFactory: deps.workerFactory ?? (forks !== undefined ? (s, l, id) => Worker.spawn(s, l, id, { forkServer: forks }) : spawnWorker),
+    workerFactory: deps.workerFactory ?? workerFactoryFor(cfg, forks),
     forkServer: forks,
     workerLogger: deps.logger,
     endpointFactory,
     random: deps.random ?? Math.random,
     memory,
   });
+}
+
+/** Exec'd workers; forks of the preload parent; php-cgi groups, whose children must die with the daemon too. */
+function workerFactoryFor(cfg: PoolConfig, forks: ForkServer | undefined): WorkerFactory {
+  if (forks !== undefined) return (s, l, id) => Worker.spawn(s, l, id, { forkServer: forks });
+  if ((cfg.groupSize ?? 1) > 1) return (s, l, id) => Worker.spawn(s, l, id, { deathGuard: processGroupDeathGuard() });
+  return spawnWorker;
 }
