@@ -121,7 +121,10 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'body_buffer_size', field: 'bodyBufferSize', type: { kind: 'size', min: 0, max: 64 * 1024 * 1024 }, default: '64KiB', scope: 'http', doc: 'HTTP only: a chunked request body is read whole before the request is dispatched (the backend needs CONTENT_LENGTH); up to this many bytes stay in memory, the rest goes to a temp file in the private runtime directory.' },
   { key: 'max_body_size', field: 'maxBodySize', type: { kind: 'size', min: 1, max: 2 ** 40 }, default: '100MiB', scope: 'http', doc: 'HTTP only: a request body larger than this (declared by Content-Length, or counted as a chunked body arrives) is answered 413.' },
   { key: 'idle_timeout', field: 'idleTimeout', type: positiveDuration, default: '60s', doc: 'Close a front-end connection that sends nothing for this long.' },
-  { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS).' },
+  { key: 'header_timeout', field: 'headerTimeout', type: positiveDuration, default: '60s', doc: "A request's head (FastCGI BEGIN_REQUEST and PARAMS, the SCGI netstring, HTTP request line and headers) must arrive within this long of its first byte; else the connection is closed (FastCGI, SCGI: ERR_CLIENT_HEADER_TIMEOUT; HTTP: after a 408)." },
+  { key: 'body_timeout', field: 'bodyTimeout', type: positiveDuration, default: '60s', doc: 'FastCGI and SCGI: a request body that stalls (no byte for this long) ends the request as a client timeout (408, ERR_CLIENT_BODY_TIMEOUT) and frees its worker. HTTP listeners use idle_timeout for this.' },
+  { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS); more are answered 503 (FastCGI: FCGI_OVERLOADED) and closed.' },
+  { key: 'backlog', field: 'backlog', type: { kind: 'int', min: 1, max: 1_000_000 }, defaultText: '(net.core.somaxconn)', doc: 'Listen queue length: connections the kernel holds before fcgi-pm accepts them (capped by net.core.somaxconn).' },
   { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },
   ...OPERATIONS_LISTENER_KEYS,
 ];
