@@ -26,9 +26,9 @@ export class Seat {
   idleSince = 0;
   current: Exchange | undefined;
   busySince = 0;
-  /** A failure waiting for the exit event (EXIT_GRACE_MS). */
+  /** A failure waiting for the exit event (the supervisor's hold: EXIT_GRACE_MS). */
   held: FailedOutcome | undefined;
-  heldTimer: unknown;
+  heldAt = 0;
   /** Waits for the endpoint's report after the worker exited under a request. */
   exitTimer: unknown;
 
@@ -67,6 +67,8 @@ export class Slot {
   spawnFailure: WorkerSpawnFailure | undefined;
   /** Resolves start()'s wait for this worker (ready or gone). */
   settle: (() => void) | undefined;
+  /** The supervisor's hold: held failures wait this timer for the exit event. */
+  graceTimer: unknown;
   /** Samples and the memory governor's state (pools with a governor only). */
   mem: WorkerMemory | undefined;
   /** A group's children by pid (group-children.ts), with their samples. */

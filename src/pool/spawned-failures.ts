@@ -3,16 +3,17 @@
  * and the exit event race: whichever comes first waits up to EXIT_GRACE_MS for the
  * other, so the request is answered knowing how the worker went.
  *
- * - hold: a failure that may mean the worker is dying waits for the exit event. No exit
- *   in time: a plain failure is answered; a worker alive but unreachable is replaced
- *   and its request goes to another worker.
+ * - hold: a failure that may mean the worker is dying waits for the exit event (the
+ *   wait is the supervisor's: its table's `suspect` → hold, `grace` → unhold, one timer
+ *   per worker). No exit in time (graceOver): a plain failure is answered; a worker
+ *   alive but unreachable is replaced and its request goes to another worker.
  * - exited: a worker that exits under a request ends it with the held failure, or
  *   waits for the endpoint's own report (exit grace), then closes the endpoint.
  * - lost: once the worker has exited, whether its request goes to another worker or
  *   is answered 502 WORKER_CRASHED.
  *
- * The pool calls hold / exited / clear / lost; it carries out what this decides through
- * WorkerFailureHooks. The timers live on the Seat (heldTimer, exitTimer).
+ * The pool calls hold / graceOver / exited / clear / lost; it carries out what this
+ * decides through WorkerFailureHooks. The exit grace timer lives on the Seat (exitTimer).
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
@@ -34,6 +35,8 @@ export interface WorkerFailureHooks {
   endRequest(seat: Seat, ex: Exchange, o: UpstreamOutcome): void;
   /** The worker is alive but unreachable: `ex` goes to another worker (or is answered `err`) and the worker is replaced. */
   replace(seat: Seat, ex: Exchange, err: ProxyError): void;
+  /** A failure was held: the supervisor waits EXIT_GRACE_MS for the worker's exit, then calls graceOver. */
+  suspect(seat: Seat): void;
 }
 
 export class WorkerFailures {
@@ -52,8 +55,24 @@ export class WorkerFailures {
     if (seat.slot.exit !== undefined || !(o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED)) return false;
     // The worker may be dying: learn how before answering.
     seat.held = o;
-    seat.heldTimer = this.clock.setTimer(() => this.onHeldTimeout(seat), EXIT_GRACE_MS);
+    seat.heldAt = this.clock.now();
+    this.hooks.suspect(seat);
     return true;
+  }
+
+  /**
+   * The supervisor's wait for the exit is over and the worker lives: each failure held
+   * that long is answered or its request replaced. False when one held later still waits.
+   */
+  graceOver(seats: readonly Seat[]): boolean {
+    let waiting = false;
+    const now = this.clock.now();
+    for (const seat of seats) {
+      if (seat.held === undefined) continue;
+      if (now - seat.heldAt >= EXIT_GRACE_MS) this.onHeldTimeout(seat);
+      else waiting = true;
+    }
+    return !waiting;
   }
 
   /** The worker exited while running a request. */
@@ -67,10 +86,7 @@ export class WorkerFailures {
 
   /** The worker's request is over: drops its held failure and exit grace. */
   clear(seat: Seat): void {
-    if (seat.held !== undefined) {
-      this.clock.clearTimer(seat.heldTimer);
-      seat.held = undefined;
-    }
+    seat.held = undefined;
     if (seat.exitTimer !== undefined) {
       this.clock.clearTimer(seat.exitTimer);
       seat.exitTimer = undefined;

@@ -59,6 +59,7 @@ export class SpawnedPool extends PoolBase {
       withdraw: (slot) => this.withdraw(slot),
       cut: (slot, err) => this.cut(slot, err),
       lost: (slot) => this.lost(slot),
+      unhold: (slot) => this.failures.graceOver(slot.seats),
       refuseQueued: (err) => this.rejectQueued('failing', err),
       idleWorkers: () => this.idleWorkers(),
       pump: () => this.pump(),
@@ -79,6 +80,7 @@ export class SpawnedPool extends PoolBase {
     this.failures = new WorkerFailures(cfg.name, clock, {
       endRequest: (seat, ex, o) => this.endRequest(seat, ex, o),
       replace: (seat, ex, err) => this.replaceUnreachable(seat, ex, err),
+      suspect: (seat) => this.supervisor.suspect(seat.slot),
     });
     this.requestTimer = new RequestTimer<Seat>(
       clock,

@@ -30,6 +30,7 @@ import type { PoolState } from './pool-base.js';
 import { PoolMemory } from './pool-memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
 import { exitText, Slot, type Seat } from './slot.js';
+import { EXIT_GRACE_MS } from './spawned-failures.js';
 import type { PoolStats } from './stats.js';
 import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
 import type { PoolSnapshot } from './types.js';
@@ -62,6 +63,8 @@ export interface SupervisorHooks {
   cut(slot: Slot, err: ProxyError): void;
   /** The worker exited: its running requests go to failure handling, its endpoint closes. */
   lost(slot: Slot): void;
+  /** The wait for the worker's exit is over and it lives: answer or replace its held failures; false while one held later still waits. */
+  unhold(slot: Slot): boolean;
   /** Answer every waiting request with `err` (counted as refused because failing). */
   refuseQueued(err: ProxyError): void;
   /** Idle workers (every seat idle), longest idle first. */
@@ -230,6 +233,11 @@ export class Supervisor {
     this.fire(slot, 'retire', { reason, why });
   }
 
+  /** A request of the worker failed in a way that may mean it is dying: wait for its exit before answering. */
+  suspect(slot: Slot): void {
+    this.fire(slot, 'suspect', {});
+  }
+
   /** Stops a worker now; the requests it runs are answered with `err`. */
   stop(slot: Slot, reason: RetireReason, err: ProxyError): void {
     this.fire(slot, 'stop', { reason, err });
@@ -270,6 +278,16 @@ export class Supervisor {
       case 'start_failed':
       case 'bury':
         return this.bury(slot, ctx.exit!, ctx.verdict!, action === 'start_failed');
+      case 'hold':
+        // One timer per worker: the exit usually comes within milliseconds.
+        slot.graceTimer ??= this.clock.setTimer(() => {
+          slot.graceTimer = undefined;
+          this.fire(slot, 'grace', {});
+        }, EXIT_GRACE_MS);
+        return;
+      case 'unhold':
+        if (!this.hooks.unhold(slot)) this.fire(slot, 'suspect', {});
+        return;
       case 'none':
         return;
     }
@@ -312,6 +330,8 @@ export class Supervisor {
 
   private bury(slot: Slot, exit: WorkerExit, verdict: ExitVerdict, beforeReady: boolean): void {
     slot.exit = exit;
+    if (slot.graceTimer !== undefined) this.clock.clearTimer(slot.graceTimer);
+    slot.graceTimer = undefined;
     this.slots.delete(slot);
     this.hooks.withdraw(slot);
     this.mem?.exited(slot);

@@ -13,7 +13,7 @@
  * fcgi-pm signals children directly (each leads its own process group, like any worker);
  * the parent only forks and reaps. A parent that exits by itself takes no child with it
  * at once: children get SIGTERM (PR_SET_PDEATHSIG), finish their request and exit, and
- * are watched here in /proc until gone. Forks waiting for a parent fail (the pool counts
+ * are watched here in /proc until gone (their exit reported as code 0). Forks waiting for a parent fail (the pool counts
  * them as early crashes, so its restart back-off applies). The parent stops after
  * `idleTimeout` without children; the next fork starts a new one. `renew` (reload) starts
  * a new parent for the forks to come; the old one stops when its children have gone.
@@ -244,13 +244,17 @@ export class ForkServer {
     if (p.children.size > 0) this.watchOrphans(p);
   }
 
-  /** Children of a dead parent: they got SIGTERM (PR_SET_PDEATHSIG); seen gone in /proc, their exit is reported. */
+  /**
+   * Children of a dead parent: they got SIGTERM (PR_SET_PDEATHSIG); seen gone in /proc,
+   * their exit is reported. Nobody can reap them for us, so the status is the one the
+   * adapter's children exit with on that SIGTERM: 0, after the request they run.
+   */
   private watchOrphans(p: Parent): void {
     const timer = setInterval(() => {
       for (const [id, c] of p.children) {
         if (alive(c.pid)) continue;
         p.children.delete(id);
-        c.waiter.exited(null, 'SIGTERM');
+        c.waiter.exited(0, null);
       }
       if (p.children.size === 0) clearInterval(timer);
     }, ORPHAN_POLL_MS);

@@ -26,6 +26,7 @@ if os.path.exists(os.path.join(os.path.dirname(__file__), 'broken')):
 def application(env, start):
     q = env.get('QUERY_STRING', '')
     if q.startswith('ms='):
+        open(os.path.join(os.path.dirname(__file__), 'running'), 'w').close()
         time.sleep(int(q[3:]) / 1000)
     start('200 OK', [('Content-Type', 'text/plain')])
     return [f"{os.getpid()} {os.getppid()}".encode()]
@@ -139,7 +140,7 @@ test('the parent killed: ERR_PRELOAD_PARENT_EXITED, its running fork still answe
   await p.pool.start();
   const [w, parent] = pidsOf(await p.get());
   const running = p.request('ms=500');
-  await waitFor(() => p.pool.snapshot().active === 1, { timeout: 5000, what: 'the request to run' });
+  await waitFor(() => existsSync(join(p.dir, 'running')), { timeout: 5000, what: 'the application to run the request' });
   process.kill(parent, 'SIGKILL');
   await waitFor(() => p.lines.some((l) => l.code === ErrorCodes.PRELOAD_PARENT_EXITED), { timeout: 5000, what: 'the parent-exited line' });
   await withTimeout(running.sink.answered, 10_000, 'the running request');

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { ErrorCodes, ProxyError } from '../../src/errors.js';
 import type { PoolConfig } from '../../src/config/types.js';
 import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
+import { EXIT_GRACE_MS } from '../../src/pool/spawned-failures.js';
 import { PoolStats } from '../../src/pool/stats.js';
 import { Supervisor, type SupervisorHooks } from '../../src/pool/supervisor.js';
 import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/supervisor-table.js';
@@ -19,10 +20,14 @@ import { poolConfig, recordingLogger } from './helpers.js';
 
 type HookName = Exclude<keyof SupervisorHooks, 'waiting' | 'poolState' | 'idleWorkers'>;
 
+/** What the recording dispatcher's unhold answers: true = no held failure still waits. */
+let unholdAnswers: boolean[] = [];
+
 function setup(over: Partial<PoolConfig> = {}) {
   const clock = new FakeClock();
   const wf = new FakeWorkerFactory(clock);
-  wf.plan = { readyAfter: undefined };
+  // Stopped workers exit a second later, so a test sees the stopping state for a while.
+  wf.plan = { readyAfter: undefined, exitAfterStop: 1000 };
   const { logger, lines } = recordingLogger();
   const cfg = poolConfig({ command: ['/fake/app'], pm: 'static', maxChildren: 1, ...over });
   const calls: Array<[HookName, Slot | ProxyError | undefined]> = [];
@@ -38,6 +43,10 @@ function setup(over: Partial<PoolConfig> = {}) {
     lost: rec('lost'),
     refuseQueued: rec('refuseQueued'),
     idleWorkers: () => [],
+    unhold: (slot) => {
+      calls.push(['unhold', slot]);
+      return unholdAnswers.shift() ?? true;
+    },
     pump: rec('pump'),
     checkDrained: rec('checkDrained'),
   };
@@ -175,7 +184,7 @@ test('up + stop → stopping: stop (its requests answered with the error, SIGTER
   assert.equal(e.stats.recycles['request_timeout'], 1);
   // static max_children 1: the stopping one holds its place until it exits, then is replaced.
   assert.equal(e.wf.workers.length, 1);
-  e.clock.advance(5);
+  e.clock.advance(1000);
   assert.equal(e.slot.state, 'gone');
   assert.equal(e.wf.workers.length, 2);
 });
@@ -233,6 +242,40 @@ test('stopping + exit → gone: bury', () => {
   e.worker.exit(0, null);
   assert.equal(e.slot.state, 'gone');
   assert.deepEqual(e.names().slice(0, 2), ['withdraw', 'lost']);
+});
+
+for (const state of ['up', 'retiring', 'stopping'] as const) {
+  test(`${state} + suspect → ${state}: hold (one wait of EXIT_GRACE_MS for the exit, then grace)`, () => {
+    const e = into(state);
+    e.sup.suspect(e.slot);
+    e.sup.suspect(e.slot); // a second held failure shares the wait
+    assert.equal(e.slot.state, state);
+    assert.deepEqual(e.names(), [], 'nothing answered yet');
+    e.clock.advance(EXIT_GRACE_MS - 1);
+    assert.deepEqual(e.names(), []);
+    e.clock.advance(1);
+    assert.deepEqual(e.names(), ['unhold'], 'one grace for both');
+  });
+
+  test(`${state} + grace → ${state}: unhold (held failures answered; one held later re-arms the wait)`, () => {
+    const e = into(state);
+    unholdAnswers = [false];
+    e.sup.fire(e.slot, 'grace', {});
+    assert.deepEqual(e.names(), ['unhold']);
+    e.clock.advance(EXIT_GRACE_MS);
+    assert.deepEqual(e.names(), ['unhold', 'unhold'], 'the one still waiting got its own grace');
+    assert.equal(e.slot.state, state);
+  });
+}
+
+test('up + suspect, then exit → gone: bury, and the wait ends without a grace', () => {
+  const e = into('up');
+  e.sup.suspect(e.slot);
+  e.worker.exit(null, 'SIGSEGV');
+  assert.equal(e.slot.state, 'gone');
+  e.clock.advance(EXIT_GRACE_MS * 2);
+  assert.ok(!e.names().includes('unhold'), 'the exit answered the held failures (lost), no grace after it');
+  assert.ok(e.names().includes('lost'));
 });
 
 // Every other cell changes nothing: no hook, no signal, no spawn, same state.
