@@ -30,8 +30,8 @@ describe('Django example with preload: true (one parent, forked workers) behind 
   const fronts: Record<'fastcgi' | 'scgi' | 'mem', FrontEnd> = {} as never;
 
   /** A pool's adapter processes: parents (children of the daemon) and their forks (pid → parent). */
-  const tree = (pool: 'fastcgi' | 'scgi' | 'mem'): { parents: number[]; forks: Map<number, number> } => {
-    const mine = (cmd: string): boolean => (pool === 'mem' ? cmd.includes(MEM_MARK) : cmd.includes(`--${pool}`) && !cmd.includes(MEM_MARK));
+  const tree = (pool: 'fastcgi' | 'scgi'): { parents: number[]; forks: Map<number, number> } => {
+    const mine = (cmd: string): boolean => cmd.includes(`--${pool}`) && !cmd.includes(MEM_MARK);
     const procs = listProcesses().filter((p) => p.state !== 'Z' && p.cmdline.includes(ADAPTER) && mine(p.cmdline));
     const parents = procs.filter((p) => p.ppid === daemon.pid).map((p) => p.pid);
     const forks = new Map(procs.filter((p) => parents.includes(p.ppid)).map((p) => [p.pid, p.ppid]));
@@ -111,22 +111,24 @@ describe('Django example with preload: true (one parent, forked workers) behind 
 
   it('max_memory recycles one forked worker; the parent forks the next one', async () => {
     const url = `${fronts.mem.url}/app/page/`;
-    // Forks come and go quickly here (each is over max_memory once it has served): note every one seen.
-    const seen = new Map<number, number>();
-    const watch = setInterval(() => {
-      for (const [pid, pp] of tree('mem').forks) seen.set(pid, pp);
-    }, 5);
+    const ofPool = (l: Record<string, unknown>): boolean => l['pool'] === 'django-mem';
     const since = daemon.mark();
     assert.equal((await httpRequest(url)).status, 200);
-    for (const [pid, pp] of tree('mem').forks) seen.set(pid, pp);
-    const first = [...seen][0]!;
-    const line = await daemon.waitForLog((l) => l.wpid === first[0] && /over max_memory/.test(String(l.msg)), { since, timeout: 10_000, what: 'the max_memory line' });
+    const ready = (after: number, not?: number) =>
+      daemon.waitForLog((l) => ofPool(l) && /^worker \d+ ready after/.test(String(l.msg)) && l.wpid !== not, { since: after, timeout: 10_000, what: 'a worker ready line' });
+    const first = Number((await ready(since)).wpid);
+    const parent = Number(readFileSync(`/proc/${first}/stat`, 'latin1').split(') ')[1]!.split(' ')[1]);
+    const line = await daemon.waitForLog((l) => l.wpid === first && /over max_memory/.test(String(l.msg)), { since, timeout: 10_000, what: 'the max_memory line' });
     assert.match(String(line.msg), /recycling it/);
-    await waitFor(() => !isAlive(first[0]), { timeout: 10_000, what: 'the recycled worker to exit' });
-    assert.ok(isAlive(first[1]), 'its parent lives on');
+    await waitFor(() => !isAlive(first), { timeout: 10_000, what: 'the recycled worker to exit' });
+    assert.ok(isAlive(parent), 'its parent lives on');
+    const again = daemon.mark();
     assert.equal((await httpRequest(url)).status, 200);
-    clearInterval(watch);
-    assert.ok([...seen].some(([pid, pp]) => pid !== first[0] && pp === first[1]), `a new fork of the same parent: ${JSON.stringify([...seen])}`);
+    const next = Number((await ready(again, first)).wpid);
+    assert.notEqual(next, first);
+    // Forked by the same parent: no new parent was started for this pool.
+    assert.equal(daemon.logsSince(since).filter((l) => ofPool(l) && /^preload parent \d+ starting/.test(String(l.msg))).length, 0);
+    assert.ok(isAlive(parent));
   });
 
   it('a code change + reload under load: a new parent imports it, no request fails, the old workers drain', async () => {
