@@ -63,6 +63,7 @@ export const ErrorCodes = {
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',
   ALREADY_RUNNING: 'ERR_ALREADY_RUNNING',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
+  PRELOAD_PARENT_EXITED: 'ERR_PRELOAD_PARENT_EXITED',
   START_FAILED: 'ERR_START_FAILED',
   OPEN_FILES_LIMIT: 'ERR_OPEN_FILES_LIMIT', // the open-files limit could not be raised (prlimit missing or refused)
   // Warnings in the log: every warn/error line carries a code (src/log/log.ts enforces it).

@@ -374,6 +374,15 @@ function buildPool(name: string, obj: unknown, ctx: Ctx): PoolConfig {
   } else if (pool.startChildren > pool.maxChildren) {
     ctx.problems.add([...path, 'start_children'], `must be ≤ max_children (${pool.maxChildren}), got ${pool.startChildren}`);
   }
+  if (pool.preload === true && (pool.groupSize ?? 1) > 1) {
+    ctx.problems.add([...path, 'group_size'], 'a preload pool forks one worker per slot itself; group_size is for php-cgi groups');
+  }
+  if (pool.preload === true && s.present.has('socket') && pool.socket === 'argv') {
+    ctx.problems.add([...path, 'socket'], 'a preload pool hands each fork a listening socket; socket: argv does not apply');
+  }
+  if ((pool.groupSize ?? 1) > pool.maxChildren) {
+    ctx.problems.add([...path, 'group_size'], `must be ≤ max_children (${pool.maxChildren}): max_children counts php processes, group_size of them per worker; got ${pool.groupSize}`);
+  }
   checkMemoryKeys(pool, path, s.present, ctx);
   if (pool.maxRequests > 0 && pool.maxRequestsJitter >= pool.maxRequests) {
     ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);

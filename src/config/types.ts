@@ -84,6 +84,12 @@ export interface PoolConfig {
   group: string | undefined;
   pm: PmMode; // default ondemand
   maxChildren: number; // default 5
+  /** Workers are forks of one parent that imported the application (bin/fcgi-pm-wsgi --preload). */
+  preload?: boolean;
+  /** ms without workers before the preload parent stops; 0 = never. */
+  preloadIdleTimeout?: number;
+  /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
+  groupSize?: number;
   startChildren: number; // dynamic; default min_spare
   minSpare: number; // default 1
   maxSpare: number; // default 3

@@ -107,6 +107,8 @@ export const WORKER_FIELDS: ReadonlyArray<Field<WorkerStatus>> = [
   // Ours.
   { id: 'memoryPeak', title: 'memory peak', fpm: 'memory peak', type: 'gauge', unit: 'bytes', help: 'Largest memory sample of the worker.', value: (w) => w.memoryPeak },
   { id: 'retiring', title: 'retiring', fpm: 'retiring', type: 'gauge', help: 'Why the worker is on its way out, if it is.', value: (w) => w.retiring },
+  { id: 'slots', title: 'slots', fpm: 'slots', type: 'gauge', help: 'group_size > 1: requests the group takes at once (its php-cgi children).', value: (w) => w.slots },
+  { id: 'busySlots', title: 'busy slots', fpm: 'busy slots', type: 'gauge', help: 'group_size > 1: requests the group runs now.', value: (w) => w.busySlots },
 ];
 
 /** PHP-FPM's process state names, which exporters count. */

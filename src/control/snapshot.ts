@@ -149,6 +149,11 @@ function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number,
     lastUsedAt: w.lastUsedAt,
   };
   if (retiring) out.retiring = 'reload';
+  if (w.slots !== undefined) {
+    out.slots = w.slots;
+    out.busySlots = w.busySlots;
+    out.children = (w.children ?? []).map((c) => ({ pid: c.pid, memory: c.memory?.pss ?? c.memory?.rss, measure: c.memory?.measure }));
+  }
   if (m !== undefined) {
     out.cpu = m.cpu;
     out.memory = m.pss ?? m.rss;

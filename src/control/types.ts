@@ -122,6 +122,10 @@ export interface WorkerStatus {
   request?: RequestStatus | undefined;
   /** The last finished request (idle workers). */
   last?: RequestStatus | undefined;
+  /** group_size > 1: requests it takes at once, runs now, and its php-cgi children (JSON only). */
+  slots?: number | undefined;
+  busySlots?: number | undefined;
+  children?: Array<{ pid: number; memory?: number | undefined; measure?: string | undefined }> | undefined;
 }
 
 /** Read structurally from PoolSnapshot.memory (src/memory/types.ts PoolMemoryFigures). */

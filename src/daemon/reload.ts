@@ -1,7 +1,8 @@
 /**
  * Applying a new config to a running daemon without failing a request.
  *
- *  1. plan: which pools are added, removed, changed or unchanged (deep-equal configs);
+ *  1. plan: which pools are added, removed, changed or unchanged (deep-equal configs;
+ *     a preload pool counts as changed, so a reload picks up new application code);
  *     which listeners are added, removed, kept (same address and protocol), and of the
  *     kept ones which take their new settings in place (pool, name, status paths,
  *     status_allow: read per request; allowed_clients: read per connection) and which
@@ -84,7 +85,9 @@ export function planReload(cur: Config, next: Config, running: readonly Listener
   for (const [name, p] of next.pools) {
     const old = cur.pools.get(name);
     if (old === undefined) pools.added.push(p);
-    else if (samePool(old, p)) pools.unchanged.push(name);
+    // A preload pool is renewed even when unchanged: its new parent imports the code as
+    // it is now, and the old parent's workers drain.
+    else if (samePool(old, p) && p.preload !== true) pools.unchanged.push(name);
     else pools.changed.push(p);
   }
   for (const name of cur.pools.keys()) if (!next.pools.has(name)) pools.removed.push(name);
