@@ -12,6 +12,7 @@ import { controlSocketPath, isDefaultControlSocket } from '../config/control-pat
 import { loadConfig } from '../config/load.js';
 import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import { PoolGenerations } from '../control/generations.js';
+import { OutcomeCounter } from '../control/outcomes.js';
 import { RequestBoard } from '../control/request-board.js';
 import { whoAnswers } from '../control/client.js';
 import { ControlServer, type ControlHandlers } from '../control/server.js';
@@ -76,6 +77,7 @@ export interface OperationsOptions {
 
 export class Operations {
   readonly board = new RequestBoard();
+  readonly outcomes = new OutcomeCounter();
   readonly generations = new PoolGenerations();
   readonly responder: StatusResponder;
   readonly notifier: SystemdNotifier;
@@ -96,6 +98,7 @@ export class Operations {
   /** The one onFinish of every exchange: board and access log, no closure per request. */
   readonly finish = (ex: Exchange): void => {
     this.board.finished(ex);
+    this.outcomes.finished(ex);
     const a = this.access;
     if (a !== undefined) a(ex);
   };
@@ -148,6 +151,7 @@ export class Operations {
         poolConfig: (name) => v.config.pools.get(name),
         generations: this.generations,
         board: this.board,
+        outcomes: this.outcomes,
         memory: v.memorySnapshot ? () => v.memorySnapshot!() : undefined,
       },
       opts,
@@ -373,6 +377,7 @@ export class Operations {
         next,
       );
       parts.commit(next);
+      this.outcomes.forget(new Set(next.pools.keys()));
       report.notes.push(...this.applyDaemonSettings(cur, next));
       this.reloadStats.ok++;
       this.reloadStats.last = { at: Date.now(), ok: true };
