@@ -28,6 +28,7 @@ import type { Logger } from '../log/log.js';
 import { logListener, logPool } from '../log/startup.js';
 import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
+import { DashboardHost } from './dashboard.js';
 import { applyReload, type ReloadReport } from './reload.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
@@ -81,6 +82,8 @@ export class Operations {
   readonly generations = new PoolGenerations();
   readonly responder: StatusResponder;
   readonly notifier: SystemdNotifier;
+  /** The web dashboard, when the config has a dashboard section (src/dashboard/). */
+  readonly dashboard: DashboardHost;
   private readonly logger: Logger;
   private readonly version: string;
   private readonly logFiles: LogFiles | undefined;
@@ -109,6 +112,10 @@ export class Operations {
     this.logFiles = opts.logFiles;
     this.loadNext = opts.loadConfig;
     this.notifier = opts.notifier ?? new SystemdNotifier(opts.logger.child({ component: 'systemd' }));
+    this.dashboard = new DashboardHost(
+      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource() },
+      opts.logger.child({ component: 'dashboard' }),
+    );
     this.responder = createStatusResponder((o) => this.snapshot(o), opts.logger.child({ component: 'status' }));
   }
 
@@ -278,6 +285,7 @@ export class Operations {
 
   /** End of a stop: stop draining generations, wait for closing listeners, close the control socket. */
   async closeAll(timeoutMs: number): Promise<void> {
+    await this.dashboard.close();
     await Promise.allSettled(this.generations.draining.map((p) => p.stop(timeoutMs, 'shutdown')));
     await Promise.allSettled([...this.closingListeners]);
   }
@@ -378,6 +386,7 @@ export class Operations {
       );
       parts.commit(next);
       this.outcomes.forget(new Set(next.pools.keys()));
+      await this.dashboard.apply(next);
       report.notes.push(...this.applyDaemonSettings(cur, next));
       this.reloadStats.ok++;
       this.reloadStats.last = { at: Date.now(), ok: true };
