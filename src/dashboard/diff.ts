@@ -33,12 +33,12 @@ export function lineDiff(before: string, after: string, context = 2): DiffLine[]
       all.push({ op: ' ', text: am[i]!, line: head + i + 1 });
       i++;
       j++;
-    } else if (j < m && (i >= n || lcs[i]![j + 1]! >= lcs[i + 1]![j]!)) {
-      all.push({ op: '+', text: bm[j]!, line: head + j + 1 });
-      j++;
-    } else {
+    } else if (i < n && (j >= m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) {
       all.push({ op: '-', text: am[i]!, line: head + i + 1 });
       i++;
+    } else {
+      all.push({ op: '+', text: bm[j]!, line: head + j + 1 });
+      j++;
     }
   }
   for (let k = a.length - tail; k < a.length; k++) all.push({ op: ' ', text: a[k]!, line: k + 1 });
@@ -47,8 +47,7 @@ export function lineDiff(before: string, after: string, context = 2): DiffLine[]
   const out: DiffLine[] = [];
   all.forEach((d, k) => {
     if (near[k]) out.push(d);
-    else if (out.length > 0 && out[out.length - 1]!.text !== '…') out.push({ op: ' ', text: '…', line: 0 });
+    else if (out[out.length - 1]?.text !== '…') out.push({ op: ' ', text: '…', line: 0 });
   });
-  while (out.length > 0 && out[out.length - 1]!.text === '…') out.pop();
   return out;
 }
