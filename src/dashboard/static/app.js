@@ -28,11 +28,12 @@
     const vals = points.map((p) => p[field] ?? 0);
     const vals2 = extra ? points.map((p) => p[extra] ?? 0) : [];
     const max = Math.max(1, ...vals, ...vals2);
-    const t1 = Date.now(), t0 = t1 - capacity * intervalMs;
+    // From the oldest point kept (at most the history), so a young ring fills the chart.
+    const t1 = Date.now(), t0 = Math.max(t1 - capacity * intervalMs, points.length ? Math.min(points[0].t, t1 - 10 * intervalMs) : t1 - capacity * intervalMs);
     const line = (vs) => points.map((p, i) => `${(((p.t - t0) / (t1 - t0)) * w).toFixed(1)},${(h - (vs[i] / max) * (h - 2) - 1).toFixed(1)}`).join(' ');
     const last = vals.length ? vals[vals.length - 1] : 0;
-    return `<div class="chart"><span class="muted">${esc(label)}</span> <b>${esc(last)}</b>${extra ? ` / <b>${esc(vals2[vals2.length - 1] ?? 0)}</b>` : ''} <span class="muted">max ${esc(max)}</span>
-      <svg class="chart-${cls}" viewBox="0 0 ${w} ${h}" preserveAspectRatio="none" data-last="${esc(last)}" data-max="${esc(Math.max(...vals, 0))}" role="img" aria-label="${esc(label)} over the last minutes">
+    return `<div class="chart"><span class="muted">${esc(label)}</span> <b>${esc(last)}</b>${extra ? ` / <b>${esc(vals2[vals2.length - 1] ?? 0)}</b>` : ''} <span class="muted">max ${esc(max)}${points.length ? ` · since ${new Date(points[0].t).toLocaleTimeString()}` : ''}</span>
+      <svg class="chart-${cls}" viewBox="0 0 ${w} ${h}" preserveAspectRatio="none" data-last="${esc(last)}" data-max="${esc(Math.max(...vals, 0))}" data-nonzero="${vals.filter((v) => v > 0).length}" role="img" aria-label="${esc(label)} over the last minutes">
       <polyline points="${line(vals)}"/>${extra ? `<polyline class="p99" points="${line(vals2)}"/>` : ''}</svg></div>`;
   }
 
@@ -40,7 +41,7 @@
     const pts = rings.get(d.id + SEP + p.name) ?? [];
     const last = pts[pts.length - 1] ?? {};
     const q = p.queue;
-    const waits = q.waits && q.waits.count ? `${Math.round(q.waits.totalMs / q.waits.count)} ms avg, ${q.waits.maxMs} max` : '–';
+    const waits = q.waits && q.waits.count ? `${Math.round(q.waits.totalMs / q.waits.count)} ms avg, ${Math.round(q.waits.maxMs)} max` : '–';
     const r = p.rejected;
     const st = p.outcomes ? p.outcomes.status : {};
     const mem = p.memory ?? {};
