@@ -258,7 +258,9 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
   // closes; otherwise the bad bytes are in a body still being read (that request is
   // dropped) or begin a new request, and get the 400.
   const conn = HttpConnection.of(socket);
-  let answered = false;
+  // node answers some requests itself (HTTP/1.1 without Host: 400, Connection: close)
+  // and never shows them to us; the bytes after such a head must not get a second answer.
+  let answered = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage?.headersSent === true;
   for (const c of conn?.calls ?? []) {
     if (c.exchange !== undefined || c.res.headersSent || c.req.complete) answered = true;
     else {
@@ -267,7 +269,8 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
     }
   }
   if (answered) {
-    conn!.drain();
+    if (conn !== undefined) conn.drain();
+    else socket.destroySoon();
     return;
   }
   if (socket.writable) {
