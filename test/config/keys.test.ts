@@ -58,7 +58,8 @@ test('the key reference lists every key once, each with a type and a description
   assert.ok(paths.includes('listen[].address'));
   assert.ok(paths.includes('limits.max_params_bytes'));
   assert.ok(paths.includes('shutdown_timeout'));
-  assert.equal(CONFIG_KEYS.length, 4 + POOL_KEYS.length + LISTENER_KEYS.length + LIMITS_KEYS.length + LOG_KEYS.length + TOP_KEYS.length);
+  assert.equal(CONFIG_KEYS.length, 5 + POOL_KEYS.length + LISTENER_KEYS.length + LIMITS_KEYS.length + LOG_KEYS.length + TOP_KEYS.length + DASHBOARD_KEYS.length);
+  assert.ok(paths.includes('dashboard.peers'));
   for (const k of CONFIG_KEYS) {
     assert.ok(k.type.length > 0 && k.description.length > 0, k.path);
     assert.ok(!k.description.includes('\n'), `${k.path}: one line`);

@@ -10,6 +10,8 @@ import { percentile, poolPoint } from '../../src/dashboard/points.js';
 import { SampleRing } from '../../src/dashboard/ring.js';
 import { hashPassword, verifyPassword } from '../../src/dashboard/auth.js';
 import { WarningRing } from '../../src/log/warning-ring.js';
+import { configFromObject } from '../../src/config/schema.js';
+import { problemsOf } from '../config/helpers.js';
 import { SNAPSHOT_FORMAT, type PoolStatus, type StatusSnapshot } from '../../src/control/types.js';
 
 function pool(name: string, over: Partial<PoolStatus> = {}): PoolStatus {
@@ -135,4 +137,20 @@ test('warnings ring: only warn and above, repeats counted on one entry, bounded'
   for (const c of ['B', 'C', 'D']) r.line(`{"level":50,"code":"ERR_${c}","msg":"${c}","pool":"www"}`);
   assert.deepEqual(r.list().map((e) => e.code), ['ERR_B', 'ERR_C', 'ERR_D']);
   assert.equal(r.list()[0]!.pool, 'www');
+});
+
+test('config: a dashboard section needs a way to log in, a TCP address, hashes not passwords, a token for http peers', () => {
+  const base = { listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000' }], pools: { www: { backends: ['127.0.0.1:9001'] } } };
+  const problems = (dashboard: unknown): string[] => problemsOf(() => configFromObject({ ...base, dashboard }, '/etc/f.yaml'));
+  assert.match(problems({}).join('\n'), /dashboard: needs "token" or "users"/);
+  assert.match(problems({ token: 'short' }).join('\n'), /dashboard\.token: must be at least 16 characters/);
+  assert.match(problems({ token: 'x'.repeat(16), address: 'unix:/run/d.sock' }).join('\n'), /dashboard\.address: must be a TCP address/);
+  assert.match(problems({ users: { ops: 'hunter2' } }).join('\n'), /dashboard\.users\.ops: must be a hash from "fcgi-pm dashboard --hash-password"/);
+  assert.match(problems({ token: 'x'.repeat(16), peers: ['http://10.0.0.2:9910'] }).join('\n'), /dashboard\.peers\[0\]: an http:\/\/ peer is read with peer_token/);
+  assert.match(problems({ token: 'x'.repeat(16), peers: ['web.sock'] }).join('\n'), /dashboard\.peers\[0\]: must be a control socket path/);
+  const cfg = configFromObject({ ...base, dashboard: { token: 'x'.repeat(16), users: { ops: hashPassword('pw') }, peers: ['unix:/run/a.sock'] } }, '/etc/f.yaml');
+  assert.equal(cfg.dashboard?.address.text, '127.0.0.1:9910');
+  assert.deepEqual(cfg.dashboard?.peers, ['/run/a.sock']);
+  assert.equal(cfg.dashboard?.history, 15 * 60_000);
+  assert.equal(configFromObject(base, '/etc/f.yaml').dashboard, undefined, 'off unless present');
 });
