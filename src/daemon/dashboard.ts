@@ -14,6 +14,7 @@ export interface DashboardOwner {
   config(): Config;
   snapshot(): Promise<StatusSnapshot>;
   reload(): Promise<unknown>;
+  restart(pool: string): Promise<unknown>;
 }
 
 export class DashboardHost {
@@ -37,7 +38,7 @@ export class DashboardHost {
     const server = new DashboardServer({
       config: () => this.cfg!,
       logger: this.logger,
-      self: { snapshot: () => this.owner.snapshot(), configPath: () => this.owner.config().source, reload: () => this.owner.reload() },
+      self: { snapshot: () => this.owner.snapshot(), configPath: () => this.owner.config().source, reload: () => this.owner.reload(), restart: (pool) => this.owner.restart(pool) },
       warnings: recentWarnings,
     });
     await server.listen();

@@ -113,7 +113,7 @@ export class Operations {
     this.loadNext = opts.loadConfig;
     this.notifier = opts.notifier ?? new SystemdNotifier(opts.logger.child({ component: 'systemd' }));
     this.dashboard = new DashboardHost(
-      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource() },
+      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), restart: (pool) => this.restartPool(pool) },
       opts.logger.child({ component: 'dashboard' }),
     );
     this.responder = createStatusResponder((o) => this.snapshot(o), opts.logger.child({ component: 'status' }));
@@ -245,6 +245,7 @@ export class Operations {
     const all: ControlHandlers = {
       status: (req) => this.snapshot({ processes: req.processes === true }),
       reload: () => this.reloadFromSource(),
+      restart: (pool) => this.restartPool(pool),
       stop: (ms) => handlers.stop(ms),
       ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
     };
@@ -329,6 +330,14 @@ export class Operations {
     return this.serialised(() => this.apply(next));
   }
 
+  /** Fresh workers for one pool, by the reload's graceful swap of the running config. */
+  restartPool(pool: string): Promise<ReloadReport> {
+    return this.serialised(() => {
+      if (!this.view.config.pools.has(pool)) return Promise.reject(new Error(`no pool named "${pool}" (pools: ${[...this.view.config.pools.keys()].join(', ')})`));
+      return this.apply(this.view.config, new Set([pool]));
+    });
+  }
+
   /** Resolves once no reload runs (a stop waits, so pools a reload is starting are stopped too). */
   reloadSettled(): Promise<void> {
     return this.reloadChain.then(() => undefined);
@@ -340,7 +349,7 @@ export class Operations {
     return run;
   }
 
-  private async apply(next: Config): Promise<ReloadReport> {
+  private async apply(next: Config, restart?: ReadonlySet<string>): Promise<ReloadReport> {
     const v = this.view;
     const parts = this.parts;
     if (v.state !== 'running' || parts === undefined) {
@@ -377,6 +386,7 @@ export class Operations {
             return listener;
           },
           inherited: this.inherited,
+          restart,
           closing: (p) => {
             this.closingListeners.add(p);
             void p.finally(() => this.closingListeners.delete(p));

@@ -15,6 +15,8 @@ import { httpJson, peerKind } from './peers.js';
 export interface LocalDaemon {
   configPath(): string;
   reload(): Promise<unknown>;
+  /** Fresh workers for one pool (the control socket's restart). */
+  restart(pool: string): Promise<unknown>;
 }
 
 export interface ActionContext {
@@ -57,11 +59,12 @@ async function configPathOf(id: string, ctx: ActionContext): Promise<string> {
   return p;
 }
 
-async function reloadOf(id: string, ctx: ActionContext): Promise<NonNullable<TargetResult['reload']>> {
+/** A reload, or with `pool` a restart of that pool's workers. */
+async function reloadOf(id: string, ctx: ActionContext, pool?: string): Promise<NonNullable<TargetResult['reload']>> {
   try {
-    if (id === 'self') await ctx.self!.reload();
+    if (id === 'self') await (pool === undefined ? ctx.self!.reload() : ctx.self!.restart(pool));
     else {
-      const s = await controlRequest(id, { cmd: 'reload' }, RELOAD_TIMEOUT_MS);
+      const s = await controlRequest(id, pool === undefined ? { cmd: 'reload' } : { cmd: 'restart', pool }, RELOAD_TIMEOUT_MS);
       s.end();
       if (!s.response.ok) return { ok: false, error: s.response.error.message, problems: s.response.error.problems };
     }
@@ -120,12 +123,13 @@ export async function editPools(req: EditRequest, ctx: ActionContext): Promise<{
   return { applied: true, results };
 }
 
-export async function reloadTargets(targets: string[], ctx: ActionContext): Promise<TargetResult[]> {
+/** Reloads each target; with `pool`, restarts that pool's workers on each instead. */
+export async function reloadTargets(targets: string[], ctx: ActionContext, pool?: string): Promise<TargetResult[]> {
   return Promise.all(
     [...new Set(targets)].map(async (id): Promise<TargetResult> => {
-      if (peerKind(id) === 'http') return (await remote(id, { targets: ['self'] }, ctx, 'api/reload'))[0]!;
+      if (peerKind(id) === 'http') return (await remote(id, { targets: ['self'], pool }, ctx, pool === undefined ? 'api/reload' : 'api/restart'))[0]!;
       if (id === 'self' && ctx.self === undefined) return { id, ok: false, error: 'this dashboard runs without a local daemon' };
-      const reload = await reloadOf(id, ctx);
+      const reload = await reloadOf(id, ctx, pool);
       return { id, ok: reload.ok, reload };
     }),
   );

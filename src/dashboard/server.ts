@@ -12,6 +12,7 @@
  *   GET  /api/events       server-sent events: history once, then a tick per sample
  *   POST /api/edit         {targets, pool, settings, dryRun} → per-daemon diff, problems, reload
  *   POST /api/reload       {targets}
+ *   POST /api/restart      {targets, pool}: fresh workers for the pool, no request failed
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -107,11 +108,15 @@ export class DashboardServer {
       return json(res, 200, await this.deps.self.snapshot());
     }
     if (req.method === 'GET' && path === '/api/events') return this.events(req, res);
-    if (req.method === 'POST' && (path === '/api/edit' || path === '/api/reload')) {
+    if (req.method === 'POST' && (path === '/api/edit' || path === '/api/reload' || path === '/api/restart')) {
       if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return json(res, 415, { error: 'send JSON (content-type: application/json)' });
       const body = (await readBody(req)) as Partial<EditRequest> | undefined;
       if (body === undefined || !Array.isArray(body.targets) || !body.targets.every((t) => typeof t === 'string')) return json(res, 400, { error: 'body must be JSON with "targets": [daemon ids]' });
       if (path === '/api/reload') return json(res, 200, { results: await reloadTargets(body.targets, this.actions) });
+      if (path === '/api/restart') {
+        if (typeof body.pool !== 'string') return json(res, 400, { error: 'body needs "pool"' });
+        return json(res, 200, { results: await reloadTargets(body.targets, this.actions, body.pool) });
+      }
       if (typeof body.pool !== 'string' || typeof body.settings !== 'object' || body.settings === null) return json(res, 400, { error: 'body needs "pool" and "settings"' });
       const out = await editPools(body as EditRequest, this.actions);
       if (out.applied) this.deps.logger.info({ kind: 'dashboard', pool: body.pool, targets: body.targets, settings: body.settings }, `dashboard: pool ${body.pool} changed on ${body.targets.length} daemon(s)`);

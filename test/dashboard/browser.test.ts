@@ -5,7 +5,7 @@
 // load run moves the req/s chart and the busy-worker count, the stopped daemon is down
 // with its reason; a max_children edit on two daemons that one of them refuses shows the
 // error and writes nothing; a valid one is written (comments kept), reloaded, and is what
-// `fcgi-pm status` of both says. The screenshot goes to a temp dir (its path is printed).
+// `fcgi-pm status` of both says; a pool's workers are restarted from the page. The screenshot goes to a temp dir (its path is printed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
@@ -200,4 +200,22 @@ test('dashboard over three daemons in headless Chromium', { timeout: 170_000 }, 
   }
   assert.match(readFileSync(a.daemon.configPath, 'utf8'), /# the stopped one stays listed/);
   await page.waitForFunction(() => Array.from(document.querySelectorAll('.max-children'), (e: { textContent: string }) => e.textContent).join() === '5,5', { timeout: 10_000 });
+
+  // Restart b's workers from the page: fresh pids, the old worker gone, no reload of the file.
+  const before = await workerPids(b.control);
+  assert.ok(before.length >= 1, 'dynamic pool b keeps a spare worker');
+  await page.$eval('#edit-result', (e) => (e.innerHTML = ''));
+  await page.click(`[data-daemon="${b.control}"] button.restart[data-restart-pool="www"]`);
+  await page.waitForFunction(() => document.querySelector('#edit-result [data-result]') !== null, { timeout: 60_000 });
+  assert.equal(await page.$eval('#edit-result [data-result] .status', (e) => e.textContent), 'workers replaced');
+  await waitFor(async () => {
+    const now = await workerPids(b.control);
+    return now.length >= 1 && now.every((p) => !before.includes(p));
+  }, { timeout: 20_000, what: "b's workers replaced" });
+  assert.equal(await statusMaxChildren(b.control), 5);
 });
+
+async function workerPids(control: string): Promise<number[]> {
+  const r = await runBin(['status', '--json', '--control', control]);
+  return (JSON.parse(r.stdout) as { pools: Array<{ workers: Array<{ pid: number }> }> }).pools[0]!.workers.map((w) => w.pid);
+}

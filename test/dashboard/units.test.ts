@@ -12,6 +12,7 @@ import { hashPassword, verifyPassword } from '../../src/dashboard/auth.js';
 import { WarningRing } from '../../src/log/warning-ring.js';
 import { configFromObject } from '../../src/config/schema.js';
 import { problemsOf } from '../config/helpers.js';
+import { parseRequest } from '../../src/control/protocol.js';
 import { SNAPSHOT_FORMAT, type PoolStatus, type StatusSnapshot } from '../../src/control/types.js';
 
 function pool(name: string, over: Partial<PoolStatus> = {}): PoolStatus {
@@ -153,4 +154,9 @@ test('config: a dashboard section needs a way to log in, a TCP address, hashes n
   assert.deepEqual(cfg.dashboard?.peers, ['/run/a.sock']);
   assert.equal(cfg.dashboard?.history, 15 * 60_000);
   assert.equal(configFromObject(base, '/etc/f.yaml').dashboard, undefined, 'off unless present');
+});
+
+test('control protocol: restart names a pool', () => {
+  assert.equal(parseRequest('{"cmd":"restart"}'), 'restart needs "pool": the name of a pool');
+  assert.deepEqual(parseRequest('{"cmd":"restart","pool":"www"}'), { cmd: 'restart', processes: false, timeout_ms: undefined, pool: 'www' });
 });

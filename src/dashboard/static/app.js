@@ -51,7 +51,8 @@
     const workers = p.workers.map((w) => `<tr data-pid="${w.pid}"><td>${w.pid}</td><td>${esc(w.state)}${w.retiring ? ` (${esc(w.retiring)})` : ''}</td><td>${w.requests}</td><td>${age(now - w.startedAt)}</td><td>${size(w.memory)}${w.measure && w.measure !== 'pss' ? ` ${esc(w.measure)}` : ''}</td><td>${esc(w.request ? `${w.request.method} ${w.request.uri}` : '')}</td></tr>`).join('');
     return `<div class="pool" data-pool="${esc(p.name)}" data-daemon-id="${esc(d.id)}">
       <div class="pool-head"><h3>${esc(p.name)}</h3><span class="pill ${p.state === 'running' ? '' : 'warn'}">${esc(p.state)}</span>
-        <span class="muted">${esc(p.kind)} · pm ${esc(p.pm)}${p.maxChildren ? ` · max_children <b class="max-children">${p.maxChildren}</b>` : ''} · up ${age(now - p.startedAt)}</span></div>
+        <span class="muted">${esc(p.kind)} · pm ${esc(p.pm)}${p.maxChildren ? ` · max_children <b class="max-children">${p.maxChildren}</b>` : ''} · up ${age(now - p.startedAt)}${p.generations > 1 ? ` · ${p.generations - 1} generation(s) draining` : ''}</span>
+        ${p.kind === 'spawned' ? `<button type="button" class="restart" data-target="${esc(d.id)}" data-restart-pool="${esc(p.name)}" title="fresh workers; the old ones finish their requests">Restart workers</button>` : ''}</div>
       <div class="figures">
         <div><span class="muted">req/s</span><b class="rps">${num(last.rps ?? 0)}</b></div>
         <div><span class="muted">latency p50 / p99</span><b>${num(last.p50, ' ms')} / ${num(last.p99, ' ms')}</b></div>
@@ -84,9 +85,36 @@
       ${s.pools.map((p) => poolView(d, p)).join('')}</article>`;
   }
 
+  // Brings `el` to the new markup in place: nodes that stay keep their identity, so a
+  // button being clicked or a <details> the user opened survives the next tick.
+  function morph(el, next) {
+    if (el.nodeType !== next.nodeType || el.nodeName !== next.nodeName) return void el.replaceWith(next);
+    if (el.nodeType === 3) {
+      if (el.nodeValue !== next.nodeValue) el.nodeValue = next.nodeValue;
+      return;
+    }
+    if (el.nodeType !== 1) return;
+    for (const a of [...el.attributes]) if (!next.hasAttribute(a.name) && a.name !== 'open') el.removeAttribute(a.name);
+    for (const a of next.attributes) if (el.getAttribute(a.name) !== a.value && !(a.name === 'open' && el.fcgipmSeen)) el.setAttribute(a.name, a.value);
+    if (el.nodeName === 'DETAILS') el.fcgipmSeen = true;
+    morphChildren(el, next);
+  }
+
+  function morphChildren(el, next) {
+    const want = [...next.childNodes];
+    while (el.childNodes.length > want.length) el.lastChild.remove();
+    want.forEach((n, i) => {
+      const cur = el.childNodes[i];
+      if (cur === undefined) el.appendChild(n);
+      else morph(cur, n);
+    });
+  }
+
   function renderCluster() {
     if (!cluster) return;
-    $('#daemons').innerHTML = cluster.daemons.map(daemonView).join('');
+    const t = document.createElement('template');
+    t.innerHTML = cluster.daemons.map(daemonView).join('');
+    morphChildren($('#daemons'), t.content);
     $('#updated').textContent = `updated ${new Date(cluster.at).toLocaleTimeString()}`;
     renderEditChoices();
   }
@@ -123,16 +151,19 @@
     ol.innerHTML = list.slice().reverse().map((w) => `<li><span class="muted">${new Date(w.last).toLocaleTimeString()}</span> <code>${esc(w.code)}</code>${w.pool ? ` [${esc(w.pool)}]` : ''} ${esc(w.msg)}${w.count > 1 ? ` <b>×${w.count}</b>` : ''}</li>`).join('');
   }
 
-  function renderResults(out, preview) {
+  // mode: preview | edit | reload | restart
+  function renderResults(out, mode) {
+    const preview = mode === 'preview';
+    const done = { edit: 'written and reloaded', reload: 'reloaded', restart: 'workers replaced' }[mode] ?? 'done';
     const html = out.results.map((r) => {
       const d = cluster?.daemons.find((x) => x.id === r.id);
       const diff = (r.diff ?? []).map((l) => `<span class="${l.op === '+' ? 'add' : l.op === '-' ? 'del' : ''}">${esc(l.op)} ${esc(l.text)}</span>`).join('\n');
       const probs = [...(r.problems ?? []), ...(r.reload?.problems ?? [])];
-      const status = r.error ? esc(r.error) : r.reload ? (r.reload.ok ? 'written and reloaded' : `reload failed: ${esc(r.reload.error)}`) : r.ok ? (preview ? 'valid' : 'valid; not written') : 'invalid';
+      const status = r.error ? esc(r.error) : r.reload ? (r.reload.ok ? done : `reload failed: ${esc(r.reload.error)}`) : r.ok ? (preview ? 'valid' : 'valid; not written') : 'invalid';
       return `<div class="result ${r.ok ? '' : 'bad'}" data-result="${esc(r.id)}" data-ok="${r.ok}"><b>${esc(d ? d.label : r.id)}</b>: <span class="status">${status}</span>
         ${probs.length ? `<ul class="problems">${probs.map((p) => `<li>${esc(p)}</li>`).join('')}</ul>` : ''}${diff ? `<pre class="diff">${diff}</pre>` : ''}</div>`;
     }).join('');
-    const head = out.applied ? '<p>Applied.</p>' : preview ? '<p>Preview: nothing written.</p>' : '<p class="reason">Nothing was changed on any daemon.</p>';
+    const head = out.applied ? '<p>Applied.</p>' : preview ? '<p>Preview: nothing written.</p>' : mode === 'edit' ? '<p class="reason">Nothing was changed on any daemon.</p>' : '<p class="reason">Failed.</p>';
     $('#edit-result').innerHTML = head + html;
   }
 
@@ -157,7 +188,7 @@
   async function edit(dryRun) {
     $('#edit-result').innerHTML = '<p class="muted">working…</p>';
     try {
-      renderResults(await post('api/edit', editBody(dryRun)), dryRun);
+      renderResults(await post('api/edit', editBody(dryRun)), dryRun ? 'preview' : 'edit');
     } catch (err) {
       $('#edit-result').innerHTML = `<p class="reason">${esc(err.message)}</p>`;
     }
@@ -167,12 +198,13 @@
   $('#edit-preview').addEventListener('click', () => void edit(true));
   $('#edit-pool').addEventListener('change', () => cluster && renderEditChoices());
   $('#daemons').addEventListener('click', async (e) => {
-    const b = e.target.closest('button.reload');
+    const b = e.target.closest('button.reload, button.restart');
     if (!b) return;
     b.disabled = true;
     try {
-      const out = await post('api/reload', { targets: [b.dataset.target] });
-      renderResults({ applied: out.results.every((r) => r.ok), results: out.results }, false);
+      const restart = b.classList.contains('restart');
+      const out = await post(restart ? 'api/restart' : 'api/reload', restart ? { targets: [b.dataset.target], pool: b.dataset.restartPool } : { targets: [b.dataset.target] });
+      renderResults({ applied: out.results.every((r) => r.ok), results: out.results }, restart ? 'restart' : 'reload');
     } catch (err) {
       $('#edit-result').innerHTML = `<p class="reason">${esc(err.message)}</p>`;
     }
