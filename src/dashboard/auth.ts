@@ -2,9 +2,11 @@
  * Who may use the dashboard: the token (an "Authorization: Bearer" header, or typed into
  * the login form once), or users with scrypt-hashed passwords (Basic auth, or the form).
  * A form login gets a random session cookie (HttpOnly, SameSite=Strict), kept in memory
- * and bounded; every comparison of a secret is timing-safe.
+ * and bounded; every comparison of a secret is timing-safe. scrypt runs off the event
+ * loop (the daemon keeps proxying meanwhile), and a Basic header that passed is
+ * remembered for a while, so a page's calls do not each cost a hash.
  */
-import { randomBytes, scryptSync, timingSafeEqual, createHash } from 'node:crypto';
+import { createHash, randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { DashboardConfig } from '../config/types.js';
 
@@ -18,13 +20,16 @@ export function hashPassword(password: string, salt = randomBytes(16)): string {
   return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
-export function verifyPassword(password: string, stored: string): boolean {
+export function verifyPassword(password: string, stored: string): Promise<boolean> {
   const [tag, n, r, p, salt, hash] = stored.split('$');
-  if (tag !== 'scrypt' || salt === undefined || hash === undefined) return false;
+  if (tag !== 'scrypt' || salt === undefined || hash === undefined) return Promise.resolve(false);
   const want = Buffer.from(hash, 'base64');
   const N = Number(n);
-  const got = scryptSync(password, Buffer.from(salt, 'base64'), want.length, { N, r: Number(r), p: Number(p), maxmem: 256 * N * Number(r) });
-  return timingSafeEqual(got, want);
+  return new Promise((resolve) => {
+    scrypt(password, Buffer.from(salt, 'base64'), want.length, { N, r: Number(r), p: Number(p), maxmem: 256 * N * Number(r) }, (err, got) => {
+      resolve(err === null && got.length === want.length && timingSafeEqual(got, want));
+    });
+  });
 }
 
 /** Equal-length digests, so neither the content nor the length leaks through timing. */
@@ -40,8 +45,13 @@ function cookieOf(req: IncomingMessage, name: string): string | undefined {
   return undefined;
 }
 
+/** How long a Basic header that passed is taken without hashing again. */
+const BASIC_CACHE_MS = 5 * 60_000;
+
 export class DashboardAuth {
   private readonly sessions = new Map<string, number>();
+  /** sha256 of a Basic header that passed → until when; users' settings may change on reload, hence short. */
+  private readonly basicOk = new Map<string, number>();
 
   constructor(
     private readonly cfg: () => Pick<DashboardConfig, 'token' | 'users'>,
@@ -49,15 +59,11 @@ export class DashboardAuth {
   ) {}
 
   /** Whether the request carries a valid token, Basic credentials or session cookie. */
-  allowed(req: IncomingMessage): boolean {
+  async allowed(req: IncomingMessage): Promise<boolean> {
     const h = req.headers.authorization ?? '';
     const token = this.cfg().token;
     if (h.startsWith('Bearer ')) return token !== undefined && sameSecret(h.slice(7).trim(), token);
-    if (h.startsWith('Basic ')) {
-      const text = Buffer.from(h.slice(6), 'base64').toString('utf8');
-      const i = text.indexOf(':');
-      return i > 0 && this.userOk(text.slice(0, i), text.slice(i + 1));
-    }
+    if (h.startsWith('Basic ')) return this.basic(h);
     const sid = cookieOf(req, COOKIE);
     if (sid === undefined) return false;
     const until = this.sessions.get(sid);
@@ -69,12 +75,24 @@ export class DashboardAuth {
     return true;
   }
 
+  private async basic(h: string): Promise<boolean> {
+    const key = createHash('sha256').update(h).digest('base64');
+    const until = this.basicOk.get(key);
+    if (until !== undefined && until > this.now()) return true;
+    const text = Buffer.from(h.slice(6), 'base64').toString('utf8');
+    const i = text.indexOf(':');
+    if (i <= 0 || !(await this.userOk(text.slice(0, i), text.slice(i + 1)))) return false;
+    this.basicOk.set(key, this.now() + BASIC_CACHE_MS);
+    if (this.basicOk.size > MAX_SESSIONS) this.basicOk.delete(this.basicOk.keys().next().value as string);
+    return true;
+  }
+
   /** Whether the form's token or user/password is right; if so, a new session id. */
-  login(fields: URLSearchParams): string | undefined {
+  async login(fields: URLSearchParams): Promise<string | undefined> {
     const token = this.cfg().token;
     const t = fields.get('token');
     const u = fields.get('user');
-    const ok = t !== null && t !== '' ? token !== undefined && sameSecret(t, token) : u !== null && this.userOk(u, fields.get('password') ?? '');
+    const ok = t !== null && t !== '' ? token !== undefined && sameSecret(t, token) : u !== null && (await this.userOk(u, fields.get('password') ?? ''));
     if (!ok) return undefined;
     const sid = randomBytes(24).toString('base64url');
     this.sessions.set(sid, this.now() + SESSION_MS);
@@ -87,10 +105,10 @@ export class DashboardAuth {
     return this.cfg().users !== undefined ? 'Basic realm="fcgi-pm dashboard", charset="UTF-8"' : undefined;
   }
 
-  private userOk(user: string, password: string): boolean {
+  private async userOk(user: string, password: string): Promise<boolean> {
     const stored = this.cfg().users?.[user];
     // An unknown user costs the same scrypt as a known one.
-    return verifyPassword(password, stored ?? dummyHash()) && stored !== undefined;
+    return (await verifyPassword(password, stored ?? dummyHash())) && stored !== undefined;
   }
 }
 

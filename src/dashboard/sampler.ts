@@ -39,6 +39,11 @@ export class ClusterSampler {
 
   constructor(private readonly src: SamplerSource) {}
 
+  /** The daemons shown: 'self' (when there is one) and the peers. */
+  ids(): string[] {
+    return this.src.ids();
+  }
+
   get watching(): boolean {
     return this.timer !== undefined;
   }

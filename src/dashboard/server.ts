@@ -96,7 +96,7 @@ export class DashboardServer {
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('x-frame-options', 'DENY');
     if (path === '/login' && req.method === 'POST') return this.login(req, res);
-    if (!this.auth.allowed(req)) return this.refuse(req, res, path);
+    if (!(await this.auth.allowed(req))) return this.refuse(req, res, path);
     if (req.method === 'GET' && STATIC[path] !== undefined) {
       const f = STATIC[path]!;
       res.writeHead(200, { 'content-type': TYPES[f.split('.').pop()!]! });
@@ -112,6 +112,10 @@ export class DashboardServer {
       if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return json(res, 415, { error: 'send JSON (content-type: application/json)' });
       const body = (await readBody(req)) as Partial<EditRequest> | undefined;
       if (body === undefined || !Array.isArray(body.targets) || !body.targets.every((t) => typeof t === 'string')) return json(res, 400, { error: 'body must be JSON with "targets": [daemon ids]' });
+      // Only daemons this dashboard shows: a caller must not make it talk to any socket or URL (with peer_token).
+      const known = this.sampler.ids();
+      const unknown = body.targets.filter((t) => !known.includes(t));
+      if (unknown.length > 0) return json(res, 400, { error: `not a daemon of this dashboard: ${unknown.join(', ')} (known: ${known.join(', ')})` });
       if (path === '/api/reload') return json(res, 200, { results: await reloadTargets(body.targets, this.actions) });
       if (path === '/api/restart') {
         if (typeof body.pool !== 'string') return json(res, 400, { error: 'body needs "pool"' });
@@ -135,7 +139,7 @@ export class DashboardServer {
 
   private async login(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const text = await readText(req);
-    const sid = text === undefined ? undefined : this.auth.login(new URLSearchParams(text));
+    const sid = text === undefined ? undefined : await this.auth.login(new URLSearchParams(text));
     if (sid === undefined) {
       res.writeHead(401, { 'content-type': 'text/html; charset=utf-8' });
       return void res.end(LOGIN_PAGE(true));

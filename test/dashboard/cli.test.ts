@@ -78,6 +78,10 @@ test('fcgi-pm dashboard over a control socket and an HTTP peer; users with scryp
   assert.match(readFileSync(a.configPath, 'utf8'), /max_children: 4/);
   const st = await runBin(['status', '--json', '--control', join(dirA, 'control.sock')]);
   assert.equal((JSON.parse(st.stdout) as { pools: Array<{ maxChildren: number }> }).pools[0]!.maxChildren, 4);
+  // Only the daemons it shows: no socket or URL of the caller's choosing (peer_token would go there).
+  const stray = await httpRequest(`${base}/api/reload`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ targets: ['http://127.0.0.1:1/'] }) });
+  assert.equal(stray.status, 400);
+  assert.match(stray.body.toString(), /not a daemon of this dashboard: http:\/\/127\.0\.0\.1:1\//);
   // JSON only: a form post from another site cannot change anything.
   assert.equal((await httpRequest(`${base}/api/reload`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, body: 'targets=self' })).status, 415);
 });

@@ -119,12 +119,12 @@ test('diff: context around changes, gaps marked', () => {
   assert.deepEqual(d.filter((x) => x.op !== ' ').map((x) => x.line), [10, 10]);
 });
 
-test('passwords: scrypt hashes verify the right password only', () => {
+test('passwords: scrypt hashes verify the right password only', async () => {
   const h = hashPassword('correct horse');
   assert.match(h, /^scrypt\$16384\$8\$1\$/);
-  assert.equal(verifyPassword('correct horse', h), true);
-  assert.equal(verifyPassword('correct horsf', h), false);
-  assert.equal(verifyPassword('x', 'plain'), false);
+  assert.equal(await verifyPassword('correct horse', h), true);
+  assert.equal(await verifyPassword('correct horsf', h), false);
+  assert.equal(await verifyPassword('x', 'plain'), false);
 });
 
 test('warnings ring: only warn and above, repeats counted on one entry, bounded', () => {
