@@ -3,7 +3,7 @@
 // others as peers (control sockets), one of them stopped. Without the token every page
 // and API call gets 401; after the login form the page shows each daemon and pool, a
 // load run moves the req/s chart and the busy-worker count, the stopped daemon is down
-// with its reason; a max_children edit on two daemons that one of them refuses shows the
+// with its reason, a warning of the serving daemon shows in its panel; a max_children edit on two daemons that one of them refuses shows the
 // error and writes nothing; a valid one is written (comments kept), reloaded, and is what
 // `fcgi-pm status` of both says; a pool's workers are restarted from the page. The screenshot goes to a temp dir (its path is printed).
 import { test } from 'node:test';
@@ -150,6 +150,10 @@ test('dashboard over three daemons in headless Chromium', { timeout: 170_000 }, 
   const shown = await daemonsOnPage(page);
   assert.deepEqual(shown.map(([id, up]) => [id, up]), [['self', 'true'], [b.control, 'true'], [c.control, 'false']]);
   assert.match(shown[2]![2], /no such socket|connection refused/);
+
+  // A warning of daemon a (a script that does not exist) reaches the warnings panel.
+  assert.equal((await httpRequest(`http://127.0.0.1:${a.port}/missing.php`)).status, 404);
+  await page.waitForFunction(() => /ERR_SCRIPT_NOT_FOUND/.test(document.querySelector('#warnings')?.textContent ?? ''), { timeout: 20_000 });
 
   // A load run on daemon a moves its req/s chart and busy-worker count.
   const poolSel = '[data-daemon="self"] [data-pool="www"]';

@@ -50,6 +50,14 @@ test('fcgi-pm dashboard over a control socket and an HTTP peer; users with scryp
   assert.match(form.headers['set-cookie']![0]!, /HttpOnly; SameSite=Strict/);
   assert.equal((await httpRequest(`${baseA}/`, { headers: { cookie } })).status, 200);
   assert.equal((await httpRequest(`${baseA}/`, { headers: { cookie: 'fcgipm_dash=forged' } })).status, 401);
+  // The page and its assets, as sent: well under 200 KB.
+  let bytes = 0;
+  for (const path of ['/', '/app.js', '/app.css']) {
+    const r = await httpRequest(`${baseA}${path}`, { headers: { cookie } });
+    assert.equal(r.status, 200, path);
+    bytes += r.body.length;
+  }
+  assert.ok(bytes < 200 * 1024, `${bytes} bytes`);
   const badForm = await httpRequest(`${baseA}/login`, { method: 'POST', body: 'user=ops&password=nope' });
   assert.equal(badForm.status, 401);
   assert.equal(badForm.headers['set-cookie'], undefined);

@@ -46,7 +46,9 @@
     const st = p.outcomes ? p.outcomes.status : {};
     const mem = p.memory ?? {};
     const recycles = Object.entries(p.recycles).map(([k, v]) => `${k} ${v}`).join(', ') || '0';
-    const limitPct = mem.limit ? Math.min(100, Math.round(((mem.total ?? 0) / mem.limit) * 100)) : 0;
+    // Until the governor measured the pool, the workers' own figures (RSS) add up instead.
+    const memTotal = mem.total || p.workers.reduce((n, w) => n + (w.memory ?? 0), 0) || undefined;
+    const limitPct = mem.limit ? Math.min(100, Math.round(((memTotal ?? 0) / mem.limit) * 100)) : 0;
     const now = d.snapshot.daemon.now;
     const workers = p.workers.map((w) => `<tr data-pid="${w.pid}"><td>${w.pid}</td><td>${esc(w.state)}${w.retiring ? ` (${esc(w.retiring)})` : ''}</td><td>${w.requests}</td><td>${age(now - w.startedAt)}</td><td>${size(w.memory)}${w.measure && w.measure !== 'pss' ? ` ${esc(w.measure)}` : ''}</td><td>${esc(w.request ? `${w.request.method} ${w.request.uri}` : '')}</td></tr>`).join('');
     return `<div class="pool" data-pool="${esc(p.name)}" data-daemon-id="${esc(d.id)}">
@@ -61,7 +63,7 @@
         <div><span class="muted">responses 2xx / 3xx / 4xx / 5xx</span><b>${st['2xx'] ?? 0} / ${st['3xx'] ?? 0} / ${st['4xx'] ?? 0} / ${st['5xx'] ?? 0}</b></div>
         <div><span class="muted">503: queue full / timeout / failing / stopping</span><b>${r.queueFull} / ${r.queueTimeout} / ${r.failing} / ${r.shuttingDown}</b></div>
         <div><span class="muted">crashes · recycles</span><b>${p.crashes}</b><span class="muted">${esc(recycles)}</span></div>
-        <div><span class="muted">memory${mem.limit ? ` of ${size(mem.limit)}` : ''}</span><b>${size(mem.total)}</b>${mem.limit ? `<div class="bar"><i style="width:${limitPct}%"></i></div>` : ''}</div>
+        <div><span class="muted">memory${mem.limit ? ` of ${size(mem.limit)}` : ''}</span><b>${size(memTotal)}</b>${mem.limit ? `<div class="bar"><i style="width:${limitPct}%"></i></div>` : ''}</div>
         <div><span class="muted">requests</span><b>${p.completed}</b><span class="muted">${p.active} active</span></div>
       </div>
       <div class="charts">${chart(pts, 'rps', 'rps', 'req/s')}${chart(pts, 'busy', 'busy', 'busy workers')}${chart(pts, 'p50', 'latency', 'p50 / p99 ms', 'p99')}${chart(pts, 'queue', 'queue', 'queued')}</div>
