@@ -13,6 +13,7 @@ import { WarningRing } from '../../src/log/warning-ring.js';
 import { configFromObject } from '../../src/config/schema.js';
 import { problemsOf } from '../config/helpers.js';
 import { parseRequest } from '../../src/control/protocol.js';
+import { ClusterSampler, ringKey } from '../../src/dashboard/sampler.js';
 import { SNAPSHOT_FORMAT, type PoolStatus, type StatusSnapshot } from '../../src/control/types.js';
 
 function pool(name: string, over: Partial<PoolStatus> = {}): PoolStatus {
@@ -159,4 +160,38 @@ test('config: a dashboard section needs a way to log in, a TCP address, hashes n
 test('control protocol: restart names a pool', () => {
   assert.equal(parseRequest('{"cmd":"restart"}'), 'restart needs "pool": the name of a pool');
   assert.deepEqual(parseRequest('{"cmd":"restart","pool":"www"}'), { cmd: 'restart', processes: false, timeout_ms: undefined, pool: 'www' });
+});
+
+test('sampler: a timer only while someone watches; rings bounded by history / interval; a gone pool loses its ring', async () => {
+  let pools = [pool('www', { completed: 0 }), pool('api')];
+  let reads = 0;
+  const sampler = new ClusterSampler({
+    ids: () => ['self'],
+    peerToken: () => undefined,
+    self: async () => {
+      reads++;
+      return { ...snap(1, '/etc/a.yaml', pools), daemon: { ...snap(1, '/etc/a.yaml', pools).daemon, now: reads * 1000 } };
+    },
+    history: () => 3000,
+    interval: () => 1000,
+  });
+  assert.equal(sampler.watching, false);
+  for (let i = 0; i < 5; i++) await sampler.tick();
+  assert.equal(sampler.history()[ringKey('self', 'www')]!.length, 3, 'history 3 s at 1 s: three points');
+  const ticks: number[] = [];
+  const stop = sampler.subscribe((t) => ticks.push(t.cluster.daemons.length));
+  assert.equal(sampler.watching, true);
+  const n = reads;
+  await sampler.tick(); // joins the read subscribe() started rather than doubling it
+  assert.equal(reads, n);
+  assert.deepEqual(ticks, [1]);
+  stop();
+  assert.equal(sampler.watching, false, 'the last page gone: no timer');
+  const before = reads;
+  pools = [pool('www', { completed: 10 })];
+  await sampler.tick();
+  assert.equal(reads, before + 1);
+  assert.deepEqual(Object.keys(sampler.history()), [ringKey('self', 'www')], 'api removed from an answering daemon');
+  assert.equal(sampler.history()[ringKey('self', 'www')]!.at(-1)!.rps, 10);
+  sampler.stop();
 });
