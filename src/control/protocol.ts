@@ -8,6 +8,8 @@
  *   {"cmd":"stop","timeout_ms":30000}     → {"ok":true,"result":{"stopping":true}}; the
  *                                           connection then closes when the daemon exits
  *   {"cmd":"ping"}                        → {"ok":true,"result":{"pid":123,"version":"..."}}
+ *   {"cmd":"warnings"}                    → {"ok":true,"result":[<WarningEntry>]}: the recent
+ *                                           warn/error lines (src/log/warning-ring.ts)
  *   {"cmd":"restart","pool":"www"}        → {"ok":true,"result":<ReloadReport>}: the pool's
  *                                           workers replaced by fresh ones the way a reload
  *                                           replaces a changed pool (no request fails)
@@ -15,9 +17,9 @@
  * (config is "<command line>" for the quick form), so the CLI can tell one daemon from another.
  */
 
-export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping' | 'restart';
+export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping' | 'restart' | 'warnings';
 
-export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping', 'restart'];
+export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping', 'restart', 'warnings'];
 
 export interface ControlRequest {
   cmd: ControlCommand;

@@ -17,6 +17,8 @@ export interface ControlHandlers {
   /** Starts a stop; the daemon closes the socket when it is done. */
   stop(timeoutMs: number | undefined): void;
   ping(): unknown;
+  /** The daemon's recent warn/error lines. */
+  warnings(): unknown;
 }
 
 export type BindControl = (server: Server, path: string, mode: number) => Promise<void>;
@@ -71,6 +73,8 @@ export class ControlServer {
               return reply({ ok: true, result: await handlers.reload() });
             case 'ping':
               return reply({ ok: true, result: handlers.ping() });
+            case 'warnings':
+              return reply({ ok: true, result: handlers.warnings() });
             case 'restart':
               return reply({ ok: true, result: await handlers.restart(req.pool!) });
             case 'stop':

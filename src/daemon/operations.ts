@@ -25,6 +25,7 @@ import { adoptListeningFd, listenOn, ListenError } from '../frontend/listen.js';
 import { createAccessLog, type AccessLogger } from '../log/access.js';
 import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
+import { recentWarnings } from '../log/warning-ring.js';
 import { logListener, logPool } from '../log/startup.js';
 import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
@@ -246,6 +247,7 @@ export class Operations {
       status: (req) => this.snapshot({ processes: req.processes === true }),
       reload: () => this.reloadFromSource(),
       restart: (pool) => this.restartPool(pool),
+      warnings: () => recentWarnings.list(),
       stop: (ms) => handlers.stop(ms),
       ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
     };

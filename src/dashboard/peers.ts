@@ -7,6 +7,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { controlRequest } from '../control/client.js';
 import type { StatusSnapshot } from '../control/types.js';
+import type { WarningEntry } from '../log/warning-ring.js';
 
 export type PeerKind = 'self' | 'socket' | 'http';
 
@@ -76,5 +77,19 @@ export async function readPeer(id: string, peerToken: string | undefined, self?:
     return { id, kind, up: true, snapshot };
   } catch (err) {
     return { id, kind, up: false, reason: (err as Error).message };
+  }
+}
+
+/** A daemon's recent warnings; [] when it cannot say (down, or too old for the verb). */
+export async function readWarnings(id: string, peerToken: string | undefined, self?: () => WarningEntry[]): Promise<WarningEntry[]> {
+  try {
+    const kind = peerKind(id);
+    if (kind === 'self') return self?.() ?? [];
+    if (kind === 'http') return (await httpJson(new URL('api/warnings', id.endsWith('/') ? id : id + '/').href, peerToken)) as WarningEntry[];
+    const s = await controlRequest(id, { cmd: 'warnings' }, PEER_TIMEOUT_MS);
+    s.end();
+    return s.response.ok && Array.isArray(s.response.result) ? (s.response.result as WarningEntry[]) : [];
+  } catch {
+    return [];
   }
 }

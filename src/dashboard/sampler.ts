@@ -8,7 +8,8 @@
  */
 import type { PoolStatus, StatusSnapshot } from '../control/types.js';
 import { mergeCluster, type Cluster } from './merge.js';
-import { readPeer } from './peers.js';
+import type { WarningEntry } from '../log/warning-ring.js';
+import { readPeer, readWarnings } from './peers.js';
 import { poolPoint, type PoolPoint } from './points.js';
 import { SampleRing } from './ring.js';
 
@@ -17,6 +18,8 @@ export interface SamplerSource {
   ids(): string[];
   peerToken(): string | undefined;
   self?: (() => Promise<StatusSnapshot>) | undefined;
+  /** This process's warnings ring, shown as the 'self' daemon's. */
+  warnings?: (() => WarningEntry[]) | undefined;
   history(): number;
   interval(): number;
 }
@@ -25,7 +28,13 @@ export interface Tick {
   cluster: Cluster;
   /** Ring key ("daemon id \0 pool") → the point this tick added. */
   points: Record<string, PoolPoint>;
+  /** Every up daemon's recent warnings, newest first, at most MAX_WARNINGS. */
+  warnings: ClusterWarning[];
 }
+
+export type ClusterWarning = WarningEntry & { daemon: string };
+
+export const MAX_WARNINGS = 100;
 
 export const ringKey = (daemon: string, pool: string): string => `${daemon}\u0000${pool}`;
 
@@ -112,7 +121,9 @@ export class ClusterSampler {
         this.prev.delete(k);
       }
     }
-    const tick = { cluster, points };
+    const lists = await Promise.all(cluster.daemons.filter((d) => d.up).map(async (d) => (await readWarnings(d.id, this.src.peerToken(), this.src.warnings)).map((w) => ({ ...w, daemon: d.id }))));
+    const warnings = lists.flat().sort((x, y) => y.last - x.last).slice(0, MAX_WARNINGS);
+    const tick = { cluster, points, warnings };
     this.latest = tick;
     for (const fn of this.subscribers) fn(tick);
     return tick;

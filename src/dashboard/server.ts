@@ -9,7 +9,9 @@
  *   POST /login            form: token, or user + password → session cookie
  *   GET  /api/cluster      every daemon's snapshot, merged (merge.ts)
  *   GET  /api/snapshot     this daemon's own snapshot (how a peer dashboard reads us)
- *   GET  /api/events       server-sent events: history once, then a tick per sample
+ *   GET  /api/warnings     this process's recent warnings (how a peer dashboard reads them)
+ *   GET  /api/events       server-sent events: history once, then a tick per sample (and
+ *                          the cluster's warnings when they changed)
  *   POST /api/edit         {targets, pool, settings, dryRun} → per-daemon diff, problems, reload
  *   POST /api/reload       {targets}
  *   POST /api/restart      {targets, pool}: fresh workers for the pool, no request failed
@@ -70,6 +72,7 @@ export class DashboardServer {
       ids: () => [...(deps.self ? ['self'] : []), ...deps.config().peers],
       peerToken: () => deps.config().peerToken,
       self: deps.self ? () => deps.self!.snapshot() : undefined,
+      warnings: deps.self && deps.warnings ? () => deps.warnings!.list() : undefined,
       history: () => deps.config().history,
       interval: () => deps.config().sampleInterval,
     });
@@ -108,6 +111,7 @@ export class DashboardServer {
       return json(res, 200, await this.deps.self.snapshot());
     }
     if (req.method === 'GET' && path === '/api/events') return this.events(req, res);
+    if (req.method === 'GET' && path === '/api/warnings') return json(res, 200, this.deps.warnings?.list() ?? []);
     if (req.method === 'POST' && (path === '/api/edit' || path === '/api/reload' || path === '/api/restart')) {
       if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return json(res, 415, { error: 'send JSON (content-type: application/json)' });
       const body = (await readBody(req)) as Partial<EditRequest> | undefined;
@@ -153,13 +157,13 @@ export class DashboardServer {
     this.streams.add(res);
     const send = (event: string, data: unknown): void => void res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     send('history', { intervalMs: this.deps.config().sampleInterval, historyMs: this.deps.config().history, rings: this.sampler.history(), editable: EDITABLE_KEYS });
-    let warned = -1;
-    const unsubscribe = this.sampler.subscribe((t: Tick) => {
+    let warned = '';
+    const unsubscribe = this.sampler.subscribe(({ warnings, ...t }: Tick) => {
       send('tick', t);
-      const w = this.deps.warnings;
-      if (w !== undefined && w.version !== warned) {
-        warned = w.version;
-        send('warnings', w.list());
+      const w = JSON.stringify(warnings);
+      if (w !== warned) {
+        warned = w;
+        res.write(`event: warnings\ndata: ${w}\n\n`);
       }
     });
     const done = (): void => {

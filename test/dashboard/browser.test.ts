@@ -3,7 +3,7 @@
 // others as peers (control sockets), one of them stopped. Without the token every page
 // and API call gets 401; after the login form the page shows each daemon and pool, a
 // load run moves the req/s chart and the busy-worker count, the stopped daemon is down
-// with its reason, a warning of the serving daemon shows in its panel; a max_children edit on two daemons that one of them refuses shows the
+// with its reason, warnings of the serving daemon and of a peer show in the panel; a max_children edit on two daemons that one of them refuses shows the
 // error and writes nothing; a valid one is written (comments kept), reloaded, and is what
 // `fcgi-pm status` of both says; a pool's workers are restarted from the page. The screenshot goes to a temp dir (its path is printed).
 import { test } from 'node:test';
@@ -151,9 +151,13 @@ test('dashboard over three daemons in headless Chromium', { timeout: 170_000 }, 
   assert.deepEqual(shown.map(([id, up]) => [id, up]), [['self', 'true'], [b.control, 'true'], [c.control, 'false']]);
   assert.match(shown[2]![2], /no such socket|connection refused/);
 
-  // A warning of daemon a (a script that does not exist) reaches the warnings panel.
-  assert.equal((await httpRequest(`http://127.0.0.1:${a.port}/missing.php`)).status, 404);
-  await page.waitForFunction(() => /ERR_SCRIPT_NOT_FOUND/.test(document.querySelector('#warnings')?.textContent ?? ''), { timeout: 20_000 });
+  // Warnings of daemon a and of peer b (a script that does not exist) reach the panel.
+  for (const n of [a, b]) assert.equal((await httpRequest(`http://127.0.0.1:${n.port}/missing.php`)).status, 404);
+  await page.waitForFunction(
+    (ids) => ids.every((id: string) => Array.from(document.querySelectorAll('#warnings li'), (li: { getAttribute(n: string): string; textContent: string }) => li.getAttribute('data-warning-daemon') === id && /ERR_SCRIPT_NOT_FOUND/.test(li.textContent)).includes(true)),
+    { timeout: 20_000 },
+    ['self', b.control],
+  );
 
   // A load run on daemon a moves its req/s chart and busy-worker count.
   const poolSel = '[data-daemon="self"] [data-pool="www"]';

@@ -150,7 +150,8 @@
   function renderWarnings(list) {
     const ol = $('#warnings');
     if (!list.length) return void (ol.innerHTML = '<li class="muted">none</li>');
-    ol.innerHTML = list.slice().reverse().map((w) => `<li><span class="muted">${new Date(w.last).toLocaleTimeString()}</span> <code>${esc(w.code)}</code>${w.pool ? ` [${esc(w.pool)}]` : ''} ${esc(w.msg)}${w.count > 1 ? ` <b>×${w.count}</b>` : ''}</li>`).join('');
+    const label = (id) => (cluster?.daemons.find((d) => d.id === id)?.label ?? id).replace(/ \(pid \d+\)$/, '');
+    ol.innerHTML = list.map((w) => `<li data-warning-daemon="${esc(w.daemon)}"><span class="muted">${new Date(w.last).toLocaleTimeString()} ${esc(label(w.daemon))}</span><br><code>${esc(w.code)}</code>${w.pool ? ` [${esc(w.pool)}]` : ''} ${esc(w.msg)}${w.count > 1 ? ` <b>×${w.count}</b>` : ''}</li>`).join('');
   }
 
   // mode: preview | edit | reload | restart
