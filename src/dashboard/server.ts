@@ -24,6 +24,7 @@ import type { StatusSnapshot } from '../control/types.js';
 import { ErrorCodes } from '../errors.js';
 import { ClientGate } from '../frontend/client-gate.js';
 import { listenOn } from '../frontend/listen.js';
+import { EpisodeLimiter } from '../log/episode-limiter.js';
 import type { Logger } from '../log/log.js';
 import type { WarningRing } from '../log/warning-ring.js';
 import { editPools, reloadTargets, type ActionContext, type EditRequest, type LocalDaemon } from './actions.js';
@@ -42,6 +43,8 @@ export interface DashboardDeps {
 const STATIC: Record<string, string> = { '/': 'index.html', '/app.js': 'app.js', '/app.css': 'app.css' };
 const TYPES: Record<string, string> = { html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
 const MAX_BODY = 64 * 1024;
+/** Refused credentials: one line, then one count per minute while they go on. */
+const REFUSAL_LOG_MS = 60_000;
 
 function loadStatic(): Map<string, Buffer> {
   // dist/src/dashboard/server.js → src/dashboard/static/ in the package.
@@ -64,6 +67,7 @@ export class DashboardServer {
   private readonly files = loadStatic();
   readonly sampler: ClusterSampler;
   private readonly actions: ActionContext;
+  private readonly refusals: EpisodeLimiter<string>;
   address = '';
 
   constructor(private readonly deps: DashboardDeps) {
@@ -77,6 +81,10 @@ export class DashboardServer {
       interval: () => deps.config().sampleInterval,
     });
     this.actions = { self: deps.self, peerToken: () => deps.config().peerToken };
+    this.refusals = new EpisodeLimiter({
+      intervalMs: REFUSAL_LOG_MS,
+      summary: (_k, n) => deps.logger.warn({ code: ErrorCodes.DASHBOARD_AUTH, refused: n }, `dashboard: ${n} more request(s) with wrong credentials in the last minute`),
+    });
     const gate = new ClientGate({ get allowedClients() { return deps.config().allowedClients; } } as ListenerConfig, () => deps.logger);
     this.server = createServer((req, res) => void this.route(req, res).catch((err: unknown) => this.fail(res, err)));
     this.server.on('connection', (s) => {
@@ -133,7 +141,16 @@ export class DashboardServer {
     json(res, 404, { error: `no such page: ${path}` });
   }
 
+  /** Wrong credentials (not none: a first visit has none) are worth an operator's line. */
+  private noteRefusal(req: IncomingMessage, how: string): void {
+    if (this.refusals.hit('auth')) {
+      this.deps.logger.warn({ code: ErrorCodes.DASHBOARD_AUTH, remote: req.socket.remoteAddress, how }, `dashboard: refused ${how} from ${req.socket.remoteAddress ?? '?'}; repeats are counted once a minute`);
+    }
+  }
+
   private refuse(req: IncomingMessage, res: ServerResponse, path: string): void {
+    if (req.headers.authorization !== undefined) this.noteRefusal(req, req.headers.authorization.split(' ')[0]!.toLowerCase() === 'basic' ? 'a user or password' : 'a token');
+    else if ((req.headers.cookie ?? '').includes(`${COOKIE}=`)) this.noteRefusal(req, 'an unknown or expired session cookie');
     const challenge = this.auth.challenge();
     if (challenge !== undefined && req.headers.authorization !== undefined) res.setHeader('www-authenticate', challenge);
     if (path.startsWith('/api/')) return json(res, 401, { error: 'log in first: a token (Authorization: Bearer) or a user' });
@@ -145,6 +162,7 @@ export class DashboardServer {
     const text = await readText(req);
     const sid = text === undefined ? undefined : await this.auth.login(new URLSearchParams(text));
     if (sid === undefined) {
+      this.noteRefusal(req, 'a login');
       res.writeHead(401, { 'content-type': 'text/html; charset=utf-8' });
       return void res.end(LOGIN_PAGE(true));
     }
@@ -182,6 +200,7 @@ export class DashboardServer {
 
   close(): Promise<void> {
     this.sampler.stop();
+    this.refusals.flush();
     for (const r of this.streams) r.end();
     return new Promise((resolve) => {
       this.server.close(() => resolve());

@@ -40,10 +40,12 @@ test('fcgi-pm dashboard over a control socket and an HTTP peer; users with scryp
   // Users: Basic auth and the login form; a wrong password is refused like no password.
   const baseA = `http://127.0.0.1:${dashA}`;
   assert.equal((await httpRequest(`${baseA}/api/cluster`, { headers: { authorization: basic('ops', 's3cret pass') } })).status, 200);
+  const since = a.mark();
   const wrong = await httpRequest(`${baseA}/api/cluster`, { headers: { authorization: basic('ops', 's3cret pasS') } });
   assert.equal(wrong.status, 401);
   assert.match(String(wrong.headers['www-authenticate']), /^Basic realm=/);
   assert.equal((await httpRequest(`${baseA}/api/cluster`, { headers: { authorization: basic('nobody', 's3cret pass') } })).status, 401);
+  await a.waitForLog((l) => l.code === 'ERR_DASHBOARD_AUTH', { since, what: 'ERR_DASHBOARD_AUTH' });
   const form = await httpRequest(`${baseA}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'user=ops&password=s3cret+pass' });
   assert.equal(form.status, 303);
   const cookie = String(form.headers['set-cookie']?.[0]).split(';')[0]!;
@@ -84,6 +86,10 @@ test('fcgi-pm dashboard over a control socket and an HTTP peer; users with scryp
   assert.equal(good.applied, true, JSON.stringify(good));
   assert.equal(good.results[0]!.reload?.ok, true);
   assert.match(readFileSync(a.configPath, 'utf8'), /max_children: 4/);
+  // Every refusal above (three wrong credentials, a forged cookie, a wrong login form) was one
+  // episode: one warning line, logged before this later line.
+  const changed = await a.waitForLog((l) => /dashboard: pool www changed/.test(String(l.msg)), { since, what: 'the edit line' });
+  assert.equal(a.logsSince(since).slice(0, a.logs.indexOf(changed) - since).filter((l) => l.code === 'ERR_DASHBOARD_AUTH').length, 1);
   const st = await runBin(['status', '--json', '--control', join(dirA, 'control.sock')]);
   assert.equal((JSON.parse(st.stdout) as { pools: Array<{ maxChildren: number }> }).pools[0]!.maxChildren, 4);
   // Only the daemons it shows: no socket or URL of the caller's choosing (peer_token would go there).
