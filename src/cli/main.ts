@@ -37,6 +37,9 @@ Examples:
   fcgi-pm check -c /etc/fcgi-pm/fcgi-pm.yaml
   fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
 
+  # A web dashboard over two running daemons (their control sockets):
+  fcgi-pm dashboard --peers /run/fcgi-pm/web.sock,/run/fcgi-pm/api.sock
+
 A minimal config file:
   listen:
     - { protocol: fastcgi, address: 127.0.0.1:9000, pool: php }
