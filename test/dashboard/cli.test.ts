@@ -25,7 +25,7 @@ const basic = (u: string, p: string): string => `Basic ${Buffer.from(`${u}:${p}`
 test('fcgi-pm dashboard over a control socket and an HTTP peer; users with scrypt hashes', { timeout: 90_000 }, async (t) => {
   const dirA = makeTempDir(t, 'fpm-dcli-a-');
   const dirB = makeTempDir(t, 'fpm-dcli-b-');
-  const [portA, portB, dashA, dashCli] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [portA, portB, dashA, dashCli, nobody] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   const pool = (dir: string, m: string) => ({ www: { command: phpCommand(dir, m), pm: 'ondemand', max_children: 2 } });
   const a = await startDaemon(t, {
     control_socket: join(dirA, 'control.sock'),
@@ -65,15 +65,15 @@ test('fcgi-pm dashboard over a control socket and an HTTP peer; users with scryp
   assert.equal(badForm.headers['set-cookie'], undefined);
 
   // The CLI's dashboard: no daemon of its own, the two peers.
-  const peers = `${controlB},http://127.0.0.1:${dashA}`;
+  const peers = `${controlB},http://127.0.0.1:${dashA},http://127.0.0.1:${nobody}`;
   const cli = new ManagedChild('fcgi-pm dashboard', process.execPath, [FCGI_PM_BIN, 'dashboard', '--peers', peers, '--peer-token', TOKEN_A, '--token', TOKEN_CLI, '--address', `127.0.0.1:${dashCli}`, '--interval', '500ms'], { cwd: REPO_ROOT });
   t.after(() => cli.stop());
   await waitFor(() => canConnect({ port: dashCli, host: '127.0.0.1' }), { what: 'the CLI dashboard' });
   const auth = { authorization: `Bearer ${TOKEN_CLI}` };
   const base = `http://127.0.0.1:${dashCli}`;
   assert.equal((await httpRequest(`${base}/api/cluster`)).status, 401);
-  const cluster = JSON.parse((await httpRequest(`${base}/api/cluster`, { headers: auth })).body.toString()) as { daemons: Array<{ id: string; up: boolean; snapshot?: { daemon: { pid: number } } }>; pools: Record<string, string[]> };
-  assert.deepEqual(cluster.daemons.map((d) => [d.id, d.up, d.snapshot?.daemon.pid]), [[controlB, true, b.pid], [`http://127.0.0.1:${dashA}`, true, a.pid]]);
+  const cluster = JSON.parse((await httpRequest(`${base}/api/cluster`, { headers: auth })).body.toString()) as { daemons: Array<{ id: string; up: boolean; reason?: string; snapshot?: { daemon: { pid: number } } }>; pools: Record<string, string[]> };
+  assert.deepEqual(cluster.daemons.map((d) => [d.id, d.up, d.snapshot?.daemon.pid ?? d.reason]), [[controlB, true, b.pid], [`http://127.0.0.1:${dashA}`, true, a.pid], [`http://127.0.0.1:${nobody}`, false, 'connection refused']]);
   assert.deepEqual(cluster.pools.www, [controlB, `http://127.0.0.1:${dashA}`]);
   assert.equal((await httpRequest(`${base}/api/snapshot`, { headers: auth })).status, 404, 'no local daemon');
 
