@@ -14,6 +14,10 @@ import { configFromObject } from '../../src/config/schema.js';
 import { problemsOf } from '../config/helpers.js';
 import { parseRequest } from '../../src/control/protocol.js';
 import { ClusterSampler, ringKey } from '../../src/dashboard/sampler.js';
+import { OutcomeCounter } from '../../src/control/outcomes.js';
+import { renderPrometheus } from '../../src/control/render-prometheus.js';
+import { renderText } from '../../src/control/render-text.js';
+import type { Exchange } from '../../src/protocol/exchange.js';
 import { SNAPSHOT_FORMAT, type PoolStatus, type StatusSnapshot } from '../../src/control/types.js';
 
 function pool(name: string, over: Partial<PoolStatus> = {}): PoolStatus {
@@ -194,4 +198,21 @@ test('sampler: a timer only while someone watches; rings bounded by history / in
   assert.deepEqual(Object.keys(sampler.history()), [ringKey('self', 'www')], 'api removed from an answering daemon');
   assert.equal(sampler.history()[ringKey('self', 'www')]!.at(-1)!.rps, 10);
   sampler.stop();
+});
+
+test('outcomes: counted per pool as exchanges finish, in the snapshot once, so text and Prometheus show responses by class', () => {
+  const c = new OutcomeCounter();
+  const ex = (status: number, ms: number): Exchange => ({ pool: 'www', status, startedAt: 1000 - ms }) as unknown as Exchange;
+  c.finished(ex(200, 3), 1000);
+  c.finished(ex(200, 40), 1000);
+  c.finished(ex(503, 0.5), 1000);
+  c.finished({ pool: undefined, status: 200, startedAt: 0 } as unknown as Exchange, 1000);
+  const o = c.of('www')!;
+  assert.deepEqual(o.status, { '1xx': 0, '2xx': 2, '3xx': 0, '4xx': 0, '5xx': 1 });
+  assert.deepEqual(o.latency.counts.slice(0, 6), [1, 0, 1, 0, 0, 1], '≤1 ms, ≤5 ms, ≤50 ms');
+  const s = snap(1, '/etc/a.yaml', [pool('www', { outcomes: o })]);
+  assert.match(renderPrometheus(s), /^fcgipm_responses_total\{pool="www",class="2xx"\} 2$/m);
+  assert.match(renderText(s), /responses.*2xx.*2/);
+  c.forget(new Set());
+  assert.equal(c.of('www'), undefined);
 });
