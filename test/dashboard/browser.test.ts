@@ -198,6 +198,12 @@ test('dashboard over three daemons in headless Chromium', { timeout: 170_000 }, 
   await editOnPage(page, '5');
   const results = await page.$$eval('#edit-result [data-result]', (els) => els.map((e) => [e.getAttribute('data-result'), e.getAttribute('data-ok'), e.querySelector('.status')?.textContent]));
   assert.deepEqual(results, [['self', 'true', 'written and reloaded'], [b.control, 'true', 'written and reloaded']]);
+  const diffs = await page.$$eval('#edit-result pre.diff', (els) => els.map((e) => e.textContent ?? ''));
+  assert.equal(diffs.length, 2);
+  for (const d of diffs) {
+    assert.match(d, /^-\s+max_children: 3$/m, 'the diff shows the old line');
+    assert.match(d, /^\+\s+max_children: 5$/m, 'and the new one');
+  }
   for (const n of [a, b]) {
     const text = readFileSync(n.daemon.configPath, 'utf8');
     assert.match(text, /^# Daemon . of the dashboard test: these comments must survive an edit\.$/m);
