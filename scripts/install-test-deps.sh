@@ -12,6 +12,8 @@ have spawn-fcgi || need+=(spawn-fcgi)
 # Front ends of examples/frontends/ (the tests run their own instances on loopback).
 [ -x /usr/sbin/apache2 ] || need+=(apache2)
 [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+# The dashboard's browser test (puppeteer-core drives it; it downloads no browser).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

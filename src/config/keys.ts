@@ -3,6 +3,7 @@
  * one-line description. schema.ts validates with these tables and README's key
  * reference is generated from / checked against CONFIG_KEYS, so a key is described once.
  */
+import { DASHBOARD_KEYS } from './dashboard-keys.js';
 
 export type KeyType =
   | { kind: 'int'; min: number; max?: number }
@@ -197,7 +198,7 @@ export const TOP_KEYS: readonly KeySpec[] = [
   ...OPERATIONS_TOP_KEYS,
 ];
 
-export const SECTION_KEYS = ['listen', 'pools', 'limits', 'log'] as const;
+export const SECTION_KEYS = ['listen', 'pools', 'limits', 'log', 'dashboard'] as const;
 
 /** One row of the key reference. */
 export interface KeyDoc {
@@ -291,4 +292,6 @@ export const CONFIG_KEYS: readonly KeyDoc[] = [
   { path: 'log', type: 'mapping', default: '', required: false, description: 'Logging (JSON lines on stdout, or to log.file; human lines on a terminal).' },
   ...rows('log.', LOG_KEYS),
   ...rows('', TOP_KEYS),
+  { path: 'dashboard', type: 'mapping', default: '', required: false, description: 'A web dashboard served by the daemon for it and its peers (docs/dashboard.md); off unless present.' },
+  ...rows('dashboard.', DASHBOARD_KEYS),
 ];

@@ -168,6 +168,23 @@ export interface Config {
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
+  /** The web dashboard (src/dashboard/); undefined = off. */
+  dashboard?: DashboardConfig | undefined;
   /** File label and key lines, so checks after loading (src/daemon/preflight.ts) name lines too. */
   origin?: ConfigOrigin;
+}
+
+export interface DashboardConfig {
+  address: SocketAddress;
+  allowedClients?: string[] | undefined;
+  token?: string | undefined;
+  /** name → "scrypt$N$r$p$salt$hash" (base64). */
+  users?: Record<string, string> | undefined;
+  /** Control socket paths or http(s):// dashboard URLs. */
+  peers: string[];
+  peerToken?: string | undefined;
+  /** ms */
+  history: number;
+  /** ms */
+  sampleInterval: number;
 }

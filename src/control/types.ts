@@ -89,7 +89,16 @@ export interface PoolStatus {
   spawns?: Summary | undefined;
   backends: Array<{ address: string; active: number; down: boolean }>;
   memory?: PoolMemoryView | undefined;
+  /** Finished responses by status class and by latency (outcomes.ts), once any finished. */
+  outcomes?: PoolOutcomes | undefined;
   workers: WorkerStatus[];
+}
+
+/** Cumulative: subtract two snapshots' counts for an interval. */
+export interface PoolOutcomes {
+  status: { '1xx': number; '2xx': number; '3xx': number; '4xx': number; '5xx': number };
+  /** counts[i]: requests that took ≤ boundsMs[i] (and more than the bound before); the last, more than every bound. */
+  latency: { boundsMs: number[]; counts: number[] };
 }
 
 export interface RequestStatus {

@@ -169,6 +169,7 @@ export class Daemon {
         this.listenerList.push(listener);
         logListener(this.logger, l, listener.address);
       }
+      if (!this.stopping) await this.ops.dashboard.open(cfg);
     } catch (err) {
       // The caller reports the error once (src/cli/run.ts); here we only undo.
       await this.stop({ immediate: true });

@@ -79,15 +79,19 @@ export interface ReloadPlan {
   listeners: ListenerPlan;
 }
 
-/** What a reload from `cur` to `next` does; pure. Listeners are matched by configured address. */
-export function planReload(cur: Config, next: Config, running: readonly Listener[]): ReloadPlan {
+/**
+ * What a reload from `cur` to `next` does; pure. Listeners are matched by configured address.
+ * Pools named in `restart` count as changed even when their settings are the same (a
+ * restart of their workers through the same graceful swap).
+ */
+export function planReload(cur: Config, next: Config, running: readonly Listener[], restart: ReadonlySet<string> = new Set()): ReloadPlan {
   const pools: ReloadPlan['pools'] = { added: [], removed: [], changed: [], unchanged: [] };
   for (const [name, p] of next.pools) {
     const old = cur.pools.get(name);
     if (old === undefined) pools.added.push(p);
     // A preload pool is renewed even when unchanged: its new parent imports the code as
     // it is now, and the old parent's workers drain.
-    else if (samePool(old, p) && p.preload !== true) pools.unchanged.push(name);
+    else if (samePool(old, p) && p.preload !== true && !restart.has(name)) pools.unchanged.push(name);
     else pools.changed.push(p);
   }
   for (const name of cur.pools.keys()) if (!next.pools.has(name)) pools.removed.push(name);
@@ -127,6 +131,8 @@ export interface ReloadTarget {
   inherited: ReadonlySet<string>;
   /** Called with each listener removed or replaced, so the daemon can await them on stop. */
   closing(p: Promise<void>): void;
+  /** Pools to replace even if unchanged (the control socket's restart). */
+  restart?: ReadonlySet<string> | undefined;
 }
 
 function name(l: Listener | ListenerConfig): string {
@@ -136,7 +142,7 @@ function name(l: Listener | ListenerConfig): string {
 
 /** Applies `next`; on failure before the commit nothing changed and the error is thrown. */
 export async function applyReload(t: ReloadTarget, next: Config): Promise<ReloadReport> {
-  const plan = planReload(t.current, next, t.listeners);
+  const plan = planReload(t.current, next, t.listeners, t.restart);
   const log = t.logger;
   const notes: string[] = [];
   const drainMs = next.shutdownTimeout;
