@@ -17,6 +17,8 @@ have spawn-fcgi || need+=(spawn-fcgi)
 { have make && have g++ && have python3; } || need+=(build-essential python3)
 have sqlite3 || need+=(sqlite3)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# The dashboard's browser test (puppeteer-core drives it; it downloads no browser).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

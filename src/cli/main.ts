@@ -1,12 +1,13 @@
 /**
  * The fcgi-pm command line. One file per command; bin/fcgi-pm calls main().
- * Commands: run, check, status, workers, reload, stop, bench, tune.
+ * Commands: run, check, status, workers, reload, stop, bench, tune, dashboard.
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { LOG_FORMATS, LOG_LEVELS } from '../config/keys.js';
 import { benchCommand } from './bench.js';
 import { checkCommand } from './check.js';
+import { dashboardCommand } from './dashboard.js';
 import { EXIT_OK, EXIT_USAGE } from './report.js';
 import { reloadCommand } from './reload.js';
 import { runCommand } from './run.js';
@@ -35,6 +36,9 @@ Examples:
   # With a config file (see examples/demo/fcgi-pm.yaml in the fcgi-pm package):
   fcgi-pm check -c /etc/fcgi-pm/fcgi-pm.yaml
   fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
+
+  # A web dashboard over two running daemons (their control sockets):
+  fcgi-pm dashboard --peers /run/fcgi-pm/web.sock,/run/fcgi-pm/api.sock
 
 A minimal config file:
   listen:
@@ -66,6 +70,7 @@ export function buildProgram(): Command {
   program.addCommand(stopCommand());
   program.addCommand(benchCommand());
   program.addCommand(tuneCommand());
+  program.addCommand(dashboardCommand());
   // Commander would exit 1 on a usage mistake, the same as a bad config; throw instead
   // so main() can use 2, like our own usage errors.
   for (const cmd of [program, ...program.commands]) cmd.exitOverride();

@@ -3,7 +3,7 @@
  * one-line description. schema.ts validates with these tables and README's key
  * reference is generated from / checked against CONFIG_KEYS, so a key is described once.
  */
-
+import { DASHBOARD_KEYS } from './dashboard-keys.js';
 import { VHOSTS_KEYS } from './vhosts-keys.js';
 
 export type KeyType =
@@ -24,7 +24,7 @@ export type KeyType =
   | { kind: 'string-list' }
   /** Unix file mode, octal: "0660". */
   | { kind: 'mode' }
-  /** memory_budget: a size ("512MiB"), a percentage of MemTotal ("50%") or "auto". */
+  /** memory_budget: a size ("512MiB"), a percentage of MemTotal or of the cgroup limit ("50%") or "auto". */
   | { kind: 'budget' }
   // Operations (issue 5; docs/operations.md).
   /** A URL path starting with "/" (status_path, ping_path). */
@@ -73,19 +73,22 @@ const anyDuration = { kind: 'duration', min: 0 } as const;
 // Memory governor (issue 4; docs/memory.md). Sizes of 0 mean off.
 const memorySize = { kind: 'size', min: 0, max: 2 ** 40 } as const;
 const sampleInterval = { kind: 'duration', min: 100 } as const;
+const oomScore = { kind: 'int', min: -1000, max: 1000 } as const;
 
 const MEMORY_POOL_KEYS: readonly KeySpec[] = [
   { key: 'max_memory', field: 'maxMemory', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Recycle a worker whose memory (PSS, else RSS) is above this, once its current request ends.' },
   { key: 'max_memory_hard', field: 'maxMemoryHard', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Kill a worker whose memory is above this at once; its request gets 503 MEMORY_HARD_LIMIT.' },
-  { key: 'memory_limit', field: 'memoryLimit', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: "Most memory for all of this pool's workers together; at the limit it spawns no more (requests queue)." },
+  { key: 'memory_limit', field: 'memoryLimit', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: "Most memory for all of this pool's workers together; at the limit it spawns no more (requests queue). Where fcgi-pm may create cgroups, also the kernel limit of the pool's own memory cgroup." },
   { key: 'expected_worker_memory', field: 'expectedWorkerMemory', type: { kind: 'size', min: 1024 * 1024, max: 2 ** 40 }, default: '32MiB', scope: 'spawned', doc: 'Memory a new worker is assumed to need until workers of this pool have been measured.' },
   { key: 'rlimit_as', field: 'rlimitAs', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Address-space limit (RLIMIT_AS, via prlimit) set on workers; the kernel refuses allocations past it.' },
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, defaultText: '(the top-level memory_sample_interval)', scope: 'spawned', doc: "How often this pool's workers are measured." },
+  { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: 800, scope: 'spawned', doc: "Workers' /proc/PID/oom_score_adj, set right after spawn: the kernel's OOM killer takes a worker before fcgi-pm." },
 ];
 
 const MEMORY_TOP_KEYS: readonly KeySpec[] = [
-  { key: 'memory_budget', field: 'memoryBudget', type: { kind: 'budget' }, defaultText: '(off)', doc: 'Memory shared by all pools and fcgi-pm itself: a size, a percentage of MemTotal ("50%") or auto (75% of MemAvailable at start).' },
+  { key: 'memory_budget', field: 'memoryBudget', type: { kind: 'budget' }, defaultText: '(off)', doc: 'Memory shared by all pools and fcgi-pm itself: a size, a percentage ("50%") of the memory cgroup limit fcgi-pm runs under or else of MemTotal, or auto (75% of MemAvailable at start, or of the cgroup limit when smaller).' },
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, default: '2s', doc: "How often workers' memory and CPU are measured (pools may override it)." },
+  { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: -500, doc: "fcgi-pm's own oom_score_adj, set at start where it may lower it (root, CAP_SYS_RESOURCE); otherwise left as it is." },
 ];
 
 // Which files a pool may run; checked on SCRIPT_FILENAME by every front end (src/frontend/script-guard.ts).
@@ -147,13 +150,16 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'keep_alive', field: 'keepAlive', type: { kind: 'bool' }, default: true, doc: 'FastCGI: keep backend connections open between requests (FCGI_KEEP_CONN).' },
   { key: 'command', field: 'command', type: { kind: 'argv' }, scope: 'spawned', doc: 'Spawn workers running this program: a list of arguments, no shell (e.g. [php-cgi]).' },
   { key: 'socket', field: 'socket', type: { kind: 'enum', values: ['fd0', 'argv'] }, default: 'fd0', scope: 'spawned', doc: 'How a worker gets its socket: fd0 (FastCGI standard, as stdin) or argv (the program binds "{socket}" or "{port}" given in its arguments).' },
-  { key: 'env', field: 'env', type: { kind: 'string-map' }, default: {}, scope: 'spawned', doc: 'Environment variables set for workers (php-cgi gets PHP_FCGI_CHILDREN=0, PHP_FCGI_MAX_REQUESTS=0 unless set).' },
+  { key: 'env', field: 'env', type: { kind: 'string-map' }, default: {}, scope: 'spawned', doc: 'Environment variables set for workers (php-cgi gets PHP_FCGI_CHILDREN=0, or k with group_size k, and PHP_FCGI_MAX_REQUESTS=0 unless set).' },
   { key: 'inherit_env', field: 'inheritEnv', type: { kind: 'string-list' }, default: ['PATH', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'], scope: 'spawned', doc: "Names of fcgi-pm's own environment variables passed on to workers; all others are cleared." },
   { key: 'cwd', field: 'cwd', type: { kind: 'path' }, scope: 'spawned', defaultText: "(fcgi-pm's)", doc: 'Working directory of workers.' },
   { key: 'user', field: 'user', type: { kind: 'string' }, scope: 'spawned', doc: 'Run workers as this user (name or uid; it must exist). As root, a spawned pool needs it: without, start is refused unless `user: root` or `run --allow-root`. Not as root it is ignored with a notice (unless it names fcgi-pm\'s own user).' },
   { key: 'group', field: 'group', type: { kind: 'string' }, scope: 'spawned', defaultText: "(the user's group)", doc: 'Run workers with this group (name or gid; it must exist). Ignored, like user, when fcgi-pm is not root.' },
   { key: 'pm', field: 'pm', type: { kind: 'enum', values: ['static', 'dynamic', 'ondemand'] }, default: 'ondemand', scope: 'spawned', doc: 'Process manager: static (always max_children), dynamic (keep min..max spare idle), ondemand (spawn per need).' },
   { key: 'max_children', field: 'maxChildren', type: { kind: 'int', min: 1, max: 100_000 }, default: 5, scope: 'spawned', doc: 'Most workers alive at once; more requests wait in the queue.' },
+  { key: 'preload', field: 'preload', type: { kind: 'bool' }, default: false, scope: 'spawned', doc: 'Python WSGI (bin/fcgi-pm-wsgi --preload in command): one parent imports the application once and forks each worker (milliseconds instead of an exec and import; children share its pages copy-on-write). Workers are counted, capped and stopped one by one as usual; a reload starts a new parent and the old workers drain.' },
+  { key: 'preload_idle_timeout', field: 'preloadIdleTimeout', type: anyDuration, default: '5m', scope: 'spawned', doc: 'preload: stop the parent after the pool has had no worker this long (0 = never); the next worker then costs one exec and import again.' },
+  { key: 'group_size', field: 'groupSize', type: { kind: 'int', min: 1, max: 256 }, default: 1, scope: 'spawned', doc: 'php-cgi groups: each worker is one php-cgi parent started with PHP_FCGI_CHILDREN=k (and PHP_FCGI_MAX_REQUESTS=0 unless env sets it) whose k children accept on one socket and share its opcache; a worker then takes k requests at once. max_children, start_children and the spares count php processes, rounded up to whole groups.' },
   { key: 'start_children', field: 'startChildren', type: { kind: 'int', min: 0, max: 100_000 }, defaultText: '(static: max_children, dynamic: min_spare, ondemand: 0)', scope: 'spawned', doc: 'Workers spawned at start.' },
   { key: 'min_spare', field: 'minSpare', type: { kind: 'int', min: 0, max: 100_000 }, default: 1, scope: 'spawned', doc: 'pm dynamic: spawn workers when fewer than this are idle.' },
   { key: 'max_spare', field: 'maxSpare', type: { kind: 'int', min: 1, max: 100_000 }, default: 3, defaultText: '3 (at most max_children)', scope: 'spawned', doc: 'pm dynamic: stop idle workers beyond this many.' },
@@ -199,7 +205,7 @@ export const TOP_KEYS: readonly KeySpec[] = [
   ...OPERATIONS_TOP_KEYS,
 ];
 
-export const SECTION_KEYS = ['listen', 'pools', 'limits', 'log', 'vhosts'] as const;
+export const SECTION_KEYS = ['listen', 'pools', 'limits', 'log', 'vhosts', 'dashboard'] as const;
 
 /** One row of the key reference. */
 export interface KeyDoc {
@@ -299,4 +305,6 @@ export const CONFIG_KEYS: readonly KeyDoc[] = [
   { path: 'vhosts', type: 'mapping', default: '', required: false, description: 'Sites defined outside this file (a directory, an SQLite or a PostgreSQL table), each started on its first request (docs/vhosts.md).' },
   ...rows('vhosts.', VHOSTS_KEYS),
   ...rows('', TOP_KEYS),
+  { path: 'dashboard', type: 'mapping', default: '', required: false, description: 'A web dashboard served by the daemon for it and its peers (docs/dashboard.md); off unless present.' },
+  ...rows('dashboard.', DASHBOARD_KEYS),
 ];

@@ -11,7 +11,7 @@
 import * as nodePath from 'node:path';
 import { ConfigError } from '../errors.js';
 import { parseAddress, type SocketAddress } from '../protocol/address.js';
-import type { AccountId, Config, ListenerConfig, MemoryBudgetSetting, PoolConfig, RewriteRule, VhostsConfig } from './types.js';
+import type { AccountId, Config, DashboardConfig, ListenerConfig, MemoryBudgetSetting, PoolConfig, RewriteRule, VhostsConfig } from './types.js';
 import { LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, SECTION_KEYS, TOP_KEYS, type KeySpec, type KeyType } from './keys.js';
 import { VHOSTS_KEYS } from './vhosts-keys.js';
 import { closest, didYouMean, logKeyFor } from './suggest.js';
@@ -19,6 +19,7 @@ import { convertOperations } from './operations-keys.js';
 import { lookupGroup, lookupUser, type GroupEntry, type UserEntry } from './system-users.js';
 import { formatDuration, formatSize, parseDuration, parseSize, show } from './units.js';
 import { Problems, type KeyPath, type Locator } from './problems.js';
+import { DASHBOARD_KEYS, PASSWORD_HASH } from './dashboard-keys.js';
 
 export { formatKeyPath, type KeyPath, type Locator } from './problems.js';
 
@@ -308,6 +309,7 @@ const KEY_HOMES: Array<[string, readonly KeySpec[]]> = [
   ['limits', LIMITS_KEYS],
   ['log', LOG_KEYS],
   ['the top level', TOP_KEYS],
+  ['dashboard', DASHBOARD_KEYS],
 ];
 
 function unknownKeyMessage(key: string, here: readonly KeySpec[], extra: readonly string[] = []): string {
@@ -408,6 +410,15 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
   } else if (pool.startChildren > pool.maxChildren) {
     ctx.problems.add([...path, 'start_children'], `must be ≤ max_children (${pool.maxChildren}), got ${pool.startChildren}`);
   }
+  if (pool.preload === true && (pool.groupSize ?? 1) > 1) {
+    ctx.problems.add([...path, 'group_size'], 'a preload pool forks one worker per slot itself; group_size is for php-cgi groups');
+  }
+  if (pool.preload === true && s.present.has('socket') && pool.socket === 'argv') {
+    ctx.problems.add([...path, 'socket'], 'a preload pool hands each fork a listening socket; socket: argv does not apply');
+  }
+  if ((pool.groupSize ?? 1) > pool.maxChildren) {
+    ctx.problems.add([...path, 'group_size'], `must be ≤ max_children (${pool.maxChildren}): max_children counts php processes, group_size of them per worker; got ${pool.groupSize}`);
+  }
   checkMemoryKeys(pool, path, s.present, ctx);
   if (pool.maxRequests > 0 && pool.maxRequestsJitter >= pool.maxRequests) {
     ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);
@@ -507,6 +518,27 @@ function checkAddresses(listeners: Array<ListenerConfig | undefined>, pools: Map
   }
 }
 
+/** The dashboard section: a TCP address, a way to log in, peers that can be read. */
+function buildDashboard(s: Section, ctx: Ctx): DashboardConfig {
+  const d = s.values as unknown as DashboardConfig;
+  const at = (key: string): KeyPath => ['dashboard', key];
+  if (d.address?.kind === 'unix') ctx.problems.add(at('address'), 'must be a TCP address such as "127.0.0.1:9910" (put nginx in front for TLS or a Unix socket)');
+  if (d.token === undefined && d.users === undefined) ctx.problems.add(['dashboard'], 'needs "token" or "users": the dashboard can change pools, so it is never open to anyone');
+  if (d.token !== undefined && d.token.length < 16) ctx.problems.add(at('token'), `must be at least 16 characters (e.g. from "openssl rand -hex 16"), got ${d.token.length}`);
+  for (const [name, hash] of Object.entries(d.users ?? {})) {
+    if (!PASSWORD_HASH.test(hash)) ctx.problems.add([...at('users'), name], 'must be a hash from "fcgi-pm dashboard --hash-password" (scrypt$N$r$p$salt$hash), not a password');
+  }
+  d.peers.forEach((p, i) => {
+    if (/^https?:\/\//.test(p)) {
+      if (d.peerToken === undefined) ctx.problems.add([...at('peers'), i], 'an http:// peer is read with peer_token; set it to the token of that dashboard');
+    } else if (!p.startsWith('/') && !p.startsWith('unix:')) {
+      ctx.problems.add([...at('peers'), i], `must be a control socket path ("/run/fcgi-pm/web.sock") or a dashboard URL ("http://10.0.0.2:9910"), got ${show(p)}`);
+    }
+  });
+  d.peers = d.peers.map((p) => (p.startsWith('unix:') ? p.slice(5) : p));
+  return d;
+}
+
 /**
  * Validates a config object in file form (snake_case keys) and returns the Config.
  * Throws ConfigError listing every problem.
@@ -557,6 +589,8 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
   const log = readSection(obj.log, LOG_KEYS, ['log'], ctx, 'log settings');
   const top = readSection(Object.fromEntries(TOP_KEYS.map((k) => [k.key, obj[k.key]])), TOP_KEYS, [], ctx, 'top level');
 
+  const dashboard = obj.dashboard === undefined || obj.dashboard === null ? undefined : buildDashboard(readSection(obj.dashboard, DASHBOARD_KEYS, ['dashboard'], ctx, 'dashboard settings'), ctx);
+
   checkAddresses(listeners, pools, ctx);
 
   if (problems.count > 0) throw new ConfigError(problems.texts());
@@ -570,9 +604,11 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     runtimeDir: top.values.runtimeDir as string | undefined,
     memoryBudget: top.values.memoryBudget as MemoryBudgetSetting | undefined,
     memorySampleInterval: top.values.memorySampleInterval as number,
+    oomScoreAdj: top.values.oomScoreAdj as number,
     controlSocket: top.values.controlSocket as string | false | undefined,
     controlSocketMode: top.values.controlSocketMode as number,
     vhosts,
+    dashboard,
     origin: { label: opts.label ?? source, locate: opts.locate },
   };
 }

@@ -88,6 +88,12 @@ export interface PoolConfig {
   group: string | undefined;
   pm: PmMode; // default ondemand
   maxChildren: number; // default 5
+  /** Workers are forks of one parent that imported the application (bin/fcgi-pm-wsgi --preload). */
+  preload?: boolean;
+  /** ms without workers before the preload parent stops; 0 = never. */
+  preloadIdleTimeout?: number;
+  /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
+  groupSize?: number;
   startChildren: number; // dynamic; default min_spare
   minSpare: number; // default 1
   maxSpare: number; // default 3
@@ -121,6 +127,8 @@ export interface PoolConfig {
   limitExtensions?: string[] | undefined;
   /** Directories SCRIPT_FILENAME must resolve into; empty or undefined = anywhere. */
   scriptRoots?: string[] | undefined;
+  /** Workers' oom_score_adj (default 800). */
+  oomScoreAdj?: number;
 }
 
 /** memory_budget as written: bytes, a percentage of MemTotal, or a share of MemAvailable at start. */
@@ -158,12 +166,16 @@ export interface Config {
   memoryBudget?: MemoryBudgetSetting | undefined;
   /** How often workers are measured (default 2s). */
   memorySampleInterval?: number;
+  /** fcgi-pm's own oom_score_adj where it may lower it (default -500). */
+  oomScoreAdj?: number;
   /** Control socket path; false = off; undefined = the default (src/config/control-path.ts). */
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
   /** Sites defined outside the config file, started on first request (docs/vhosts.md). */
   vhosts?: VhostsConfig | undefined;
+  /** The web dashboard (src/dashboard/); undefined = off. */
+  dashboard?: DashboardConfig | undefined;
   /** File label and key lines, so checks after loading (src/daemon/preflight.ts) name lines too. */
   origin?: ConfigOrigin;
 }
@@ -202,4 +214,19 @@ export interface SiteConfig {
   rewrite: RewriteRule[];
   /** Where it is defined, for messages: "sites/a.yaml" or "sites.db table sites row a". */
   origin: string;
+}
+
+export interface DashboardConfig {
+  address: SocketAddress;
+  allowedClients?: string[] | undefined;
+  token?: string | undefined;
+  /** name → "scrypt$N$r$p$salt$hash" (base64). */
+  users?: Record<string, string> | undefined;
+  /** Control socket paths or http(s):// dashboard URLs. */
+  peers: string[];
+  peerToken?: string | undefined;
+  /** ms */
+  history: number;
+  /** ms */
+  sampleInterval: number;
 }

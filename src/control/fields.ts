@@ -71,6 +71,7 @@ export const POOL_FIELDS: ReadonlyArray<Field<PoolStatus>> = [
   { id: 'completed', title: 'completed requests', fpm: 'completed requests', metric: 'fcgipm_requests_completed_total', type: 'counter', help: 'Requests answered by a backend or worker.', value: (p) => p.completed },
   { id: 'aborted', title: 'aborted requests', fpm: 'aborted requests', metric: 'fcgipm_requests_aborted_total', type: 'counter', help: 'Requests whose client went away first.', value: (p) => p.aborted },
   { id: 'rejected', title: 'rejected (503)', fpm: 'rejected', metric: 'fcgipm_requests_rejected_total', type: 'counter', help: 'Requests answered 503 without running, by cause.', labelled: { label: 'cause', values: (p) => entries(p.rejected) } },
+  { id: 'responses', title: 'responses', metric: 'fcgipm_responses_total', type: 'counter', help: 'Finished responses by status class (1xx to 5xx).', labelled: { label: 'class', values: (p) => (p.outcomes === undefined ? [] : Object.entries(p.outcomes.status)) } },
   { id: 'errors', title: 'errors', fpm: 'errors', metric: 'fcgipm_request_errors_total', type: 'counter', help: 'Requests answered 502/504 by kind: unreachable, timeout, crashed, other.', labelled: { label: 'kind', values: (p) => entries(p.errors) } },
   { id: 'crashes', title: 'worker crashes', fpm: 'worker crashes', metric: 'fcgipm_worker_crashes_total', type: 'counter', help: 'Workers that exited without being asked to.', value: (p) => p.crashes },
   { id: 'recycles', title: 'worker recycles', fpm: 'recycled', metric: 'fcgipm_worker_recycles_total', type: 'counter', help: 'Workers retired by the manager, by reason.', labelled: { label: 'reason', values: (p) => Object.entries(p.recycles).sort(([a], [b]) => a.localeCompare(b)) } },
@@ -107,6 +108,8 @@ export const WORKER_FIELDS: ReadonlyArray<Field<WorkerStatus>> = [
   // Ours.
   { id: 'memoryPeak', title: 'memory peak', fpm: 'memory peak', type: 'gauge', unit: 'bytes', help: 'Largest memory sample of the worker.', value: (w) => w.memoryPeak },
   { id: 'retiring', title: 'retiring', fpm: 'retiring', type: 'gauge', help: 'Why the worker is on its way out, if it is.', value: (w) => w.retiring },
+  { id: 'slots', title: 'slots', fpm: 'slots', type: 'gauge', help: 'group_size > 1: requests the group takes at once (its php-cgi children).', value: (w) => w.slots },
+  { id: 'busySlots', title: 'busy slots', fpm: 'busy slots', type: 'gauge', help: 'group_size > 1: requests the group runs now.', value: (w) => w.busySlots },
 ];
 
 /** PHP-FPM's process state names, which exporters count. */

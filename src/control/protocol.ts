@@ -9,13 +9,18 @@
  *   {"cmd":"stop","timeout_ms":30000}     → {"ok":true,"result":{"stopping":true}}; the
  *                                           connection then closes when the daemon exits
  *   {"cmd":"ping"}                        → {"ok":true,"result":{"pid":123,"version":"..."}}
+ *   {"cmd":"warnings"}                    → {"ok":true,"result":[<WarningEntry>]}: the recent
+ *                                           warn/error lines (src/log/warning-ring.ts)
+ *   {"cmd":"restart","pool":"www"}        → {"ok":true,"result":<ReloadReport>}: the pool's
+ *                                           workers replaced by fresh ones the way a reload
+ *                                           replaces a changed pool (no request fails)
  * Every answer also says which daemon gave it: "daemon":{"pid":123,"config":"/etc/fcgi-pm.yaml"}
  * (config is "<command line>" for the quick form), so the CLI can tell one daemon from another.
  */
 
-export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping';
+export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping' | 'restart' | 'warnings';
 
-export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping'];
+export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping', 'restart', 'warnings'];
 
 export interface ControlRequest {
   cmd: ControlCommand;
@@ -25,6 +30,8 @@ export interface ControlRequest {
   all_sites?: boolean;
   /** stop: how long running requests may finish (default shutdown_timeout). */
   timeout_ms?: number;
+  /** restart: the pool whose workers are replaced. */
+  pool?: string;
 }
 
 export interface ControlError {
@@ -79,5 +86,6 @@ export function parseRequest(line: string): ControlRequest | string {
   const r = v as Record<string, unknown>;
   if (typeof r.cmd !== 'string' || !CONTROL_COMMANDS.includes(r.cmd as ControlCommand)) return `unknown command ${JSON.stringify(r.cmd)} (known: ${CONTROL_COMMANDS.join(', ')})`;
   if (r.timeout_ms !== undefined && (typeof r.timeout_ms !== 'number' || !Number.isFinite(r.timeout_ms) || r.timeout_ms < 0)) return 'timeout_ms must be a number ≥ 0';
-  return { cmd: r.cmd as ControlCommand, processes: r.processes === true, all_sites: r.all_sites === true, timeout_ms: r.timeout_ms as number | undefined };
+  if (r.cmd === 'restart' && (typeof r.pool !== 'string' || r.pool === '')) return 'restart needs "pool": the name of a pool';
+  return { cmd: r.cmd as ControlCommand, processes: r.processes === true, all_sites: r.all_sites === true, timeout_ms: r.timeout_ms as number | undefined, pool: r.pool as string | undefined };
 }

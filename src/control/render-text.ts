@@ -55,8 +55,11 @@ export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: str
   lines.push(`config ${d.config}; ${reloads}`);
   if (s.memory !== undefined) {
     const m = s.memory;
-    const budget = m.budget === undefined ? 'no memory budget' : `memory budget ${formatSize(m.budget)}`;
+    const how = m.derivation !== undefined && m.derivation !== 'configured' ? ` (${m.derivation})` : '';
+    const budget = m.budget === undefined ? 'no memory budget' : `memory budget ${formatSize(m.budget)}${how}`;
     lines.push(`${budget}: used ${formatSize(m.used ?? 0)}, committed ${formatSize(m.committed ?? 0)}${m.available !== undefined ? `, available ${formatSize(m.available)}` : ''} (${m.measure ?? 'rss'})`);
+    const c = m.cgroup;
+    if (c !== undefined) lines.push(`memory cgroup ${c.dir}: limit ${formatSize(c.limit)}, ${c.used !== undefined ? `${formatSize(c.used)} not reclaimable, ` : ''}headroom ${formatSize(c.headroom)}`);
   }
   if (s.sites !== undefined) {
     const v = s.sites;

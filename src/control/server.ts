@@ -12,9 +12,13 @@ import { ErrorCodes } from '../errors.js';
 export interface ControlHandlers {
   status(req: ControlRequest): Promise<unknown>;
   reload(): Promise<unknown>;
+  /** Replaces one pool's workers (a reload of the running config with that pool swapped). */
+  restart(pool: string): Promise<unknown>;
   /** Starts a stop; the daemon closes the socket when it is done. */
   stop(timeoutMs: number | undefined): void;
   ping(): unknown;
+  /** The daemon's recent warn/error lines. */
+  warnings(): unknown;
 }
 
 export type BindControl = (server: Server, path: string, mode: number) => Promise<void>;
@@ -69,6 +73,10 @@ export class ControlServer {
               return reply({ ok: true, result: await handlers.reload() });
             case 'ping':
               return reply({ ok: true, result: handlers.ping() });
+            case 'warnings':
+              return reply({ ok: true, result: handlers.warnings() });
+            case 'restart':
+              return reply({ ok: true, result: await handlers.restart(req.pool!) });
             case 'stop':
               reply({ ok: true, result: { stopping: true } });
               handlers.stop(req.timeout_ms);

@@ -10,6 +10,7 @@ import type { PoolConfig } from '../config/types.js';
 import type { Pool, PoolSnapshot, WorkerSnapshot } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolGenerations, PoolGroup } from './generations.js';
+import type { OutcomeCounter } from './outcomes.js';
 import { requestStatus, type RequestBoard } from './request-board.js';
 import {
   SNAPSHOT_FORMAT,
@@ -36,6 +37,8 @@ export interface SnapshotSources {
   poolConfig(name: string): PoolConfig | undefined;
   generations: PoolGenerations;
   board: RequestBoard;
+  /** Responses by status class and latency, per pool name. */
+  outcomes?: OutcomeCounter | undefined;
   /** The governor's BudgetSnapshot, when it runs. */
   memory?: (() => unknown) | undefined;
   /** vhosts counts; `all`: with every defined site. */
@@ -154,6 +157,11 @@ function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number,
     lastUsedAt: w.lastUsedAt,
   };
   if (retiring) out.retiring = 'reload';
+  if (w.slots !== undefined) {
+    out.slots = w.slots;
+    out.busySlots = w.busySlots;
+    out.children = (w.children ?? []).map((c) => ({ pid: c.pid, memory: c.memory?.pss ?? c.memory?.rss, measure: c.memory?.measure }));
+  }
   if (m !== undefined) {
     out.cpu = m.cpu;
     out.memory = m.pss ?? m.rss;
@@ -195,7 +203,10 @@ export async function takeSnapshot(src: SnapshotSources, opts: SnapshotOptions =
   const pools: PoolStatus[] = [];
   for (const g of src.generations.groups(src.pools())) {
     const st = poolStatus(g, src.generations, src.poolConfig(g.name), src.board, nowPerf, nowEpoch);
-    if (st) pools.push(st);
+    if (st) {
+      st.outcomes = src.outcomes?.of(g.name);
+      pools.push(st);
+    }
   }
   const alive = new Set<number>();
   for (const p of pools) for (const w of p.workers) alive.add(w.pid);

@@ -100,7 +100,16 @@ export interface PoolStatus {
   spawns?: Summary | undefined;
   backends: Array<{ address: string; active: number; down: boolean }>;
   memory?: PoolMemoryView | undefined;
+  /** Finished responses by status class and by latency (outcomes.ts), once any finished. */
+  outcomes?: PoolOutcomes | undefined;
   workers: WorkerStatus[];
+}
+
+/** Cumulative: subtract two snapshots' counts for an interval. */
+export interface PoolOutcomes {
+  status: { '1xx': number; '2xx': number; '3xx': number; '4xx': number; '5xx': number };
+  /** counts[i]: requests that took ≤ boundsMs[i] (and more than the bound before); the last, more than every bound. */
+  latency: { boundsMs: number[]; counts: number[] };
 }
 
 export interface RequestStatus {
@@ -133,6 +142,10 @@ export interface WorkerStatus {
   request?: RequestStatus | undefined;
   /** The last finished request (idle workers). */
   last?: RequestStatus | undefined;
+  /** group_size > 1: requests it takes at once, runs now, and its php-cgi children (JSON only). */
+  slots?: number | undefined;
+  busySlots?: number | undefined;
+  children?: Array<{ pid: number; memory?: number | undefined; measure?: string | undefined }> | undefined;
 }
 
 /** Read structurally from PoolSnapshot.memory (src/memory/types.ts PoolMemoryFigures). */
@@ -154,6 +167,10 @@ export interface PoolMemoryView {
 export interface MemoryBudgetView {
   budget?: number | undefined;
   setting?: string;
+  /** How the budget was found: "80% of cgroup limit 64.0MiB (/sys/fs/cgroup/memory/box)". */
+  derivation?: string | undefined;
+  /** The memory cgroup limit fcgi-pm runs under. */
+  cgroup?: { dir: string; limit: number; headroom: number; used: number | undefined } | undefined;
   measure?: string;
   used?: number;
   committed?: number;

@@ -14,7 +14,9 @@ import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { PoolDeps } from '../pool/index.js';
 import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
-import { createHostGovernor, type HostGovernor } from '../memory/host-governor.js';
+import { readMeminfo } from '../memory/budget.js';
+import { createHostGovernor, readBox, type HostGovernor } from '../memory/host-governor.js';
+import { adjustOwnOomScore } from '../memory/oom-score.js';
 import type { BudgetSnapshot } from '../memory/types.js';
 import type { SitesView } from '../control/types.js';
 import type { Logger } from '../log/log.js';
@@ -108,6 +110,8 @@ export class Daemon {
       commit: (next) => {
         this._config = next;
         if (next.vhosts !== undefined) void this.sites?.reconfigure(next.vhosts);
+        // The cgroup limit may have changed too (systemctl set-property, a resized container).
+        this.governor?.rebudget(next.memoryBudget, readMeminfo(), readBox().box);
       },
     });
   }
@@ -168,6 +172,7 @@ export class Daemon {
       this.ops.adoptInheritedSockets(cfg);
       this.governor = createHostGovernor(cfg, this.logger.child({ component: 'memory' }));
       this.openFiles();
+      adjustOwnOomScore(cfg.oomScoreAdj, this.logger.child({ component: 'memory' }));
       // Probe for setpriv now, not inside the first request's cold start (~8 ms).
       if ([...cfg.pools.values()].some((p) => p.command !== undefined)) defaultDeathGuard();
       for (const p of cfg.pools.values()) {
@@ -182,6 +187,7 @@ export class Daemon {
         this.listenerList.push(listener);
         logListener(this.logger, l, listener.address);
       }
+      if (!this.stopping) await this.ops.dashboard.open(cfg);
     } catch (err) {
       // The caller reports the error once (src/cli/run.ts); here we only undo.
       await this.stop({ immediate: true });

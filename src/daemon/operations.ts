@@ -12,6 +12,7 @@ import { controlSocketPath, isDefaultControlSocket } from '../config/control-pat
 import { loadConfig } from '../config/load.js';
 import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import { PoolGenerations } from '../control/generations.js';
+import { OutcomeCounter } from '../control/outcomes.js';
 import { RequestBoard } from '../control/request-board.js';
 import { whoAnswers } from '../control/client.js';
 import { ControlServer, type ControlHandlers } from '../control/server.js';
@@ -24,10 +25,12 @@ import { adoptListeningFd, listenOn, ListenError } from '../frontend/listen.js';
 import { createAccessLog, type AccessLogger } from '../log/access.js';
 import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
+import { recentWarnings } from '../log/warning-ring.js';
 import { logListener, logPool } from '../log/startup.js';
 import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolRegistry } from './pool-registry.js';
+import { DashboardHost } from './dashboard.js';
 import { applyReload, type ReloadReport } from './reload.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
@@ -78,9 +81,12 @@ export interface OperationsOptions {
 
 export class Operations {
   readonly board = new RequestBoard();
+  readonly outcomes = new OutcomeCounter();
   readonly generations = new PoolGenerations();
   readonly responder: StatusResponder;
   readonly notifier: SystemdNotifier;
+  /** The web dashboard, when the config has a dashboard section (src/dashboard/). */
+  readonly dashboard: DashboardHost;
   private readonly logger: Logger;
   private readonly version: string;
   private readonly logFiles: LogFiles | undefined;
@@ -98,6 +104,7 @@ export class Operations {
   /** The one onFinish of every exchange: board and access log, no closure per request. */
   readonly finish = (ex: Exchange): void => {
     this.board.finished(ex);
+    this.outcomes.finished(ex);
     const a = this.access;
     if (a !== undefined) a(ex);
   };
@@ -108,6 +115,10 @@ export class Operations {
     this.logFiles = opts.logFiles;
     this.loadNext = opts.loadConfig;
     this.notifier = opts.notifier ?? new SystemdNotifier(opts.logger.child({ component: 'systemd' }));
+    this.dashboard = new DashboardHost(
+      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), restart: (pool) => this.restartPool(pool) },
+      opts.logger.child({ component: 'dashboard' }),
+    );
     this.responder = createStatusResponder((o) => this.snapshot(o), opts.logger.child({ component: 'status' }));
   }
 
@@ -150,6 +161,7 @@ export class Operations {
         poolConfig: (name) => v.config.pools.get(name),
         generations: this.generations,
         board: this.board,
+        outcomes: this.outcomes,
         memory: v.memorySnapshot ? () => v.memorySnapshot!() : undefined,
         sites: (all) => v.sitesView?.(all),
       },
@@ -237,6 +249,8 @@ export class Operations {
     const all: ControlHandlers = {
       status: (req) => this.snapshot({ processes: req.processes === true, allSites: req.all_sites === true }),
       reload: () => this.reloadFromSource(),
+      restart: (pool) => this.restartPool(pool),
+      warnings: () => recentWarnings.list(),
       stop: (ms) => handlers.stop(ms),
       ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
     };
@@ -277,6 +291,7 @@ export class Operations {
 
   /** End of a stop: stop draining generations, wait for closing listeners, close the control socket. */
   async closeAll(timeoutMs: number): Promise<void> {
+    await this.dashboard.close();
     await Promise.allSettled(this.generations.draining.map((p) => p.stop(timeoutMs, 'shutdown')));
     await Promise.allSettled([...this.closingListeners]);
   }
@@ -320,6 +335,14 @@ export class Operations {
     return this.serialised(() => this.apply(next));
   }
 
+  /** Fresh workers for one pool, by the reload's graceful swap of the running config. */
+  restartPool(pool: string): Promise<ReloadReport> {
+    return this.serialised(() => {
+      if (!this.view.config.pools.has(pool)) return Promise.reject(new Error(`no pool named "${pool}" (pools: ${[...this.view.config.pools.keys()].join(', ')})`));
+      return this.apply(this.view.config, new Set([pool]));
+    });
+  }
+
   /** Resolves once no reload runs (a stop waits, so pools a reload is starting are stopped too). */
   reloadSettled(): Promise<void> {
     return this.reloadChain.then(() => undefined);
@@ -331,7 +354,7 @@ export class Operations {
     return run;
   }
 
-  private async apply(next: Config): Promise<ReloadReport> {
+  private async apply(next: Config, restart?: ReadonlySet<string>): Promise<ReloadReport> {
     const v = this.view;
     const parts = this.parts;
     if (v.state !== 'running' || parts === undefined) {
@@ -367,6 +390,7 @@ export class Operations {
             return listener;
           },
           inherited: this.inherited,
+          restart,
           closing: (p) => {
             this.closingListeners.add(p);
             void p.finally(() => this.closingListeners.delete(p));
@@ -375,6 +399,8 @@ export class Operations {
         next,
       );
       parts.commit(next);
+      this.outcomes.forget(new Set(next.pools.keys()));
+      await this.dashboard.apply(next);
       report.notes.push(...this.applyDaemonSettings(cur, next));
       this.reloadStats.ok++;
       this.reloadStats.last = { at: Date.now(), ok: true };

@@ -1,7 +1,8 @@
 /**
  * Applying a new config to a running daemon without failing a request.
  *
- *  1. plan: which pools are added, removed, changed or unchanged (deep-equal configs);
+ *  1. plan: which pools are added, removed, changed or unchanged (deep-equal configs;
+ *     a preload pool counts as changed, so a reload picks up new application code);
  *     which listeners are added, removed, kept (same address and protocol), and of the
  *     kept ones which take their new settings in place (pool, name, status paths,
  *     status_allow: read per request; allowed_clients: read per connection) and which
@@ -79,13 +80,19 @@ export interface ReloadPlan {
   listeners: ListenerPlan;
 }
 
-/** What a reload from `cur` to `next` does; pure. Listeners are matched by configured address. */
-export function planReload(cur: Config, next: Config, running: readonly Listener[]): ReloadPlan {
+/**
+ * What a reload from `cur` to `next` does; pure. Listeners are matched by configured address.
+ * Pools named in `restart` count as changed even when their settings are the same (a
+ * restart of their workers through the same graceful swap).
+ */
+export function planReload(cur: Config, next: Config, running: readonly Listener[], restart: ReadonlySet<string> = new Set()): ReloadPlan {
   const pools: ReloadPlan['pools'] = { added: [], removed: [], changed: [], unchanged: [] };
   for (const [name, p] of next.pools) {
     const old = cur.pools.get(name);
     if (old === undefined) pools.added.push(p);
-    else if (samePool(old, p)) pools.unchanged.push(name);
+    // A preload pool is renewed even when unchanged: its new parent imports the code as
+    // it is now, and the old parent's workers drain.
+    else if (samePool(old, p) && p.preload !== true && !restart.has(name)) pools.unchanged.push(name);
     else pools.changed.push(p);
   }
   for (const name of cur.pools.keys()) if (!next.pools.has(name)) pools.removed.push(name);
@@ -124,6 +131,8 @@ export interface ReloadTarget {
   inherited: ReadonlySet<string>;
   /** Called with each listener removed or replaced, so the daemon can await them on stop. */
   closing(p: Promise<void>): void;
+  /** Pools to replace even if unchanged (the control socket's restart). */
+  restart?: ReadonlySet<string> | undefined;
 }
 
 function name(l: Listener | ListenerConfig): string {
@@ -133,7 +142,7 @@ function name(l: Listener | ListenerConfig): string {
 
 /** Applies `next`; on failure before the commit nothing changed and the error is thrown. */
 export async function applyReload(t: ReloadTarget, next: Config): Promise<ReloadReport> {
-  const plan = planReload(t.current, next, t.listeners);
+  const plan = planReload(t.current, next, t.listeners, t.restart);
   const log = t.logger;
   const notes: string[] = [];
   const drainMs = next.shutdownTimeout;
@@ -209,7 +218,6 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
   }
 
   if (next.runtimeDir !== t.current.runtimeDir) notes.push('runtime_dir changed: that takes a restart');
-  if (stable(next.memoryBudget) !== stable(t.current.memoryBudget)) notes.push('memory_budget changed: that takes a restart');
 
   return {
     pools: {

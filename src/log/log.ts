@@ -10,6 +10,7 @@ import { pino, type Bindings, type DestinationStream, type Logger as PinoLogger 
 import type { LOG_FORMATS } from '../config/keys.js';
 import type { ErrorCode } from '../errors.js';
 import { prettyStream } from './pretty.js';
+import { recentWarnings } from './warning-ring.js';
 
 /** A warn/error/fatal call: fields with a stable code, then the message. */
 export type CodedLogFn = <T extends { code: ErrorCode }>(fields: T, msg: string) => void;
@@ -41,7 +42,9 @@ export function createLogger(opts: LogOptions): Logger {
   const tty = opts.isTTY ?? (toStdout && process.stdout.isTTY === true);
   const pretty = opts.format === 'pretty' || ((opts.format ?? 'auto') === 'auto' && tty);
   const out = pretty ? prettyStream(dest, { color: tty && process.env.NO_COLOR === undefined }) : dest;
-  return pino({ level: opts.level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, out) as unknown as Logger;
+  // Every line passes the warnings ring on its way out (the dashboard's panel).
+  const hooks = { streamWrite: (line: string): string => (recentWarnings.line(line), line) };
+  return pino({ level: opts.level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime, hooks }, out) as unknown as Logger;
 }
 
 /** A logger that drops everything, for unit tests. */

@@ -1,12 +1,14 @@
 /**
- * The host memory budget: /proc/meminfo, and memory_budget as written turned into bytes
- * once, at start.
+ * The host memory budget: /proc/meminfo, the memory cgroup limit fcgi-pm runs under (a
+ * container, a systemd unit's MemoryMax, a board's cgroup), and memory_budget as written
+ * turned into bytes at start and on reload.
  *
  *   "512MiB"  that many bytes
- *   "50%"     that share of MemTotal
- *   auto      AUTO_SHARE of MemAvailable when fcgi-pm starts: what the host could give
- *             without swapping then, minus headroom for the page cache and for whatever
- *             else starts later. MemAvailable already leaves out what other services use.
+ *   "50%"     that share of the box: the cgroup limit when there is one below MemTotal,
+ *             else MemTotal
+ *   auto      AUTO_SHARE of what the box could give when fcgi-pm starts: MemAvailable
+ *             (what the host could give without swapping, other services left out),
+ *             or the cgroup limit when that is smaller.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -52,18 +54,30 @@ export interface ResolvedBudget {
   derivation: string;
 }
 
-/** memory_budget in bytes, given the host's memory now. */
-export function resolveBudget(setting: MemoryBudgetSetting, info: MemInfo): ResolvedBudget {
+/** A memory cgroup limit on fcgi-pm (its own cgroup's or a parent's). */
+export interface BoxLimit {
+  limit: number;
+  /** The cgroup directory that sets it. */
+  dir: string;
+}
+
+/** memory_budget in bytes, given the host's memory now and the cgroup limit fcgi-pm runs under. */
+export function resolveBudget(setting: MemoryBudgetSetting, info: MemInfo, box?: BoxLimit): ResolvedBudget {
   switch (setting.kind) {
     case 'bytes':
       return { bytes: setting.bytes, setting: formatBytes(setting.bytes), derivation: 'configured' };
     case 'percent': {
-      const bytes = Math.floor((info.memTotal * setting.percent) / 100);
-      return { bytes, setting: `${setting.percent}%`, derivation: `${setting.percent}% of MemTotal (${formatBytes(info.memTotal)})` };
+      const share = (n: number): number => Math.floor((n * setting.percent) / 100);
+      const s = `${setting.percent}%`;
+      if (box !== undefined && box.limit < info.memTotal) return { bytes: share(box.limit), setting: s, derivation: `${s} of cgroup limit ${formatBytes(box.limit)} (${box.dir})` };
+      return { bytes: share(info.memTotal), setting: s, derivation: `${s} of MemTotal (${formatBytes(info.memTotal)})` };
     }
     case 'auto': {
-      const bytes = Math.floor(info.memAvailable * AUTO_SHARE);
-      return { bytes, setting: 'auto', derivation: `${AUTO_SHARE * 100}% of MemAvailable (${formatBytes(info.memAvailable)}) at start` };
+      const pct = `${AUTO_SHARE * 100}%`;
+      if (box !== undefined && box.limit < info.memAvailable) {
+        return { bytes: Math.floor(box.limit * AUTO_SHARE), setting: 'auto', derivation: `${pct} of cgroup limit ${formatBytes(box.limit)} (${box.dir})` };
+      }
+      return { bytes: Math.floor(info.memAvailable * AUTO_SHARE), setting: 'auto', derivation: `${pct} of MemAvailable (${formatBytes(info.memAvailable)}) at start` };
     }
   }
 }

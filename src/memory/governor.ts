@@ -10,6 +10,12 @@
  * spawn never takes the budget past what could be foreseen; only workers growing past
  * their pool's estimate between two samples can, and then relief (planRelief) retires
  * workers until measured use is back under it.
+ *
+ * Two exceptions keep a guess from starving a pool or the kernel from killing: a pool
+ * with no worker and no measurement yet may start one worker when the smallest
+ * plausible worker (`probe`) fits, and then learns its real size; and when fcgi-pm runs
+ * in a memory cgroup, no spawn may take the box's measured anonymous memory into its
+ * headroom (`room`).
  */
 import type { WorkerRef } from './types.js';
 
@@ -57,6 +63,8 @@ export interface HostView {
   busy: readonly WorkerRef[];
   /** This pool has no live worker: it cannot make progress on its own. */
   starving: boolean;
+  /** The memory cgroup's limit minus its headroom minus its anonymous memory now; undefined outside a limited cgroup. */
+  room?: number | undefined;
 }
 
 export interface SpawnAsk {
@@ -68,14 +76,19 @@ export interface SpawnAsk {
   poolCommitted: number;
   /** memory_limit, 0 = off. */
   poolLimit: number;
-  /** undefined when there is no host budget. */
+  /**
+   * The smallest plausible worker, when the pool has none measured yet: a pool with no
+   * live worker may start one that fits this even where `estimate` (a guess) does not.
+   */
+  probe?: number | undefined;
+  /** undefined when there is no host budget and no cgroup limit. */
   host: HostView | undefined;
 }
 
 export interface SpawnDecision {
   admit: number;
   /** Why fewer than `want` were admitted. */
-  limitedBy: 'memory_limit' | 'memory_budget' | undefined;
+  limitedBy: 'memory_limit' | 'memory_budget' | 'cgroup_limit' | undefined;
   /** Idle workers of other pools to stop now (least recently used first). */
   evict: WorkerRef[];
   /** Busy workers of other pools to retire after their request (this pool had none at all). */
@@ -90,8 +103,10 @@ export function decideSpawn(ask: SpawnAsk): SpawnDecision {
   const est = ask.estimate;
   let k = Math.max(0, ask.want);
   let limitedBy: SpawnDecision['limitedBy'];
+  const firstFits = (free: number): boolean => ask.probe !== undefined && ask.poolCommitted === 0 && free >= ask.probe;
   if (ask.poolLimit > 0) {
-    const room = fitCount(ask.poolLimit - ask.poolCommitted, est);
+    let room = fitCount(ask.poolLimit - ask.poolCommitted, est);
+    if (room === 0 && firstFits(ask.poolLimit)) room = 1;
     if (room < k) {
       k = room;
       limitedBy = 'memory_limit';
@@ -101,12 +116,15 @@ export function decideSpawn(ask: SpawnAsk): SpawnDecision {
   const host = ask.host;
   if (host === undefined) return { admit: k, limitedBy, evict: [], retire: [], covered: 0, unmetDemand: 0 };
 
-  const free = host.budget - host.committed;
-  const fit = fitCount(free, est);
+  const budgetFree = host.budget - host.committed;
+  const boxTighter = host.room !== undefined && host.room < budgetFree;
+  const free = boxTighter ? host.room! : budgetFree;
+  let fit = fitCount(free, est);
+  if (fit === 0 && host.starving && firstFits(free)) fit = 1;
   const admitDemand = Math.min(demand, fit);
   const admitSpare = host.othersWaiting ? 0 : Math.min(k - demand, fit - admitDemand);
   const admit = admitDemand + admitSpare;
-  if (admit < k) limitedBy = 'memory_budget';
+  if (admit < k) limitedBy = boxTighter ? 'cgroup_limit' : 'memory_budget';
   const unmet = demand - admitDemand;
   if (unmet === 0) return { admit, limitedBy, evict: [], retire: [], covered: 0, unmetDemand: 0 };
 

@@ -8,11 +8,20 @@
  * Waiting pools are retried in the order they started waiting, from a zero-delay timer
  * (never from inside another pool's event handler): after any worker exit, and when a
  * worker of another pool goes idle (it can then be evicted).
+ *
+ * In a memory cgroup with a limit (the box: a container, a unit's MemoryMax, a board's
+ * cgroup) it also watches the box itself: what the kernel cannot reclaim (usage minus
+ * file pages, two small file reads) is read before every spawn decision and, while
+ * workers live, every sample interval; every WATCH_FAST_MS while a worker is busy and
+ * the box is above WATCH_SHARE of its limit. Past the limit minus its headroom no
+ * worker is spawned and idle workers are retired, before the kernel's OOM killer acts.
  */
-import type { Config } from '../config/types.js';
+import type { Config, MemoryBudgetSetting } from '../config/types.js';
 import type { Logger } from '../log/log.js';
 import { readMeminfo, resolveBudget, type MemInfo, type ResolvedBudget } from './budget.js';
+import { locateMemoryCgroup, readCgroupUsed, readMemoryBox, type MemoryBox, type MemoryCgroup } from './cgroup-files.js';
 import { formatBytes } from './format.js';
+import { OomCounter } from './pool-cgroup.js';
 import { decideSpawn, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
 import { createSampler, type MemorySampler } from './sampler.js';
 import type { BudgetMember, BudgetSnapshot, MemoryClock, MemorySample, WorkerRef } from './types.js';
@@ -24,6 +33,10 @@ export interface HostGovernorOptions {
   sampleInterval: number;
   budget?: ResolvedBudget | undefined;
   meminfo?: MemInfo | undefined;
+  /** fcgi-pm's own memory cgroup (pools with memory_limit create theirs below it). */
+  cgroup?: MemoryCgroup | undefined;
+  /** The memory limit on it or a parent, when there is one. */
+  box?: MemoryBox | undefined;
   sampler?: MemorySampler;
   clock?: MemoryClock;
   /** Dispose when the last pool leaves (a governor a lone pool made for itself). */
@@ -37,10 +50,12 @@ export interface AdmitAsk {
   /** The asking pool's committed memory and memory_limit (0 = off). */
   committed: number;
   limit: number;
+  /** The smallest plausible worker while the pool has none measured (governor.ts SpawnAsk.probe). */
+  probe?: number | undefined;
 }
 
 /** What the host decided, with the numbers for the pool's log line. */
-export type HostDecision = SpawnDecision & { budget: number | undefined; hostCommitted: number | undefined };
+export type HostDecision = SpawnDecision & { budget: number | undefined; hostCommitted: number | undefined; room: number | undefined };
 
 /** What a pool's memory part needs of the daemon's governor (injected through PoolDeps.memory). */
 export interface MemoryGovernor {
@@ -49,6 +64,10 @@ export interface MemoryGovernor {
   readonly sampleInterval: number;
   /** Bytes; undefined without memory_budget. */
   readonly budget: number | undefined;
+  /** fcgi-pm's own memory cgroup, where pool cgroups go; undefined when unknown. */
+  readonly cgroup: MemoryCgroup | undefined;
+  /** A worker died by SIGKILL: did the kernel's OOM killer kill it in fcgi-pm's cgroup? */
+  oomKilledHere(): boolean;
   join(m: BudgetMember): void;
   leave(m: BudgetMember): void;
   decide(m: BudgetMember, ask: AdmitAsk): HostDecision;
@@ -60,6 +79,15 @@ export interface MemoryGovernor {
 }
 
 export const DEFAULT_SAMPLE_INTERVAL = 2000;
+/** The box is re-read this often while a worker is busy and it is above WATCH_SHARE of its limit. */
+export const WATCH_FAST_MS = 250;
+export const WATCH_SHARE = 0.5;
+export const MIN_BOX_HEADROOM = 4 * 1024 * 1024;
+
+/** What stays free under a cgroup limit: a sixteenth of it, at least MIN_BOX_HEADROOM. */
+export function boxHeadroom(limit: number): number {
+  return Math.max(MIN_BOX_HEADROOM, Math.floor(limit / 16));
+}
 
 const systemClock: MemoryClock = {
   now: () => performance.now(),
@@ -76,11 +104,18 @@ const systemClock: MemoryClock = {
 export class HostGovernor implements MemoryGovernor {
   readonly sampler: MemorySampler;
   readonly sampleInterval: number;
-  /** Bytes; undefined without memory_budget. */
-  readonly budget: number | undefined;
   readonly clock: MemoryClock;
-  private readonly resolved: ResolvedBudget | undefined;
-  private readonly meminfo: MemInfo | undefined;
+  readonly cgroup: MemoryCgroup | undefined;
+  private resolved: ResolvedBudget | undefined;
+  private meminfo: MemInfo | undefined;
+  private box: MemoryBox | undefined;
+  /** The cgroup that sets the box's limit: its usage is what the limit applies to. */
+  private boxCg: MemoryCgroup | undefined;
+  private readonly oom: OomCounter | undefined;
+  private watchHandle: unknown;
+  /** The watch runs at WATCH_FAST_MS: busy workers are measured at each tick too. */
+  private watchFast = false;
+  private shedding = false;
   private readonly log: Logger;
   private readonly members = new Set<BudgetMember>();
   /** Pools whose queued requests wait for the budget, in the order they began waiting. */
@@ -88,6 +123,7 @@ export class HostGovernor implements MemoryGovernor {
   private selfSample: MemorySample | undefined;
   private selfPending = false;
   private retryHandle: unknown;
+  private stallHandle: unknown;
   private disposed = false;
   private readonly disposeWhenEmpty: boolean;
   refusedSpawns = 0;
@@ -98,11 +134,40 @@ export class HostGovernor implements MemoryGovernor {
     this.log = opts.logger;
     this.sampleInterval = opts.sampleInterval;
     this.resolved = opts.budget;
-    this.budget = opts.budget?.bytes;
     this.meminfo = opts.meminfo;
+    this.cgroup = opts.cgroup ?? opts.box?.cgroup;
+    this.setBox(opts.box);
+    this.oom = this.cgroup && new OomCounter(this.cgroup);
     this.sampler = opts.sampler ?? createSampler();
     this.clock = opts.clock ?? systemClock;
     this.disposeWhenEmpty = opts.disposeWhenEmpty === true;
+  }
+
+  /** Bytes; undefined without memory_budget. */
+  get budget(): number | undefined {
+    return this.resolved?.bytes;
+  }
+
+  /** The box's limit, or undefined outside a limited cgroup. */
+  get boxLimit(): number | undefined {
+    return this.box?.limit;
+  }
+
+  /** On reload: memory_budget resolved again against the host and the cgroup limit now. */
+  rebudget(setting: MemoryBudgetSetting | undefined, meminfo: MemInfo, box: MemoryBox | undefined): void {
+    const before = this.resolved;
+    this.meminfo = meminfo;
+    this.setBox(box);
+    this.resolved = setting === undefined ? undefined : resolveBudget(setting, meminfo, box && { limit: box.limit, dir: box.limitDir });
+    if (before?.bytes === this.resolved?.bytes && before?.derivation === this.resolved?.derivation) return;
+    const r = this.resolved;
+    this.log.info({ kind: 'memory', budget: r?.bytes, setting: r?.setting ?? 'off', derivation: r?.derivation, before: before?.bytes },
+      r === undefined ? 'memory budget now off' : `memory budget now ${formatBytes(r.bytes)} = ${r.derivation}`);
+    this.scheduleRetry();
+  }
+
+  oomKilledHere(): boolean {
+    return this.oom !== undefined && this.oom.claim();
   }
 
   join(m: BudgetMember): void {
@@ -122,9 +187,11 @@ export class HostGovernor implements MemoryGovernor {
    */
   decide(m: BudgetMember, ask: AdmitAsk): HostDecision {
     const budget = this.budget;
-    if (budget === undefined || this.disposed) {
-      const d = decideSpawn({ want: ask.want, demand: ask.demand, estimate: ask.estimate, poolCommitted: ask.committed, poolLimit: ask.limit, host: undefined });
-      return { ...d, budget: undefined, hostCommitted: undefined };
+    const room = this.boxRoom();
+    this.watch();
+    if ((budget === undefined && room === undefined) || this.disposed) {
+      const d = decideSpawn({ want: ask.want, demand: ask.demand, estimate: ask.estimate, poolCommitted: ask.committed, poolLimit: ask.limit, probe: ask.probe, host: undefined });
+      return { ...d, budget: undefined, hostCommitted: undefined, room: undefined };
     }
     const self = this.self();
     let committed = self.value;
@@ -148,26 +215,29 @@ export class HostGovernor implements MemoryGovernor {
       estimate: ask.estimate,
       poolCommitted: ask.committed,
       poolLimit: ask.limit,
-      host: { budget, committed, freeing, othersWaiting, idle, busy, starving: m.workerCount() === 0 },
+      probe: ask.probe,
+      host: { budget: budget ?? Infinity, committed, freeing, othersWaiting, idle, busy, starving: m.workerCount() === 0, room },
     });
-    if (d.limitedBy === 'memory_budget') this.refusedSpawns++;
+    if (d.limitedBy === 'memory_budget' || d.limitedBy === 'cgroup_limit') this.refusedSpawns++;
     if (d.unmetDemand > 0) this.waiters.add(m);
     else this.waiters.delete(m);
-    const numbers = { budget, committed, freeing, estimate: ask.estimate, measure: self.measure };
+    if (d.unmetDemand > 0 && m.workerCount() === 0 && d.evict.length + d.retire.length === 0) this.recheckStalled();
+    const numbers = { budget, committed, freeing, estimate: ask.estimate, measure: self.measure, room };
+    const cap = budget !== undefined ? `budget ${formatBytes(budget)}` : `the cgroup limit ${formatBytes(this.box!.limit)}`;
     for (const v of d.evict) {
       this.evictions++;
       const idleMs = Math.round(this.clock.now() - v.since);
       owners.get(v)?.evict(v, 'memory_budget', { ...numbers, forPool: m.name, victimPool: v.pool, victimPid: v.pid, charge: v.charge, value: v.value, idleMs },
         `evicting idle worker ${v.pid} of pool ${v.pool} (least recently used, idle ${idleMs} ms, ${formatBytes(v.charge)} counted) to make room for pool ${m.name}: ` +
-          `${formatBytes(committed)} committed + ${formatBytes(ask.estimate)} needed > budget ${formatBytes(budget)}`);
+          `${formatBytes(committed)} committed + ${formatBytes(ask.estimate)} needed > ${cap}`);
     }
     for (const v of d.retire) {
       this.evictions++;
       owners.get(v)?.evict(v, 'memory_budget', { ...numbers, forPool: m.name, victimPool: v.pool, victimPid: v.pid, charge: v.charge, value: v.value },
-        `retiring busy worker ${v.pid} of pool ${v.pool} after its request (${formatBytes(v.charge)} counted): pool ${m.name} has no worker and the budget ` +
-          `(${formatBytes(budget)}, ${formatBytes(committed)} committed) has no room for one`);
+        `retiring busy worker ${v.pid} of pool ${v.pool} after its request (${formatBytes(v.charge)} counted): pool ${m.name} has no worker and the ${cap} ` +
+          `(${formatBytes(committed)} committed) has no room for one`);
     }
-    return { ...d, budget, hostCommitted: committed };
+    return { ...d, budget, hostCommitted: committed, room };
   }
 
   /** A worker exited: waiting pools may fit now. */
@@ -269,6 +339,7 @@ export class HostGovernor implements MemoryGovernor {
       overBudget: this.overBudget,
       memTotal: this.meminfo?.memTotal,
       memAvailableAtStart: this.meminfo?.memAvailable,
+      cgroup: this.box === undefined ? undefined : { dir: this.box.limitDir, limit: this.box.limit, headroom: boxHeadroom(this.box.limit), used: readCgroupUsed(this.boxCg!) },
     };
   }
 
@@ -285,8 +356,89 @@ export class HostGovernor implements MemoryGovernor {
     this.disposed = true;
     if (this.retryHandle !== undefined) this.clock.clearTimer(this.retryHandle);
     this.retryHandle = undefined;
+    if (this.watchHandle !== undefined) this.clock.clearTimer(this.watchHandle);
+    this.watchHandle = undefined;
+    if (this.stallHandle !== undefined) this.clock.clearTimer(this.stallHandle);
+    this.stallHandle = undefined;
     this.waiters.clear();
     this.sampler.close();
+  }
+
+  // ---- the box ------------------------------------------------------------------------
+
+  private setBox(box: MemoryBox | undefined): void {
+    this.box = box;
+    this.boxCg = box && { ...box.cgroup, dir: box.limitDir };
+  }
+
+  /** What the box can still take before its headroom, read now; undefined outside a limited cgroup. */
+  boxRoom(): number | undefined {
+    const box = this.box;
+    if (box === undefined) return undefined;
+    const used = readCgroupUsed(this.boxCg!);
+    return used === undefined ? undefined : box.limit - boxHeadroom(box.limit) - used;
+  }
+
+  /** Keeps the cgroup watch running while any pool has a worker (inside a limited cgroup, or for pool cgroups). */
+  private watch(): void {
+    if (this.watchHandle !== undefined || this.disposed) return;
+    if (this.box === undefined && ![...this.members].some((m) => m.hasCgroup())) return;
+    this.watchHandle = this.clock.setTimer(() => this.onWatch(), WATCH_FAST_MS);
+  }
+
+  private onWatch(): void {
+    this.watchHandle = undefined;
+    if (this.disposed) return;
+    let poolsFull = false;
+    for (const o of this.members) if (o.watchTick(WATCH_SHARE, this.watchFast)) poolsFull = true;
+    this.checkBudget();
+    const box = this.box;
+    const room = this.boxRoom();
+    const idle: WorkerRef[] = [];
+    const owners = new Map<WorkerRef, BudgetMember>();
+    let live = 0;
+    let busy = 0;
+    for (const o of this.members) {
+      live += o.workerCount();
+      busy += o.busyWorkers().length;
+      collect(o, o.idleWorkers(), idle, owners);
+    }
+    if (box !== undefined && room !== undefined && room < 0) {
+      const victims = planRelief(-room, idle, []);
+      if (!this.shedding || victims.length > 0) {
+        const used = box.limit - boxHeadroom(box.limit) - room;
+        const fields = { limit: box.limit, cgroup: box.limitDir, used, headroom: boxHeadroom(box.limit), busy, idle: idle.length };
+        this.log.warn({ code: ErrorCodes.MEMORY_BOX_FULL, ...fields }, `memory cgroup ${box.limitDir} holds ${formatBytes(used)} of its ${formatBytes(box.limit)} limit, inside the ${formatBytes(boxHeadroom(box.limit))} headroom: ` +
+          (victims.length > 0 ? `retiring ${victims.length} idle worker(s) and` : 'no idle worker to retire;') + ' spawning nothing until it is back under');
+      }
+      this.shedding = true;
+      for (const v of victims) {
+        this.evictions++;
+        owners.get(v)?.evict(v, 'memory_budget', { victimPool: v.pool, victimPid: v.pid, value: v.value }, `retiring idle worker ${v.pid} of pool ${v.pool}: the memory cgroup is near its limit`);
+      }
+    } else if (this.shedding) {
+      this.shedding = false;
+      this.scheduleRetry();
+    }
+    if (live === 0) {
+      this.watchFast = false;
+      return;
+    }
+    const used = box === undefined || room === undefined ? 0 : box.limit - boxHeadroom(box.limit) - room;
+    this.watchFast = busy > 0 && (poolsFull || (box !== undefined && used > box.limit * WATCH_SHARE));
+    this.watchHandle = this.clock.setTimer(() => this.onWatch(), this.watchFast ? WATCH_FAST_MS : this.sampleInterval);
+  }
+
+  /**
+   * A pool with no worker waits, and no exit of its own will free memory for it: what
+   * moves is fcgi-pm's own size and other pools' sizes. Ask again every sample interval.
+   */
+  private recheckStalled(): void {
+    if (this.stallHandle !== undefined || this.disposed) return;
+    this.stallHandle = this.clock.setTimer(() => {
+      this.stallHandle = undefined;
+      this.scheduleRetry();
+    }, this.sampleInterval);
   }
 
   private scheduleRetry(): void {
@@ -312,19 +464,36 @@ function collect(owner: BudgetMember, refs: WorkerRef[], into: WorkerRef[], owne
   }
 }
 
-/** The daemon's governor: memory_budget resolved against /proc/meminfo now, one start-up line. */
-export function createHostGovernor(cfg: Pick<Config, 'memoryBudget' | 'memorySampleInterval'>, logger: Logger, opts: { sampler?: MemorySampler; meminfo?: MemInfo; clock?: MemoryClock } = {}): HostGovernor {
+/** The memory cgroup fcgi-pm runs in and the tightest limit on it, read now. */
+export function readBox(): { cgroup: MemoryCgroup | undefined; box: MemoryBox | undefined } {
+  const cgroup = locateMemoryCgroup();
+  return { cgroup, box: cgroup && readMemoryBox(cgroup) };
+}
+
+/** The daemon's governor: memory_budget resolved against /proc/meminfo and the cgroup limit now, one start-up line. */
+export function createHostGovernor(
+  cfg: Pick<Config, 'memoryBudget' | 'memorySampleInterval'>,
+  logger: Logger,
+  opts: { sampler?: MemorySampler; meminfo?: MemInfo; clock?: MemoryClock; cgroup?: MemoryCgroup; box?: MemoryBox } = {},
+): HostGovernor {
   const meminfo = opts.meminfo ?? readMeminfo();
-  const budget = cfg.memoryBudget !== undefined ? resolveBudget(cfg.memoryBudget, meminfo) : undefined;
-  const g = new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, budget, meminfo, sampler: opts.sampler, clock: opts.clock });
+  const found = opts.cgroup !== undefined || opts.meminfo !== undefined ? { cgroup: opts.cgroup, box: opts.box } : readBox();
+  const box = found.box;
+  const budget = cfg.memoryBudget !== undefined ? resolveBudget(cfg.memoryBudget, meminfo, box && { limit: box.limit, dir: box.limitDir }) : undefined;
+  const g = new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, budget, meminfo, cgroup: found.cgroup, box, sampler: opts.sampler, clock: opts.clock });
   const self = g.self();
   const how = g.sampler.kind === 'proc' ? (g.sampler.measure === 'pss' ? 'PSS from /proc/PID/smaps_rollup' : 'RSS from /proc/PID/stat (smaps_rollup not readable)') : 'RSS through pidusage';
-  const fields = { kind: 'memory', budget: budget?.bytes, setting: budget?.setting ?? 'off', derivation: budget?.derivation, measure: g.sampler.measure, sampler: g.sampler.kind, sampleInterval: g.sampleInterval, memTotal: meminfo.memTotal, memAvailable: meminfo.memAvailable, daemon: self.value };
+  const fields = {
+    kind: 'memory', budget: budget?.bytes, setting: budget?.setting ?? 'off', derivation: budget?.derivation, measure: g.sampler.measure, sampler: g.sampler.kind, sampleInterval: g.sampleInterval,
+    memTotal: meminfo.memTotal, memAvailable: meminfo.memAvailable, daemon: self.value, cgroup: found.cgroup?.dir, cgroupVersion: found.cgroup?.version, cgroupLimit: box?.limit, cgroupLimitDir: box?.limitDir,
+  };
+  const inBox = box === undefined ? '' : `; in memory cgroup ${box.limitDir} (limit ${formatBytes(box.limit)}), no spawn past ${formatBytes(box.limit - boxHeadroom(box.limit))}`;
   if (budget === undefined) {
-    logger.info(fields, `memory: no memory_budget; measuring ${how} every ${g.sampleInterval} ms; fcgi-pm itself uses ${formatBytes(self.value)} (${self.measure})`);
+    logger.info(fields, `memory: no memory_budget; measuring ${how} every ${g.sampleInterval} ms; fcgi-pm itself uses ${formatBytes(self.value)} (${self.measure})${inBox}`);
   } else {
-    logger.info(fields, `memory budget ${formatBytes(budget.bytes)} (${budget.derivation}) for all pools and fcgi-pm itself (now ${formatBytes(self.value)} ${self.measure}); measuring ${how} every ${g.sampleInterval} ms`);
-    if (budget.bytes > meminfo.memTotal) logger.warn({ code: ErrorCodes.MEMORY_BUDGET_UNFIT, ...fields }, `memory_budget ${formatBytes(budget.bytes)} is more than the host has (MemTotal ${formatBytes(meminfo.memTotal)})`);
+    logger.info(fields, `memory budget ${formatBytes(budget.bytes)} ${budget.derivation === 'configured' ? '(configured)' : `= ${budget.derivation}`} for all pools and fcgi-pm itself (now ${formatBytes(self.value)} ${self.measure}); measuring ${how} every ${g.sampleInterval} ms${inBox}`);
+    const cap = box !== undefined && box.limit < meminfo.memTotal ? { what: `its cgroup limit ${formatBytes(box.limit)}`, bytes: box.limit } : { what: `MemTotal ${formatBytes(meminfo.memTotal)}`, bytes: meminfo.memTotal };
+    if (budget.bytes > cap.bytes) logger.warn({ code: ErrorCodes.MEMORY_BUDGET_UNFIT, ...fields }, `memory_budget ${formatBytes(budget.bytes)} is more than fcgi-pm has (${cap.what})`);
     if (budget.bytes <= self.value) logger.warn({ code: ErrorCodes.MEMORY_BUDGET_UNFIT, ...fields }, `memory_budget ${formatBytes(budget.bytes)} leaves nothing for workers: fcgi-pm itself uses ${formatBytes(self.value)}`);
   }
   return g;

@@ -57,12 +57,23 @@ export interface StatusFields {
   rssFile: number | undefined;
   rssShmem: number | undefined;
   vmSize: number | undefined;
+  /** The kernel's high-water mark of VmRSS over the process's life. */
+  vmHwm: number | undefined;
 }
 
 /** Parses /proc/PID/status ("VmRSS:	1234 kB") into bytes. */
 export function parseStatus(text: string): StatusFields {
   const kb = kbFields(text);
-  return { vmRss: kb.get('VmRSS'), rssAnon: kb.get('RssAnon'), rssFile: kb.get('RssFile'), rssShmem: kb.get('RssShmem'), vmSize: kb.get('VmSize') };
+  return { vmRss: kb.get('VmRSS'), rssAnon: kb.get('RssAnon'), rssFile: kb.get('RssFile'), rssShmem: kb.get('RssShmem'), vmSize: kb.get('VmSize'), vmHwm: kb.get('VmHWM') };
+}
+
+/** VmHWM of `pid` (/proc/PID/status, ~10 µs); undefined when gone or not Linux. */
+export function readHwm(pid: number): number | undefined {
+  try {
+    return parseStatus(fs.readFileSync(`/proc/${pid}/status`, 'latin1')).vmHwm;
+  } catch {
+    return undefined;
+  }
 }
 
 /** "Name:   123 kB" lines as bytes. */

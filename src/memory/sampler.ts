@@ -18,7 +18,7 @@
  * Elsewhere ('pidusage'): one batched pidusage call per round (one `ps` for all pids on
  * macOS/BSD), RSS only, and no synchronous reads, so no re-check right after a request.
  */
-import { CLK_TCK, pageSize, ProcHandle, type RollupFields, type StatFields } from './proc.js';
+import { CLK_TCK, pageSize, ProcHandle, readHwm, type RollupFields, type StatFields } from './proc.js';
 import type { MemorySample, Measure } from './types.js';
 
 export interface MemorySampler {
@@ -36,6 +36,8 @@ export interface MemorySampler {
   /** The daemon itself, now. */
   self(now: number): MemorySample;
   selfAsync(now: number): Promise<MemorySample>;
+  /** The kernel's high-water mark of its RSS (VmHWM), where the sampler can read it. */
+  hwm?(pid: number): number | undefined;
   /** The process exited: drop its state (and descriptors). */
   forget(pid: number): void;
   close(): void;
@@ -73,6 +75,10 @@ export class ProcSampler implements MemorySampler {
     const me = new ProcHandle(process.pid);
     this.measure = me.hasRollup ? 'pss' : 'rss';
     me.close();
+  }
+
+  hwm(pid: number): number | undefined {
+    return readHwm(pid);
   }
 
   readNow(pid: number, now: number, fresh = false): MemorySample | undefined {

@@ -99,6 +99,8 @@ export interface BudgetSnapshot {
   overBudget: number;
   memTotal: number | undefined;
   memAvailableAtStart: number | undefined;
+  /** The memory cgroup limit fcgi-pm runs under: where it is set, the limit, the headroom kept, what the kernel cannot reclaim now. */
+  cgroup?: { dir: string; limit: number; headroom: number; used: number | undefined } | undefined;
 }
 
 /** Monotonic time and one-shot timers; src/pool/clock.ts's Clock has this shape. */
@@ -145,5 +147,13 @@ export interface BudgetMember {
   retry(): void;
   /** Requests wait in this pool's queue. */
   hasDemand(): boolean;
+  /** It has a memory cgroup of its own: the cgroup watch runs for it too. */
+  hasCgroup(): boolean;
+  /**
+   * A tick of the cgroup watch: on fast ticks busy workers are measured now (a request's
+   * peak falls between two sampling rounds); idle ones are retired when the pool's own
+   * cgroup is inside its headroom. True when that cgroup is above `share` of its limit.
+   */
+  watchTick(share: number, measureBusy: boolean): boolean;
   figures(): PoolMemoryFigures;
 }

@@ -8,7 +8,9 @@ import type { PoolConfig } from '../config/types.js';
 import { DEFAULT_SAMPLE_INTERVAL, HostGovernor, type MemoryGovernor } from '../memory/host-governor.js';
 import { createEndpoint } from '../upstream/endpoint.js';
 import type { WorkerFactory } from '../worker/types.js';
-import { spawnWorker } from '../worker/worker.js';
+import { processGroupDeathGuard } from '../worker/death-guard.js';
+import { ForkServer } from '../worker/fork-server.js';
+import { spawnWorker, Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from './clock.js';
 import { ExternalPool, type EndpointFactory } from './external-pool.js';
 import { SpawnedPool } from './spawned-pool.js';
@@ -52,14 +54,23 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
   const spec = buildWorkerSpec(cfg, deps.runtimeDir);
   if ((cfg.rlimitAs ?? 0) > 0) spec.command = limitAddressSpace(spec, cfg.rlimitAs!);
   const memory = deps.memory ?? new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, clock, disposeWhenEmpty: true });
+  const forks = cfg.preload === true ? new ForkServer(spec, deps.logger, { idleTimeout: cfg.preloadIdleTimeout ?? 300_000 }) : undefined;
   return new SpawnedPool(cfg, {
     logger,
     clock,
     spec,
-    workerFactory: deps.workerFactory ?? spawnWorker,
+    workerFactory: deps.workerFactory ?? workerFactoryFor(cfg, forks),
+    forkServer: forks,
     workerLogger: deps.logger,
     endpointFactory,
     random: deps.random ?? Math.random,
     memory,
   });
+}
+
+/** Exec'd workers; forks of the preload parent; php-cgi groups, whose children must die with the daemon too. */
+function workerFactoryFor(cfg: PoolConfig, forks: ForkServer | undefined): WorkerFactory {
+  if (forks !== undefined) return (s, l, id) => Worker.spawn(s, l, id, { forkServer: forks });
+  if ((cfg.groupSize ?? 1) > 1) return (s, l, id) => Worker.spawn(s, l, id, { deathGuard: processGroupDeathGuard() });
+  return spawnWorker;
 }

@@ -5,25 +5,50 @@
  * workers go first when measured use is over it), asks the host governor before every
  * spawn, and answers the governor's questions about this pool (BudgetMember).
  *
- * The pool calls: spawned / exited / wentIdle (bookkeeping), admit (before spawning),
- * afterRequest (re-measures a worker near a cap right after its request), fill
- * (snapshot). It carries out what this decides through PoolMemoryHooks.
+ * The pool calls: spawned / started / ready / exited / wentIdle (bookkeeping), admit
+ * (before spawning), afterRequest (re-measures a worker near a cap, or after its first
+ * request, right after it), fill (snapshot), removeCgroup (stopped). It carries out
+ * what this decides through PoolMemoryHooks.
+ *
+ * A pool with no worker measured yet plans new ones at expected_worker_memory, a guess;
+ * when that does not fit, one worker may still start if MIN_WORKER_MEMORY does (the
+ * governor's probe), is measured when ready and after its first request, and the
+ * pool's estimate is then what it measured. Estimates are not kept between runs.
+ *
+ * Each started worker gets oom_score_adj; with memory_limit and a cgroup fcgi-pm may
+ * create, it goes into the pool's own memory cgroup (pool-cgroup.ts), where the kernel
+ * enforces memory_limit. A worker killed by SIGKILL while that cgroup's (or fcgi-pm's
+ * own) OOM-kill counter rose was killed by the kernel: logged ERR_WORKER_OOM_KILLED,
+ * its request answered 503.
  */
 import type { PoolConfig } from '../config/types.js';
+import { ErrorCodes } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import { estimateWorker, PeakHistory, type Estimate } from '../memory/estimate.js';
 import { formatBytes } from '../memory/format.js';
-import { checkWorker, chargeOf, planRelief, type WorkerCaps } from '../memory/governor.js';
-import type { MemoryGovernor } from '../memory/host-governor.js';
+import { readCgroupUsed } from '../memory/cgroup-files.js';
+import { checkWorker, chargeOf, fitCount, planRelief, type WorkerCaps } from '../memory/governor.js';
+import { boxHeadroom, type MemoryGovernor } from '../memory/host-governor.js';
+import { setOomScoreAdj, WORKER_OOM_SCORE_ADJ } from '../memory/oom-score.js';
+import { PoolCgroup } from '../memory/pool-cgroup.js';
 import type { BudgetMember, MemorySample, PoolMemoryFigures, WorkerMemoryFigures, WorkerRef } from '../memory/types.js';
 import type { RetireReason } from '../worker/types.js';
 import { OneTimer, type Clock } from './clock.js';
 import { scriptOf, type Slot } from './slot.js';
 import type { PoolSnapshot } from './types.js';
-import { ErrorCodes } from '../errors.js';
 
 /** One refused-spawn line per this many ms per pool; the rest are counted into the next. */
 const REFUSAL_LOG_INTERVAL_MS = 1000;
+
+/** The smallest plausible worker (a php-cgi worker measures about 8 MiB, a shell loop less). */
+export const MIN_WORKER_MEMORY = 4 * 1024 * 1024;
+/**
+ * While its estimate rests on fewer workers than this and is below expected_worker_memory,
+ * the pool starts one worker at a time, each after the previous one served a request:
+ * one small first request (a health check) must not teach it that every worker is small
+ * and let it start eight at once.
+ */
+export const LEARN_WORKERS = 3;
 
 /** Per worker: its samples and whether it is near a cap. */
 export class WorkerMemory {
@@ -33,10 +58,18 @@ export class WorkerMemory {
   sampledAt = 0;
   /** At NEAR_SHARE of a cap: re-measured right after each request. */
   near = false;
+  /** The kernel's OOM killer killed it. */
+  oomKilled = false;
 
   record(s: MemorySample): void {
     this.last = s;
     if (s.value > this.peak) this.peak = s.value;
+    this.sampledAt = Date.now();
+  }
+
+  /** A sample of the worker before it served: its charge, not a peak (a fresh process is smaller than one that ran the application). */
+  recordFresh(s: MemorySample): void {
+    this.last = s;
     this.sampledAt = Date.now();
   }
 
@@ -73,13 +106,20 @@ export class PoolMemory implements BudgetMember {
   private readonly history = new PeakHistory();
   private readonly timer: OneTimer;
   private est: Estimate;
+  /** How many workers the estimate rests on (exited ones in the history, live ones that served). */
+  private learnedFrom = 0;
   private sampling = false;
   private disposed = false;
   private refusalLog = { at: -Infinity, suppressed: 0 };
   private warnedFresh = false;
   /** Spare (non-demand) spawns are being refused: said once, until a spawn is admitted again. */
   private refusingSpares = false;
+  private readonly cgroup: PoolCgroup | undefined;
+  private readonly oomScoreAdj: number;
+  /** Placing a worker in the cgroup or setting its oom_score_adj failed: said once. */
+  private warnedPlace = false;
   refused = 0;
+  oomKills = 0;
   recycled = 0;
   killed = 0;
   evicted = 0;
@@ -96,7 +136,24 @@ export class PoolMemory implements BudgetMember {
     this.interval = cfg.memorySampleInterval ?? host.sampleInterval;
     this.est = { bytes: cfg.expectedWorkerMemory ?? 32 * 1024 * 1024, source: 'configured' };
     this.timer = new OneTimer(clock, () => this.round());
+    this.oomScoreAdj = cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ;
+    this.cgroup = this.makeCgroup();
     host.join(this);
+  }
+
+  /** The pool's own memory cgroup when it has memory_limit and fcgi-pm may create one; one line either way. */
+  private makeCgroup(): PoolCgroup | undefined {
+    const parent = this.host.cgroup;
+    if (this.limit <= 0 || parent === undefined) return undefined;
+    try {
+      const cg = PoolCgroup.create(parent, this.name, this.limit);
+      this.log.info({ cgroup: cg.cg.dir, memoryLimit: this.limit, version: cg.cg.version }, `pool ${this.name}: workers run in memory cgroup ${cg.cg.dir}, kernel limit ${formatBytes(this.limit)} (memory_limit)`);
+      return cg;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? String(e);
+      this.log.info({ parent: parent.dir, errno: code }, `pool ${this.name}: no memory cgroup of its own (cannot create one under ${parent.dir}: ${code}); memory_limit is enforced by sampling only`);
+      return undefined;
+    }
   }
 
   // ---- what the pool calls ------------------------------------------------------------
@@ -106,8 +163,56 @@ export class PoolMemory implements BudgetMember {
     if (!this.timer.armed && !this.disposed) this.timer.armAt(this.clock.now() + this.interval);
   }
 
+  /** The process started (not yet ready): into the pool's cgroup, and its oom_score_adj, before it can serve. */
+  started(pid: number): void {
+    const errs: string[] = [];
+    const inCg = this.cgroup?.add(pid);
+    if (inCg !== undefined) errs.push(`cannot move it into ${this.cgroup!.cg.dir}: ${inCg}`);
+    const adj = setOomScoreAdj(pid, this.oomScoreAdj);
+    if (adj !== undefined) errs.push(`cannot set its oom_score_adj to ${this.oomScoreAdj}: ${adj}`);
+    if (errs.length === 0 || this.warnedPlace) return;
+    this.warnedPlace = true;
+    this.log.warn({ code: ErrorCodes.MEMORY_CGROUP, wpid: pid }, `pool ${this.name}: worker ${pid}: ${errs.join('; ')}`);
+  }
+
+  /** Ready: measured at once, so its charge is what it is rather than the guess. */
+  ready(slot: Slot): void {
+    const pid = slot.pid;
+    if (pid === undefined || slot.mem === undefined || !this.host.sampler.sync) return;
+    const s = this.host.sampler.readNow(pid, this.clock.now(), true);
+    if (s !== undefined) slot.mem.recordFresh(s);
+  }
+
+  /** Removes the pool's cgroup once its workers are gone. */
+  removeCgroup(): void {
+    const cg = this.cgroup;
+    if (cg === undefined) return;
+    const err = cg.remove();
+    if (err !== undefined) this.log.warn({ code: ErrorCodes.MEMORY_CGROUP, cgroup: cg.cg.dir, errno: err }, `pool ${this.name}: cannot remove memory cgroup ${cg.cg.dir}: ${err}`);
+  }
+
+  /**
+   * Whether the kernel's OOM killer killed this worker: SIGKILL that fcgi-pm did not
+   * send (max_memory_hard, request_timeout escalations name a reason) while the pool's
+   * cgroup, or fcgi-pm's own, counted a new OOM kill.
+   */
+  private oomKilled(slot: Slot): boolean {
+    const exit = slot.exit;
+    if (exit === undefined || exit.signal !== 'SIGKILL' || exit.reason === 'memory_hard') return false;
+    // The pool's limit, or fcgi-pm's cgroup's (a kill there may take a pool cgroup's worker).
+    return this.cgroup?.oom.claim() === true || this.host.oomKilledHere();
+  }
+
   exited(slot: Slot): void {
     const m = slot.mem;
+    if (m !== undefined && this.oomKilled(slot)) {
+      m.oomKilled = true;
+      this.oomKills++;
+      const ex = slot.current;
+      const where = this.cgroup !== undefined ? `its pool's memory cgroup (limit ${formatBytes(this.limit)})` : `fcgi-pm's memory cgroup`;
+      this.log.error({ code: ErrorCodes.WORKER_OOM_KILLED, wpid: slot.pid, cgroup: this.cgroup?.cg.dir, peak: m.peak, requests: slot.worker.requests, uri: ex?.params.get('REQUEST_URI'), oomKills: this.oomKills },
+        `worker ${slot.pid} of pool ${this.name} was killed by the kernel's OOM killer in ${where}` + (ex !== undefined ? `; its request to ${scriptOf(ex)} gets 503 ${ErrorCodes.WORKER_OOM_KILLED}` : ''));
+    }
     if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) this.history.record(m.peak);
     if (slot.pid !== undefined) this.host.sampler.forget(slot.pid);
     this.updateEstimate();
@@ -122,24 +227,80 @@ export class PoolMemory implements BudgetMember {
   admit(want: number, demand: number): number {
     if (want <= 0) return 0;
     const committed = this.committed();
-    const d = this.host.decide(this, { want, demand, estimate: this.est.bytes, committed, limit: this.limit });
-    if (d.admit < want) {
-      this.refused += want - d.admit;
-      this.logRefusal(want, d.admit, d.admit < demand, d.limitedBy, committed, d.evict.length + d.retire.length, d.covered, d.hostCommitted);
+    const probe = this.est.source === 'configured' ? Math.min(MIN_WORKER_MEMORY, this.est.bytes) : undefined;
+    const d = this.host.decide(this, { want, demand, estimate: this.est.bytes, committed, limit: this.limit, probe });
+    let admit = d.admit;
+    let limitedBy: string | undefined = d.limitedBy;
+    let room = d.room;
+    // Only where memory is capped can a wrong small estimate overcommit it.
+    const capped = d.budget !== undefined || d.room !== undefined || this.limit > 0 || this.cgroup !== undefined;
+    let held = 0;
+    if (capped && this.learning() && admit > 0) {
+      let unproven = 0;
+      for (const slot of this.hooks.slots()) if (slot.worker.requests === 0 || (slot.worker.requests === 1 && slot.worker.state === 'busy')) unproven++;
+      const learning = Math.max(0, 1 - unproven);
+      if (learning < admit) {
+        // Not a refusal: the next one starts once this one has shown its size.
+        this.logLearning(admit, learning);
+        held = admit - learning;
+        admit = learning;
+      }
+    }
+    // The kernel charges the pool's cgroup more than the PSS it is planned at (whole shared pages, page tables).
+    const cgRoom = this.cgroupRoom();
+    if (cgRoom !== undefined) {
+      let fit = fitCount(cgRoom, this.est.bytes);
+      if (fit === 0 && probe !== undefined && this.workerCount() === 0 && cgRoom >= probe) fit = 1;
+      if (fit < admit) [admit, limitedBy, room] = [fit, 'pool_cgroup', cgRoom];
+    }
+    if (admit + held < want) {
+      this.refused += want - admit - held;
+      this.logRefusal(want, admit, admit < demand, limitedBy, committed, d.evict.length + d.retire.length, d.covered, d.hostCommitted, room);
     } else {
       this.refusingSpares = false;
     }
-    return d.admit;
+    return admit;
   }
 
-  /** After a request: a worker near a cap is measured again now. True when it was recycled or killed. */
+  /** Measured from too few workers, and smaller than the configured guess: trust it one worker at a time. */
+  private learning(): boolean {
+    return this.est.source === 'measured' && this.learnedFrom < LEARN_WORKERS && this.est.bytes < (this.cfg.expectedWorkerMemory ?? Infinity);
+  }
+
+  /** One debug line per learning spawn held back. */
+  private logLearning(wanted: number, admitted: number): void {
+    this.log.debug({ wanted, admitted, learnedFrom: this.learnedFrom, estimate: this.est.bytes },
+      `pool ${this.name}: starting ${admitted} of ${wanted} worker(s) while its worker size is learnt (${this.learnedFrom} of ${LEARN_WORKERS} measured)`);
+  }
+
+  /** What the pool's cgroup can still take above its headroom, read now; undefined without one. */
+  private cgroupRoom(): number | undefined {
+    const cg = this.cgroup;
+    const used = cg && readCgroupUsed(cg.cg);
+    return used === undefined ? undefined : cg!.limit - boxHeadroom(cg!.limit) - used;
+  }
+
+  /**
+   * After a request: a worker near a cap, or after its first request, is measured again
+   * now (the first one teaches the pool its real worker size). True when it was
+   * recycled or killed.
+   */
   afterRequest(slot: Slot): boolean {
     const m = slot.mem;
     const pid = slot.pid;
-    if (m === undefined || !m.near || pid === undefined || !this.host.sampler.sync) return false;
+    const first = slot.worker.requests === 1;
+    if (m === undefined || (!m.near && !first) || pid === undefined || !this.host.sampler.sync) return false;
     const s = this.host.sampler.readNow(pid, this.clock.now(), true);
     if (s === undefined) return false;
-    m.record(s);
+    this.record(slot, s);
+    if (first) {
+      const before = this.est.bytes;
+      const learning = this.learning() || this.est.source === 'configured';
+      this.updateEstimate();
+      // Smaller than planned, or one more learnt: spawns that waited may start now (not from inside the pool's handler).
+      if (this.est.bytes < before) this.host.released();
+      if (learning && this.hooks.queued() > 0) this.clock.setTimer(() => this.hooks.scale(), 0);
+    }
     return this.enforce(slot, s);
   }
 
@@ -219,6 +380,33 @@ export class PoolMemory implements BudgetMember {
 
   retry(): void {
     this.hooks.scale();
+  }
+
+  hasCgroup(): boolean {
+    return this.cgroup !== undefined;
+  }
+
+  watchTick(share: number, measureBusy: boolean): boolean {
+    const sampler = this.host.sampler;
+    if (measureBusy && sampler.sync) {
+      const now = this.clock.now();
+      for (const slot of this.hooks.slots()) {
+        if (slot.worker.state !== 'busy' || slot.pid === undefined) continue;
+        const s = sampler.readNow(slot.pid, now);
+        if (s !== undefined) this.apply(slot, s);
+      }
+      this.updateEstimate();
+    }
+    const cg = this.cgroup;
+    const room = this.cgroupRoom();
+    if (cg === undefined || room === undefined) return false;
+    if (room < 0) {
+      for (const v of planRelief(-room, this.idleWorkers(), [])) {
+        this.evict(v, 'memory_budget', { cgroup: cg.cg.dir, memoryLimit: cg.limit, victimPid: v.pid, value: v.value },
+          `pool ${this.name}: its memory cgroup is within ${formatBytes(boxHeadroom(cg.limit))} of its ${formatBytes(cg.limit)} limit: retiring idle worker ${v.pid}`);
+      }
+    }
+    return cg.limit - boxHeadroom(cg.limit) - room > cg.limit * share;
   }
 
   hasDemand(): boolean {
@@ -303,8 +491,21 @@ export class PoolMemory implements BudgetMember {
   }
 
   private apply(slot: Slot, s: MemorySample): void {
-    slot.mem?.record(s);
+    this.record(slot, s);
     this.enforce(slot, s);
+  }
+
+  /**
+   * Records a sample, and the worker's peak since it started as the kernel's RSS
+   * high-water mark (VmHWM) less its shared part now (RSS - PSS): a request's peak that
+   * fell between two samples still counts in the estimate.
+   */
+  private record(slot: Slot, s: MemorySample): void {
+    const m = slot.mem;
+    if (m === undefined) return;
+    m.record(s);
+    const hwm = this.host.sampler.hwm?.(s.pid);
+    if (hwm !== undefined) m.peak = Math.max(m.peak, hwm - (s.rss - s.value));
   }
 
   /** Applies max_memory / max_memory_hard to one fresh sample. True when the worker was recycled or killed. */
@@ -359,6 +560,7 @@ export class PoolMemory implements BudgetMember {
       const m = slot.mem;
       if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) live.push(m.peak);
     }
+    this.learnedFrom = this.history.values().length + live.length;
     this.est = estimateWorker(this.history.values(), live, this.cfg.expectedWorkerMemory ?? this.est.bytes, this.caps.hard > 0 ? this.caps.hard : Infinity);
   }
 
@@ -367,7 +569,9 @@ export class PoolMemory implements BudgetMember {
     return { pool: this.name, id: slot.worker.id, pid: slot.pid, charge: chargeOf(value, this.est.bytes), value, since };
   }
 
-  private logRefusal(want: number, admitted: number, demandRefused: boolean, limitedBy: string | undefined, committed: number, evicting: number, covered: number, hostCommitted: number | undefined): void {
+  private logRefusal(
+    want: number, admitted: number, demandRefused: boolean, limitedBy: string | undefined, committed: number, evicting: number, covered: number, hostCommitted: number | undefined, room: number | undefined,
+  ): void {
     const now = this.clock.now();
     const r = this.refusalLog;
     if (!demandRefused) {
@@ -384,15 +588,19 @@ export class PoolMemory implements BudgetMember {
     const budget = this.host.budget;
     const fields = {
       want, admitted, limitedBy, estimate: est, estimateSource: this.est.source, committed, memoryLimit: this.limit > 0 ? this.limit : undefined,
-      budget, hostCommitted, evicting, covered, queued: this.hooks.queued(), ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}),
+      budget, hostCommitted, room, evicting, covered, queued: this.hooks.queued(), ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}),
     };
     const n = want - admitted;
+    const then = evicting > 0 ? `evicting ${evicting} worker(s) of other pools` : covered > 0 ? 'waiting for retiring workers to exit' : 'waiting for memory to come free';
+    const needs = `a worker needs ${formatBytes(est)} (${this.est.source === 'measured' ? 'measured' : 'expected_worker_memory, not measured yet'})`;
     let why: string;
     if (limitedBy === 'memory_limit') {
       why = `${formatBytes(committed)} committed + ${formatBytes(est)} per worker would pass memory_limit ${formatBytes(this.limit)}`;
+    } else if (limitedBy === 'cgroup_limit' || limitedBy === 'pool_cgroup') {
+      const which = limitedBy === 'pool_cgroup' ? `the pool's memory cgroup (kernel limit ${formatBytes(this.limit)})` : "fcgi-pm's memory cgroup";
+      why = `${which} has ${formatBytes(Math.max(0, room ?? 0))} left above its headroom and ${needs}; ${then}`;
     } else {
-      const then = evicting > 0 ? `evicting ${evicting} worker(s) of other pools` : covered > 0 ? 'waiting for retiring workers to exit' : 'waiting for memory to come free';
-      why = `the memory budget ${formatBytes(budget ?? 0)} has ${formatBytes(Math.max(0, (budget ?? 0) - (hostCommitted ?? 0)))} uncommitted and a worker needs ${formatBytes(est)}; ${then}`;
+      why = `the memory budget ${formatBytes(budget ?? 0)} has ${formatBytes(Math.max(0, (budget ?? 0) - (hostCommitted ?? 0)))} uncommitted and ${needs}; ${then}`;
     }
     if (demandRefused) this.log.warn({ code: ErrorCodes.MEMORY_BUDGET, ...fields }, `pool ${this.name}: not spawning ${n} worker(s): ${why}; requests wait in the queue`);
     else this.log.info(fields, `pool ${this.name}: not spawning ${n} spare worker(s): ${why}`);

@@ -1,8 +1,9 @@
 /**
- * A spawned pool's record of one worker (the process, its endpoint, the request it
- * runs, its timers and its memory samples), and small pure helpers over slots that the
- * pool and its memory part share. Moved out of spawned-pool.ts to keep that file about
- * the pool's decisions.
+ * A spawned pool's record of one worker process (`Slot`: the process, its endpoint, its
+ * supervisor state, its memory samples) and of each request place it offers (`Seat`:
+ * the request it runs, its timers, a failure held for the exit event). A plain worker
+ * offers one seat; a php-cgi group (group_size k) offers k on one socket.
+ * Small pure helpers over slots that the pool and its memory part share live here too.
  */
 import type { Logger } from '../log/log.js';
 import type { Exchange } from '../protocol/exchange.js';
@@ -10,51 +11,110 @@ import type { Endpoint, UpstreamOutcome } from '../upstream/types.js';
 import type { ManagedWorker, WorkerExit, WorkerSpawnFailure } from '../worker/types.js';
 import type { WorkerMemory } from './pool-memory.js';
 import { RequestNodes } from './request-timer.js';
-import type { WorkerCounts } from './scaling.js';
+import type { SlotState } from './supervisor-table.js';
 import type { WorkerSnapshot } from './types.js';
 
 export type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
+
+/** One request place on a worker. */
+export class Seat {
+  readonly slot: Slot;
+  readonly timerNodes: RequestNodes<Seat>;
+  /** The endpoint's callback, made once per seat rather than per request. */
+  readonly done: (o: UpstreamOutcome) => void;
+  inIdle = false;
+  idleSince = 0;
+  current: Exchange | undefined;
+  busySince = 0;
+  /** A failure waiting for the exit event (the supervisor's hold: EXIT_GRACE_MS). */
+  held: FailedOutcome | undefined;
+  heldAt = 0;
+  /** Waits for the endpoint's report after the worker exited under a request. */
+  exitTimer: unknown;
+
+  constructor(slot: Slot, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
+    this.slot = slot;
+    this.timerNodes = new RequestNodes<Seat>(this);
+    this.done = (o) => onOutcome(this, o);
+  }
+
+  get log(): Logger {
+    return this.slot.log;
+  }
+
+  get pid(): number | undefined {
+    return this.slot.pid;
+  }
+}
 
 export class Slot {
   readonly worker: ManagedWorker;
   /** Monotonic ms it was spawned. */
   readonly spawnedAt: number;
   readonly maxRequests: number;
-  readonly timerNodes: RequestNodes<Slot>;
-  /** The endpoint's callback, made once per worker rather than per request. */
-  readonly done: (o: UpstreamOutcome) => void;
+  readonly seats: readonly Seat[];
   log: Logger;
   endpoint: Endpoint | undefined;
-  ready = false;
+  /** The supervisor's state (supervisor-table.ts). */
+  state: SlotState = 'starting';
   /** Tried while the pool is failing: its readiness ends the failing state. */
   probe = false;
-  inIdle = false;
-  idleSince = 0;
-  current: Exchange | undefined;
-  busySince = 0;
-  /** A failure waiting for the exit event (EXIT_GRACE_MS). */
-  held: FailedOutcome | undefined;
-  heldTimer: unknown;
+  /** Seats running a request. */
+  busy = 0;
+  /** Requests assigned to it (all seats). */
+  requests = 0;
   exit: WorkerExit | undefined;
-  /** Waits for the endpoint's report after the worker exited under a request. */
-  exitTimer: unknown;
   spawnFailure: WorkerSpawnFailure | undefined;
   /** Resolves start()'s wait for this worker (ready or gone). */
   settle: (() => void) | undefined;
+  /** The supervisor's hold: held failures wait this timer for the exit event. */
+  graceTimer: unknown;
   /** Samples and the memory governor's state (pools with a governor only). */
   mem: WorkerMemory | undefined;
+  /** A group's children by pid (group-children.ts), with their samples. */
+  children: Map<number, WorkerMemory> | undefined;
 
-  constructor(onOutcome: (slot: Slot, o: UpstreamOutcome) => void, worker: ManagedWorker, now: number, maxRequests: number, log: Logger) {
+  constructor(onOutcome: (seat: Seat, o: UpstreamOutcome) => void, worker: ManagedWorker, now: number, maxRequests: number, log: Logger, seats = 1) {
     this.worker = worker;
     this.spawnedAt = now;
     this.maxRequests = maxRequests;
     this.log = log;
-    this.timerNodes = new RequestNodes<Slot>(this);
-    this.done = (o) => onOutcome(this, o);
+    const s: Seat[] = [];
+    for (let i = 0; i < seats; i++) s.push(new Seat(this, onOutcome));
+    this.seats = s;
   }
 
   get pid(): number | undefined {
     return this.worker.pid;
+  }
+
+  get ready(): boolean {
+    return this.state !== 'starting';
+  }
+
+  /** The first request it runs (the one a memory line names). */
+  get current(): Exchange | undefined {
+    for (const s of this.seats) if (s.current !== undefined) return s.current;
+    return undefined;
+  }
+
+  get busySince(): number {
+    let t = Infinity;
+    for (const s of this.seats) if (s.current !== undefined && s.busySince < t) t = s.busySince;
+    return t === Infinity ? 0 : t;
+  }
+
+  /** Every seat is on the idle stack. */
+  get inIdle(): boolean {
+    for (const s of this.seats) if (!s.inIdle) return false;
+    return true;
+  }
+
+  /** When its last seat went idle. */
+  get idleSince(): number {
+    let t = 0;
+    for (const s of this.seats) if (s.idleSince > t) t = s.idleSince;
+    return t;
   }
 }
 
@@ -68,34 +128,18 @@ export function exitText(exit: WorkerExit): string {
   return 'could not be started';
 }
 
-/** Live workers by state, and the queue length, for the scaling policy. */
-export function countWorkers(slots: Iterable<Slot>, queued: number): WorkerCounts {
-  const c: WorkerCounts = { idle: 0, busy: 0, spawning: 0, retiring: 0, queued };
-  for (const s of slots) {
-    switch (s.worker.state) {
-      case 'spawning':
-        c.spawning++;
-        break;
-      case 'idle':
-        c.idle++;
-        break;
-      case 'busy':
-        c.busy++;
-        break;
-      case 'draining':
-      case 'stopping':
-        c.retiring++;
-        break;
-      case 'exited':
-        break;
-    }
-  }
-  return c;
-}
-
 export function workerSnapshot(slot: Slot): WorkerSnapshot {
   const w = slot.worker;
-  const s: WorkerSnapshot = { pid: w.pid ?? 0, state: w.state, requests: w.requests, startedAt: w.startedAt, lastUsedAt: w.lastUsedAt, current: w.current };
+  const s: WorkerSnapshot = { pid: w.pid ?? 0, state: w.state, requests: slot.requests, startedAt: w.startedAt, lastUsedAt: w.lastUsedAt, current: w.current };
+  if (slot.seats.length > 1) {
+    s.slots = slot.seats.length;
+    s.busySlots = slot.busy;
+    s.children = [];
+    for (const [pid, m] of slot.children ?? []) {
+      const f = m.figures();
+      s.children.push(f === undefined ? { pid } : { pid, memory: f });
+    }
+  }
   const m = slot.mem?.figures();
   if (m !== undefined) s.memory = m;
   return s;

@@ -3,23 +3,24 @@
  * and the exit event race: whichever comes first waits up to EXIT_GRACE_MS for the
  * other, so the request is answered knowing how the worker went.
  *
- * - hold: a failure that may mean the worker is dying waits for the exit event. No exit
- *   in time: a plain failure is answered; a worker alive but unreachable is replaced
- *   and its request goes to another worker.
+ * - hold: a failure that may mean the worker is dying waits for the exit event (the
+ *   wait is the supervisor's: its table's `suspect` → hold, `grace` → unhold, one timer
+ *   per worker). No exit in time (graceOver): a plain failure is answered; a worker
+ *   alive but unreachable is replaced and its request goes to another worker.
  * - exited: a worker that exits under a request ends it with the held failure, or
  *   waits for the endpoint's own report (exit grace), then closes the endpoint.
  * - lost: once the worker has exited, whether its request goes to another worker or
  *   is answered 502 WORKER_CRASHED.
  *
- * The pool calls hold / exited / clear / lost; it carries out what this decides through
- * WorkerFailureHooks. The timers live on the Slot (heldTimer, exitTimer).
+ * The pool calls hold / graceOver / exited / clear / lost; it carries out what this
+ * decides through WorkerFailureHooks. The exit grace timer lives on the Seat (exitTimer).
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { UpstreamOutcome } from '../upstream/types.js';
 import type { WorkerExit } from '../worker/types.js';
 import type { Clock } from './clock.js';
-import { exitText, scriptOf, type FailedOutcome, type Slot } from './slot.js';
+import { exitText, scriptOf, type FailedOutcome, type Seat } from './slot.js';
 
 /**
  * A failure that may mean the worker is dying (connection closed, connect refused) waits
@@ -31,9 +32,11 @@ export const EXIT_GRACE_MS = 250;
 /** What failure handling asks of its pool. */
 export interface WorkerFailureHooks {
   /** Ends the worker's request with `o` the usual way (which asks lost() if the worker exited). */
-  endRequest(slot: Slot, ex: Exchange, o: UpstreamOutcome): void;
+  endRequest(seat: Seat, ex: Exchange, o: UpstreamOutcome): void;
   /** The worker is alive but unreachable: `ex` goes to another worker (or is answered `err`) and the worker is replaced. */
-  replace(slot: Slot, ex: Exchange, err: ProxyError): void;
+  replace(seat: Seat, ex: Exchange, err: ProxyError): void;
+  /** A failure was held: the supervisor waits EXIT_GRACE_MS for the worker's exit, then calls graceOver. */
+  suspect(seat: Seat): void;
 }
 
 export class WorkerFailures {
@@ -48,32 +51,45 @@ export class WorkerFailures {
   }
 
   /** Holds a failure of the worker's request if it may mean the worker is dying; true if held. */
-  hold(slot: Slot, o: FailedOutcome): boolean {
-    if (slot.exit !== undefined || !(o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED)) return false;
+  hold(seat: Seat, o: FailedOutcome): boolean {
+    if (seat.slot.exit !== undefined || !(o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED)) return false;
     // The worker may be dying: learn how before answering.
-    slot.held = o;
-    slot.heldTimer = this.clock.setTimer(() => this.onHeldTimeout(slot), EXIT_GRACE_MS);
+    seat.held = o;
+    seat.heldAt = this.clock.now();
+    this.hooks.suspect(seat);
     return true;
   }
 
+  /**
+   * The supervisor's wait for the exit is over and the worker lives: each failure held
+   * that long is answered or its request replaced. False when one held later still waits.
+   */
+  graceOver(seats: readonly Seat[]): boolean {
+    let waiting = false;
+    const now = this.clock.now();
+    for (const seat of seats) {
+      if (seat.held === undefined) continue;
+      if (now - seat.heldAt >= EXIT_GRACE_MS) this.onHeldTimeout(seat);
+      else waiting = true;
+    }
+    return !waiting;
+  }
+
   /** The worker exited while running a request. */
-  exited(slot: Slot, ex: Exchange): void {
-    if (slot.held !== undefined) this.hooks.endRequest(slot, ex, slot.held);
+  exited(seat: Seat, ex: Exchange): void {
+    if (seat.held !== undefined) this.hooks.endRequest(seat, ex, seat.held);
     // The endpoint has not noticed yet. Its own report says best whether the request
     // reached the application (a dead process's sockets close at once); closing it
     // ourselves after the grace would have to guess.
-    else slot.exitTimer = this.clock.setTimer(() => this.onExitGrace(slot), EXIT_GRACE_MS);
+    else seat.exitTimer = this.clock.setTimer(() => this.onExitGrace(seat), EXIT_GRACE_MS);
   }
 
   /** The worker's request is over: drops its held failure and exit grace. */
-  clear(slot: Slot): void {
-    if (slot.held !== undefined) {
-      this.clock.clearTimer(slot.heldTimer);
-      slot.held = undefined;
-    }
-    if (slot.exitTimer !== undefined) {
-      this.clock.clearTimer(slot.exitTimer);
-      slot.exitTimer = undefined;
+  clear(seat: Seat): void {
+    seat.held = undefined;
+    if (seat.exitTimer !== undefined) {
+      this.clock.clearTimer(seat.exitTimer);
+      seat.exitTimer = undefined;
     }
   }
 
@@ -81,7 +97,7 @@ export class WorkerFailures {
    * The worker died while running `ex`. Undefined: `ex` never reached the application
    * and was rewound, the pool puts it first in the queue. Otherwise the error to answer.
    */
-  lost(slot: Slot, ex: Exchange, o: FailedOutcome, exit: WorkerExit): ProxyError | undefined {
+  lost(seat: Seat, ex: Exchange, o: FailedOutcome, exit: WorkerExit): ProxyError | undefined {
     // A worker that exits cleanly by itself (php-cgi after PHP_FCGI_MAX_REQUESTS) does so
     // between requests: a request that got no response byte was never read by the
     // application, even if it sat in the socket's backlog when the process went.
@@ -91,37 +107,40 @@ export class WorkerFailures {
     const cleanSelfExit = exit.code === 0 && exit.signal === null && exit.reason === undefined;
     if (cleanSelfExit && (o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED) && ex.rewind()) {
       // It never reached the application: another worker takes it, first in line.
-      slot.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
+      seat.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
       return undefined;
+    }
+    if (seat.slot.mem?.oomKilled === true) {
+      return new ProxyError(ErrorCodes.WORKER_OOM_KILLED, 503, `worker ${seat.pid ?? '?'} of pool ${this.pool} was killed by the kernel's OOM killer while serving ${scriptOf(ex)}`);
     }
     return new ProxyError(
       ErrorCodes.WORKER_CRASHED,
       502,
-      `worker ${slot.pid ?? '?'} of pool ${this.pool} ${exitText(exit)} while serving ${scriptOf(ex)}`,
+      `worker ${seat.pid ?? '?'} of pool ${this.pool} ${exitText(exit)} while serving ${scriptOf(ex)}`,
     );
   }
 
-  private onHeldTimeout(slot: Slot): void {
-    const o = slot.held;
-    const ex = slot.current;
-    slot.held = undefined;
+  private onHeldTimeout(seat: Seat): void {
+    const o = seat.held;
+    const ex = seat.current;
+    seat.held = undefined;
     if (o === undefined || ex === undefined) return;
     if (!o.retryable) {
-      this.hooks.endRequest(slot, ex, o);
+      this.hooks.endRequest(seat, ex, o);
       return;
     }
     // Alive but unreachable: it cannot serve. The request goes to another worker.
-    slot.log.warn({ code: o.error.code }, `worker is alive but unreachable (${o.error.message}); replacing it`);
-    this.hooks.replace(slot, ex, o.error);
+    seat.log.warn({ code: o.error.code }, `worker is alive but unreachable (${o.error.message}); replacing it`);
+    this.hooks.replace(seat, ex, o.error);
   }
 
-  private onExitGrace(slot: Slot): void {
-    slot.exitTimer = undefined;
-    const ex = slot.current;
+  private onExitGrace(seat: Seat): void {
+    seat.exitTimer = undefined;
+    const ex = seat.current;
     if (ex === undefined) return;
-    slot.endpoint?.destroy(); // reports synchronously
-    if (slot.current === ex) {
-      this.hooks.endRequest(slot, ex, {
+    seat.slot.endpoint?.destroy(); // reports synchronously
+    if (seat.current === ex) {
+      this.hooks.endRequest(seat, ex, {
         kind: 'failed',
         error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'worker exited'),
         retryable: false,

@@ -14,6 +14,11 @@ export interface WorkerSnapshot {
   current: { uri: string; startedAt: number } | undefined;
   /** Latest memory/CPU sample (spawned pools, once sampled). */
   memory?: WorkerMemoryFigures;
+  /** group_size > 1: the requests it takes at once, and how many it runs now. */
+  slots?: number;
+  busySlots?: number;
+  /** group_size > 1: the parent's children (pids from /proc) and their memory. */
+  children?: Array<{ pid: number; memory?: WorkerMemoryFigures }>;
 }
 
 export interface PoolSnapshot {
@@ -45,6 +50,8 @@ export interface PoolSnapshot {
   queueWait?: { count: number; totalMs: number; maxMs: number } | undefined;
   /** Time from spawn to ready of this pool's workers (status, issue 5). */
   spawnLatency?: { count: number; totalMs: number; maxMs: number } | undefined;
+  /** group_size > 1: requests each worker takes at once. */
+  slotsPerWorker?: number;
 }
 
 /** Which files a pool may run (limit_extensions, script_roots); the front ends check SCRIPT_FILENAME against it. */

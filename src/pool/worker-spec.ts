@@ -21,6 +21,13 @@ export function workerEnv(cfg: PoolConfig, parentEnv: NodeJS.ProcessEnv = proces
 
 export function buildWorkerSpec(cfg: PoolConfig, runtimeDir: string, parentEnv: NodeJS.ProcessEnv = process.env): WorkerSpec {
   const env = workerEnv(cfg, parentEnv);
+  const k = cfg.groupSize ?? 1;
+  if (k > 1) {
+    // One php-cgi parent forks k children on the socket and replaces any that exits.
+    env['PHP_FCGI_CHILDREN'] = String(k);
+    // php-cgi's children exit after 500 requests by default; max_requests is ours to apply.
+    env['PHP_FCGI_MAX_REQUESTS'] ??= '0';
+  }
   const who = resolveIdentity(cfg.user, cfg.group);
   if (!who.ok) throw new ConfigError([`pools.${cfg.name}.${who.key}: ${who.message}`]);
   return {

@@ -4,8 +4,8 @@
  * 'setpriv' (Linux, util-linux ≥ 2.33): the command runs as `setpriv --pdeathsig KILL --
  *   cmd…`, so the kernel sends SIGKILL to the worker when the daemon's main thread dies.
  *   Limits: the worker's own children (php-cgi with PHP_FCGI_CHILDREN > 0) are not
- *   covered, so keep PHP_FCGI_CHILDREN=0 and let the pool manage processes; and the
- *   setting is per forking thread, so spawn only from the main thread.
+ *   covered: php-cgi groups (group_size) use the watchdog instead; and the setting is
+ *   per forking thread, so spawn only from the main thread.
  * 'watchdog' (fallback when setpriv is missing, e.g. not Linux): one `/bin/sh` per
  *   daemon reads "+pgid"/"-pgid" lines on a pipe from the daemon. At EOF (the daemon died,
  *   however) it SIGKILLs every registered process group. Workers are spawned detached
@@ -165,6 +165,16 @@ export function createDeathGuard(mode: DeathGuardMode | 'auto' = 'auto'): DeathG
 }
 
 let defaultGuard: DeathGuard | undefined;
+let groupGuard: DeathGuard | undefined;
+
+/**
+ * For workers whose own children must die with the daemon (php-cgi groups): the
+ * watchdog, which kills whole process groups; setpriv's --pdeathsig reaches the parent only.
+ */
+export function processGroupDeathGuard(): DeathGuard {
+  groupGuard ??= createDeathGuard('watchdog');
+  return groupGuard;
+}
 
 /** The guard workers use unless told otherwise: setpriv when available, else the watchdog. */
 export function defaultDeathGuard(): DeathGuard {

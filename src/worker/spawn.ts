@@ -70,13 +70,15 @@ export interface StartOptions {
   /** The listening socket for fd 0, or undefined (stdin = /dev/null). */
   fd0: number | undefined;
   guard: DeathGuard;
+  /** A Node IPC channel as fd 3 (a preload fork server's control channel). */
+  ipc?: boolean;
 }
 
 /** May throw synchronously (EAGAIN, EPERM for uid/gid …); otherwise errors come as 'error'. */
 export function startProcess(o: StartOptions): ChildProcess {
   const w = o.guard.wrap(o.file, o.args);
   return spawn(w.file, w.args, {
-    stdio: [o.fd0 ?? 'ignore', 'pipe', 'pipe'],
+    stdio: o.ipc === true ? ['ignore', 'pipe', 'pipe', 'ipc'] : [o.fd0 ?? 'ignore', 'pipe', 'pipe'],
     env: o.spec.env,
     cwd: o.spec.cwd,
     uid: o.spec.uid,

@@ -54,6 +54,8 @@ export interface WorkerSpec {
   runtimeDir: string;
   spawnTimeout: number;
   killTimeout: number;
+  /** Called synchronously once the process exists, before its socket can accept (memory cgroup, oom_score_adj). */
+  onStarted?: ((pid: number) => void) | undefined;
 }
 
 // ---------------------------------------------------------------------------------

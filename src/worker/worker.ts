@@ -28,6 +28,7 @@ import {
   unlinkQuiet,
   type Fd0Listener,
 } from './socket.js';
+import type { ForkServer } from './fork-server.js';
 import { WorkerSpawnError } from './spawn-error.js';
 import { checkCwd, resolveCommand, startProcess } from './spawn.js';
 import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerFactory, WorkerSpec, WorkerState } from './types.js';
@@ -38,6 +39,8 @@ export interface WorkerOptions {
   deathGuard?: DeathGuard;
   /** Limits logged output lines; default 20 lines/s, burst 100. */
   outputLimiter?: TokenBucket;
+  /** preload: the worker is a fork of this parent instead of an exec of the command. */
+  forkServer?: ForkServer;
 }
 
 // Shared, allocation-free lifecycle values for the per-request path (idle/busy never carry a reason).
@@ -78,6 +81,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   private socketPath: string | undefined;
   private currentUri = '';
   private currentSince = 0;
+  private readonly forkServer: ForkServer | undefined;
 
   private constructor(spec: WorkerSpec, logger: Logger, id: number, opts: WorkerOptions) {
     super();
@@ -86,6 +90,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.startedAt = Date.now();
     this.lastUsedAt = this.startedAt;
     this.guard = opts.deathGuard ?? defaultDeathGuard();
+    this.forkServer = opts.forkServer;
     this.log = childLogger(logger, { pool: spec.pool, worker: id });
     this.out = new RateLimitedLog(this.log, opts.outputLimiter ?? new TokenBucket());
     this.address = unixAddress('');
@@ -161,6 +166,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
     const setupProblem = checkRuntimeDir(spec.runtimeDir) ?? checkCwd(spec.cwd);
     if (setupProblem !== undefined) return this.failWithoutProcess('SETUP', `cannot start ${cmd}: ${setupProblem}`);
+    if (this.forkServer !== undefined) return this.startForked(this.forkServer);
     const resolved = resolveCommand(cmd, spec.env, spec.cwd);
     if (!resolved.ok) return this.failWithoutProcess(resolved.errno, resolved.message);
 
@@ -212,6 +218,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     child.on('error', (err: NodeJS.ErrnoException) => this.onChildError(err, resolved.file));
     if (child.pid === undefined) return; // spawn failed; 'error' follows
     this.pid = child.pid;
+    spec.onStarted?.(child.pid);
     // `wpid`, not `pid`: the base logger's `pid` is the daemon's.
     this.log = this.log.child({ wpid: child.pid });
     this.out.logger = this.log;
@@ -223,6 +230,39 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
     const onReady = (): void => this.onReady();
     this.probe = spec.socket === 'fd0' ? probeAccept(this.address, onReady) : probeConnect(this.address, onReady);
+  }
+
+  /** preload: our listening socket goes to the parent, which forks a child serving on it. */
+  private async startForked(fork: ForkServer): Promise<void> {
+    let fd0: Fd0Listener;
+    try {
+      fd0 = await listenFd0(this.spec.runtimeDir, socketBaseName(this.spec.pool, this.id));
+    } catch (e) {
+      return this.failWithoutProcess('SETUP', `cannot start ${this.spec.command[0]}: socket setup failed: ${(e as Error).message}`);
+    }
+    this.address = unixAddress(fd0.path);
+    if (this.lc.state !== 'spawning') {
+      fd0.abort();
+      return this.finish(null, null, false);
+    }
+    fork.fork(this.id, fd0.server, {
+      forked: (pid) => {
+        fd0.handOff();
+        this.socketPath = fd0.path;
+        this.pid = pid;
+        this.log = this.log.child({ wpid: pid });
+        this.out.logger = this.log;
+        this.log.debug({ address: this.address.text }, 'worker forked');
+        // The socket listens already: connections wait in its backlog for the child's accept.
+        if (this.lc.state === 'spawning') this.onReady();
+        else this.terminate();
+      },
+      failed: (errno, message) => {
+        fd0.abort();
+        this.failWithoutProcess(errno, message);
+      },
+      exited: (code, signal) => this.onExit(code, signal),
+    });
   }
 
   private onReady(): void {
@@ -259,6 +299,10 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   private terminate(): void {
     this.cancelProbe();
     this.clearSpawnTimer();
+    if (this.pid === undefined && !this.finished && this.forkServer?.cancel(this.id) === true) {
+      // A fork still waiting for its parent: there is no process to stop.
+      return this.failWithoutProcess('CANCELLED', 'stopped before its fork');
+    }
     if (this.termSent || this.finished || this.pid === undefined) return; // no process yet: start() sees the state
     this.termSent = true;
     this.signalGroup('SIGTERM');
@@ -301,7 +345,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     } catch {
       /* none left */
     }
-    this.guard.exited(pid);
+    if (this.forkServer === undefined) this.guard.exited(pid);
     this.finish(code, signal, s === 'busy' || s === 'draining');
   }
 

@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CONFIG_KEYS, LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, TOP_KEYS } from '../../src/config/keys.js';
 import { configFromObject, poolConfigFromObject } from '../../src/config/schema.js';
-import type { Config, ListenerConfig, LimitsConfig, PoolConfig } from '../../src/config/types.js';
+import type { Config, DashboardConfig, ListenerConfig, LimitsConfig, PoolConfig } from '../../src/config/types.js';
+import { DASHBOARD_KEYS } from '../../src/config/dashboard-keys.js';
 import { VHOSTS_KEYS } from '../../src/config/vhosts-keys.js';
 import { problemsOf } from './helpers.js';
 
@@ -13,10 +14,13 @@ import { problemsOf } from './helpers.js';
 const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   backend: true, backends: true, maxConnsPerBackend: true, backendDownTime: true, connectTimeout: true, readTimeout: true,
   keepAlive: true, command: true, socket: true, env: true, inheritEnv: true, cwd: true, user: true, group: true, pm: true,
-  maxChildren: true, startChildren: true, minSpare: true, maxSpare: true, maxSpawnRate: true, spawnTimeout: true,
+  maxChildren: true,
+  groupSize: true,
+  preload: true,
+  preloadIdleTimeout: true, startChildren: true, minSpare: true, maxSpare: true, maxSpawnRate: true, spawnTimeout: true,
   idleTimeout: true, maxRequests: true, maxRequestsJitter: true, maxLifetime: true, requestTimeout: true, slowRequest: true,
   killTimeout: true, crashLimit: true, crashWindow: true, queueLimit: true, queueTimeout: true,
-  maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true,
+  maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true, oomScoreAdj: true,
   limitExtensions: true, scriptRoots: true,
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
@@ -25,8 +29,12 @@ const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
 };
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };
 const LOG_FIELDS: Record<keyof Config['log'], true> = { level: true, format: true, access: true, file: true, accessFile: true, accessFormat: true };
-const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 'pools' | 'limits' | 'log' | 'vhosts'>, true> = {
-  shutdownTimeout: true, runtimeDir: true, controlSocket: true, controlSocketMode: true, memoryBudget: true, memorySampleInterval: true,
+const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 'pools' | 'limits' | 'log' | 'vhosts' | 'dashboard'>, true> = {
+  shutdownTimeout: true, runtimeDir: true, controlSocket: true, controlSocketMode: true, memoryBudget: true, memorySampleInterval: true, oomScoreAdj: true,
+};
+
+const DASHBOARD_FIELDS: Record<keyof DashboardConfig, true> = {
+  address: true, allowedClients: true, token: true, users: true, peers: true, peerToken: true, history: true, sampleInterval: true,
 };
 
 const camel = (snake: string): string => snake.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
@@ -38,6 +46,7 @@ test('every contract field has exactly one key, named as its snake_case', () => 
     ['limits', LIMITS_KEYS, LIMITS_FIELDS],
     ['log', LOG_KEYS, LOG_FIELDS],
     ['top', TOP_KEYS, TOP_FIELDS],
+    ['dashboard', DASHBOARD_KEYS, DASHBOARD_FIELDS],
   ];
   for (const [what, keys, fields] of pairs) {
     assert.deepEqual(keys.map((k) => k.field).sort(), Object.keys(fields).sort(), `${what} keys vs fields`);
@@ -53,7 +62,8 @@ test('the key reference lists every key once, each with a type and a description
   assert.ok(paths.includes('listen[].address'));
   assert.ok(paths.includes('limits.max_params_bytes'));
   assert.ok(paths.includes('shutdown_timeout'));
-  assert.equal(CONFIG_KEYS.length, 5 + POOL_KEYS.length + LISTENER_KEYS.length + LIMITS_KEYS.length + LOG_KEYS.length + VHOSTS_KEYS.length + TOP_KEYS.length);
+  assert.equal(CONFIG_KEYS.length, 6 + POOL_KEYS.length + LISTENER_KEYS.length + LIMITS_KEYS.length + LOG_KEYS.length + VHOSTS_KEYS.length + TOP_KEYS.length + DASHBOARD_KEYS.length);
+  assert.ok(paths.includes('dashboard.peers'));
   for (const k of CONFIG_KEYS) {
     assert.ok(k.type.length > 0 && k.description.length > 0, k.path);
     assert.ok(!k.description.includes('\n'), `${k.path}: one line`);

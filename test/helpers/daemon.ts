@@ -161,6 +161,8 @@ export interface StartDaemonOptions {
   allowRoot?: boolean;
   /** A command the daemon runs under, e.g. ['prlimit', '--nofile=1024:4096']. */
   prefix?: string[];
+  /** A cgroup's cgroup.procs: the daemon enters that cgroup before Node starts (test/helpers/cgroup.ts). */
+  cgroupProcs?: string;
 }
 
 /** Starts `fcgi-pm run -c FILE` with `config` (an object written as YAML, or YAML text). */
@@ -174,8 +176,10 @@ export async function startDaemon(
   const parsed = (typeof config === 'string' ? parseYaml(config) : config) as Record<string, any>;
   const configPath = join(dir, 'fcgi-pm.yaml');
   writeFileSync(configPath, text);
-  const argv = [process.execPath, FCGI_PM_BIN, 'run', '-c', configPath, ...(opts.allowRoot === false ? [] : ['--allow-root'])];
-  const [cmd, ...args] = [...(opts.prefix ?? []), ...argv] as [string, ...string[]];
+  const argv = [FCGI_PM_BIN, 'run', '-c', configPath, ...(opts.allowRoot === false ? [] : ['--allow-root'])];
+  // The shell writes its own pid, then becomes node: the daemon's first allocation is already charged to that cgroup.
+  const direct: [string, ...string[]] = opts.cgroupProcs === undefined ? [process.execPath, ...argv] : ['/bin/sh', '-c', 'echo $$ > "$0" && exec "$@"', opts.cgroupProcs, process.execPath, ...argv];
+  const [cmd, ...args] = [...(opts.prefix ?? []), ...direct] as [string, ...string[]];
   const child = new ManagedChild('fcgi-pm', cmd, args, {
     cwd: REPO_ROOT,
     env: opts.env ?? process.env,

@@ -4,7 +4,7 @@
  * not: these helpers return the path itself when every directory above it is
  * world-searchable, else a world-readable copy in a temp dir removed after the test.
  */
-import { chmodSync, cpSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
 import { FCGI_PM_BIN, REPO_ROOT } from './paths.js';
@@ -42,8 +42,11 @@ export function worldReadableDir(scope: Scope, dir: string): string {
   return copy;
 }
 
-/** Dev-only packages the CLI does not load at run time: left out of a copied checkout. */
-const DEV_ONLY = new Set(['typescript', '@types', 'fast-check']);
+/** node_modules/<name> of packages package-lock.json marks dev-only: the CLI does not load them. */
+function devOnlyPackages(): Set<string> {
+  const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  return new Set(Object.entries(lock.packages).filter(([p, v]) => p !== '' && v.dev === true).map(([p]) => p));
+}
 
 /**
  * The fcgi-pm CLI (bin/fcgi-pm) another user can run: this checkout's, or a copy of
@@ -52,11 +55,9 @@ const DEV_ONLY = new Set(['typescript', '@types', 'fast-check']);
 export function worldReadableBin(scope: Scope): string {
   if (othersCanReach(REPO_ROOT)) return FCGI_PM_BIN;
   const root = worldReadableTemp(scope);
+  const dev = devOnlyPackages();
   for (const part of ['bin', 'package.json', join('dist', 'src'), 'node_modules']) {
-    cpSync(join(REPO_ROOT, part), join(root, part), {
-      recursive: true,
-      filter: (src) => !DEV_ONLY.has(relative(join(REPO_ROOT, 'node_modules'), src).split('/')[0]!),
-    });
+    cpSync(join(REPO_ROOT, part), join(root, part), { recursive: true, filter: (src) => !dev.has(relative(REPO_ROOT, src)) });
   }
   openUp(root);
   return join(root, relative(REPO_ROOT, FCGI_PM_BIN));

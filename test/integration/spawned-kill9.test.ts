@@ -6,7 +6,8 @@ import http from 'node:http';
 import assert from 'node:assert/strict';
 import { startDaemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
-import { PHP_FIXTURES } from '../helpers/paths.js';
+import { join } from 'node:path';
+import { PHP_FIXTURES, REPO_ROOT } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { isAlive } from '../helpers/proc.js';
 import { orphanPids, phpCommand, workerPids } from '../helpers/spawned.js';
@@ -44,5 +45,60 @@ test('kill -9 of the daemon leaves no php-cgi worker running', { timeout: 30_000
     timeout: 10_000,
     interval: 50,
     what: `workers ${pids.join(',')} to exit after the daemon was killed (alive: ${orphanPids(dir).join(',')})`,
+  });
+});
+
+test('kill -9 of the daemon leaves no php-cgi group child running (group_size 2)', { timeout: 30_000 }, async (t) => {
+  const dir = makeTempDir(t);
+  t.after(() => {
+    for (const pid of orphanPids(dir)) process.kill(pid, 'SIGKILL');
+  });
+  const port = await freePort();
+  const daemon = await startDaemon(t, {
+    listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'app', document_root: PHP_FIXTURES }],
+    pools: {
+      app: { command: phpCommand(dir, 'k9-group'), pm: 'static', max_children: 4, group_size: 2 },
+    },
+    log: { level: 'info' },
+  });
+  // Two parents and their two children each: six php-cgi processes.
+  await waitFor(() => orphanPids(dir).length === 6, { timeout: 5000, what: '2 groups of 2 children' });
+  assert.equal((await httpRequest(`http://127.0.0.1:${port}/hello.php`)).status, 200);
+  const pids = orphanPids(dir);
+  daemon.signal('SIGKILL');
+  await daemon.child.exited;
+  await waitFor(() => pids.every((p) => !isAlive(p)), {
+    timeout: 10_000,
+    interval: 50,
+    what: `group parents and children ${pids.join(',')} to exit after the daemon was killed (alive: ${orphanPids(dir).join(',')})`,
+  });
+});
+
+test('kill -9 of the daemon leaves no preload parent or fork running', { timeout: 30_000 }, async (t) => {
+  const dir = makeTempDir(t);
+  t.after(() => {
+    for (const pid of orphanPids(dir)) process.kill(pid, 'SIGKILL');
+  });
+  const port = await freePort();
+  const daemon = await startDaemon(t, {
+    listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'py' }],
+    pools: {
+      // `dir` on the command line marks the processes (an extra sys.path entry).
+      py: {
+        command: ['/usr/bin/python3', join(REPO_ROOT, 'bin', 'fcgi-pm-wsgi'), '--preload', '--path', dir, '--path', join(REPO_ROOT, 'test', 'python'), 'wsgi_apps:app'],
+        preload: true, pm: 'static', max_children: 2,
+      },
+    },
+    log: { level: 'info' },
+  });
+  // The parent and its two forks.
+  await waitFor(() => orphanPids(dir).length === 3, { timeout: 10_000, what: 'a preload parent and 2 forks' });
+  const pids = orphanPids(dir);
+  daemon.signal('SIGKILL');
+  await daemon.child.exited;
+  await waitFor(() => pids.every((p) => !isAlive(p)), {
+    timeout: 10_000,
+    interval: 50,
+    what: `the parent and forks ${pids.join(',')} to exit after the daemon was killed (alive: ${orphanPids(dir).join(',')})`,
   });
 });

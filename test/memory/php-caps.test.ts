@@ -24,16 +24,29 @@ function pidOf(text: string): number {
 
 test('max_memory, max_memory_hard and rlimit_as on php-cgi workers', T, async (t) => {
   const dir = makeTempDir(t, 'fpm-mem-');
-  const [soft, hard, limited] = [await freePort(), await freePort(), await freePort()];
+  const [soft, hard, limited, drain] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const listener = (port: number, pool: string) => ({ protocol: 'http', address: `127.0.0.1:${port}`, pool, document_root: PHP_FIXTURES });
   const d = await startDaemon(t, {
-    listen: [listener(soft, 'soft'), listener(hard, 'hard'), listener(limited, 'limited')],
+    listen: [listener(soft, 'soft'), listener(hard, 'hard'), listener(limited, 'limited'), listener(drain, 'drain')],
     memory_sample_interval: '100ms',
     pools: {
       soft: { command: phpCommand(dir, 'memsoft'), max_children: 2, max_memory: '40MiB', kill_timeout: '2s' },
       hard: { command: phpCommand(dir, 'memhard'), max_children: 2, max_memory_hard: '80MiB', kill_timeout: '10s' },
       limited: { command: phpCommand(dir, 'memrlimit'), max_children: 1, rlimit_as: '400MiB', crash_limit: 0 },
+      drain: { command: phpCommand(dir, 'memdrain'), max_children: 1, max_memory: '40MiB', kill_timeout: '60s', keep_alive: true },
     },
+  });
+
+  await t.test('recycled during its request, the worker exits on SIGTERM once it ends, not after kill_timeout', async () => {
+    const first = await httpRequest(`http://127.0.0.1:${drain}/alloc.php?mb=1`);
+    const a = pidOf(first.text);
+    const mark = d.mark();
+    const big = await httpRequest(`http://127.0.0.1:${drain}/alloc.php?mb=60&ms=700`);
+    assert.equal(big.status, 200);
+    await d.waitForLog((l: LogLine) => l.reason === 'memory' && l.wpid === a && /after its current request/.test(String(l.msg)), { since: mark, what: 'the recycle decision, while busy' });
+    // Its kept-alive connection must be closed first: php-cgi waiting on it ignores SIGTERM until kill_timeout (60 s).
+    await waitFor(() => !isAlive(a), { timeout: 10_000, what: `worker ${a} to exit on SIGTERM` });
+    assert.equal(d.findLog((l: LogLine) => /did not exit within kill_timeout/.test(String(l.msg)), mark), undefined, d.dump(mark));
   });
 
   await t.test('over max_memory: the request completes, then the worker is replaced', async () => {

@@ -18,7 +18,7 @@ test('sampling runs only while a pool has workers, at its own interval', async (
   const w = a.live()[0]!;
   W.sampler.values.set(w.pid!, 20 * MiB);
   W.clock.advance(1000);
-  assert.equal(W.sampler.reads, 4, 'every 250 ms');
+  assert.equal(W.sampler.reads, 5, 'once when ready, then every 250 ms');
   a.finishAll();
   W.clock.advance(6000); // idle_timeout stops it
   assert.equal(w.state, 'exited');
@@ -106,15 +106,19 @@ test('near a cap, a worker is measured again right after its request and recycle
   assert.equal(W.sampler.freshReads, fresh + 1, 're-read at request end');
   assert.equal(w.state, 'stopping', 'not put back to work');
   assert.equal(w.retireReason, 'memory');
-  // A worker far from its cap is not re-read per request.
+  // A worker far from its cap is re-read after its first request only (to learn its size).
   const b = W.pool('b', { maxMemory: 100 * MiB });
   b.send(1);
   W.clock.advance(10);
   b.setAll(10 * MiB);
   W.clock.advance(1000);
-  const before = W.sampler.freshReads;
+  const first = W.sampler.freshReads;
   b.finishAll();
-  assert.equal(W.sampler.freshReads, before);
+  assert.equal(W.sampler.freshReads, first + 1, 'after its first request');
+  b.send(1);
+  W.clock.advance(10);
+  b.finishAll();
+  assert.equal(W.sampler.freshReads, first + 1, 'not after the next');
 });
 
 test('memory_limit: no spawn past it, requests queue and all get served; measured sizes move the limit', async () => {
@@ -218,9 +222,10 @@ test('host budget: a pool with no worker at all gets one when the others are all
   W.clock.advance(10);
   const ws = a.live();
   assert.equal(ws.length, 3);
-  W.sampler.values.set(ws[0]!.pid!, 26 * MiB);
-  W.sampler.values.set(ws[1]!.pid!, 29 * MiB);
-  W.sampler.values.set(ws[2]!.pid!, 27 * MiB);
+  // 10 + 88 MiB: not even the smallest plausible worker (MIN_WORKER_MEMORY) fits.
+  W.sampler.values.set(ws[0]!.pid!, 28 * MiB);
+  W.sampler.values.set(ws[1]!.pid!, 31 * MiB);
+  W.sampler.values.set(ws[2]!.pid!, 29 * MiB);
   W.clock.advance(1000);
   const [rb] = b.send(1);
   assert.equal(ws[1]!.state, 'draining', 'the biggest busy worker steps down after its request');
@@ -297,4 +302,19 @@ test('snapshot: per-worker and per-pool figures, and the daemon-level budget', a
   assert.equal(g.used, 10 * MiB + 50 * MiB + 24 * MiB);
   assert.deepEqual(g.pools.map((p) => [p.name, p.workers]), [['a', 2], ['b', 2]]);
   assert.equal(g.available, 200 * MiB - g.committed);
+});
+
+test('no memory cap: a small measured size does not hold spawns back one at a time, and nothing warns', async () => {
+  const W = world();
+  const a = W.pool('a', { maxChildren: 4 }); // no budget, no memory_limit, no cgroup
+  await a.pool.start();
+  a.send(1);
+  W.clock.advance(10);
+  a.setAll(5 * MiB); // far below expected_worker_memory: the size is "being learnt"
+  a.finishAll();
+  W.clock.advance(1000);
+  assert.equal(a.pool.snapshot().memory!.estimateSource, 'measured');
+  a.send(4);
+  assert.equal(a.workers().length, 4, 'all spawned at once');
+  assert.deepEqual(linesMatching(W.lines, /not spawning/), []);
 });

@@ -27,7 +27,7 @@ test('parseSmapsRollup / parseStatus: kB lines to bytes', () => {
   assert.deepEqual(parseSmapsRollup(rollup), { rss: 20416 * 1024, pss: 17757 * 1024, anon: 4108 * 1024, pssAnon: 4108 * 1024, pssFile: 11253 * 1024, swap: 0 });
   assert.equal(parseSmapsRollup('Rss: 5 kB\n'), undefined, 'no Pss line');
   const status = 'Name:\tnode\nVmSize:\t 1028960 kB\nVmRSS:\t   55832 kB\nRssAnon:\t   12824 kB\nRssFile:\t   43008 kB\nRssShmem:\t       0 kB\n';
-  assert.deepEqual(parseStatus(status), { vmRss: 55832 * 1024, rssAnon: 12824 * 1024, rssFile: 43008 * 1024, rssShmem: 0, vmSize: 1028960 * 1024 });
+  assert.deepEqual(parseStatus(status), { vmRss: 55832 * 1024, rssAnon: 12824 * 1024, rssFile: 43008 * 1024, rssShmem: 0, vmSize: 1028960 * 1024, vmHwm: undefined });
 });
 
 /** A Node child that allocates N MiB (touched) for each line "N" on stdin and answers "ok". */

@@ -206,6 +206,8 @@ test('reload plan: pools added/removed/changed, listeners kept, updated in place
   assert.deepEqual(plan.listeners.added.map((l) => l.address.text), ['127.0.0.1:9003']);
   assert.deepEqual(plan.listeners.removed.map((l) => l.address), ['127.0.0.1:9002']);
   assert.equal(planReload(cur, cur, running).pools.unchanged.length, 3, 'the same config changes nothing');
+  const restart = planReload(cur, cur, running, new Set(['a']));
+  assert.deepEqual([restart.pools.changed.map((p) => p.name), restart.pools.unchanged], [['a'], ['b', 'c']], 'a restart swaps only the named pool');
 });
 
 test('socket activation: /proc addresses and matching by name, then address', () => {

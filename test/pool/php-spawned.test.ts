@@ -40,9 +40,10 @@ test('ondemand: zero processes at start, never more than max_children under 20 c
   assert.equal(s.maxActive, 3);
   assert.ok(s.maxChildrenReached >= 1);
 
-  // Idle for idle_timeout: all of them stop.
+  // Idle for idle_timeout: all of them stop. processes() looks machine-wide for the pool's
+  // marker, so reparented ones count too; a bare pid check would trip on pid reuse.
   await waitFor(() => p.processes().length === 0, { timeout: 10_000, what: 'idle workers to stop' });
-  for (const pid of seen) assert.equal(isAlive(pid), false);
+  assert.equal(seen.size, 3);
   assert.equal(p.pool.snapshot().recycles['idle_timeout'], 3);
 });
 

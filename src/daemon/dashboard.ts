@@ -1,0 +1,64 @@
+/**
+ * The daemon's side of the dashboard (src/dashboard/): opened at start when the config
+ * has a `dashboard:` section, given this daemon's snapshot, config file and reload;
+ * reopened by a reload that adds, removes or moves it (other settings are read live).
+ */
+import type { Config, DashboardConfig } from '../config/types.js';
+import { DashboardServer } from '../dashboard/server.js';
+import type { StatusSnapshot } from '../control/types.js';
+import { ErrorCodes } from '../errors.js';
+import type { Logger } from '../log/log.js';
+import { recentWarnings } from '../log/warning-ring.js';
+
+export interface DashboardOwner {
+  config(): Config;
+  snapshot(): Promise<StatusSnapshot>;
+  reload(): Promise<unknown>;
+  restart(pool: string): Promise<unknown>;
+}
+
+export class DashboardHost {
+  private server: DashboardServer | undefined;
+  private cfg: DashboardConfig | undefined;
+
+  constructor(
+    private readonly owner: DashboardOwner,
+    private readonly logger: Logger,
+  ) {}
+
+  get address(): string | undefined {
+    return this.server?.address;
+  }
+
+  /** Start: a dashboard that cannot listen stops the start, like a listener. */
+  async open(cfg: Config): Promise<void> {
+    const d = cfg.dashboard;
+    if (d === undefined) return;
+    this.cfg = d;
+    const server = new DashboardServer({
+      config: () => this.cfg!,
+      logger: this.logger,
+      self: { snapshot: () => this.owner.snapshot(), configPath: () => this.owner.config().source, reload: () => this.owner.reload(), restart: (pool) => this.owner.restart(pool) },
+      warnings: recentWarnings,
+    });
+    await server.listen();
+    this.server = server;
+  }
+
+  /** After a reload committed `next`. */
+  async apply(next: Config): Promise<void> {
+    const d = next.dashboard;
+    if (this.server !== undefined && d !== undefined && d.address.text === this.cfg?.address.text) {
+      this.cfg = d;
+      return;
+    }
+    await this.close();
+    await this.open(next).catch((err: unknown) => this.logger.error({ code: ErrorCodes.DASHBOARD, err }, `dashboard could not be opened: ${(err as Error).message}`));
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (s !== undefined) await s.close();
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * Samples the cluster while somebody watches: a timer runs only while at least one page
+ * is subscribed (server-sent events), so an unwatched daemon does no dashboard work. Each
+ * tick reads every daemon, merges (merge.ts), adds one chart point per daemon and pool to
+ * its ring (bounded: history / sample_interval points), and hands the result to the
+ * subscribers. The rings stay between visits, so a page opened again shows the last
+ * watched stretch.
+ */
+import type { PoolStatus, StatusSnapshot } from '../control/types.js';
+import { mergeCluster, type Cluster } from './merge.js';
+import type { WarningEntry } from '../log/warning-ring.js';
+import { readPeer, readWarnings } from './peers.js';
+import { poolPoint, type PoolPoint } from './points.js';
+import { SampleRing } from './ring.js';
+
+export interface SamplerSource {
+  /** Ids to read: 'self' (when there is a local daemon) then the peers. */
+  ids(): string[];
+  peerToken(): string | undefined;
+  self?: (() => Promise<StatusSnapshot>) | undefined;
+  /** This process's warnings ring, shown as the 'self' daemon's. */
+  warnings?: (() => WarningEntry[]) | undefined;
+  history(): number;
+  interval(): number;
+}
+
+export interface Tick {
+  cluster: Cluster;
+  /** Ring key ("daemon id \0 pool") → the point this tick added. */
+  points: Record<string, PoolPoint>;
+  /** Every up daemon's recent warnings, newest first, at most MAX_WARNINGS. */
+  warnings: ClusterWarning[];
+}
+
+export type ClusterWarning = WarningEntry & { daemon: string };
+
+export const MAX_WARNINGS = 100;
+
+export const ringKey = (daemon: string, pool: string): string => `${daemon}\u0000${pool}`;
+
+export class ClusterSampler {
+  private readonly rings = new Map<string, SampleRing<PoolPoint>>();
+  private readonly prev = new Map<string, { t: number; pool: PoolStatus }>();
+  private readonly subscribers = new Set<(t: Tick) => void>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<Tick> | undefined;
+  latest: Tick | undefined;
+
+  constructor(private readonly src: SamplerSource) {}
+
+  /** The daemons shown: 'self' (when there is one) and the peers. */
+  ids(): string[] {
+    return this.src.ids();
+  }
+
+  get watching(): boolean {
+    return this.timer !== undefined;
+  }
+
+  subscribe(fn: (t: Tick) => void): () => void {
+    this.subscribers.add(fn);
+    if (this.timer === undefined) {
+      this.timer = setInterval(() => void this.tick(), this.src.interval());
+      void this.tick();
+    } else if (this.latest !== undefined) fn(this.latest);
+    return () => {
+      this.subscribers.delete(fn);
+      if (this.subscribers.size === 0 && this.timer !== undefined) {
+        clearInterval(this.timer);
+        this.timer = undefined;
+      }
+    };
+  }
+
+  history(): Record<string, PoolPoint[]> {
+    return Object.fromEntries([...this.rings].map(([k, r]) => [k, r.toArray()]));
+  }
+
+  /** Reads the cluster now (one read at a time: a slow peer does not pile up reads). */
+  tick(): Promise<Tick> {
+    this.running ??= this.read().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  /** The cluster without adding chart points (API calls while nobody watches). */
+  async cluster(): Promise<Cluster> {
+    const reads = await Promise.all(this.src.ids().map((id) => readPeer(id, this.src.peerToken(), this.src.self)));
+    return mergeCluster(reads, Date.now());
+  }
+
+  private async read(): Promise<Tick> {
+    const cluster = await this.cluster();
+    const points: Record<string, PoolPoint> = {};
+    const cap = Math.max(1, Math.ceil(this.src.history() / this.src.interval()));
+    const live = new Set<string>();
+    for (const d of cluster.daemons) {
+      for (const p of d.snapshot?.pools ?? []) {
+        const key = ringKey(d.id, p.name);
+        live.add(key);
+        const t = d.snapshot!.daemon.now;
+        const pt = poolPoint(this.prev.get(key), t, p);
+        this.prev.set(key, { t, pool: p });
+        let ring = this.rings.get(key);
+        if (ring === undefined || ring.capacity !== cap) {
+          const old = ring?.toArray() ?? [];
+          ring = new SampleRing<PoolPoint>(cap);
+          for (const o of old) ring.push(o);
+          this.rings.set(key, ring);
+        }
+        ring.push(pt);
+        points[key] = pt;
+      }
+    }
+    // Pools gone from a daemon that answered: their history goes too.
+    const upIds = new Set(cluster.daemons.filter((d) => d.up).map((d) => d.id));
+    for (const k of this.rings.keys()) {
+      if (!live.has(k) && upIds.has(k.split('\u0000')[0]!)) {
+        this.rings.delete(k);
+        this.prev.delete(k);
+      }
+    }
+    const lists = await Promise.all(cluster.daemons.filter((d) => d.up).map(async (d) => (await readWarnings(d.id, this.src.peerToken(), this.src.warnings)).map((w) => ({ ...w, daemon: d.id }))));
+    const warnings = lists.flat().sort((x, y) => y.last - x.last).slice(0, MAX_WARNINGS);
+    const tick = { cluster, points, warnings };
+    this.latest = tick;
+    for (const fn of this.subscribers) fn(tick);
+    return tick;
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    this.subscribers.clear();
+  }
+}
+

@@ -1,0 +1,95 @@
+/**
+ * The one place that reads cgroup files (parsing is in cgroup.ts): which memory cgroup
+ * fcgi-pm runs in, the tightest limit on it (its own or a parent's), and the small
+ * files read while running (anonymous memory, OOM kills). Every read returns undefined
+ * instead of throwing: no cgroup, no such file, not Linux.
+ */
+import fs from 'node:fs';
+import {
+  ancestors,
+  cgroupDir,
+  memoryFiles,
+  oomKillsFrom,
+  parseLimit,
+  parseMountinfo,
+  parseProcCgroup,
+  tightest,
+  unreclaimable,
+  type CgroupVersion,
+  type LimitAt,
+} from './cgroup.js';
+
+/** A memory cgroup directory (the daemon's own, or one of a pool). */
+export interface MemoryCgroup {
+  version: CgroupVersion;
+  dir: string;
+  /** The hierarchy's mount point: the walk up for limits stops there. */
+  mount: string;
+}
+
+/** The box fcgi-pm runs in: the tightest memory limit on its cgroup or a parent. */
+export interface MemoryBox {
+  cgroup: MemoryCgroup;
+  limit: number;
+  /** Where that limit is set. */
+  limitDir: string;
+}
+
+function readText(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'latin1');
+  } catch {
+    return undefined;
+  }
+}
+
+/** fcgi-pm's own memory cgroup: the v1 memory hierarchy when mounted, else the unified one. */
+export function locateMemoryCgroup(proc = '/proc/self'): MemoryCgroup | undefined {
+  const cg = readText(`${proc}/cgroup`);
+  const mi = readText(`${proc}/mountinfo`);
+  if (cg === undefined || mi === undefined) return undefined;
+  const paths = parseProcCgroup(cg);
+  const mounts = parseMountinfo(mi);
+  if (paths.v1Memory !== undefined && mounts.v1Memory !== undefined) {
+    const dir = cgroupDir(mounts.v1Memory, paths.v1Memory);
+    if (dir !== undefined) return { version: 1, dir, mount: mounts.v1Memory.mount };
+  }
+  if (paths.v2 !== undefined && mounts.v2 !== undefined) {
+    const dir = cgroupDir(mounts.v2, paths.v2);
+    if (dir !== undefined) return { version: 2, dir, mount: mounts.v2.mount };
+  }
+  return undefined;
+}
+
+/** The tightest limit on `cg` and its parents (a v2 cgroup without the memory controller has no memory.max). */
+export function readMemoryBox(cg: MemoryCgroup): MemoryBox | undefined {
+  const file = memoryFiles(cg.version).limit;
+  const limits: LimitAt[] = [];
+  for (const dir of ancestors(cg.dir, cg.mount)) {
+    const text = readText(`${dir}/${file}`);
+    const limit = text === undefined ? undefined : parseLimit(text);
+    if (limit !== undefined) limits.push({ dir, limit });
+  }
+  const t = tightest(limits);
+  return t === undefined ? undefined : { cgroup: cg, limit: t.limit, limitDir: t.dir };
+}
+
+/** The box fcgi-pm runs in now, or undefined when no memory limit applies. */
+export function findMemoryBox(): MemoryBox | undefined {
+  const cg = locateMemoryCgroup();
+  return cg === undefined ? undefined : readMemoryBox(cg);
+}
+
+/** Memory of `cg` and its children that the kernel cannot reclaim (cgroup.ts unreclaimable). */
+export function readCgroupUsed(cg: MemoryCgroup): number | undefined {
+  const f = memoryFiles(cg.version);
+  const usage = readText(`${cg.dir}/${f.usage}`);
+  const stat = usage === undefined ? undefined : readText(`${cg.dir}/${f.stat}`);
+  return stat === undefined ? undefined : unreclaimable(usage!, stat, cg.version);
+}
+
+/** How many processes the kernel's OOM killer killed in `cg`. */
+export function readOomKills(cg: MemoryCgroup): number | undefined {
+  const text = readText(`${cg.dir}/${memoryFiles(cg.version).oom}`);
+  return text === undefined ? undefined : oomKillsFrom(text);
+}

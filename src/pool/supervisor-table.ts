@@ -1,0 +1,60 @@
+/**
+ * A supervisor's record of one worker process as one table, s6-supervise style:
+ * `SUPERVISOR_TABLE[state][event]` names the next state AND the action the supervisor
+ * takes. Pure; supervisor.ts carries the actions out.
+ *
+ * What is true (`state`) is kept apart from what was asked: a worker retired while it
+ * serves is `retiring` (its requests end first); a worker stopped is `stopping`.
+ *
+ *   starting --ready--> up --retire--> retiring --exit--> gone
+ *   starting --exit--> gone (start_failed)        up|retiring --stop|kill--> stopping
+ *   up|retiring|stopping --suspect--> (same): hold; --grace--> (same): unhold
+ *
+ * The worker's own lifecycle (src/worker/lifecycle.ts: idle ⇄ busy, draining) is the
+ * process side of the same story; this table is the pool's side: which actions it owes
+ * the dispatcher, the crash guard and the scaling policy at each step.
+ */
+
+export type SlotState = 'starting' | 'up' | 'retiring' | 'stopping' | 'gone';
+export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'exit' | 'suspect' | 'grace';
+
+/**
+ * offer        ready: count its spawn time, end the crash back-off, hand its slots to the dispatcher
+ * retire       withdraw its idle slots, close idle connections, ask the process to retire
+ *              (it finishes the requests it runs, then stops)
+ * stop         answer the requests it runs, withdraw its slots, SIGTERM (SIGKILL after kill_timeout)
+ * kill         as stop, then SIGKILL now (max_memory_hard: the kernel frees memory only when it is gone)
+ * start_failed it exited before ready: count an early crash, log SPAWN_FAILED once, maybe refuse the queue
+ * bury         it exited after ready: count the exit (early ones only back off), hand its requests
+ *              to failure handling, respawn what the mode wants
+ * hold         a request of it failed in a way that may mean it is dying (`suspect`): wait
+ *              EXIT_GRACE_MS for its exit (one timer per worker), so the client learns how it went
+ * unhold       that wait is over and it did not exit (`grace`): its held failures are answered,
+ *              or, when it is alive but unreachable, their requests go to another worker
+ * none         nothing (the event changes nothing in this state)
+ */
+export type SlotAction = 'offer' | 'retire' | 'stop' | 'kill' | 'start_failed' | 'bury' | 'hold' | 'unhold' | 'none';
+
+export interface Cell {
+  readonly next: SlotState;
+  readonly action: SlotAction;
+}
+
+export const SLOT_STATES: readonly SlotState[] = ['starting', 'up', 'retiring', 'stopping', 'gone'];
+export const SLOT_EVENTS: readonly SlotEvent[] = ['ready', 'retire', 'stop', 'kill', 'exit', 'suspect', 'grace'];
+
+const cell = (next: SlotState, action: SlotAction): Cell => Object.freeze({ next, action });
+const same = (s: SlotState): Cell => cell(s, 'none');
+
+export const SUPERVISOR_TABLE: Readonly<Record<SlotState, Readonly<Record<SlotEvent, Cell>>>> = {
+  starting: { ready: cell('up', 'offer'), retire: cell('stopping', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'start_failed'), suspect: same('starting'), grace: same('starting') },
+  up: { ready: same('up'), retire: cell('retiring', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), suspect: cell('up', 'hold'), grace: cell('up', 'unhold') },
+  retiring: { ready: same('retiring'), retire: same('retiring'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), suspect: cell('retiring', 'hold'), grace: cell('retiring', 'unhold') },
+  stopping: { ready: same('stopping'), retire: same('stopping'), stop: same('stopping'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), suspect: cell('stopping', 'hold'), grace: cell('stopping', 'unhold') },
+  gone: { ready: same('gone'), retire: same('gone'), stop: same('gone'), kill: same('gone'), exit: same('gone'), suspect: same('gone'), grace: same('gone') },
+};
+
+/** A retiring or stopping worker still holds its place under max_children. */
+export function isLive(s: SlotState): boolean {
+  return s !== 'gone';
+}

@@ -1,0 +1,555 @@
+/**
+ * A spawned pool's Supervisor: it owns the worker processes (birth and burial, as
+ * PHP-FPM's fpm_children.c) and the policy of how many there are (fpm_process_ctl.c):
+ * spawn, readiness, retire, stop, crash back-off and the `failing` breaker, idle stops,
+ * recycling, the memory part. Every worker's state is one cell of
+ * supervisor-table.ts, and each cell names the action carried out here (`act`).
+ *
+ * The Dispatcher (spawned-pool.ts) owns the requests: queue, idle stack of seats,
+ * endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
+ * of the dispatcher) and at the load signal: requests waiting, and each worker's busy
+ * seats (`Slot.busy`) out of `slotsPerWorker`. The scaling policy (scaling.ts) counts
+ * seats; workers are spawned in whole units of slotsPerWorker.
+ *
+ * Crash semantics: only an early crash (exit-policy.ts) counts toward crash_limit and
+ * backs off restarts; a worker killed after it served is replaced at once; the breaker
+ * stops spawning, not serving.
+ */
+import { ErrorCodes, ProxyError } from '../errors.js';
+import type { Logger } from '../log/log.js';
+import type { PoolConfig } from '../config/types.js';
+import type { MemoryGovernor } from '../memory/host-governor.js';
+import type { UpstreamOutcome } from '../upstream/types.js';
+import type { ExitVerdict } from '../worker/exit-policy.js';
+import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../worker/types.js';
+import { OneTimer, type Clock } from './clock.js';
+import { CrashGuard } from './crash-guard.js';
+import { GroupChildren } from './group-children.js';
+import { killChildNow } from './hard-kill.js';
+import type { PoolState } from './pool-base.js';
+import { PoolMemory } from './pool-memory.js';
+import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
+import { exitText, Slot, type Seat } from './slot.js';
+import { EXIT_GRACE_MS } from './spawned-failures.js';
+import type { PoolStats } from './stats.js';
+import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
+import type { PoolSnapshot } from './types.js';
+
+export interface SupervisorDeps {
+  logger: Logger;
+  clock: Clock;
+  spec: WorkerSpec;
+  workerFactory: WorkerFactory;
+  /** Logger handed to workers (they bind pool and worker id themselves). */
+  workerLogger: Logger;
+  /** [0, 1), for max_requests_jitter. */
+  random: () => number;
+  /** The daemon's memory governor; without it no sampling, caps or budget (unit tests). */
+  memory?: MemoryGovernor;
+  /** SIGKILL now (max_memory_hard); defaults to hard-kill.ts, which signals only our own children. */
+  killNow?: (pid: number) => void;
+}
+
+/** What the supervisor asks of the dispatcher. */
+export interface SupervisorHooks {
+  /** Requests waiting in the queue (the load signal; busy seats are on each Slot). */
+  waiting(): number;
+  poolState(): PoolState;
+  /** A worker is ready: make its endpoint and put its seats on the idle stack. */
+  offer(slot: Slot): void;
+  /** Take the worker's idle seats off the idle stack. */
+  withdraw(slot: Slot): void;
+  /** Answer the requests the worker runs with `err` (it is being stopped). */
+  cut(slot: Slot, err: ProxyError): void;
+  /** The worker exited: its running requests go to failure handling, its endpoint closes. */
+  lost(slot: Slot): void;
+  /** The wait for the worker's exit is over and it lives: answer or replace its held failures; false while one held later still waits. */
+  unhold(slot: Slot): boolean;
+  /** Answer every waiting request with `err` (counted as refused because failing). */
+  refuseQueued(err: ProxyError): void;
+  /** Idle workers (every seat idle), longest idle first. */
+  idleWorkers(): Slot[];
+  /** Requests put back in the queue go to idle seats. */
+  pump(): void;
+  /** A request ended or left the queue: stop()'s drain wait may be over. */
+  checkDrained(): void;
+}
+
+/** What an event carries: the reason and answer for retire/stop/kill, the exit for exit. */
+export interface SlotEventContext {
+  reason?: RetireReason;
+  err?: ProxyError;
+  why?: { fields: Record<string, unknown>; msg: string };
+  exit?: WorkerExit;
+  verdict?: ExitVerdict;
+}
+
+export class Supervisor {
+  readonly slotsPerWorker: number;
+  private readonly cfg: PoolConfig;
+  private readonly name: string;
+  private readonly deps: SupervisorDeps;
+  private readonly hooks: SupervisorHooks;
+  private readonly stats: PoolStats;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly scaling: ScalingConfig;
+  /** Live workers (not yet exited). */
+  readonly slots = new Set<Slot>();
+  private readonly inState: Record<SlotState, number> = { starting: 0, up: 0, retiring: 0, stopping: 0, gone: 0 };
+  private nextId = 1;
+  private round: SpawnRound = NO_ROUND;
+  private atMaxChildren = false;
+  private readonly crashes: CrashGuard;
+  private shuttingDown = false;
+  /** The start failure reported at error level; repeats of it are logged at debug. */
+  private reportedStartError: string | undefined;
+  private lastStartError: string | undefined;
+  private readonly idleTimer: OneTimer;
+  private readonly scaleTimer: OneTimer;
+  /** How long after going idle a worker may first be due to stop (Infinity: never). */
+  private readonly firstIdleDue: number;
+  private allExited: (() => void) | undefined;
+  readonly mem: PoolMemory | undefined;
+  /** deps.spec, with the memory part's hook that places each worker (cgroup, oom_score_adj) right after spawn. */
+  private readonly spec: WorkerSpec;
+  /** group_size > 1: each group's children, seen and measured one by one. */
+  private readonly groups: GroupChildren | undefined;
+  private readonly onOutcome: (seat: Seat, o: UpstreamOutcome) => void;
+
+  constructor(cfg: PoolConfig, deps: SupervisorDeps, hooks: SupervisorHooks, stats: PoolStats, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
+    this.cfg = cfg;
+    this.name = cfg.name;
+    this.deps = deps;
+    this.hooks = hooks;
+    this.stats = stats;
+    this.log = deps.logger;
+    this.clock = deps.clock;
+    this.onOutcome = onOutcome;
+    const k = Math.max(1, cfg.groupSize ?? 1);
+    this.slotsPerWorker = k;
+    // The policy counts seats (with group_size, php processes), rounded up to whole groups.
+    this.scaling = {
+      pm: cfg.pm,
+      maxChildren: Math.ceil(Math.max(1, cfg.maxChildren) / k) * k,
+      startChildren: cfg.startChildren,
+      minSpare: cfg.minSpare,
+      maxSpare: cfg.maxSpare,
+      maxSpawnRate: cfg.maxSpawnRate,
+      idleTimeout: cfg.idleTimeout,
+    };
+    const clock = deps.clock;
+    this.crashes = new CrashGuard(cfg.name, cfg.crashLimit, cfg.crashWindow, clock, this.log, () => this.onProbe());
+    this.idleTimer = new OneTimer(clock, () => this.onIdleTimer());
+    this.scaleTimer = new OneTimer(clock, () => this.scale());
+    const idleTimeout = cfg.idleTimeout > 0 ? cfg.idleTimeout : Infinity;
+    this.firstIdleDue = cfg.pm === 'static' ? Infinity : cfg.pm === 'dynamic' ? Math.min(SURPLUS_IDLE_MS, idleTimeout) : idleTimeout;
+    this.mem = deps.memory && new PoolMemory(cfg, deps.memory, {
+      slots: () => this.slots,
+      retire: (slot, reason, fields, msg) => this.retire(slot, reason, { fields, msg }),
+      kill: (slot, fields, msg) => this.killForMemory(slot, fields, msg),
+      scale: () => this.scale(),
+      queued: () => hooks.waiting(),
+    }, clock, this.log);
+    this.spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid) => this.mem!.started(pid) };
+    if (k > 1) {
+      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.slots });
+    }
+  }
+
+  /** Starts the mode's initial workers; resolves when each is ready or gone. */
+  async start(): Promise<void> {
+    const wanted = Math.ceil(initialWorkers(this.scaling) / this.slotsPerWorker);
+    const n = this.mem ? this.mem.admit(wanted, 0) : wanted;
+    const group = this.slotsPerWorker > 1 ? ` (groups of ${this.slotsPerWorker})` : '';
+    this.log.info(
+      { pm: this.cfg.pm, command: this.cfg.command, maxChildren: this.scaling.maxChildren, starting: n, slotsPerWorker: this.slotsPerWorker },
+      `pool ${this.name} (${this.cfg.pm}) starting ${n} worker(s)${group}${n < wanted ? ` of ${wanted} (memory)` : ''}`,
+    );
+    if (n === 0) return;
+    const waits: Array<Promise<void>> = [];
+    for (let i = 0; i < n; i++) {
+      const slot = this.spawn();
+      waits.push(new Promise<void>((resolve) => (slot.settle = resolve)));
+    }
+    await Promise.all(waits);
+  }
+
+  get failing(): boolean {
+    return this.crashes.failing;
+  }
+
+  failingError(): ProxyError {
+    return this.crashes.error(this.reportedStartError !== undefined ? this.lastStartError : undefined);
+  }
+
+  /** Seats being started: each will take a waiting request. */
+  startingSeats(): number {
+    return this.inState.starting * this.slotsPerWorker;
+  }
+
+  /** Seats that may still be started for waiting requests (room under max_children). */
+  growableSeats(): number {
+    // Live processes, retiring ones included: they hold their place under max_children.
+    return this.crashes.failing ? 0 : Math.max(0, this.scaling.maxChildren - this.slots.size * this.slotsPerWorker);
+  }
+
+  /** A seat went idle: the idle timer may have a worker to stop later. */
+  wentIdle(now: number): void {
+    if (this.firstIdleDue !== Infinity) this.idleTimer.armAt(now + this.firstIdleDue);
+    this.mem?.wentIdle();
+  }
+
+  /** A group runs no request now: its children over max_memory may go. */
+  groupIdle(slot: Slot): void {
+    this.groups?.idle(slot);
+  }
+
+  /** A worker is alive and idle after a request: recycle it (true) or let it serve on (false). */
+  recycleAfterRequest(slot: Slot, o: UpstreamOutcome): boolean {
+    if (o.kind === 'failed' && o.error.code === ErrorCodes.BACKEND_TIMEOUT) {
+      // No byte for read_timeout: the script still runs and would hold the next request.
+      this.retire(slot, 'request_timeout');
+    } else if (o.kind === 'aborted' && o.backendBusy === true) {
+      // The client went away and the request could not be cancelled (SCGI, or the
+      // cancelled FastCGI request never ended): the script may still run and would hold
+      // the next request, so the worker goes instead of back to the idle list.
+      this.retire(slot, 'client_abort');
+    } else if (slot.requests >= slot.maxRequests) {
+      this.retire(slot, 'max_requests');
+    } else if (this.pastLifetime(slot)) {
+      this.retire(slot, 'max_lifetime');
+    } else if (this.mem === undefined || slot.busy > 0 || !this.mem.afterRequest(slot)) {
+      return false;
+    }
+    return true;
+  }
+
+  pastLifetime(slot: Slot): boolean {
+    return this.cfg.maxLifetime > 0 && this.clock.now() - slot.spawnedAt >= this.cfg.maxLifetime;
+  }
+
+  // ---- the events ---------------------------------------------------------------------
+
+  /** Retires a worker (its running requests finish first). `why`: the memory governor's line instead of the usual one. */
+  retire(slot: Slot, reason: RetireReason, why?: { fields: Record<string, unknown>; msg: string }): void {
+    this.fire(slot, 'retire', { reason, why });
+  }
+
+  /** A request of the worker failed in a way that may mean it is dying: wait for its exit before answering. */
+  suspect(slot: Slot): void {
+    this.fire(slot, 'suspect', {});
+  }
+
+  /** Stops a worker now; the requests it runs are answered with `err`. */
+  stop(slot: Slot, reason: RetireReason, err: ProxyError): void {
+    this.fire(slot, 'stop', { reason, err });
+  }
+
+  /** max_memory_hard (pool-memory.ts decided and wrote the message): SIGKILL now, its requests get 503. */
+  private killForMemory(slot: Slot, fields: Record<string, unknown>, msg: string): void {
+    slot.log.warn({ code: ErrorCodes.MEMORY_HARD_LIMIT, ...fields }, msg);
+    const hard = this.cfg.maxMemoryHard ?? 0;
+    this.fire(slot, 'kill', {
+      reason: 'memory_hard',
+      err: new ProxyError(ErrorCodes.MEMORY_HARD_LIMIT, 503, `the worker of pool ${this.name} went over max_memory_hard (${hard} bytes) and was stopped`),
+    });
+  }
+
+  /** @internal The one entry for events: the worker's (ready, exit), the dispatcher's and the memory part's. */
+  fire(slot: Slot, event: SlotEvent, ctx: SlotEventContext): void {
+    const cell = SUPERVISOR_TABLE[slot.state][event];
+    this.inState[slot.state]--;
+    this.inState[cell.next]++;
+    slot.state = cell.next;
+    this.act(cell.action, slot, ctx);
+  }
+
+  private act(action: SlotAction, slot: Slot, ctx: SlotEventContext): void {
+    switch (action) {
+      case 'offer':
+        return this.offer(slot);
+      case 'retire':
+        return this.doRetire(slot, ctx.reason!, ctx.why);
+      case 'stop':
+        return this.doStop(slot, ctx.reason!, ctx.err!);
+      case 'kill':
+        this.doStop(slot, ctx.reason!, ctx.err!);
+        // The kernel frees its memory only when it is gone: no SIGTERM grace.
+        if (slot.pid !== undefined && slot.exit === undefined) (this.deps.killNow ?? killChildNow)(slot.pid);
+        return;
+      case 'start_failed':
+      case 'bury':
+        return this.bury(slot, ctx.exit!, ctx.verdict!, action === 'start_failed');
+      case 'hold':
+        // One timer per worker: the exit usually comes within milliseconds.
+        slot.graceTimer ??= this.clock.setTimer(() => {
+          slot.graceTimer = undefined;
+          this.fire(slot, 'grace', {});
+        }, EXIT_GRACE_MS);
+        return;
+      case 'unhold':
+        if (!this.hooks.unhold(slot)) this.fire(slot, 'suspect', {});
+        return;
+      case 'none':
+        return;
+    }
+  }
+
+  private offer(slot: Slot): void {
+    const w = slot.worker;
+    const spawnMs = Math.round(this.clock.now() - slot.spawnedAt);
+    this.stats.spawned(spawnMs);
+    slot.log = this.log.child({ wpid: w.pid });
+    slot.log.info({ spawnMs, workers: this.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
+    this.reportedStartError = undefined;
+    this.crashes.ready(w.pid);
+    this.mem?.ready(slot);
+    const settle = slot.settle;
+    slot.settle = undefined;
+    if (w.state === 'idle' && !this.shuttingDown) this.hooks.offer(slot);
+    this.groups?.started();
+    this.scale();
+    settle?.();
+  }
+
+  private doRetire(slot: Slot, reason: RetireReason, why: { fields: Record<string, unknown>; msg: string } | undefined): void {
+    const w = slot.worker;
+    this.hooks.withdraw(slot);
+    this.stats.recycled(reason);
+    const fields = { reason, requests: slot.requests, uptimeMs: Math.round(this.clock.now() - slot.spawnedAt), workers: this.slots.size };
+    if (why !== undefined) slot.log.info({ ...fields, ...why.fields }, why.msg);
+    else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
+    slot.endpoint?.closeIdle();
+    w.retire(reason);
+  }
+
+  private doStop(slot: Slot, reason: RetireReason, err: ProxyError): void {
+    this.hooks.cut(slot, err);
+    this.hooks.withdraw(slot);
+    this.stats.recycled(reason);
+    void slot.worker.stop(reason);
+    this.scale();
+  }
+
+  private bury(slot: Slot, exit: WorkerExit, verdict: ExitVerdict, beforeReady: boolean): void {
+    slot.exit = exit;
+    if (slot.graceTimer !== undefined) this.clock.clearTimer(slot.graceTimer);
+    slot.graceTimer = undefined;
+    this.slots.delete(slot);
+    this.hooks.withdraw(slot);
+    this.mem?.exited(slot);
+    // Counted before its requests are answered: answering may spawn a replacement, which
+    // must see this crash's back-off.
+    const nowFailing = this.countExit(slot, exit, verdict);
+    this.hooks.lost(slot);
+    if (beforeReady) this.onStartFailure(slot, exit);
+    if (nowFailing) {
+      this.scaleTimer.cancel();
+      this.hooks.refuseQueued(this.failingError());
+    }
+    const settle = slot.settle;
+    slot.settle = undefined;
+    settle?.();
+    this.hooks.pump();
+    this.scale();
+    this.checkAllExited();
+    this.hooks.checkDrained();
+  }
+
+  // ---- workers ----------------------------------------------------------------------
+
+  private spawn(): Slot {
+    const id = this.nextId++;
+    const cfg = this.cfg;
+    const maxRequests = cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
+    const w = this.deps.workerFactory(this.spec, this.deps.workerLogger, id);
+    const slot = new Slot(this.onOutcome, w, this.clock.now(), maxRequests, this.log, this.slotsPerWorker);
+    this.slots.add(slot);
+    this.inState.starting++;
+    this.mem?.spawned(slot);
+    w.on('ready', () => this.fire(slot, 'ready', {}));
+    w.on('spawnFailed', (f) => (slot.spawnFailure = f));
+    w.on('exit', (exit, verdict) => this.fire(slot, 'exit', { exit, verdict }));
+    return slot;
+  }
+
+  /**
+   * Only an early crash (exit-policy.ts) counts toward crash_limit and backs off restarts;
+   * a worker killed after it served is replaced at once. True when the pool became failing.
+   */
+  private countExit(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): boolean {
+    if (verdict.crash) this.stats.crashes++;
+    // An OOM kill says the page wanted too much, not that the worker cannot start.
+    if (verdict.early && slot.mem?.oomKilled !== true) {
+      const why = slot.spawnFailure?.message ?? `worker ${slot.pid ?? '?'} ${exitText(exit)}`;
+      return this.crashes.crashed(slot.spawnedAt, slot.probe, why, this.hooks.waiting());
+    }
+    if (slot.probe) this.crashes.probeGone();
+    return false;
+  }
+
+  private onStartFailure(slot: Slot, exit: WorkerExit): void {
+    const message = slot.spawnFailure?.message ?? `worker ${exitText(exit)} before it was ready`;
+    this.lastStartError = message;
+    if (exit.reason === 'shutdown' || this.shuttingDown) return;
+    if (this.reportedStartError !== message) {
+      this.reportedStartError = message;
+      this.log.error(
+        {
+          code: ErrorCodes.SPAWN_FAILED,
+          errno: slot.spawnFailure?.errno,
+          command: this.cfg.command,
+          crashes: this.crashes.recent,
+          crashLimit: this.cfg.crashLimit,
+          queued: this.hooks.waiting(),
+        },
+        `pool ${this.name} cannot start workers: ${message}`,
+      );
+    } else {
+      this.log.debug({ errno: slot.spawnFailure?.errno }, `pool ${this.name}: worker start failed again: ${message}`);
+    }
+    // Waiting requests get 503 now unless some worker may still take them.
+    let serving = 0;
+    for (const s of this.slots) if (s.ready || s.worker.state === 'spawning') serving++;
+    if (serving === 0 && this.hooks.waiting() > 0) {
+      this.hooks.refuseQueued(new ProxyError(ErrorCodes.POOL_FAILING, 503, `pool ${this.name} cannot start workers: ${message}`, 1));
+    }
+  }
+
+  private onProbe(): void {
+    if (this.shuttingDown || this.hooks.poolState() === 'stopped') {
+      this.crashes.probeGone();
+      return;
+    }
+    this.spawn().probe = true;
+  }
+
+  // ---- scaling ----------------------------------------------------------------------
+
+  /** Live workers' seats by state, and the queue length, for the scaling policy. */
+  counts(): WorkerCounts {
+    const k = this.slotsPerWorker;
+    const c: WorkerCounts = { idle: 0, busy: 0, spawning: 0, retiring: 0, queued: this.hooks.waiting() };
+    for (const s of this.slots) {
+      if (s.state === 'starting') c.spawning += k;
+      else if (s.state === 'up' && s.worker.state !== 'stopping') {
+        c.busy += s.busy;
+        c.idle += k - s.busy;
+      } else c.retiring += k;
+    }
+    return c;
+  }
+
+  /** Spawns what the mode wants now; re-arms itself for rate rounds and crash back-off. */
+  scale(): void {
+    const poolState = this.hooks.poolState();
+    if (this.crashes.failing || this.shuttingDown || poolState === 'stopped') return;
+    const now = this.clock.now();
+    const k = this.slotsPerWorker;
+    const c = this.counts();
+    // While stopping, only waiting requests justify a new worker.
+    const scaling: ScalingConfig = poolState === 'running' ? this.scaling : { ...this.scaling, pm: 'ondemand' };
+    const plan = planSpawns(scaling, c, now, this.round);
+    if (plan.spawn === 0) {
+      this.noteMaxChildren(plan.atMaxChildren, c);
+      this.round = plan.round;
+      if (plan.recheckAt !== undefined) this.scaleTimer.armAt(plan.recheckAt);
+      return;
+    }
+    if (now < this.crashes.respawnAt) {
+      // Crash back-off: ask again when it ends (the rate round is not used up).
+      this.scaleTimer.armAt(this.crashes.respawnAt);
+      return;
+    }
+    this.round = plan.round;
+    // Whole workers: a group of k seats for any part of k wanted.
+    const workers = Math.ceil(plan.spawn / k);
+    const forDemand = Math.ceil(Math.min(plan.spawn, c.queued - c.idle - c.spawning) / k);
+    // Memory may allow fewer; those for waiting requests are retried when memory comes back.
+    const n = this.mem ? this.mem.admit(workers, forDemand) : workers;
+    // Memory refusing the spawns logged its own reason: max_children holds back only once it is reached.
+    this.noteMaxChildren(plan.atMaxChildren && (this.slots.size + n) * k >= this.scaling.maxChildren, c);
+    if (n > 0) {
+      this.log.info(
+        { spawn: n, idle: c.idle, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, maxChildren: this.scaling.maxChildren },
+        `pool ${this.name}: spawning ${n} worker(s)`,
+      );
+      for (let i = 0; i < n; i++) this.spawn();
+    }
+    if (plan.recheckAt !== undefined) this.scaleTimer.armAt(plan.recheckAt);
+  }
+
+  /** One line when requests start waiting because max_children workers live. */
+  private noteMaxChildren(at: boolean, c: ReturnType<Supervisor['counts']>): void {
+    if (at && !this.atMaxChildren) {
+      this.stats.maxChildrenReached++;
+      this.log.warn(
+        { code: ErrorCodes.MAX_CHILDREN, maxChildren: this.scaling.maxChildren, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, times: this.stats.maxChildrenReached },
+        `pool ${this.name} reached max_children (${this.scaling.maxChildren}); requests wait in the queue`,
+      );
+    }
+    this.atMaxChildren = at;
+  }
+
+  private onIdleTimer(): void {
+    if (this.shuttingDown) return;
+    const now = this.clock.now();
+    const k = this.slotsPerWorker;
+    const idle = this.hooks.idleWorkers();
+    // The policy counts seats: each idle worker is k idle seats, all idle since its last.
+    const since: number[] = [];
+    for (const s of idle) for (let i = 0; i < k; i++) since.push(s.idleSince);
+    const plan = planIdleStops(this.scaling, since, now);
+    const stop = Math.floor(plan.stop / k);
+    if (stop > 0) {
+      const idleTimeout = this.cfg.idleTimeout > 0 ? this.cfg.idleTimeout : Infinity;
+      for (const slot of idle.slice(0, stop)) {
+        this.retire(slot, now - slot.idleSince >= idleTimeout ? 'idle_timeout' : 'scale_down');
+      }
+    }
+    if (plan.recheckAt !== undefined) this.idleTimer.armAt(plan.recheckAt);
+  }
+
+  // ---- shutdown and status ----------------------------------------------------------
+
+  /** Stops every worker (the dispatcher has answered what still runs); resolves when all exited. */
+  async shutdown(reason: 'shutdown' | 'reload'): Promise<void> {
+    this.shuttingDown = true;
+    this.idleTimer.cancel();
+    this.scaleTimer.cancel();
+    this.crashes.dispose();
+    this.mem?.dispose();
+    this.groups?.dispose();
+    const exits: Array<Promise<unknown>> = [];
+    for (const slot of [...this.slots]) {
+      slot.endpoint?.closeIdle();
+      exits.push(slot.worker.stop(reason));
+    }
+    if (this.slots.size > 0) {
+      await new Promise<void>((resolve) => {
+        this.allExited = resolve;
+        this.checkAllExited();
+      });
+    }
+    await Promise.all(exits);
+    this.mem?.removeCgroup();
+  }
+
+  private checkAllExited(): void {
+    if (this.allExited !== undefined && this.slots.size === 0) {
+      const r = this.allExited;
+      this.allExited = undefined;
+      r();
+    }
+  }
+
+  /** Groups' children as /proc has them now (for status). */
+  refreshChildren(): void {
+    if (this.groups !== undefined) for (const slot of this.slots) this.groups.refresh(slot);
+  }
+
+  fill(s: PoolSnapshot): void {
+    this.mem?.fill(s);
+  }
+}

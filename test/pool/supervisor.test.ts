@@ -1,0 +1,322 @@
+/**
+ * The Supervisor's state table, cell by cell, on fake workers, a fake clock and a
+ * recording dispatcher: each test puts one worker in a state, fires one event, and
+ * asserts the ACTION taken (the dispatcher hook called, the signal sent, the spawn
+ * asked, the log line) as well as the next state.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ErrorCodes, ProxyError } from '../../src/errors.js';
+import type { PoolConfig } from '../../src/config/types.js';
+import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
+import { EXIT_GRACE_MS } from '../../src/pool/spawned-failures.js';
+import { PoolStats } from '../../src/pool/stats.js';
+import { Supervisor, type SupervisorHooks } from '../../src/pool/supervisor.js';
+import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/supervisor-table.js';
+import type { Slot } from '../../src/pool/slot.js';
+import { FakeClock } from './fake-clock.js';
+import { FakeWorkerFactory, type FakeWorker } from './fake-worker.js';
+import { poolConfig, recordingLogger } from './helpers.js';
+
+type HookName = Exclude<keyof SupervisorHooks, 'waiting' | 'poolState' | 'idleWorkers'>;
+
+/** What the recording dispatcher's unhold answers: true = no held failure still waits. */
+let unholdAnswers: boolean[] = [];
+
+function setup(over: Partial<PoolConfig> = {}) {
+  const clock = new FakeClock();
+  const wf = new FakeWorkerFactory(clock);
+  // Stopped workers exit a second later, so a test sees the stopping state for a while.
+  wf.plan = { readyAfter: undefined, exitAfterStop: 1000 };
+  const { logger, lines } = recordingLogger();
+  const cfg = poolConfig({ command: ['/fake/app'], pm: 'static', maxChildren: 1, ...over });
+  const calls: Array<[HookName, Slot | ProxyError | undefined]> = [];
+  const killed: number[] = [];
+  let waiting = 0;
+  const rec = (name: HookName) => (arg?: Slot | ProxyError) => void calls.push([name, arg]);
+  const hooks: SupervisorHooks = {
+    waiting: () => waiting,
+    poolState: () => 'running',
+    offer: rec('offer'),
+    withdraw: rec('withdraw'),
+    cut: rec('cut'),
+    lost: rec('lost'),
+    refuseQueued: rec('refuseQueued'),
+    idleWorkers: () => [],
+    unhold: (slot) => {
+      calls.push(['unhold', slot]);
+      return unholdAnswers.shift() ?? true;
+    },
+    pump: rec('pump'),
+    checkDrained: rec('checkDrained'),
+  };
+  const stats = new PoolStats();
+  // The first worker's record, kept once it has left the live set.
+  let first: Slot | undefined;
+  const sup = new Supervisor(cfg, {
+    logger, clock, spec: buildWorkerSpec(cfg, '/tmp'), workerFactory: wf.create, workerLogger: logger, random: () => 0,
+    killNow: (pid) => void killed.push(pid),
+  }, hooks, stats, () => {});
+  void sup.start();
+  first = [...sup.slots][0];
+  return {
+    clock, wf, sup, calls, killed, lines, stats,
+    get slot(): Slot {
+      first ??= [...sup.slots][0];
+      return first!;
+    },
+    get worker(): FakeWorker {
+      return wf.workers[0]!;
+    },
+    names: () => calls.map((c) => c[0]),
+    setWaiting: (n: number) => (waiting = n),
+  };
+}
+
+type Env = ReturnType<typeof setup>;
+
+const err = new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, 'too long');
+
+/** Puts the one worker into `state` the way the pool would. */
+function into(state: SlotState, over: Partial<PoolConfig> = {}): Env {
+  const e = setup(over);
+  if (state === 'starting') return e;
+  e.worker.becomeReady();
+  if (state === 'retiring') {
+    // A busy worker retired: it finishes its request first.
+    e.worker.assign('/busy');
+    e.slot.busy = 1;
+    e.sup.retire(e.slot, 'max_requests');
+  } else if (state === 'stopping') e.sup.stop(e.slot, 'request_timeout', err);
+  else if (state === 'gone') e.worker.exit(0, null);
+  assert.equal(e.slot.state, state);
+  e.calls.length = 0;
+  e.killed.length = 0;
+  return e;
+}
+
+function fireIn(e: Env, event: SlotEvent): void {
+  if (event === 'exit') {
+    // The process's own exit event drives the cell; a gone worker has none left.
+    if (e.worker.state !== 'exited') e.worker.exit(null, 'SIGKILL');
+    else e.sup.fire(e.slot, 'exit', {});
+    return;
+  }
+  e.sup.fire(e.slot, event, { reason: 'scale_down', err });
+}
+
+test('starting + ready → up: offer (seats to the dispatcher, spawn time counted, ready line)', () => {
+  const e = into('starting');
+  e.clock.advance(42);
+  e.worker.becomeReady();
+  assert.equal(e.slot.state, 'up');
+  assert.deepEqual(e.names(), ['offer']);
+  assert.equal(e.calls[0]![1], e.slot);
+  assert.equal(e.stats.spawns.count, 1);
+  assert.equal(e.stats.spawns.maxMs, 42);
+  assert.ok(e.lines.some((l) => l.msg === `worker ${e.worker.pid} ready after 42 ms`));
+});
+
+test('starting + retire → stopping: retire (the process is asked to retire, nothing offered)', () => {
+  const e = into('starting');
+  e.sup.retire(e.slot, 'scale_down');
+  assert.equal(e.slot.state, 'stopping');
+  assert.equal(e.worker.retireReason, 'scale_down');
+  assert.equal(e.worker.state, 'stopping');
+  assert.deepEqual(e.names(), ['withdraw']);
+  assert.equal(e.stats.recycles['scale_down'], 1);
+});
+
+test('starting + stop → stopping: stop (requests cut, SIGTERM asked)', () => {
+  const e = into('starting');
+  e.sup.stop(e.slot, 'spawn_timeout', err);
+  assert.equal(e.slot.state, 'stopping');
+  assert.deepEqual(e.worker.stopCalls, ['spawn_timeout']);
+  assert.deepEqual(e.names().slice(0, 2), ['cut', 'withdraw']);
+  assert.deepEqual(e.killed, []);
+});
+
+test('starting + kill → stopping: kill (stop, then SIGKILL to its pid now)', () => {
+  const e = into('starting');
+  fireIn(e, 'kill');
+  assert.equal(e.slot.state, 'stopping');
+  assert.deepEqual(e.worker.stopCalls, ['scale_down']);
+  assert.deepEqual(e.killed, [e.worker.pid]);
+});
+
+test('starting + exit → gone: start_failed (SPAWN_FAILED logged once, early crash counted, no offer)', () => {
+  const e = into('starting', { maxChildren: 1 });
+  e.setWaiting(2);
+  e.worker.exit(1, null);
+  assert.equal(e.slot.state, 'gone');
+  assert.ok(!e.names().includes('offer'));
+  assert.ok(e.names().includes('lost'));
+  const line = e.lines.find((l) => l.code === ErrorCodes.SPAWN_FAILED);
+  assert.ok(line, 'a SPAWN_FAILED line');
+  // Nobody else may take the waiting requests: they are refused now.
+  assert.ok(e.names().includes('refuseQueued'));
+  assert.equal(e.sup.slots.has(e.slot), false);
+  // The crash backs off the replacement: nothing spawned until the back-off ends.
+  assert.equal(e.wf.workers.length, 1);
+  e.clock.advance(1000);
+  assert.equal(e.wf.workers.length, 2, 'respawned after the back-off');
+});
+
+test('up + retire → retiring: retire (idle seats withdrawn, process retires after its request)', () => {
+  const e = into('up');
+  e.worker.assign('/x');
+  e.slot.busy = 1;
+  e.sup.retire(e.slot, 'max_requests');
+  assert.equal(e.slot.state, 'retiring');
+  assert.deepEqual(e.names(), ['withdraw']);
+  assert.equal(e.worker.state, 'draining');
+  assert.deepEqual(e.worker.stopCalls, [], 'no signal while it serves');
+  assert.ok(e.lines.some((l) => l.msg === `retiring worker ${e.worker.pid}: max_requests`));
+});
+
+test('up + stop → stopping: stop (its requests answered with the error, SIGTERM; replaced once gone)', () => {
+  const e = into('up');
+  e.sup.stop(e.slot, 'request_timeout', err);
+  assert.equal(e.slot.state, 'stopping');
+  assert.deepEqual(e.names().slice(0, 2), ['cut', 'withdraw']);
+  assert.equal(e.calls[0]![1], e.slot);
+  assert.deepEqual(e.worker.stopCalls, ['request_timeout']);
+  assert.equal(e.stats.recycles['request_timeout'], 1);
+  // static max_children 1: the stopping one holds its place until it exits, then is replaced.
+  assert.equal(e.wf.workers.length, 1);
+  e.clock.advance(1000);
+  assert.equal(e.slot.state, 'gone');
+  assert.equal(e.wf.workers.length, 2);
+});
+
+test('up + kill → stopping: kill (SIGKILL now)', () => {
+  const e = into('up');
+  fireIn(e, 'kill');
+  assert.equal(e.slot.state, 'stopping');
+  assert.deepEqual(e.killed, [e.worker.pid]);
+  assert.ok(e.names().includes('cut'));
+});
+
+test('up + exit → gone: bury (requests to failure handling, killed-after-serving replaced at once, not a breaker crash)', () => {
+  const e = into('up');
+  e.clock.advance(60_000); // long past the early-exit window
+  e.worker.exit(null, 'SIGKILL');
+  assert.equal(e.slot.state, 'gone');
+  assert.deepEqual(e.names(), ['withdraw', 'lost', 'pump', 'checkDrained']);
+  assert.equal(e.stats.crashes, 1);
+  assert.equal(e.wf.workers.length, 2, 'replaced at once, no back-off');
+  assert.equal(e.sup.failing, false);
+});
+
+test('retiring + stop → stopping: stop (a retired worker past request_timeout is signalled)', () => {
+  const e = into('retiring');
+  e.sup.stop(e.slot, 'request_timeout', err);
+  assert.equal(e.slot.state, 'stopping');
+  assert.deepEqual(e.worker.stopCalls, ['request_timeout']);
+  assert.ok(e.names().includes('cut'));
+});
+
+test('retiring + kill → stopping: kill', () => {
+  const e = into('retiring');
+  fireIn(e, 'kill');
+  assert.deepEqual(e.killed, [e.worker.pid]);
+  assert.equal(e.slot.state, 'stopping');
+});
+
+test('retiring + exit → gone: bury', () => {
+  const e = into('retiring');
+  e.worker.exit(0, null);
+  assert.equal(e.slot.state, 'gone');
+  assert.ok(e.names().includes('lost'));
+});
+
+test('stopping + kill → stopping: kill (a SIGTERMed worker over max_memory_hard gets SIGKILL)', () => {
+  const e = into('stopping');
+  fireIn(e, 'kill');
+  assert.equal(e.slot.state, 'stopping');
+  assert.deepEqual(e.killed, [e.worker.pid]);
+});
+
+test('stopping + exit → gone: bury', () => {
+  const e = into('stopping');
+  e.worker.exit(0, null);
+  assert.equal(e.slot.state, 'gone');
+  assert.deepEqual(e.names().slice(0, 2), ['withdraw', 'lost']);
+});
+
+for (const state of ['up', 'retiring', 'stopping'] as const) {
+  test(`${state} + suspect → ${state}: hold (one wait of EXIT_GRACE_MS for the exit, then grace)`, () => {
+    const e = into(state);
+    e.sup.suspect(e.slot);
+    e.sup.suspect(e.slot); // a second held failure shares the wait
+    assert.equal(e.slot.state, state);
+    assert.deepEqual(e.names(), [], 'nothing answered yet');
+    e.clock.advance(EXIT_GRACE_MS - 1);
+    assert.deepEqual(e.names(), []);
+    e.clock.advance(1);
+    assert.deepEqual(e.names(), ['unhold'], 'one grace for both');
+  });
+
+  test(`${state} + grace → ${state}: unhold (held failures answered; one held later re-arms the wait)`, () => {
+    const e = into(state);
+    unholdAnswers = [false];
+    e.sup.fire(e.slot, 'grace', {});
+    assert.deepEqual(e.names(), ['unhold']);
+    e.clock.advance(EXIT_GRACE_MS);
+    assert.deepEqual(e.names(), ['unhold', 'unhold'], 'the one still waiting got its own grace');
+    assert.equal(e.slot.state, state);
+  });
+}
+
+test('up + suspect, then exit → gone: bury, and the wait ends without a grace', () => {
+  const e = into('up');
+  e.sup.suspect(e.slot);
+  e.worker.exit(null, 'SIGSEGV');
+  assert.equal(e.slot.state, 'gone');
+  e.clock.advance(EXIT_GRACE_MS * 2);
+  assert.ok(!e.names().includes('unhold'), 'the exit answered the held failures (lost), no grace after it');
+  assert.ok(e.names().includes('lost'));
+});
+
+// Every other cell changes nothing: no hook, no signal, no spawn, same state.
+for (const state of SLOT_STATES) {
+  for (const event of SLOT_EVENTS) {
+    const cell = SUPERVISOR_TABLE[state][event];
+    if (cell.action !== 'none') continue;
+    test(`${state} + ${event} → ${cell.next}: none (no hook, no signal, no spawn)`, () => {
+      const e = into(state);
+      const spawned = e.wf.workers.length;
+      const stops = e.worker.stopCalls.length;
+      const reason = e.worker.retireReason;
+      fireIn(e, event);
+      assert.equal(e.slot.state, state);
+      assert.deepEqual(e.names(), []);
+      assert.deepEqual(e.killed, []);
+      assert.equal(e.wf.workers.length, spawned);
+      assert.equal(e.worker.stopCalls.length, stops);
+      assert.equal(e.worker.retireReason, reason);
+    });
+  }
+}
+
+test('a group (group_size 4) is spawned as one worker with four seats; max_children counts seats', () => {
+  const e = setup({ groupSize: 4, maxChildren: 8 });
+  assert.equal(e.sup.slotsPerWorker, 4);
+  assert.equal(e.wf.workers.length, 2, 'static max_children 8 = two groups of 4');
+  assert.equal(e.slot.seats.length, 4);
+  assert.equal(e.sup.startingSeats(), 8);
+});
+
+test('the load signal in seats: a group with 1 of 4 seats busy counts 3 idle, and waiting requests ask for whole groups', () => {
+  const e = setup({ groupSize: 4, maxChildren: 8, pm: 'ondemand' });
+  assert.equal(e.wf.workers.length, 0);
+  e.setWaiting(5);
+  e.sup.scale();
+  assert.equal(e.wf.workers.length, 2, '5 waiting requests need two groups of 4');
+  for (const w of e.wf.workers) w.becomeReady();
+  const [a] = [...e.sup.slots];
+  a!.busy = 1;
+  e.setWaiting(0);
+  assert.deepEqual(e.sup.counts(), { idle: 7, busy: 1, spawning: 0, retiring: 0, queued: 0 });
+});
+
