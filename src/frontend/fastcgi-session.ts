@@ -37,7 +37,7 @@ import type { Session } from './listener-base.js';
 import { remoteText } from './listen.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
-import { dispatchExchange } from './dispatch.js';
+import { routeExchange } from './dispatch.js';
 
 /**
  * Roles this server plays. An authorizer would add its entry here and its own sink
@@ -70,6 +70,8 @@ export class FcgiSession implements Session {
   private readonly out: Buffer[] = [];
   /** Requests whose head waits for its first body bytes; flushed before the tick's uncork at the latest. */
   private readonly pendingHeads: FcgiRequest[] = [];
+  /** Requests whose PARAMS ended in the chunk being decoded; routed once the whole chunk is. */
+  private readonly ready: FcgiRequest[] = [];
 
   constructor(env: FrontendEnv, socket: Socket) {
     this.env = env;
@@ -107,6 +109,21 @@ export class FcgiSession implements Session {
     } catch (err) {
       this.badInput(err);
     }
+    if (this.ready.length > 0) this.routeReady();
+  }
+
+  /**
+   * Routes the requests whose PARAMS ended in this chunk. After the chunk, not inside the
+   * decoder loop: the STDIN records behind the PARAMS (for a GET, the empty one) are in
+   * the exchange by then, so the backend gets the whole request in one write.
+   */
+  private routeReady(): void {
+    const list = this.ready;
+    for (let i = 0; i < list.length; i++) {
+      const ex = list[i]!.exchange!;
+      if (this.state !== 'closed') routeExchange(this.env, ex);
+    }
+    list.length = 0;
   }
 
   private badInput(err: unknown): void {
@@ -219,7 +236,8 @@ export class FcgiSession implements Session {
     const ex = new Exchange(params, r, 'fastcgi', performance.now());
     ex.onBodyDrain = fcgiBodyDrained;
     r.exchange = ex;
-    dispatchExchange(this.env, ex);
+    this.env.ctx.onExchange(ex);
+    this.ready.push(r);
   }
 
   private onStdin(r: FcgiRequest, content: Buffer): void {

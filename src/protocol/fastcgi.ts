@@ -9,9 +9,9 @@
  */
 import { ErrorCodes, ProtocolError } from '../errors.js';
 import { CgiParams } from './params.js';
-import { encodeNameValues, nameValuesLength, writeNameValues } from './fastcgi-params.js';
+import { encodeNameValues, FcgiParams, nameValuesLength, writeNameValues } from './fastcgi-params.js';
 
-export { decodeNameValues, encodeNameValues, ParamsCollector } from './fastcgi-params.js';
+export { decodeNameValues, encodeNameValues, FcgiParams, ParamsCollector } from './fastcgi-params.js';
 
 export const FCGI_VERSION_1 = 1;
 export const FCGI_HEADER_LEN = 8;
@@ -57,6 +57,7 @@ export interface FcgiRecord {
 }
 
 const EMPTY = Buffer.alloc(0);
+const EMPTY_FLAT: readonly string[] = [];
 /** Padding never needs more than 7 bytes; every padded record shares these zeros. */
 const ZERO_PAD = Buffer.alloc(8);
 /** Below this a stream record is built in one allocation; above, the data goes out as a view. */
@@ -400,13 +401,17 @@ export function encodeGetValuesResult(values: CgiParams): Buffer {
   return encodeRecord(RecordType.GetValuesResult, FCGI_NULL_REQUEST_ID, encodeNameValues(values));
 }
 
-/** BEGIN_REQUEST + PARAMS records + empty PARAMS, as one buffer. */
-export function encodeRequestHead(requestId: number, role: number, flags: number, params: CgiParams): Buffer {
-  const flat = params.pairs;
-  const nvLen = nameValuesLength(flat);
+/**
+ * BEGIN_REQUEST + PARAMS records + empty PARAMS (+ the empty STDIN of a request without
+ * body when `noBody`), as one buffer. Params a FastCGI client sent are copied as received.
+ */
+export function encodeRequestHead(requestId: number, role: number, flags: number, params: CgiParams, noBody = false): Buffer {
+  const fp = params instanceof FcgiParams ? params : undefined;
+  const flat = fp === undefined ? params.pairs : EMPTY_FLAT;
+  const nvLen = fp === undefined ? nameValuesLength(flat) : fp.wireLength();
   const records = Math.ceil(nvLen / FCGI_MAX_CONTENT);
   // BEGIN_REQUEST (16) + PARAMS headers and padding + closing PARAMS (8).
-  let total = 16 + nvLen + records * FCGI_HEADER_LEN + FCGI_HEADER_LEN;
+  let total = 16 + nvLen + records * FCGI_HEADER_LEN + FCGI_HEADER_LEN + (noBody ? FCGI_HEADER_LEN : 0);
   for (let i = 0; i < records; i++) total += paddingFor(Math.min(FCGI_MAX_CONTENT, nvLen - i * FCGI_MAX_CONTENT));
   const buf = Buffer.allocUnsafe(total);
   writeHeader(buf, 0, RecordType.BeginRequest, requestId, 8, 0);
@@ -418,13 +423,14 @@ export function encodeRequestHead(requestId: number, role: number, flags: number
     // The common case: pairs written straight into place, no intermediate copy.
     const pad = paddingFor(nvLen);
     writeHeader(buf, off, RecordType.Params, requestId, nvLen, pad);
-    off = writeNameValues(flat, buf, off + FCGI_HEADER_LEN);
+    off = fp === undefined ? writeNameValues(flat, buf, off + FCGI_HEADER_LEN) : fp.writeWire(buf, off + FCGI_HEADER_LEN);
     buf.fill(0, off, off + pad);
     off += pad;
   } else if (records > 1) {
     // Pairs may straddle records (the PARAMS stream is one byte sequence).
     const nv = Buffer.allocUnsafe(nvLen);
-    writeNameValues(flat, nv, 0);
+    if (fp === undefined) writeNameValues(flat, nv, 0);
+    else fp.writeWire(nv, 0);
     for (let src = 0; src < nvLen; ) {
       const cl = Math.min(FCGI_MAX_CONTENT, nvLen - src);
       const pad = paddingFor(cl);
@@ -438,5 +444,6 @@ export function encodeRequestHead(requestId: number, role: number, flags: number
     }
   }
   writeHeader(buf, off, RecordType.Params, requestId, 0, 0);
+  if (noBody) writeHeader(buf, off + FCGI_HEADER_LEN, RecordType.Stdin, requestId, 0, 0);
   return buf;
 }
