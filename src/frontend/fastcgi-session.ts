@@ -292,16 +292,22 @@ export class FcgiSession implements Session {
 
   sendBody(r: FcgiRequest, chunk: Buffer): boolean {
     if (this.state === 'closed' || chunk.length === 0) return true;
-    let ok: boolean;
     const head = r.pendingHead;
-    if (head !== undefined) r.pendingHead = undefined;
-    if (head !== undefined && head.length + chunk.length <= SMALL_CHUNK) {
-      ok = this.write1(encodeStdout(r.id, head, chunk, false));
-    } else {
-      if (head !== undefined) this.sendStream(RecordType.Stdout, r.id, head);
-      // One allocation and copy for a small chunk; views (writev) for a large one.
-      ok = chunk.length <= SMALL_CHUNK ? this.write1(encodeRecord(RecordType.Stdout, r.id, chunk)) : this.sendStream(RecordType.Stdout, r.id, chunk);
+    if (head !== undefined && r.pendingBody === undefined && head.length + chunk.length <= SMALL_CHUNK) {
+      // Held with the head for the rest of the tick: a small response then leaves as one buffer with its end.
+      r.pendingBody = chunk;
+      return true;
     }
+    if (head !== undefined) {
+      r.pendingHead = undefined;
+      const held = r.pendingBody;
+      if (held !== undefined) {
+        r.pendingBody = undefined;
+        this.write1(encodeStdout(r.id, head, held, false));
+      } else this.sendStream(RecordType.Stdout, r.id, head);
+    }
+    // One allocation and copy for a small chunk; views (writev) for a large one.
+    const ok = chunk.length <= SMALL_CHUNK ? this.write1(encodeRecord(RecordType.Stdout, r.id, chunk)) : this.sendStream(RecordType.Stdout, r.id, chunk);
     if (!ok && !r.awaitingDrain) {
       r.awaitingDrain = true;
       this.drainWaiters.push(r);
@@ -313,14 +319,15 @@ export class FcgiSession implements Session {
     if (r.state === 'ended') return;
     this.forget(r);
     if (this.state === 'closed') return;
-    // Empty STDOUT + END_REQUEST (and a head still held: a response without body) in one buffer.
+    // Empty STDOUT + END_REQUEST (and a head still held, with the first body bytes if any) in one buffer.
     let head = r.pendingHead ?? EMPTY;
-    r.pendingHead = undefined;
+    const body = r.pendingBody ?? EMPTY;
+    r.pendingHead = r.pendingBody = undefined;
     if (head.length > SMALL_CHUNK) {
       this.sendStream(RecordType.Stdout, r.id, head);
       head = EMPTY;
     }
-    this.write1(encodeStdout(r.id, head, EMPTY, true));
+    this.write1(encodeStdout(r.id, head, body, true));
     this.maybeCloseAfterRequest(r.keepConn);
   }
 
@@ -371,15 +378,18 @@ export class FcgiSession implements Session {
     this.socket.uncork();
   }
 
-  /** Heads not joined by body bytes within their tick (a streaming backend) go out alone. */
+  /** Heads not joined by the end within their tick (a streaming backend) go out with what body they have. */
   private flushHeads(): void {
     const list = this.pendingHeads;
     for (let i = 0; i < list.length; i++) {
       const r = list[i]!;
       const head = r.pendingHead;
       if (head === undefined) continue;
-      r.pendingHead = undefined;
-      if (r.state !== 'ended') this.sendStream(RecordType.Stdout, r.id, head);
+      const body = r.pendingBody;
+      r.pendingHead = r.pendingBody = undefined;
+      if (r.state === 'ended') continue;
+      if (body === undefined) this.sendStream(RecordType.Stdout, r.id, head);
+      else this.write1(encodeStdout(r.id, head, body, false));
     }
     list.length = 0;
   }
