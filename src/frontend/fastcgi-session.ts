@@ -431,6 +431,14 @@ export class FcgiSession implements Session {
     const wasPaused = this.pausedBy > 0;
     this.abortAll();
     if (this.corked) this.uncorkNow();
+    if (this.env.cfg.address.kind === 'unix' && this.socket.writableLength === 0) {
+      // All written (the usual case: a connection per request, its answer taken by the
+      // kernel at once). A Unix socket delivers what it holds after close, so no
+      // shutdown and no wait for the client's FIN: one system call and one read fewer.
+      this.env.listener.remove(this);
+      this.socket.destroy();
+      return;
+    }
     this.socket.end();
     // Read (and drop) until the client closes too; a paused socket would never see its FIN.
     if (wasPaused) this.socket.resume();
