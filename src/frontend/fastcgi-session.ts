@@ -21,7 +21,6 @@ import {
   decodeNameValues,
   encodeEndRequest,
   encodeGetValuesResult,
-  encodeRecord,
   encodeStdout,
   encodeStream,
   encodeUnknownType,
@@ -48,8 +47,10 @@ const SUPPORTED_ROLES: ReadonlySet<number> = new Set([Role.Responder]);
 /** Requests one connection may have open at once; more get FCGI_OVERLOADED. */
 export const MAX_REQUESTS_PER_CONNECTION = 256;
 
-/** Body chunks up to this size are framed into one buffer (one small copy beats a writev entry each). */
-const SMALL_CHUNK = 8 * 1024;
+/** A head with body bytes up to this size is held for the tick, so that head, body and end can leave together. */
+const HOLD_LIMIT = 64 * 1024;
+/** Up to this size a head with its body is copied into one record buffer (one small copy beats writev entries). */
+const SMALL_RECORD = 1024;
 
 const EMPTY = Buffer.alloc(0);
 
@@ -77,7 +78,7 @@ export class FcgiSession implements Session {
     this.env = env;
     this.socket = socket;
     this.remote = remoteText(socket.remoteAddress, socket.remotePort);
-    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec));
+    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('end', () => this.onEnd());
     socket.on('close', () => this.onClose());
@@ -293,21 +294,16 @@ export class FcgiSession implements Session {
   sendBody(r: FcgiRequest, chunk: Buffer): boolean {
     if (this.state === 'closed' || chunk.length === 0) return true;
     const head = r.pendingHead;
-    if (head !== undefined && r.pendingBody === undefined && head.length + chunk.length <= SMALL_CHUNK) {
-      // Held with the head for the rest of the tick: a small response then leaves as one buffer with its end.
-      r.pendingBody = chunk;
-      return true;
-    }
     if (head !== undefined) {
-      r.pendingHead = undefined;
-      const held = r.pendingBody;
-      if (held !== undefined) {
-        r.pendingBody = undefined;
-        this.write1(encodeStdout(r.id, head, held, false));
-      } else this.sendStream(RecordType.Stdout, r.id, head);
+      if (r.pendingBody === undefined && head.length + chunk.length <= HOLD_LIMIT) {
+        // Held with the head for the rest of the tick: a small response then leaves as one buffer with its end.
+        r.pendingBody = chunk;
+        return true;
+      }
+      this.writeHeld(r, false);
     }
-    // One allocation and copy for a small chunk; views (writev) for a large one.
-    const ok = chunk.length <= SMALL_CHUNK ? this.write1(encodeRecord(RecordType.Stdout, r.id, chunk)) : this.sendStream(RecordType.Stdout, r.id, chunk);
+    // Small chunks are copied into one record buffer; larger ones go out as views (writev), never copied.
+    const ok = this.sendStream(RecordType.Stdout, r.id, chunk);
     if (!ok && !r.awaitingDrain) {
       r.awaitingDrain = true;
       this.drainWaiters.push(r);
@@ -319,16 +315,30 @@ export class FcgiSession implements Session {
     if (r.state === 'ended') return;
     this.forget(r);
     if (this.state === 'closed') return;
-    // Empty STDOUT + END_REQUEST (and a head still held, with the first body bytes if any) in one buffer.
-    let head = r.pendingHead ?? EMPTY;
+    this.writeHeld(r, true);
+    this.maybeCloseAfterRequest(r.keepConn);
+  }
+
+  /**
+   * Writes the held head and first body bytes, with `end` the empty STDOUT and
+   * END_REQUEST too: one buffer when small; else the data as views (head and body are
+   * one view when they lie side by side in the backend's chunk, as they usually do).
+   */
+  private writeHeld(r: FcgiRequest, end: boolean): void {
+    const head = r.pendingHead ?? EMPTY;
     const body = r.pendingBody ?? EMPTY;
     r.pendingHead = r.pendingBody = undefined;
-    if (head.length > SMALL_CHUNK) {
-      this.sendStream(RecordType.Stdout, r.id, head);
-      head = EMPTY;
+    if (head.length + body.length <= SMALL_RECORD) {
+      this.write1(encodeStdout(r.id, head, body, end));
+      return;
     }
-    this.write1(encodeStdout(r.id, head, body, true));
-    this.maybeCloseAfterRequest(r.keepConn);
+    const joined = adjacent(head, body);
+    if (joined !== undefined) this.sendStream(RecordType.Stdout, r.id, joined);
+    else {
+      this.sendStream(RecordType.Stdout, r.id, head);
+      this.sendStream(RecordType.Stdout, r.id, body);
+    }
+    if (end) this.write1(encodeStdout(r.id, EMPTY, EMPTY, true));
   }
 
   /** Answers the request with a CGI error page (nothing was sent for it yet) and ends it. */
@@ -383,13 +393,9 @@ export class FcgiSession implements Session {
     const list = this.pendingHeads;
     for (let i = 0; i < list.length; i++) {
       const r = list[i]!;
-      const head = r.pendingHead;
-      if (head === undefined) continue;
-      const body = r.pendingBody;
-      r.pendingHead = r.pendingBody = undefined;
-      if (r.state === 'ended') continue;
-      if (body === undefined) this.sendStream(RecordType.Stdout, r.id, head);
-      else this.write1(encodeStdout(r.id, head, body, false));
+      if (r.pendingHead === undefined) continue;
+      if (r.state !== 'ended') this.writeHeld(r, false);
+      else r.pendingHead = r.pendingBody = undefined;
     }
     list.length = 0;
   }
@@ -516,6 +522,14 @@ export class FcgiSession implements Session {
     }
     this.closeGracefully();
   }
+}
+
+/** `a` and `b` as one view when b starts where a ends in the same memory. */
+function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
+  if (a.length === 0) return b;
+  if (b.length === 0) return a;
+  if (a.buffer !== b.buffer || a.byteOffset + a.length !== b.byteOffset) return undefined;
+  return Buffer.from(a.buffer, a.byteOffset, a.length + b.length);
 }
 
 function uncork(s: FcgiSession): void {

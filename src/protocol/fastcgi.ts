@@ -145,9 +145,16 @@ export class FcgiDecoder {
   private bodyPos = 0;
   private padLeft = 0;
   private error: Error | undefined;
+  /** With `reuse`, the one record object every onRecord call gets (its fields rewritten). */
+  private readonly shared: FcgiRecord | undefined;
 
-  constructor(onRecord: (rec: FcgiRecord) => void) {
+  /**
+   * `reuse`: onRecord gets the same object each time, valid only during the call (no
+   * object per record); for consumers that do not keep records.
+   */
+  constructor(onRecord: (rec: FcgiRecord) => void, reuse = false) {
     this.onRecord = onRecord;
+    this.shared = reuse ? { type: 0, requestId: 0, content: EMPTY } : undefined;
   }
 
   push(chunk: Buffer): void {
@@ -265,7 +272,16 @@ export class FcgiDecoder {
     } else {
       this.state = ST_HEADER;
     }
-    this.onRecord({ type: this.type, requestId: this.requestId, content });
+    const rec = this.shared;
+    if (rec === undefined) {
+      this.onRecord({ type: this.type, requestId: this.requestId, content });
+      return;
+    }
+    rec.type = this.type;
+    rec.requestId = this.requestId;
+    rec.content = content;
+    this.onRecord(rec);
+    rec.content = EMPTY; // the chunk is not kept alive by the decoder
   }
 }
 

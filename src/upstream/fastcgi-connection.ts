@@ -52,7 +52,7 @@ export class FastcgiConnection extends UpstreamConnection {
 
   constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
     super(owner, address, opts, logger);
-    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec));
+    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
   }
 
   // ---- request ------------------------------------------------------------------------
