@@ -122,7 +122,7 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'max_body_size', field: 'maxBodySize', type: { kind: 'size', min: 1, max: 2 ** 40 }, default: '100MiB', scope: 'http', doc: 'HTTP only: a request body larger than this (declared by Content-Length, or counted as a chunked body arrives) is answered 413.' },
   { key: 'idle_timeout', field: 'idleTimeout', type: positiveDuration, default: '60s', doc: 'Close a front-end connection that sends nothing for this long.' },
   { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS).' },
-  { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },
+  { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener; a name set here replaces every copy the client sent.' },
   ...OPERATIONS_LISTENER_KEYS,
 ];
 
