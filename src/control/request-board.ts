@@ -7,6 +7,7 @@
  */
 import type { Exchange } from '../protocol/exchange.js';
 import type { CgiParams } from '../protocol/params.js';
+import { FcgiParams } from '../protocol/fastcgi-params.js';
 import { paramText } from '../log/access-format.js';
 import type { RequestStatus } from './types.js';
 
@@ -34,6 +35,7 @@ export class RequestBoard {
     this.live.delete(ex);
     const pid = ex.workerPid;
     if (pid === undefined) return;
+    if (ex.params instanceof FcgiParams) ex.params.detach();
     let rec = this.last.get(pid);
     if (rec === undefined) {
       rec = { params: ex.params, startedAt: ex.startedAt, endedAt: now };

@@ -13,7 +13,7 @@ import { Exchange, type CgiResponseHead, type ResponseSink } from '../protocol/e
 import type { CgiParams } from '../protocol/params.js';
 import { ScgiRequestDecoder, type ScgiLimits } from '../protocol/scgi.js';
 import { backendStderrLog } from './backend-stderr.js';
-import { dispatchExchange } from './dispatch.js';
+import { routeExchange } from './dispatch.js';
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
 import { remoteText } from './listen.js';
@@ -33,6 +33,8 @@ export class ScgiSession implements Session, ResponseSink {
   private readonly socket: Socket;
   private readonly remote: string;
   private readonly decoder: ScgiRequestDecoder;
+  /** The exchange was announced in this chunk and waits to be routed after it. */
+  private unrouted = false;
   private state: ScgiState = 'head';
   private exchange: Exchange | undefined;
   private received = 0;
@@ -79,7 +81,10 @@ export class ScgiSession implements Session, ResponseSink {
     const ex = new Exchange(params, this, 'scgi', performance.now());
     ex.onBodyDrain = scgiBodyDrained;
     this.exchange = ex;
-    dispatchExchange(this.env, ex);
+    this.env.ctx.onExchange(ex);
+    // Routed once the chunk is decoded: a body that came with the header (or its end) is
+    // in the exchange by then, so the backend gets the request in one write.
+    this.unrouted = true;
   }
 
   private onBody(chunk: Buffer): void {
@@ -159,6 +164,10 @@ export class ScgiSession implements Session, ResponseSink {
       this.decoder.push(chunk);
     } catch (err) {
       this.badInput(err);
+    }
+    if (this.unrouted) {
+      this.unrouted = false;
+      routeExchange(this.env, this.exchange!); // nothing if bad input closed the connection (the exchange was aborted)
     }
   }
 

@@ -212,6 +212,19 @@ export class FcgiParams extends CgiParams {
     return this.extra.length === 0 ? this.raw : undefined;
   }
 
+  /**
+   * For a holder that outlives the request (the status board): the bytes are copied out
+   * when they are a small view of a much larger chunk (a request body read with them),
+   * so that chunk is not kept alive with them.
+   */
+  detach(): void {
+    const raw = this.raw;
+    if (raw === undefined || raw.buffer.byteLength <= 2 * raw.length + 4096) return;
+    const own = Buffer.allocUnsafeSlow(raw.length); // not from the shared pool, which would pin a slab
+    raw.copy(own);
+    this.raw = own;
+  }
+
   override get size(): number {
     return this.raw !== undefined && this.extra.length === 0 ? this.rawCount : this.decoded().length >> 1;
   }

@@ -87,6 +87,25 @@ describe('FcgiParams over a byte table', () => {
   });
 });
 
+describe('FcgiParams.detach', () => {
+  test('a small view of a large chunk is copied out; a view that is most of its chunk is kept', () => {
+    const chunk = Buffer.alloc(64 * 1024);
+    TABLE.copy(chunk, 16);
+    const p = collect([chunk.subarray(16, 16 + TABLE.length)]);
+    p.detach();
+    assert.notEqual(p.wire!.buffer, chunk.buffer);
+    assert.equal(p.wire!.buffer.byteLength, TABLE.length);
+    assert.ok(p.wire!.equals(TABLE));
+    assert.equal(p.get('SCRIPT_NAME'), '/x.php');
+    const exact = Buffer.alloc(TABLE.length); // its own memory, as a socket read is
+    TABLE.copy(exact);
+    const own = collect([exact]);
+    const before = own.wire;
+    own.detach();
+    assert.equal(own.wire, before);
+  });
+});
+
 describe('ParamsCollector: the stream split into records anywhere', () => {
   test('every split gives the same bytes and the same pairs', () => {
     const decode = (chunks: Buffer[]): { wire: string; pairs: readonly string[]; b: string | undefined } => {
