@@ -71,7 +71,10 @@ export interface FcgiPmOptions {
   idleTimeout?: string;
   queueTimeout?: string;
   command?: string[];
+  /** Run `node ARGS bin/fcgi-pm` with these, instead of bin/fcgi-pm as a program. */
   nodeArgs?: string[];
+  /** bin/fcgi-pm's V8 flags for the daemon (FCGI_PM_NODE_FLAGS); default: its own. */
+  nodeFlags?: string;
 }
 
 export async function startFcgiPm(dir: string, doc: string, o: FcgiPmOptions): Promise<Server & { httpPort: number | undefined; proc: Started }> {
@@ -90,10 +93,22 @@ ${o.idleTimeout !== undefined ? `    idle_timeout: ${o.idleTimeout}\n` : ''}${o.
 runtime_dir: ${dir}
 `;
   writeFileSync(join(dir, 'fcgi-pm.yaml'), conf);
-  const p = start('fcgi-pm', process.execPath, [...(o.nodeArgs ?? []), BIN, 'run', '-c', join(dir, 'fcgi-pm.yaml')], { cwd: dir });
+  const args = ['run', '-c', join(dir, 'fcgi-pm.yaml')];
+  // Executed as a program, as operators run it, bin/fcgi-pm starts the daemon with its heap flags.
+  const env = { ...process.env, ...(o.nodeFlags !== undefined ? { FCGI_PM_NODE_FLAGS: o.nodeFlags } : {}) };
+  const p = o.nodeArgs !== undefined ? start('fcgi-pm', process.execPath, [...o.nodeArgs, BIN, ...args], { cwd: dir }) : start('fcgi-pm', BIN, args, { cwd: dir, env });
   await waitReady('fcgi-pm', { path: sock }, p);
   if (o.httpPort !== undefined) await waitReady('fcgi-pm http', { port: o.httpPort }, p);
   return { name: 'fcgi-pm', pid: p.pid, sock, httpPort: o.httpPort, proc: p, stop: () => p.stop(10_000) };
+}
+
+/** The floor (bench/relay-floor.ts): a minimal relay with one kept-alive connection per php-cgi. */
+export async function startFloor(dir: string, workers: number): Promise<Server & { proc: Started }> {
+  mkdirSync(dir, { recursive: true });
+  const sock = join(dir, 'floor.sock');
+  const p = start('relay-floor', process.execPath, [join(REPO, 'dist', 'bench', 'relay-floor.js'), '--listen', `unix:${sock}`, '--workers', String(workers)]);
+  await waitReady('relay-floor', { path: sock }, p);
+  return { name: 'relay-floor', pid: p.pid, sock, proc: p, stop: () => p.stop() };
 }
 
 /** spawn-fcgi forks `workers` php-cgi processes on one socket and exits; we track their pids. */

@@ -4,10 +4,13 @@
  * round (A B C D, A B C D, ...), with the starting stack rotated each round.
  *
  *   bench/compare.sh [--quick] [--rounds N] [--seconds S] [--workers 2,4] [--concurrency 10,50]
- *                    [--only throughput,cold] [--cold-samples N] [--overload-seconds S] [--out FILE.md] [--json FILE]
+ *                    [--pages p100,p8750] [--stacks fcgipm,floor,fpm] [--only throughput,cold] [--cold-samples N] [--overload-seconds S] [--out FILE.md] [--json FILE]
  *
  * Stacks, at each worker count W:
- *   fcgipm    nginx → fcgi-pm → php-cgi (nginx keeps FastCGI connections: fastcgi_keep_conn)
+ *   fcgipm    nginx → fcgi-pm → php-cgi (nginx keeps FastCGI connections: fastcgi_keep_conn);
+ *             fcgi-pm started as operators start it, bin/fcgi-pm run (its heap flags)
+ *   floor     nginx → bench/relay-floor → php-cgi: the least a relay can do (kept-alive
+ *             php-cgi, bytes forwarded as read); fcgi-pm's honest limit on this machine
  *   fpm       nginx → php-fpm, pm static, W workers (new connection per request, the usual setup)
  *   spawn     nginx → spawn-fcgi, W php-cgi processes on one socket
  *   http      fcgi-pm's own HTTP listener → php-cgi (no nginx)
@@ -28,7 +31,7 @@ import { parseTarget } from '../src/bench/target.js';
 import { childPids, cpuSeconds, rssAnon } from '../src/bench/proc-info.js';
 import { listenFd0 } from '../src/worker/socket.js';
 import { sleep, stopAll, track, untrack } from './compare-procs.js';
-import { findPhpFpm, startFcgiPm, startNginx, startPhpFpm, startSpawnFcgi, writePages, nginxErrors, type Server } from './compare-stacks.js';
+import { findPhpFpm, startFcgiPm, startFloor, startNginx, startPhpFpm, startSpawnFcgi, writePages, nginxErrors, type Server } from './compare-stacks.js';
 import { runWrk, type WrkResult } from './compare-wrk.js';
 
 // ---- options ----
@@ -45,6 +48,9 @@ interface Args {
   overloadSeconds: number;
   /** Sections to run: throughput (with idle memory and overload) and cold. */
   only: Set<string>;
+  pages: string[];
+  /** Stack keys to run (default: all). */
+  stacks: string[] | undefined;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -65,6 +71,8 @@ function parseArgs(argv: string[]): Args {
     coldSamples: Number(get('--cold-samples') ?? (quick ? 5 : 9)),
     overloadSeconds: Number(get('--overload-seconds') ?? (quick ? 8 : 15)),
     only: new Set((get('--only') ?? 'throughput,cold').split(',')),
+    stacks: get('--stacks')?.split(','),
+    pages: (get('--pages')?.split(',') ?? ALL_PAGES).map((p) => (p.endsWith('.php') ? p : `${p}.php`)),
   };
 }
 
@@ -140,7 +148,8 @@ interface Sample extends WrkResult {
   rssAnon: number | undefined;
 }
 
-const PAGES = ['p100.php', 'p8750.php', 'sleep50.php'];
+const ALL_PAGES = ['p100.php', 'p8750.php', 'sleep50.php'];
+let PAGES = ALL_PAGES;
 const PAGE_LABEL: Record<string, string> = { 'p100.php': '100 B', 'p8750.php': '8,750 B', 'sleep50.php': 'sleep 50 ms' };
 
 async function measure(stack: Stack, page: string, c: number, seconds: number, wrk: typeof runWrk): Promise<{ r: WrkResult; cpu: number | undefined; anon: number | undefined }> {
@@ -318,16 +327,20 @@ function summarise(samples: Sample[]): Summary[] {
 function throughputTable(sum: Summary[], stacks: Array<{ key: string; label: string }>, workers: number, conc: number[]): string {
   const lines: string[] = [];
   lines.push(`#### ${workers} workers`, '');
-  lines.push('| page | c | stack | req/s | × php-fpm | p50 ms | p99 ms | errors | non-2xx | daemon CPU µs/req | daemon RssAnon |');
-  lines.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  lines.push('| page | c | stack | req/s | × php-fpm | × floor | p50 ms | p99 ms | errors | non-2xx | daemon CPU µs/req | CPU × floor | daemon RssAnon |');
+  lines.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const page of PAGES) {
     for (const c of conc) {
-      const fpm = sum.find((s) => s.workers === workers && s.page === page && s.concurrency === c && s.stack === 'fpm');
+      const cell = (stack: string): Summary | undefined => sum.find((s) => s.workers === workers && s.page === page && s.concurrency === c && s.stack === stack);
+      const fpm = cell('fpm');
+      const floor = cell('floor');
       for (const st of stacks) {
-        const s = sum.find((x) => x.workers === workers && x.page === page && x.concurrency === c && x.stack === st.key);
+        const s = cell(st.key);
         if (s === undefined) continue;
         const ratio = fpm === undefined ? undefined : s.rps / fpm.rps;
-        lines.push(`| ${PAGE_LABEL[page]} | ${c} | ${st.label} | ${f(s.rps, 0)} | ${f(ratio, 3)} | ${f(s.p50, 2)} | ${f(s.p99, 2)} | ${s.errors} | ${s.non2xx} | ${f(s.cpuUsPerReq, 1)} | ${mib(s.rssAnon)} |`);
+        const toFloor = floor === undefined ? undefined : s.rps / floor.rps;
+        const cpuToFloor = s.cpuUsPerReq === undefined || floor?.cpuUsPerReq === undefined ? undefined : s.cpuUsPerReq / floor.cpuUsPerReq;
+        lines.push(`| ${PAGE_LABEL[page]} | ${c} | ${st.label} | ${f(s.rps, 0)} | ${f(ratio, 3)} | ${f(toFloor, 3)} | ${f(s.p50, 2)} | ${f(s.p99, 2)} | ${s.errors} | ${s.non2xx} | ${f(s.cpuUsPerReq, 1)} | ${f(cpuToFloor, 2)} | ${mib(s.rssAnon)} |`);
       }
     }
   }
@@ -356,6 +369,19 @@ function targets(sum: Summary[], idle: IdleResult | undefined, over: OverloadRes
       goal: `≥ ${goal.toFixed(2)}×`,
       measured: workers.map((w, i) => `${w} workers ${f(ratios[i], 3)}×`).join(', '),
       met: known.length === 0 ? undefined : known.every((r) => r >= goal),
+    });
+  }
+  // The floor: the same proxied design with nothing but header scanning (bench/relay-floor.ts).
+  for (const page of ['p100.php', 'p8750.php']) {
+    const cells = workers.map((w) => ({ w, a: get(w, page, 10, 'fcgipm'), fl: get(w, page, 10, 'floor'), fpm: get(w, page, 10, 'fpm') }));
+    const known = cells.filter((x) => x.a !== undefined && x.fl !== undefined);
+    if (known.length === 0) continue;
+    const cpu = (x: (typeof known)[number]): string => (x.a!.cpuUsPerReq === undefined || x.fl!.cpuUsPerReq === undefined ? '–' : f(x.a!.cpuUsPerReq / x.fl!.cpuUsPerReq, 2));
+    out.push({
+      what: `${PAGE_LABEL[page]}, c=10: fcgi-pm / floor req/s, CPU per request (floor / php-fpm req/s)`,
+      goal: 'the limit of the design',
+      measured: known.map((x) => `${x.w} workers ${f(x.a!.rps / x.fl!.rps, 3)}×, CPU ${cpu(x)}× (${x.fpm === undefined ? '–' : f(x.fl!.rps / x.fpm.rps, 3)}×)`).join(', '),
+      met: undefined,
     });
   }
   const added = workers.flatMap((w) =>
@@ -406,7 +432,7 @@ function renderAll(a: Args, m: Record<string, string>, sum: Summary[], stacks: A
   const out: string[] = [];
   out.push(`### Run of ${m.date} (${a.quick ? 'quick' : 'full'}: ${a.rounds} rounds × ${a.seconds} s per cell, wrk -t1)`, '');
   out.push(`Machine: ${m.nproc} CPUs (${m.cpu}), ${m.ram} RAM, Linux ${m.kernel}; Node ${m.node}, nginx ${m.nginx}, PHP ${m.php} (php-fpm ${m['php-fpm']}), wrk ${m.wrk}. Load average (1 min) ${m.load} at the start, ${loadAvg()} at the end.`, '');
-  out.push('Medians over the rounds; errors and non-2xx are totals. "× php-fpm" is the req/s ratio to nginx → php-fpm (static) with the same workers, page and concurrency.', '');
+  out.push('Medians over the rounds; errors and non-2xx are totals. "× php-fpm" and "× floor" are req/s ratios to nginx → php-fpm (static) and to nginx → relay floor with the same workers, page and concurrency; "CPU × floor" is the daemon CPU per request over the floor relay\'s (for the floor row, the relay\'s own CPU and memory are in the daemon columns).', '');
   for (const w of a.workers) out.push(throughputTable(sum, stacks, w, a.concurrency), '');
   out.push('#### Targets', '', '| target | goal | measured | met |', '|---|---|---|---|');
   for (const t of targets(sum, idle, over, cold, a.workers)) out.push(`| ${t.what} | ${t.goal} | ${t.measured} | ${t.met === undefined ? '–' : t.met ? 'yes' : '**no**'} |`);
@@ -439,6 +465,9 @@ function renderAll(a: Args, m: Record<string, string>, sum: Summary[], stacks: A
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
+  const unknown = a.pages.filter((p) => !ALL_PAGES.includes(p));
+  if (unknown.length > 0) throw new Error(`--pages: unknown ${unknown.join(', ')} (have ${ALL_PAGES.join(', ')})`);
+  PAGES = a.pages;
   const m = machine();
   const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-compare-'));
   const doc = join(dir, 'www');
@@ -449,11 +478,12 @@ async function main(): Promise<void> {
   let idle: IdleResult | undefined;
   const stackList = [
     { key: 'fcgipm', label: 'nginx → fcgi-pm → php-cgi' },
+    { key: 'floor', label: 'nginx → relay floor → php-cgi' },
     { key: 'fpm', label: 'nginx → php-fpm (static)' },
     { key: 'spawn', label: 'nginx → spawn-fcgi php-cgi' },
     { key: 'http', label: 'fcgi-pm HTTP → php-cgi' },
     ...(a.quick ? [] : [{ key: 'fcgipm-nk', label: 'nginx → fcgi-pm, no keep-alive' }]),
-  ];
+  ].filter((s) => a.stacks === undefined || a.stacks.includes(s.key));
   const workersRun = a.only.has('throughput') ? a.workers : [];
   const cells = workersRun.length * PAGES.length * a.concurrency.length * stackList.length * a.rounds;
   log(`compare: ${cells} wrk runs of ${a.seconds} s, in ${dir}`);
@@ -466,15 +496,18 @@ async function main(): Promise<void> {
       const freshAnon = rssAnon(fcgipm.pid);
       const fpm = await startPhpFpm(join(wdir, 'fpm'), { pm: 'static', workers: w });
       const sp = await startSpawnFcgi(join(wdir, 'spawn'), w);
-      const ports = { fcgipm: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort() };
+      const floor = await startFloor(join(wdir, 'floor'), w);
+      const ports = { fcgipm: await freePort(), floor: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort() };
       const ngx = await startNginx(join(wdir, 'nginx'), doc, [
         { port: ports.fcgipm, upstream: `unix:${fcgipm.sock}`, keepAlive: true },
+        { port: ports.floor, upstream: `unix:${floor.sock}`, keepAlive: true },
         { port: ports.fpm, upstream: `unix:${fpm.sock}`, keepAlive: false },
         { port: ports.spawn, upstream: `unix:${sp.sock}`, keepAlive: false },
         { port: ports.nk, upstream: `unix:${fcgipm.sock}`, keepAlive: false },
       ]);
       const stacks: Stack[] = [
         { key: 'fcgipm', label: '', url: `http://127.0.0.1:${ports.fcgipm}`, daemonPid: fcgipm.pid },
+        { key: 'floor', label: '', url: `http://127.0.0.1:${ports.floor}`, daemonPid: floor.pid },
         { key: 'fpm', label: '', url: `http://127.0.0.1:${ports.fpm}`, daemonPid: undefined },
         { key: 'spawn', label: '', url: `http://127.0.0.1:${ports.spawn}`, daemonPid: undefined },
         { key: 'http', label: '', url: `http://127.0.0.1:${httpPort}`, daemonPid: fcgipm.pid },
@@ -522,7 +555,7 @@ async function main(): Promise<void> {
       const ngxErr = nginxErrors(join(wdir, 'nginx')).trim();
       if (ngxErr !== '') log(`nginx error log (${w} workers), last lines:\n${ngxErr.split('\n').slice(-5).join('\n')}`);
       await ngx.stop();
-      await Promise.all([fcgipm.stop(), fpm.stop(), sp.stop()]);
+      await Promise.all([fcgipm.stop(), floor.stop(), fpm.stop(), sp.stop()]);
     }
 
     if (a.only.has('cold')) {

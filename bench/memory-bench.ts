@@ -11,6 +11,13 @@
  * 3. The CPU cost of sampling --workers idle php-cgi processes with the /proc sampler
  *    (steady state, where PSS is carried forward, and with every PSS re-read), and with
  *    pidusage for comparison.
+ *
+ *   node dist/bench/memory-bench.js --heap [--rounds 3] [--seconds 5] [--flags "A;B;..."]
+ *
+ * 4. Heap settings instead: nginx → fcgi-pm (2 static php-cgi) once per set of V8 flags
+ *    (bin/fcgi-pm executed with FCGI_PM_NODE_FLAGS; "" is Node's defaults), wrk -c10 on
+ *    the 100 B and 8,750 B pages, cells interleaved round by round: idle and loaded
+ *    RssAnon, req/s, p99 and daemon CPU per request for each set.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -198,6 +205,69 @@ async function samplingCost(dir: string): Promise<void> {
   }
 }
 
+const DEFAULT_FLAG_SETS = ['', '--max-semi-space-size=1', '--max-semi-space-size=2', '--max-semi-space-size=4', '--max-semi-space-size=8'];
+
+/** The flags bin/fcgi-pm starts the daemon with (its `f=` line). */
+function binDefaultFlags(): string {
+  return /^":" \/\/; f="([^"]*)"/m.exec(readFileSync(join(ROOT, 'bin/fcgi-pm'), 'utf8'))?.[1] ?? '?';
+}
+
+async function heapSettings(dir: string): Promise<void> {
+  const { startFcgiPm, startNginx, writePages } = await import('./compare-stacks.js');
+  const { runWrk } = await import('./compare-wrk.js');
+  const { stopAll } = await import('./compare-procs.js');
+  const { cpuSeconds, rssAnon } = await import('../src/bench/proc-info.js');
+  const i = process.argv.indexOf('--flags');
+  const sets = i >= 0 ? process.argv[i + 1]!.split(';') : [...new Set([...DEFAULT_FLAG_SETS, binDefaultFlags()])];
+  const rounds = arg('--rounds', 3);
+  const seconds = arg('--seconds', 5);
+  const pages = ['p100.php', 'p8750.php'];
+  const doc = join(dir, 'www');
+  writePages(doc);
+  try {
+    const daemons = [];
+    for (const [k, flags] of sets.entries()) daemons.push(await startFcgiPm(join(dir, `d${k}`), doc, { pm: 'static', workers: 2, nodeFlags: flags }));
+    const ports = await Promise.all(sets.map(() => freePort()));
+    await startNginx(join(dir, 'nginx'), doc, daemons.map((d, k) => ({ port: ports[k]!, upstream: `unix:${d.sock}`, keepAlive: true })));
+    await sleep(2000);
+    const idle = daemons.map((d) => rssAnon(d.pid));
+    const cells = sets.map(() => pages.map(() => ({ rps: [] as number[], p99: [] as number[], cpu: 0, reqs: 0, anon: 0 })));
+    for (const [k] of sets.entries()) for (const page of pages) await runWrk(`http://127.0.0.1:${ports[k]}/${page}`, 10, 1);
+    for (let r = 0; r < rounds; r++) {
+      for (const [pi, page] of pages.entries()) {
+        for (let j = 0; j < sets.length; j++) {
+          const k = (j + r) % sets.length;
+          const pid = daemons[k]!.pid;
+          const c0 = cpuSeconds(pid) ?? 0;
+          const w = await runWrk(`http://127.0.0.1:${ports[k]}/${page}`, 10, seconds);
+          const cell = cells[k]![pi]!;
+          cell.rps.push(w.rps);
+          cell.p99.push(w.p99Ms);
+          cell.cpu += (cpuSeconds(pid) ?? 0) - c0;
+          cell.reqs += w.requests;
+          cell.anon = Math.max(cell.anon, rssAnon(pid) ?? 0);
+          process.stderr.write(`[round ${r + 1}] ${JSON.stringify(sets[k])} ${page}: ${w.rps.toFixed(0)} req/s p99 ${w.p99Ms.toFixed(2)} ms RssAnon ${mib(rssAnon(pid))}\n`);
+        }
+      }
+    }
+    await sleep(5000);
+    const after = daemons.map((d) => rssAnon(d.pid));
+    const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+    console.log(`\nheap settings (bin/fcgi-pm default: "${binDefaultFlags()}"), nginx → fcgi-pm → 2 php-cgi, wrk -t1 -c10, ${rounds} × ${seconds} s per cell, medians; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+    console.log('| V8 flags | idle RssAnon | page | req/s | p99 ms | CPU µs/req | loaded RssAnon (max) | RssAnon 5 s after |');
+    console.log('|---|---:|---|---:|---:|---:|---:|---:|');
+    for (const [k, flags] of sets.entries()) {
+      for (const [pi, page] of pages.entries()) {
+        const c = cells[k]![pi]!;
+        const label = flags === '' ? 'Node defaults' : `\`${flags}\``;
+        console.log(`| ${label} | ${mib(idle[k]).trim()} MiB | ${page} | ${med(c.rps).toFixed(0)} | ${med(c.p99).toFixed(2)} | ${((c.cpu * 1e6) / c.reqs).toFixed(1)} | ${mib(c.anon).trim()} MiB | ${mib(after[k]).trim()} MiB |`);
+      }
+    }
+  } finally {
+    await stopAll();
+  }
+}
+
 async function main(): Promise<void> {
   if (process.platform !== 'linux') {
     console.log('memory-bench reads /proc: Linux only');
@@ -205,6 +275,10 @@ async function main(): Promise<void> {
   }
   const dir = mkdtempSync(join(tmpdir(), 'fpm-membench-'));
   try {
+    if (process.argv.includes('--heap')) {
+      await heapSettings(dir);
+      return;
+    }
     await daemonMemory(dir);
     await samplingCost(dir);
   } finally {

@@ -36,6 +36,10 @@ export const ErrorCodes = {
   // Which files may run (limit_extensions, script_roots): refused before any worker sees them.
   SCRIPT_FORBIDDEN: 'ERR_SCRIPT_FORBIDDEN', // 403: extension not allowed, not a regular file, or outside the roots
   SCRIPT_NOT_FOUND: 'ERR_SCRIPT_NOT_FOUND', // 404: SCRIPT_FILENAME missing or naming nothing
+  TOO_MANY_CONNECTIONS: 'ERR_TOO_MANY_CONNECTIONS', // 503 / FCGI_OVERLOADED: over max_conns or the open-files reserve
+  // FastCGI and SCGI clients too slow with their request (the connection or request is ended).
+  CLIENT_HEADER_TIMEOUT: 'ERR_CLIENT_HEADER_TIMEOUT',
+  CLIENT_BODY_TIMEOUT: 'ERR_CLIENT_BODY_TIMEOUT', // 408
   // HTTP listener rejections before or around a request (logged; 400 for a bad path).
   HTTP_BAD_PATH: 'ERR_HTTP_BAD_PATH',
   HTTP_HEAD_TIMEOUT: 'ERR_HTTP_HEAD_TIMEOUT',
@@ -59,6 +63,7 @@ export const ErrorCodes = {
   ALREADY_RUNNING: 'ERR_ALREADY_RUNNING',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
   START_FAILED: 'ERR_START_FAILED',
+  OPEN_FILES_LIMIT: 'ERR_OPEN_FILES_LIMIT', // the open-files limit could not be raised (prlimit missing or refused)
   // Warnings in the log: every warn/error line carries a code (src/log/log.ts enforces it).
   SPAWN_TIMEOUT: 'ERR_SPAWN_TIMEOUT',
   KILL_TIMEOUT: 'ERR_KILL_TIMEOUT',

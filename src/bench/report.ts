@@ -35,6 +35,32 @@ export interface BenchReport {
   bytes: { sent: number; received: number; body: number; body_per_reply: number };
   /** Open loop: the most a request started after its scheduled time (the generator's own lag). */
   schedule_lag_max_ms: number | null;
+  /** Whole seconds of the run in which no reply came. */
+  stalled_s: number;
+  /** What makes the figures suspect: every reply non-2xx, throughput stalled. */
+  warnings: string[];
+}
+
+/** Whole seconds (the last, partial one left out) without a reply. */
+export function stalledSeconds(bySecond: readonly number[], elapsedMs: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < Math.floor(elapsedMs / 1000); i++) if ((bySecond[i] ?? 0) === 0) out.push(i);
+  return out;
+}
+
+function warningsFor(opts: BenchOptions, run: BenchRun, stalled: number[]): string[] {
+  const s = run.stats;
+  const out: string[] = [];
+  if (s.replies > 0 && s.statusClasses[2] === 0) {
+    const codes = [...s.statusCodes].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c}×${n}`).join(', ');
+    out.push(`every reply was non-2xx (${codes}): the figures measure an error page${opts.target.protocol === 'http' ? '' : ' (PHP needs SCRIPT_FILENAME: --param DOCUMENT_ROOT=... or --param SCRIPT_FILENAME=...)'}`);
+  }
+  if (stalled.length > 0) {
+    const first = stalled[0]!;
+    const more = opts.request.keepAlive && opts.target.protocol === 'fastcgi' ? '; against php-fpm with -k, connections beyond its workers wait for ever: use -c ≤ its workers, or no -k' : '';
+    out.push(`throughput stalled: ${stalled.length} s at 0 req/s (the first from ${first} s to ${first + 1} s into the run)${more}`);
+  }
+  return out;
 }
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
@@ -60,6 +86,7 @@ export function buildReport(opts: BenchOptions, run: BenchRun): BenchReport {
   const codes: Record<string, number> = {};
   for (const [code, n] of [...s.statusCodes].sort((a, b) => a[0] - b[0])) codes[String(code)] = n;
   const errors = s.errorCount;
+  const stalled = stalledSeconds(s.repliesBySecond, run.elapsedMs);
   return {
     schema: REPORT_SCHEMA,
     target: opts.target.url,
@@ -88,6 +115,8 @@ export function buildReport(opts: BenchOptions, run: BenchRun): BenchReport {
     latency_ms: { connect: summary(s.connect), first_byte: summary(s.firstByte), reply: summary(s.reply) },
     bytes: { sent: s.bytesOut, received: s.bytesIn, body: s.bodyBytes, body_per_reply: s.replies > 0 ? Math.round(s.bodyBytes / s.replies) : 0 },
     schedule_lag_max_ms: opts.rate === undefined ? null : round3(run.scheduleLagMaxMs),
+    stalled_s: stalled.length,
+    warnings: warningsFor(opts, run, stalled),
   };
 }
 
@@ -131,5 +160,6 @@ export function renderReport(r: BenchReport): string {
   row('reply', r.latency_ms.reply);
   lines.push(`Bytes:        sent ${fmtBytes(r.bytes.sent)}, received ${fmtBytes(r.bytes.received)}, reply bodies ${fmtBytes(r.bytes.body)} (${r.bytes.body_per_reply} B each)`);
   if (r.schedule_lag_max_ms !== null) lines.push(`Schedule lag: ${r.schedule_lag_max_ms.toFixed(3)} ms at most (how late the bench itself started a request)`);
+  for (const w of r.warnings) lines.push(`Warning:      ${w}`);
   return `${lines.join('\n')}\n`;
 }

@@ -200,6 +200,7 @@ class Runner implements ConnectionOwner {
     const s = this.stats;
     const r = conn.reader;
     s.replies++;
+    s.countSecond(Math.floor((now - this.t0) / 1000));
     s.countStatus(r.status);
     s.bodyBytes += r.bodyBytes;
     s.reply.record((now - conn.reqStart) * 1000);

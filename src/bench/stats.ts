@@ -23,6 +23,13 @@ export class BenchStats {
   readonly firstByte = new Histogram();
   /** From sending a request to the last reply byte (a new connection's connect included). */
   readonly reply = new Histogram();
+  /** Replies in each second of the run, from its start: where throughput stalled. */
+  readonly repliesBySecond: number[] = [];
+
+  countSecond(second: number): void {
+    while (this.repliesBySecond.length <= second) this.repliesBySecond.push(0);
+    this.repliesBySecond[second]!++;
+  }
 
   countStatus(status: number): void {
     const cls = Math.floor(status / 100);

@@ -2,15 +2,18 @@
  * Bench targets as URLs, and the CGI variables a request to one carries.
  *
  *   fcgi://127.0.0.1:9000/index.php?x=1     FastCGI over TCP ("fastcgi://" works too)
- *   fcgi://unix:/run/php.sock:/index.php    FastCGI over a Unix socket
+ *   fcgi://unix:/run/php.sock/index.php     FastCGI over a Unix socket
+ *   fcgi://unix:/run/php.sock:/index.php    the same (curl's and nginx's notation)
  *   scgi://127.0.0.1:4000/app               SCGI
  *   http://127.0.0.1:8080/index.php         HTTP/1.1
  *   http://unix:/run/fcgi-pm.sock:/         HTTP over a Unix socket
  *
- * Unix sockets: the socket path runs from "unix:" up to the first ":" after it; the
- * request path follows that colon (like curl's and nginx's "unix:" notation), and is
- * "/" when there is no colon. Socket paths that themselves hold a ":" cannot be written.
+ * Unix sockets: the socket path runs from "unix:" to the first path component that ends
+ * in ".sock" or is a socket on disk, or else to the first ":" (the request path follows
+ * that colon); with neither, all of it is the socket path and the request path is "/".
+ * Socket paths that themselves hold a ":" or "?" cannot be written.
  */
+import { statSync } from 'node:fs';
 import { parseAddress, type SocketAddress } from '../protocol/address.js';
 import { CgiParams } from '../protocol/params.js';
 
@@ -46,9 +49,9 @@ export function parseTarget(url: string): BenchTarget {
   let addrText: string;
   let pathAndQuery: string;
   if (rest.startsWith('unix:')) {
-    const colon = rest.indexOf(':', 5);
-    addrText = colon < 0 ? rest : rest.slice(0, colon);
-    pathAndQuery = colon < 0 ? '/' : rest.slice(colon + 1);
+    const split = splitUnix(rest.slice(5));
+    addrText = `unix:${split.socket}`;
+    pathAndQuery = split.rest;
   } else {
     const slash = rest.search(/[/?]/);
     addrText = slash < 0 ? rest : rest.slice(0, slash);
@@ -66,6 +69,29 @@ export function parseTarget(url: string): BenchTarget {
   const host = address.kind === 'tcp' ? address.host : 'localhost';
   const port = address.kind === 'tcp' ? address.port : DEFAULT_PORTS[protocol];
   return { protocol, address, path, query, host, port, url };
+}
+
+function isSocket(path: string): boolean {
+  try {
+    return statSync(path).isSocket();
+  } catch {
+    return false;
+  }
+}
+
+/** "/run/php.sock/x.php?q" → socket "/run/php.sock", rest "/x.php?q" (see the header). */
+export function splitUnix(text: string): { socket: string; rest: string } {
+  const stop = text.search(/[:?]/);
+  const limit = stop < 0 ? text.length : stop;
+  for (let i = text.indexOf('/', 1); ; i = text.indexOf('/', i + 1)) {
+    const end = i < 0 || i > limit ? limit : i;
+    const candidate = text.slice(0, end);
+    if (end < limit && (candidate.endsWith('.sock') || isSocket(candidate))) return { socket: candidate, rest: text.slice(end) };
+    if (end === limit) break;
+  }
+  const socket = text.slice(0, limit);
+  if (stop < 0) return { socket, rest: '/' };
+  return { socket, rest: text[stop] === ':' ? text.slice(stop + 1) || '/' : text.slice(stop) };
 }
 
 /** UTF-8 text as the latin1 byte string CgiParams carries. */

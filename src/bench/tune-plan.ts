@@ -7,13 +7,49 @@
 export interface TuneStep {
   size: number;
   concurrency: number;
+  /** Median of the repeats (req/s, ms). */
   rps: number;
   p50Ms: number;
   p99Ms: number;
+  /** Totals over the repeats. */
   replies: number;
   errors: number;
   /** Replies whose status was not 2xx/3xx. */
   failedStatus: number;
+  /** How many times the step ran, and the req/s of each run. */
+  repeats: number;
+  rpsRuns: number[];
+  /** (max − min) / median of rpsRuns: how far one run's figure can be trusted. */
+  spread: number;
+}
+
+export interface RepeatRule {
+  /** Runs at least this many times (3)... */
+  min: number;
+  /** ...and more while the spread exceeds `spread`, up to this many (8). */
+  max: number;
+  /** Relative spread that is good enough (0.1). */
+  spread: number;
+}
+
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** (max − min) / median; 0 for fewer than two runs or a zero median. */
+export function relativeSpread(xs: readonly number[]): number {
+  if (xs.length < 2) return 0;
+  const med = median(xs);
+  return med > 0 ? (Math.max(...xs) - Math.min(...xs)) / med : 0;
+}
+
+/** Whether a step measured `runs` so far should run once more. */
+export function needsAnotherRun(runs: readonly number[], rule: RepeatRule): boolean {
+  if (runs.length < rule.min) return true;
+  return runs.length < rule.max && relativeSpread(runs) > rule.spread;
 }
 
 export interface TuneSize {

@@ -9,9 +9,9 @@ import { buildReport } from './report.js';
 import { runBench, type BenchOptions } from './runner.js';
 import { pollUntil } from './daemon-child.js';
 import { childPids, rss, treeMemory } from './proc-info.js';
-import { recommend, type Recommendation, type TuneSize, type TuneStep } from './tune-plan.js';
+import { median, needsAnotherRun, recommend, relativeSpread, type Recommendation, type RepeatRule, type TuneSize, type TuneStep } from './tune-plan.js';
 
-export { doublingSizes, recommend, type Recommendation, type TuneSize, type TuneStep } from './tune-plan.js';
+export { doublingSizes, recommend, type Recommendation, type RepeatRule, type TuneSize, type TuneStep } from './tune-plan.js';
 
 export interface PoolUnderTest {
   /** The daemon's pid; its direct children are the workers. */
@@ -24,6 +24,8 @@ export interface TuneOptions {
   /** Concurrency levels to run at a pool size. */
   concurrencyFor(size: number): number[];
   stepMs: number;
+  /** How often each step runs: until its spread is known (default 3 to 8 runs, 10 %). */
+  repeat?: RepeatRule;
   warmupMs: number;
   /** Target and request; concurrency and duration are set per step. */
   bench: Pick<BenchOptions, 'target' | 'request' | 'timeoutMs'>;
@@ -40,10 +42,13 @@ export interface TuneOptions {
 
 export interface TuneResult {
   sizes: TuneSize[];
+  repeat: RepeatRule;
   recommendation: Recommendation | undefined;
   memoryBudget: number;
   tolerance: number;
 }
+
+export const DEFAULT_REPEAT: RepeatRule = { min: 3, max: 8, spread: 0.1 };
 
 /** Mean memory per worker now, or undefined when no worker is found. */
 function sampleWorkers(daemonPid: number): { perWorker: number; kind: 'pss' | 'rss'; workers: number } | undefined {
@@ -74,23 +79,32 @@ export async function runTune(o: TuneOptions): Promise<TuneResult> {
       if (o.warmupMs > 0) await runBench({ ...base, concurrency: size, durationMs: o.warmupMs });
       for (const c of o.concurrencyFor(size)) {
         const opts: BenchOptions = { ...base, concurrency: c, durationMs: o.stepMs };
-        // Memory is sampled in the middle of the step, while the workers are busy.
-        const sampler = setTimeout(() => {
-          const m = sampleWorkers(pool.pid);
-          if (m !== undefined && (mem === undefined || m.perWorker > mem.perWorker)) mem = m;
-        }, o.stepMs / 2);
-        const report = buildReport(opts, await runBench(opts));
-        clearTimeout(sampler);
-        const failedStatus = report.status['1xx'] + report.status['4xx'] + report.status['5xx'];
+        const runs: Array<ReturnType<typeof buildReport>> = [];
+        const rpsRuns: number[] = [];
+        while (needsAnotherRun(rpsRuns, o.repeat ?? DEFAULT_REPEAT)) {
+          // Memory is sampled in the middle of each run, while the workers are busy.
+          const sampler = setTimeout(() => {
+            const m = sampleWorkers(pool.pid);
+            if (m !== undefined && (mem === undefined || m.perWorker > mem.perWorker)) mem = m;
+          }, o.stepMs / 2);
+          const report = buildReport(opts, await runBench(opts));
+          clearTimeout(sampler);
+          runs.push(report);
+          rpsRuns.push(report.rps);
+        }
+        const sum = (f: (r: (typeof runs)[number]) => number): number => runs.reduce((a, r) => a + f(r), 0);
         const step: TuneStep = {
           size,
           concurrency: c,
-          rps: report.rps,
-          p50Ms: report.latency_ms.reply.p50,
-          p99Ms: report.latency_ms.reply.p99,
-          replies: report.requests.replies,
-          errors: report.requests.errors,
-          failedStatus,
+          rps: median(rpsRuns),
+          p50Ms: median(runs.map((r) => r.latency_ms.reply.p50)),
+          p99Ms: median(runs.map((r) => r.latency_ms.reply.p99)),
+          replies: sum((r) => r.requests.replies),
+          errors: sum((r) => r.requests.errors),
+          failedStatus: sum((r) => r.status['1xx'] + r.status['4xx'] + r.status['5xx']),
+          repeats: runs.length,
+          rpsRuns,
+          spread: relativeSpread(rpsRuns),
         };
         steps.push(step);
         o.onStep?.(step);
@@ -112,7 +126,7 @@ export async function runTune(o: TuneOptions): Promise<TuneResult> {
       await pool.stop();
     }
   }
-  return { sizes, recommendation: recommend(sizes, o.memoryBudget, o.tolerance), memoryBudget: o.memoryBudget, tolerance: o.tolerance };
+  return { sizes, repeat: o.repeat ?? DEFAULT_REPEAT, recommendation: recommend(sizes, o.memoryBudget, o.tolerance), memoryBudget: o.memoryBudget, tolerance: o.tolerance };
 }
 
 /** The table and the recommendation as text. */
@@ -120,18 +134,20 @@ export function renderTune(r: TuneResult, poolName: string): string {
   const lines: string[] = [];
   const mib = (b: number): string => (b / 1048576).toFixed(1);
   const kind = r.sizes.some((s) => s.memKind === 'rss') ? 'RSS' : 'PSS';
-  lines.push(`workers  conc     req/s   p50 ms   p99 ms  errors  non-2xx   ${kind} MiB/worker   workers MiB`);
+  lines.push(`workers  conc     req/s  spread  runs   p50 ms   p99 ms  errors  non-2xx   ${kind} MiB/worker   workers MiB`);
   for (const s of r.sizes) {
     s.steps.forEach((st, i) => {
       const mark = st === s.best ? '*' : ' ';
       const first = i === 0;
       lines.push(
-        `${(first ? String(s.size) : '').padStart(7)} ${String(st.concurrency).padStart(5)} ${st.rps.toFixed(0).padStart(9)}${mark} ${st.p50Ms.toFixed(2).padStart(7)} ${st.p99Ms.toFixed(2).padStart(8)} ${String(st.errors).padStart(7)} ${String(st.failedStatus).padStart(8)}` +
+        `${(first ? String(s.size) : '').padStart(7)} ${String(st.concurrency).padStart(5)} ${st.rps.toFixed(0).padStart(9)}${mark} ${`${(st.spread * 100).toFixed(1)}%`.padStart(6)} ${String(st.repeats).padStart(5)} ${st.p50Ms.toFixed(2).padStart(7)} ${st.p99Ms.toFixed(2).padStart(8)} ${String(st.errors).padStart(7)} ${String(st.failedStatus).padStart(8)}` +
           (first ? `   ${mib(s.memPerWorker).padStart(15)} ${mib(s.memPerWorker * s.size).padStart(13)}` : ''),
       );
     });
   }
-  lines.push('(* the best concurrency for that pool size)');
+  lines.push('(* the best concurrency for that pool size; req/s is the median of the runs, spread (max − min) / median of their req/s)');
+  const loose = r.sizes.flatMap((s) => s.steps).filter((st) => st.spread > r.repeat.spread);
+  if (loose.length > 0) lines.push(`(${loose.length} step${loose.length === 1 ? '' : 's'} still spread more than ${(r.repeat.spread * 100).toFixed(0)}% after ${r.repeat.max} runs: a noisy machine; differences smaller than the spread mean nothing)`);
   lines.push('');
   const rec = r.recommendation;
   if (rec === undefined) {

@@ -123,7 +123,7 @@ export async function runBenchReport(opts: BenchOptions, warmupMs: number, progr
 export function benchCommand(): Command {
   return new Command('bench')
     .description('load-test a FastCGI, SCGI or HTTP server (php-fpm, fcgi-pm, nginx...) and report rates and latencies')
-    .argument('<target>', 'fcgi://HOST:PORT/PATH, fcgi://unix:/SOCKET:/PATH, scgi://..., http://...')
+    .argument('<target>', 'fcgi://HOST:PORT/PATH, fcgi://unix:/SOCKET/PATH, scgi://..., http://...')
     .option('-c, --concurrency <n>', `connections (closed loop, default 10); with --rate: most requests in flight (default ${OPEN_LOOP_DEFAULT_CONCURRENCY})`)
     .option('-n, --requests <n>', 'requests to send (default: run for -d)')
     .option('-d, --duration <duration>', 'how long to send requests, e.g. 10s (default 10s)')
@@ -140,14 +140,17 @@ export function benchCommand(): Command {
     .addHelpText(
       'after',
       `
-Unix sockets: the socket path ends at the first ":" after "unix:"; the request path
-follows it. SCRIPT_FILENAME defaults to DOCUMENT_ROOT + path when --param DOCUMENT_ROOT
-is given; REQUEST_METHOD, SCRIPT_NAME, REQUEST_URI, QUERY_STRING, SERVER_PROTOCOL,
-CONTENT_LENGTH... come from the URL and options.
+Unix sockets: the socket path ends at the first component that ends in ".sock" or is a
+socket, else at the first ":" (fcgi://unix:/run/php.sock:/index.php); the request path
+follows. A target that cannot be reached is an error (exit 1). SCRIPT_FILENAME defaults
+to DOCUMENT_ROOT + path when --param DOCUMENT_ROOT is given; REQUEST_METHOD,
+SCRIPT_NAME, REQUEST_URI, QUERY_STRING, SERVER_PROTOCOL, CONTENT_LENGTH... come from
+the URL and options. The report warns when every reply was non-2xx or when whole
+seconds passed without a reply.
 
 Examples:
   fcgi-pm bench -c 10 -d 10s -k --param DOCUMENT_ROOT=/var/www/html fcgi://127.0.0.1:9000/index.php
-  fcgi-pm bench -n 10000 -c 50 fcgi://unix:/run/php/php-fpm.sock:/status.php?full
+  fcgi-pm bench -n 10000 -c 50 fcgi://unix:/run/php/php-fpm.sock/status.php?full
   fcgi-pm bench --rate 2000 -d 30s -k http://127.0.0.1:8080/
   fcgi-pm bench --json -n 1000 scgi://127.0.0.1:4000/app | jq .rps
 `,
@@ -162,6 +165,13 @@ Examples:
         if (!(err instanceof BenchUsageError)) throw err;
         process.stderr.write(`fcgi-pm bench: ${err.message}\n(see fcgi-pm bench --help)\n`);
         process.exitCode = EXIT_USAGE;
+        return;
+      }
+      const { unreachableReason } = await import('../bench/reach.js');
+      const why = await unreachableReason(opts.target.address, Math.min(opts.timeoutMs, 10_000));
+      if (why !== undefined) {
+        process.stderr.write(`fcgi-pm bench: cannot reach ${opts.target.url}: ${why}\n`);
+        process.exitCode = EXIT_FAILURE;
         return;
       }
       const { ProgressLine } = await import('../bench/progress.js');

@@ -26,6 +26,9 @@ interface TuneCliOptions extends BenchCliOptions {
   max: string;
   sizes?: string;
   step: string;
+  runs: string;
+  maxRuns: string;
+  spread: string;
   memoryBudget?: string;
   tolerance: string;
   allowRoot?: boolean;
@@ -109,6 +112,9 @@ export function tuneCommand(): Command {
     .option('--sizes <list>', 'pool sizes to try instead of 1, 2, 4... up to --max, e.g. 2,3,4,6')
     .option('--concurrency <list>', 'concurrency levels at every size (default: size, 2×size, 4×size)')
     .option('--step <duration>', 'how long each measurement runs', '5s')
+    .option('--runs <n>', 'run each step at least this many times (req/s is their median)', '3')
+    .option('--max-runs <n>', 'and again while the runs spread more than --spread, up to this many', '8')
+    .option('--spread <percent>', 'spread of req/s ((max − min) / median) that is good enough', '10')
     .option('--warmup <duration>', 'load before measuring each size, not counted', '1s')
     .option('--memory-budget <size>', 'memory all workers may use together, e.g. 2GiB (default: MemAvailable now)')
     .option('--tolerance <percent>', 'a size within this much of the best throughput is at the knee', '5')
@@ -220,6 +226,10 @@ function tuneSetup(targetUrl: string, o: TuneCliOptions, cfg: Config) {
     if (typeof b === 'string' || b <= 0) throw new BenchUsageError(`--memory-budget ${typeof b === 'string' ? b : 'must be more than 0'}`);
     memoryBudget = b;
   }
+  const minRuns = positiveInt('--runs', o.runs);
+  const maxRuns = Math.max(minRuns, positiveInt('--max-runs', o.maxRuns));
+  const spread = Number(o.spread);
+  if (!(spread >= 0 && spread < 100)) throw new BenchUsageError(`--spread must be a percentage from 0 to 100, got ${JSON.stringify(o.spread)}`);
   const tolerance = Number(o.tolerance);
   if (!(tolerance >= 0 && tolerance < 100)) throw new BenchUsageError(`--tolerance must be a percentage from 0 to 100, got ${JSON.stringify(o.tolerance)}`);
   return {
@@ -229,6 +239,7 @@ function tuneSetup(targetUrl: string, o: TuneCliOptions, cfg: Config) {
       sizes,
       concurrencyFor: (size: number) => levels ?? [size, 2 * size, 4 * size],
       stepMs,
+      repeat: { min: minRuns, max: maxRuns, spread: spread / 100 },
       warmupMs,
       bench: { target: bench.target, request: bench.request, timeoutMs: bench.timeoutMs },
       memoryBudget,

@@ -35,8 +35,14 @@ export interface ListenerConfig {
   maxBodySize: number;
   /** Close a front-end connection that sends nothing for this long (default 60s). */
   idleTimeout: number;
-  /** Max simultaneous front-end connections (FCGI_MAX_CONNS; default 1024). */
+  /** A request head must be complete this long after its first byte (default 60s). */
+  headerTimeout: number;
+  /** FastCGI/SCGI: a request body with no byte for this long is a client timeout (default 60s). */
+  bodyTimeout: number;
+  /** Max simultaneous front-end connections (FCGI_MAX_CONNS; default 1024); more get an overload answer. */
   maxConns: number;
+  /** listen() backlog; undefined = net.core.somaxconn. */
+  backlog?: number | undefined;
   /** Extra or overriding CGI params given to every request from this listener. */
   params: Record<string, string>;
 

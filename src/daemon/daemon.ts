@@ -24,6 +24,8 @@ import { Operations, type OperationsOptions } from './operations.js';
 import type { ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
 import { ErrorCodes } from '../errors.js';
+import { FdGuard } from '../frontend/fd-guard.js';
+import { describeOpenFiles, raiseOpenFilesLimit } from './open-files.js';
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -148,6 +150,7 @@ export class Daemon {
       await this.ops.openControl(cfg, { stop: (ms) => this.requestStop(ms) });
       this.ops.adoptInheritedSockets(cfg);
       this.governor = createHostGovernor(cfg, this.logger.child({ component: 'memory' }));
+      this.openFiles();
       // Probe for setpriv now, not inside the first request's cold start (~8 ms).
       if ([...cfg.pools.values()].some((p) => p.command !== undefined)) defaultDeathGuard();
       for (const p of cfg.pools.values()) {
@@ -178,6 +181,16 @@ export class Daemon {
   /** What this host would refuse (src/daemon/preflight.ts): throws ConfigError; notices are logged. */
   private checkHost(cfg: Config): void {
     assertPreflight(cfg, { allowRoot: this.allowRoot }, (line) => this.logger.info({ kind: 'notice' }, line));
+  }
+
+  /** Raises RLIMIT_NOFILE and keeps a reserve of descriptors out of the listeners' reach. */
+  private openFiles(): void {
+    const l = raiseOpenFilesLimit();
+    if (l.soft !== undefined && l.soft !== Infinity) this.ctx.fds = new FdGuard(l.soft);
+    const fields = { kind: 'open_files', before: l.before, soft: l.soft, hard: l.hard, reserve: this.ctx.fds?.reserve };
+    const text = describeOpenFiles(l, this.ctx.fds?.reserve);
+    if (l.problem !== undefined) this.logger.warn({ code: ErrorCodes.OPEN_FILES_LIMIT, ...fields }, text);
+    else this.logger.info(fields, text);
   }
 
   private makePool(p: PoolConfig, runtimeDir = this.privateDir!): Pool {

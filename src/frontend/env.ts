@@ -1,5 +1,6 @@
 /** What a listener hands each of its sessions; built once per listener. */
 import type { ListenerConfig } from '../config/types.js';
+import type { ClientDeadlines } from './client-deadlines.js';
 import type { FrontendContext } from './index.js';
 import type { SessionListener } from './listener-base.js';
 import type { ParamsOverride } from './params-override.js';
@@ -12,4 +13,6 @@ export interface FrontendEnv {
   readonly override: ParamsOverride;
   /** Checks SCRIPT_FILENAME for pools with script rules (limit_extensions, script_roots). */
   readonly scripts: ScriptGate;
+  /** header_timeout and body_timeout (FastCGI and SCGI listeners; HTTP has node's own). */
+  readonly deadlines?: ClientDeadlines | undefined;
 }

@@ -6,6 +6,7 @@
 import type { ProxyError } from '../errors.js';
 import { RecordType, type ParamsCollector } from '../protocol/fastcgi.js';
 import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchange.js';
+import { DeadlineNode, type ClientTimed } from './client-deadlines.js';
 import type { FcgiSession } from './fastcgi-session.js';
 
 /**
@@ -15,7 +16,7 @@ import type { FcgiSession } from './fastcgi-session.js';
  */
 export type FcgiRequestState = 'params' | 'running' | 'ended';
 
-export class FcgiRequest implements ResponseSink {
+export class FcgiRequest implements ResponseSink, ClientTimed {
   readonly id: number;
   readonly role: number;
   readonly keepConn: boolean;
@@ -33,6 +34,8 @@ export class FcgiRequest implements ResponseSink {
   bodyPaused = false;
   /** body() returned false; waiting for the socket's 'drain'. */
   awaitingDrain = false;
+  /** On the header list from BEGIN_REQUEST to the end of PARAMS, then on the body list until the end of STDIN. */
+  readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
 
   constructor(session: FcgiSession, id: number, role: number, keepConn: boolean, collector: ParamsCollector) {
     this.session = session;
@@ -57,6 +60,14 @@ export class FcgiRequest implements ResponseSink {
 
   end(): void {
     this.session.endRequest(this);
+  }
+
+  headerTimedOut(): void {
+    this.session.headerTimedOut(this);
+  }
+
+  bodyTimedOut(): void {
+    this.session.bodyTimedOut(this);
   }
 
   fail(err: ProxyError): void {

@@ -10,7 +10,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
-import { ErrorCodes, ProtocolError, type ProxyError } from '../errors.js';
+import { ErrorCodes, ProtocolError, ProxyError } from '../errors.js';
 import {
   FcgiDecoder,
   FCGI_KEEP_CONN,
@@ -30,6 +30,7 @@ import {
 import { renderCgiError } from '../protocol/cgi-response.js';
 import { Exchange } from '../protocol/exchange.js';
 import { CgiParams } from '../protocol/params.js';
+import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
 import type { FrontendEnv } from './env.js';
 import { FcgiRequest, fcgiBodyDrained } from './fastcgi-request.js';
 import type { Session } from './listener-base.js';
@@ -56,7 +57,7 @@ const EMPTY = Buffer.alloc(0);
 
 type SessionState = 'open' | 'draining' | 'closed';
 
-export class FcgiSession implements Session {
+export class FcgiSession implements Session, ClientTimed {
   private readonly env: FrontendEnv;
   private readonly socket: Socket;
   private readonly remote: string;
@@ -73,12 +74,16 @@ export class FcgiSession implements Session {
   private readonly pendingHeads: FcgiRequest[] = [];
   /** Requests whose PARAMS ended in the chunk being decoded; routed once the whole chunk is. */
   private readonly ready: FcgiRequest[] = [];
+  private readonly deadlines: ClientDeadlines;
+  /** On the header list while bytes arrived and no request has begun yet. */
+  private readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
 
   constructor(env: FrontendEnv, socket: Socket) {
     this.env = env;
     this.socket = socket;
     this.remote = remoteText(socket.remoteAddress, socket.remotePort);
     this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
+    this.deadlines = env.deadlines!; // every stream listener builds them
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('end', () => this.onEnd());
     socket.on('close', () => this.onClose());
@@ -105,11 +110,16 @@ export class FcgiSession implements Session {
 
   private onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
+    // Bytes with no request begun: one must begin within header_timeout.
+    if (this.requests.size === 0 && this.deadline.list === null) this.deadlines.header.push(this.deadline);
     try {
       this.decoder.push(chunk);
     } catch (err) {
+      this.ready.length = 0; // their exchanges were aborted with the connection
       this.badInput(err);
+      return;
     }
+    if (this.requests.size > 0 && this.deadline.list !== null) this.deadlines.stop(this.deadline);
     if (this.ready.length > 0) this.routeReady();
   }
 
@@ -210,7 +220,9 @@ export class FcgiSession implements Session {
       this.rejectBegin(id, ProtocolStatus.Overloaded, keepConn);
       return;
     }
-    this.requests.set(id, new FcgiRequest(this, id, role, keepConn, new ParamsCollector(this.env.ctx.limits)));
+    const r = new FcgiRequest(this, id, role, keepConn, new ParamsCollector(this.env.ctx.limits));
+    this.requests.set(id, r);
+    this.deadlines.header.push(r.deadline);
   }
 
   private rejectBegin(id: number, protocolStatus: number, keepConn: boolean): void {
@@ -233,6 +245,7 @@ export class FcgiSession implements Session {
     if (params === undefined) return;
     r.collector = undefined;
     r.state = 'running';
+    this.deadlines.bodyActive(r.deadline);
     applyOverride(params, this.env.override);
     const ex = new Exchange(params, r, 'fastcgi', performance.now());
     ex.onBodyDrain = fcgiBodyDrained;
@@ -246,20 +259,53 @@ export class FcgiSession implements Session {
     const ex = r.exchange!;
     if (content.length === 0) {
       r.stdinDone = true;
+      this.deadlines.stop(r.deadline);
       ex.endBody();
       return;
     }
-    if (!ex.pushBody(content) && !r.bodyPaused && r.state === 'running') {
-      r.bodyPaused = true;
-      if (this.pausedBy++ === 0) this.socket.pause();
+    const more = ex.pushBody(content);
+    if (r.state !== 'running' || r.bodyPaused) return;
+    if (more) {
+      this.deadlines.bodyActive(r.deadline);
+      return;
     }
+    // We stop reading: from now on the client is not the one stalling.
+    this.deadlines.stop(r.deadline);
+    r.bodyPaused = true;
+    if (this.pausedBy++ === 0) this.socket.pause();
   }
 
   /** The exchange wants more body (called through Exchange.onBodyDrain). */
   bodyDrained(r: FcgiRequest): void {
     if (!r.bodyPaused) return;
     r.bodyPaused = false;
+    if (!r.stdinDone && r.state === 'running') this.deadlines.bodyActive(r.deadline);
     if (--this.pausedBy === 0 && this.state !== 'closed') this.socket.resume();
+  }
+
+  // ---- client deadlines (ClientTimed; the request's own calls come through FcgiRequest) --
+
+  /** header_timeout: bytes came but no request began, or a request's PARAMS did not end. */
+  headerTimedOut(r?: FcgiRequest): void {
+    if (this.state === 'closed') return;
+    if (r === undefined ? this.requests.size > 0 : r.state !== 'params') return;
+    this.env.listener.log.warn(
+      { remote: this.remote, code: ErrorCodes.CLIENT_HEADER_TIMEOUT, request: r?.id, timeoutMs: this.env.cfg.headerTimeout },
+      r === undefined ? 'FastCGI client began no request within header_timeout; closing' : 'FastCGI request PARAMS not complete within header_timeout; closing',
+    );
+    this.closeNow();
+  }
+
+  /**
+   * body_timeout: the request is answered 408 and its backend request cancelled; the
+   * connection stays for other requests unless the stall is in the middle of a record.
+   */
+  bodyTimedOut(r?: FcgiRequest): void {
+    if (r === undefined || r.state !== 'running' || r.stdinDone || this.state === 'closed') return;
+    const ms = this.env.cfg.bodyTimeout;
+    this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.CLIENT_BODY_TIMEOUT, request: r.id, timeoutMs: ms }, 'FastCGI request body stalled for body_timeout; answered 408');
+    r.exchange!.failByClient(new ProxyError(ErrorCodes.CLIENT_BODY_TIMEOUT, 408, `request body sent nothing for ${ms} ms`));
+    if (this.decoder.midRecord) this.closeGracefully();
   }
 
   private onAbortRequest(r: FcgiRequest): void {
@@ -417,6 +463,7 @@ export class FcgiSession implements Session {
     if (r.state === 'ended') return;
     r.state = 'ended';
     r.collector = undefined;
+    this.deadlines.stop(r.deadline);
     this.requests.delete(r.id);
     if (r.bodyPaused) {
       r.bodyPaused = false;
@@ -434,6 +481,7 @@ export class FcgiSession implements Session {
   private closeGracefully(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.deadlines.stop(this.deadline);
     const wasPaused = this.pausedBy > 0;
     this.abortAll();
     if (this.corked) this.uncorkNow();
@@ -455,6 +503,7 @@ export class FcgiSession implements Session {
   private closeNow(): void {
     if (this.state !== 'closed') {
       this.state = 'closed';
+      this.deadlines.stop(this.deadline);
       this.abortAll();
       this.env.listener.remove(this);
     }
@@ -467,6 +516,7 @@ export class FcgiSession implements Session {
     this.requests.clear();
     for (const r of open) {
       r.state = 'ended';
+      this.deadlines.stop(r.deadline);
       r.exchange?.abort();
     }
     this.pausedBy = 0;
@@ -487,6 +537,7 @@ export class FcgiSession implements Session {
     if (this.state === 'closed') return;
     this.env.listener.log.debug({ remote: this.remote, open: this.requests.size }, 'FastCGI connection lost');
     this.state = 'closed';
+    this.deadlines.stop(this.deadline);
     this.abortAll();
     this.env.listener.remove(this);
   }

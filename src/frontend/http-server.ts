@@ -31,16 +31,16 @@ import type { Pool } from '../pool/types.js';
 import { ScriptGate, type ScriptVerdict } from './script-gate.js';
 import { hasAllowedExtension, type ScriptRefusal } from './script-guard.js';
 import { percentDecode, splitScript, type ScriptSplit } from './script-path.js';
-import { acceptConnections, bindListener, watchServer } from './stream-listener.js';
+import { bindListener } from './stream-listener.js';
 
 export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener> {
   const idle = cfg.idleTimeout;
   const server = createServer({
     noDelay: true,
     requestTimeout: 0,
-    headersTimeout: idle > 0 ? idle : 60_000,
+    headersTimeout: cfg.headerTimeout,
     // node checks headersTimeout on this interval; our socket timer is the precise one.
-    connectionsCheckingInterval: Math.max(250, Math.min(30_000, idle > 0 ? idle : 30_000)),
+    connectionsCheckingInterval: Math.max(250, Math.min(30_000, cfg.headerTimeout, idle > 0 ? idle : 30_000)),
     keepAliveTimeout: idle > 0 ? idle : 5_000,
     maxHeaderSize: Math.max(16 * 1024, ctx.limits.maxBytes),
   });
@@ -50,7 +50,7 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
   const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), scripts: new ScriptGate(cfg.documentRoot) };
   const handler = new HttpHandler(env);
 
-  acceptConnections(listener, (socket) => {
+  server.on('connection', (socket: Socket) => {
     const conn = new HttpConnection(env, socket);
     socket.on('close', () => conn.closed());
   });
@@ -66,7 +66,6 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
     else socket.destroy();
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => onClientError(env, err, socket));
-  watchServer(listener);
   await bindListener(listener, ctx);
   return listener;
 }
@@ -259,7 +258,9 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
   // closes; otherwise the bad bytes are in a body still being read (that request is
   // dropped) or begin a new request, and get the 400.
   const conn = HttpConnection.of(socket);
-  let answered = false;
+  // node answers some requests itself (HTTP/1.1 without Host: 400, Connection: close)
+  // and never shows them to us; the bytes after such a head must not get a second answer.
+  let answered = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage?.headersSent === true;
   for (const c of conn?.calls ?? []) {
     if (c.exchange !== undefined || c.res.headersSent || c.req.complete) answered = true;
     else {
@@ -268,7 +269,8 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
     }
   }
   if (answered) {
-    conn!.drain();
+    if (conn !== undefined) conn.drain();
+    else socket.destroySoon();
     return;
   }
   if (socket.writable) {

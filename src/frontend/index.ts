@@ -7,6 +7,7 @@ import type { ListenerConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { ParamsLimits } from '../protocol/params.js';
 import type { Pool } from '../pool/types.js';
+import type { FdGuard } from './fd-guard.js';
 import { startFastcgiListener } from './fastcgi-server.js';
 import { startHttpListener } from './http-server.js';
 import { startScgiListener } from './scgi-server.js';
@@ -27,6 +28,8 @@ export interface FrontendContext {
   localResponder?: { respond(cfg: ListenerConfig, ex: Exchange): boolean } | undefined;
   /** Private directory (0700) for request-body temp files; undefined: the OS temp dir. */
   tempDir?: () => string | undefined;
+  /** Open descriptors against RLIMIT_NOFILE, shared by all listeners; none = max_conns alone. */
+  fds?: FdGuard | undefined;
 }
 
 export interface Listener {

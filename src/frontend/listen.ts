@@ -8,7 +8,7 @@
  * than refusing to start.
  */
 import { connect, type Server } from 'node:net';
-import { chmodSync, chownSync, lstatSync, unlinkSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, readFileSync, unlinkSync } from 'node:fs';
 import { ErrorCodes } from '../errors.js';
 import type { SocketAddress } from '../protocol/address.js';
 
@@ -26,8 +26,19 @@ export interface ListenOptions {
   /** Unix sockets: uid / gid given to the socket (chown; another user's takes root). */
   owner?: number | undefined;
   group?: number | undefined;
-  /** server.maxConnections; connections beyond it are closed by node on accept. */
-  maxConns?: number | undefined;
+  /** listen() backlog; default: the kernel's cap (net.core.somaxconn), as PHP-FPM's listen.backlog. */
+  backlog?: number | undefined;
+}
+
+/** The kernel caps every backlog at net.core.somaxconn; asking for that gets the most it allows. */
+export function defaultBacklog(): number {
+  try {
+    const n = Number.parseInt(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'), 10);
+    if (n > 0) return n;
+  } catch {
+    // not Linux: node's own default
+  }
+  return 511;
 }
 
 /** Listening fds handed over by systemd (socket activation, src/daemon/socket-activation.ts), by address text. */
@@ -40,7 +51,7 @@ export function adoptListeningFd(address: SocketAddress, fd: number): void {
 
 /** Binds `server` (net.Server or http.Server) and resolves with the bound address as text. */
 export async function listenOn(server: Server, address: SocketAddress, opts: ListenOptions = {}): Promise<string> {
-  if (opts.maxConns !== undefined && opts.maxConns > 0) server.maxConnections = opts.maxConns;
+  const backlog = opts.backlog ?? defaultBacklog();
   const fd = adopted.get(address.text);
   if (fd !== undefined) {
     adopted.delete(address.text);
@@ -49,12 +60,12 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
     return address.kind === 'tcp' ? tcpText(server, address) : address.text;
   }
   if (address.kind === 'tcp') {
-    await bind(server, address.text, () => server.listen({ host: address.host, port: address.port }));
+    await bind(server, address.text, () => server.listen({ host: address.host, port: address.port, backlog }));
     return tcpText(server, address);
   }
   const path = address.path;
   await clearStaleSocket(path);
-  await bind(server, address.text, () => listenUnixRestricted(server, path));
+  await bind(server, address.text, () => listenUnixRestricted(server, path, backlog));
   // The socket is 0600 to us until here. Giving it away goes through mode 0 (nobody but
   // root) so no one connects in between whom the final owner, group and mode do not admit.
   const owner = opts.owner ?? -1;
@@ -117,7 +128,7 @@ function bind(server: Server, text: string, start: () => void): Promise<void> {
  * the configured mode. process.umask() cannot be set in worker threads; chmod alone
  * then still applies the mode, only a moment later.
  */
-function listenUnixRestricted(server: Server, path: string): void {
+function listenUnixRestricted(server: Server, path: string, backlog: number): void {
   let old: number | undefined;
   try {
     old = process.umask(0o177);
@@ -125,7 +136,7 @@ function listenUnixRestricted(server: Server, path: string): void {
     old = undefined;
   }
   try {
-    server.listen({ path });
+    server.listen({ path, backlog });
   } finally {
     if (old !== undefined) process.umask(old);
   }

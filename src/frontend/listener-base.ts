@@ -23,7 +23,7 @@ export class SessionListener implements Listener {
   readonly server: Server;
   /** Child logger bound to this listener's address, made once. */
   log: Logger;
-  /** allowed_clients, checked on accept (src/frontend/stream-listener.ts acceptConnections). */
+  /** allowed_clients, checked first on accept (src/frontend/overflow.ts guardConnections). */
   readonly gate: ClientGate;
   private readonly sessions = new Set<Session>();
   private closing = false;

@@ -7,12 +7,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
-import { ErrorCodes, ProtocolError, type ProxyError } from '../errors.js';
+import { ErrorCodes, ProtocolError, ProxyError } from '../errors.js';
 import { renderCgiError } from '../protocol/cgi-response.js';
 import { Exchange, type CgiResponseHead, type ResponseSink } from '../protocol/exchange.js';
 import type { CgiParams } from '../protocol/params.js';
 import { ScgiRequestDecoder, type ScgiLimits } from '../protocol/scgi.js';
 import { backendStderrLog } from './backend-stderr.js';
+import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
 import { routeExchange } from './dispatch.js';
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
@@ -28,7 +29,7 @@ import { errorText, statusOfProtocolError } from './request-errors.js';
  */
 type ScgiState = 'head' | 'body' | 'waiting' | 'closed';
 
-export class ScgiSession implements Session, ResponseSink {
+export class ScgiSession implements Session, ResponseSink, ClientTimed {
   private readonly env: FrontendEnv;
   private readonly socket: Socket;
   private readonly remote: string;
@@ -42,11 +43,15 @@ export class ScgiSession implements Session, ResponseSink {
   private bodyPaused = false;
   private awaitingDrain = false;
   private corked = false;
+  private readonly deadlines: ClientDeadlines;
+  /** Header list from the first byte to the end of the netstring, then body list until the body is in. */
+  private readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
 
   constructor(env: FrontendEnv, socket: Socket, limits: ScgiLimits) {
     this.env = env;
     this.socket = socket;
     this.remote = remoteText(socket.remoteAddress, socket.remotePort);
+    this.deadlines = env.deadlines!; // every stream listener builds them
     this.decoder = new ScgiRequestDecoder(limits, {
       onHead: (params, contentLength) => this.onHead(params, contentLength),
       onBody: (chunk) => this.onBody(chunk),
@@ -77,6 +82,7 @@ export class ScgiSession implements Session, ResponseSink {
 
   private onHead(params: CgiParams, _contentLength: number): void {
     this.state = 'body';
+    this.deadlines.bodyActive(this.deadline);
     applyOverride(params, this.env.override);
     const ex = new Exchange(params, this, 'scgi', performance.now());
     ex.onBodyDrain = scgiBodyDrained;
@@ -89,13 +95,20 @@ export class ScgiSession implements Session, ResponseSink {
 
   private onBody(chunk: Buffer): void {
     const ex = this.exchange!;
-    if (!ex.pushBody(chunk) && !this.bodyPaused && !ex.finished) {
-      this.bodyPaused = true;
-      this.socket.pause();
+    const more = ex.pushBody(chunk);
+    if (this.bodyPaused || ex.finished) return;
+    if (more) {
+      if (this.state === 'body') this.deadlines.bodyActive(this.deadline);
+      return;
     }
+    // We stop reading: from now on the client is not the one stalling.
+    this.deadlines.stop(this.deadline);
+    this.bodyPaused = true;
+    this.socket.pause();
   }
 
   private onRequestEnd(): void {
+    this.deadlines.stop(this.deadline);
     if (this.state === 'body') this.state = 'waiting';
     this.exchange?.endBody();
   }
@@ -103,7 +116,27 @@ export class ScgiSession implements Session, ResponseSink {
   bodyDrained(): void {
     if (!this.bodyPaused) return;
     this.bodyPaused = false;
+    if (this.state === 'body') this.deadlines.bodyActive(this.deadline);
     if (this.state !== 'closed') this.socket.resume();
+  }
+
+  // ---- client deadlines ---------------------------------------------------------------
+
+  headerTimedOut(): void {
+    if (this.state !== 'head') return;
+    this.env.listener.log.warn(
+      { remote: this.remote, code: ErrorCodes.CLIENT_HEADER_TIMEOUT, received: this.received, timeoutMs: this.env.cfg.headerTimeout },
+      'SCGI request head not complete within header_timeout; closing',
+    );
+    this.closeNow();
+  }
+
+  /** The body stalled: 408 to the client (if it still listens), the backend request cancelled. */
+  bodyTimedOut(): void {
+    if (this.state !== 'body') return;
+    const ms = this.env.cfg.bodyTimeout;
+    this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.CLIENT_BODY_TIMEOUT, received: this.received, timeoutMs: ms }, 'SCGI request body stalled for body_timeout; answered 408');
+    this.exchange!.failByClient(new ProxyError(ErrorCodes.CLIENT_BODY_TIMEOUT, 408, `request body sent nothing for ${ms} ms`));
   }
 
   // ---- ResponseSink -------------------------------------------------------------------
@@ -159,6 +192,7 @@ export class ScgiSession implements Session, ResponseSink {
 
   private onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
+    if (this.state === 'head' && this.received === 0) this.deadlines.header.push(this.deadline);
     this.received += chunk.length;
     try {
       this.decoder.push(chunk);
@@ -182,6 +216,7 @@ export class ScgiSession implements Session, ResponseSink {
     const ex = this.exchange;
     if (ex !== undefined && !ex.finished) {
       this.state = 'closed';
+      this.deadlines.stop(this.deadline);
       ex.abort();
       this.socket.destroy();
       return;
@@ -200,6 +235,7 @@ export class ScgiSession implements Session, ResponseSink {
   private finishSocket(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.deadlines.stop(this.deadline);
     if (this.corked) this.uncorkNow();
     this.socket.end();
     // Unread request bytes left in the kernel would turn our close into a reset that
@@ -214,6 +250,7 @@ export class ScgiSession implements Session, ResponseSink {
 
   private closeNow(): void {
     this.state = 'closed';
+    this.deadlines.stop(this.deadline);
     const ex = this.exchange;
     if (ex !== undefined && !ex.finished) ex.abort();
     this.socket.destroy();
@@ -244,6 +281,7 @@ export class ScgiSession implements Session, ResponseSink {
       ex.abort();
     }
     this.state = 'closed';
+    this.deadlines.stop(this.deadline);
     this.env.listener.remove(this);
   }
 

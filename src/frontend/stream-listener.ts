@@ -8,6 +8,8 @@ import type { FrontendEnv } from './env.js';
 import type { FrontendContext, Listener } from './index.js';
 import { listenOn } from './listen.js';
 import { SessionListener } from './listener-base.js';
+import { ClientDeadlines } from './client-deadlines.js';
+import { guardConnections } from './overflow.js';
 import { compileOverride } from './params-override.js';
 import { ScriptGate } from './script-gate.js';
 import { ErrorCodes } from '../errors.js';
@@ -19,34 +21,24 @@ export async function startSessionListener(
   makeSession: (env: FrontendEnv, socket: Socket) => unknown,
 ): Promise<Listener> {
   const listener = new SessionListener(cfg, server, ctx.logger.child({ listener: cfg.address.text, protocol: cfg.protocol }));
-  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), scripts: new ScriptGate(undefined) };
-  acceptConnections(listener, (socket) => makeSession(env, socket));
-  watchServer(listener);
+  const deadlines = new ClientDeadlines(cfg);
+  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), scripts: new ScriptGate(undefined), deadlines };
+  server.on('connection', (socket: Socket) => {
+    makeSession(env, socket);
+  });
   await bindListener(listener, ctx);
   return listener;
 }
 
 /**
- * The one accept path of every listener: allowed_clients first, so a refused client's
- * socket is closed before a byte is read or a session is made for it.
+ * Puts the one admission path (allowed_clients, then max_conns and open files:
+ * overflow.ts) in front of the connection listeners added so far, binds, then rebinds
+ * the logger to the real address (port 0 → the port we got).
  */
-export function acceptConnections(listener: SessionListener, serve: (socket: Socket) => void): void {
-  listener.server.on('connection', (socket: Socket) => {
-    if (listener.gate.admit(socket)) serve(socket);
-  });
-}
-
-/** Logs what the server itself reports: refused connections over max_conns, errors after start. */
-export function watchServer(listener: SessionListener): void {
-  listener.server.on('drop', (d?: { remoteAddress?: string }) => {
-    listener.log.warn({ code: ErrorCodes.MAX_CONNS, remote: d?.remoteAddress ?? 'unix', maxConns: listener.config.maxConns }, 'connection refused: max_conns reached');
-  });
-}
-
-/** Binds, then rebinds the logger to the real address (port 0 → the port we got). */
 export async function bindListener(listener: SessionListener, ctx: FrontendContext): Promise<void> {
   const cfg = listener.config;
-  listener.address = await listenOn(listener.server, cfg.address, { mode: cfg.mode, owner: cfg.owner?.id, group: cfg.group?.id, maxConns: cfg.maxConns });
+  guardConnections(listener, ctx.fds);
+  listener.address = await listenOn(listener.server, cfg.address, { mode: cfg.mode, owner: cfg.owner?.id, group: cfg.group?.id, backlog: cfg.backlog });
   listener.log = ctx.logger.child({ listener: listener.address, protocol: cfg.protocol });
   listener.server.on('error', (err) => listener.log.error({ code: ErrorCodes.ACCEPT_FAILED, err }, 'listener error'));
   listener.log.info('listening');

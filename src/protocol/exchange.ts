@@ -157,6 +157,15 @@ export class Exchange {
     this.finish();
   }
 
+  /**
+   * The front end gives up on the client (its body stalled for body_timeout): whoever
+   * holds the exchange is told as on abort (the backend request is cancelled), and the
+   * client is answered with `err` (a 408) if it is still listening.
+   */
+  failByClient(err: ProxyError): void {
+    this.failWith(err, true);
+  }
+
   /** The front end's socket drained after sink.body() returned false. */
   responseDrained(): void {
     this.onResponseDrain?.();
@@ -219,11 +228,21 @@ export class Exchange {
   }
 
   respondError(err: ProxyError): void {
+    this.failWith(err, false);
+  }
+
+  /** `tellHolder`: the failure comes from the front end, so the holder hears of it as of an abort. */
+  private failWith(err: ProxyError, tellHolder: boolean): void {
     if (this.finished) return;
     this.error = err;
     if (!this.responseStarted) this.status = err.status;
     this.state = 'failed';
     this.clearBody();
+    if (tellHolder) {
+      const h = this.onAbort;
+      this.onAbort = undefined;
+      h?.();
+    }
     this.sink.fail(err);
     this.finish();
   }

@@ -418,38 +418,73 @@ export function encodeGetValuesResult(values: CgiParams): Buffer {
 }
 
 /**
+ * Content lengths of the PARAMS records for these pairs. php-cgi (main/fastcgi.c,
+ * fcgi_read_request) decodes each PARAMS record on its own, so pairs are packed whole,
+ * up to 65535 bytes a record; only a pair longer than that straddles records (the spec
+ * allows it; php-cgi cannot take such a pair at all).
+ */
+export function paramsRecordLengths(flat: readonly string[]): number[] {
+  const lengths: number[] = [];
+  let cur = 0;
+  for (let i = 0; i < flat.length; i += 2) {
+    let pair = nameValuesLength([flat[i]!, flat[i + 1]!]);
+    if (cur + pair <= FCGI_MAX_CONTENT) {
+      cur += pair;
+      continue;
+    }
+    if (cur > 0) lengths.push(cur);
+    while (pair > FCGI_MAX_CONTENT) {
+      lengths.push(FCGI_MAX_CONTENT);
+      pair -= FCGI_MAX_CONTENT;
+    }
+    cur = pair;
+  }
+  if (cur > 0) lengths.push(cur);
+  return lengths;
+}
+
+/**
+ * Padding for a PARAMS record: php-cgi refuses one whose content plus padding passes
+ * 65535, so a record that long goes unpadded (padding is optional in the spec).
+ */
+function paramsPadding(cl: number): number {
+  const pad = paddingFor(cl);
+  return cl + pad <= FCGI_MAX_CONTENT ? pad : 0;
+}
+
+/**
  * BEGIN_REQUEST + PARAMS records + empty PARAMS (+ the empty STDIN of a request without
- * body when `noBody`), as one buffer. Params a FastCGI client sent are copied as received.
+ * body when `noBody`), as one buffer. Params a FastCGI client sent (up to one record of
+ * them, the usual case) are copied as received; more are re-packed pair by pair.
  */
 export function encodeRequestHead(requestId: number, role: number, flags: number, params: CgiParams, noBody = false): Buffer {
-  const fp = params instanceof FcgiParams ? params : undefined;
+  const wireLen = params instanceof FcgiParams ? params.wireLength() : -1;
+  const fp = wireLen >= 0 && wireLen <= FCGI_MAX_CONTENT ? (params as FcgiParams) : undefined;
   const flat = fp === undefined ? params.pairs : EMPTY_FLAT;
-  const nvLen = fp === undefined ? nameValuesLength(flat) : fp.wireLength();
-  const records = Math.ceil(nvLen / FCGI_MAX_CONTENT);
-  // BEGIN_REQUEST (16) + PARAMS headers and padding + closing PARAMS (8).
-  let total = 16 + nvLen + records * FCGI_HEADER_LEN + FCGI_HEADER_LEN + (noBody ? FCGI_HEADER_LEN : 0);
-  for (let i = 0; i < records; i++) total += paddingFor(Math.min(FCGI_MAX_CONTENT, nvLen - i * FCGI_MAX_CONTENT));
+  const nvLen = fp === undefined ? nameValuesLength(flat) : wireLen;
+  const lengths = nvLen <= FCGI_MAX_CONTENT ? (nvLen === 0 ? [] : [nvLen]) : paramsRecordLengths(flat);
+  // BEGIN_REQUEST (16) + PARAMS headers and padding + closing PARAMS (8) [+ empty STDIN (8)].
+  let total = 16 + nvLen + lengths.length * FCGI_HEADER_LEN + FCGI_HEADER_LEN + (noBody ? FCGI_HEADER_LEN : 0);
+  for (const cl of lengths) total += paramsPadding(cl);
   const buf = Buffer.allocUnsafe(total);
   writeHeader(buf, 0, RecordType.BeginRequest, requestId, 8, 0);
   buf.writeUInt16BE(role, 8);
   buf[10] = flags;
   buf.fill(0, 11, 16);
   let off = 16;
-  if (records === 1) {
+  if (lengths.length === 1) {
     // The common case: pairs written straight into place, no intermediate copy.
-    const pad = paddingFor(nvLen);
+    const pad = paramsPadding(nvLen);
     writeHeader(buf, off, RecordType.Params, requestId, nvLen, pad);
     off = fp === undefined ? writeNameValues(flat, buf, off + FCGI_HEADER_LEN) : fp.writeWire(buf, off + FCGI_HEADER_LEN);
     buf.fill(0, off, off + pad);
     off += pad;
-  } else if (records > 1) {
-    // Pairs may straddle records (the PARAMS stream is one byte sequence).
+  } else if (lengths.length > 1) {
     const nv = Buffer.allocUnsafe(nvLen);
-    if (fp === undefined) writeNameValues(flat, nv, 0);
-    else fp.writeWire(nv, 0);
-    for (let src = 0; src < nvLen; ) {
-      const cl = Math.min(FCGI_MAX_CONTENT, nvLen - src);
-      const pad = paddingFor(cl);
+    writeNameValues(flat, nv, 0);
+    let src = 0;
+    for (const cl of lengths) {
+      const pad = paramsPadding(cl);
       writeHeader(buf, off, RecordType.Params, requestId, cl, pad);
       off += FCGI_HEADER_LEN;
       nv.copy(buf, off, src, src + cl);

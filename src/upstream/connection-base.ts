@@ -14,7 +14,8 @@
  *
  * Timeouts use the socket's inactivity timer: connectTimeout until connected, then
  * readTimeout. Our own writes re-arm it too, so a backend still taking a request body
- * is not "silent"; while the client is slow (socket paused) the timer is off.
+ * is not "silent"; while the client is slow (socket paused) the timer is off, and while
+ * the client owes body bytes a timeout is ignored (the front end's body_timeout acts).
  */
 import { connect, type NetConnectOpts, type Socket } from 'node:net';
 import type { Logger } from '../log/log.js';
@@ -299,6 +300,9 @@ export abstract class UpstreamConnection implements BodyConsumer {
     if (this.state === 'connecting') {
       this.fail(connectTimedOut(this.address.text, this.opts.connectTimeout));
     } else if (this.state === 'busy' && !this.readPaused) {
+      // A backend waiting for body bytes the client has not sent is not silent; the
+      // front end's body_timeout judges the client.
+      if (!this.bodyDone && !this.ex!.bodyComplete) return;
       this.fail(readTimedOut(this.address.text, this.opts.readTimeout));
     }
   }
@@ -366,9 +370,10 @@ export abstract class UpstreamConnection implements BodyConsumer {
     }
     if (this.state !== 'busy' || this.orphaned) return;
     this.sendAbort();
-    if (this.opts.drainOnAbort === true && this.cancellable) {
+    if (this.opts.drainOnAbort === true && this.cancellable && this.bodyDone) {
       // php-cgi ignores FCGI_ABORT_REQUEST and runs the script to its end: the worker is
       // busy until END_REQUEST, so the outcome waits for it (read_timeout still applies).
+      // Not with the body unfinished: php-cgi would wait for the rest of it forever.
       this.orphaned = true;
       this.resumeReading();
       return;

@@ -6,14 +6,14 @@
  * Unlike test/helpers/nginx.ts (which wraps a server body of its own), these take a
  * whole example file: an nginx server block, or a lighttpd / Apache / HAProxy config.
  */
-import { chmodSync, copyFileSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { ManagedChild } from '../helpers/child.js';
 import type { Scope } from '../helpers/scope.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { canConnect, WaitAborted, waitFor } from '../helpers/wait.js';
 import { nginxMainConf, nginxPrefix } from '../helpers/nginx.js';
+import { worldReadableDir } from '../helpers/world-readable.js';
 
 export const NGINX = '/usr/sbin/nginx';
 export const LIGHTTPD = '/usr/sbin/lighttpd';
@@ -110,30 +110,9 @@ export async function startApache(scope: Scope, makeConfig: (dir: string) => str
   return run(scope, 'apache2', dir, port, APACHE, ['-d', dir, '-f', confPath, '-DFOREGROUND'], config, join(dir, 'error.log'), 'SIGTERM');
 }
 
-/**
- * A document root the unprivileged children of Apache (user nobody) can read: the
- * example's own when every directory above it is world-searchable, else a copy of
- * examples/php (public/ and lib/) in a world-readable temp dir.
- */
+/** A document root the unprivileged children of Apache (user nobody) can read: examples/php's own, or a copy. */
 export function worldReadableDocRoot(scope: Scope, publicDir: string): string {
-  const readable = (p: string): boolean => {
-    for (let d = p; ; d = dirname(d)) {
-      if ((statSync(d).mode & 0o005) !== 0o005) return false;
-      if (dirname(d) === d) return true;
-    }
-  };
-  if (readable(publicDir)) return publicDir;
-  const dir = mkdtempSync(join(tmpdir(), 'fpm-www-'));
-  scope.after(() => rmSync(dir, { recursive: true, force: true }));
-  const app = dirname(publicDir);
-  cpSync(app, join(dir, 'php'), { recursive: true });
-  const open = (p: string): void => {
-    const isDir = statSync(p).isDirectory();
-    chmodSync(p, isDir ? 0o755 : 0o644);
-    if (isDir) for (const e of readdirSync(p)) open(join(p, e));
-  };
-  open(dir);
-  return join(dir, 'php', 'public');
+  return join(worldReadableDir(scope, dirname(publicDir)), basename(publicDir));
 }
 
 /** HAProxy in the foreground (-db) with `config` (already filled in). */

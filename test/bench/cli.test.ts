@@ -3,6 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startTrivialBackend } from '../../bench/trivial-backend.js';
 import { FCGI_PM_BIN } from '../helpers/paths.js';
@@ -45,7 +47,9 @@ test('--json: the fcgi-pm-bench/1 schema, with counts that match the backend', {
   assert.deepEqual(Object.keys(j), [
     'schema', 'target', 'protocol', 'method', 'keep_alive', 'mode', 'concurrency', 'rate', 'requests_asked', 'duration_asked_ms',
     'started_at', 'elapsed_ms', 'requests', 'rps', 'status', 'errors', 'connections', 'latency_ms', 'bytes', 'schedule_lag_max_ms',
+    'stalled_s', 'warnings',
   ]);
+  assert.deepEqual(j.warnings, [], 'some replies were 2xx, none stalled');
   assert.equal(j.schema, 'fcgi-pm-bench/1');
   assert.deepEqual([j.protocol, j.method, j.keep_alive, j.mode, j.concurrency, j.rate, j.requests_asked], ['fastcgi', 'POST', true, 'closed', 4, null, 40]);
   assert.ok(!Number.isNaN(Date.parse(j.started_at)));
@@ -64,12 +68,34 @@ test('--json: the fcgi-pm-bench/1 schema, with counts that match the backend', {
   assert.equal(b.received(), 40);
 });
 
-test('a refused target: exit 0, errors counted in the text report', { timeout: 30_000 }, async () => {
+test('an unreachable target is an error with the reason, exit 1, no report', { timeout: 30_000 }, async (t) => {
   const port = await freePort();
-  const r = await bench(['-n', '5', `http://127.0.0.1:${port}/`]);
+  const refused = await bench(['-n', '5', `http://127.0.0.1:${port}/`]);
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.match(refused.stderr, new RegExp(`cannot reach .*: ECONNREFUSED 127\\.0\\.0\\.1:${port}`));
+  assert.equal(refused.stdout, '');
+  const sock = join(makeTempDir(t, 'fpm-bench-'), 'php.sock');
+  const missing = await bench(['-n', '5', `fcgi://unix:${sock}/index.php`]);
+  assert.equal(missing.code, 1, missing.stderr);
+  assert.match(missing.stderr, new RegExp(`ENOENT ${sock.replace(/[.]/g, '\\.')}$`, 'm'));
+  assert.equal(missing.stdout, '');
+});
+
+test('every reply non-2xx: a warning in the report, exit 0', { timeout: 30_000 }, async (t) => {
+  const server = createHttpServer((_req, res) => {
+    res.statusCode = 500;
+    res.end('broken');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const r = await bench(['-n', '20', '-c', '2', '-k', url]);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /5 issued, 0 replies, 5 errors/);
-  assert.match(r.stdout, /Errors: +connect 5/);
+  assert.match(r.stdout, /^Warning: +every reply was non-2xx \(500×20\)/m);
+  const j = JSON.parse((await bench(['--json', '-n', '20', '-c', '2', '-k', url])).stdout) as { warnings: string[]; stalled_s: number };
+  assert.equal(j.warnings.length, 1);
+  assert.match(j.warnings[0]!, /non-2xx/);
+  assert.equal(j.stalled_s, 0);
 });
 
 test('--rate in --json: open mode, lag reported', { timeout: 30_000 }, async (t) => {

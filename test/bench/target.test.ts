@@ -1,7 +1,11 @@
 // Target URLs and the CGI variables a bench request carries.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { cgiParamsFor, parseTarget, TargetError, type RequestShape } from '../../src/bench/target.js';
+import { makeTempDir } from '../helpers/tmp.js';
 
 const shape = (over: Partial<RequestShape> = {}): RequestShape => ({ method: 'GET', body: undefined, headers: [], params: [], keepAlive: false, ...over });
 
@@ -17,11 +21,38 @@ test('TCP targets: scheme, address, path and query', () => {
   assert.equal(parseTarget('http://127.0.0.1:8080?x=1').query, 'x=1');
 });
 
-test('Unix targets: the socket path ends at the first colon after "unix:"', () => {
-  const t = parseTarget('fcgi://unix:/run/php/php-fpm.sock:/status.php?full');
-  assert.deepEqual([t.address.kind, t.address.text, t.path, t.query], ['unix', 'unix:/run/php/php-fpm.sock', '/status.php', 'full']);
-  const bare = parseTarget('scgi://unix:/tmp/app.sock');
-  assert.deepEqual([bare.address.text, bare.path], ['unix:/tmp/app.sock', '/']);
+test('Unix targets: the socket path ends at a ".sock" component, else at the first colon', () => {
+  const table: Array<[string, string, string, string]> = [
+    // url, socket path, request path, query
+    ['fcgi://unix:/run/php/php-fpm.sock:/status.php?full', '/run/php/php-fpm.sock', '/status.php', 'full'],
+    ['fcgi://unix:/run/php/php-fpm.sock/status.php?full', '/run/php/php-fpm.sock', '/status.php', 'full'],
+    ['fcgi://unix:/run/php.sock/index.php', '/run/php.sock', '/index.php', ''],
+    ['fcgi://unix:/run/php.sock/a/b.php?x=a:b', '/run/php.sock', '/a/b.php', 'x=a:b'],
+    ['fcgi://unix:/run/php.sock?x=1', '/run/php.sock', '/', 'x=1'],
+    ['fcgi://unix:/run/php.sock:', '/run/php.sock', '/', ''],
+    ['scgi://unix:/tmp/app.sock', '/tmp/app.sock', '/', ''],
+    ['http://unix:/run/fcgi-pm.sock:/', '/run/fcgi-pm.sock', '/', ''],
+    // No ".sock" and nothing on disk: the colon, or else all of it.
+    ['fcgi://unix:/nonexistent/php-socket:/x.php', '/nonexistent/php-socket', '/x.php', ''],
+    ['fcgi://unix:/nonexistent/php-socket/x.php', '/nonexistent/php-socket/x.php', '/', ''],
+  ];
+  for (const [url, sock, path, query] of table) {
+    const t = parseTarget(url);
+    assert.deepEqual([t.address.kind, t.address.text, t.path, t.query], ['unix', `unix:${sock}`, path, query], url);
+  }
+});
+
+test('Unix targets: a socket without ".sock" in its name is found on disk', async (t) => {
+  const dir = makeTempDir(t, 'fpm-target-');
+  mkdirSync(join(dir, 'run'));
+  const sock = join(dir, 'run', 'php-fpm');
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(sock, resolve));
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  const target = parseTarget(`fcgi://unix:${sock}/app/index.php?q=1`);
+  assert.deepEqual([target.address.text, target.path, target.query], [`unix:${sock}`, '/app/index.php', 'q=1']);
+  // The directory above it is no socket: not taken for one.
+  assert.equal(parseTarget(`fcgi://unix:${join(dir, 'run')}:/x`).address.text, `unix:${join(dir, 'run')}`);
 });
 
 test('bad targets say what is wrong', () => {

@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
 import { recommend, doublingSizes, type TuneSize, type TuneStep } from '../../src/bench/tune.js';
+import { needsAnotherRun, relativeSpread } from '../../src/bench/tune-plan.js';
 import { parseTarget } from '../../src/bench/target.js';
 import { tuneConfigObject } from '../../src/cli/tune.js';
 import { configFromObject } from '../../src/config/schema.js';
@@ -18,7 +19,7 @@ import { listProcesses } from '../helpers/proc.js';
 import { makeTempDir } from '../helpers/tmp.js';
 
 function sizeResult(size: number, rps: number, memMiB: number, over: Partial<TuneStep> = {}): TuneSize {
-  const best: TuneStep = { size, concurrency: size, rps, p50Ms: 1, p99Ms: 2, replies: 1000, errors: 0, failedStatus: 0, ...over };
+  const best: TuneStep = { size, concurrency: size, rps, p50Ms: 1, p99Ms: 2, replies: 1000, errors: 0, failedStatus: 0, repeats: 3, rpsRuns: [rps, rps, rps], spread: 0, ...over };
   return { size, steps: [best], best, workers: size, memPerWorker: memMiB * 1048576, memKind: 'pss', daemonRss: 0 };
 }
 
@@ -40,6 +41,18 @@ test('recommend: the smallest size within tolerance of the best, inside the budg
   assert.equal(recommend([sizeResult(1, 10, 1, { errors: 1000, replies: 0 })], 1e12, 0.05), undefined);
   assert.deepEqual(doublingSizes(12), [1, 2, 4, 8, 12]);
   assert.deepEqual(doublingSizes(1), [1]);
+});
+
+test('a step runs at least min times, more while its spread is above the limit, at most max', () => {
+  const rule = { min: 3, max: 5, spread: 0.1 };
+  assert.equal(relativeSpread([100, 105, 95]), 0.1);
+  assert.equal(relativeSpread([100]), 0);
+  assert.equal(needsAnotherRun([], rule), true);
+  assert.equal(needsAnotherRun([100, 100], rule), true);
+  assert.equal(needsAnotherRun([100, 104, 98], rule), false, 'spread 6 %: known well enough');
+  assert.equal(needsAnotherRun([100, 130, 98], rule), true, 'spread 31 %: once more');
+  assert.equal(needsAnotherRun([100, 130, 98, 101], rule), true);
+  assert.equal(needsAnotherRun([100, 130, 98, 101, 99], rule), false, 'bounded: 5 runs at most');
 });
 
 test('the generated config validates, keeps the pool settings, listens where the target points', (t) => {
@@ -76,7 +89,7 @@ test('fcgi-pm tune: sizes 1 and 2 measured with workers and memory found, a reco
     pools: { node: { command: [process.execPath, fixturePath('responder')], pm: 'ondemand', max_children: 2 } },
   }));
   const port = await freePort();
-  const args = [FCGI_PM_BIN, 'tune', '-c', file, '--sizes', '1,2', '--concurrency', '1,3', '--step', '400ms', '--warmup', '100ms', '--allow-root', '--json', `fcgi://127.0.0.1:${port}/x?size=200`];
+  const args = [FCGI_PM_BIN, 'tune', '-c', file, '--sizes', '1,2', '--concurrency', '1,3', '--step', '400ms', '--warmup', '100ms', '--runs', '2', '--max-runs', '4', '--allow-root', '--json', `fcgi://127.0.0.1:${port}/x?size=200`];
   const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     execFile(process.execPath, args, { timeout: 50_000, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
       resolve({ code: err === null ? 0 : ((err as { code?: number }).code ?? null), stdout: String(stdout), stderr: String(stderr) });
@@ -91,6 +104,9 @@ test('fcgi-pm tune: sizes 1 and 2 measured with workers and memory found, a reco
     assert.equal(s.workers, s.size, 'pm static: that many workers under the daemon');
     assert.deepEqual(s.steps.map((x) => x.concurrency), [1, 3]);
     for (const st of s.steps) {
+      assert.ok(st.repeats >= 2 && st.repeats <= 4, `runs ${st.repeats}`);
+      assert.equal(st.rpsRuns.length, st.repeats);
+      assert.equal(typeof st.spread, 'number');
       assert.ok(st.replies > 0);
       assert.equal(st.errors, 0);
       assert.equal(st.failedStatus, 0);
@@ -101,6 +117,7 @@ test('fcgi-pm tune: sizes 1 and 2 measured with workers and memory found, a reco
     assert.ok(s.daemonRss > 0);
   }
   assert.ok([1, 2].includes(j.recommendation.size), j.recommendation.reason);
-  const left = listProcesses().filter((p) => p.cmdline.includes('fcgi-pm-tune-') || p.cmdline.includes(`:${port}`));
+  // Daemons of this checkout only: another checkout's tune may run on the same machine.
+  const left = listProcesses().filter((p) => (p.cmdline.includes('fcgi-pm-tune-') && p.cmdline.includes(FCGI_PM_BIN)) || p.cmdline.includes(`:${port}`));
   assert.deepEqual(left, [], 'every daemon tune started is gone');
 });

@@ -20,7 +20,7 @@ async function blockedPort(t: { after(fn: () => unknown): void }): Promise<numbe
 
 const quick = (port: number): string[] => ['run', '--http', `127.0.0.1:${port}`, '--backend', 'fastcgi://127.0.0.1:1'];
 const HUMAN_POOL_LINE = /^\d\d:\d\d:\d\d\.\d{3} (\x1b\[32m)?INFO (\x1b\[0m)? pool default: fastcgi backends 127\.0\.0\.1:1  kind=pool pool=default type=external/m;
-const HUMAN_FATAL_LINE = /^\d\d:\d\d:\d\d\.\d{3} (\x1b\[35m)?FATAL(\x1b\[0m)? could not start  code=ERR_LISTEN_FAILED /m;
+const HUMAN_FATAL_LINE = /^\d\d:\d\d:\d\d\.\d{3} (\x1b\[35m)?FATAL(\x1b\[0m)? could not start\b.*  code=ERR_LISTEN_FAILED /m;
 
 /** Runs the CLI with stdout on a pseudo-terminal; resolves with what the terminal showed. */
 function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {

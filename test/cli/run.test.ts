@@ -8,12 +8,13 @@ import { httpRequest } from '../helpers/http-client.js';
 import { FCGI_PM_BIN, PHP_FIXTURES, REPO_ROOT } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { canConnect, waitFor, withTimeout } from '../helpers/wait.js';
+import { worldReadableDir } from '../helpers/world-readable.js';
 import { runBin } from './helpers.js';
 
 test('quick form: --http with --command php-cgi --user www-data serves PHP, and SIGTERM exits 0', { timeout: 60_000 }, async (t) => {
   const port = await freePort();
   const child = new ManagedChild('fcgi-pm', process.execPath, [
-    FCGI_PM_BIN, 'run', '--http', `127.0.0.1:${port}`, '--document-root', PHP_FIXTURES, '--command', 'php-cgi', '--user', 'www-data', '--max-children', '2',
+    FCGI_PM_BIN, 'run', '--http', `127.0.0.1:${port}`, '--document-root', worldReadableDir(t, PHP_FIXTURES), '--command', 'php-cgi', '--user', 'www-data', '--max-children', '2',
   ], { cwd: REPO_ROOT });
   t.after(() => child.stop(10_000));
   let stdout = '';

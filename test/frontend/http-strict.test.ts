@@ -53,6 +53,11 @@ describe('HTTP listener strictness and one answer per request', { timeout: 60_00
     assert.equal(r.ended, 'end');
   });
 
+  it('HTTP/1.1 without Host (node answers it 400 itself) and more bytes after it: exactly one answer', async () => {
+    const r = await rawExchange(rig.target, ['POST /f HTTP/1.1\r\nt: fuzz\r\nContent-Lengthion: close\r\n\r\nname=value&x=1']);
+    assert.deepEqual(statuses(r.received), [400], r.received.toString('latin1'));
+  });
+
   for (const [what, head, status, code] of [
     ['two Host headers', 'GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, ErrorCodes.HTTP_BAD_HEAD],
     ['HTTP/2.0', 'GET /x HTTP/2.0\r\nHost: a\r\n\r\n', 505, ErrorCodes.HTTP_VERSION],

@@ -11,6 +11,7 @@ import type { ParamsLimits } from '../../src/protocol/params.js';
 import type { Exchange } from '../../src/protocol/exchange.js';
 import { DEFAULT_PARAMS_LIMITS } from '../../src/protocol/params.js';
 import { startListener, type Listener } from '../../src/frontend/index.js';
+import type { FdGuard } from '../../src/frontend/fd-guard.js';
 import { FakePool } from '../helpers/fake-pool.js';
 import type { Scope } from '../helpers/scope.js';
 import { makeTempDir } from '../helpers/tmp.js';
@@ -44,6 +45,8 @@ export function listenerConfig(protocol: FrontProtocol, address: string, extra: 
     bodyBufferSize: 64 * 1024,
     maxBodySize: 100 * 1024 * 1024,
     idleTimeout: 300,
+    headerTimeout: 60_000,
+    bodyTimeout: 60_000,
     maxConns: 100,
     params: {},
     ...extra,
@@ -70,7 +73,7 @@ export async function startRig(
   scope: Scope,
   protocol: FrontProtocol,
   address: string,
-  opts: { cfg?: Partial<ListenerConfig>; limits?: ParamsLimits; pool?: FakePool; poolName?: string } = {},
+  opts: { cfg?: Partial<ListenerConfig>; limits?: ParamsLimits; pool?: FakePool; poolName?: string; fds?: FdGuard } = {},
 ): Promise<Rig> {
   const pool = opts.pool ?? new FakePool();
   const { logger, lines } = captureLogger();
@@ -79,6 +82,7 @@ export async function startRig(
     limits: opts.limits ?? DEFAULT_PARAMS_LIMITS,
     logger,
     onExchange: () => {},
+    fds: opts.fds,
   });
   scope.after(() => listener.close(1000));
   const logged = (pred: (l: LogLine) => boolean, level = WARN): Promise<LogLine> =>

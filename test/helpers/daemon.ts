@@ -159,6 +159,8 @@ export interface StartDaemonOptions {
    * user workers run as. false: the daemon applies the root refusal like a real one.
    */
   allowRoot?: boolean;
+  /** A command the daemon runs under, e.g. ['prlimit', '--nofile=1024:4096']. */
+  prefix?: string[];
 }
 
 /** Starts `fcgi-pm run -c FILE` with `config` (an object written as YAML, or YAML text). */
@@ -172,8 +174,9 @@ export async function startDaemon(
   const parsed = (typeof config === 'string' ? parseYaml(config) : config) as Record<string, any>;
   const configPath = join(dir, 'fcgi-pm.yaml');
   writeFileSync(configPath, text);
-  const args = [FCGI_PM_BIN, 'run', '-c', configPath, ...(opts.allowRoot === false ? [] : ['--allow-root'])];
-  const child = new ManagedChild('fcgi-pm', process.execPath, args, {
+  const argv = [process.execPath, FCGI_PM_BIN, 'run', '-c', configPath, ...(opts.allowRoot === false ? [] : ['--allow-root'])];
+  const [cmd, ...args] = [...(opts.prefix ?? []), ...argv] as [string, ...string[]];
+  const child = new ManagedChild('fcgi-pm', cmd, args, {
     cwd: REPO_ROOT,
     env: opts.env ?? process.env,
   });

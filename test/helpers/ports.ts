@@ -1,7 +1,19 @@
 import { createServer } from 'node:net';
 
-/** A loopback TCP port that was free a moment ago (bind port 0, read it, close). */
-export function freePort(): Promise<number> {
+/** Ports this test process already handed out: the kernel may offer a closed one again at once. */
+const given = new Set<number>();
+
+/** A loopback TCP port that was free a moment ago (bind port 0, read it, close), never the same twice. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await probePort();
+    if (given.has(port)) continue;
+    given.add(port);
+    return port;
+  }
+}
+
+function probePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();

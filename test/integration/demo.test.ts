@@ -1,29 +1,47 @@
-// `npm run demo`'s config (examples/demo/fcgi-pm.yaml) on free ports, started as the
-// demo starts it (from the checkout, no --allow-root): it serves, and as root its
-// workers run as nobody.
+// `npm run demo` as it starts (examples/demo/start.mjs with the demo config, on free
+// ports): it serves; as root its workers are nobody when nobody can read the checkout,
+// else root with a line on stderr that says why.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { startDaemon } from '../helpers/daemon.js';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { ManagedChild } from '../helpers/child.js';
 import { httpRequest } from '../helpers/http-client.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
+import { descendantsMatching } from '../helpers/proc.js';
+import { makeTempDir } from '../helpers/tmp.js';
+import { canConnect, waitFor } from '../helpers/wait.js';
+import { othersCanReach } from '../helpers/world-readable.js';
 
 function euidOf(pid: number): number {
   return Number(/^Uid:\s+\d+\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 }
 
-test('the demo config serves without --allow-root; as root its workers are nobody', { timeout: 60_000 }, async (t) => {
-  const cfg = parseYaml(readFileSync(join(REPO_ROOT, 'examples/demo/fcgi-pm.yaml'), 'utf8')) as { listen: Array<{ address: string }> };
+test('npm run demo serves; as root its workers are nobody, or root with the reason when nobody cannot read the checkout', { timeout: 60_000 }, async (t) => {
+  const cfg = parseYaml(readFileSync(join(REPO_ROOT, 'examples/demo/fcgi-pm.yaml'), 'utf8')) as Record<string, unknown> & { listen: Array<{ address: string }> };
   for (const l of cfg.listen) l.address = `127.0.0.1:${await freePort()}`;
-  const d = await startDaemon(t, { ...cfg, control_socket: 'off' }, { allowRoot: false });
-  const r = await httpRequest(`http://${cfg.listen[0]!.address}/`, { timeout: 15_000 });
+  const file = join(makeTempDir(t, 'fpm-demo-'), 'fcgi-pm.yaml');
+  writeFileSync(file, stringifyYaml({ ...cfg, control_socket: 'off' }));
+  const child = new ManagedChild('demo', process.execPath, [join(REPO_ROOT, 'examples/demo/start.mjs'), file], { cwd: REPO_ROOT });
+  t.after(() => child.stop(10_000));
+  const port = Number(cfg.listen[0]!.address.split(':')[1]);
+  await waitFor(async () => {
+    if (!child.running) throw new Error(`exited: ${child.stderr}`);
+    return canConnect({ port });
+  }, { timeout: 20_000, what: 'the demo listener' });
+
+  const r = await httpRequest(`http://127.0.0.1:${port}/`, { timeout: 15_000 });
   assert.equal(r.status, 200, r.text);
-  const [worker] = d.descendants('app.mjs');
-  assert.ok(worker !== undefined, d.dump());
+  const [worker] = descendantsMatching(child.pid, 'app.mjs');
+  assert.ok(worker !== undefined, child.stderr);
   const nobody = Number(readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('nobody:'))!.split(':')[2]);
-  assert.equal(euidOf(worker), process.geteuid?.() === 0 ? nobody : process.geteuid?.());
-  if (process.geteuid?.() !== 0) assert.ok(d.findLog((l) => l.kind === 'notice'), 'not root: user is ignored with a notice');
+  const euid = euidOf(worker.pid);
+  if (process.geteuid?.() !== 0) assert.equal(euid, process.geteuid?.());
+  else if (othersCanReach(join(REPO_ROOT, 'examples/demo/app.mjs'))) assert.equal(euid, nobody, child.stderr);
+  else {
+    assert.equal(euid, 0);
+    assert.match(child.stderr, /^fcgi-pm demo: nobody cannot read this checkout \(.+\); the demo's workers run as root/m);
+  }
 });

@@ -9,7 +9,9 @@ import { stringify as stringifyYaml } from 'yaml';
 import { ManagedChild } from '../helpers/child.js';
 import { startDaemon, Daemon, LogLevel } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
-import { FCGI_PM_BIN, PHP_FIXTURES, PHP_FLAGS, REPO_ROOT } from '../helpers/paths.js';
+import { PHP_FIXTURES, PHP_FLAGS } from '../helpers/paths.js';
+import type { Scope } from '../helpers/scope.js';
+import { worldReadableBin, worldReadableDir } from '../helpers/world-readable.js';
 import { freePort } from '../helpers/ports.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { canConnect, waitFor, withTimeout } from '../helpers/wait.js';
@@ -17,13 +19,14 @@ import { opsDaemon } from '../ops/helpers.js';
 
 const skip = process.geteuid?.() !== 0 && 'runs as root (switching users needs it)';
 
-async function phpConfig(pool: Record<string, unknown>) {
+/** A PHP pool behind an HTTP listener; its document root readable by the workers' user. */
+async function phpConfig(scope: Scope, pool: Record<string, unknown>) {
   const port = await freePort();
   return {
     port,
     config: {
       control_socket: 'off',
-      listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'app', document_root: PHP_FIXTURES }],
+      listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'app', document_root: worldReadableDir(scope, PHP_FIXTURES) }],
       pools: { app: { command: ['php-cgi', ...PHP_FLAGS], max_children: 2, ...pool } },
     },
   };
@@ -53,7 +56,7 @@ function assertOneReadableFailure(f: { code: number | null; stderr: string; logs
 }
 
 test('as root without user: start refused with the one-line fix, exit 1, no stack', { skip, timeout: 60_000 }, async (t) => {
-  const { config } = await phpConfig({});
+  const { config } = await phpConfig(t, {});
   const d = await startDaemon(t, config, { allowRoot: false, noWait: true });
   const f = await failedStart(d);
   assertOneReadableFailure(f, new RegExp(`^${d.configPath}:\\d+: pools\\.app: workers would run as root; add user: www-data \\(or user: root to allow it, or run with --allow-root\\)$`));
@@ -62,23 +65,23 @@ test('as root without user: start refused with the one-line fix, exit 1, no stac
 
 for (const [user, uid] of [['www-data', 33], ['nobody', 65534]] as const) {
   test(`user: ${user}: the PHP page runs as uid ${uid}`, { skip, timeout: 60_000 }, async (t) => {
-    const { port, config } = await phpConfig({ user });
+    const { port, config } = await phpConfig(t, { user });
     await startDaemon(t, config, { allowRoot: false });
     assert.match(await whoami(port), new RegExp(`^uid=${uid} gid=${uid}\\n$`));
   });
 }
 
 test('--allow-root and user: root are consent: the page runs as uid 0', { skip, timeout: 60_000 }, async (t) => {
-  const allowed = await phpConfig({});
+  const allowed = await phpConfig(t, {});
   await startDaemon(t, allowed.config, { allowRoot: true });
   assert.equal(await whoami(allowed.port), 'uid=0 gid=0\n');
-  const explicit = await phpConfig({ user: 'root' });
+  const explicit = await phpConfig(t, { user: 'root' });
   await startDaemon(t, explicit.config, { allowRoot: false });
   assert.equal(await whoami(explicit.port), 'uid=0 gid=0\n');
 });
 
 test('a reload that adds a pool without user is refused; the old config keeps serving', { skip, timeout: 90_000 }, async (t) => {
-  const { port, config } = await phpConfig({ user: 'www-data' });
+  const { port, config } = await phpConfig(t, { user: 'www-data' });
   const { control_socket: _off, ...rest } = config;
   const d = await opsDaemon(t, rest, { allowRoot: false });
   assert.equal(await whoami(port), 'uid=33 gid=33\n');
@@ -104,13 +107,13 @@ test('a unix socket in a missing directory: one line naming ENOENT, exit 1', { t
 });
 
 test('not root: user: www-data is ignored with a notice and the workers run as the daemon\'s user', { skip, timeout: 60_000 }, async (t) => {
-  const { port, config } = await phpConfig({ user: 'www-data' });
+  const { port, config } = await phpConfig(t, { user: 'www-data' });
   const dir = makeTempDir(t, 'fpm-ra-');
   chmodSync(dir, 0o755);
   const file = join(dir, 'fcgi-pm.yaml');
   writeFileSync(file, stringifyYaml(config), { mode: 0o644 });
   // The daemon itself as nobody, as a user would start it from a shell.
-  const child = new ManagedChild('fcgi-pm', '/usr/bin/setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, FCGI_PM_BIN, 'run', '-c', file], { cwd: REPO_ROOT });
+  const child = new ManagedChild('fcgi-pm', '/usr/bin/setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, worldReadableBin(t), 'run', '-c', file], { cwd: dir });
   const d = new Daemon(child, file, config);
   t.after(() => d.stop());
   const notice = await d.waitForLog((l) => l.kind === 'notice', { timeout: 15_000, what: 'the notice' });

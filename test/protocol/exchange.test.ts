@@ -275,6 +275,30 @@ describe('abort', () => {
     assert.equal(ex.pushBody(Buffer.from('c')), true);
   });
 
+  test('failByClient: the holder hears of it as an abort, the client gets the error, the log its status', () => {
+    const { ex, sink, finishes } = make();
+    let aborts = 0;
+    ex.onAbort = () => {
+      aborts++;
+      assert.ok(ex.finished, 'finished before the holder hears of it, so it cannot answer too');
+    };
+    const c = new Consumer();
+    ex.consumeBody(c);
+    ex.pushBody(Buffer.from('a'));
+    ex.failByClient(new ProxyError(ErrorCodes.CLIENT_BODY_TIMEOUT, 408, 'stalled'));
+    ex.respondError(new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'late'));
+    ex.failByClient(new ProxyError(ErrorCodes.CLIENT_BODY_TIMEOUT, 408, 'again'));
+    assert.equal(aborts, 1);
+    assert.deepEqual(sink.events, ['fail 408']);
+    assert.equal(finishes.length, 1);
+    assert.equal(ex.status, 408);
+    assert.equal(ex.error?.code, ErrorCodes.CLIENT_BODY_TIMEOUT);
+    ex.pushBody(Buffer.from('b'));
+    ex.endBody();
+    assert.equal(c.text, 'a');
+    assert.equal(c.ended, 0);
+  });
+
   test('regression: no end() to the consumer when the body ends after an abort', () => {
     const { ex } = make();
     const c = new Consumer();

@@ -199,7 +199,8 @@ describe('encodeRequestHead from received bytes', () => {
       const wire = encodeNameValues(new CgiParams(flat));
       const lazy = collect([wire]);
       const fromBytes = encodeRequestHead(7, 1, 1, lazy);
-      assert.ok(lazy.wire !== undefined, 'encoding did not decode the params');
+      // Up to one record the bytes are copied as received; more are re-packed pair by pair (php-cgi reads each record alone).
+      if (size < 60_000) assert.ok(lazy.wire !== undefined, 'encoding did not decode the params');
       assert.ok(fromBytes.equals(encodeRequestHead(7, 1, 1, new CgiParams(flat))), `size ${size}`);
     }
   });

@@ -336,18 +336,21 @@ describe('request head', () => {
     assert.deepEqual(head, bytes([1, 1, 0, 7, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0], [1, 4, 0, 7, 0, 0, 0, 0]));
   });
 
-  test('params over 65535 bytes are split across PARAMS records', () => {
+  test('params over one record are split at pair boundaries', () => {
     const big = 'z'.repeat(140000);
     const params = new CgiParams(['SCRIPT_NAME', '/a.php', 'HTTP_X_BIG', big, 'LAST', '1']);
     const head = encodeRequestHead(3, Role.Responder, 0, params);
     const recs = decodeAll(head);
+    // SCRIPT_NAME pair 19 bytes alone (the big pair does not fit after it), the
+    // 140015-byte pair in 65535-byte pieces, its 8945-byte tail joined by LAST (7).
     assert.deepEqual(
       recs.map((r) => [r.type, r.requestId, r.content.length]),
       [
         [RecordType.BeginRequest, 3, 8],
+        [RecordType.Params, 3, 19],
         [RecordType.Params, 3, 65535],
         [RecordType.Params, 3, 65535],
-        [RecordType.Params, 3, encodeNameValues(params).length - 2 * 65535],
+        [RecordType.Params, 3, 8952],
         [RecordType.Params, 3, 0],
       ],
     );
@@ -356,6 +359,50 @@ describe('request head', () => {
     let got: CgiParams | undefined;
     for (const r of recs.slice(1)) got = c.add(r.content);
     assert.deepEqual(got?.pairs, params.pairs);
+  });
+
+  // php-cgi refuses a PARAMS record whose content + padding passes 65535 and decodes each
+  // record alone: 65,515..65,535 bytes of pairs used to go out as 65535 + padding 1, or
+  // with a pair cut across two records, and php-cgi closed without an answer (502).
+  test('exact headers around the 65535-byte boundary: content + padding within 65535, no pair cut', () => {
+    // [content length, padding] of each PARAMS record for X=<value> then A=b
+    // (pairs of 6 + value and 4 bytes).
+    const cases: Array<{ value: number; records: Array<[number, number]> }> = [
+      { value: 65509, records: [[65519, 1]] },
+      { value: 65515, records: [[65525, 3]] },
+      { value: 65525, records: [[65535, 0]] },
+      { value: 65526, records: [[65532, 0], [4, 4]] },
+      { value: 65529, records: [[65535, 0], [4, 4]] },
+      // A pair longer than a record is the one case that straddles.
+      { value: 65530, records: [[65535, 0], [5, 3]] },
+    ];
+    for (const { value, records } of cases) {
+      const params = new CgiParams(['X', 'v'.repeat(value), 'A', 'b']);
+      const head = encodeRequestHead(1, Role.Responder, 0, params);
+      const got: Array<[number, number]> = [];
+      for (let off = 16; ; ) {
+        const cl = head.readUInt16BE(off + 4);
+        const pad = head[off + 6]!;
+        assert.equal(head[off + 1], RecordType.Params);
+        off += 8 + cl + pad;
+        if (cl === 0) {
+          assert.equal(off, head.length);
+          break;
+        }
+        assert.ok(cl + pad <= 65535, `record of ${cl} + ${pad} padding`);
+        got.push([cl, pad]);
+      }
+      assert.deepEqual(got, records, `value of ${value} bytes`);
+    }
+  });
+
+  test('pairs that fit a record are never cut: each record decodes on its own (as php-cgi reads them)', () => {
+    const flat: string[] = [];
+    for (let i = 0; i < 40; i++) flat.push(`HTTP_X_${i}`, 'y'.repeat(3000 + i * 37));
+    const recs = decodeAll(encodeRequestHead(1, Role.Responder, 0, new CgiParams(flat))).slice(1, -1);
+    assert.ok(recs.length > 1);
+    const names = recs.flatMap((r) => decodeNameValues(r.content, BIG_LIMITS).pairs.filter((_, i) => i % 2 === 0));
+    assert.deepEqual(names, flat.filter((_, i) => i % 2 === 0));
   });
 
   test('params of exactly 65535 encoded bytes fit one record', () => {

@@ -16,7 +16,10 @@ import { UpstreamEndpoint } from '../../src/upstream/endpoint.js';
 import type { UpstreamOptions, UpstreamOutcome } from '../../src/upstream/types.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { waitFor, withTimeout } from '../helpers/wait.js';
-import { runExchange, type RunResult } from '../fixtures/upstream/sink.js';
+import { RecordingSink, runExchange, type RunResult } from '../fixtures/upstream/sink.js';
+import { Exchange } from '../../src/protocol/exchange.js';
+import { CgiParams } from '../../src/protocol/params.js';
+import { performance } from 'node:perf_hooks';
 
 /** A backend that answers a head and some body at once, then the rest only when told to. */
 class StubbornBackend {
@@ -127,4 +130,38 @@ test('without drainOnAbort (external backends) the connection is closed at once;
   const r = await outcome.promise;
   assert.deepEqual(r.outcome, { kind: 'aborted', backendBusy: true });
   await waitFor(() => backend.open === 0, { timeout: 5000, what: 'connection closed' });
+});
+
+/** A POST of 100 body bytes of which only 10 were pushed: the client still owes the rest. */
+function startStalledPost(endpoint: UpstreamEndpoint): { ex: Exchange; outcome: Promise<UpstreamOutcome> } {
+  const ex = new Exchange(CgiParams.fromObject({ REQUEST_METHOD: 'POST', SCRIPT_NAME: '/upload.php', CONTENT_LENGTH: '100' }), new RecordingSink(), 'test', performance.now());
+  const outcome = new Promise<UpstreamOutcome>((resolve) => endpoint.run(ex, resolve));
+  ex.pushBody(Buffer.alloc(10));
+  return { ex, outcome };
+}
+
+test('drainOnAbort: a request aborted before its body was sent is not drained (php-cgi would wait for the body forever)', async (t) => {
+  const { backend, endpoint } = await setup(t, {});
+  const { ex, outcome } = startStalledPost(endpoint);
+  await waitFor(() => backend.open === 1, { timeout: 5000, what: 'the request at the backend' });
+  ex.abort();
+  // Reported at once with the worker busy (the pool replaces it), not after read_timeout (10 s here).
+  assert.deepEqual(await withTimeout(outcome, 3000, 'outcome'), { kind: 'aborted', backendBusy: true });
+  await waitFor(() => backend.open === 0, { timeout: 5000, what: 'connection closed' });
+});
+
+test('read_timeout does not run while the client still owes body bytes', async (t) => {
+  const { backend, endpoint } = await setup(t, { readTimeout: 200 });
+  const { ex, outcome } = startStalledPost(endpoint);
+  let reported: UpstreamOutcome | undefined;
+  void outcome.then((o) => (reported = o));
+  await waitFor(() => backend.open === 1, { timeout: 5000, what: 'the request at the backend' });
+  // Several read timeouts long; a backend waiting for the body is not silent.
+  await new Promise((r) => setTimeout(r, 800));
+  assert.equal(reported, undefined, `no outcome while the body is owed, got ${JSON.stringify(reported)}`);
+  ex.pushBody(Buffer.alloc(90));
+  ex.endBody();
+  await waitFor(() => backend.requests === 1, { timeout: 5000, what: 'the whole body at the backend' });
+  backend.finish();
+  assert.deepEqual(await withTimeout(outcome, 5000, 'outcome'), { kind: 'done' });
 });
