@@ -129,7 +129,7 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'body_timeout', field: 'bodyTimeout', type: positiveDuration, default: '60s', doc: 'FastCGI and SCGI: a request body that stalls (no byte for this long) ends the request as a client timeout (408, ERR_CLIENT_BODY_TIMEOUT) and frees its worker. HTTP listeners use idle_timeout for this.' },
   { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS); more are answered 503 (FastCGI: FCGI_OVERLOADED) and closed.' },
   { key: 'backlog', field: 'backlog', type: { kind: 'int', min: 1, max: 1_000_000 }, defaultText: '(net.core.somaxconn)', doc: 'Listen queue length: connections the kernel holds before fcgi-pm accepts them (capped by net.core.somaxconn).' },
-  { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },
+  { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener; a name set here replaces every copy the client sent.' },
   ...OPERATIONS_LISTENER_KEYS,
 ];
 
