@@ -93,7 +93,8 @@ ${o.idleTimeout !== undefined ? `    idle_timeout: ${o.idleTimeout}\n` : ''}${o.
 runtime_dir: ${dir}
 `;
   writeFileSync(join(dir, 'fcgi-pm.yaml'), conf);
-  const args = ['run', '-c', join(dir, 'fcgi-pm.yaml')];
+  // The bench runs as root on a bench box: its php-cgi workers run as root on purpose.
+  const args = ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'];
   // Executed as a program, as operators run it, bin/fcgi-pm starts the daemon with its heap flags.
   const env = { ...process.env, ...(o.nodeFlags !== undefined ? { FCGI_PM_NODE_FLAGS: o.nodeFlags } : {}) };
   const p = o.nodeArgs !== undefined ? start('fcgi-pm', process.execPath, [...o.nodeArgs, BIN, ...args], { cwd: dir }) : start('fcgi-pm', BIN, args, { cwd: dir, env });

@@ -115,7 +115,7 @@ async function daemonMemory(dir: string): Promise<void> {
       '',
     ].join('\n'),
   );
-  const d = spawn(process.execPath, [join(ROOT, 'bin/fcgi-pm'), 'run', '-c', cfg], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const d = spawn(process.execPath, [join(ROOT, 'bin/fcgi-pm'), 'run', '-c', cfg, '--allow-root'], { stdio: ['ignore', 'ignore', 'inherit'] });
   try {
     await waitConnect(port);
     await sleep(2000); // start-up garbage collected, timers settled

@@ -136,6 +136,21 @@ export class ProxyError extends Error {
   }
 }
 
+/**
+ * A ProxyError without a stack: for refusals that are routine under load (503 queue
+ * full, queue timeout), where capturing a stack per request is the expensive part and
+ * says nothing (the code and message do).
+ */
+export function refusalError(code: ErrorCode, status: number, message: string, retryAfter?: number): ProxyError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new ProxyError(code, status, message, retryAfter);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 export class ConfigError extends Error {
   readonly code: ErrorCode;
   /** One line per problem: "file:line: key: message". */

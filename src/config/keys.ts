@@ -134,9 +134,9 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'body_timeout', field: 'bodyTimeout', type: positiveDuration, default: '60s', doc: 'FastCGI and SCGI: a request body that stalls (no byte for this long) ends the request as a client timeout (408, ERR_CLIENT_BODY_TIMEOUT) and frees its worker. HTTP listeners use idle_timeout for this.' },
   { key: 'max_conns', field: 'maxConns', type: { kind: 'int', min: 1, max: 1_000_000 }, default: 1024, doc: 'Most simultaneous front-end connections (announced as FCGI_MAX_CONNS); more are answered 503 (FastCGI: FCGI_OVERLOADED) and closed.' },
   { key: 'backlog', field: 'backlog', type: { kind: 'int', min: 1, max: 1_000_000 }, defaultText: '(net.core.somaxconn)', doc: 'Listen queue length: connections the kernel holds before fcgi-pm accepts them (capped by net.core.somaxconn).' },
-  { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener.' },
+  { key: 'params', field: 'params', type: { kind: 'string-map' }, default: {}, doc: 'CGI params added to (or overriding) every request from this listener; a name set here replaces every copy the client sent.' },
   { key: 'rewrite', field: 'rewrite', type: { kind: 'rewrite' }, defaultText: '(none)', doc: 'Rewrite rules applied to every request of this listener, after the site\'s own: { match: REGEX, to: "/script.php?query" } ($1..$9 are the captures; the request\'s query is kept after it) and { front_controller: /index.php } (a path naming no existing file runs that script, the path as PATH_INFO). limit_extensions and the roots apply to the result (docs/vhosts.md).' },
-  { key: 'vhosts', field: 'vhosts', type: { kind: 'bool' }, default: false, doc: 'Route each request to the site of `vhosts` its host names (HTTP: Host; FastCGI, SCGI: SERVER_NAME, else HTTP_HOST); `pool` may then be left out.' },
+  { key: 'vhosts', field: 'vhosts', type: { kind: 'bool' }, default: false, doc: 'Route each request to the site of `vhosts` its host names (HTTP_HOST, i.e. the Host header, else SERVER_NAME); `pool` may then be left out.' },
   ...OPERATIONS_LISTENER_KEYS,
 ];
 

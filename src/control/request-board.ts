@@ -2,40 +2,53 @@
  * The requests in flight and each worker's last finished request, for the per-process
  * part of the status page (method, URI, script, content length, user, duration) and the
  * age of the oldest queued request. The daemon calls add() for every new exchange and
- * finished() from its shared onFinish: a Set insert and delete per request, no closure.
+ * finished() from its shared onFinish: a Set insert and delete per request, no closure,
+ * and a finished request leaves only its variables and times (as PHP-FPM's scoreboard).
  */
 import type { Exchange } from '../protocol/exchange.js';
+import type { CgiParams } from '../protocol/params.js';
+import { FcgiParams } from '../protocol/fastcgi-params.js';
 import { paramText } from '../log/access-format.js';
 import type { RequestStatus } from './types.js';
 
 /** Workers whose last request is remembered; beyond it the least recently used are forgotten. */
 const MAX_REMEMBERED = 4096;
 
+/** What the board keeps of a finished request: its variables and times, not the exchange (nor its sockets). */
+export interface FinishedRequest {
+  params: CgiParams;
+  startedAt: number;
+  /** performance.now() at its end. */
+  endedAt: number;
+}
+
 export class RequestBoard {
   private readonly live = new Set<Exchange>();
-  /** By worker pid: its last finished exchange and when it ended (performance.now()). */
-  private readonly last = new Map<number, Exchange>();
-  private readonly lastEnd = new Map<number, number>();
+  /** By worker pid: its last finished request, one record per worker rewritten in place. */
+  private readonly last = new Map<number, FinishedRequest>();
 
   add(ex: Exchange): void {
     this.live.add(ex);
   }
 
-  finished(ex: Exchange): void {
+  finished(ex: Exchange, now = performance.now()): void {
     this.live.delete(ex);
     const pid = ex.workerPid;
-    if (pid !== undefined) {
+    if (pid === undefined) return;
+    if (ex.params instanceof FcgiParams) ex.params.detach();
+    let rec = this.last.get(pid);
+    if (rec === undefined) {
+      rec = { params: ex.params, startedAt: ex.startedAt, endedAt: now };
+    } else {
       // Re-inserted so the Map's order is least recently used first: workers recycled over
       // months leave entries behind even when nobody takes a snapshot to prune them.
       this.last.delete(pid);
-      this.last.set(pid, ex);
-      this.lastEnd.set(pid, performance.now());
-      if (this.last.size > MAX_REMEMBERED) {
-        const oldest = this.last.keys().next().value as number;
-        this.last.delete(oldest);
-        this.lastEnd.delete(oldest);
-      }
+      rec.params = ex.params;
+      rec.startedAt = ex.startedAt;
+      rec.endedAt = now;
     }
+    this.last.set(pid, rec);
+    if (this.last.size > MAX_REMEMBERED) this.last.delete(this.last.keys().next().value as number);
   }
 
   get inFlight(): number {
@@ -59,25 +72,18 @@ export class RequestBoard {
   }
 
   /** The last finished request of a worker, if known. */
-  lastOf(pid: number): { ex: Exchange; endedAt: number } | undefined {
-    const ex = this.last.get(pid);
-    const endedAt = this.lastEnd.get(pid);
-    return ex === undefined || endedAt === undefined ? undefined : { ex, endedAt };
+  lastOf(pid: number): FinishedRequest | undefined {
+    return this.last.get(pid);
   }
 
   /** Forgets workers that are gone (called with the live pids at each snapshot). */
   prune(alive: ReadonlySet<number>): void {
-    for (const pid of this.last.keys()) {
-      if (!alive.has(pid)) {
-        this.last.delete(pid);
-        this.lastEnd.delete(pid);
-      }
-    }
+    for (const pid of this.last.keys()) if (!alive.has(pid)) this.last.delete(pid);
   }
 }
 
-/** What the status page shows of one request. `endedAt` (performance.now()) for finished ones. */
-export function requestStatus(ex: Exchange, nowPerf: number, nowEpoch: number, endedAt?: number): RequestStatus {
+/** What the status page shows of one request (running, or finished at `endedAt`, performance.now()). */
+export function requestStatus(ex: Pick<Exchange, 'params' | 'startedAt'>, nowPerf: number, nowEpoch: number, endedAt?: number): RequestStatus {
   const p = ex.params;
   const uri = p.get('REQUEST_URI') || (p.get('SCRIPT_NAME') ?? '') + (p.get('QUERY_STRING') ? `?${p.get('QUERY_STRING')}` : '');
   const len = Number(p.get('CONTENT_LENGTH') ?? 0);

@@ -174,7 +174,7 @@ function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number,
     out.request = { method: '', uri: w.current.uri, script: '', contentLength: 0, user: '', remote: '', startedAt: w.current.startedAt, durationMs: nowEpoch - w.current.startedAt };
   } else {
     const last = board.lastOf(w.pid);
-    if (last !== undefined) out.last = requestStatus(last.ex, nowPerf, nowEpoch, last.endedAt);
+    if (last !== undefined) out.last = requestStatus(last, nowPerf, nowEpoch, last.endedAt);
   }
   return out;
 }

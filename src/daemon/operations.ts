@@ -103,10 +103,12 @@ export class Operations {
   private readonly reloadStats: DaemonStatus['reloads'] = { ok: 0, failed: 0, last: undefined };
   /** The one onFinish of every exchange: board and access log, no closure per request. */
   readonly finish = (ex: Exchange): void => {
-    this.board.finished(ex);
-    this.outcomes.finished(ex);
+    // One clock read for both.
+    const now = performance.now();
+    this.board.finished(ex, now);
+    this.outcomes.finished(ex, now);
     const a = this.access;
-    if (a !== undefined) a(ex);
+    if (a !== undefined) a(ex, now);
   };
 
   constructor(opts: OperationsOptions) {

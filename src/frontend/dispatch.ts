@@ -16,6 +16,16 @@ import { latin1Path, type ScriptVerdict } from './script-gate.js';
 /** `serveLocal`: the front end may answer itself once it knows the pool (the HTTP listener's static files). */
 export function dispatchExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool: Pool) => boolean): void {
   env.ctx.onExchange(ex);
+  routeExchange(env, ex, serveLocal);
+}
+
+/**
+ * The second half of dispatchExchange, for a front end that announces the exchange at
+ * once but routes it later (FastCGI: after the rest of the chunk, so a request's empty
+ * STDIN is known before the backend write).
+ */
+export function routeExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool: Pool) => boolean): void {
+  if (ex.finished) return; // aborted before it was routed
   const cfg = env.cfg;
   // status_path / ping_path are answered by the daemon, not a worker (read per request: a reload may set them).
   if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;

@@ -27,6 +27,8 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
   headSent = false;
   /** The response head, held until the first body bytes or the end join it in one record (same tick). */
   pendingHead: Buffer | undefined;
+  /** The first body bytes, held with pendingHead (small ones only). */
+  pendingBody: Buffer | undefined;
   stdinDone = false;
   /** pushBody() returned false; the session's socket is paused on our behalf. */
   bodyPaused = false;

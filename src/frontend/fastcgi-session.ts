@@ -21,7 +21,6 @@ import {
   decodeNameValues,
   encodeEndRequest,
   encodeGetValuesResult,
-  encodeRecord,
   encodeStdout,
   encodeStream,
   encodeUnknownType,
@@ -38,7 +37,7 @@ import type { Session } from './listener-base.js';
 import { remoteText } from './listen.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
-import { dispatchExchange } from './dispatch.js';
+import { routeExchange } from './dispatch.js';
 
 /**
  * Roles this server plays. An authorizer would add its entry here and its own sink
@@ -49,8 +48,10 @@ const SUPPORTED_ROLES: ReadonlySet<number> = new Set([Role.Responder]);
 /** Requests one connection may have open at once; more get FCGI_OVERLOADED. */
 export const MAX_REQUESTS_PER_CONNECTION = 256;
 
-/** Body chunks up to this size are framed into one buffer (one small copy beats a writev entry each). */
-const SMALL_CHUNK = 8 * 1024;
+/** A head with body bytes up to this size is held for the tick, so that head, body and end can leave together. */
+const HOLD_LIMIT = 64 * 1024;
+/** Up to this size a head with its body is copied into one record buffer (one small copy beats writev entries). */
+const SMALL_RECORD = 1024;
 
 const EMPTY = Buffer.alloc(0);
 
@@ -71,6 +72,8 @@ export class FcgiSession implements Session, ClientTimed {
   private readonly out: Buffer[] = [];
   /** Requests whose head waits for its first body bytes; flushed before the tick's uncork at the latest. */
   private readonly pendingHeads: FcgiRequest[] = [];
+  /** Requests whose PARAMS ended in the chunk being decoded; routed once the whole chunk is. */
+  private readonly ready: FcgiRequest[] = [];
   private readonly deadlines: ClientDeadlines;
   /** On the header list while bytes arrived and no request has begun yet. */
   private readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
@@ -79,7 +82,7 @@ export class FcgiSession implements Session, ClientTimed {
     this.env = env;
     this.socket = socket;
     this.remote = remoteText(socket.remoteAddress, socket.remotePort);
-    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec));
+    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
     this.deadlines = env.deadlines!; // every stream listener builds them
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('end', () => this.onEnd());
@@ -112,10 +115,26 @@ export class FcgiSession implements Session, ClientTimed {
     try {
       this.decoder.push(chunk);
     } catch (err) {
+      this.ready.length = 0; // their exchanges were aborted with the connection
       this.badInput(err);
       return;
     }
     if (this.requests.size > 0 && this.deadline.list !== null) this.deadlines.stop(this.deadline);
+    if (this.ready.length > 0) this.routeReady();
+  }
+
+  /**
+   * Routes the requests whose PARAMS ended in this chunk. After the chunk, not inside the
+   * decoder loop: the STDIN records behind the PARAMS (for a GET, the empty one) are in
+   * the exchange by then, so the backend gets the whole request in one write.
+   */
+  private routeReady(): void {
+    const list = this.ready;
+    for (let i = 0; i < list.length; i++) {
+      const ex = list[i]!.exchange!;
+      if (this.state !== 'closed') routeExchange(this.env, ex);
+    }
+    list.length = 0;
   }
 
   private badInput(err: unknown): void {
@@ -231,7 +250,8 @@ export class FcgiSession implements Session, ClientTimed {
     const ex = new Exchange(params, r, 'fastcgi', performance.now());
     ex.onBodyDrain = fcgiBodyDrained;
     r.exchange = ex;
-    dispatchExchange(this.env, ex);
+    this.env.ctx.onExchange(ex);
+    this.ready.push(r);
   }
 
   private onStdin(r: FcgiRequest, content: Buffer): void {
@@ -319,16 +339,17 @@ export class FcgiSession implements Session, ClientTimed {
 
   sendBody(r: FcgiRequest, chunk: Buffer): boolean {
     if (this.state === 'closed' || chunk.length === 0) return true;
-    let ok: boolean;
     const head = r.pendingHead;
-    if (head !== undefined) r.pendingHead = undefined;
-    if (head !== undefined && head.length + chunk.length <= SMALL_CHUNK) {
-      ok = this.write1(encodeStdout(r.id, head, chunk, false));
-    } else {
-      if (head !== undefined) this.sendStream(RecordType.Stdout, r.id, head);
-      // One allocation and copy for a small chunk; views (writev) for a large one.
-      ok = chunk.length <= SMALL_CHUNK ? this.write1(encodeRecord(RecordType.Stdout, r.id, chunk)) : this.sendStream(RecordType.Stdout, r.id, chunk);
+    if (head !== undefined) {
+      if (r.pendingBody === undefined && head.length + chunk.length <= HOLD_LIMIT) {
+        // Held with the head for the rest of the tick: a small response then leaves as one buffer with its end.
+        r.pendingBody = chunk;
+        return true;
+      }
+      this.writeHeld(r, false);
     }
+    // Small chunks are copied into one record buffer; larger ones go out as views (writev), never copied.
+    const ok = this.sendStream(RecordType.Stdout, r.id, chunk);
     if (!ok && !r.awaitingDrain) {
       r.awaitingDrain = true;
       this.drainWaiters.push(r);
@@ -340,15 +361,30 @@ export class FcgiSession implements Session, ClientTimed {
     if (r.state === 'ended') return;
     this.forget(r);
     if (this.state === 'closed') return;
-    // Empty STDOUT + END_REQUEST (and a head still held: a response without body) in one buffer.
-    let head = r.pendingHead ?? EMPTY;
-    r.pendingHead = undefined;
-    if (head.length > SMALL_CHUNK) {
-      this.sendStream(RecordType.Stdout, r.id, head);
-      head = EMPTY;
-    }
-    this.write1(encodeStdout(r.id, head, EMPTY, true));
+    this.writeHeld(r, true);
     this.maybeCloseAfterRequest(r.keepConn);
+  }
+
+  /**
+   * Writes the held head and first body bytes, with `end` the empty STDOUT and
+   * END_REQUEST too: one buffer when small; else the data as views (head and body are
+   * one view when they lie side by side in the backend's chunk, as they usually do).
+   */
+  private writeHeld(r: FcgiRequest, end: boolean): void {
+    const head = r.pendingHead ?? EMPTY;
+    const body = r.pendingBody ?? EMPTY;
+    r.pendingHead = r.pendingBody = undefined;
+    if (head.length + body.length <= SMALL_RECORD) {
+      this.write1(encodeStdout(r.id, head, body, end));
+      return;
+    }
+    const joined = adjacent(head, body);
+    if (joined !== undefined) this.sendStream(RecordType.Stdout, r.id, joined);
+    else {
+      this.sendStream(RecordType.Stdout, r.id, head);
+      this.sendStream(RecordType.Stdout, r.id, body);
+    }
+    if (end) this.write1(encodeStdout(r.id, EMPTY, EMPTY, true));
   }
 
   /** Answers the request with a CGI error page (nothing was sent for it yet) and ends it. */
@@ -398,15 +434,14 @@ export class FcgiSession implements Session, ClientTimed {
     this.socket.uncork();
   }
 
-  /** Heads not joined by body bytes within their tick (a streaming backend) go out alone. */
+  /** Heads not joined by the end within their tick (a streaming backend) go out with what body they have. */
   private flushHeads(): void {
     const list = this.pendingHeads;
     for (let i = 0; i < list.length; i++) {
       const r = list[i]!;
-      const head = r.pendingHead;
-      if (head === undefined) continue;
-      r.pendingHead = undefined;
-      if (r.state !== 'ended') this.sendStream(RecordType.Stdout, r.id, head);
+      if (r.pendingHead === undefined) continue;
+      if (r.state !== 'ended') this.writeHeld(r, false);
+      else r.pendingHead = r.pendingBody = undefined;
     }
     list.length = 0;
   }
@@ -450,6 +485,14 @@ export class FcgiSession implements Session, ClientTimed {
     const wasPaused = this.pausedBy > 0;
     this.abortAll();
     if (this.corked) this.uncorkNow();
+    if (this.env.cfg.address.kind === 'unix' && this.socket.writableLength === 0) {
+      // All written (the usual case: a connection per request, its answer taken by the
+      // kernel at once). A Unix socket delivers what it holds after close, so no
+      // shutdown and no wait for the client's FIN: one system call and one read fewer.
+      this.env.listener.remove(this);
+      this.socket.destroy();
+      return;
+    }
     this.socket.end();
     // Read (and drop) until the client closes too; a paused socket would never see its FIN.
     if (wasPaused) this.socket.resume();
@@ -530,6 +573,14 @@ export class FcgiSession implements Session, ClientTimed {
     }
     this.closeGracefully();
   }
+}
+
+/** `a` and `b` as one view when b starts where a ends in the same memory. */
+function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
+  if (a.length === 0) return b;
+  if (b.length === 0) return a;
+  if (a.buffer !== b.buffer || a.byteOffset + a.length !== b.byteOffset) return undefined;
+  return Buffer.from(a.buffer, a.byteOffset, a.length + b.length);
 }
 
 function uncork(s: FcgiSession): void {

@@ -12,7 +12,7 @@ export function compileOverride(params: Record<string, string>): ParamsOverride 
   return flat;
 }
 
-/** Applied last, so the listener's values win over what the client sent. */
+/** Applied last, so the listener's values win over what the client sent (every copy of a name). */
 export function applyOverride(p: CgiParams, o: ParamsOverride): void {
-  for (let i = 0; i < o.length; i += 2) p.set(o[i]!, o[i + 1]!);
+  if (o.length > 0) p.override(o);
 }

@@ -14,7 +14,7 @@ import type { CgiParams } from '../protocol/params.js';
 import { ScgiRequestDecoder, type ScgiLimits } from '../protocol/scgi.js';
 import { backendStderrLog } from './backend-stderr.js';
 import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
-import { dispatchExchange } from './dispatch.js';
+import { routeExchange } from './dispatch.js';
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
 import { remoteText } from './listen.js';
@@ -34,6 +34,8 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
   private readonly socket: Socket;
   private readonly remote: string;
   private readonly decoder: ScgiRequestDecoder;
+  /** The exchange was announced in this chunk and waits to be routed after it. */
+  private unrouted = false;
   private state: ScgiState = 'head';
   private exchange: Exchange | undefined;
   private received = 0;
@@ -85,7 +87,10 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
     const ex = new Exchange(params, this, 'scgi', performance.now());
     ex.onBodyDrain = scgiBodyDrained;
     this.exchange = ex;
-    dispatchExchange(this.env, ex);
+    this.env.ctx.onExchange(ex);
+    // Routed once the chunk is decoded: a body that came with the header (or its end) is
+    // in the exchange by then, so the backend gets the request in one write.
+    this.unrouted = true;
   }
 
   private onBody(chunk: Buffer): void {
@@ -193,6 +198,10 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
       this.decoder.push(chunk);
     } catch (err) {
       this.badInput(err);
+    }
+    if (this.unrouted) {
+      this.unrouted = false;
+      routeExchange(this.env, this.exchange!); // nothing if bad input closed the connection (the exchange was aborted)
     }
   }
 

@@ -12,17 +12,13 @@ import type { DestinationStream } from 'pino';
 import { FPM_ACCESS_FORMAT } from '../config/access-format.js';
 import { ErrorCodes } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
-import { compileAccessFormat, type LineEnv, type LineFacts } from './access-format.js';
+import { compileAccessFormat, paramText, type LineEnv, type LineFacts } from './access-format.js';
 import { createLogger, type Logger } from './log.js';
 
-export type AccessLogger = (ex: Exchange) => void;
+/** `now`: performance.now() at the end, when the caller has read the clock already. */
+export type AccessLogger = (ex: Exchange, now?: number) => void;
 
-/** Request variables are latin1 byte strings; show UTF-8 text where there is any. */
-function text(s: string | undefined): string {
-  if (s === undefined) return '';
-  // eslint-disable-next-line no-control-regex
-  return /[^\x00-\x7f]/.test(s) ? Buffer.from(s, 'latin1').toString('utf8') : s;
-}
+const text = paramText;
 
 function requestUri(ex: Exchange): string {
   const uri = ex.params.get('REQUEST_URI');
@@ -60,8 +56,8 @@ export function accessFields(ex: Exchange, now: number): Record<string, unknown>
 export function createAccessLogger(logger: Logger, enabled: boolean): AccessLogger | undefined {
   const log = logger.child({ kind: 'access' });
   if (!enabled || !log.isLevelEnabled('info')) return undefined;
-  return (ex: Exchange) => {
-    const f = accessFields(ex, performance.now());
+  return (ex: Exchange, now = performance.now()) => {
+    const f = accessFields(ex, now);
     log.info(f, `${f.method} ${f.uri} ${f.status}`);
   };
 }
@@ -91,8 +87,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLogger | undefine
   const log = (opts.file !== undefined ? createLogger({ level: 'info', destination: opts.file, format: 'json' }) : opts.logger).child({ kind: 'access' });
   if (format === 'json') {
     if (!log.isLevelEnabled('info')) return undefined;
-    return (ex: Exchange) => {
-      const now = performance.now();
+    return (ex: Exchange, now = performance.now()) => {
       const f = accessFields(ex, now);
       const limit = slowMs(ex.pool);
       if (limit > 0 && now - ex.startedAt >= limit) {
@@ -104,8 +99,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLogger | undefine
     };
   }
   const line = compileAccessFormat(format, { daemonPid: process.pid, workerFigures: opts.workerFigures });
-  const facts = (ex: Exchange): LineFacts => {
-    const now = performance.now();
+  const facts = (ex: Exchange, now = performance.now()): LineFacts => {
     const endEpoch = Date.now();
     const durationMs = now - ex.startedAt;
     const limit = slowMs(ex.pool);
@@ -120,13 +114,13 @@ export function createAccessLog(opts: AccessLogOptions): AccessLogger | undefine
   };
   const file = opts.file;
   if (file !== undefined) {
-    return (ex: Exchange) => {
-      file.write(line(facts(ex)) + '\n');
+    return (ex: Exchange, now?: number) => {
+      file.write(line(facts(ex, now)) + '\n');
     };
   }
   if (!log.isLevelEnabled('info')) return undefined;
-  return (ex: Exchange) => {
-    const f = facts(ex);
+  return (ex: Exchange, now?: number) => {
+    const f = facts(ex, now);
     if (f.slow) log.warn({ code: ErrorCodes.SLOW_REQUEST, slow: true }, line(f));
     else log.info(line(f));
   };

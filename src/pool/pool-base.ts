@@ -4,7 +4,7 @@
  * stop sequence (drain for up to timeoutMs, then force). Subclasses say how to start a
  * request now (startNow) and what to do when one had to wait (onQueued).
  */
-import { ErrorCodes, ProxyError, type ErrorCode } from '../errors.js';
+import { ErrorCodes, ProxyError, refusalError, type ErrorCode } from '../errors.js';
 import { EpisodeLimiter } from '../log/episode-limiter.js';
 import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
@@ -91,11 +91,7 @@ export abstract class PoolBase implements Pool {
     }
     if (this.queue.length === 0 && this.startNow(ex)) return;
     if (!this.queue.push(ex, this.starting() + this.growable())) {
-      this.reject(
-        ex,
-        'queueFull',
-        new ProxyError(ErrorCodes.QUEUE_FULL, 503, `pool ${this.name}: queue full (${this.queue.limit} waiting)`, 1),
-      );
+      this.reject(ex, 'queueFull', this.prebuilt(ErrorCodes.QUEUE_FULL, this.queue.limit, () => `pool ${this.name}: queue full (${this.queue.limit} waiting)`));
       return;
     }
     this.onQueued();
@@ -181,11 +177,22 @@ export abstract class PoolBase implements Pool {
 
   // ---- internals ---------------------------------------------------------------------
 
+  /** Routine 503s, one shared stackless error per kind, rebuilt when the limit in its message changes (reload). */
+  private readonly refusals = new Map<ErrorCode, { limit: number; err: ProxyError }>();
+
+  private prebuilt(code: ErrorCode, limit: number, message: () => string): ProxyError {
+    const hit = this.refusals.get(code);
+    if (hit !== undefined && hit.limit === limit) return hit.err;
+    const err = refusalError(code, 503, message(), 1);
+    this.refusals.set(code, { limit, err });
+    return err;
+  }
+
   private onQueueTimeout(ex: Exchange, waited: number): void {
     this.reject(
       ex,
       'queueTimeout',
-      new ProxyError(ErrorCodes.QUEUE_TIMEOUT, 503, `pool ${this.name}: no free ${this.targetNoun()} within ${this.cfg.queueTimeout} ms`, 1),
+      this.prebuilt(ErrorCodes.QUEUE_TIMEOUT, this.cfg.queueTimeout, () => `pool ${this.name}: no free ${this.targetNoun()} within ${this.cfg.queueTimeout} ms`),
       { waitedMs: Math.round(waited) },
     );
     this.checkDrained();

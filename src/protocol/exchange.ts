@@ -95,6 +95,7 @@ export class Exchange {
   private pendingBytes = 0;
   private keptBytes = 0;
   private bodyEnded = false;
+  private sawBody = false;
   private replayable = true;
   private consumer: BodyConsumer | undefined;
   private consumerPaused = false;
@@ -122,6 +123,7 @@ export class Exchange {
   pushBody(chunk: Buffer): boolean {
     if (this.finished || this.bodyEnded || chunk.length === 0) return true;
     this.chunks.push(chunk);
+    this.sawBody = true;
     this.pendingBytes += chunk.length;
     this.flushBody();
     const ok = this.consumer ? !this.consumerPaused : this.pendingBytes < BODY_PENDING_HIGH_WATER;
@@ -137,6 +139,11 @@ export class Exchange {
 
   get bodyComplete(): boolean {
     return this.bodyEnded;
+  }
+
+  /** The body is over and had no bytes: an upstream may send its end with the request head. */
+  get noBody(): boolean {
+    return this.bodyEnded && !this.sawBody;
   }
 
   /** The client went away or sent FCGI_ABORT_REQUEST. */

@@ -1,7 +1,9 @@
 /**
  * FastCGI name-value pairs (spec §3.4): the PARAMS / GET_VALUES body format with 1- or
- * 4-byte lengths. Encoding, one-shot decoding, and ParamsCollector, which decodes a
- * request's PARAMS stream record by record under limits. Pure: bytes in, params out.
+ * 4-byte lengths. Encoding, one-shot decoding, and ParamsCollector, which checks a
+ * request's PARAMS stream record by record under limits and keeps its bytes as they
+ * came: FcgiParams is a CgiParams over them that decodes only what is read, so a
+ * FastCGI-to-FastCGI request goes out with the same bytes. Pure: bytes in, params out.
  * Record framing is in fastcgi.ts, which re-exports the public names here.
  */
 import { ErrorCodes, ProtocolError } from '../errors.js';
@@ -64,6 +66,12 @@ export function decodeNameValues(body: Buffer, limits: ParamsLimits): CgiParams 
   return c.add(EMPTY)!;
 }
 
+/** Reads the 1- or 4-byte length at `p` (the caller checked the bytes are there). */
+function lengthAt(c: Buffer, p: number): number {
+  const b = c[p]!;
+  return b < 128 ? b : ((b & 0x7f) << 24) | (c[p + 1]! << 16) | (c[p + 2]! << 8) | c[p + 3]!;
+}
+
 /**
  * Collects one request's PARAMS stream across records; enforces limits as bytes arrive
  * (not only at the end) so an endless stream is refused early.
@@ -71,23 +79,23 @@ export function decodeNameValues(body: Buffer, limits: ParamsLimits): CgiParams 
  * Limits: `maxCount` pairs, and `maxBytes` of names plus values (length prefixes not
  * counted). Both are checked as soon as a pair's lengths are known, before its bytes
  * arrive, so a pair claiming 2 GB is refused at once and nothing large is allocated.
- * Pairs may straddle records; a pair inside one record is decoded without a copy.
+ * Only the length prefixes are read; names and values are skipped, and the record
+ * bodies are kept as they are (one record, the usual case: a view, no copy).
  */
 export class ParamsCollector {
   private readonly maxBytes: number;
   private readonly maxCount: number;
-  private readonly flat: string[] = [];
+  private count = 0;
   private bytes = 0;
   private done = false;
   private failed: ProtocolError | undefined;
-  // A pair whose lengths straddle records: its length bytes so far (allocated on first need: rare).
+  /** Record bodies so far. */
+  private parts: Buffer[] = [];
+  /** Name and value bytes of the current pair still to come. */
+  private skip = 0;
+  // Length prefixes that straddle records: gathered here (allocated on first need: rare).
   private hdr: Buffer | undefined;
   private hdrPos = 0;
-  // A pair whose lengths are known but whose bytes straddle records.
-  private nameLen = 0;
-  private valueLen = 0;
-  private pair: Buffer | undefined;
-  private pairPos = 0;
 
   constructor(limits: ParamsLimits) {
     this.maxBytes = limits.maxBytes;
@@ -95,10 +103,10 @@ export class ParamsCollector {
   }
 
   /**
-   * Adds a PARAMS record body; returns the decoded params when `content` is empty (end
-   * of stream). After a throw every later call throws the same error.
+   * Adds a PARAMS record body; returns the params when `content` is empty (end of
+   * stream). After a throw every later call throws the same error.
    */
-  add(content: Buffer): CgiParams | undefined {
+  add(content: Buffer): FcgiParams | undefined {
     if (this.failed) throw this.failed;
     if (this.done) throw new ProtocolError(ErrorCodes.FCGI_BAD_PARAMS, 'FastCGI PARAMS record after the end of the stream');
     try {
@@ -109,104 +117,240 @@ export class ParamsCollector {
     }
   }
 
-  private addRecord(content: Buffer): CgiParams | undefined {
-    const end = content.length;
+  private addRecord(c: Buffer): FcgiParams | undefined {
+    const end = c.length;
     if (end === 0) {
-      if (this.hdrPos > 0 || this.pair !== undefined) {
+      if (this.hdrPos > 0 || this.skip > 0) {
         throw new ProtocolError(ErrorCodes.FCGI_BAD_PARAMS, 'FastCGI PARAMS stream ends inside a name-value pair');
       }
       this.done = true;
-      return new CgiParams(this.flat);
+      const parts = this.parts;
+      this.parts = [];
+      return new FcgiParams(parts.length === 1 ? parts[0]! : Buffer.concat(parts), this.count);
     }
+    this.parts.push(c);
     let pos = 0;
-    // The record as one latin1 string, made on first use: slicing it is several times
-    // cheaper than a Buffer.toString() call per name and value.
-    let text: string | undefined;
     while (pos < end) {
-      if (this.hdrPos === 0 && this.pair === undefined) {
-        text ??= content.toString('latin1');
-        const next = this.wholePair(content, text, pos);
-        if (next >= 0) {
-          pos = next;
-          continue;
+      if (this.skip > 0) {
+        const n = Math.min(this.skip, end - pos);
+        this.skip -= n;
+        pos += n;
+        continue;
+      }
+      if (this.hdrPos === 0) {
+        // Both lengths inside this record: read in place.
+        const ns = c[pos]! < 128 ? 1 : 4;
+        if (pos + ns < end) {
+          const vs = c[pos + ns]! < 128 ? 1 : 4;
+          if (pos + ns + vs <= end) {
+            this.admit(lengthAt(c, pos), lengthAt(c, pos + ns));
+            pos += ns + vs;
+            continue;
+          }
         }
       }
-      pos = this.partialPair(content, pos);
+      pos = this.partialLengths(c, pos);
     }
     return undefined;
   }
 
-  /** Decodes a pair that lies entirely in `c` (`text` is c as latin1) at `pos`; returns -1 (consuming nothing) if it does not. */
-  private wholePair(c: Buffer, text: string, pos: number): number {
+  /** Byte-wise path for length prefixes split across records. */
+  private partialLengths(c: Buffer, pos: number): number {
     const end = c.length;
-    let p = pos;
-    let nl = c[p]!;
-    if (nl < 128) p += 1;
-    else if (p + 4 <= end) {
-      nl = c.readUInt32BE(p) & MAX_NV_LENGTH;
-      p += 4;
-    } else return -1;
-    if (p >= end) return -1;
-    let vl = c[p]!;
-    if (vl < 128) p += 1;
-    else if (p + 4 <= end) {
-      vl = c.readUInt32BE(p) & MAX_NV_LENGTH;
-      p += 4;
-    } else return -1;
-    if (end - p < nl + vl) return -1;
-    this.admit(nl, vl);
-    this.flat.push(text.slice(p, p + nl), text.slice(p + nl, p + nl + vl));
-    return p + nl + vl;
-  }
-
-  /** Byte-wise path for a pair split across records. */
-  private partialPair(c: Buffer, pos: number): number {
-    const end = c.length;
-    if (this.pair === undefined) {
-      const h = (this.hdr ??= Buffer.allocUnsafe(8));
-      while (pos < end) {
-        h[this.hdrPos++] = c[pos++]!;
-        const nameSize = h[0]! < 128 ? 1 : 4;
-        if (this.hdrPos <= nameSize) continue;
-        const valueSize = h[nameSize]! < 128 ? 1 : 4;
-        if (this.hdrPos < nameSize + valueSize) continue;
-        const nl = nameSize === 1 ? h[0]! : h.readUInt32BE(0) & MAX_NV_LENGTH;
-        const vl = valueSize === 1 ? h[nameSize]! : h.readUInt32BE(nameSize) & MAX_NV_LENGTH;
-        this.hdrPos = 0;
-        this.admit(nl, vl);
-        if (nl + vl === 0) {
-          this.flat.push('', '');
-          return pos;
-        }
-        this.nameLen = nl;
-        this.valueLen = vl;
-        this.pair = Buffer.allocUnsafe(nl + vl);
-        this.pairPos = 0;
-        break;
-      }
-      if (this.pair === undefined) return pos;
-    }
-    const pair = this.pair;
-    const n = Math.min(pair.length - this.pairPos, end - pos);
-    c.copy(pair, this.pairPos, pos, pos + n);
-    this.pairPos += n;
-    pos += n;
-    if (this.pairPos === pair.length) {
-      this.flat.push(pair.toString('latin1', 0, this.nameLen), pair.toString('latin1', this.nameLen, this.nameLen + this.valueLen));
-      this.pair = undefined;
+    const h = (this.hdr ??= Buffer.allocUnsafe(8));
+    while (pos < end) {
+      h[this.hdrPos++] = c[pos++]!;
+      const ns = h[0]! < 128 ? 1 : 4;
+      if (this.hdrPos <= ns) continue;
+      const vs = h[ns]! < 128 ? 1 : 4;
+      if (this.hdrPos < ns + vs) continue;
+      this.hdrPos = 0;
+      this.admit(lengthAt(h, 0), lengthAt(h, ns));
+      break;
     }
     return pos;
   }
 
   /** Counts a pair against the limits once its lengths are known. */
   private admit(nameLen: number, valueLen: number): void {
-    if ((this.flat.length >> 1) + 1 > this.maxCount) {
+    if (this.count + 1 > this.maxCount) {
       throw new ProtocolError(ErrorCodes.PARAMS_TOO_MANY, `more than ${this.maxCount} request variables`);
     }
     const bytes = this.bytes + nameLen + valueLen;
     if (bytes > this.maxBytes) {
       throw new ProtocolError(ErrorCodes.PARAMS_TOO_LARGE, `request variables exceed ${this.maxBytes} bytes`);
     }
+    this.count++;
     this.bytes = bytes;
+    this.skip = nameLen + valueLen;
   }
+}
+
+const NO_OVERRIDE: readonly string[] = [];
+
+/**
+ * Request variables as the FastCGI client sent them: name-value bytes checked by
+ * ParamsCollector. get() reads a name straight from the bytes; a listener's override
+ * is kept beside them; anything that lists or changes the pairs decodes them all once
+ * (into the flat strings of CgiParams) and from then on this is a plain CgiParams.
+ */
+export class FcgiParams extends CgiParams {
+  /** The pairs' bytes while not decoded. */
+  private raw: Buffer | undefined;
+  private readonly rawCount: number;
+  /** Flat [name, value, ...] that replace every pair of those names in `raw`. */
+  private extra: readonly string[] = NO_OVERRIDE;
+
+  constructor(raw: Buffer, count: number) {
+    super([]);
+    this.raw = raw;
+    this.rawCount = count;
+  }
+
+  /** The bytes exactly as received, while neither decoded nor overridden (tests, encoders). */
+  get wire(): Buffer | undefined {
+    return this.extra.length === 0 ? this.raw : undefined;
+  }
+
+  /**
+   * For a holder that outlives the request (the status board): the bytes are copied out
+   * when they are a small view of a much larger chunk (a request body read with them),
+   * so that chunk is not kept alive with them.
+   */
+  detach(): void {
+    const raw = this.raw;
+    if (raw === undefined || raw.buffer.byteLength <= 2 * raw.length + 4096) return;
+    const own = Buffer.allocUnsafeSlow(raw.length); // not from the shared pool, which would pin a slab
+    raw.copy(own);
+    this.raw = own;
+  }
+
+  override get size(): number {
+    return this.raw !== undefined && this.extra.length === 0 ? this.rawCount : this.decoded().length >> 1;
+  }
+
+  override get(name: string): string | undefined {
+    const raw = this.raw;
+    if (raw === undefined) return super.get(name);
+    const x = this.extra;
+    for (let i = 0; i < x.length; i += 2) if (x[i] === name) return x[i + 1];
+    const p = findPair(raw, name);
+    return p < 0 ? undefined : raw.toString('latin1', p, p + foundValueLen);
+  }
+
+  override set(name: string, value: string): void {
+    this.decoded();
+    super.set(name, value);
+  }
+
+  override delete(name: string): void {
+    this.decoded();
+    super.delete(name);
+  }
+
+  override override(o: readonly string[]): void {
+    if (this.raw !== undefined && this.extra.length === 0) this.extra = o;
+    else {
+      this.decoded();
+      super.override(o);
+    }
+  }
+
+  override forEach(fn: (name: string, value: string) => void): void {
+    this.decoded();
+    super.forEach(fn);
+  }
+
+  override toObject(): Record<string, string> {
+    this.decoded();
+    return super.toObject();
+  }
+
+  override get pairs(): readonly string[] {
+    return this.decoded();
+  }
+
+  /** FastCGI wire size of the pairs (with the override applied). */
+  wireLength(): number {
+    const raw = this.raw;
+    if (raw === undefined) return nameValuesLength(this.flat);
+    if (this.extra.length === 0) return raw.length;
+    let n = nameValuesLength(this.extra);
+    forEachPair(raw, (start, end, nameStart, nameLen) => {
+      if (!this.overridden(raw, nameStart, nameLen)) n += end - start;
+    });
+    return n;
+  }
+
+  /** Writes the pairs in FastCGI form at `off` (received bytes copied, not re-encoded); returns the offset after them. */
+  writeWire(buf: Buffer, off: number): number {
+    const raw = this.raw;
+    if (raw === undefined) return writeNameValues(this.flat, buf, off);
+    if (this.extra.length === 0) return off + raw.copy(buf, off);
+    forEachPair(raw, (start, end, nameStart, nameLen) => {
+      if (!this.overridden(raw, nameStart, nameLen)) off += raw.copy(buf, off, start, end);
+    });
+    return writeNameValues(this.extra, buf, off);
+  }
+
+  private overridden(raw: Buffer, nameStart: number, nameLen: number): boolean {
+    const x = this.extra;
+    for (let i = 0; i < x.length; i += 2) if (nameIs(raw, nameStart, nameLen, x[i]!)) return true;
+    return false;
+  }
+
+  /** Decodes every pair (once) and applies the override; the flat strings rule from then on. */
+  private decoded(): string[] {
+    const raw = this.raw;
+    if (raw === undefined) return this.flat;
+    const flat = this.flat;
+    const text = raw.toString('latin1');
+    forEachPair(raw, (_start, end, nameStart, nameLen) => {
+      flat.push(text.slice(nameStart, nameStart + nameLen), text.slice(nameStart + nameLen, end));
+    });
+    this.raw = undefined;
+    const x = this.extra;
+    this.extra = NO_OVERRIDE;
+    if (x.length > 0) super.override(x);
+    return flat;
+  }
+}
+
+/** Calls fn(pairStart, pairEnd, nameStart, nameLength) for each pair of checked bytes. */
+function forEachPair(raw: Buffer, fn: (start: number, end: number, nameStart: number, nameLen: number) => void): void {
+  for (let p = 0; p < raw.length; ) {
+    const nl = lengthAt(raw, p);
+    const ns = raw[p]! < 128 ? 1 : 4;
+    const vl = lengthAt(raw, p + ns);
+    const n = p + ns + (raw[p + ns]! < 128 ? 1 : 4);
+    fn(p, n + nl + vl, n, nl);
+    p = n + nl + vl;
+  }
+}
+
+function nameIs(raw: Buffer, at: number, len: number, name: string): boolean {
+  if (len !== name.length) return false;
+  for (let i = 0; i < len; i++) if (raw[at + i] !== name.charCodeAt(i)) return false;
+  return true;
+}
+
+/** Length of the value findPair found last (a second result without an object per call). */
+let foundValueLen = 0;
+
+/** Offset of the value of the first pair named `name` (its length in foundValueLen), or -1. */
+function findPair(raw: Buffer, name: string): number {
+  const want = name.length;
+  for (let p = 0; p < raw.length; ) {
+    const ns = raw[p]! < 128 ? 1 : 4;
+    const nl = lengthAt(raw, p);
+    const vs = raw[p + ns]! < 128 ? 1 : 4;
+    const vl = lengthAt(raw, p + ns);
+    const n = p + ns + vs;
+    if (nl === want && nameIs(raw, n, nl, name)) {
+      foundValueLen = vl;
+      return n + nl;
+    }
+    p = n + nl + vl;
+  }
+  return -1;
 }

@@ -9,9 +9,9 @@
  */
 import { ErrorCodes, ProtocolError } from '../errors.js';
 import { CgiParams } from './params.js';
-import { encodeNameValues, nameValuesLength, writeNameValues } from './fastcgi-params.js';
+import { encodeNameValues, FcgiParams, nameValuesLength, writeNameValues } from './fastcgi-params.js';
 
-export { decodeNameValues, encodeNameValues, ParamsCollector } from './fastcgi-params.js';
+export { decodeNameValues, encodeNameValues, FcgiParams, ParamsCollector } from './fastcgi-params.js';
 
 export const FCGI_VERSION_1 = 1;
 export const FCGI_HEADER_LEN = 8;
@@ -57,6 +57,7 @@ export interface FcgiRecord {
 }
 
 const EMPTY = Buffer.alloc(0);
+const EMPTY_FLAT: readonly string[] = [];
 /** Padding never needs more than 7 bytes; every padded record shares these zeros. */
 const ZERO_PAD = Buffer.alloc(8);
 /** Below this a stream record is built in one allocation; above, the data goes out as a view. */
@@ -144,9 +145,16 @@ export class FcgiDecoder {
   private bodyPos = 0;
   private padLeft = 0;
   private error: Error | undefined;
+  /** With `reuse`, the one record object every onRecord call gets (its fields rewritten). */
+  private readonly shared: FcgiRecord | undefined;
 
-  constructor(onRecord: (rec: FcgiRecord) => void) {
+  /**
+   * `reuse`: onRecord gets the same object each time, valid only during the call (no
+   * object per record); for consumers that do not keep records.
+   */
+  constructor(onRecord: (rec: FcgiRecord) => void, reuse = false) {
     this.onRecord = onRecord;
+    this.shared = reuse ? { type: 0, requestId: 0, content: EMPTY } : undefined;
   }
 
   push(chunk: Buffer): void {
@@ -264,7 +272,16 @@ export class FcgiDecoder {
     } else {
       this.state = ST_HEADER;
     }
-    this.onRecord({ type: this.type, requestId: this.requestId, content });
+    const rec = this.shared;
+    if (rec === undefined) {
+      this.onRecord({ type: this.type, requestId: this.requestId, content });
+      return;
+    }
+    rec.type = this.type;
+    rec.requestId = this.requestId;
+    rec.content = content;
+    this.onRecord(rec);
+    rec.content = EMPTY; // the chunk is not kept alive by the decoder
   }
 }
 
@@ -435,13 +452,19 @@ function paramsPadding(cl: number): number {
   return cl + pad <= FCGI_MAX_CONTENT ? pad : 0;
 }
 
-/** BEGIN_REQUEST + PARAMS records + empty PARAMS, as one buffer. */
-export function encodeRequestHead(requestId: number, role: number, flags: number, params: CgiParams): Buffer {
-  const flat = params.pairs;
-  const nvLen = nameValuesLength(flat);
+/**
+ * BEGIN_REQUEST + PARAMS records + empty PARAMS (+ the empty STDIN of a request without
+ * body when `noBody`), as one buffer. Params a FastCGI client sent (up to one record of
+ * them, the usual case) are copied as received; more are re-packed pair by pair.
+ */
+export function encodeRequestHead(requestId: number, role: number, flags: number, params: CgiParams, noBody = false): Buffer {
+  const wireLen = params instanceof FcgiParams ? params.wireLength() : -1;
+  const fp = wireLen >= 0 && wireLen <= FCGI_MAX_CONTENT ? (params as FcgiParams) : undefined;
+  const flat = fp === undefined ? params.pairs : EMPTY_FLAT;
+  const nvLen = fp === undefined ? nameValuesLength(flat) : wireLen;
   const lengths = nvLen <= FCGI_MAX_CONTENT ? (nvLen === 0 ? [] : [nvLen]) : paramsRecordLengths(flat);
-  // BEGIN_REQUEST (16) + PARAMS headers and padding + closing PARAMS (8).
-  let total = 16 + nvLen + lengths.length * FCGI_HEADER_LEN + FCGI_HEADER_LEN;
+  // BEGIN_REQUEST (16) + PARAMS headers and padding + closing PARAMS (8) [+ empty STDIN (8)].
+  let total = 16 + nvLen + lengths.length * FCGI_HEADER_LEN + FCGI_HEADER_LEN + (noBody ? FCGI_HEADER_LEN : 0);
   for (const cl of lengths) total += paramsPadding(cl);
   const buf = Buffer.allocUnsafe(total);
   writeHeader(buf, 0, RecordType.BeginRequest, requestId, 8, 0);
@@ -453,7 +476,7 @@ export function encodeRequestHead(requestId: number, role: number, flags: number
     // The common case: pairs written straight into place, no intermediate copy.
     const pad = paramsPadding(nvLen);
     writeHeader(buf, off, RecordType.Params, requestId, nvLen, pad);
-    off = writeNameValues(flat, buf, off + FCGI_HEADER_LEN);
+    off = fp === undefined ? writeNameValues(flat, buf, off + FCGI_HEADER_LEN) : fp.writeWire(buf, off + FCGI_HEADER_LEN);
     buf.fill(0, off, off + pad);
     off += pad;
   } else if (lengths.length > 1) {
@@ -472,5 +495,6 @@ export function encodeRequestHead(requestId: number, role: number, flags: number
     }
   }
   writeHeader(buf, off, RecordType.Params, requestId, 0, 0);
+  if (noBody) writeHeader(buf, off + FCGI_HEADER_LEN, RecordType.Stdin, requestId, 0, 0);
   return buf;
 }

@@ -8,7 +8,7 @@
  */
 export class CgiParams {
   /** Flat [name0, value0, name1, value1, ...]; order is kept for pass-through. */
-  private readonly flat: string[];
+  protected flat: string[];
 
   constructor(flat: string[] = []) {
     this.flat = flat;
@@ -49,6 +49,29 @@ export class CgiParams {
         f.splice(i, 2);
         return;
       }
+    }
+  }
+
+  /**
+   * Sets each name of a flat [name, value, ...] list (a listener's `params`) as its only
+   * pair: a client that sends a name twice cannot slip a second value past it to a
+   * backend where the last one wins (php-cgi).
+   */
+  override(o: readonly string[]): void {
+    const f = this.flat;
+    for (let j = 0; j < o.length; j += 2) {
+      const name = o[j]!;
+      let kept = false;
+      for (let i = 0; i < f.length; ) {
+        if (f[i] !== name) i += 2;
+        else if (kept) f.splice(i, 2);
+        else {
+          f[i + 1] = o[j + 1]!;
+          kept = true;
+          i += 2;
+        }
+      }
+      if (!kept) f.push(name, o[j + 1]!);
     }
   }
 

@@ -2,7 +2,8 @@
  * FastCGI client side of one connection: one request at a time (php-cgi does not
  * multiplex), request id 1, role RESPONDER, FCGI_KEEP_CONN when keep-alive is on.
  *
- * Request:  BEGIN_REQUEST + PARAMS in one write, body as STDIN records, empty STDIN.
+ * Request:  BEGIN_REQUEST + PARAMS in one write, body as STDIN records, empty STDIN
+ *           (all in that one write when there is no body).
  * Response: STDOUT → CGI head parser → respondHead, then body views; STDERR →
  *           respondStderr; END_REQUEST → respondEnd (acted on once the chunk that
  *           carried it is fully decoded, so stray bytes after it cannot leak into the
@@ -51,15 +52,23 @@ export class FastcgiConnection extends UpstreamConnection {
 
   constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
     super(owner, address, opts, logger);
-    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec));
+    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
   }
 
   // ---- request ------------------------------------------------------------------------
 
   protected sendRequest(ex: Exchange): void {
     const s = this.socket;
+    const flags = this.opts.keepAlive ? FCGI_KEEP_CONN : 0;
+    if (ex.noBody) {
+      // The usual GET: BEGIN_REQUEST, PARAMS and the empty STDIN in one buffer, one write.
+      this.bodyDone = true;
+      s.write(encodeRequestHead(REQUEST_ID, Role.Responder, flags, ex.params, true), this.onHeadWritten);
+      ex.consumeBody(this); // detaches at once: end() finds bodyDone
+      return;
+    }
     s.cork();
-    s.write(encodeRequestHead(REQUEST_ID, Role.Responder, this.opts.keepAlive ? FCGI_KEEP_CONN : 0, ex.params), this.onHeadWritten);
+    s.write(encodeRequestHead(REQUEST_ID, Role.Responder, flags, ex.params), this.onHeadWritten);
     // Delivers what the front end already has (often the whole body) inside this cork.
     ex.consumeBody(this);
     s.uncork();

@@ -96,6 +96,22 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       }
     });
 
+    it('routes a request only after the chunk it came in: a bodyless one arrives complete', async () => {
+      let complete: boolean | undefined;
+      rig.pool.behaviour = (ex, pool) => {
+        complete = ex.bodyComplete; // what an upstream sees when it writes the request head
+        echoParams(ex, pool);
+      };
+      const c = await FcgiClient.connect(rig.target);
+      try {
+        c.request(1, PARAMS); // BEGIN_REQUEST, PARAMS and the empty STDIN in one write, as nginx sends a GET
+        assert.equal(parseCgiOutput((await c.response(1)).stdout).status, 200);
+        assert.equal(complete, true, 'the body was known to be empty when the pool got the request');
+      } finally {
+        c.close();
+      }
+    });
+
     it('streams 10 MB up and back down with back-pressure (sha256)', async (t) => {
       // Its own listener: the client stops reading for longer than the shared one's idle timeout.
       const rig = await startRig(t, 'fastcgi', addressFor(t, transport), { cfg: { idleTimeout: 10_000 } });

@@ -48,6 +48,17 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       assert.equal(rig.pool.dispatched.at(-1)!.frontend, 'scgi');
     });
 
+    it('routes a request only after the chunk it came in: a bodyless one arrives complete', async () => {
+      let complete: boolean | undefined;
+      rig.pool.behaviour = (ex, pool) => {
+        complete = ex.bodyComplete; // what an upstream sees when it writes the request head
+        echoParams(ex, pool);
+      };
+      const r = await scgiRequest(rig.target, PARAMS);
+      assert.equal(r.status, 200);
+      assert.equal(complete, true, 'the body was known to be empty when the pool got the request');
+    });
+
     it('streams 10 MB up and back down with back-pressure (sha256)', async (t) => {
       // Its own listener: the client stops reading for longer than the shared one's idle timeout.
       const rig = await startRig(t, 'scgi', addressFor(t, transport), { cfg: { idleTimeout: 10_000 } });

@@ -1,0 +1,59 @@
+/**
+ * The status board: what it keeps of a finished request is the request's variables and
+ * times, so a finished exchange (and, through its sink, the front-end session and its
+ * socket) can be collected while the board still shows the worker's last request.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { RequestBoard, requestStatus } from '../../src/control/request-board.js';
+import { Exchange, type ResponseSink } from '../../src/protocol/exchange.js';
+import { CgiParams } from '../../src/protocol/params.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** A sink standing in for a session: it holds something big, as a socket with its buffers would. */
+function sink(): ResponseSink & { ballast: Uint8Array } {
+  return { ballast: new Uint8Array(1 << 20), head() {}, body: () => true, stderr() {}, end() {}, fail() {} };
+}
+
+function finishOn(board: RequestBoard, pid: number, uri: string, startedAt: number, endedAt: number): WeakRef<Exchange> {
+  const ex = new Exchange(CgiParams.fromObject({ REQUEST_METHOD: 'GET', REQUEST_URI: uri, SCRIPT_FILENAME: '/srv/x.php' }), sink(), 'fastcgi', startedAt);
+  board.add(ex);
+  ex.workerPid = pid;
+  ex.onFinish = (e) => board.finished(e, endedAt);
+  ex.endBody();
+  ex.respondEnd();
+  return new WeakRef(ex);
+}
+
+test('a finished exchange is not kept by the board, its request still shows', async () => {
+  const board = new RequestBoard();
+  const ref = finishOn(board, 4242, '/first', 1000, 1250);
+  assert.equal(board.inFlight, 0);
+  for (let i = 0; i < 3 && ref.deref() !== undefined; i++) {
+    await new Promise((r) => setImmediate(r));
+    gc();
+  }
+  assert.equal(ref.deref(), undefined, 'the finished exchange was collected');
+  const last = board.lastOf(4242)!;
+  const st = requestStatus(last, 2000, 1_000_000, last.endedAt);
+  assert.equal(st.method, 'GET');
+  assert.equal(st.uri, '/first');
+  assert.equal(st.script, '/srv/x.php');
+  assert.equal(st.durationMs, 250);
+});
+
+test('one record per worker, rewritten by its next request', () => {
+  const board = new RequestBoard();
+  finishOn(board, 7, '/a', 10, 20);
+  const rec = board.lastOf(7);
+  finishOn(board, 7, '/b', 30, 45);
+  assert.equal(board.lastOf(7), rec, 'the same record, updated in place');
+  assert.equal(rec!.params.get('REQUEST_URI'), '/b');
+  assert.equal(rec!.endedAt - rec!.startedAt, 15);
+  board.prune(new Set());
+  assert.equal(board.lastOf(7), undefined);
+});
