@@ -116,7 +116,7 @@ export class Operations {
     this.loadNext = opts.loadConfig;
     this.notifier = opts.notifier ?? new SystemdNotifier(opts.logger.child({ component: 'systemd' }));
     this.dashboard = new DashboardHost(
-      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), restart: (pool) => this.restartPool(pool) },
+      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
       opts.logger.child({ component: 'dashboard' }),
     );
     this.responder = createStatusResponder((o) => this.snapshot(o), opts.logger.child({ component: 'status' }));
