@@ -564,6 +564,7 @@ export class Supervisor {
       if (next === undefined) continue;
       fresh.add(next);
       if (next.state === 'starting') await this.settled(next);
+      if (this.shuttingDown) break; // a reload or stop replaced the pool meanwhile
       if (next.state === 'gone') {
         const why = this.lastStartError ?? 'it exited before it was ready';
         this.log.warn({ code: ErrorCodes.RESTART_ABORTED, kind: 'restart', replaced: report.started.length }, `pool ${this.name}: rolling restart stopped, a replacement worker did not start: ${why}`);
