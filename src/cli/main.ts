@@ -38,6 +38,9 @@ Examples:
   fcgi-pm check -c /etc/fcgi-pm/fcgi-pm.yaml
   fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
 
+  # Replace pool www's workers one by one, without failing a request:
+  fcgi-pm restart -c /etc/fcgi-pm/fcgi-pm.yaml --pool www --rolling
+
   # A web dashboard over two running daemons (their control sockets):
   fcgi-pm dashboard --peers /run/fcgi-pm/web.sock,/run/fcgi-pm/api.sock
 

@@ -35,7 +35,7 @@ function poolCommand(name: string, description: string, request: (o: PoolOptions
 export function restartCommand(): Command {
   return poolCommand(
     'restart',
-    "replace one pool's workers without failing a request: all at once as a reload swaps a pool,\nor with --rolling one at a time, each only once its replacement is ready",
+    "replace one pool's workers without failing a request: all at once as a reload swaps a pool, or with --rolling one at a time, each only once its replacement is ready",
     (o) => ({ cmd: 'restart', pool: o.pool, rolling: o.rolling === true }),
   ).option('--rolling', 'one worker at a time; capacity drops by at most one worker');
 }
@@ -43,7 +43,7 @@ export function restartCommand(): Command {
 export function drainCommand(): Command {
   return poolCommand(
     'drain',
-    "retire one pool's workers after their requests; new requests start workers again on demand\n(a static pool is restarted one worker at a time instead: it never stops serving)",
+    "retire one pool's workers after their requests; new requests start workers again on demand (a static pool is restarted one worker at a time instead: it never stops serving)",
     (o) => ({ cmd: 'drain', pool: o.pool }),
   );
 }

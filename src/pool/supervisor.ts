@@ -2,8 +2,9 @@
  * A spawned pool's Supervisor: it owns the worker processes (birth and burial, as
  * PHP-FPM's fpm_children.c) and the policy of how many there are (fpm_process_ctl.c):
  * spawn, readiness, retire, stop, crash back-off and the `failing` breaker, idle stops,
- * recycling, the memory part. Every worker's state is one cell of
- * supervisor-table.ts, and each cell names the action carried out here (`act`).
+ * recycling, the memory part, the operator's drain and rolling restart. Every worker's
+ * state is one cell of supervisor-table.ts, and each cell names the action carried out
+ * here (`act`).
  *
  * The Dispatcher (spawned-pool.ts) owns the requests: queue, idle stack of seats,
  * endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
