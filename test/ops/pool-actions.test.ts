@@ -62,6 +62,10 @@ test('rolling restart and drain under load: no failed request, every pid replace
   assert.deepEqual((await poolPids(d, 'a')).filter((p) => fresh.includes(p)), []);
 
   // A dynamic pool: both workers go (idle: at once), and the mode starts its one spare anew.
+  // The plain restart swaps the pool as a reload does.
+  const swap = await d.ctl(['restart', '--pool', 'b']);
+  assert.equal(swap.code, 0, swap.stderr);
+  assert.match(swap.stdout, /^restarted pool b \(pid \d+/);
   const oldB = await poolPids(d, 'b');
   assert.equal(oldB.length, 2);
   const st = await d.ctl(['drain', '--pool', 'b']);
