@@ -1,6 +1,6 @@
 /**
  * The fcgi-pm command line. One file per command; bin/fcgi-pm calls main().
- * Commands: run, check, status, workers, reload, stop, bench, tune, dashboard.
+ * Commands: run, check, status, workers, reload, restart, drain, stop, bench, tune, dashboard.
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
@@ -9,6 +9,7 @@ import { benchCommand } from './bench.js';
 import { checkCommand } from './check.js';
 import { dashboardCommand } from './dashboard.js';
 import { EXIT_OK, EXIT_USAGE } from './report.js';
+import { drainCommand, restartCommand } from './pool-action.js';
 import { reloadCommand } from './reload.js';
 import { runCommand } from './run.js';
 import { statusCommand } from './status.js';
@@ -37,6 +38,9 @@ Examples:
   fcgi-pm check -c /etc/fcgi-pm/fcgi-pm.yaml
   fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
 
+  # Replace pool www's workers one by one, without failing a request:
+  fcgi-pm restart -c /etc/fcgi-pm/fcgi-pm.yaml --pool www --rolling
+
   # A web dashboard over two running daemons (their control sockets):
   fcgi-pm dashboard --peers /run/fcgi-pm/web.sock,/run/fcgi-pm/api.sock
 
@@ -51,7 +55,7 @@ A minimal config file:
 
 Run "fcgi-pm help <command>" for a command's options.
 Exit status: 0 success, 1 bad configuration or the daemon failed, 2 wrong usage,
-3 no daemon answers at the control socket (status, workers, reload, stop).
+3 no daemon answers at the control socket (status, workers, reload, restart, drain, stop).
 `;
 
 export function buildProgram(): Command {
@@ -67,6 +71,8 @@ export function buildProgram(): Command {
   program.addCommand(statusCommand());
   program.addCommand(workersCommand());
   program.addCommand(reloadCommand());
+  program.addCommand(restartCommand());
+  program.addCommand(drainCommand());
   program.addCommand(stopCommand());
   program.addCommand(benchCommand());
   program.addCommand(tuneCommand());

@@ -14,13 +14,19 @@
  *   {"cmd":"restart","pool":"www"}        → {"ok":true,"result":<ReloadReport>}: the pool's
  *                                           workers replaced by fresh ones the way a reload
  *                                           replaces a changed pool (no request fails)
+ *   {"cmd":"restart","pool":"www","rolling":true}
+ *                                         → {"ok":true,"result":<PoolActionReport>}: one worker
+ *                                           at a time, the next once its replacement is ready
+ *   {"cmd":"drain","pool":"www"}          → {"ok":true,"result":<PoolActionReport>}: every worker
+ *                                           retired after its request; the mode starts new ones
+ *                                           on demand (a static pool: a rolling restart)
  * Every answer also says which daemon gave it: "daemon":{"pid":123,"config":"/etc/fcgi-pm.yaml"}
  * (config is "<command line>" for the quick form), so the CLI can tell one daemon from another.
  */
 
-export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping' | 'restart' | 'warnings';
+export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping' | 'restart' | 'drain' | 'warnings';
 
-export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping', 'restart', 'warnings'];
+export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping', 'restart', 'drain', 'warnings'];
 
 export interface ControlRequest {
   cmd: ControlCommand;
@@ -30,8 +36,10 @@ export interface ControlRequest {
   all_sites?: boolean;
   /** stop: how long running requests may finish (default shutdown_timeout). */
   timeout_ms?: number;
-  /** restart: the pool whose workers are replaced. */
+  /** restart, drain: the pool whose workers are replaced or retired. */
   pool?: string;
+  /** restart: one worker at a time instead of the whole pool at once. */
+  rolling?: boolean;
 }
 
 export interface ControlError {
@@ -86,6 +94,6 @@ export function parseRequest(line: string): ControlRequest | string {
   const r = v as Record<string, unknown>;
   if (typeof r.cmd !== 'string' || !CONTROL_COMMANDS.includes(r.cmd as ControlCommand)) return `unknown command ${JSON.stringify(r.cmd)} (known: ${CONTROL_COMMANDS.join(', ')})`;
   if (r.timeout_ms !== undefined && (typeof r.timeout_ms !== 'number' || !Number.isFinite(r.timeout_ms) || r.timeout_ms < 0)) return 'timeout_ms must be a number ≥ 0';
-  if (r.cmd === 'restart' && (typeof r.pool !== 'string' || r.pool === '')) return 'restart needs "pool": the name of a pool';
-  return { cmd: r.cmd as ControlCommand, processes: r.processes === true, all_sites: r.all_sites === true, timeout_ms: r.timeout_ms as number | undefined, pool: r.pool as string | undefined };
+  if ((r.cmd === 'restart' || r.cmd === 'drain') && (typeof r.pool !== 'string' || r.pool === '')) return `${r.cmd} needs "pool": the name of a pool`;
+  return { cmd: r.cmd as ControlCommand, processes: r.processes === true, all_sites: r.all_sites === true, timeout_ms: r.timeout_ms as number | undefined, pool: r.pool as string | undefined, rolling: r.rolling === true };
 }

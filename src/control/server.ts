@@ -12,8 +12,10 @@ import { ErrorCodes } from '../errors.js';
 export interface ControlHandlers {
   status(req: ControlRequest): Promise<unknown>;
   reload(): Promise<unknown>;
-  /** Replaces one pool's workers (a reload of the running config with that pool swapped). */
-  restart(pool: string): Promise<unknown>;
+  /** Replaces one pool's workers: a reload of the running config with that pool swapped, or `rolling`, one at a time. */
+  restart(pool: string, rolling: boolean): Promise<unknown>;
+  /** Retires one pool's workers after their requests. */
+  drain(pool: string): Promise<unknown>;
   /** Starts a stop; the daemon closes the socket when it is done. */
   stop(timeoutMs: number | undefined): void;
   ping(): unknown;
@@ -76,7 +78,9 @@ export class ControlServer {
             case 'warnings':
               return reply({ ok: true, result: handlers.warnings() });
             case 'restart':
-              return reply({ ok: true, result: await handlers.restart(req.pool!) });
+              return reply({ ok: true, result: await handlers.restart(req.pool!, req.rolling === true) });
+            case 'drain':
+              return reply({ ok: true, result: await handlers.drain(req.pool!) });
             case 'stop':
               reply({ ok: true, result: { stopping: true } });
               handlers.stop(req.timeout_ms);

@@ -4,6 +4,7 @@
  * reopened by a reload that adds, removes or moves it (other settings are read live).
  */
 import type { Config, DashboardConfig } from '../config/types.js';
+import type { PoolVerb } from '../dashboard/actions.js';
 import { DashboardServer } from '../dashboard/server.js';
 import type { StatusSnapshot } from '../control/types.js';
 import { ErrorCodes } from '../errors.js';
@@ -14,7 +15,7 @@ export interface DashboardOwner {
   config(): Config;
   snapshot(): Promise<StatusSnapshot>;
   reload(): Promise<unknown>;
-  restart(pool: string): Promise<unknown>;
+  poolAction(pool: string, verb: PoolVerb): Promise<unknown>;
 }
 
 export class DashboardHost {
@@ -38,7 +39,7 @@ export class DashboardHost {
     const server = new DashboardServer({
       config: () => this.cfg!,
       logger: this.logger,
-      self: { snapshot: () => this.owner.snapshot(), configPath: () => this.owner.config().source, reload: () => this.owner.reload(), restart: (pool) => this.owner.restart(pool) },
+      self: { snapshot: () => this.owner.snapshot(), configPath: () => this.owner.config().source, reload: () => this.owner.reload(), poolAction: (pool, verb) => this.owner.poolAction(pool, verb) },
       warnings: recentWarnings,
     });
     await server.listen();

@@ -27,7 +27,7 @@ import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
 import { recentWarnings } from '../log/warning-ring.js';
 import { logListener, logPool } from '../log/startup.js';
-import type { Pool } from '../pool/types.js';
+import type { Pool, PoolActionReport } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolRegistry } from './pool-registry.js';
 import { DashboardHost } from './dashboard.js';
@@ -118,7 +118,7 @@ export class Operations {
     this.loadNext = opts.loadConfig;
     this.notifier = opts.notifier ?? new SystemdNotifier(opts.logger.child({ component: 'systemd' }));
     this.dashboard = new DashboardHost(
-      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), restart: (pool) => this.restartPool(pool) },
+      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
       opts.logger.child({ component: 'dashboard' }),
     );
     this.responder = createStatusResponder((o) => this.snapshot(o), opts.logger.child({ component: 'status' }));
@@ -251,7 +251,8 @@ export class Operations {
     const all: ControlHandlers = {
       status: (req) => this.snapshot({ processes: req.processes === true, allSites: req.all_sites === true }),
       reload: () => this.reloadFromSource(),
-      restart: (pool) => this.restartPool(pool),
+      restart: (pool, rolling) => (rolling ? this.poolAction(pool, 'rollingRestart') : this.restartPool(pool)),
+      drain: (pool) => this.poolAction(pool, 'drain'),
       warnings: () => recentWarnings.list(),
       stop: (ms) => handlers.stop(ms),
       ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
@@ -343,6 +344,15 @@ export class Operations {
       if (!this.view.config.pools.has(pool)) return Promise.reject(new Error(`no pool named "${pool}" (pools: ${[...this.view.config.pools.keys()].join(', ')})`));
       return this.apply(this.view.config, new Set([pool]));
     });
+  }
+
+  /** A spawned pool's drain or rolling restart (Supervisor); not serialised with reloads, it changes no config. */
+  poolAction(name: string, action: 'drain' | 'rollingRestart'): Promise<PoolActionReport> {
+    const pool = this.view.pools.get(name);
+    if (pool === undefined) return Promise.reject(new Error(`no pool named "${name}" (pools: ${[...this.view.pools.keys()].join(', ')})`));
+    const run = pool[action]?.bind(pool);
+    if (run === undefined) return Promise.reject(new Error(`pool ${name} is external: fcgi-pm does not run its workers`));
+    return run();
   }
 
   /** Resolves once no reload runs (a stop waits, so pools a reload is starting are stopped too). */

@@ -8,15 +8,19 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { controlRequest } from '../control/client.js';
+import type { ControlRequest } from '../control/protocol.js';
 import { editPoolText, type PoolSettings } from './config-edit.js';
 import type { DiffLine } from './diff.js';
 import { httpJson, peerKind } from './peers.js';
 
+/** What the page asks of one pool: fresh workers all at once (restart), one at a time (rolling), or drain. */
+export type PoolVerb = 'restart' | 'rolling' | 'drain';
+
 export interface LocalDaemon {
   configPath(): string;
   reload(): Promise<unknown>;
-  /** Fresh workers for one pool (the control socket's restart). */
-  restart(pool: string): Promise<unknown>;
+  /** One pool's workers (the control socket's restart, restart --rolling, drain). */
+  poolAction(pool: string, verb: PoolVerb): Promise<unknown>;
 }
 
 export interface ActionContext {
@@ -30,8 +34,8 @@ export interface TargetResult {
   file?: string | undefined;
   diff?: DiffLine[] | undefined;
   problems?: string[] | undefined;
-  /** Set once the change was applied: the reload's answer or why it failed. */
-  reload?: { ok: boolean; error?: string | undefined; problems?: string[] | undefined } | undefined;
+  /** Set once the change was applied: the reload's answer or why it failed; a pool action's report. */
+  reload?: { ok: boolean; error?: string | undefined; problems?: string[] | undefined; report?: unknown } | undefined;
   error?: string | undefined;
 }
 
@@ -59,16 +63,23 @@ async function configPathOf(id: string, ctx: ActionContext): Promise<string> {
   return p;
 }
 
-/** A reload, or with `pool` a restart of that pool's workers. */
-async function reloadOf(id: string, ctx: ActionContext, pool?: string): Promise<NonNullable<TargetResult['reload']>> {
+function controlOf(action: { pool: string; verb: PoolVerb } | undefined): ControlRequest {
+  if (action === undefined) return { cmd: 'reload' };
+  if (action.verb === 'drain') return { cmd: 'drain', pool: action.pool };
+  return { cmd: 'restart', pool: action.pool, rolling: action.verb === 'rolling' };
+}
+
+/** A reload, or with `action` that pool action (its report kept for the page). */
+async function reloadOf(id: string, ctx: ActionContext, action?: { pool: string; verb: PoolVerb }): Promise<NonNullable<TargetResult['reload']>> {
   try {
-    if (id === 'self') await (pool === undefined ? ctx.self!.reload() : ctx.self!.restart(pool));
-    else {
-      const s = await controlRequest(id, pool === undefined ? { cmd: 'reload' } : { cmd: 'restart', pool }, RELOAD_TIMEOUT_MS);
-      s.end();
-      if (!s.response.ok) return { ok: false, error: s.response.error.message, problems: s.response.error.problems };
+    if (id === 'self') {
+      const report = await (action === undefined ? ctx.self!.reload() : ctx.self!.poolAction(action.pool, action.verb));
+      return action === undefined ? { ok: true } : { ok: true, report };
     }
-    return { ok: true };
+    const s = await controlRequest(id, controlOf(action), RELOAD_TIMEOUT_MS);
+    s.end();
+    if (!s.response.ok) return { ok: false, error: s.response.error.message, problems: s.response.error.problems };
+    return action === undefined ? { ok: true } : { ok: true, report: s.response.result };
   } catch (err) {
     const e = err as { message?: string; problems?: string[] };
     return { ok: false, error: e.message ?? String(err), problems: e.problems };
@@ -123,13 +134,16 @@ export async function editPools(req: EditRequest, ctx: ActionContext): Promise<{
   return { applied: true, results };
 }
 
-/** Reloads each target; with `pool`, restarts that pool's workers on each instead. */
-export async function reloadTargets(targets: string[], ctx: ActionContext, pool?: string): Promise<TargetResult[]> {
+/** Reloads each target; with `action`, does that to the pool's workers on each instead (each daemon at once: they serve apart). */
+export async function reloadTargets(targets: string[], ctx: ActionContext, action?: { pool: string; verb: PoolVerb }): Promise<TargetResult[]> {
   return Promise.all(
     [...new Set(targets)].map(async (id): Promise<TargetResult> => {
-      if (peerKind(id) === 'http') return (await remote(id, { targets: ['self'], pool }, ctx, pool === undefined ? 'api/reload' : 'api/restart'))[0]!;
+      if (peerKind(id) === 'http') {
+        const path = action === undefined ? 'api/reload' : action.verb === 'drain' ? 'api/drain' : 'api/restart';
+        return (await remote(id, { targets: ['self'], pool: action?.pool, rolling: action?.verb === 'rolling' }, ctx, path))[0]!;
+      }
       if (id === 'self' && ctx.self === undefined) return { id, ok: false, error: 'this dashboard runs without a local daemon' };
-      const reload = await reloadOf(id, ctx, pool);
+      const reload = await reloadOf(id, ctx, action);
       return { id, ok: reload.ok, reload };
     }),
   );

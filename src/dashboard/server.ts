@@ -14,7 +14,9 @@
  *                          the cluster's warnings when they changed)
  *   POST /api/edit         {targets, pool, settings, dryRun} → per-daemon diff, problems, reload
  *   POST /api/reload       {targets}
- *   POST /api/restart      {targets, pool}: fresh workers for the pool, no request failed
+ *   POST /api/restart      {targets, pool, rolling}: fresh workers for the pool, no request failed;
+ *                          rolling: one at a time, each once its replacement is ready
+ *   POST /api/drain        {targets, pool}: the pool's workers retired after their requests
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -120,18 +122,21 @@ export class DashboardServer {
     }
     if (req.method === 'GET' && path === '/api/events') return this.events(req, res);
     if (req.method === 'GET' && path === '/api/warnings') return json(res, 200, this.deps.warnings?.list() ?? []);
-    if (req.method === 'POST' && (path === '/api/edit' || path === '/api/reload' || path === '/api/restart')) {
+    if (req.method === 'POST' && (path === '/api/edit' || path === '/api/reload' || path === '/api/restart' || path === '/api/drain')) {
       if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return json(res, 415, { error: 'send JSON (content-type: application/json)' });
-      const body = (await readBody(req)) as Partial<EditRequest> | undefined;
+      const body = (await readBody(req)) as (Partial<EditRequest> & { rolling?: unknown }) | undefined;
       if (body === undefined || !Array.isArray(body.targets) || !body.targets.every((t) => typeof t === 'string')) return json(res, 400, { error: 'body must be JSON with "targets": [daemon ids]' });
       // Only daemons this dashboard shows: a caller must not make it talk to any socket or URL (with peer_token).
       const known = this.sampler.ids();
       const unknown = body.targets.filter((t) => !known.includes(t));
       if (unknown.length > 0) return json(res, 400, { error: `not a daemon of this dashboard: ${unknown.join(', ')} (known: ${known.join(', ')})` });
       if (path === '/api/reload') return json(res, 200, { results: await reloadTargets(body.targets, this.actions) });
-      if (path === '/api/restart') {
+      if (path === '/api/restart' || path === '/api/drain') {
         if (typeof body.pool !== 'string') return json(res, 400, { error: 'body needs "pool"' });
-        return json(res, 200, { results: await reloadTargets(body.targets, this.actions, body.pool) });
+        const verb = path === '/api/drain' ? 'drain' : body.rolling === true ? 'rolling' : 'restart';
+        const results = await reloadTargets(body.targets, this.actions, { pool: body.pool, verb });
+        this.deps.logger.info({ kind: 'dashboard', pool: body.pool, targets: body.targets, action: verb }, `dashboard: ${verb} of pool ${body.pool} on ${body.targets.length} daemon(s)`);
+        return json(res, 200, { results });
       }
       if (typeof body.pool !== 'string' || typeof body.settings !== 'object' || body.settings === null) return json(res, 400, { error: 'body needs "pool" and "settings"' });
       const out = await editPools(body as EditRequest, this.actions);

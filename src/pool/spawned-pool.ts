@@ -27,7 +27,7 @@ import { RequestTimer } from './request-timer.js';
 import { scriptOf, workerSnapshot, type Seat, type Slot } from './slot.js';
 import { WorkerFailures } from './spawned-failures.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from './supervisor.js';
-import type { PoolSnapshot } from './types.js';
+import type { PoolActionReport, PoolSnapshot } from './types.js';
 
 export { EXIT_GRACE_MS } from './spawned-failures.js';
 
@@ -96,6 +96,14 @@ export class SpawnedPool extends PoolBase {
     // A parent that cannot start is reported by the first worker that needs it.
     if (this.deps.forkServer !== undefined) await this.deps.forkServer.renew();
     await this.supervisor.start();
+  }
+
+  drain(): Promise<PoolActionReport> {
+    return this.supervisor.drain();
+  }
+
+  rollingRestart(): Promise<PoolActionReport> {
+    return this.supervisor.rollingRestart();
   }
 
   // ---- PoolBase hooks ---------------------------------------------------------------

@@ -2,8 +2,9 @@
  * A spawned pool's Supervisor: it owns the worker processes (birth and burial, as
  * PHP-FPM's fpm_children.c) and the policy of how many there are (fpm_process_ctl.c):
  * spawn, readiness, retire, stop, crash back-off and the `failing` breaker, idle stops,
- * recycling, the memory part. Every worker's state is one cell of
- * supervisor-table.ts, and each cell names the action carried out here (`act`).
+ * recycling, the memory part, the operator's drain and rolling restart. Every worker's
+ * state is one cell of supervisor-table.ts, and each cell names the action carried out
+ * here (`act`).
  *
  * The Dispatcher (spawned-pool.ts) owns the requests: queue, idle stack of seats,
  * endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
@@ -33,7 +34,7 @@ import { exitText, Slot, type Seat } from './slot.js';
 import { EXIT_GRACE_MS } from './spawned-failures.js';
 import type { PoolStats } from './stats.js';
 import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
-import type { PoolSnapshot } from './types.js';
+import type { PoolActionReport as ActionReport, PoolSnapshot } from './types.js';
 
 export interface SupervisorDeps {
   logger: Logger;
@@ -509,6 +510,86 @@ export class Supervisor {
       }
     }
     if (plan.recheckAt !== undefined) this.idleTimer.armAt(plan.recheckAt);
+  }
+
+  // ---- operator actions (fcgi-pm drain, fcgi-pm restart --rolling) ----------------------
+
+  /**
+   * Retires every worker: idle ones now, busy ones after their request; what waits in the
+   * queue stays there for the workers the mode starts next (ondemand: on demand, dynamic:
+   * its spare workers). A static pool never stops serving: its drain is a rolling restart.
+   */
+  async drain(): Promise<ActionReport> {
+    if (this.cfg.pm === 'static') return this.rollingRestart();
+    const retired: number[] = [];
+    for (const slot of [...this.slots]) {
+      if (slot.state !== 'up') continue;
+      retired.push(slot.pid ?? 0);
+      this.retire(slot, 'drain');
+    }
+    this.log.info({ kind: 'drain', retired: retired.length }, `pool ${this.name} drained: ${retired.length} worker(s) retired`);
+    this.scale();
+    return { pool: this.name, action: 'drain', retired, started: [] };
+  }
+
+  private rolling: Promise<ActionReport> | undefined;
+
+  /**
+   * Replaces the workers one at a time: a replacement is started (first, when max_children
+   * leaves room; else once the old worker has exited) and the next old worker goes only
+   * once it is ready, so at most one worker's capacity is missing. A replacement that
+   * fails to start ends the restart with the remaining old workers still serving.
+   */
+  rollingRestart(): Promise<ActionReport> {
+    this.rolling ??= this.roll().finally(() => (this.rolling = undefined));
+    return this.rolling;
+  }
+
+  private async roll(): Promise<ActionReport> {
+    const old = [...this.slots].filter((s) => s.state === 'up');
+    const report: ActionReport = { pool: this.name, action: 'restart', retired: [], started: [] };
+    this.log.info({ kind: 'restart', workers: old.length }, `pool ${this.name}: rolling restart of ${old.length} worker(s)`);
+    const fresh = new Set<Slot>();
+    for (const slot of old) {
+      if (this.shuttingDown || this.hooks.poolState() !== 'running') break;
+      if (slot.state !== 'up') continue; // gone meanwhile (idle stop, recycling)
+      const room = this.growableSeats() >= this.slotsPerWorker && (this.mem?.admit(1, 0) ?? 1) > 0;
+      let next = room ? this.spawn() : undefined;
+      if (next === undefined) {
+        report.retired.push(slot.pid ?? 0);
+        this.retire(slot, 'restart');
+        await this.settled(slot);
+        // The mode may have started the replacement itself when the old one exited (static).
+        next = [...this.slots].find((s) => s.state === 'starting' && !fresh.has(s)) ?? (this.growableSeats() >= this.slotsPerWorker ? this.spawn() : undefined);
+      }
+      if (next === undefined) continue;
+      fresh.add(next);
+      if (next.state === 'starting') await this.settled(next);
+      if (this.shuttingDown) break; // a reload or stop replaced the pool meanwhile
+      if (next.state === 'gone') {
+        const why = this.lastStartError ?? 'it exited before it was ready';
+        this.log.warn({ code: ErrorCodes.RESTART_ABORTED, kind: 'restart', replaced: report.started.length }, `pool ${this.name}: rolling restart stopped, a replacement worker did not start: ${why}`);
+        throw new ProxyError(ErrorCodes.RESTART_ABORTED, 503, `rolling restart of pool ${this.name} stopped after ${report.started.length} worker(s): a replacement did not start (${why})`);
+      }
+      report.started.push(next.pid ?? 0);
+      if (room && slot.state === 'up') {
+        report.retired.push(slot.pid ?? 0);
+        this.retire(slot, 'restart');
+      }
+    }
+    this.log.info({ kind: 'restart', retired: report.retired.length, started: report.started.length }, `pool ${this.name}: rolling restart done, ${report.started.length} worker(s) replaced`);
+    return report;
+  }
+
+  /** Resolves when the worker is ready or gone (Slot.settle, chained with a wait already there). */
+  private settled(slot: Slot): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const before = slot.settle;
+      slot.settle = () => {
+        before?.();
+        resolve();
+      };
+    });
   }
 
   // ---- shutdown and status ----------------------------------------------------------

@@ -77,4 +77,16 @@ export interface Pool {
    */
   stop(timeoutMs: number, reason?: 'shutdown' | 'reload'): Promise<void>;
   snapshot(): PoolSnapshot;
+  /** Spawned pools: retire every worker (busy ones after their request); see Supervisor.drain. */
+  drain?(): Promise<PoolActionReport>;
+  /** Spawned pools: replace the workers one at a time; see Supervisor.rollingRestart. */
+  rollingRestart?(): Promise<PoolActionReport>;
+}
+
+/** What drain or a rolling restart did: the pids retired, and those started in their place. */
+export interface PoolActionReport {
+  pool: string;
+  action: 'drain' | 'restart';
+  retired: number[];
+  started: number[];
 }

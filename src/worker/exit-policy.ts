@@ -57,6 +57,8 @@ const PLANNED: Record<Exclude<RetireReason, 'spawn_timeout'>, PlannedRule> = {
   memory_budget: { restart: false, level: 'info', what: 'stopped: pool over its memory budget' },
   memory_hard: { restart: true, level: 'warn', what: 'killed: memory above max_memory_hard', code: ErrorCodes.MEMORY_HARD_LIMIT },
   request_timeout: { restart: true, level: 'warn', what: 'killed after request_timeout', code: ErrorCodes.REQUEST_TIMEOUT },
+  restart: { restart: false, level: 'debug', what: 'replaced by a rolling restart' },
+  drain: { restart: false, level: 'debug', what: 'stopped: the pool was drained' },
   client_abort: { restart: true, level: 'debug', what: 'stopped: its client went away mid-request and the request could not be cancelled' },
 };
 

@@ -26,6 +26,9 @@ export type RetireReason =
   | 'reload'
   | 'shutdown'
   | 'scale_down'
+  /** An operator's rolling restart or drain (fcgi-pm restart --rolling, fcgi-pm drain). */
+  | 'restart'
+  | 'drain'
   /** The client went away and the request could not be cancelled (SCGI): the worker may still run it. */
   | 'client_abort';
 

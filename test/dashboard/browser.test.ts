@@ -5,7 +5,7 @@
 // load run moves the req/s chart and the busy-worker count, the stopped daemon is down
 // with its reason, warnings of the serving daemon and of a peer show in the panel; a max_children edit on two daemons that one of them refuses shows the
 // error and writes nothing; a valid one is written (comments kept), reloaded, and is what
-// `fcgi-pm status` of both says; a pool's workers are restarted from the page. The screenshot goes to a temp dir (its path is printed).
+// `fcgi-pm status` of both says; a pool's workers are restarted from the page (at once; one by one on every daemon that has the pool), and drained. The screenshot goes to a temp dir (its path is printed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
@@ -227,6 +227,22 @@ test('dashboard over three daemons in headless Chromium', { timeout: 170_000 }, 
     return now.length >= 1 && now.every((p) => !before.includes(p));
   }, { timeout: 20_000, what: "b's workers replaced" });
   assert.equal(await statusMaxChildren(b.control), 5);
+
+  // A rolling restart on every daemon that has the pool (self and b; c is down), each daemon's result shown.
+  const beforeRolling = await workerPids(b.control);
+  await page.$eval('#edit-result', (e) => (e.innerHTML = ''));
+  await page.click(`[data-daemon="${b.control}"] .actions-all button[data-verb="rolling"]`);
+  await page.waitForFunction(() => document.querySelectorAll('#edit-result [data-result]').length === 2, { timeout: 60_000 });
+  const rolled = await page.$$eval('#edit-result [data-result]', (els) => els.map((e) => [e.getAttribute('data-result'), e.getAttribute('data-ok'), e.querySelector('.status')?.textContent]));
+  assert.deepEqual(rolled.map((r) => [r[0], r[1]]), [['self', 'true'], [b.control, 'true']]);
+  assert.match(String(rolled[1]![2]), /^\d+ worker\(s\) replaced one by one$/);
+  assert.deepEqual((await workerPids(b.control)).filter((p) => beforeRolling.includes(p)), [], "b's workers replaced one by one");
+
+  // Drain b alone: its workers are retired, the page says how many.
+  await page.$eval('#edit-result', (e) => (e.innerHTML = ''));
+  await page.click(`[data-daemon="${b.control}"] .pool-head > .actions > button[data-verb="drain"]`);
+  await page.waitForFunction(() => document.querySelector('#edit-result [data-result]') !== null, { timeout: 60_000 });
+  assert.match(await page.$eval('#edit-result [data-result] .status', (e) => e.textContent), /^[1-9]\d* worker\(s\) retired$/);
 });
 
 async function workerPids(control: string): Promise<number[]> {

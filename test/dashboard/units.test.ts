@@ -12,7 +12,7 @@ import { hashPassword, verifyPassword } from '../../src/dashboard/auth.js';
 import { WarningRing } from '../../src/log/warning-ring.js';
 import { configFromObject } from '../../src/config/schema.js';
 import { problemsOf } from '../config/helpers.js';
-import { parseRequest } from '../../src/control/protocol.js';
+import { parseRequest, type ControlRequest } from '../../src/control/protocol.js';
 import { ClusterSampler, ringKey } from '../../src/dashboard/sampler.js';
 import { OutcomeCounter } from '../../src/control/outcomes.js';
 import { renderPrometheus } from '../../src/control/render-prometheus.js';
@@ -161,9 +161,12 @@ test('config: a dashboard section needs a way to log in, a TCP address, hashes n
   assert.equal(configFromObject(base, '/etc/f.yaml').dashboard, undefined, 'off unless present');
 });
 
-test('control protocol: restart names a pool', () => {
+test('control protocol: restart and drain name a pool', () => {
   assert.equal(parseRequest('{"cmd":"restart"}'), 'restart needs "pool": the name of a pool');
-  assert.deepEqual(parseRequest('{"cmd":"restart","pool":"www"}'), { cmd: 'restart', processes: false, timeout_ms: undefined, pool: 'www' });
+  assert.deepEqual(parseRequest('{"cmd":"restart","pool":"www"}'), { cmd: 'restart', processes: false, timeout_ms: undefined, pool: 'www', rolling: false });
+  assert.equal((parseRequest('{"cmd":"restart","pool":"www","rolling":true}') as ControlRequest).rolling, true);
+  assert.equal(parseRequest('{"cmd":"drain"}'), 'drain needs "pool": the name of a pool');
+  assert.deepEqual(parseRequest('{"cmd":"drain","pool":"www"}'), { cmd: 'drain', processes: false, timeout_ms: undefined, pool: 'www', rolling: false });
 });
 
 test('sampler: a timer only while someone watches; rings bounded by history / interval; a gone pool loses its ring', async () => {

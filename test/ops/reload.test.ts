@@ -6,7 +6,6 @@
 // replaced pool are gone once they drained.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as http from 'node:http';
 import * as net from 'node:net';
 import type { TestContext } from 'node:test';
 import { fastcgiParams, startNginx } from '../helpers/nginx.js';
@@ -16,71 +15,9 @@ import { isAlive } from '../helpers/proc.js';
 import { phpCommand } from '../helpers/spawned.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
-import { opsDaemon, type OpsDaemon } from './helpers.js';
+import { opsDaemon } from './helpers.js';
+import { poolPids, startLoad } from './load.js';
 import { checkExposition, sampleValue } from './prom-check.js';
-
-interface Load {
-  ok: number;
-  failures: string[];
-  /** Resolves once `n` more requests succeeded than when called. */
-  more(n: number): Promise<void>;
-  stop(): Promise<void>;
-}
-
-/** `clients` loops of GET /pid.php on kept-alive connections until stopped; every non-200 or error is a failure. */
-function startLoad(base: string, clients: number): Load {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
-  let running = true;
-  const waiters: Array<{ at: number; resolve: () => void }> = [];
-  const load: Load = {
-    ok: 0,
-    failures: [],
-    more(n) {
-      const at = load.ok + n;
-      return new Promise((resolve) => waiters.push({ at, resolve }));
-    },
-    async stop() {
-      running = false;
-      await Promise.all(loops);
-      agent.destroy();
-    },
-  };
-  const one = (): Promise<void> =>
-    new Promise((resolve) => {
-      const req = http.get(`${base}/pid.php`, { agent, timeout: 20_000 }, (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (c: string) => (body += c));
-        res.on('end', () => {
-          if (res.statusCode === 200 && /^\d+$/.test(body)) load.ok++;
-          else load.failures.push(`HTTP ${res.statusCode}: ${body.slice(0, 200)}`);
-          for (const w of waiters.filter((x) => load.ok >= x.at)) {
-            waiters.splice(waiters.indexOf(w), 1);
-            w.resolve();
-          }
-          resolve();
-        });
-        res.on('error', (err) => {
-          load.failures.push(`response error: ${err.message}`);
-          resolve();
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error('no response within 20 s')));
-      req.on('error', (err) => {
-        load.failures.push(`request error: ${err.message}`);
-        resolve();
-      });
-    });
-  const loops = Array.from({ length: clients }, async () => {
-    while (running) await one();
-  });
-  return load;
-}
-
-async function poolPids(d: OpsDaemon, pool: string): Promise<number[]> {
-  const r = await d.ctl(['workers', '--json', '--pool', pool]);
-  assert.equal(r.code, 0, r.stderr);
-  return (JSON.parse(r.stdout) as Array<{ pid: number }>).map((w) => w.pid);
-}
 
 async function goneAfterDrain(t: TestContext, pids: number[], what: string): Promise<void> {
   void t;

@@ -37,6 +37,20 @@
       <polyline points="${line(vals)}"/>${extra ? `<polyline class="p99" points="${line(vals2)}"/>` : ''}</svg></div>`;
   }
 
+  const POOL_ACTIONS = [
+    ['restart', 'Restart workers', 'fresh workers all at once; the old ones finish their requests'],
+    ['rolling', 'Rolling restart', 'one worker at a time, the next once its replacement is ready'],
+    ['drain', 'Drain', 'retire the workers after their requests; new requests start workers on demand (static: a rolling restart)'],
+  ];
+
+  // The pool's actions on this daemon, and on every daemon that has the pool when there are several.
+  function poolActions(d, p) {
+    const holders = cluster.daemons.filter((x) => (x.snapshot?.pools ?? []).some((q) => q.name === p.name && q.kind === 'spawned')).map((x) => x.id);
+    const row = (targets, suffix) => POOL_ACTIONS.map(([verb, label, title]) =>
+      `<button type="button" class="pool-action${verb === 'restart' ? ' restart' : ''}" data-verb="${verb}" data-targets="${esc(JSON.stringify(targets))}" data-restart-pool="${esc(p.name)}" title="${esc(title)}">${label}${suffix}</button>`).join('');
+    return `<span class="actions">${row([d.id], '')}${holders.length > 1 ? `<span class="actions-all">${row(holders, ` (all ${holders.length})`)}</span>` : ''}</span>`;
+  }
+
   function poolView(d, p) {
     const pts = rings.get(d.id + SEP + p.name) ?? [];
     const last = pts[pts.length - 1] ?? {};
@@ -54,7 +68,7 @@
     return `<div class="pool" data-pool="${esc(p.name)}" data-daemon-id="${esc(d.id)}">
       <div class="pool-head"><h3>${esc(p.name)}</h3><span class="pill ${p.state === 'running' ? '' : 'warn'}">${esc(p.state)}</span>
         <span class="muted">${esc(p.kind)} · pm ${esc(p.pm)}${p.maxChildren ? ` · max_children <b class="max-children">${p.maxChildren}</b>` : ''} · up ${age(now - p.startedAt)}${p.generations > 1 ? ` · ${p.generations - 1} generation(s) draining` : ''}</span>
-        ${p.kind === 'spawned' ? `<button type="button" class="restart" data-target="${esc(d.id)}" data-restart-pool="${esc(p.name)}" title="fresh workers; the old ones finish their requests">Restart workers</button>` : ''}</div>
+        ${p.kind === 'spawned' ? poolActions(d, p) : ''}</div>
       <div class="figures">
         <div><span class="muted">req/s</span><b class="rps">${num(last.rps ?? 0)}</b></div>
         <div><span class="muted">latency p50 / p99</span><b>${num(last.p50, ' ms')} / ${num(last.p99, ' ms')}</b></div>
@@ -154,15 +168,17 @@
     ol.innerHTML = list.map((w) => `<li data-warning-daemon="${esc(w.daemon)}"><span class="muted">${new Date(w.last).toLocaleTimeString()} ${esc(label(w.daemon))}</span><br><code>${esc(w.code)}</code>${w.pool ? ` [${esc(w.pool)}]` : ''} ${esc(w.msg)}${w.count > 1 ? ` <b>×${w.count}</b>` : ''}</li>`).join('');
   }
 
-  // mode: preview | edit | reload | restart
+  // mode: preview | edit | reload | restart | rolling | drain
   function renderResults(out, mode) {
     const preview = mode === 'preview';
     const done = { edit: 'written and reloaded', reload: 'reloaded', restart: 'workers replaced' }[mode] ?? 'done';
+    // A rolling restart's or drain's report: what it did on that daemon.
+    const did = (rep) => (rep?.action === 'restart' ? `${rep.started.length} worker(s) replaced one by one` : rep?.action === 'drain' ? `${rep.retired.length} worker(s) retired` : done);
     const html = out.results.map((r) => {
       const d = cluster?.daemons.find((x) => x.id === r.id);
       const diff = (r.diff ?? []).map((l) => `<span class="${l.op === '+' ? 'add' : l.op === '-' ? 'del' : ''}">${esc(l.op)} ${esc(l.text)}</span>`).join('\n');
       const probs = [...(r.problems ?? []), ...(r.reload?.problems ?? [])];
-      const status = r.error ? esc(r.error) : r.reload ? (r.reload.ok ? done : `reload failed: ${esc(r.reload.error)}`) : r.ok ? (preview ? 'valid' : 'valid; not written') : 'invalid';
+      const status = r.error ? esc(r.error) : r.reload ? (r.reload.ok ? did(r.reload.report) : `${mode === 'rolling' || mode === 'drain' ? mode : 'reload'} failed: ${esc(r.reload.error)}`) : r.ok ? (preview ? 'valid' : 'valid; not written') : 'invalid';
       return `<div class="result ${r.ok ? '' : 'bad'}" data-result="${esc(r.id)}" data-ok="${r.ok}"><b>${esc(d ? d.label : r.id)}</b>: <span class="status">${status}</span>
         ${probs.length ? `<ul class="problems">${probs.map((p) => `<li>${esc(p)}</li>`).join('')}</ul>` : ''}${diff ? `<pre class="diff">${diff}</pre>` : ''}</div>`;
     }).join('');
@@ -201,13 +217,15 @@
   $('#edit-preview').addEventListener('click', () => void edit(true));
   $('#edit-pool').addEventListener('change', () => cluster && renderEditChoices());
   $('#daemons').addEventListener('click', async (e) => {
-    const b = e.target.closest('button.reload, button.restart');
+    const b = e.target.closest('button.reload, button.pool-action');
     if (!b) return;
     b.disabled = true;
+    $('#edit-result').innerHTML = '<p class="muted">working…</p>';
     try {
-      const restart = b.classList.contains('restart');
-      const out = await post(restart ? 'api/restart' : 'api/reload', restart ? { targets: [b.dataset.target], pool: b.dataset.restartPool } : { targets: [b.dataset.target] });
-      renderResults({ applied: out.results.every((r) => r.ok), results: out.results }, restart ? 'restart' : 'reload');
+      const verb = b.dataset.verb ?? 'reload';
+      const body = verb === 'reload' ? { targets: [b.dataset.target] } : { targets: JSON.parse(b.dataset.targets), pool: b.dataset.restartPool, rolling: verb === 'rolling' };
+      const out = await post(verb === 'reload' ? 'api/reload' : verb === 'drain' ? 'api/drain' : 'api/restart', body);
+      renderResults({ applied: out.results.every((r) => r.ok), results: out.results }, verb);
     } catch (err) {
       $('#edit-result').innerHTML = `<p class="reason">${esc(err.message)}</p>`;
     }
