@@ -165,12 +165,16 @@ test('dashboard over three daemons in headless Chromium', { timeout: 170_000 }, 
   assert.equal(rpsBefore, 0, 'no traffic yet');
   const run = load(a.port, 3);
   try {
-    await page.waitForFunction(
-      (sel) => Number(document.querySelector(`${sel} svg.chart-rps`)?.getAttribute('data-max')) > 0 && Number(document.querySelector(`${sel} .busy`)?.textContent) > 0,
+    // The busy count is read where it was seen: the next update may already show 0 again.
+    const seen = await page.waitForFunction(
+      (sel) => {
+        const busy = Number(document.querySelector(`${sel} .busy`)?.textContent);
+        return Number(document.querySelector(`${sel} svg.chart-rps`)?.getAttribute('data-max')) > 0 && busy > 0 ? busy : false;
+      },
       { timeout: 30_000, polling: 100 },
       poolSel,
     );
-    const busy = await page.$eval(`${poolSel} .busy`, (e) => Number(e.textContent));
+    const busy = (await seen.jsonValue()) as number;
     assert.ok(busy >= 1 && busy <= 3, `busy workers within max_children: ${busy}`);
     // A few points of load on the chart for the screenshot.
     await page.waitForFunction((sel) => Number(document.querySelector(`${sel} svg.chart-rps`)?.getAttribute('data-nonzero')) >= 5 && document.querySelectorAll(`${sel} table.workers tbody tr`).length > 0, { timeout: 20_000, polling: 100 }, poolSel);

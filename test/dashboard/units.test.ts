@@ -163,10 +163,10 @@ test('config: a dashboard section needs a way to log in, a TCP address, hashes n
 
 test('control protocol: restart and drain name a pool', () => {
   assert.equal(parseRequest('{"cmd":"restart"}'), 'restart needs "pool": the name of a pool');
-  assert.deepEqual(parseRequest('{"cmd":"restart","pool":"www"}'), { cmd: 'restart', processes: false, timeout_ms: undefined, pool: 'www', rolling: false });
+  assert.deepEqual(parseRequest('{"cmd":"restart","pool":"www"}'), { cmd: 'restart', processes: false, all_sites: false, timeout_ms: undefined, pool: 'www', rolling: false });
   assert.equal((parseRequest('{"cmd":"restart","pool":"www","rolling":true}') as ControlRequest).rolling, true);
   assert.equal(parseRequest('{"cmd":"drain"}'), 'drain needs "pool": the name of a pool');
-  assert.deepEqual(parseRequest('{"cmd":"drain","pool":"www"}'), { cmd: 'drain', processes: false, timeout_ms: undefined, pool: 'www', rolling: false });
+  assert.deepEqual(parseRequest('{"cmd":"drain","pool":"www"}'), { cmd: 'drain', processes: false, all_sites: false, timeout_ms: undefined, pool: 'www', rolling: false });
 });
 
 test('sampler: a timer only while someone watches; rings bounded by history / interval; a gone pool loses its ring', async () => {
