@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hostName, SiteIndex } from '../../src/daemon/vhosts/site-index.js';
 import type { SiteConfig } from '../../src/config/types.js';
+import { loadOptional } from '../../src/daemon/vhosts/optional-module.js';
 
 const site = (id: string, ...names: string[]): SiteConfig => ({ id, names, documentRoot: `/srv/${id}`, settings: {}, baseDir: '/', rewrite: [], origin: `${id}.yaml` });
 
@@ -33,4 +34,8 @@ test('hostName strips the port and trailing dot, keeps IPv6 brackets, lowercases
   assert.equal(hostName('Example.org:80'), 'example.org');
   assert.equal(hostName('[::1]:8080'), '[::1]');
   assert.equal(hostName('a.test.'), 'a.test');
+});
+
+test('a database driver that is not installed: the error names what needs it and how to get it', () => {
+  assert.throws(() => loadOptional('fcgi-pm-no-such-driver', 'vhosts.sqlite'), /^Error: vhosts\.sqlite needs the npm package fcgi-pm-no-such-driver, which is not installed or not built \(Cannot find module/);
 });

@@ -5,9 +5,10 @@
  * change (the trigger's NOTIFY) apply at once. A lost connection is opened again on the
  * next poll; until then the sites known keep serving.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { VhostsConfig } from '../../config/types.js';
 import { RowSites, SELECT_SITES, type SiteRow } from './rows.js';
+import { loadOptional } from './optional-module.js';
 import type { SiteSource, SourceRead } from './source.js';
 
 export class PostgresSource implements SiteSource {
@@ -32,7 +33,8 @@ export class PostgresSource implements SiteSource {
 
   private connect(): Promise<pg.Client> {
     this.client ??= (async () => {
-      const c = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 5000 });
+      const driver = loadOptional<typeof pg>('pg', 'vhosts.postgres');
+      const c = new driver.Client({ connectionString: this.url, connectionTimeoutMillis: 5000 });
       c.on('error', () => this.drop(c));
       c.on('end', () => this.drop(c));
       c.on('notification', () => this.changed?.());

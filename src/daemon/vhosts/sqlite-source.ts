@@ -4,10 +4,11 @@
  * commits, so an unchanged table costs one statement; on a change every row is read
  * and only rows whose text changed are validated again (rows.ts).
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import * as nodePath from 'node:path';
 import type { VhostsConfig } from '../../config/types.js';
 import { RowSites, SELECT_SITES, type SiteRow } from './rows.js';
+import { loadOptional } from './optional-module.js';
 import type { SiteSource, SourceRead } from './source.js';
 
 export class SqliteSource implements SiteSource {
@@ -29,7 +30,10 @@ export class SqliteSource implements SiteSource {
   }
 
   private open(): Database.Database {
-    this.db ??= new Database(this.file, { readonly: true, fileMustExist: true });
+    if (this.db === undefined) {
+      const Driver = loadOptional<typeof Database>('better-sqlite3', 'vhosts.sqlite');
+      this.db = new Driver(this.file, { readonly: true, fileMustExist: true });
+    }
     return this.db;
   }
 
