@@ -117,7 +117,8 @@ describe('Django example with preload: true (one parent, forked workers) behind 
     const ready = (after: number, not?: number) =>
       daemon.waitForLog((l) => ofPool(l) && /^worker \d+ ready after/.test(String(l.msg)) && l.wpid !== not, { since: after, timeout: 10_000, what: 'a worker ready line' });
     const first = Number((await ready(since)).wpid);
-    const parent = Number(readFileSync(`/proc/${first}/stat`, 'latin1').split(') ')[1]!.split(' ')[1]);
+    // Its parent from the log: the worker may be recycled (and gone from /proc) as soon as it served.
+    const parent = Number((await daemon.waitForLog((l) => ofPool(l) && /^preload parent \d+ ready/.test(String(l.msg)), { what: 'the preload parent' })).wpid);
     const line = await daemon.waitForLog((l) => l.wpid === first && /over max_memory/.test(String(l.msg)), { since, timeout: 10_000, what: 'the max_memory line' });
     assert.match(String(line.msg), /recycling it/);
     await waitFor(() => !isAlive(first), { timeout: 10_000, what: 'the recycled worker to exit' });
