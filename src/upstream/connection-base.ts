@@ -176,6 +176,10 @@ export abstract class UpstreamConnection implements BodyConsumer {
   protected abstract sendAbort(): void;
   /** The protocol can cancel a running request and still frame its end (FastCGI, not SCGI). */
   protected abstract readonly cancellable: boolean;
+  /** True once the backend has sent the whole response, though the request is not finished yet (SCGI: before its EOF). */
+  protected responseComplete(): boolean {
+    return false;
+  }
 
   // ---- helpers for subclasses -------------------------------------------------------
 
@@ -378,9 +382,12 @@ export abstract class UpstreamConnection implements BodyConsumer {
       this.resumeReading();
       return;
     }
-    // A closed socket makes php-cgi's next write fail, but the script may run on.
+    // A closed socket makes php-cgi's next write fail, but the script may run on; unless
+    // the whole response is here (a front end that closes once it has Content-Length bytes
+    // races the backend's own EOF): then the backend is done with it.
+    const busy = !this.responseComplete();
     this.close();
-    this.finish(ABORTED_BACKEND_BUSY, false, false);
+    this.finish(busy ? ABORTED_BACKEND_BUSY : ABORTED, false, false);
   }
 }
 

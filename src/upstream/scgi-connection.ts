@@ -19,6 +19,8 @@ export class ScgiConnection extends UpstreamConnection {
   private readonly one: Buffer[] = [];
   /** No abort message in SCGI: closing is the only signal, and the backend may run on. */
   protected readonly cancellable = false;
+  /** Body bytes still due by the response's Content-Length; -1 when it has none. */
+  private bodyDue = -1;
 
   constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
     super(owner, address, opts, logger);
@@ -52,11 +54,17 @@ export class ScgiConnection extends UpstreamConnection {
 
   protected resetResponse(): void {
     this.headParser.reset();
+    this.bodyDue = -1;
+  }
+
+  protected override responseComplete(): boolean {
+    return this.headDone && this.bodyDue === 0;
   }
 
   protected onData(chunk: Buffer): void {
     if (this.state !== 'busy') return;
     if (this.headDone) {
+      this.countBody(chunk.length);
       this.deliverBody(chunk);
       return;
     }
@@ -64,8 +72,17 @@ export class ScgiConnection extends UpstreamConnection {
     const r = this.headParser.push(chunk);
     if (r === undefined) return;
     this.headDone = true;
+    const length = r.head.headers.find(([name]) => name.length === 14 && name.toLowerCase() === 'content-length');
+    this.bodyDue = length !== undefined && /^\d+$/.test(length[1]) ? Number(length[1]) : -1;
     this.ex!.respondHead(r.head);
-    if (this.state === 'busy' && r.rest.length > 0) this.deliverBody(r.rest);
+    if (this.state === 'busy' && r.rest.length > 0) {
+      this.countBody(r.rest.length);
+      this.deliverBody(r.rest);
+    }
+  }
+
+  private countBody(n: number): void {
+    if (this.bodyDue > 0) this.bodyDue = Math.max(0, this.bodyDue - n);
   }
 
   protected onClosedWhileBusy(err: Error | undefined): void {

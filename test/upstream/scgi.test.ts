@@ -3,6 +3,7 @@
  * (test/fixtures/upstream/scgi-server.ts).
  */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ErrorCodes } from '../../src/errors.js';
@@ -136,3 +137,41 @@ test('SCGI: client abort closes the backend connection', async (t) => {
   assert.equal(s.endpoint.active, 0);
   await waitFor(() => s.fixture.open === 0, { timeout: 5000, what: 'backend connection closed' });
 });
+
+/** An SCGI backend that sends `response` at once and closes only after `closeAfterMs`. */
+async function lingeringBackend(t: TestContext, response: string, closeAfterMs: number): Promise<UpstreamEndpoint> {
+  const path = join(makeTempDir(t, 'fpm-ups-'), 'linger.sock');
+  const server = createServer((sock) => {
+    sock.once('data', () => {
+      sock.write(response);
+      setTimeout(() => sock.end(), closeAfterMs).unref();
+    });
+    sock.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(path, r));
+  const endpoint = new UpstreamEndpoint({ kind: 'unix', path, text: `unix:${path}` }, { protocol: 'scgi', connectTimeout: 2000, readTimeout: 10_000, keepAlive: true, maxIdle: 4 }, silentLogger());
+  t.after(() => {
+    endpoint.destroy();
+    server.close();
+  });
+  return endpoint;
+}
+
+for (const [what, response, busy] of [
+  // nginx closes its SCGI connection once it has Content-Length bytes, racing the backend's EOF.
+  ['the whole Content-Length body arrived before the client went: the backend is done, not busy', 'Status: 200 OK\r\nContent-Length: 5\r\n\r\nhello', false],
+  ['part of the body only: the backend may still be running', 'Status: 200 OK\r\nContent-Length: 50\r\n\r\nhello', true],
+  ['no Content-Length: only EOF ends the response', 'Status: 200 OK\r\n\r\nhello', true],
+] as const) {
+  test(`SCGI: client abort after ${what}`, async (t) => {
+    const endpoint = await lingeringBackend(t, response, 2000);
+    let ex: RunResult['ex'] | undefined;
+    const p = withTimeout(runExchange(endpoint, { REQUEST_METHOD: 'GET' }, { onStarted: (e) => (ex = e) }), 10_000, 'SCGI request');
+    await waitFor(() => ex !== undefined && ex.responseStarted, { timeout: 5000, what: 'the response' });
+    await new Promise((r) => setTimeout(r, 50)); // the body bytes are delivered with the head
+    ex!.abort();
+    const r = await p;
+    assert.equal(r.sink.bodyBytes, 5);
+    assert.deepEqual(r.outcome, busy ? { kind: 'aborted', backendBusy: true } : { kind: 'aborted' });
+  });
+}
