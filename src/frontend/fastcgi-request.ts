@@ -47,11 +47,16 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
 
   head(head: CgiResponseHead): void {
     this.headSent = true;
-    this.session.sendHead(this, head.raw);
+    // Passed records carry the head's bytes themselves.
+    if (this.exchange?.recordsPassed !== true) this.session.sendHead(this, head.raw);
   }
 
   body(chunk: Buffer): boolean {
     return this.session.sendBody(this, chunk);
+  }
+
+  records(raw: Buffer): boolean {
+    return this.session.sendRecord(this, raw);
   }
 
   stderr(chunk: Buffer): void {

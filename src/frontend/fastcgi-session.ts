@@ -349,7 +349,26 @@ export class FcgiSession implements Session, ClientTimed {
       this.writeHeld(r, false);
     }
     // Small chunks are copied into one record buffer; larger ones go out as views (writev), never copied.
-    const ok = this.sendStream(RecordType.Stdout, r.id, chunk);
+    return this.waitIfFull(r, this.sendStream(RecordType.Stdout, r.id, chunk));
+  }
+
+  /**
+   * A backend's STDOUT record, forwarded as it is but for the request id (rewritten in
+   * place: the bytes are the backend connection's and read once).
+   */
+  sendRecord(r: FcgiRequest, raw: Buffer): boolean {
+    if (this.state === 'closed') return true;
+    if (r.pendingHead !== undefined) this.writeHeld(r, false);
+    const id = r.id;
+    if (raw[2] !== id >> 8 || raw[3] !== (id & 0xff)) {
+      raw[2] = id >> 8;
+      raw[3] = id & 0xff;
+    }
+    return this.waitIfFull(r, this.write1(raw));
+  }
+
+  /** `ok` false: the socket's buffer is full; r's exchange hears of the drain. */
+  private waitIfFull(r: FcgiRequest, ok: boolean): boolean {
     if (!ok && !r.awaitingDrain) {
       r.awaitingDrain = true;
       this.drainWaiters.push(r);
