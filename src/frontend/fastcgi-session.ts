@@ -84,12 +84,14 @@ export class FcgiSession implements Session, ClientTimed {
     this.remote = remoteText(socket.remoteAddress, socket.remotePort);
     this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
     this.deadlines = env.deadlines!; // every stream listener builds them
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('end', () => this.onEnd());
-    socket.on('close', () => this.onClose());
-    socket.on('error', (err: NodeJS.ErrnoException) => this.onSocketError(err));
-    socket.on('drain', () => this.onDrain());
-    socket.on('timeout', () => this.onTimeout());
+    // Shared listeners that find the session on the socket: no closures per connection.
+    (socket as OwnedSocket)[SESSION] = this;
+    socket.on('data', onSocketData);
+    socket.on('end', onSocketEnd);
+    socket.on('close', onSocketClose);
+    socket.on('error', onSocketError);
+    socket.on('drain', onSocketDrain);
+    socket.on('timeout', onSocketTimeout);
     if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
     env.listener.add(this);
   }
@@ -108,7 +110,8 @@ export class FcgiSession implements Session, ClientTimed {
 
   // ---- input ------------------------------------------------------------------------
 
-  private onData(chunk: Buffer): void {
+  /** @internal socket listener (below). */
+  onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
     // Bytes with no request begun: one must begin within header_timeout.
     if (this.requests.size === 0 && this.deadline.list === null) this.deadlines.header.push(this.deadline);
@@ -465,7 +468,8 @@ export class FcgiSession implements Session, ClientTimed {
     list.length = 0;
   }
 
-  private onDrain(): void {
+  /** @internal socket listener (below). */
+  onDrain(): void {
     const waiters = this.drainWaiters;
     if (waiters.length === 0) return;
     this.drainWaiters = [];
@@ -542,7 +546,8 @@ export class FcgiSession implements Session, ClientTimed {
     this.drainWaiters = [];
   }
 
-  private onEnd(): void {
+  /** @internal socket listener (below). */
+  onEnd(): void {
     if (this.state === 'closed') return;
     if (this.decoder.midRecord) {
       this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI connection closed in the middle of a record');
@@ -552,7 +557,8 @@ export class FcgiSession implements Session, ClientTimed {
     this.closeNow();
   }
 
-  private onClose(): void {
+  /** @internal socket listener (below). */
+  onClose(): void {
     if (this.state === 'closed') return;
     this.env.listener.log.debug({ remote: this.remote, open: this.requests.size }, 'FastCGI connection lost');
     this.state = 'closed';
@@ -561,12 +567,14 @@ export class FcgiSession implements Session, ClientTimed {
     this.env.listener.remove(this);
   }
 
-  private onSocketError(err: NodeJS.ErrnoException): void {
+  /** @internal socket listener (below). */
+  onSocketError(err: NodeJS.ErrnoException): void {
     // ECONNRESET and EPIPE are how clients usually go away; 'close' follows.
     this.env.listener.log.debug({ remote: this.remote, code: err.code }, 'FastCGI socket error');
   }
 
-  private onTimeout(): void {
+  /** @internal socket listener (below). */
+  onTimeout(): void {
     if (this.state === 'closed') {
       this.socket.destroy(); // we ended our side; the client never closed its own
       return;
@@ -604,4 +612,27 @@ function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
 
 function uncork(s: FcgiSession): void {
   s.uncorkNow();
+}
+
+const SESSION = Symbol('FcgiSession');
+type OwnedSocket = Socket & { [SESSION]: FcgiSession };
+
+// The socket listeners, `this` being the socket (EventEmitter calls them so).
+function onSocketData(this: Socket, chunk: Buffer): void {
+  (this as OwnedSocket)[SESSION].onData(chunk);
+}
+function onSocketEnd(this: Socket): void {
+  (this as OwnedSocket)[SESSION].onEnd();
+}
+function onSocketClose(this: Socket): void {
+  (this as OwnedSocket)[SESSION].onClose();
+}
+function onSocketError(this: Socket, err: NodeJS.ErrnoException): void {
+  (this as OwnedSocket)[SESSION].onSocketError(err);
+}
+function onSocketDrain(this: Socket): void {
+  (this as OwnedSocket)[SESSION].onDrain();
+}
+function onSocketTimeout(this: Socket): void {
+  (this as OwnedSocket)[SESSION].onTimeout();
 }
