@@ -29,6 +29,8 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
   pendingHead: Buffer | undefined;
   /** The first body bytes, held with pendingHead (small ones only). */
   pendingBody: Buffer | undefined;
+  /** A small backend record, held like pendingHead so that it leaves with the end as one buffer. */
+  pendingRecord: Buffer | undefined;
   stdinDone = false;
   /** pushBody() returned false; the session's socket is paused on our behalf. */
   bodyPaused = false;

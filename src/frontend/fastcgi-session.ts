@@ -21,6 +21,7 @@ import {
   decodeNameValues,
   encodeEndRequest,
   encodeGetValuesResult,
+  encodeRecordsAndEnd,
   encodeStdout,
   encodeStream,
   encodeUnknownType,
@@ -361,11 +362,18 @@ export class FcgiSession implements Session, ClientTimed {
    */
   sendRecord(r: FcgiRequest, raw: Buffer): boolean {
     if (this.state === 'closed') return true;
-    if (r.pendingHead !== undefined) this.writeHeld(r, false);
+    if (r.pendingHead !== undefined || r.pendingRecord !== undefined) this.writeHeld(r, false);
     const id = r.id;
     if (raw[2] !== id >> 8 || raw[3] !== (id & 0xff)) {
       raw[2] = id >> 8;
       raw[3] = id & 0xff;
+    }
+    if (raw.length <= SMALL_RECORD) {
+      // Held for the tick: a small response then leaves with its end as one buffer (one write, not a writev).
+      r.pendingRecord = raw;
+      this.pendingHeads.push(r);
+      this.cork();
+      return true;
     }
     return this.waitIfFull(r, this.write1(raw));
   }
@@ -393,6 +401,12 @@ export class FcgiSession implements Session, ClientTimed {
    * one view when they lie side by side in the backend's chunk, as they usually do).
    */
   private writeHeld(r: FcgiRequest, end: boolean): void {
+    const rec = r.pendingRecord;
+    if (rec !== undefined) {
+      r.pendingRecord = undefined;
+      this.write1(end ? encodeRecordsAndEnd(r.id, rec) : rec);
+      return;
+    }
     const head = r.pendingHead ?? EMPTY;
     const body = r.pendingBody ?? EMPTY;
     r.pendingHead = r.pendingBody = undefined;
@@ -461,9 +475,9 @@ export class FcgiSession implements Session, ClientTimed {
     const list = this.pendingHeads;
     for (let i = 0; i < list.length; i++) {
       const r = list[i]!;
-      if (r.pendingHead === undefined) continue;
+      if (r.pendingHead === undefined && r.pendingRecord === undefined) continue;
       if (r.state !== 'ended') this.writeHeld(r, false);
-      else r.pendingHead = r.pendingBody = undefined;
+      else r.pendingHead = r.pendingBody = r.pendingRecord = undefined;
     }
     list.length = 0;
   }

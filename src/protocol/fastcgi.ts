@@ -394,6 +394,16 @@ export function parseBeginRequest(content: Buffer): { role: number; flags: numbe
   return { role: content.readUInt16BE(0), flags: content[2]! };
 }
 
+/** `records` (whole records, copied) then the empty STDOUT and END_REQUEST (complete) of `requestId`, as one buffer. */
+export function encodeRecordsAndEnd(requestId: number, records: Buffer): Buffer {
+  const n = records.length;
+  const buf = Buffer.allocUnsafe(n + 2 * FCGI_HEADER_LEN + 8);
+  records.copy(buf, 0);
+  writeHeader(buf, n, RecordType.Stdout, requestId, 0, 0);
+  writeEndRequest(buf, n + FCGI_HEADER_LEN, requestId, 0, ProtocolStatus.RequestComplete);
+  return buf;
+}
+
 export function encodeEndRequest(requestId: number, appStatus: number, protocolStatus: number): Buffer {
   const buf = Buffer.allocUnsafe(16);
   writeEndRequest(buf, 0, requestId, appStatus, protocolStatus);
