@@ -29,6 +29,8 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
   pendingHead: Buffer | undefined;
   /** The first body bytes, held with pendingHead (small ones only). */
   pendingBody: Buffer | undefined;
+  /** A small backend record, held like pendingHead so that it leaves with the end as one buffer. */
+  pendingRecord: Buffer | undefined;
   stdinDone = false;
   /** pushBody() returned false; the session's socket is paused on our behalf. */
   bodyPaused = false;
@@ -47,11 +49,16 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
 
   head(head: CgiResponseHead): void {
     this.headSent = true;
-    this.session.sendHead(this, head.raw);
+    // Passed records carry the head's bytes themselves.
+    if (this.exchange?.recordsPassed !== true) this.session.sendHead(this, head.raw);
   }
 
   body(chunk: Buffer): boolean {
     return this.session.sendBody(this, chunk);
+  }
+
+  records(raw: Buffer): boolean {
+    return this.session.sendRecord(this, raw);
   }
 
   stderr(chunk: Buffer): void {

@@ -21,6 +21,7 @@ import {
   decodeNameValues,
   encodeEndRequest,
   encodeGetValuesResult,
+  encodeRecordsAndEnd,
   encodeStdout,
   encodeStream,
   encodeUnknownType,
@@ -84,12 +85,14 @@ export class FcgiSession implements Session, ClientTimed {
     this.remote = remoteText(socket.remoteAddress, socket.remotePort);
     this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
     this.deadlines = env.deadlines!; // every stream listener builds them
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('end', () => this.onEnd());
-    socket.on('close', () => this.onClose());
-    socket.on('error', (err: NodeJS.ErrnoException) => this.onSocketError(err));
-    socket.on('drain', () => this.onDrain());
-    socket.on('timeout', () => this.onTimeout());
+    // Shared listeners that find the session on the socket: no closures per connection.
+    (socket as OwnedSocket)[SESSION] = this;
+    socket.on('data', onSocketData);
+    socket.on('end', onSocketEnd);
+    socket.on('close', onSocketClose);
+    socket.on('error', onSocketError);
+    socket.on('drain', onSocketDrain);
+    socket.on('timeout', onSocketTimeout);
     if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
     env.listener.add(this);
   }
@@ -108,7 +111,8 @@ export class FcgiSession implements Session, ClientTimed {
 
   // ---- input ------------------------------------------------------------------------
 
-  private onData(chunk: Buffer): void {
+  /** @internal socket listener (below). */
+  onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
     // Bytes with no request begun: one must begin within header_timeout.
     if (this.requests.size === 0 && this.deadline.list === null) this.deadlines.header.push(this.deadline);
@@ -349,7 +353,33 @@ export class FcgiSession implements Session, ClientTimed {
       this.writeHeld(r, false);
     }
     // Small chunks are copied into one record buffer; larger ones go out as views (writev), never copied.
-    const ok = this.sendStream(RecordType.Stdout, r.id, chunk);
+    return this.waitIfFull(r, this.sendStream(RecordType.Stdout, r.id, chunk));
+  }
+
+  /**
+   * A backend's STDOUT record, forwarded as it is but for the request id (rewritten in
+   * place: the bytes are the backend connection's and read once).
+   */
+  sendRecord(r: FcgiRequest, raw: Buffer): boolean {
+    if (this.state === 'closed') return true;
+    if (r.pendingHead !== undefined || r.pendingRecord !== undefined) this.writeHeld(r, false);
+    const id = r.id;
+    if (raw[2] !== id >> 8 || raw[3] !== (id & 0xff)) {
+      raw[2] = id >> 8;
+      raw[3] = id & 0xff;
+    }
+    if (raw.length <= SMALL_RECORD) {
+      // Held for the tick: a small response then leaves with its end as one buffer (one write, not a writev).
+      r.pendingRecord = raw;
+      this.pendingHeads.push(r);
+      this.cork();
+      return true;
+    }
+    return this.waitIfFull(r, this.write1(raw));
+  }
+
+  /** `ok` false: the socket's buffer is full; r's exchange hears of the drain. */
+  private waitIfFull(r: FcgiRequest, ok: boolean): boolean {
     if (!ok && !r.awaitingDrain) {
       r.awaitingDrain = true;
       this.drainWaiters.push(r);
@@ -371,6 +401,12 @@ export class FcgiSession implements Session, ClientTimed {
    * one view when they lie side by side in the backend's chunk, as they usually do).
    */
   private writeHeld(r: FcgiRequest, end: boolean): void {
+    const rec = r.pendingRecord;
+    if (rec !== undefined) {
+      r.pendingRecord = undefined;
+      this.write1(end ? encodeRecordsAndEnd(r.id, rec) : rec);
+      return;
+    }
     const head = r.pendingHead ?? EMPTY;
     const body = r.pendingBody ?? EMPTY;
     r.pendingHead = r.pendingBody = undefined;
@@ -439,14 +475,15 @@ export class FcgiSession implements Session, ClientTimed {
     const list = this.pendingHeads;
     for (let i = 0; i < list.length; i++) {
       const r = list[i]!;
-      if (r.pendingHead === undefined) continue;
+      if (r.pendingHead === undefined && r.pendingRecord === undefined) continue;
       if (r.state !== 'ended') this.writeHeld(r, false);
-      else r.pendingHead = r.pendingBody = undefined;
+      else r.pendingHead = r.pendingBody = r.pendingRecord = undefined;
     }
     list.length = 0;
   }
 
-  private onDrain(): void {
+  /** @internal socket listener (below). */
+  onDrain(): void {
     const waiters = this.drainWaiters;
     if (waiters.length === 0) return;
     this.drainWaiters = [];
@@ -523,7 +560,8 @@ export class FcgiSession implements Session, ClientTimed {
     this.drainWaiters = [];
   }
 
-  private onEnd(): void {
+  /** @internal socket listener (below). */
+  onEnd(): void {
     if (this.state === 'closed') return;
     if (this.decoder.midRecord) {
       this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI connection closed in the middle of a record');
@@ -533,7 +571,8 @@ export class FcgiSession implements Session, ClientTimed {
     this.closeNow();
   }
 
-  private onClose(): void {
+  /** @internal socket listener (below). */
+  onClose(): void {
     if (this.state === 'closed') return;
     this.env.listener.log.debug({ remote: this.remote, open: this.requests.size }, 'FastCGI connection lost');
     this.state = 'closed';
@@ -542,12 +581,14 @@ export class FcgiSession implements Session, ClientTimed {
     this.env.listener.remove(this);
   }
 
-  private onSocketError(err: NodeJS.ErrnoException): void {
+  /** @internal socket listener (below). */
+  onSocketError(err: NodeJS.ErrnoException): void {
     // ECONNRESET and EPIPE are how clients usually go away; 'close' follows.
     this.env.listener.log.debug({ remote: this.remote, code: err.code }, 'FastCGI socket error');
   }
 
-  private onTimeout(): void {
+  /** @internal socket listener (below). */
+  onTimeout(): void {
     if (this.state === 'closed') {
       this.socket.destroy(); // we ended our side; the client never closed its own
       return;
@@ -585,4 +626,27 @@ function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
 
 function uncork(s: FcgiSession): void {
   s.uncorkNow();
+}
+
+const SESSION = Symbol('FcgiSession');
+type OwnedSocket = Socket & { [SESSION]: FcgiSession };
+
+// The socket listeners, `this` being the socket (EventEmitter calls them so).
+function onSocketData(this: Socket, chunk: Buffer): void {
+  (this as OwnedSocket)[SESSION].onData(chunk);
+}
+function onSocketEnd(this: Socket): void {
+  (this as OwnedSocket)[SESSION].onEnd();
+}
+function onSocketClose(this: Socket): void {
+  (this as OwnedSocket)[SESSION].onClose();
+}
+function onSocketError(this: Socket, err: NodeJS.ErrnoException): void {
+  (this as OwnedSocket)[SESSION].onSocketError(err);
+}
+function onSocketDrain(this: Socket): void {
+  (this as OwnedSocket)[SESSION].onDrain();
+}
+function onSocketTimeout(this: Socket): void {
+  (this as OwnedSocket)[SESSION].onTimeout();
 }

@@ -29,6 +29,12 @@ export interface ResponseSink {
   head(head: CgiResponseHead): void;
   /** Returns false when the client is slow; the exchange then waits for responseDrained(). */
   body(chunk: Buffer): boolean;
+  /**
+   * Optional (a FastCGI front end): takes one whole STDOUT record of a FastCGI backend
+   * (a view, header and padding included) to forward as it is; it may rewrite the
+   * request id in place. Back-pressure as for body().
+   */
+  records?(raw: Buffer): boolean;
   /** Backend's FastCGI STDERR output. */
   stderr(chunk: Buffer): void;
   end(): void;
@@ -74,6 +80,12 @@ export class Exchange {
   status = 0;
   bytesOut = 0;
   error: ProxyError | undefined;
+  /**
+   * Set by a FastCGI upstream before respondHead() when the response comes as the
+   * backend's own STDOUT records (respondRecords): the sink then writes nothing for the
+   * head, whose bytes are in those records.
+   */
+  recordsPassed = false;
 
   /** Front end: called when the body consumer wants more after pushBody() returned false. */
   onBodyDrain: (() => void) | undefined;
@@ -214,6 +226,13 @@ export class Exchange {
     if (this.finished) return true;
     this.bytesOut += chunk.length;
     return this.sink.body(chunk);
+  }
+
+  /** One backend STDOUT record for sink.records(); `bodyBytes` of its content are body (not head). */
+  respondRecords(raw: Buffer, bodyBytes: number): boolean {
+    if (this.finished) return true;
+    this.bytesOut += bodyBytes;
+    return this.sink.records!(raw);
   }
 
   respondStderr(chunk: Buffer): void {

@@ -54,6 +54,8 @@ export interface FcgiRecord {
   type: number;
   requestId: number;
   content: Buffer;
+  /** STDOUT from a decoder built with `raw`: the whole record (header, content, padding). */
+  raw?: Buffer | undefined;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -142,19 +144,28 @@ export class FcgiDecoder {
   private paddingLength = 0;
   // Content of a record that straddles chunks, filled up to bodyPos.
   private body: Buffer | undefined;
+  /** Where the content starts in body (after the header when the record is kept raw). */
+  private bodyStart = 0;
   private bodyPos = 0;
   private padLeft = 0;
   private error: Error | undefined;
   /** With `reuse`, the one record object every onRecord call gets (its fields rewritten). */
   private readonly shared: FcgiRecord | undefined;
+  /** STDOUT records get `raw`. */
+  private readonly wantRaw: boolean;
+  /** Where the current record's header starts in the chunk being decoded; -1 if not in it. */
+  private recStart = -1;
 
   /**
    * `reuse`: onRecord gets the same object each time, valid only during the call (no
-   * object per record); for consumers that do not keep records.
+   * object per record); for consumers that do not keep records. `raw`: STDOUT records
+   * carry their whole bytes, for forwarding them unchanged: a view of the chunk when the
+   * record lay in it, else gathered with the content (padding then zeros).
    */
-  constructor(onRecord: (rec: FcgiRecord) => void, reuse = false) {
+  constructor(onRecord: (rec: FcgiRecord) => void, reuse = false, raw = false) {
     this.onRecord = onRecord;
-    this.shared = reuse ? { type: 0, requestId: 0, content: EMPTY } : undefined;
+    this.shared = reuse ? { type: 0, requestId: 0, content: EMPTY, raw: undefined } : undefined;
+    this.wantRaw = raw;
   }
 
   push(chunk: Buffer): void {
@@ -188,13 +199,16 @@ export class FcgiDecoder {
   private run(chunk: Buffer): void {
     const len = chunk.length;
     let pos = 0;
+    this.recStart = -1; // a header from an earlier chunk is not in this one
     while (pos < len) {
       switch (this.state) {
         case ST_HEADER: {
           if (this.hdrPos === 0 && len - pos >= FCGI_HEADER_LEN) {
             this.parseHeader(chunk, pos);
+            this.recStart = pos;
             pos += FCGI_HEADER_LEN;
           } else {
+            this.recStart = -1;
             const n = Math.min(FCGI_HEADER_LEN - this.hdrPos, len - pos);
             chunk.copy(this.hdr, this.hdrPos, pos, pos + n);
             this.hdrPos += n;
@@ -203,7 +217,7 @@ export class FcgiDecoder {
             this.hdrPos = 0;
             this.parseHeader(this.hdr, 0);
           }
-          if (this.contentLength === 0) this.emit(EMPTY);
+          if (this.contentLength === 0) this.emit(EMPTY, this.rawOf(EMPTY, chunk, pos));
           break;
         }
         case ST_CONTENT: {
@@ -212,20 +226,31 @@ export class FcgiDecoder {
             if (len - pos >= cl) {
               const view = chunk.subarray(pos, pos + cl);
               pos += cl;
-              this.emit(view);
+              this.emit(view, this.rawOf(view, chunk, pos));
               break;
             }
-            this.body = Buffer.allocUnsafe(cl);
-            this.bodyPos = 0;
+            // Gathered; a record kept raw is gathered with its header and (zero) padding.
+            const raw = this.keepsRaw();
+            const at = raw ? FCGI_HEADER_LEN : 0;
+            const body = Buffer.allocUnsafe(raw ? FCGI_HEADER_LEN + cl + this.paddingLength : cl);
+            if (raw) {
+              this.copyHeader(body, chunk);
+              body.fill(0, at + cl);
+            }
+            this.body = body;
+            this.bodyStart = this.bodyPos = at;
+            this.recStart = -1;
           }
-          const n = Math.min(cl - this.bodyPos, len - pos);
+          const stop = this.bodyStart + cl;
+          const n = Math.min(stop - this.bodyPos, len - pos);
           chunk.copy(this.body, this.bodyPos, pos, pos + n);
           this.bodyPos += n;
           pos += n;
-          if (this.bodyPos === cl) {
+          if (this.bodyPos === stop) {
             const body = this.body;
             this.body = undefined;
-            this.emit(body);
+            if (this.bodyStart === 0) this.emit(body, undefined);
+            else this.emit(body.subarray(this.bodyStart, stop), body);
           }
           break;
         }
@@ -240,6 +265,33 @@ export class FcgiDecoder {
           throw this.deadError();
       }
     }
+    // A raw record's header must outlive this chunk when its content does not end in it.
+    if (this.recStart >= 0 && this.state === ST_CONTENT && this.body === undefined && this.keepsRaw()) {
+      chunk.copy(this.hdr, 0, this.recStart, this.recStart + FCGI_HEADER_LEN);
+    }
+  }
+
+  private keepsRaw(): boolean {
+    return this.wantRaw && this.type === RecordType.Stdout;
+  }
+
+  /** The header of the current record: in `chunk` at recStart, else gathered in hdr. */
+  private copyHeader(dst: Buffer, chunk: Buffer): void {
+    if (this.recStart >= 0) chunk.copy(dst, 0, this.recStart, this.recStart + FCGI_HEADER_LEN);
+    else this.hdr.copy(dst, 0);
+  }
+
+  /** The whole record as a view of `chunk` when it lies in it (content ended at `end`), else a copy with zero padding. */
+  private rawOf(content: Buffer, chunk: Buffer, end: number): Buffer | undefined {
+    if (!this.keepsRaw()) return undefined;
+    const pad = this.paddingLength;
+    if (this.recStart >= 0 && end + pad <= chunk.length) return chunk.subarray(this.recStart, end + pad);
+    const cl = content.length;
+    const buf = Buffer.allocUnsafe(FCGI_HEADER_LEN + cl + pad);
+    this.copyHeader(buf, chunk);
+    content.copy(buf, FCGI_HEADER_LEN);
+    buf.fill(0, FCGI_HEADER_LEN + cl);
+    return buf;
   }
 
   private parseHeader(b: Buffer, o: number): void {
@@ -265,7 +317,7 @@ export class FcgiDecoder {
   }
 
   /** Moves past the content before calling out, so the state is right even if onRecord throws. */
-  private emit(content: Buffer): void {
+  private emit(content: Buffer, raw: Buffer | undefined): void {
     if (this.paddingLength > 0) {
       this.padLeft = this.paddingLength;
       this.state = ST_PADDING;
@@ -274,14 +326,16 @@ export class FcgiDecoder {
     }
     const rec = this.shared;
     if (rec === undefined) {
-      this.onRecord({ type: this.type, requestId: this.requestId, content });
+      this.onRecord({ type: this.type, requestId: this.requestId, content, raw });
       return;
     }
     rec.type = this.type;
     rec.requestId = this.requestId;
     rec.content = content;
+    rec.raw = raw;
     this.onRecord(rec);
     rec.content = EMPTY; // the chunk is not kept alive by the decoder
+    rec.raw = undefined;
   }
 }
 
@@ -338,6 +392,16 @@ export function encodeBeginRequest(requestId: number, role: number, flags: numbe
 export function parseBeginRequest(content: Buffer): { role: number; flags: number } {
   if (content.length < 8) throw new ProtocolError(ErrorCodes.FCGI_BAD_RECORD, 'short FastCGI BEGIN_REQUEST body');
   return { role: content.readUInt16BE(0), flags: content[2]! };
+}
+
+/** `records` (whole records, copied) then the empty STDOUT and END_REQUEST (complete) of `requestId`, as one buffer. */
+export function encodeRecordsAndEnd(requestId: number, records: Buffer): Buffer {
+  const n = records.length;
+  const buf = Buffer.allocUnsafe(n + 2 * FCGI_HEADER_LEN + 8);
+  records.copy(buf, 0);
+  writeHeader(buf, n, RecordType.Stdout, requestId, 0, 0);
+  writeEndRequest(buf, n + FCGI_HEADER_LEN, requestId, 0, ProtocolStatus.RequestComplete);
+  return buf;
 }
 
 export function encodeEndRequest(requestId: number, appStatus: number, protocolStatus: number): Buffer {

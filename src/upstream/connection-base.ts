@@ -218,7 +218,12 @@ export abstract class UpstreamConnection implements BodyConsumer {
 
   /** Passes response body bytes (a view, never copied) on; pauses the socket when the client is slow. */
   protected deliverBody(chunk: Buffer): void {
-    if (this.ex!.respondBody(chunk) || this.readPaused || this.state !== 'busy') return;
+    this.flowControl(this.ex!.respondBody(chunk));
+  }
+
+  /** `ok`: what the client's side answered to the last bytes passed on; false pauses the socket. */
+  protected flowControl(ok: boolean): void {
+    if (ok || this.readPaused || this.state !== 'busy') return;
     this.readPaused = true;
     this.socket.pause();
     // Waiting for the client is not the backend's silence.

@@ -5,7 +5,10 @@
  * Request:  BEGIN_REQUEST + PARAMS in one write, body as STDIN records, empty STDIN
  *           (all in that one write when there is no body).
  * Response: STDOUT → CGI head parser → respondHead, then body views; STDERR →
- *           respondStderr; END_REQUEST → respondEnd (acted on once the chunk that
+ *           respondStderr; to a sink that takes records (a FastCGI front end), the
+ *           STDOUT records go on as they are (respondRecords), those carrying the head
+ *           held until it parsed (a bad or missing head still fails as before, with
+ *           nothing sent); END_REQUEST → respondEnd (acted on once the chunk that
  *           carried it is fully decoded, so stray bytes after it cannot leak into the
  *           next request on this connection).
  */
@@ -48,11 +51,15 @@ export class FastcgiConnection extends UpstreamConnection {
   private tainted = false;
   /** Reused output array for encodeStream. */
   private readonly out: Buffer[] = [];
+  /** The sink takes the backend's STDOUT records as they are. */
+  private passRecords = false;
+  /** Raw STDOUT records of a head not yet complete (held so a bad head fails before any byte went out). */
+  private readonly heldRecords: Buffer[] = [];
   protected readonly cancellable = true;
 
   constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
     super(owner, address, opts, logger);
-    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
+    this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true, true);
   }
 
   // ---- request ------------------------------------------------------------------------
@@ -104,6 +111,8 @@ export class FastcgiConnection extends UpstreamConnection {
     this.headParser.reset();
     this.endSeen = false;
     this.sawStdout = false;
+    this.passRecords = this.ex?.sink.records !== undefined;
+    this.heldRecords.length = 0;
   }
 
   protected onData(chunk: Buffer): void {
@@ -131,7 +140,7 @@ export class FastcgiConnection extends UpstreamConnection {
     switch (rec.type) {
       case RecordType.Stdout:
         if (this.orphaned) return; // nobody to send it to
-        this.onStdout(rec.content);
+        this.onStdout(rec.content, this.passRecords ? rec.raw : undefined);
         return;
       case RecordType.Stderr:
         if (rec.content.length > 0) this.ex!.respondStderr(rec.content);
@@ -144,19 +153,37 @@ export class FastcgiConnection extends UpstreamConnection {
     }
   }
 
-  private onStdout(content: Buffer): void {
+  /** `raw`: the whole record, when the sink takes records. */
+  private onStdout(content: Buffer, raw: Buffer | undefined): void {
     if (content.length === 0) return; // end of the STDOUT stream; END_REQUEST follows
     this.sawStdout = true;
     if (this.headDone) {
-      this.deliverBody(content);
+      if (raw !== undefined) this.flowControl(this.ex!.respondRecords(raw, content.length));
+      else this.deliverBody(content);
       return;
     }
+    const held = this.heldRecords;
+    if (raw !== undefined) held.push(raw);
     const r = this.headParser.push(content);
     if (r === undefined) return;
     this.headDone = true;
-    this.ex!.respondHead(r.head);
+    const ex = this.ex!;
+    ex.recordsPassed = raw !== undefined;
+    ex.respondHead(r.head);
     // The sink may have aborted the exchange from inside respondHead.
-    if (this.state === 'busy' && r.rest.length > 0) this.deliverBody(r.rest);
+    if (this.state !== 'busy') {
+      held.length = 0;
+      return;
+    }
+    if (raw === undefined) {
+      if (r.rest.length > 0) this.deliverBody(r.rest);
+      return;
+    }
+    const last = held.length - 1;
+    let ok = true;
+    for (let i = 0; i <= last; i++) ok = ex.respondRecords(held[i]!, i === last ? r.rest.length : 0);
+    held.length = 0;
+    this.flowControl(ok);
   }
 
   private onEndRequest(content: Buffer): void {

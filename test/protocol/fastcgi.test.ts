@@ -558,6 +558,53 @@ describe('decoder', () => {
   });
 });
 
+describe('decoder with raw STDOUT records', () => {
+  const records = [
+    encodeRecord(RecordType.Stdout, 3, Buffer.from('Status: 200\r\n\r\nhi')), // padded
+    encodeRecord(RecordType.Stderr, 3, Buffer.from('warn')),
+    encodeRecord(RecordType.Stdout, 3, Buffer.alloc(40, 0x61)), // no padding
+    encodeRecord(RecordType.Stdout, 3),
+    encodeEndRequest(3, 0, ProtocolStatus.RequestComplete),
+  ];
+  const stream = Buffer.concat(records);
+
+  /** Pushes `stream` cut at `cuts`; returns [type, raw] of each record. */
+  function rawOf(cuts: number[]): Array<[number, Buffer | undefined]> {
+    const got: Array<[number, Buffer | undefined]> = [];
+    const dec = new FcgiDecoder((r: FcgiRecord) => got.push([r.type, r.raw && Buffer.from(r.raw)]), true, true);
+    let at = 0;
+    for (const c of [...cuts, stream.length]) {
+      dec.push(stream.subarray(at, c));
+      at = c;
+    }
+    return got;
+  }
+
+  test('every STDOUT record carries its whole bytes wherever the chunks are cut; others none', () => {
+    for (let a = 0; a <= stream.length; a++) {
+      for (const b of [a, a + 3, a + 9]) {
+        const cuts = b > a && b < stream.length ? [a, b] : [a];
+        const got = rawOf(cuts);
+        assert.equal(got.length, records.length, `cuts ${cuts}`);
+        got.forEach(([type, raw], i) => {
+          if (type === RecordType.Stdout) assert.deepEqual(raw, records[i], `record ${i}, cuts ${cuts}`);
+          else assert.equal(raw, undefined, `record ${i} is not STDOUT`);
+        });
+      }
+    }
+  });
+
+  test('a record inside one chunk is a view of it, not a copy', () => {
+    const seen: Buffer[] = [];
+    new FcgiDecoder((r: FcgiRecord) => r.raw && seen.push(r.raw), true, true).push(stream);
+    assert.equal(seen.length, 3);
+    for (const raw of seen) {
+      const inside = raw.buffer === stream.buffer && raw.byteOffset >= stream.byteOffset && raw.byteOffset + raw.length <= stream.byteOffset + stream.length;
+      assert.ok(inside, 'raw lies in the pushed chunk');
+    }
+  });
+});
+
 describe('ParamsCollector limits', () => {
   const pair = (n: string, v: string): Buffer => encodeNameValues(new CgiParams([n, v]));
 
