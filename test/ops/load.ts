@@ -1,6 +1,9 @@
 /** A steady load of GET /pid.php through a front end, and a pool's worker pids by `fcgi-pm workers`, for tests that change pools under load. */
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
+import type { TestContext } from 'node:test';
+import { fastcgiParams, startNginx, type Nginx } from '../helpers/nginx.js';
+import { PHP_FIXTURES } from '../helpers/paths.js';
 import type { OpsDaemon } from './helpers.js';
 
 export interface Load {
@@ -64,4 +67,21 @@ export async function poolPids(d: OpsDaemon, pool: string): Promise<number[]> {
   const r = await d.ctl(['workers', '--json', '--pool', pool]);
   assert.equal(r.code, 0, r.stderr);
   return (JSON.parse(r.stdout) as Array<{ pid: number }>).map((w) => w.pid);
+}
+
+/** nginx in front of the FastCGI listener on `port` (kept-alive upstream connections), and `clients` loops of load through it. */
+export async function loadThroughNginx(t: TestContext, port: number, clients: number): Promise<{ ngx: Nginx; load: Load }> {
+  const ngx = await startNginx(
+    t,
+    `root ${PHP_FIXTURES};
+    location ~ \\.php$ {
+      fastcgi_pass fcgipm;
+      fastcgi_keep_conn on;
+      ${fastcgiParams()}
+    }`,
+    { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive 8; }` },
+  );
+  const load = startLoad(ngx.url, clients);
+  t.after(() => load.stop());
+  return { ngx, load };
 }

@@ -3,15 +3,13 @@
 // fails, every worker is replaced, and a dynamic pool drained starts its spare afresh.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fastcgiParams, startNginx } from '../helpers/nginx.js';
-import { PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { isAlive } from '../helpers/proc.js';
 import { phpCommand } from '../helpers/spawned.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 import { opsDaemon } from './helpers.js';
-import { poolPids, startLoad } from './load.js';
+import { loadThroughNginx, poolPids } from './load.js';
 
 test('rolling restart and drain under load: no failed request, every pid replaced, a drained dynamic pool starts afresh', { timeout: 120_000 }, async (t) => {
   const dir = makeTempDir(t, 'fpm-pa-');
@@ -28,18 +26,7 @@ test('rolling restart and drain under load: no failed request, every pid replace
     },
     { dir },
   );
-  const ngx = await startNginx(
-    t,
-    `root ${PHP_FIXTURES};
-    location ~ \\.php$ {
-      fastcgi_pass fcgipm;
-      fastcgi_keep_conn on;
-      ${fastcgiParams()}
-    }`,
-    { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive 8; }` },
-  );
-  const load = startLoad(ngx.url, 4);
-  t.after(() => load.stop());
+  const { load } = await loadThroughNginx(t, port, 4);
   await load.more(20);
 
   const old = await poolPids(d, 'a');

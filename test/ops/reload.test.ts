@@ -8,15 +8,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import type { TestContext } from 'node:test';
-import { fastcgiParams, startNginx } from '../helpers/nginx.js';
-import { PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { isAlive } from '../helpers/proc.js';
 import { phpCommand } from '../helpers/spawned.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 import { opsDaemon } from './helpers.js';
-import { poolPids, startLoad } from './load.js';
+import { loadThroughNginx, poolPids } from './load.js';
 import { checkExposition, sampleValue } from './prom-check.js';
 
 async function goneAfterDrain(t: TestContext, pids: number[], what: string): Promise<void> {
@@ -48,18 +46,7 @@ test('eleven reloads under a steady load through nginx: no failed or refused req
     return { listen, pools, shutdown_timeout: '20s' };
   };
   const d = await opsDaemon(t, config({}), { dir });
-  const ngx = await startNginx(
-    t,
-    `root ${PHP_FIXTURES};
-    location ~ \\.php$ {
-      fastcgi_pass fcgipm;
-      fastcgi_keep_conn on;
-      ${fastcgiParams()}
-    }`,
-    { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive 8; }` },
-  );
-  const load = startLoad(ngx.url, 4);
-  t.after(() => load.stop());
+  const { ngx, load } = await loadThroughNginx(t, port, 4);
   await load.more(20);
 
   let oldA = await poolPids(d, 'a');
