@@ -1,10 +1,11 @@
 /**
- * Issue acceptance (h): `kill -9` of the daemon leaves no worker running, idle or busy.
+ * `kill -9` of the daemon leaves no worker running, idle or busy: single php-cgi workers,
+ * php-cgi groups and preload parents with their forks.
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import http from 'node:http';
 import assert from 'node:assert/strict';
-import { startDaemon } from '../helpers/daemon.js';
+import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
 import { join } from 'node:path';
 import { PHP_FIXTURES, REPO_ROOT } from '../helpers/paths.js';
@@ -14,12 +15,28 @@ import { orphanPids, phpCommand, workerPids } from '../helpers/spawned.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
-test('kill -9 of the daemon leaves no php-cgi worker running', { timeout: 30_000 }, async (t) => {
-  const dir = makeTempDir(t);
-  // Whatever the daemon leaves behind is ours to remove, found by the marker in its argv.
+
+/** Whatever the daemon leaves behind is ours to remove, found by the marker (`dir`) in its argv. */
+function removeLeftovers(t: TestContext, dir: string): void {
   t.after(() => {
     for (const pid of orphanPids(dir)) process.kill(pid, 'SIGKILL');
   });
+}
+
+/** kill -9 of the daemon; then every one of `pids`, and anything else carrying the marker, must exit. */
+async function killDaemonLeavingNone(daemon: Daemon, dir: string, pids: number[], what: string): Promise<void> {
+  daemon.signal('SIGKILL');
+  await daemon.child.exited;
+  await waitFor(() => pids.every((p) => !isAlive(p)) && orphanPids(dir).length === 0, {
+    timeout: 10_000,
+    interval: 50,
+    what: `${what} ${pids.join(',')} to exit after the daemon was killed (alive: ${orphanPids(dir).join(',')})`,
+  });
+}
+
+test('kill -9 of the daemon leaves no php-cgi worker running', { timeout: 30_000 }, async (t) => {
+  const dir = makeTempDir(t);
+  removeLeftovers(t, dir);
   const port = await freePort();
   const daemon = await startDaemon(t, {
     listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'app', document_root: PHP_FIXTURES }],
@@ -39,20 +56,12 @@ test('kill -9 of the daemon leaves no php-cgi worker running', { timeout: 30_000
   t.diagnostic(started ? 'busy request running in PHP' : 'no response head within 2 s; killing anyway');
   const pids = workerPids(daemon, 'k9-worker');
 
-  daemon.signal('SIGKILL');
-  await daemon.child.exited;
-  await waitFor(() => pids.every((p) => !isAlive(p)) && orphanPids(dir).length === 0, {
-    timeout: 10_000,
-    interval: 50,
-    what: `workers ${pids.join(',')} to exit after the daemon was killed (alive: ${orphanPids(dir).join(',')})`,
-  });
+  await killDaemonLeavingNone(daemon, dir, pids, 'workers');
 });
 
 test('kill -9 of the daemon leaves no php-cgi group child running (group_size 2)', { timeout: 30_000 }, async (t) => {
   const dir = makeTempDir(t);
-  t.after(() => {
-    for (const pid of orphanPids(dir)) process.kill(pid, 'SIGKILL');
-  });
+  removeLeftovers(t, dir);
   const port = await freePort();
   const daemon = await startDaemon(t, {
     listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'app', document_root: PHP_FIXTURES }],
@@ -65,20 +74,12 @@ test('kill -9 of the daemon leaves no php-cgi group child running (group_size 2)
   await waitFor(() => orphanPids(dir).length === 6, { timeout: 5000, what: '2 groups of 2 children' });
   assert.equal((await httpRequest(`http://127.0.0.1:${port}/hello.php`)).status, 200);
   const pids = orphanPids(dir);
-  daemon.signal('SIGKILL');
-  await daemon.child.exited;
-  await waitFor(() => pids.every((p) => !isAlive(p)), {
-    timeout: 10_000,
-    interval: 50,
-    what: `group parents and children ${pids.join(',')} to exit after the daemon was killed (alive: ${orphanPids(dir).join(',')})`,
-  });
+  await killDaemonLeavingNone(daemon, dir, pids, 'group parents and children');
 });
 
 test('kill -9 of the daemon leaves no preload parent or fork running', { timeout: 30_000 }, async (t) => {
   const dir = makeTempDir(t);
-  t.after(() => {
-    for (const pid of orphanPids(dir)) process.kill(pid, 'SIGKILL');
-  });
+  removeLeftovers(t, dir);
   const port = await freePort();
   const daemon = await startDaemon(t, {
     listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'py' }],
@@ -94,11 +95,5 @@ test('kill -9 of the daemon leaves no preload parent or fork running', { timeout
   // The parent and its two forks.
   await waitFor(() => orphanPids(dir).length === 3, { timeout: 10_000, what: 'a preload parent and 2 forks' });
   const pids = orphanPids(dir);
-  daemon.signal('SIGKILL');
-  await daemon.child.exited;
-  await waitFor(() => pids.every((p) => !isAlive(p)), {
-    timeout: 10_000,
-    interval: 50,
-    what: `the parent and forks ${pids.join(',')} to exit after the daemon was killed (alive: ${orphanPids(dir).join(',')})`,
-  });
+  await killDaemonLeavingNone(daemon, dir, pids, 'the parent and forks');
 });
