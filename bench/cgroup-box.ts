@@ -21,7 +21,7 @@
  * by status, connection errors, fcgi-pm's PSS after the load, and what the log said.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +30,7 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { memoryFiles, oomKillsFrom, parseKeyValues, unreclaimable } from '../src/memory/cgroup.js';
 import { locateMemoryCgroup, type MemoryCgroup } from '../src/memory/cgroup-files.js';
 import { parseSmapsRollup, parseStatus } from '../src/memory/proc.js';
+import { removeCgroupTree } from '../test/helpers/cgroup.js';
 
 const arg = (name: string, def: number): number => {
   const i = process.argv.indexOf(name);
@@ -82,29 +83,7 @@ function makeBox(): MemoryCgroup {
 }
 
 async function removeBox(cg: MemoryCgroup): Promise<void> {
-  const pids = (d: string): number[] => [
-    ...(read(join(d, 'cgroup.procs')) ?? '').split('\n').filter((l) => l !== '').map(Number),
-    ...subdirs(d).flatMap(pids),
-  ];
-  for (let i = 0; i < 100 && pids(cg.dir).length > 0; i++) {
-    for (const p of pids(cg.dir)) {
-      try {
-        process.kill(p, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
-    await sleep(50);
-  }
-  const rm = (d: string): void => {
-    for (const s of subdirs(d)) rm(s);
-    try {
-      rmdirSync(d);
-    } catch (e) {
-      console.error(`cannot remove ${d}: ${(e as Error).message}`);
-    }
-  };
-  rm(cg.dir);
+  for (const problem of await removeCgroupTree(cg.dir)) console.error(`cannot remove ${problem}`);
 }
 
 interface Peaks {

@@ -34,7 +34,7 @@ export function makeMemoryBox(scope: Scope, limit: number | undefined): MemoryBo
   } catch (e) {
     return `cannot create a memory cgroup under ${own.dir}: ${(e as NodeJS.ErrnoException).code}`;
   }
-  scope.after(() => removeBox(dir));
+  scope.after(() => removeCgroupTree(dir)); // what stays is reported by the test that cares
   if (limit !== undefined) writeFileSync(join(dir, memoryFiles(own.version).limit), String(limit));
   return { cg: { ...own, dir }, dir, procs: join(dir, 'cgroup.procs') };
 }
@@ -57,7 +57,11 @@ function pidsIn(dir: string): number[] {
   return [...own, ...subdirs(dir).flatMap(pidsIn)];
 }
 
-async function removeBox(dir: string): Promise<void> {
+/**
+ * SIGKILLs every process in the cgroup `dir` and below (for up to 10 s), then removes the
+ * tree; returns the directories it could not remove (ENOENT: already gone, not listed).
+ */
+export async function removeCgroupTree(dir: string): Promise<string[]> {
   const deadline = Date.now() + 10_000;
   for (let pids = pidsIn(dir); pids.length > 0 && Date.now() < deadline; pids = pidsIn(dir)) {
     for (const pid of pids) {
@@ -69,13 +73,15 @@ async function removeBox(dir: string): Promise<void> {
     }
     await sleep(50);
   }
+  const left: string[] = [];
   const rm = (d: string): void => {
     for (const s of subdirs(d)) rm(s);
     try {
       rmdirSync(d);
-    } catch {
-      // ENOENT (the daemon removed it) or still busy: reported by the test that cares
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') left.push(`${d}: ${(e as Error).message}`);
     }
   };
   rm(dir);
+  return left;
 }
