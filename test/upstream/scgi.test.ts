@@ -165,11 +165,10 @@ for (const [what, response, busy] of [
 ] as const) {
   test(`SCGI: client abort after ${what}`, async (t) => {
     const endpoint = await lingeringBackend(t, response, 2000);
-    let ex: RunResult['ex'] | undefined;
-    const p = withTimeout(runExchange(endpoint, { REQUEST_METHOD: 'GET' }, { onStarted: (e) => (ex = e) }), 10_000, 'SCGI request');
-    await waitFor(() => ex !== undefined && ex.responseStarted, { timeout: 5000, what: 'the response' });
-    await new Promise((r) => setTimeout(r, 50)); // the body bytes are delivered with the head
-    ex!.abort();
+    let started: { ex: RunResult['ex']; sink: RunResult['sink'] } | undefined;
+    const p = withTimeout(runExchange(endpoint, { REQUEST_METHOD: 'GET' }, { onStarted: (ex, sink) => (started = { ex, sink }) }), 10_000, 'SCGI request');
+    await waitFor(() => started !== undefined && started.sink.bodyBytes === 5, { timeout: 5000, what: 'the 5 body bytes' });
+    started!.ex.abort();
     const r = await p;
     assert.equal(r.sink.bodyBytes, 5);
     assert.deepEqual(r.outcome, busy ? { kind: 'aborted', backendBusy: true } : { kind: 'aborted' });
