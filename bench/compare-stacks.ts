@@ -75,6 +75,8 @@ export interface FcgiPmOptions {
   nodeArgs?: string[];
   /** bin/fcgi-pm's V8 flags for the daemon (FCGI_PM_NODE_FLAGS); default: its own. */
   nodeFlags?: string;
+  /** Another built checkout to run fcgi-pm from (a baseline to compare against); default: this one. */
+  repo?: string;
 }
 
 export async function startFcgiPm(dir: string, doc: string, o: FcgiPmOptions): Promise<Server & { httpPort: number | undefined; proc: Started }> {
@@ -97,7 +99,8 @@ runtime_dir: ${dir}
   const args = ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'];
   // Executed as a program, as operators run it, bin/fcgi-pm starts the daemon with its heap flags.
   const env = { ...process.env, ...(o.nodeFlags !== undefined ? { FCGI_PM_NODE_FLAGS: o.nodeFlags } : {}) };
-  const p = o.nodeArgs !== undefined ? start('fcgi-pm', process.execPath, [...o.nodeArgs, BIN, ...args], { cwd: dir }) : start('fcgi-pm', BIN, args, { cwd: dir, env });
+  const bin = o.repo === undefined ? BIN : join(o.repo, 'bin', 'fcgi-pm');
+  const p = o.nodeArgs !== undefined ? start('fcgi-pm', process.execPath, [...o.nodeArgs, bin, ...args], { cwd: dir }) : start('fcgi-pm', bin, args, { cwd: dir, env });
   await waitReady('fcgi-pm', { path: sock }, p);
   if (o.httpPort !== undefined) await waitReady('fcgi-pm http', { port: o.httpPort }, p);
   return { name: 'fcgi-pm', pid: p.pid, sock, httpPort: o.httpPort, proc: p, stop: () => p.stop(10_000) };

@@ -4,7 +4,8 @@
  * round (A B C D, A B C D, ...), with the starting stack rotated each round.
  *
  *   bench/compare.sh [--quick] [--rounds N] [--seconds S] [--workers 2,4] [--concurrency 10,50]
- *                    [--pages p100,p8750] [--stacks fcgipm,floor,fpm] [--only throughput,cold] [--cold-samples N] [--overload-seconds S] [--out FILE.md] [--json FILE]
+ *                    [--pages p100,p8750] [--stacks fcgipm,floor,fpm] [--only throughput,cold] [--cold-samples N] [--overload-seconds S]
+ *                    [--baseline DIR] [--out FILE.md] [--json FILE]
  *
  * Stacks, at each worker count W:
  *   fcgipm    nginx → fcgi-pm → php-cgi (nginx keeps FastCGI connections: fastcgi_keep_conn);
@@ -14,7 +15,12 @@
  *   fpm       nginx → php-fpm, pm static, W workers (new connection per request, the usual setup)
  *   spawn     nginx → spawn-fcgi, W php-cgi processes on one socket
  *   http      fcgi-pm's own HTTP listener → php-cgi (no nginx)
- *   fcgipm-nk nginx → fcgi-pm without keep-alive (full runs only)
+ *   fcgipm-nk nginx → fcgi-pm without keep-alive (full runs only, or named in --stacks)
+ *   floor-nk  nginx → relay floor without keep-alive: what a new connection per request costs
+ *             a relay in Node (named in --stacks only)
+ *   base, base-nk  the fcgipm and fcgipm-nk stacks run from another built checkout (--baseline
+ *             DIR, e.g. `git worktree add /tmp/before COMMIT` then `npx tsc -p .` there): a
+ *             before/after comparison of two builds within one interleaved run
  * Then: idle front-end connections and the daemon's memory, an overload run at twice
  * the measured capacity (fcgi-pm bench --rate), and cold start after scale-to-zero.
  * The HTTP load comes from wrk (-t1). php-fpm runs with its own config in a temp dir.
@@ -51,6 +57,8 @@ interface Args {
   pages: string[];
   /** Stack keys to run (default: all). */
   stacks: string[] | undefined;
+  /** A built checkout whose fcgi-pm runs as the base stacks. */
+  baseline: string | undefined;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -72,6 +80,7 @@ function parseArgs(argv: string[]): Args {
     overloadSeconds: Number(get('--overload-seconds') ?? (quick ? 8 : 15)),
     only: new Set((get('--only') ?? 'throughput,cold').split(',')),
     stacks: get('--stacks')?.split(','),
+    baseline: get('--baseline'),
     pages: (get('--pages')?.split(',') ?? ALL_PAGES).map((p) => (p.endsWith('.php') ? p : `${p}.php`)),
   };
 }
@@ -482,8 +491,16 @@ async function main(): Promise<void> {
     { key: 'fpm', label: 'nginx → php-fpm (static)' },
     { key: 'spawn', label: 'nginx → spawn-fcgi php-cgi' },
     { key: 'http', label: 'fcgi-pm HTTP → php-cgi' },
-    ...(a.quick ? [] : [{ key: 'fcgipm-nk', label: 'nginx → fcgi-pm, no keep-alive' }]),
-  ].filter((s) => a.stacks === undefined || a.stacks.includes(s.key));
+    ...(a.quick && a.stacks?.includes('fcgipm-nk') !== true ? [] : [{ key: 'fcgipm-nk', label: 'nginx → fcgi-pm, no keep-alive' }]),
+    ...(a.stacks?.includes('floor-nk') === true ? [{ key: 'floor-nk', label: 'nginx → relay floor, no keep-alive' }] : []),
+    ...(a.baseline === undefined
+      ? []
+      : [
+          { key: 'base', label: 'nginx → baseline fcgi-pm → php-cgi' },
+          { key: 'base-nk', label: 'nginx → baseline fcgi-pm, no keep-alive' },
+        ]),
+  ].filter((s) => a.stacks === undefined || a.stacks.includes(s.key) || (a.baseline !== undefined && s.key.startsWith('base') && a.stacks.includes(s.key.replace('base', 'fcgipm'))));
+  if (a.baseline !== undefined) log(`baseline: ${a.baseline} (${spawnSync('git', ['-C', a.baseline, 'log', '-1', '--format=%h %s'], { encoding: 'utf8' }).stdout.trim()})`);
   const workersRun = a.only.has('throughput') ? a.workers : [];
   const cells = workersRun.length * PAGES.length * a.concurrency.length * stackList.length * a.rounds;
   log(`compare: ${cells} wrk runs of ${a.seconds} s, in ${dir}`);
@@ -494,16 +511,24 @@ async function main(): Promise<void> {
       const httpPort = await freePort();
       const fcgipm = await startFcgiPm(join(wdir, 'fcgi-pm'), doc, { pm: 'static', workers: w, httpPort, queueTimeout: '5s' });
       const freshAnon = rssAnon(fcgipm.pid);
+      const base = a.baseline === undefined ? undefined : await startFcgiPm(join(wdir, 'base'), doc, { pm: 'static', workers: w, queueTimeout: '5s', repo: a.baseline });
       const fpm = await startPhpFpm(join(wdir, 'fpm'), { pm: 'static', workers: w });
       const sp = await startSpawnFcgi(join(wdir, 'spawn'), w);
       const floor = await startFloor(join(wdir, 'floor'), w);
-      const ports = { fcgipm: await freePort(), floor: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort() };
+      const ports = { fcgipm: await freePort(), floor: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort(), floorNk: await freePort(), base: await freePort(), baseNk: await freePort() };
       const ngx = await startNginx(join(wdir, 'nginx'), doc, [
         { port: ports.fcgipm, upstream: `unix:${fcgipm.sock}`, keepAlive: true },
         { port: ports.floor, upstream: `unix:${floor.sock}`, keepAlive: true },
         { port: ports.fpm, upstream: `unix:${fpm.sock}`, keepAlive: false },
         { port: ports.spawn, upstream: `unix:${sp.sock}`, keepAlive: false },
         { port: ports.nk, upstream: `unix:${fcgipm.sock}`, keepAlive: false },
+        { port: ports.floorNk, upstream: `unix:${floor.sock}`, keepAlive: false },
+        ...(base === undefined
+          ? []
+          : [
+              { port: ports.base, upstream: `unix:${base.sock}`, keepAlive: true },
+              { port: ports.baseNk, upstream: `unix:${base.sock}`, keepAlive: false },
+            ]),
       ]);
       const stacks: Stack[] = [
         { key: 'fcgipm', label: '', url: `http://127.0.0.1:${ports.fcgipm}`, daemonPid: fcgipm.pid },
@@ -512,6 +537,9 @@ async function main(): Promise<void> {
         { key: 'spawn', label: '', url: `http://127.0.0.1:${ports.spawn}`, daemonPid: undefined },
         { key: 'http', label: '', url: `http://127.0.0.1:${httpPort}`, daemonPid: fcgipm.pid },
         { key: 'fcgipm-nk', label: '', url: `http://127.0.0.1:${ports.nk}`, daemonPid: fcgipm.pid },
+        { key: 'floor-nk', label: '', url: `http://127.0.0.1:${ports.floorNk}`, daemonPid: floor.pid },
+        { key: 'base', label: '', url: `http://127.0.0.1:${ports.base}`, daemonPid: base?.pid },
+        { key: 'base-nk', label: '', url: `http://127.0.0.1:${ports.baseNk}`, daemonPid: base?.pid },
       ].filter((s) => stackList.some((l) => l.key === s.key));
       const health = (): string =>
         [`fcgi-pm ${fcgipm.proc.exited() ? 'EXITED' : 'running'}: ${fcgipm.proc.output().slice(-1500)}`, `nginx error log: ${nginxErrors(join(wdir, 'nginx')).slice(-1500)}`].join('\n');
@@ -555,7 +583,7 @@ async function main(): Promise<void> {
       const ngxErr = nginxErrors(join(wdir, 'nginx')).trim();
       if (ngxErr !== '') log(`nginx error log (${w} workers), last lines:\n${ngxErr.split('\n').slice(-5).join('\n')}`);
       await ngx.stop();
-      await Promise.all([fcgipm.stop(), floor.stop(), fpm.stop(), sp.stop()]);
+      await Promise.all([fcgipm.stop(), floor.stop(), fpm.stop(), sp.stop(), base?.stop()]);
     }
 
     if (a.only.has('cold')) {

@@ -12,12 +12,13 @@
  *    (steady state, where PSS is carried forward, and with every PSS re-read), and with
  *    pidusage for comparison.
  *
- *   node dist/bench/memory-bench.js --heap [--rounds 3] [--seconds 5] [--flags "A;B;..."]
+ *   node dist/bench/memory-bench.js --heap [--rounds 3] [--seconds 5] [--flags "A;B;..."] [--no-keepalive]
  *
  * 4. Heap settings instead: nginx → fcgi-pm (2 static php-cgi) once per set of V8 flags
  *    (bin/fcgi-pm executed with FCGI_PM_NODE_FLAGS; "" is Node's defaults), wrk -c10 on
  *    the 100 B and 8,750 B pages, cells interleaved round by round: idle and loaded
- *    RssAnon, req/s, p99 and daemon CPU per request for each set.
+ *    RssAnon, req/s, p99 and daemon CPU per request for each set. --no-keepalive: nginx
+ *    opens a FastCGI connection per request (no `upstream keepalive`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -222,13 +223,14 @@ async function heapSettings(dir: string): Promise<void> {
   const rounds = arg('--rounds', 3);
   const seconds = arg('--seconds', 5);
   const pages = ['p100.php', 'p8750.php'];
+  const keepAlive = !process.argv.includes('--no-keepalive');
   const doc = join(dir, 'www');
   writePages(doc);
   try {
     const daemons = [];
     for (const [k, flags] of sets.entries()) daemons.push(await startFcgiPm(join(dir, `d${k}`), doc, { pm: 'static', workers: 2, nodeFlags: flags }));
     const ports = await Promise.all(sets.map(() => freePort()));
-    await startNginx(join(dir, 'nginx'), doc, daemons.map((d, k) => ({ port: ports[k]!, upstream: `unix:${d.sock}`, keepAlive: true })));
+    await startNginx(join(dir, 'nginx'), doc, daemons.map((d, k) => ({ port: ports[k]!, upstream: `unix:${d.sock}`, keepAlive })));
     await sleep(2000);
     const idle = daemons.map((d) => rssAnon(d.pid));
     const cells = sets.map(() => pages.map(() => ({ rps: [] as number[], p99: [] as number[], cpu: 0, reqs: 0, anon: 0 })));
@@ -253,7 +255,7 @@ async function heapSettings(dir: string): Promise<void> {
     await sleep(5000);
     const after = daemons.map((d) => rssAnon(d.pid));
     const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-    console.log(`\nheap settings (bin/fcgi-pm default: "${binDefaultFlags()}"), nginx → fcgi-pm → 2 php-cgi, wrk -t1 -c10, ${rounds} × ${seconds} s per cell, medians; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+    console.log(`\nheap settings (bin/fcgi-pm default: "${binDefaultFlags()}"), nginx ${keepAlive ? '' : '(no keep-alive) '}→ fcgi-pm → 2 php-cgi, wrk -t1 -c10, ${rounds} × ${seconds} s per cell, medians; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
     console.log('| V8 flags | idle RssAnon | page | req/s | p99 ms | CPU µs/req | loaded RssAnon (max) | RssAnon 5 s after |');
     console.log('|---|---:|---|---:|---:|---:|---:|---:|');
     for (const [k, flags] of sets.entries()) {

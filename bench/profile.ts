@@ -1,11 +1,12 @@
 /**
  * Profiles the daemon's hot path: fcgi-pm runs under `node --cpu-prof` behind nginx
- * (FastCGI keep-alive, as in bench/compare.sh) or with its own HTTP listener, serving
+ * (FastCGI keep-alive, as in bench/compare.sh; --no-keepalive for a connection per request,
+ * nginx's default) or with its own HTTP listener, serving
  * php-cgi or the trivial backend, while wrk loads it; then prints the daemon's CPU time
  * per request and the functions that cost most (bench/cpuprofile-top.ts).
  *
  *   node dist/bench/profile.js [--page p100.php|p8750.php] [--seconds 10] [--workers 2]
- *       [--front nginx|http] [--backend php|trivial] [--keep DIR] [--strace] [--node-args "--max-semi-space-size=1"]
+ *       [--front nginx|http] [--no-keepalive] [--backend php|trivial] [--keep DIR] [--strace] [--node-args "--max-semi-space-size=1"]
  *
  * --strace also counts the daemon's system calls per request (strace -c, which slows it).
  */
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
   const workers = Number(arg('--workers', '2'));
   const front = arg('--front', 'nginx');
   const backend = arg('--backend', 'php');
+  const keepAlive = !process.argv.includes('--no-keepalive');
   const keep = process.argv.includes('--keep') ? arg('--keep', '') : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-prof-'));
   const doc = join(dir, 'www');
@@ -54,7 +56,7 @@ async function main(): Promise<void> {
   let ngx: { stop(): Promise<void> } | undefined;
   if (front === 'nginx') {
     const port = await freePort();
-    ngx = await startNginx(join(dir, 'nginx'), doc, [{ port, upstream: `unix:${d.sock}`, keepAlive: true }]);
+    ngx = await startNginx(join(dir, 'nginx'), doc, [{ port, upstream: `unix:${d.sock}`, keepAlive }]);
     url = `http://127.0.0.1:${port}`;
   }
   try {
@@ -76,7 +78,7 @@ async function main(): Promise<void> {
       untrack(strace.pid);
     }
     const anon = rssAnon(d.pid);
-    process.stdout.write(`${front} → fcgi-pm → ${backend}, ${page}, c=10, ${seconds} s: ${r.rps.toFixed(0)} req/s, p99 ${r.p99Ms.toFixed(2)} ms; daemon CPU ${(((c1 - c0) * 1e6) / r.requests).toFixed(1)} µs/request, RssAnon ${((anon ?? 0) / 1048576).toFixed(1)} MiB${extra.length > 0 ? ` (node ${extra.join(' ')})` : ''}\n`);
+    process.stdout.write(`${front}${front === 'nginx' && !keepAlive ? ' (no keep-alive)' : ''} → fcgi-pm → ${backend}, ${page}, c=10, ${seconds} s: ${r.rps.toFixed(0)} req/s, p99 ${r.p99Ms.toFixed(2)} ms; daemon CPU ${(((c1 - c0) * 1e6) / r.requests).toFixed(1)} µs/request, RssAnon ${((anon ?? 0) / 1048576).toFixed(1)} MiB${extra.length > 0 ? ` (node ${extra.join(' ')})` : ''}\n`);
     if (straceOut !== '') {
       process.stdout.write(`\nstrace -c (system calls of the daemon${strace ? ', under strace so slower' : ''}); divide "calls" by ~${r.requests} requests:\n${straceOut.split('\n').slice(0, 22).join('\n')}\n`);
     }
