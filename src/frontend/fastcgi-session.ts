@@ -35,7 +35,7 @@ import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-d
 import type { FrontendEnv } from './env.js';
 import { FcgiRequest, fcgiBodyDrained } from './fastcgi-request.js';
 import type { Session } from './listener-base.js';
-import { remoteText } from './listen.js';
+import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
 import { routeExchange } from './dispatch.js';
@@ -58,7 +58,7 @@ const EMPTY = Buffer.alloc(0);
 
 type SessionState = 'open' | 'draining' | 'closed';
 
-export class FcgiSession implements Session, ClientTimed {
+export class FcgiSession implements Session, ClientTimed, SocketOwner {
   private readonly env: FrontendEnv;
   private readonly socket: Socket;
   private readonly remote: string;
@@ -82,17 +82,10 @@ export class FcgiSession implements Session, ClientTimed {
   constructor(env: FrontendEnv, socket: Socket) {
     this.env = env;
     this.socket = socket;
-    this.remote = remoteText(socket.remoteAddress, socket.remotePort);
+    this.remote = remoteOf(socket, env.cfg.address);
     this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
     this.deadlines = env.deadlines!; // every stream listener builds them
-    // Shared listeners that find the session on the socket: no closures per connection.
-    (socket as OwnedSocket)[SESSION] = this;
-    socket.on('data', onSocketData);
-    socket.on('end', onSocketEnd);
-    socket.on('close', onSocketClose);
-    socket.on('error', onSocketError);
-    socket.on('drain', onSocketDrain);
-    socket.on('timeout', onSocketTimeout);
+    attachSession(socket, this);
     if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
     env.listener.add(this);
   }
@@ -111,7 +104,7 @@ export class FcgiSession implements Session, ClientTimed {
 
   // ---- input ------------------------------------------------------------------------
 
-  /** @internal socket listener (below). */
+  /** @internal socket listener (session-socket.ts). */
   onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
     // Bytes with no request begun: one must begin within header_timeout.
@@ -482,7 +475,7 @@ export class FcgiSession implements Session, ClientTimed {
     list.length = 0;
   }
 
-  /** @internal socket listener (below). */
+  /** @internal socket listener (session-socket.ts). */
   onDrain(): void {
     const waiters = this.drainWaiters;
     if (waiters.length === 0) return;
@@ -560,8 +553,8 @@ export class FcgiSession implements Session, ClientTimed {
     this.drainWaiters = [];
   }
 
-  /** @internal socket listener (below). */
-  onEnd(): void {
+  /** @internal socket listener (session-socket.ts). */
+  onSocketEnd(): void {
     if (this.state === 'closed') return;
     if (this.decoder.midRecord) {
       this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI connection closed in the middle of a record');
@@ -571,7 +564,7 @@ export class FcgiSession implements Session, ClientTimed {
     this.closeNow();
   }
 
-  /** @internal socket listener (below). */
+  /** @internal socket listener (session-socket.ts). */
   onClose(): void {
     if (this.state === 'closed') return;
     this.env.listener.log.debug({ remote: this.remote, open: this.requests.size }, 'FastCGI connection lost');
@@ -581,13 +574,13 @@ export class FcgiSession implements Session, ClientTimed {
     this.env.listener.remove(this);
   }
 
-  /** @internal socket listener (below). */
+  /** @internal socket listener (session-socket.ts). */
   onSocketError(err: NodeJS.ErrnoException): void {
     // ECONNRESET and EPIPE are how clients usually go away; 'close' follows.
     this.env.listener.log.debug({ remote: this.remote, code: err.code }, 'FastCGI socket error');
   }
 
-  /** @internal socket listener (below). */
+  /** @internal socket listener (session-socket.ts). */
   onTimeout(): void {
     if (this.state === 'closed') {
       this.socket.destroy(); // we ended our side; the client never closed its own
@@ -626,27 +619,4 @@ function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
 
 function uncork(s: FcgiSession): void {
   s.uncorkNow();
-}
-
-const SESSION = Symbol('FcgiSession');
-type OwnedSocket = Socket & { [SESSION]: FcgiSession };
-
-// The socket listeners, `this` being the socket (EventEmitter calls them so).
-function onSocketData(this: Socket, chunk: Buffer): void {
-  (this as OwnedSocket)[SESSION].onData(chunk);
-}
-function onSocketEnd(this: Socket): void {
-  (this as OwnedSocket)[SESSION].onEnd();
-}
-function onSocketClose(this: Socket): void {
-  (this as OwnedSocket)[SESSION].onClose();
-}
-function onSocketError(this: Socket, err: NodeJS.ErrnoException): void {
-  (this as OwnedSocket)[SESSION].onSocketError(err);
-}
-function onSocketDrain(this: Socket): void {
-  (this as OwnedSocket)[SESSION].onDrain();
-}
-function onSocketTimeout(this: Socket): void {
-  (this as OwnedSocket)[SESSION].onTimeout();
 }

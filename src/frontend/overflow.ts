@@ -41,7 +41,7 @@ export function guardConnections(listener: SessionListener, fds: FdGuard | undef
     let why: Why | undefined;
     if (fds !== undefined) {
       fds.opened();
-      socket.once('close', fdClosed!);
+      socket.on('close', fdClosed!); // 'close' comes once; on() spares once()'s wrapper
       const room = fds.room();
       if (room === 'exhausted') {
         episode.note('open_files', true);

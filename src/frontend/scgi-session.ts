@@ -11,13 +11,13 @@ import { ErrorCodes, ProtocolError, ProxyError } from '../errors.js';
 import { renderCgiError } from '../protocol/cgi-response.js';
 import { Exchange, type CgiResponseHead, type ResponseSink } from '../protocol/exchange.js';
 import type { CgiParams } from '../protocol/params.js';
-import { ScgiRequestDecoder, type ScgiLimits } from '../protocol/scgi.js';
+import { ScgiRequestDecoder, type ScgiHandlers, type ScgiLimits } from '../protocol/scgi.js';
 import { backendStderrLog } from './backend-stderr.js';
 import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
 import { routeExchange } from './dispatch.js';
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
-import { remoteText } from './listen.js';
+import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
 
@@ -29,7 +29,7 @@ import { errorText, statusOfProtocolError } from './request-errors.js';
  */
 type ScgiState = 'head' | 'body' | 'waiting' | 'closed';
 
-export class ScgiSession implements Session, ResponseSink, ClientTimed {
+export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHandlers, SocketOwner {
   private readonly env: FrontendEnv;
   private readonly socket: Socket;
   private readonly remote: string;
@@ -50,19 +50,11 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
   constructor(env: FrontendEnv, socket: Socket, limits: ScgiLimits) {
     this.env = env;
     this.socket = socket;
-    this.remote = remoteText(socket.remoteAddress, socket.remotePort);
+    this.remote = remoteOf(socket, env.cfg.address);
     this.deadlines = env.deadlines!; // every stream listener builds them
-    this.decoder = new ScgiRequestDecoder(limits, {
-      onHead: (params, contentLength) => this.onHead(params, contentLength),
-      onBody: (chunk) => this.onBody(chunk),
-      onEnd: () => this.onRequestEnd(),
-    });
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('end', () => this.onSocketEnd());
-    socket.on('close', () => this.onClose());
-    socket.on('error', (err: NodeJS.ErrnoException) => this.onSocketError(err));
-    socket.on('drain', () => this.onDrain());
-    socket.on('timeout', () => this.onTimeout());
+    // The session is the decoder's handler and its socket's listener: no closures per connection.
+    this.decoder = new ScgiRequestDecoder(limits, this);
+    attachSession(socket, this);
     if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
     env.listener.add(this);
   }
@@ -80,7 +72,8 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
 
   // ---- decoder handlers ---------------------------------------------------------------
 
-  private onHead(params: CgiParams, _contentLength: number): void {
+  /** @internal decoder handler. */
+  onHead(params: CgiParams, _contentLength: number): void {
     this.state = 'body';
     this.deadlines.bodyActive(this.deadline);
     applyOverride(params, this.env.override);
@@ -93,7 +86,8 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
     this.unrouted = true;
   }
 
-  private onBody(chunk: Buffer): void {
+  /** @internal decoder handler. */
+  onBody(chunk: Buffer): void {
     const ex = this.exchange!;
     const more = ex.pushBody(chunk);
     if (this.bodyPaused || ex.finished) return;
@@ -107,7 +101,8 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
     this.socket.pause();
   }
 
-  private onRequestEnd(): void {
+  /** @internal decoder handler: the request (head and body) is complete. */
+  onEnd(): void {
     this.deadlines.stop(this.deadline);
     if (this.state === 'body') this.state = 'waiting';
     this.exchange?.endBody();
@@ -190,7 +185,8 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
     this.socket.uncork();
   }
 
-  private onData(chunk: Buffer): void {
+  /** @internal socket listener (session-socket.ts). */
+  onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
     if (this.state === 'head' && this.received === 0) this.deadlines.header.push(this.deadline);
     this.received += chunk.length;
@@ -225,7 +221,8 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
     this.finishSocket();
   }
 
-  private onDrain(): void {
+  /** @internal socket listener (session-socket.ts). */
+  onDrain(): void {
     if (!this.awaitingDrain) return;
     this.awaitingDrain = false;
     this.exchange?.responseDrained();
@@ -259,9 +256,9 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
   /**
    * The client closed its side before the response was complete. Like nginx with HTTP
    * clients, that counts as gone: a half-close cannot be told from an abort, and a
-   * cancelled request must not keep a worker busy.
+   * cancelled request must not keep a worker busy. (@internal socket listener, session-socket.ts)
    */
-  private onSocketEnd(): void {
+  onSocketEnd(): void {
     if (this.state === 'closed') return;
     const log = this.env.listener.log;
     if (this.state === 'head' && this.received === 0) {
@@ -274,7 +271,8 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
     this.closeNow();
   }
 
-  private onClose(): void {
+  /** @internal socket listener (session-socket.ts). */
+  onClose(): void {
     const ex = this.exchange;
     if (ex !== undefined && !ex.finished) {
       this.env.listener.log.debug({ remote: this.remote }, 'SCGI client disconnected mid-request');
@@ -285,11 +283,13 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed {
     this.env.listener.remove(this);
   }
 
-  private onSocketError(err: NodeJS.ErrnoException): void {
+  /** @internal socket listener (session-socket.ts). */
+  onSocketError(err: NodeJS.ErrnoException): void {
     this.env.listener.log.debug({ remote: this.remote, code: err.code }, 'SCGI socket error');
   }
 
-  private onTimeout(): void {
+  /** @internal socket listener (session-socket.ts). */
+  onTimeout(): void {
     if (this.state === 'closed') {
       this.socket.destroy(); // we ended, the client never did
       return;
