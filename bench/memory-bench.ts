@@ -4,13 +4,13 @@
  *
  *   npx tsc -p . && node dist/bench/memory-bench.js [--conns 1000] [--workers 50] [--rounds 200]
  *
- * 1. The daemon's own memory, idle: `fcgi-pm run` with one FastCGI listener and an
+ * 1. The daemon's own memory, idle: `bin/fcgi-pm run` (with its heap flags) with one FastCGI listener and an
  *    ondemand php-cgi pool (no worker yet); RssAnon (heap, stacks: what it really costs),
  *    RssFile (node binary and libraries, mostly shared and reclaimable), PSS.
  * 2. The same with --conns idle front-end connections open.
  * 3. The CPU cost of sampling --workers idle php-cgi processes with the /proc sampler
  *    (steady state, where PSS is carried forward, and with every PSS re-read), and with
- *    pidusage for comparison.
+ *    pidusage for comparison (--no-sampling skips it).
  *
  *   node dist/bench/memory-bench.js --heap [--rounds 3] [--seconds 5] [--flags "A;B;..."] [--no-keepalive]
  *
@@ -116,7 +116,8 @@ async function daemonMemory(dir: string): Promise<void> {
       '',
     ].join('\n'),
   );
-  const d = spawn(process.execPath, [join(ROOT, 'bin/fcgi-pm'), 'run', '-c', cfg, '--allow-root'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // Executed as a program, as operators run it: bin/fcgi-pm starts the daemon with its heap flags.
+  const d = spawn(join(ROOT, 'bin/fcgi-pm'), ['run', '-c', cfg, '--allow-root'], { stdio: ['ignore', 'ignore', 'inherit'] });
   try {
     await waitConnect(port);
     await sleep(2000); // start-up garbage collected, timers settled
@@ -282,7 +283,7 @@ async function main(): Promise<void> {
       return;
     }
     await daemonMemory(dir);
-    await samplingCost(dir);
+    if (!process.argv.includes('--no-sampling')) await samplingCost(dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
