@@ -97,6 +97,14 @@ const SCRIPT_POOL_KEYS: readonly KeySpec[] = [
   { key: 'script_roots', field: 'scriptRoots', type: { kind: 'paths' }, defaultText: '(none)', doc: "Directories SCRIPT_FILENAME must lie in after resolving .. and symlinks, else 403 ERR_SCRIPT_FORBIDDEN; through an http listener it must also lie in its document_root." },
 ];
 
+// Authorization in front of a pool (src/frontend/authorize.ts, README "An authorizer in front of any pool").
+const AUTHORIZER_POOL_KEYS: readonly KeySpec[] = [
+  { key: 'authorizer', field: 'authorizer', type: { kind: 'string' }, defaultText: '(none)', doc: 'Ask this pool, as a FastCGI authorizer, about every request before it is dispatched to this pool, whatever the front end: 200 lets it through with the answer\'s Variable-NAME values as variables NAME, any other answer goes to the client; a failing authorizer denies with 503 ERR_AUTHORIZER_FAILED. The pool must exist, not be this one, and not have an authorizer of its own.' },
+  { key: 'authorizer_cache', field: 'authorizerCache', type: anyDuration, default: '0s', defaultText: '0 (off)', doc: 'Keep a grant this long for later requests with the same authorizer_cache_key values (denies and failures are never kept); at most 4096 grants, the least recently used go first; emptied when either pool is replaced by a reload.' },
+  { key: 'authorizer_cache_key', field: 'authorizerCacheKey', type: { kind: 'string-list' }, default: ['HTTP_AUTHORIZATION', 'HTTP_COOKIE', 'REQUEST_URI'], doc: 'Request variables whose values together pick a cached grant: name every variable the authorizer decides on. NAME/N takes only the first N path segments of the value (its query cut off): REQUEST_URI/1 makes /admin/a and /admin/b?x one key.' },
+  { key: 'script', field: 'script', type: { kind: 'path' }, defaultText: '(none)', doc: 'Every request this pool gets runs this file: SCRIPT_FILENAME is set to it (SCRIPT_NAME and the rest are left as they came). For a PHP authorizer pool (authorizer requests carry no SCRIPT_FILENAME) or a single-entry application.' },
+];
+
 // Operations (issue 5; docs/operations.md): status pages, the control socket, log files.
 const OPERATIONS_LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'name', field: 'name', type: { kind: 'string' }, doc: 'A name for this listener: with systemd socket activation, the FileDescriptorName= of the socket it takes over.' },
@@ -179,6 +187,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '30s', doc: 'A request waiting in the queue this long gets 503.' },
   ...MEMORY_POOL_KEYS,
   ...SCRIPT_POOL_KEYS,
+  ...AUTHORIZER_POOL_KEYS,
 ];
 
 export const LIMITS_KEYS: readonly KeySpec[] = [

@@ -19,6 +19,7 @@ import { convertOperations } from './operations-keys.js';
 import { lookupGroup, lookupUser, type GroupEntry, type UserEntry } from './system-users.js';
 import { formatDuration, formatSize, parseDuration, parseSize, show } from './units.js';
 import { Problems, type KeyPath, type Locator } from './problems.js';
+import { parseCacheKeyPart } from './authorizer-key.js';
 import { DASHBOARD_KEYS, PASSWORD_HASH } from './dashboard-keys.js';
 
 export { formatKeyPath, type KeyPath, type Locator } from './problems.js';
@@ -420,6 +421,7 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
     ctx.problems.add([...path, 'group_size'], `must be ≤ max_children (${pool.maxChildren}): max_children counts php processes, group_size of them per worker; got ${pool.groupSize}`);
   }
   checkMemoryKeys(pool, path, s.present, ctx);
+  checkAuthorizerCache(pool, path, ctx);
   if (pool.maxRequests > 0 && pool.maxRequestsJitter >= pool.maxRequests) {
     ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);
   }
@@ -438,6 +440,35 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
     pool.socket = 'fd0';
   }
   return pool;
+}
+
+/** authorizer_cache needs an authorizer and a key to keep grants under. */
+function checkAuthorizerCache(pool: PoolConfig, path: KeyPath, ctx: Ctx): void {
+  const key = pool.authorizerCacheKey ?? [];
+  key.forEach((entry, i) => {
+    const part = parseCacheKeyPart(entry);
+    if (typeof part === 'string') ctx.problems.add([...path, 'authorizer_cache_key', i], part);
+  });
+  if ((pool.authorizerCache ?? 0) === 0) return;
+  if (pool.authorizer === undefined) ctx.problems.add([...path, 'authorizer_cache'], 'only applies with "authorizer" (the pool whose grants are kept)');
+  else if (key.length === 0) ctx.problems.add([...path, 'authorizer_cache_key'], 'a cache needs a key: list the variables the authorizer decides on (e.g. [HTTP_AUTHORIZATION, REQUEST_URI/1]); with none, one grant would let every client in');
+}
+
+/**
+ * `authorizer` names another pool that has none of its own: a chain would ask one
+ * authorizer about another's requests, and a loop would never answer.
+ */
+function checkAuthorizers(pools: ReadonlyMap<string, PoolConfig>, ctx: Ctx): void {
+  const names = [...pools.keys()];
+  for (const pool of pools.values()) {
+    const name = pool.authorizer;
+    if (name === undefined) continue;
+    const at: KeyPath = ['pools', pool.name, 'authorizer'];
+    const target = pools.get(name);
+    if (target === undefined) ctx.problems.add(at, noPool(name, names));
+    else if (name === pool.name) ctx.problems.add(at, 'names this pool itself; the authorizer is another pool (e.g. one running auth.php with script:)');
+    else if (target.authorizer !== undefined) ctx.problems.add(at, `pool "${name}" has an authorizer of its own ("${target.authorizer}"); an authorizer pool may not have one (no chains)`);
+  }
 }
 
 /** Memory caps that contradict each other, or a pool limit no worker fits in. */
@@ -480,9 +511,13 @@ function buildListener(obj: unknown, i: number, poolNames: readonly string[], ct
     else if (poolNames.length === 1) l.pool = poolNames[0]!;
     else if (poolNames.length > 1) ctx.problems.add(path, `"pool" is required when there are several pools (${poolNames.join(', ')})`);
   } else if (poolNames.length > 0 && !poolNames.includes(l.pool)) {
-    ctx.problems.add([...path, 'pool'], `no pool named "${l.pool}"${didYouMean(l.pool, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
+    ctx.problems.add([...path, 'pool'], noPool(l.pool, poolNames));
   }
   return l;
+}
+
+function noPool(name: string, names: readonly string[]): string {
+  return `no pool named "${name}"${didYouMean(name, names) || ` (pools: ${names.join(', ')})`}`;
 }
 
 function isWildcard(host: string): boolean {
@@ -592,6 +627,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
   const dashboard = obj.dashboard === undefined || obj.dashboard === null ? undefined : buildDashboard(readSection(obj.dashboard, DASHBOARD_KEYS, ['dashboard'], ctx, 'dashboard settings'), ctx);
 
   checkAddresses(listeners, pools, ctx);
+  checkAuthorizers(pools, ctx);
 
   if (problems.count > 0) throw new ConfigError(problems.texts());
   return {

@@ -131,6 +131,16 @@ export interface PoolConfig {
   scriptRoots?: string[] | undefined;
   /** Workers' oom_score_adj (default 800). */
   oomScoreAdj?: number;
+
+  // Authorization in front of the pool (src/frontend/authorize.ts).
+  /** Pool asked, as a FastCGI authorizer, before each request is dispatched here. */
+  authorizer?: string | undefined;
+  /** ms a grant is kept; 0 or undefined = no cache. */
+  authorizerCache?: number;
+  /** Variables whose values make the cache key; NAME/N keeps N path segments. */
+  authorizerCacheKey?: string[];
+  /** Every request runs this file (SCRIPT_FILENAME). */
+  script?: string | undefined;
 }
 
 /** memory_budget as written: bytes, a percentage of MemTotal, or a share of MemAvailable at start. */

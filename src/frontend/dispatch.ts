@@ -2,7 +2,8 @@
  * The step every front end ends a request's decoding with: hand the exchange to the
  * daemon (access log) and to the listener's pool, looked up now so a reload can swap it,
  * or, on a `vhosts` listener, to the pool of the site the request's host names.
- * A pool with script rules gets only what its ScriptGate lets through.
+ * A pool with an `authorizer` gets only what that pool grants (authorize.ts), and a
+ * pool with script rules only what its ScriptGate lets through.
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
@@ -10,6 +11,8 @@ import type { Pool } from '../pool/types.js';
 import type { FrontendEnv } from './env.js';
 import type { RewriteRule } from '../config/types.js';
 import type { SiteView } from './index.js';
+import { Role } from '../protocol/fastcgi.js';
+import { authorize } from './authorize.js';
 import { rewriteParams } from './rewrite-params.js';
 import { latin1Path, type ScriptVerdict } from './script-gate.js';
 
@@ -58,15 +61,27 @@ function rulesOf(env: FrontendEnv, site: SiteView | undefined): readonly Rewrite
 
 const combined = new WeakMap<SiteView, readonly RewriteRule[]>();
 
-/** A pool with script rules gets only what the listener's ScriptGate lets through. */
+/**
+ * A pool with an authorizer gets only what it grants (authorize.ts); an authorizer
+ * request itself (a front end's) is not asked about again.
+ */
 function guard(env: FrontendEnv, pool: Pool, ex: Exchange): void {
   if (ex.finished) return; // the client left while the file was looked up
+  const authorizer = pool.authorizer;
+  if (authorizer !== undefined && ex.role !== Role.Authorizer) authorize(env.ctx, pool, authorizer, ex, () => checkScript(env, pool, ex));
+  else checkScript(env, pool, ex);
+}
+
+/** A pool with script rules gets only what the listener's ScriptGate lets through. */
+function checkScript(env: FrontendEnv, pool: Pool, ex: Exchange): void {
+  if (ex.finished) return; // the client left while it was authorized
   const rules = pool.scriptRules;
   if (rules === undefined) {
     pool.dispatch(ex);
     return;
   }
-  const verdict = env.scripts.check(ex.params.get('SCRIPT_FILENAME'), rules);
+  // A pool with `script` runs that file whatever the request named.
+  const verdict = env.scripts.check(pool.script ?? ex.params.get('SCRIPT_FILENAME'), rules);
   if (verdict instanceof Promise) void verdict.then((v) => admit(env, pool, ex, v));
   else admit(env, pool, ex, verdict);
 }

@@ -57,6 +57,9 @@ export const BODY_REPLAY_LIMIT = 64 * 1024;
 /** Body bytes buffered while waiting in the queue before the front end is asked to pause. */
 export const BODY_PENDING_HIGH_WATER = 64 * 1024;
 
+/** allowed: a grant; cached: a kept grant; denied: the authorizer's answer went to the client; failed: 503. */
+export type AuthorizationOutcome = 'allowed' | 'cached' | 'denied' | 'failed';
+
 let nextExchangeId = 1;
 
 const EMPTY = Buffer.alloc(0);
@@ -83,6 +86,11 @@ export class Exchange {
   pool: string | undefined;
   backend: string | undefined;
   workerPid: number | undefined;
+  /**
+   * What the authorizer of the pool asked for this request said (src/frontend/authorize.ts),
+   * for the access log and status; undefined when none was asked.
+   */
+  authorization: AuthorizationOutcome | undefined;
   /** Response facts, for the access log. */
   status = 0;
   bytesOut = 0;

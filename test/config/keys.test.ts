@@ -22,6 +22,7 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   killTimeout: true, crashLimit: true, crashWindow: true, queueLimit: true, queueTimeout: true,
   maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true, oomScoreAdj: true,
   limitExtensions: true, scriptRoots: true,
+  authorizer: true, authorizerCache: true, authorizerCacheKey: true, script: true,
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
   protocol: true, address: true, pool: true, mode: true, owner: true, group: true, allowedClients: true, documentRoot: true, index: true, bodyBufferSize: true, maxBodySize: true, idleTimeout: true, headerTimeout: true, bodyTimeout: true, maxConns: true, backlog: true, params: true,
