@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { silentLogger } from '../../src/log/log.js';
 import { Role } from '../../src/protocol/fastcgi.js';
 import { Worker } from '../../src/worker/worker.js';
-import { FcgiClient, parseCgiOutput } from '../helpers/fcgi-client.js';
+import { FcgiClient, parseCgiOutput, phpParams } from '../helpers/fcgi-client.js';
 import { PHP_CGI, REPO_ROOT } from '../helpers/paths.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { makeSpec } from '../worker/helpers.js';
@@ -42,22 +42,14 @@ const CASES: Case[] = [
   { what: 'no Authorization', uri: '/', status: 401, body: '401 Unauthorized: a valid bearer token is needed\n' },
 ];
 
-/** An authorizer's variables (FastCGI 6.3: no CONTENT_LENGTH, PATH_INFO, PATH_TRANSLATED, SCRIPT_NAME). */
+/**
+ * An authorizer's variables: those of the request being authorized (its SCRIPT_FILENAME
+ * too) less CONTENT_LENGTH, PATH_INFO, PATH_TRANSLATED and SCRIPT_NAME (FastCGI 6.3).
+ */
 function authorizerParams(c: Case, extra: Record<string, string>): Record<string, string> {
-  const [, query = ''] = c.uri.split('?');
-  return {
-    GATEWAY_INTERFACE: 'CGI/1.1',
-    SERVER_PROTOCOL: 'HTTP/1.1',
-    SERVER_SOFTWARE: 'fcgi-pm-test',
-    SERVER_NAME: 'localhost',
-    SERVER_PORT: '80',
-    REMOTE_ADDR: '127.0.0.1',
-    REQUEST_METHOD: 'GET',
-    REQUEST_URI: c.uri,
-    QUERY_STRING: query,
-    ...(c.authorization === undefined ? {} : { HTTP_AUTHORIZATION: c.authorization }),
-    ...extra,
-  };
+  const p = phpParams(EXAMPLE, c.uri, { ...(c.authorization === undefined ? {} : { HTTP_AUTHORIZATION: c.authorization }), ...extra });
+  for (const k of ['CONTENT_LENGTH', 'CONTENT_TYPE', 'SCRIPT_NAME']) delete p[k];
+  return p;
 }
 
 async function startExample(t: TestContext, dir: string, command: string[]): Promise<FcgiClient> {
