@@ -77,6 +77,8 @@ export interface PoolConfig {
   /** No byte from the backend for this long → 504 (default 60s). */
   readTimeout: number;
   keepAlive: boolean; // default true
+  /** FastCGI: role FCGI_AUTHORIZER as such, or as a responder request with FCGI_ROLE=AUTHORIZER (default native). */
+  authorizerRole?: 'native' | 'responder';
 
   // Spawned workers (issue 3). `command` undefined → external backends only.
   command: string[] | undefined;

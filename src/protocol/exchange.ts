@@ -12,6 +12,7 @@
  */
 import type { ProxyError } from '../errors.js';
 import type { CgiParams } from './params.js';
+import { Role } from './fastcgi.js';
 
 /** A parsed CGI response head ("Status: 404 Not Found\r\nContent-Type: ...\r\n\r\n"). */
 export interface CgiResponseHead {
@@ -70,6 +71,12 @@ export class Exchange {
   readonly startedAt: number;
   /** Front-end protocol, for logs: 'fastcgi' | 'scgi' | 'http'. */
   readonly frontend: string;
+  /**
+   * FastCGI role the backend is asked to play (Role.Responder or Role.Authorizer); set
+   * by whoever creates the exchange. An authorizer's answer is judged by the upstream
+   * (src/protocol/authorizer.ts): a granting answer reaches the sink without its body.
+   */
+  role: number = Role.Responder;
 
   state: ExchangeState = 'pending';
   /** Set by the pool, for logs and status. */

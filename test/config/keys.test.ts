@@ -13,7 +13,7 @@ import { problemsOf } from './helpers.js';
 // and the tests below then demand a row in keys.ts for it.
 const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   backend: true, backends: true, maxConnsPerBackend: true, backendDownTime: true, connectTimeout: true, readTimeout: true,
-  keepAlive: true, command: true, socket: true, env: true, inheritEnv: true, cwd: true, user: true, group: true, pm: true,
+  keepAlive: true, authorizerRole: true, command: true, socket: true, env: true, inheritEnv: true, cwd: true, user: true, group: true, pm: true,
   maxChildren: true,
   groupSize: true,
   preload: true,
