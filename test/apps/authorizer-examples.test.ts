@@ -16,13 +16,16 @@ import { judgeAuthorizerAnswer } from '../../src/protocol/authorizer.js';
 import { parseCgiHead } from '../../src/protocol/cgi-response.js';
 import { Role } from '../../src/protocol/fastcgi.js';
 import { Worker } from '../../src/worker/worker.js';
-import { FcgiClient, parseCgiOutput, phpParams } from '../helpers/fcgi-client.js';
+import { FcgiClient, parseCgiOutput, phpParams, type CgiOutput } from '../helpers/fcgi-client.js';
 import { PHP_CGI, REPO_ROOT } from '../helpers/paths.js';
+import { scgiRequest } from '../helpers/scgi-client.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import type { ConnectTarget } from '../helpers/wait.js';
 import { makeSpec } from '../worker/helpers.js';
 
 const EXAMPLE = join(REPO_ROOT, 'examples', 'authorizer');
 const TOKENS = 'alice:tok1, bob:tok2:/public/';
+const WSGI = ['/usr/bin/python3', join(REPO_ROOT, 'bin', 'fcgi-pm-wsgi'), '--path', EXAMPLE];
 
 interface Case {
   what: string;
@@ -54,29 +57,43 @@ function authorizerParams(c: Case, extra: Record<string, string>): Record<string
   return p;
 }
 
-async function startExample(t: TestContext, dir: string, command: string[]): Promise<FcgiClient> {
+/** The example as fcgi-pm spawns a worker; resolves with its socket once it accepts. */
+async function startExample(t: TestContext, dir: string, command: string[]): Promise<ConnectTarget> {
   const run = join(dir, 'run');
   mkdirSync(run, { mode: 0o700 });
   const env = { PATH: '/usr/bin:/bin', AUTH_TOKENS: TOKENS, PHP_FCGI_CHILDREN: '0', PYTHONDONTWRITEBYTECODE: '1' };
   const w = Worker.spawn(makeSpec(run, command, { env }), silentLogger(), 1);
   t.after(async () => void (await w.stop('shutdown')));
   await once(w, 'ready');
-  const client = await FcgiClient.connect({ path: (w.address as { path: string }).path });
+  return { path: (w.address as { path: string }).path };
+}
+
+/** How a request is put: 'authorizer' as the protocol's authorizer request, 'form' the responder form, 'responder' plain. */
+type Ask = (params: Record<string, string>, kind: 'authorizer' | 'form' | 'responder') => Promise<CgiOutput & { raw: Buffer }>;
+
+/** FastCGI on one kept connection: role FCGI_AUTHORIZER, or a responder request. */
+async function fastcgiAsk(t: TestContext, target: ConnectTarget): Promise<Ask> {
+  const client = await FcgiClient.connect(target);
   t.after(() => client.close());
-  return client;
+  let id = 0;
+  return async (params, kind) => {
+    const role = kind === 'authorizer' ? Role.Authorizer : Role.Responder;
+    client.request(++id, kind === 'form' ? { ...params, FCGI_ROLE: 'AUTHORIZER' } : params, undefined, { role });
+    const r = await client.response(id);
+    assert.equal(r.protocolStatus, 0, 'FCGI_REQUEST_COMPLETE');
+    return { ...parseCgiOutput(r.stdout), raw: r.stdout };
+  };
+}
+
+/** SCGI has no roles: an authorizer request is always the responder form. */
+function scgiAsk(target: ConnectTarget): Ask {
+  return (params, kind) => scgiRequest(target, kind === 'responder' ? params : { ...params, FCGI_ROLE: 'AUTHORIZER' });
 }
 
 /** Every case as an authorizer request, then the responder form, then a plain responder request. */
-async function checkDecisions(client: FcgiClient, extra: Record<string, string>): Promise<void> {
-  let id = 0;
-  const ask = async (c: Case, role: number, params: Record<string, string>) => {
-    client.request(++id, authorizerParams(c, params), undefined, { role });
-    const r = await client.response(id);
-    assert.equal(r.protocolStatus, 0, `${c.what}: FCGI_REQUEST_COMPLETE`);
-    return { ...parseCgiOutput(r.stdout), raw: r.stdout };
-  };
+async function checkDecisions(ask: Ask, extra: Record<string, string> = {}): Promise<void> {
   for (const c of CASES) {
-    const out = await ask(c, Role.Authorizer, extra);
+    const out = await ask(authorizerParams(c, extra), 'authorizer');
     assert.equal(out.status, c.status, c.what);
     assert.equal(out.header('Variable-REMOTE_USER'), c.user, c.what);
     if (c.status === 200) {
@@ -88,10 +105,10 @@ async function checkDecisions(client: FcgiClient, extra: Record<string, string>)
     }
     assert.equal(out.header('WWW-Authenticate'), c.status === 401 ? 'Bearer realm="fcgi-pm"' : undefined, c.what);
   }
-  const form = await ask(CASES[0]!, Role.Responder, { ...extra, FCGI_ROLE: 'AUTHORIZER' });
+  const form = await ask(authorizerParams(CASES[0]!, extra), 'form');
   assert.equal(form.status, 200, 'the responder form with FCGI_ROLE=AUTHORIZER');
   assert.equal(form.header('Variable-REMOTE_USER'), 'alice');
-  const plain = await ask(CASES[0]!, Role.Responder, extra);
+  const plain = await ask(authorizerParams(CASES[0]!, extra), 'responder');
   assert.equal(plain.status, 500, 'a plain responder request is a configuration mistake: denied');
   assert.equal(plain.body.toString(), 'this program answers FastCGI authorizer requests only\n');
 }
@@ -121,19 +138,24 @@ test('token-authorizer.c (libfcgi) built with cc answers FastCGI authorizer requ
   const dir = makeTempDir(t, 'fpm-authz-c-');
   const bin = join(dir, 'token-authorizer');
   execFileSync('cc', ['-O2', '-Wall', '-Werror', '-o', bin, join(EXAMPLE, 'token-authorizer.c'), '-lfcgi'], { stdio: 'pipe' });
-  await checkDecisions(await startExample(t, dir, [bin]), {});
+  await checkDecisions(await fastcgiAsk(t, await startExample(t, dir, [bin])));
   checkBadTokensRefused([bin]);
 });
 
 test('token_authorizer.py under bin/fcgi-pm-wsgi answers FastCGI authorizer requests', { timeout: 60_000 }, async (t) => {
   const dir = makeTempDir(t, 'fpm-authz-py-');
-  const command = ['/usr/bin/python3', join(REPO_ROOT, 'bin', 'fcgi-pm-wsgi'), '--path', EXAMPLE, 'token_authorizer:application'];
-  await checkDecisions(await startExample(t, dir, command), {});
+  const command = [...WSGI, 'token_authorizer:application'];
+  await checkDecisions(await fastcgiAsk(t, await startExample(t, dir, command)));
   checkBadTokensRefused(command);
+});
+
+test('token_authorizer.py under bin/fcgi-pm-wsgi --scgi answers the responder form', { timeout: 60_000 }, async (t) => {
+  const dir = makeTempDir(t, 'fpm-authz-scgi-');
+  await checkDecisions(scgiAsk(await startExample(t, dir, [...WSGI, '--scgi', 'token_authorizer:application'])));
 });
 
 test('auth.php under php-cgi answers FastCGI authorizer requests', { timeout: 60_000 }, async (t) => {
   const dir = makeTempDir(t, 'fpm-authz-php-');
   // php-cgi runs the script SCRIPT_FILENAME names, whichever role the request has.
-  await checkDecisions(await startExample(t, dir, [PHP_CGI]), { SCRIPT_FILENAME: join(EXAMPLE, 'auth.php') });
+  await checkDecisions(await fastcgiAsk(t, await startExample(t, dir, [PHP_CGI])), { SCRIPT_FILENAME: join(EXAMPLE, 'auth.php') });
 });
