@@ -34,6 +34,8 @@ interface Case {
   status: number;
   user?: string;
   body?: string;
+  /** More request variables. */
+  params?: Record<string, string>;
 }
 
 const CASES: Case[] = [
@@ -45,6 +47,14 @@ const CASES: Case[] = [
   { what: 'a token with more after it', authorization: 'Bearer tok1 tok2', uri: '/', status: 401, body: '401 Unauthorized: a valid bearer token is needed\n' },
   { what: 'another scheme', authorization: 'Basic dG9rMQ==', uri: '/', status: 401, body: '401 Unauthorized: a valid bearer token is needed\n' },
   { what: 'no Authorization', uri: '/', status: 401, body: '401 Unauthorized: a valid bearer token is needed\n' },
+  {
+    what: 'a token listed in a request variable named AUTH_TOKENS',
+    authorization: 'Bearer evil',
+    params: { AUTH_TOKENS: 'mallory:evil' },
+    uri: '/',
+    status: 401,
+    body: '401 Unauthorized: a valid bearer token is needed\n',
+  },
 ];
 
 /**
@@ -52,7 +62,7 @@ const CASES: Case[] = [
  * too) less CONTENT_LENGTH, PATH_INFO, PATH_TRANSLATED and SCRIPT_NAME (FastCGI 6.3).
  */
 function authorizerParams(c: Case, extra: Record<string, string>): Record<string, string> {
-  const p = phpParams(EXAMPLE, c.uri, { ...(c.authorization === undefined ? {} : { HTTP_AUTHORIZATION: c.authorization }), ...extra });
+  const p = phpParams(EXAMPLE, c.uri, { ...(c.authorization === undefined ? {} : { HTTP_AUTHORIZATION: c.authorization }), ...c.params, ...extra });
   for (const k of ['CONTENT_LENGTH', 'CONTENT_TYPE', 'SCRIPT_NAME']) delete p[k];
   return p;
 }
