@@ -2,16 +2,15 @@
  * The step every front end ends a request's decoding with: hand the exchange to the
  * daemon (access log) and to the listener's pool, looked up now so a reload can swap it,
  * or, on a `vhosts` listener, to the pool of the site the request's host names.
- * A pool with an `authorizer` gets only what that pool grants (authorize.ts), and a
- * pool with script rules only what its ScriptGate lets through.
+ * A pool with script rules gets only what its ScriptGate lets through.
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
+import { Role } from '../protocol/fastcgi.js';
 import type { Pool } from '../pool/types.js';
 import type { FrontendEnv } from './env.js';
 import type { RewriteRule } from '../config/types.js';
 import type { SiteView } from './index.js';
-import { Role } from '../protocol/fastcgi.js';
 import { authorize } from './authorize.js';
 import { rewriteParams } from './rewrite-params.js';
 import { latin1Path, type ScriptVerdict } from './script-gate.js';
@@ -38,9 +37,19 @@ export function routeExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool
     if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${cfg.pool}" which does not exist`));
     return;
   }
+  // A pool with an authorizer gets only what it grants, static files of the HTTP listener
+  // included; an authorizer request itself (a front end's) is not asked about again.
+  const authorizer = pool.authorizer;
+  if (authorizer !== undefined && ex.role !== Role.Authorizer) authorize(env.ctx, pool, authorizer, ex, () => admitted(env, pool, ex, routed?.site, serveLocal));
+  else admitted(env, pool, ex, routed?.site, serveLocal);
+}
+
+/** The request may go to `pool`: answered by the front end, or rewritten and past the script guard. */
+function admitted(env: FrontendEnv, pool: Pool, ex: Exchange, site: SiteView | undefined, serveLocal?: (pool: Pool) => boolean): void {
+  if (ex.finished) return; // the client left while it was authorized
   if (serveLocal?.(pool) === true) return;
   // The HTTP listener rewrote the URL itself, before splitting it.
-  const rewrite = cfg.protocol === 'http' ? undefined : rulesOf(env, routed?.site);
+  const rewrite = env.cfg.protocol === 'http' ? undefined : rulesOf(env, site);
   const rewritten = rewrite === undefined ? undefined : rewriteParams(ex.params, rewrite, env.scripts.cache);
   if (rewritten instanceof Promise) void rewritten.then(() => guard(env, pool, ex));
   else guard(env, pool, ex);
@@ -61,20 +70,9 @@ function rulesOf(env: FrontendEnv, site: SiteView | undefined): readonly Rewrite
 
 const combined = new WeakMap<SiteView, readonly RewriteRule[]>();
 
-/**
- * A pool with an authorizer gets only what it grants (authorize.ts); an authorizer
- * request itself (a front end's) is not asked about again.
- */
+/** A pool with script rules gets only what the listener's ScriptGate lets through. */
 function guard(env: FrontendEnv, pool: Pool, ex: Exchange): void {
   if (ex.finished) return; // the client left while the file was looked up
-  const authorizer = pool.authorizer;
-  if (authorizer !== undefined && ex.role !== Role.Authorizer) authorize(env.ctx, pool, authorizer, ex, () => checkScript(env, pool, ex));
-  else checkScript(env, pool, ex);
-}
-
-/** A pool with script rules gets only what the listener's ScriptGate lets through. */
-function checkScript(env: FrontendEnv, pool: Pool, ex: Exchange): void {
-  if (ex.finished) return; // the client left while it was authorized
   const rules = pool.scriptRules;
   if (rules === undefined) {
     pool.dispatch(ex);
