@@ -465,7 +465,7 @@ function checkAuthorizers(pools: ReadonlyMap<string, PoolConfig>, ctx: Ctx): voi
     if (name === undefined) continue;
     const at: KeyPath = ['pools', pool.name, 'authorizer'];
     const target = pools.get(name);
-    if (target === undefined) ctx.problems.add(at, noPool(name, names));
+    if (target === undefined) ctx.problems.add(at, `no pool named "${name}"${didYouMean(name, names) || ` (pools: ${names.join(', ')})`}`);
     else if (name === pool.name) ctx.problems.add(at, 'names this pool itself; the authorizer is another pool (e.g. one running auth.php with script:)');
     else if (target.authorizer !== undefined) ctx.problems.add(at, `pool "${name}" has an authorizer of its own ("${target.authorizer}"); an authorizer pool may not have one (no chains)`);
   }
@@ -511,13 +511,9 @@ function buildListener(obj: unknown, i: number, poolNames: readonly string[], ct
     else if (poolNames.length === 1) l.pool = poolNames[0]!;
     else if (poolNames.length > 1) ctx.problems.add(path, `"pool" is required when there are several pools (${poolNames.join(', ')})`);
   } else if (poolNames.length > 0 && !poolNames.includes(l.pool)) {
-    ctx.problems.add([...path, 'pool'], noPool(l.pool, poolNames));
+    ctx.problems.add([...path, 'pool'], `no pool named "${l.pool}"${didYouMean(l.pool, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
   }
   return l;
-}
-
-function noPool(name: string, names: readonly string[]): string {
-  return `no pool named "${name}"${didYouMean(name, names) || ` (pools: ${names.join(', ')})`}`;
 }
 
 function isWildcard(host: string): boolean {
