@@ -8,7 +8,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ErrorCodes } from '../../src/errors.js';
 import { LogLevel } from '../helpers/daemon.js';
@@ -38,6 +38,9 @@ describe('authorizer: POOL in front of php-cgi pools', { timeout: 120_000 }, () 
   let d: OpsDaemon;
   let nginx: Nginx;
   const http: Partial<Record<Guarded, string>> = {};
+  /** A vhosts HTTP listener: site locked.test (pool settings with `authorizer: auth`), open.test (none). */
+  let sites: string;
+  let config: Record<string, unknown>;
 
   before(async () => {
     const dir = makeTempDir(scope, 'fpm-authz-');
@@ -56,9 +59,18 @@ describe('authorizer: POOL in front of php-cgi pools', { timeout: 120_000 }, () 
       listen.push({ protocol: 'http', address: `127.0.0.1:${hp}`, pool: name, document_root: root });
       listen.push({ protocol: 'fastcgi', address: `127.0.0.1:${fp}`, pool: name });
     }
+    writeFileSync(join(root, 'app', 'secret.txt'), 'a static file of a guarded pool\n');
+    const sitesDir = join(dir, 'sites');
+    mkdirSync(sitesDir);
+    writeFileSync(join(sitesDir, 'locked.yaml'), `names: [locked.test]\ndocument_root: ${join(root, 'app')}\npool: { authorizer: auth }\n`);
+    writeFileSync(join(sitesDir, 'open.yaml'), `names: [open.test]\ndocument_root: ${join(root, 'app')}\n`);
+    const vp = await freePort();
+    sites = `http://127.0.0.1:${vp}`;
+    listen.push({ protocol: 'http', address: `127.0.0.1:${vp}`, vhosts: true });
     const php = (marker: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ command: phpCommand(dir, marker), max_children: 2, ...extra });
-    d = await opsDaemon(scope, {
+    config = {
       listen,
+      vhosts: { dir: sitesDir, defaults: php('authz-site') },
       pools: {
         auth: php('authz-auth', { script: join(FIXTURES, 'auth.php') }),
         // Nothing listens there: every authorizer request fails to connect.
@@ -69,7 +81,8 @@ describe('authorizer: POOL in front of php-cgi pools', { timeout: 120_000 }, () 
         down: php('authz-down', { authorizer: 'gone' }),
         crash: php('authz-crash', { authorizer: 'crasher' }),
       },
-    }, { dir });
+    };
+    d = await opsDaemon(scope, config, { dir });
     const locations = GUARDED.map((name) => `
     location /${name}/ {
       ${fastcgiParams()}
@@ -198,5 +211,47 @@ describe('authorizer: POOL in front of php-cgi pools', { timeout: 120_000 }, () 
     const app = now.auth!.accepted;
     for (let i = 0; i < 2; i++) assert.equal((await httpRequest(`${http.app}/app/page.php`, { headers: GOOD })).status, 200);
     assert.equal((await pools()).auth!.accepted, app + 2);
+  });
+
+  it('the HTTP listener asks the authorizer before it serves a static file of a guarded pool', async () => {
+    const denied = await httpRequest(`${http.app}/app/secret.txt`, { headers: { authorization: 'Bearer bad' } });
+    assert.equal(denied.status, 401);
+    assert.match(denied.text, /^denied by auth\.php/);
+    const granted = await httpRequest(`${http.app}/app/secret.txt`, { headers: GOOD });
+    assert.equal(granted.status, 200);
+    assert.equal(granted.text, 'a static file of a guarded pool\n');
+  });
+
+  it("vhosts: a site whose pool settings name an authorizer is guarded; another site is not", async () => {
+    const locked = await httpRequest(`${sites}/page.php`, { headers: { host: 'locked.test', authorization: 'Bearer bad' } });
+    assert.equal(locked.status, 401);
+    const granted = await httpRequest(`${sites}/page.php`, { headers: { host: 'locked.test', ...GOOD } });
+    assert.equal(granted.status, 200, granted.text);
+    assert.equal(JSON.parse(granted.text).remote_user, 'ann');
+    const open = await httpRequest(`${sites}/page.php`, { headers: { host: 'open.test', authorization: 'Bearer bad' } });
+    assert.equal(open.status, 200, open.text);
+    assert.equal(JSON.parse(open.text).remote_user, null);
+  });
+
+  // Last: it changes the config.
+  it('reload: a bad authorizer is refused with its line and nothing changes; replacing the authorizer pool empties the cache', async () => {
+    const ask = (): Promise<number> => httpRequest(`${http.cached}/cached/page.php`, { headers: GOOD }).then((r) => r.status);
+    assert.equal(await ask(), 200); // kept since the cache test
+    const kept = (await pools()).auth!.accepted;
+    assert.equal(await ask(), 200);
+    assert.equal((await pools()).auth!.accepted, kept, 'granted from the cache');
+    const poolsOf = config.pools as Record<string, Record<string, unknown>>;
+    d.rewrite({ ...config, pools: { ...poolsOf, cached: { ...poolsOf.cached, authorizer: 'cached' } } });
+    const bad = await d.ctl(['reload'], 60_000);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stdout + bad.stderr, /fcgi-pm\.yaml:\d+: pools\.cached\.authorizer: names this pool itself/);
+    assert.equal(await ask(), 200);
+    assert.equal((await pools()).auth!.accepted, kept, 'the old config serves on, its cache too');
+    d.rewrite({ ...config, pools: { ...poolsOf, auth: { ...poolsOf.auth, max_children: 3 } } });
+    const ok = await d.ctl(['reload'], 60_000);
+    assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+    assert.equal(await ask(), 200);
+    // Status folds the replaced pool's counters into the name's.
+    assert.equal((await pools()).auth!.accepted, kept + 1, 'the new authorizer pool was asked: the cache was emptied with the old one');
   });
 });
