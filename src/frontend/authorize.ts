@@ -50,6 +50,8 @@ type Answer =
 class AnswerSink implements ResponseSink {
   private answer: Answer | undefined;
   private bodyBytes = 0;
+  /** The answer was acted on; later calls are ignored. */
+  private settled = false;
 
   constructor(private readonly done: (a: Answer) => void) {}
 
@@ -66,7 +68,7 @@ class AnswerSink implements ResponseSink {
 
   body(chunk: Buffer): boolean {
     const a = this.answer;
-    if (a?.kind !== 'deny') return true;
+    if (this.settled || a?.kind !== 'deny') return true;
     this.bodyBytes += chunk.length;
     if (this.bodyBytes > MAX_DENY_BODY) {
       this.settle({ kind: 'failed', code: ErrorCodes.AUTHORIZER_ANSWER, reason: `a deny with a body over ${MAX_DENY_BODY} bytes` });
@@ -93,14 +95,12 @@ class AnswerSink implements ResponseSink {
   }
 
   private settle(a: Answer): void {
-    if (this.answer === SETTLED) return;
-    this.answer = SETTLED;
+    if (this.settled) return;
+    this.settled = true;
+    this.answer = undefined;
     this.done(a);
   }
 }
-
-/** The answer was acted on; later sink calls are ignored. */
-const SETTLED: Answer = { kind: 'failed', code: '', reason: '' };
 
 /** Per guarded pool object: its cache (bound to one authorizer pool object) and warnings. */
 interface Guard {
@@ -119,14 +119,17 @@ function guardOf(pool: Pool, rules: AuthorizerRules, authPool: Pool, log: Logger
       intervalMs: WARN_INTERVAL_MS,
       summary: (code, n) => log.warn({ code: ErrorCodes.AUTHORIZER_FAILED, pool: pool.name, authorizer: rules.pool, cause: code, repeats: n }, `pool ${pool.name}: ${n} more request${n === 1 ? '' : 's'} denied because authorizer pool ${rules.pool} failed (${code})`),
     });
-    g = { authPool, cache: undefined, warnings };
+    g = { authPool, cache: newCache(rules), warnings };
     guards.set(pool, g);
-  }
-  if (g.authPool !== authPool || (g.cache === undefined && rules.cacheMs > 0)) {
+  } else if (g.authPool !== authPool) {
     g.authPool = authPool;
-    g.cache = rules.cacheMs > 0 ? new AuthorizerCache(rules.cacheMs, rules.cacheKey) : undefined;
+    g.cache = newCache(rules);
   }
   return g;
+}
+
+function newCache(rules: AuthorizerRules): AuthorizerCache | undefined {
+  return rules.cacheMs > 0 ? new AuthorizerCache(rules.cacheMs, rules.cacheKey) : undefined;
 }
 
 /**

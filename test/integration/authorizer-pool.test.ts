@@ -207,6 +207,13 @@ describe('authorizer: POOL in front of php-cgi pools', { timeout: 120_000 }, () 
     assert.equal(now.auth!.accepted, before.auth!.accepted + 3);
     const counts = now.cached!.outcomes!.authorizer!;
     assert.deepEqual(counts, { allowed: 1, cached: 2, denied: 2, failed: 0 });
+    // The same counts in the other formats (src/control/fields.ts defines them once).
+    const prom = await d.ctl(['status', '--prometheus']);
+    for (const [decision, n] of Object.entries(counts)) {
+      assert.match(prom.stdout, new RegExp(`^fcgipm_authorizer_decisions_total\\{pool="cached",decision="${decision}"\\} ${n}$`, 'm'));
+    }
+    const text = await d.ctl(['status', '--pool', 'cached']);
+    assert.match(text.stdout, /authorizer decisions/);
     // Without a cache every request is asked about.
     const app = now.auth!.accepted;
     for (let i = 0; i < 2; i++) assert.equal((await httpRequest(`${http.app}/app/page.php`, { headers: GOOD })).status, 200);
