@@ -20,11 +20,13 @@ import { freePort } from '../helpers/ports.js';
 import { phpCommand } from '../helpers/spawned.js';
 import { Cleanup } from '../helpers/scope.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { waitFor } from '../helpers/wait.js';
+import http2 from 'node:http';
 import { opsDaemon, type OpsDaemon } from '../ops/helpers.js';
 
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'authorizer');
-/** Guarded pools, each at /NAME/page.php: app (no cache), cached, down (authorizer unreachable), crash (authorizer dies). */
-const GUARDED = ['app', 'cached', 'down', 'crash'] as const;
+/** Guarded pools, each at /NAME/page.php: app (no cache), cached, down (authorizer unreachable), crash (authorizer dies), slow and hang (authorizers that sleep ?ms=, with and without a short read_timeout). */
+const GUARDED = ['app', 'cached', 'down', 'crash', 'slow', 'hang'] as const;
 type Guarded = (typeof GUARDED)[number];
 const GOOD = { authorization: 'Bearer good' };
 
@@ -76,10 +78,14 @@ describe('authorizer: POOL in front of php-cgi pools', { timeout: 120_000 }, () 
         // Nothing listens there: every authorizer request fails to connect.
         gone: { backends: [`127.0.0.1:${await freePort()}`], connect_timeout: '2s' },
         crasher: php('authz-crasher', { script: join(PHP_FIXTURES, 'crash.php'), crash_limit: 0 }),
+        sleeper: php('authz-sleeper', { script: join(PHP_FIXTURES, 'sleep.php'), read_timeout: '1s' }),
+        hanger: php('authz-hanger', { script: join(PHP_FIXTURES, 'sleep.php') }),
         app: php('authz-app', { authorizer: 'auth' }),
         cached: php('authz-cached', { authorizer: 'auth', authorizer_cache: '60s', authorizer_cache_key: ['HTTP_AUTHORIZATION', 'REQUEST_URI/1'] }),
         down: php('authz-down', { authorizer: 'gone' }),
         crash: php('authz-crash', { authorizer: 'crasher' }),
+        slow: php('authz-slow', { authorizer: 'sleeper' }),
+        hang: php('authz-hang', { authorizer: 'hanger' }),
       },
     };
     d = await opsDaemon(scope, config, { dir });
@@ -218,6 +224,30 @@ describe('authorizer: POOL in front of php-cgi pools', { timeout: 120_000 }, () 
     const app = now.auth!.accepted;
     for (let i = 0; i < 2; i++) assert.equal((await httpRequest(`${http.app}/app/page.php`, { headers: GOOD })).status, 200);
     assert.equal((await pools()).auth!.accepted, app + 2);
+  });
+
+  it(`an authorizer past its pool's read_timeout denies with 503 ${ErrorCodes.AUTHORIZER_FAILED}`, async () => {
+    const since = d.daemon.mark();
+    const r = await httpRequest(`${http.slow}/slow/page.php?ms=5000`, { headers: GOOD });
+    assert.equal(r.status, 503);
+    assert.match(r.text, new RegExp(ErrorCodes.AUTHORIZER_FAILED));
+    const warn = await d.daemon.waitForLog((l) => l.code === ErrorCodes.AUTHORIZER_FAILED && l.pool === 'slow', { since });
+    assert.equal(warn.cause, ErrorCodes.BACKEND_TIMEOUT);
+    assert.equal((await pools()).slow!.accepted, 0);
+  });
+
+  it('a client that leaves while its request is authorized cancels the authorizer request; the pool never gets it', async () => {
+    type Counts = PoolCounts & { aborted: number; active: number };
+    const hanger = async (): Promise<Counts> => (await pools()).hanger as Counts;
+    const before = await hanger();
+    // The authorizer sleeps far longer than the status polls below take.
+    const req = http2.request(`${http.hang}/hang/page.php?ms=8000`, { headers: GOOD, agent: false });
+    req.on('error', () => {});
+    req.end();
+    await waitFor(async () => (await hanger()).active > 0, { what: 'the authorizer running' });
+    req.destroy();
+    await waitFor(async () => (await hanger()).aborted > before.aborted, { what: 'the authorizer request aborted' });
+    assert.equal((await pools()).hang!.accepted, 0);
   });
 
   it('the HTTP listener asks the authorizer before it serves a static file of a guarded pool', async () => {
