@@ -250,6 +250,17 @@ describe('authorizer: POOL in front of php-cgi pools', { timeout: 120_000 }, () 
     assert.equal((await pools()).hang!.accepted, 0);
   });
 
+  it(`a grant that would set SCRIPT_FILENAME is refused: 503 ${ErrorCodes.AUTHORIZER_FAILED}, the protected pool never gets it`, async () => {
+    const since = d.daemon.mark();
+    const before = (await pools()).app!.accepted;
+    const r = await httpRequest(`${http.app}/app/page.php`, { headers: { authorization: 'Bearer steer' } });
+    assert.equal(r.status, 503);
+    const warn = await d.daemon.waitForLog((l) => l.code === ErrorCodes.AUTHORIZER_FAILED && l.pool === 'app', { since });
+    assert.equal(warn.cause, ErrorCodes.AUTHORIZER_ANSWER);
+    assert.match(String(warn.msg), /SCRIPT_FILENAME/);
+    assert.equal((await pools()).app!.accepted, before);
+  });
+
   it('the HTTP listener asks the authorizer before it serves a static file of a guarded pool', async () => {
     const denied = await httpRequest(`${http.app}/app/secret.txt`, { headers: { authorization: 'Bearer bad' } });
     assert.equal(denied.status, 401);
