@@ -468,6 +468,10 @@ function checkAuthorizers(pools: ReadonlyMap<string, PoolConfig>, ctx: Ctx): voi
     if (target === undefined) ctx.problems.add(at, `no pool named "${name}"${didYouMean(name, names) || ` (pools: ${names.join(', ')})`}`);
     else if (name === pool.name) ctx.problems.add(at, 'names this pool itself; the authorizer is another pool (e.g. one running auth.php with script:)');
     else if (target.authorizer !== undefined) ctx.problems.add(at, `pool "${name}" has an authorizer of its own ("${target.authorizer}"); an authorizer pool may not have one (no chains)`);
+    // Its requests carry no SCRIPT_FILENAME: php-cgi would answer every one "No input file specified".
+    else if (target.script === undefined && target.command !== undefined && nodePath.basename(target.command[0]!).startsWith('php-cgi')) {
+      ctx.problems.add(at, `pool "${name}" runs php-cgi, which runs the file SCRIPT_FILENAME names, and authorizer requests carry none: give "${name}" a script (e.g. script: /srv/auth/auth.php)`);
+    }
   }
 }
 

@@ -20,13 +20,18 @@ test('authorizer names another pool; its cache is off by default, keyed by the c
 });
 
 test('authorizer: a missing pool, the pool itself and a chain are refused at their line', () => {
-  const missing = problemsOf(() => load('  app: { command: [php-cgi], authorizer: auht }\n  auth: { command: [php-cgi] }\n'));
+  const missing = problemsOf(() => load('  app: { command: [php-cgi], authorizer: auht }\n  auth: { command: [php-cgi], script: /srv/auth.php }\n'));
   assert.deepEqual(missing, ['fcgi-pm.yaml:4: pools.app.authorizer: no pool named "auht" (did you mean "auth"?)']);
   const self = problemsOf(() => load('  app: { command: [php-cgi], authorizer: app }\n'));
   assert.equal(self.length, 1);
   assert.match(self[0]!, /^fcgi-pm\.yaml:4: pools\.app\.authorizer: names this pool itself/);
-  const chain = problemsOf(() => load('  app: { command: [php-cgi], authorizer: auth }\n  auth:\n    command: [php-cgi]\n    authorizer: other\n  other: { command: [php-cgi] }\n'));
+  const chain = problemsOf(() => load('  app: { command: [php-cgi], authorizer: auth }\n  auth:\n    command: [php-cgi]\n    authorizer: other\n  other: { command: [php-cgi], script: /srv/other.php }\n'));
   assert.deepEqual(chain, ['fcgi-pm.yaml:4: pools.app.authorizer: pool "auth" has an authorizer of its own ("other"); an authorizer pool may not have one (no chains)']);
+  // A php-cgi authorizer pool must name its file: the requests it gets carry no SCRIPT_FILENAME.
+  const noScript = problemsOf(() => load('  app: { command: [php-cgi], authorizer: auth }\n  auth: { command: [/usr/bin/php-cgi8.2] }\n'));
+  assert.equal(noScript.length, 1);
+  assert.match(noScript[0]!, /^fcgi-pm\.yaml:4: pools\.app\.authorizer: pool "auth" runs php-cgi, .*give "auth" a script/);
+  assert.equal(load('  app: { command: [php-cgi], authorizer: auth }\n  auth: { command: [python3, auth.py] }\n').pools.get('app')!.authorizer, 'auth');
 });
 
 test('authorizer_cache needs an authorizer and a key; key entries are NAME or NAME/N', () => {
