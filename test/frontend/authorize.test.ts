@@ -40,6 +40,36 @@ test('an authorizer gets every variable but CONTENT_LENGTH, PATH_INFO, PATH_TRAN
   }
 });
 
+test('FastCGI PARAMS stay undecoded: the request keeps its bytes, the authorizer gets a copy of those it may see', () => {
+  const wire = encodeNameValues(CgiParams.fromObject(request));
+  const params = new FcgiParams(wire, 13);
+  params.override(['HTTPS', 'on', 'SCRIPT_FILENAME', '/srv/www/admin/index.php']); // a listener's params
+  const asked = authorizerParams(params);
+  assert.ok(asked instanceof FcgiParams);
+  assert.equal(asked.size, 8 + 1, "13 less the 5 left out, and the listener's HTTPS");
+  assert.equal(asked.get('HTTPS'), 'on', "the listener's params reach the authorizer too");
+  assert.equal(asked.get('SCRIPT_FILENAME'), undefined);
+  assert.equal(asked.get('HTTP_AUTHORIZATION'), 'Bearer t');
+  const out = Buffer.alloc(asked.wireLength());
+  asked.writeWire(out, 0);
+  assert.deepEqual(decodeNameValues(out, DEFAULT_PARAMS_LIMITS).toObject(), { ...Object.fromEntries(Object.entries(request).filter(([k]) => !AUTHORIZER_DROPS.has(k))), HTTPS: 'on' });
+  // The request itself is still its bytes: the grant's variables join the listener's.
+  params.override(['REMOTE_USER', 'ann', 'HTTPS', 'off']);
+  const sent = Buffer.alloc(params.wireLength());
+  params.writeWire(sent, 0);
+  const got = decodeNameValues(sent, DEFAULT_PARAMS_LIMITS);
+  assert.deepEqual(got.toObject(), { ...request, HTTPS: 'off', REMOTE_USER: 'ann' });
+  assert.equal(got.size, 15, 'one pair per name');
+  assert.equal(params.get('HTTPS'), 'off');
+});
+
+test('authorizerParams reads FastCGI PARAMS without decoding them', () => {
+  const wire = encodeNameValues(CgiParams.fromObject(request));
+  const params = new FcgiParams(wire, 13);
+  authorizerParams(params);
+  assert.equal(params.wire, wire, 'the request goes on with the bytes it came with');
+});
+
 test("a grant's variables replace every copy the client sent; FastCGI bytes are copied, not re-encoded", () => {
   const flat = ['REMOTE_USER', 'mallory', ...Object.entries(request).flat(), 'REMOTE_USER', 'eve'];
   const wire = encodeNameValues(new CgiParams(flat));
