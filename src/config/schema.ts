@@ -479,10 +479,20 @@ function buildListener(obj: unknown, i: number, poolNames: readonly string[], ct
     if (l.vhosts === true) l.pool = '';
     else if (poolNames.length === 1) l.pool = poolNames[0]!;
     else if (poolNames.length > 1) ctx.problems.add(path, `"pool" is required when there are several pools (${poolNames.join(', ')})`);
-  } else if (poolNames.length > 0 && !poolNames.includes(l.pool)) {
-    ctx.problems.add([...path, 'pool'], `no pool named "${l.pool}"${didYouMean(l.pool, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
+  } else {
+    checkPoolName(l.pool, [...path, 'pool'], poolNames, ctx);
+  }
+  if (l.authorizerPool !== undefined) {
+    if (l.protocol !== undefined && l.protocol !== 'fastcgi') ctx.problems.add([...path, 'authorizer_pool'], 'only applies to fastcgi listeners (SCGI and HTTP have no authorizer requests; a pool\'s `authorizer` works for any front end)');
+    else checkPoolName(l.authorizerPool, [...path, 'authorizer_pool'], poolNames, ctx);
   }
   return l;
+}
+
+function checkPoolName(name: string, path: KeyPath, poolNames: readonly string[], ctx: Ctx): void {
+  if (poolNames.length > 0 && !poolNames.includes(name)) {
+    ctx.problems.add(path, `no pool named "${name}"${didYouMean(name, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
+  }
 }
 
 function isWildcard(host: string): boolean {

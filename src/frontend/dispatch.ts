@@ -1,11 +1,13 @@
 /**
  * The step every front end ends a request's decoding with: hand the exchange to the
  * daemon (access log) and to the listener's pool, looked up now so a reload can swap it,
- * or, on a `vhosts` listener, to the pool of the site the request's host names.
+ * or, on a `vhosts` listener, to the pool of the site the request's host names; a FastCGI
+ * authorizer request to the listener's `authorizer_pool` when it names one.
  * A pool with script rules gets only what its ScriptGate lets through.
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
+import { Role } from '../protocol/fastcgi.js';
 import type { Pool } from '../pool/types.js';
 import type { FrontendEnv } from './env.js';
 import type { RewriteRule } from '../config/types.js';
@@ -29,10 +31,12 @@ export function routeExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool
   const cfg = env.cfg;
   // status_path / ping_path are answered by the daemon, not a worker (read per request: a reload may set them).
   if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;
-  const routed = cfg.vhosts === true ? sitePool(env, ex) : undefined;
-  const pool = cfg.vhosts === true ? routed?.pool : env.ctx.getPool(cfg.pool);
+  // authorizer_pool takes the listener's authorizer requests, on a vhosts listener too (no site is asked).
+  const name = ex.role === Role.Authorizer && cfg.authorizerPool !== undefined ? cfg.authorizerPool : undefined;
+  const routed = cfg.vhosts === true && name === undefined ? sitePool(env, ex) : undefined;
+  const pool = cfg.vhosts === true && name === undefined ? routed?.pool : env.ctx.getPool(name ?? cfg.pool);
   if (pool === undefined) {
-    if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${cfg.pool}" which does not exist`));
+    if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${name ?? cfg.pool}" which does not exist`));
     return;
   }
   if (serveLocal?.(pool) === true) return;
