@@ -1,8 +1,8 @@
 /**
  * Front ends that send FastCGI authorizer requests (lighttpd, Apache mod_authnz_fcgi) in
  * front of fcgi-pm from examples/frontends/fcgi-pm-authorizer.yaml: the WSGI token
- * authorizer behind the Unix socket listener, the libfcgi one (built here with cc) behind
- * the TCP one, php-cgi for the pages they protect. The checks every such front end passes.
+ * authorizer behind the Unix socket listener and a second TCP one, the libfcgi one (built
+ * here with cc) behind the first TCP one, php-cgi for the pages they protect. The checks every such front end passes.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -33,6 +33,8 @@ export interface AuthorizerRig {
   socket: string;
   /** The TCP listener's port (libfcgi authorizer). */
   port: number;
+  /** The second TCP listener's port (WSGI authorizer, for Apache). */
+  wsgiPort: number;
   /** Pages at /private/whoami.php and /team/whoami.php; readable by Apache's nobody. */
   docRoot: string;
 }
@@ -49,17 +51,18 @@ export async function startAuthorizerDaemon(scope: Scope): Promise<AuthorizerRig
   const docRoot = worldReadableDir(scope, pages);
   const socket = join(dir, 'app.sock');
   const port = await freePort();
+  const wsgiPort = await freePort();
   const daemon = await startDaemon(
     scope,
     exampleConfig('frontends/fcgi-pm-authorizer.yaml', {
-      listen: { 'unix:/run/fcgi-pm/app.sock': `unix:${socket}`, '127.0.0.1:9000': `127.0.0.1:${port}` },
+      listen: { 'unix:/run/fcgi-pm/app.sock': `unix:${socket}`, '127.0.0.1:9000': `127.0.0.1:${port}`, '127.0.0.1:9001': `127.0.0.1:${wsgiPort}` },
       pools: {
         'token-wsgi': { command: [PYTHON, join(REPO_ROOT, 'bin', 'fcgi-pm-wsgi'), '--path', AUTHORIZERS, 'token_authorizer:application'], env: { PYTHONDONTWRITEBYTECODE: '1' } },
         'token-c': { command: [bin] },
       },
     }),
   );
-  return { daemon, socket, port, docRoot };
+  return { daemon, socket, port, wsgiPort, docRoot };
 }
 
 /** Allowed, outside the user's prefix, wrong and missing tokens, under each of `prefixes`. */
