@@ -74,7 +74,8 @@ if (($_SERVER['FCGI_ROLE'] ?? '') !== 'AUTHORIZER') {
     answer(500, "this program answers FastCGI authorizer requests only\n");
     return;
 }
-$entries = parse_tokens((string) getenv('AUTH_TOKENS'));
+// local_only: the process's environment, never a request variable of that name.
+$entries = parse_tokens((string) getenv('AUTH_TOKENS', true));
 if ($entries === null) {
     answer(500, "500 Internal Server Error: the authorizer is misconfigured\n");
     return;

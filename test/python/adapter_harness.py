@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -306,3 +307,27 @@ class Adapter:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(5)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class AdapterCase(unittest.TestCase):
+    """One adapter process (speaking PROTOCOL) for all the tests of a class."""
+
+    PROTOCOL = '--fastcgi'
+
+    @classmethod
+    def setUpClass(cls):
+        cls.adapter = Adapter(cls.PROTOCOL)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.adapter.stop()
+
+
+class FcgiAdapterCase(AdapterCase):
+    """... and a fresh FastCGI connection to it for each test (self.conn)."""
+
+    def setUp(self):
+        self.conn = self.adapter.fcgi()
+
+    def tearDown(self):
+        self.conn.close()

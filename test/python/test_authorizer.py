@@ -6,7 +6,7 @@ import json
 import unittest
 
 from adapter_harness import (
-    AUTHORIZER, REQUEST_COMPLETE, RESPONDER, Adapter, CgiResult, base_params,
+    AUTHORIZER, REQUEST_COMPLETE, RESPONDER, AdapterCase, CgiResult, FcgiAdapterCase, base_params,
 )
 
 # What /auth/allow's head must be, byte for byte: its Content-Length is gone with its body.
@@ -22,21 +22,7 @@ def auth_params(path, **extra):
     return p
 
 
-class FastcgiAuthorizerTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.adapter = Adapter('--fastcgi')
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.adapter.stop()
-
-    def setUp(self):
-        self.conn = self.adapter.fcgi()
-
-    def tearDown(self):
-        self.conn.close()
-
+class FastcgiAuthorizerTest(FcgiAdapterCase):
     def authorize(self, path, rid=1, role=AUTHORIZER, body=b'', **extra):
         params = auth_params(path, **extra)
         if role == RESPONDER:
@@ -107,14 +93,8 @@ class FastcgiAuthorizerTest(unittest.TestCase):
         self.assertEqual((cgi.header('X-Path'), cgi.header('X-Authorization')), ('|/auth/deny', 'Bearer tok1'))
 
 
-class ScgiAuthorizerTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.adapter = Adapter('--scgi')
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.adapter.stop()
+class ScgiAuthorizerTest(AdapterCase):
+    PROTOCOL = '--scgi'
 
     def call(self, path, body=b'', **extra):
         return self.adapter.scgi(auth_params(path, FCGI_ROLE='AUTHORIZER', **extra), body)

@@ -9,28 +9,14 @@ import unittest
 from adapter_harness import (
     ABORT_REQUEST, CANT_MPX_CONN, END_REQUEST, FILTER, GET_VALUES, GET_VALUES_RESULT, PARAMS,
     REQUEST_COMPLETE, STDERR, STDIN, STDOUT, UNKNOWN_ROLE, UNKNOWN_TYPE,
-    Adapter, base_params, begin, name_values, parse_name_values, record, stream,
+    Adapter, FcgiAdapterCase, base_params, begin, name_values, parse_name_values, record, stream,
 )
 from wsgi_apps import big_block
 
 MB = 1024 * 1024
 
 
-class FastcgiAdapterTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.adapter = Adapter('--fastcgi')
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.adapter.stop()
-
-    def setUp(self):
-        self.conn = self.adapter.fcgi()
-
-    def tearDown(self):
-        self.conn.close()
-
+class FastcgiAdapterTest(FcgiAdapterCase):
     def get(self, path, query='', body=b'', method='GET', **extra):
         params = base_params(path, query, method, **extra)
         if body:
