@@ -41,12 +41,17 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
   let ops: OpsDaemon;
   let dir = '';
   let port = 0;
+  let phpPort = 0;
   let calls = '';
 
   const config = (authorizerPool: string): Record<string, unknown> => {
     const pool = (name: string, env: Record<string, string> = {}) => ({ command: phpCommand(dir, `authz-${name}`), pm: 'ondemand', max_children: 1, env: { POOL_NAME: name, CALLS: calls, ...env } });
     return {
-      listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'app', authorizer_pool: authorizerPool }],
+      listen: [
+        { protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'app', authorizer_pool: authorizerPool },
+        // A listener of its own for a php authorizer, which runs the file SCRIPT_FILENAME names.
+        { protocol: 'fastcgi', address: `127.0.0.1:${phpPort}`, pool: 'authz', params: { SCRIPT_FILENAME: AUTH_PHP } },
+      ],
       pools: { app: pool('app'), authz: pool('authz', { AUTH_TOKENS: 'alice:tok1' }), other: pool('other') },
     };
   };
@@ -57,14 +62,15 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
     calls = join(dir, 'calls.txt');
     writeFileSync(calls, '');
     port = await freePort();
+    phpPort = await freePort();
     ops = await opsDaemon(scope, config('authz'), { dir });
   });
   after(() => scope.run());
 
   const authCalls = (): string[] => readFileSync(calls, 'utf8').split('\n').filter((l) => l !== '');
 
-  async function connect(): Promise<FcgiClient> {
-    const c = await FcgiClient.connect({ host: '127.0.0.1', port });
+  async function connect(to = port): Promise<FcgiClient> {
+    const c = await FcgiClient.connect({ host: '127.0.0.1', port: to });
     scope.after(() => c.close());
     return c;
   }
@@ -99,6 +105,17 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
     assert.equal(out.status, 401);
     assert.equal(out.header('WWW-Authenticate'), 'Bearer realm="fcgi-pm"');
     assert.equal(out.body.toString(), '401 Unauthorized: a valid bearer token is needed\n');
+  });
+
+  it('a php authorizer on a listener whose params name its script: the request\'s own SCRIPT_FILENAME does not run', async () => {
+    const c = await connect(phpPort);
+    const before = authCalls().length;
+    askAuthorizer(c, 1, phpParams(dir, 'pool.php', { HTTP_AUTHORIZATION: 'Bearer tok1' }));
+    const out = parseCgiOutput((await c.response(1)).stdout);
+    assert.equal(out.status, 200);
+    assert.equal(out.header('Variable-REMOTE_USER'), 'alice');
+    assert.equal(out.header('Variable-SERVED_BY'), undefined);
+    assert.equal(authCalls().length, before, 'pool.php did not run');
   });
 
   it('authorizer requests go to authorizer_pool, responder requests to pool; a 200 body declared by Content-Length is dropped', async () => {
