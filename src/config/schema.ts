@@ -455,6 +455,16 @@ function checkMemoryKeys(pool: PoolConfig, path: KeyPath, present: ReadonlySet<s
   }
 }
 
+/** authorizer_pool: a pool's name, on the one listener kind that gets authorizer requests. */
+function checkAuthorizerPool(l: ListenerConfig, path: KeyPath, poolNames: readonly string[], ctx: Ctx): void {
+  const name = l.authorizerPool!;
+  if (l.protocol !== undefined && l.protocol !== 'fastcgi') {
+    ctx.problems.add(path, "only applies to fastcgi listeners (SCGI and HTTP have no authorizer requests; a pool's `authorizer` works for any front end)");
+  } else if (poolNames.length > 0 && !poolNames.includes(name)) {
+    ctx.problems.add(path, `no pool named "${name}"${didYouMean(name, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
+  }
+}
+
 function buildListener(obj: unknown, i: number, poolNames: readonly string[], ctx: Ctx, vhosts: boolean): ListenerConfig | undefined {
   const path = ['listen', i];
   if (!isMapping(obj)) {
@@ -475,24 +485,15 @@ function buildListener(obj: unknown, i: number, poolNames: readonly string[], ct
     ctx.problems.add([...path, 'allowed_clients'], 'only applies to TCP addresses; on a Unix socket, owner, group and mode say who may connect');
   }
   if (l.vhosts === true && !vhosts) ctx.problems.add([...path, 'vhosts'], 'needs a "vhosts" section (where the sites are defined)');
+  if (l.authorizerPool !== undefined) checkAuthorizerPool(l, [...path, 'authorizer_pool'], poolNames, ctx);
   if (l.pool === undefined) {
     if (l.vhosts === true) l.pool = '';
     else if (poolNames.length === 1) l.pool = poolNames[0]!;
     else if (poolNames.length > 1) ctx.problems.add(path, `"pool" is required when there are several pools (${poolNames.join(', ')})`);
-  } else {
-    checkPoolName(l.pool, [...path, 'pool'], poolNames, ctx);
-  }
-  if (l.authorizerPool !== undefined) {
-    if (l.protocol !== undefined && l.protocol !== 'fastcgi') ctx.problems.add([...path, 'authorizer_pool'], 'only applies to fastcgi listeners (SCGI and HTTP have no authorizer requests; a pool\'s `authorizer` works for any front end)');
-    else checkPoolName(l.authorizerPool, [...path, 'authorizer_pool'], poolNames, ctx);
+  } else if (poolNames.length > 0 && !poolNames.includes(l.pool)) {
+    ctx.problems.add([...path, 'pool'], `no pool named "${l.pool}"${didYouMean(l.pool, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
   }
   return l;
-}
-
-function checkPoolName(name: string, path: KeyPath, poolNames: readonly string[], ctx: Ctx): void {
-  if (poolNames.length > 0 && !poolNames.includes(name)) {
-    ctx.problems.add(path, `no pool named "${name}"${didYouMean(name, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
-  }
 }
 
 function isWildcard(host: string): boolean {

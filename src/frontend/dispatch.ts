@@ -1,17 +1,16 @@
 /**
  * The step every front end ends a request's decoding with: hand the exchange to the
  * daemon (access log) and to the listener's pool, looked up now so a reload can swap it,
- * or, on a `vhosts` listener, to the pool of the site the request's host names; a FastCGI
- * authorizer request to the listener's `authorizer_pool` when it names one.
+ * or, on a `vhosts` listener, to the pool of the site the request's host names.
  * A pool with script rules gets only what its ScriptGate lets through.
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
-import { Role } from '../protocol/fastcgi.js';
 import type { Pool } from '../pool/types.js';
 import type { FrontendEnv } from './env.js';
 import type { RewriteRule } from '../config/types.js';
 import type { SiteView } from './index.js';
+import { Role } from '../protocol/fastcgi.js';
 import { rewriteParams } from './rewrite-params.js';
 import { latin1Path, type ScriptVerdict } from './script-gate.js';
 
