@@ -7,13 +7,13 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
-import type { Scope } from '../helpers/scope.js';
+import { Cleanup, type Scope } from '../helpers/scope.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { worldReadableDir } from '../helpers/world-readable.js';
 import { exampleConfig, PYTHON } from './examples.js';
@@ -65,8 +65,34 @@ export async function startAuthorizerDaemon(scope: Scope): Promise<AuthorizerRig
   return { daemon, socket, port, wsgiPort, docRoot };
 }
 
+export interface Protected {
+  /** URL prefix the front end protects, e.g. /private/. */
+  path: string;
+  /** How the front end reaches fcgi-pm, for test names. */
+  via: string;
+  authorizer: string;
+  /** fcgi-pm pool that answers its authorizer requests. */
+  pool: string;
+}
+
+/** fcgi-pm as above, then the front end `startFront` starts on `port`; every check under each of `prefixes`. */
+export function authorizerSuite(name: string, startFront: (scope: Scope, rig: AuthorizerRig, port: number) => Promise<FrontEnd>, prefixes: Protected[]): void {
+  describe(name, { timeout: 90_000 }, () => {
+    const scope = new Cleanup();
+    let front: FrontEnd;
+    let daemon: Daemon;
+    before(async () => {
+      const rig = await startAuthorizerDaemon(scope);
+      daemon = rig.daemon;
+      front = await startFront(scope, rig, await freePort());
+    });
+    after(() => scope.run());
+    authorizerChecks(() => ({ front, daemon }), prefixes);
+  });
+}
+
 /** Allowed, outside the user's prefix, wrong and missing tokens, under each of `prefixes`. */
-export function authorizerChecks(get: () => { front: FrontEnd; daemon: Daemon }, prefixes: Array<{ path: string; via: string; authorizer: string; pool: string }>): void {
+function authorizerChecks(get: () => { front: FrontEnd; daemon: Daemon }, prefixes: Protected[]): void {
   for (const { path, via, authorizer, pool } of prefixes) {
     const url = (): string => `${get().front.url}${path}whoami.php`;
     const ask = (token?: string) => httpRequest(url(), { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
