@@ -7,7 +7,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ErrorCodes } from '../../src/errors.js';
 import { FCGI_KEEP_CONN, ProtocolStatus, RecordType, Role, encodeBeginRequest } from '../../src/protocol/fastcgi.js';
@@ -42,6 +42,7 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
   let dir = '';
   let port = 0;
   let phpPort = 0;
+  let vhostsPort = 0;
   let calls = '';
 
   const config = (authorizerPool: string): Record<string, unknown> => {
@@ -51,8 +52,10 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
         { protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'app', authorizer_pool: authorizerPool },
         // A listener of its own for a php authorizer, which runs the file SCRIPT_FILENAME names.
         { protocol: 'fastcgi', address: `127.0.0.1:${phpPort}`, pool: 'authz', params: { SCRIPT_FILENAME: AUTH_PHP } },
+        { protocol: 'fastcgi', address: `127.0.0.1:${vhostsPort}`, vhosts: true, authorizer_pool: 'authz' },
       ],
       pools: { app: pool('app'), authz: pool('authz', { AUTH_TOKENS: 'alice:tok1' }), other: pool('other') },
+      vhosts: { dir: join(dir, 'sites'), defaults: pool('site') },
     };
   };
 
@@ -63,6 +66,9 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
     writeFileSync(calls, '');
     port = await freePort();
     phpPort = await freePort();
+    vhostsPort = await freePort();
+    mkdirSync(join(dir, 'sites'));
+    writeFileSync(join(dir, 'sites', 'site.yaml'), `names: [site.test]\ndocument_root: ${dir}\n`);
     ops = await opsDaemon(scope, config('authz'), { dir });
   });
   after(() => scope.run());
@@ -116,6 +122,17 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
     assert.equal(out.header('Variable-REMOTE_USER'), 'alice');
     assert.equal(out.header('Variable-SERVED_BY'), undefined);
     assert.equal(authCalls().length, before, 'pool.php did not run');
+  });
+
+  it('on a vhosts listener authorizer_pool takes the authorizer requests of every host, known or not', async () => {
+    const c = await connect(vhostsPort);
+    const site = { ...phpParams('/elsewhere', 'pool.php'), HTTP_HOST: 'site.test' };
+    c.request(1, site);
+    assert.equal(parseCgiOutput((await c.response(1)).stdout).body.toString(), 'site');
+    // No site is asked: SCRIPT_FILENAME stays as the front end sent it, not under a site's root.
+    askAuthorizer(c, 2, { ...site, SCRIPT_FILENAME: join(dir, 'pool.php') });
+    askAuthorizer(c, 3, { ...site, HTTP_HOST: 'nowhere.test', SCRIPT_FILENAME: join(dir, 'pool.php') });
+    for (const id of [2, 3]) assert.equal(parseCgiOutput((await c.response(id)).stdout).header('Variable-SERVED_BY'), 'authz', `request ${id}`);
   });
 
   it('authorizer requests go to authorizer_pool, responder requests to pool; a 200 body declared by Content-Length is dropped', async () => {
