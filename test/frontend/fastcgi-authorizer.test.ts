@@ -2,8 +2,9 @@
  * FastCGI authorizer requests (role FCGI_AUTHORIZER) on the FastCGI listener of a real
  * daemon, from a raw record-level client: php-cgi pools play the role natively; the
  * listener's authorizer_pool takes them (changed by a reload), its pool the responder
- * requests. A request with a body is refused before any worker sees it, the filter role
- * is refused, and the connection serves on after both.
+ * requests. A grant's body is dropped and a steering Variable- fails it; a request with a
+ * body is refused before any worker sees it, the filter role is refused, and the
+ * connection serves on after both.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -62,6 +63,7 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
   before(async () => {
     dir = makeTempDir(scope, 'fpm-fauthz-');
     writeFileSync(join(dir, 'pool.php'), POOL_PHP);
+    writeFileSync(join(dir, 'steer.php'), "<?php header('Variable-SCRIPT_FILENAME: /etc/passwd'); header('Variable-REMOTE_USER: mallory');");
     calls = join(dir, 'calls.txt');
     writeFileSync(calls, '');
     port = await freePort();
@@ -146,6 +148,16 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
     assert.equal(granted.body.length, 0);
     assert.equal(parseCgiOutput((await c.response(2)).stdout).body.toString(), 'app');
     assert.deepEqual(authCalls().slice(before), ['authz']);
+  });
+
+  it('a grant setting a variable that steers the request: 502 ERR_AUTHORIZER_ANSWER, none of its headers passed on', async () => {
+    const c = await connect();
+    askAuthorizer(c, 1, phpParams(dir, 'steer.php'));
+    const r = await c.response(1);
+    const out = parseCgiOutput(r.stdout);
+    assert.equal(out.status, 502);
+    assert.match(out.body.toString(), new RegExp(ErrorCodes.AUTHORIZER_ANSWER));
+    assert.doesNotMatch(r.stdout.toString('latin1'), /Variable-|mallory/);
   });
 
   it('an authorizer request with a body: 400 ERR_AUTHORIZER_BODY, one warning, no worker asked; the connection serves on', async () => {
