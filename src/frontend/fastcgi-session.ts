@@ -48,7 +48,7 @@ import { TokenBucket } from '../worker/rate-limit.js';
  */
 const SUPPORTED_ROLES: ReadonlySet<number> = new Set([Role.Responder, Role.Authorizer]);
 
-/** A front end that sends authorizer requests with bodies is misconfigured, not attacked once: a burst of lines, then one a second. */
+/** Authorizer requests with bodies come from a broken front end, every one of them: per listener a burst of warnings, then one a second with a count. */
 const authorizerBodyLog = new WeakMap<object, TokenBucket>();
 
 /** Requests one connection may have open at once; more get FCGI_OVERLOADED. */
