@@ -63,6 +63,10 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
   before(async () => {
     dir = makeTempDir(scope, 'fpm-fauthz-');
     writeFileSync(join(dir, 'pool.php'), POOL_PHP);
+    // Says it started, then grants once the test lets it go.
+    writeFileSync(join(dir, 'wait.php'), `<?php file_put_contents(getenv('CALLS'), "waiting\\n", FILE_APPEND);
+for ($i = 0; $i < 200 && !file_exists('${join(dir, 'go')}'); $i++) usleep(50000);
+header('Variable-REMOTE_USER: late');`);
     writeFileSync(join(dir, 'steer.php'), "<?php header('Variable-SCRIPT_FILENAME: /etc/passwd'); header('Variable-REMOTE_USER: mallory');");
     calls = join(dir, 'calls.txt');
     writeFileSync(calls, '');
@@ -180,6 +184,19 @@ describe('FastCGI authorizer requests on the FastCGI listener', { timeout: 90_00
     await ops.daemon.waitForLog((l) => l.status === 200 && l.msg !== undefined && JSON.stringify(l).includes('pool.php'), { since: mark, what: 'access line of request 2' });
     assert.equal(ops.daemon.logsSince(mark).filter((l) => l.code === ErrorCodes.AUTHORIZER_BODY).length, 1);
     assert.equal(c.closed, false);
+  });
+
+  it('a body after the request reached its worker: 400 all the same, the grant never passed on', async () => {
+    const c = await connect();
+    askAuthorizer(c, 1, phpParams(dir, 'wait.php'));
+    await waitFor(() => authCalls().at(-1) === 'waiting', { timeout: 10_000, what: 'wait.php running' });
+    c.send(...stdinRecords(1, Buffer.from('late body')));
+    const r = await c.response(1);
+    writeFileSync(join(dir, 'go'), '');
+    assert.equal(parseCgiOutput(r.stdout).status, 400);
+    assert.doesNotMatch(r.stdout.toString('latin1'), /late/);
+    c.request(2, phpParams(dir, 'pool.php'));
+    assert.equal(parseCgiOutput((await c.response(2)).stdout).body.toString(), 'app');
   });
 
   it('the filter role is refused with FCGI_UNKNOWN_ROLE and logged; the connection serves on', async () => {
