@@ -490,6 +490,16 @@ function checkMemoryKeys(pool: PoolConfig, path: KeyPath, present: ReadonlySet<s
   }
 }
 
+/** authorizer_pool: a pool's name, on the one listener kind that gets authorizer requests. */
+function checkAuthorizerPool(l: ListenerConfig, path: KeyPath, poolNames: readonly string[], ctx: Ctx): void {
+  const name = l.authorizerPool!;
+  if (l.protocol !== undefined && l.protocol !== 'fastcgi') {
+    ctx.problems.add(path, "only applies to fastcgi listeners (SCGI and HTTP have no authorizer requests; a pool's `authorizer` works for any front end)");
+  } else if (poolNames.length > 0 && !poolNames.includes(name)) {
+    ctx.problems.add(path, `no pool named "${name}"${didYouMean(name, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
+  }
+}
+
 function buildListener(obj: unknown, i: number, poolNames: readonly string[], ctx: Ctx, vhosts: boolean): ListenerConfig | undefined {
   const path = ['listen', i];
   if (!isMapping(obj)) {
@@ -510,6 +520,7 @@ function buildListener(obj: unknown, i: number, poolNames: readonly string[], ct
     ctx.problems.add([...path, 'allowed_clients'], 'only applies to TCP addresses; on a Unix socket, owner, group and mode say who may connect');
   }
   if (l.vhosts === true && !vhosts) ctx.problems.add([...path, 'vhosts'], 'needs a "vhosts" section (where the sites are defined)');
+  if (l.authorizerPool !== undefined) checkAuthorizerPool(l, [...path, 'authorizer_pool'], poolNames, ctx);
   if (l.pool === undefined) {
     if (l.vhosts === true) l.pool = '';
     else if (poolNames.length === 1) l.pool = poolNames[0]!;

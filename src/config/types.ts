@@ -19,6 +19,8 @@ export interface ListenerConfig {
   protocol: FrontProtocol;
   address: SocketAddress;
   pool: string;
+  /** FastCGI authorizer requests go to this pool instead of `pool` (undefined: to `pool`). */
+  authorizerPool?: string;
   /** Unix socket file mode, e.g. 0o660. */
   mode: number | undefined;
   /** Unix socket owner and group, resolved from names at load (src/config/system-users.ts). */

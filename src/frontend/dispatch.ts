@@ -31,10 +31,12 @@ export function routeExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool
   const cfg = env.cfg;
   // status_path / ping_path are answered by the daemon, not a worker (read per request: a reload may set them).
   if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;
-  const routed = cfg.vhosts === true ? sitePool(env, ex) : undefined;
-  const pool = cfg.vhosts === true ? routed?.pool : env.ctx.getPool(cfg.pool);
+  // authorizer_pool takes the listener's authorizer requests, on a vhosts listener too (no site is asked).
+  const name = ex.role === Role.Authorizer && cfg.authorizerPool !== undefined ? cfg.authorizerPool : undefined;
+  const routed = cfg.vhosts === true && name === undefined ? sitePool(env, ex) : undefined;
+  const pool = cfg.vhosts === true && name === undefined ? routed?.pool : env.ctx.getPool(name ?? cfg.pool);
   if (pool === undefined) {
-    if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${cfg.pool}" which does not exist`));
+    if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${name ?? cfg.pool}" which does not exist`));
     return;
   }
   // A pool with an authorizer gets only what it grants, static files of the HTTP listener

@@ -25,7 +25,7 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   authorizer: true, authorizerCache: true, authorizerCacheKey: true, script: true,
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
-  protocol: true, address: true, pool: true, mode: true, owner: true, group: true, allowedClients: true, documentRoot: true, index: true, bodyBufferSize: true, maxBodySize: true, idleTimeout: true, headerTimeout: true, bodyTimeout: true, maxConns: true, backlog: true, params: true,
+  protocol: true, address: true, pool: true, authorizerPool: true, mode: true, owner: true, group: true, allowedClients: true, documentRoot: true, index: true, bodyBufferSize: true, maxBodySize: true, idleTimeout: true, headerTimeout: true, bodyTimeout: true, maxConns: true, backlog: true, params: true,
   name: true, statusPath: true, pingPath: true, pingResponse: true, statusAllow: true, vhosts: true, rewrite: true,
 };
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };
