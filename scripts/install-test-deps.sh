@@ -16,6 +16,8 @@ have spawn-fcgi || need+=(spawn-fcgi)
 # sqlite3 to look into a sites table by hand; the tests start their own PostgreSQL.
 { have make && have g++ && have python3; } || need+=(build-essential python3)
 have sqlite3 || need+=(sqlite3)
+# examples/authorizer/token-authorizer.c is built by its test against libfcgi.
+[ -e /usr/include/fcgiapp.h ] || need+=(libfcgi-dev)
 have ss || need+=(iproute2)      # the backlog test reads the listen queue with ss
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 # The dashboard's browser test (puppeteer-core drives it; it downloads no browser).

@@ -39,6 +39,11 @@ export const ErrorCodes = {
   SCRIPT_FORBIDDEN: 'ERR_SCRIPT_FORBIDDEN', // 403: extension not allowed, not a regular file, or outside the roots
   SCRIPT_NOT_FOUND: 'ERR_SCRIPT_NOT_FOUND', // 404: SCRIPT_FILENAME missing or naming nothing
   TOO_MANY_CONNECTIONS: 'ERR_TOO_MANY_CONNECTIONS', // 503 / FCGI_OVERLOADED: over max_conns or the open-files reserve
+  // The FastCGI authorizer role (src/protocol/authorizer.ts).
+  AUTHORIZER_ANSWER: 'ERR_AUTHORIZER_ANSWER', // 502: an authorizer's answer is unusable (a bad Variable- header)
+  AUTHORIZER_ROLE: 'ERR_AUTHORIZER_ROLE', // 502: the worker refused the authorizer role (FCGI_UNKNOWN_ROLE)
+  AUTHORIZER_BODY: 'ERR_AUTHORIZER_BODY', // 400: a front end sent an authorizer request with a body
+  AUTHORIZER_FAILED: 'ERR_AUTHORIZER_FAILED', // 503: the authorizer in front of a pool failed or timed out: denied
   // FastCGI and SCGI clients too slow with their request (the connection or request is ended).
   CLIENT_HEADER_TIMEOUT: 'ERR_CLIENT_HEADER_TIMEOUT',
   CLIENT_BODY_TIMEOUT: 'ERR_CLIENT_BODY_TIMEOUT', // 408

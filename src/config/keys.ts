@@ -97,6 +97,14 @@ const SCRIPT_POOL_KEYS: readonly KeySpec[] = [
   { key: 'script_roots', field: 'scriptRoots', type: { kind: 'paths' }, defaultText: '(none)', doc: "Directories SCRIPT_FILENAME must lie in after resolving .. and symlinks, else 403 ERR_SCRIPT_FORBIDDEN; through an http listener it must also lie in its document_root." },
 ];
 
+// Authorization in front of a pool (src/frontend/authorize.ts, README "An authorizer in front of any pool").
+const AUTHORIZER_POOL_KEYS: readonly KeySpec[] = [
+  { key: 'authorizer', field: 'authorizer', type: { kind: 'string' }, defaultText: '(none)', doc: 'Ask this pool, as a FastCGI authorizer, about every request before it is dispatched to this pool, whatever the front end: 200 lets it through with the answer\'s Variable-NAME values as variables NAME, any other answer goes to the client; a failing authorizer denies with 503 ERR_AUTHORIZER_FAILED. The pool must exist, not be this one, and not have an authorizer of its own.' },
+  { key: 'authorizer_cache', field: 'authorizerCache', type: anyDuration, default: '0s', defaultText: '0 (off)', doc: 'Keep a grant this long for later requests with the same authorizer_cache_key values (denies and failures are never kept); at most 4096 grants, the least recently used go first; emptied when either pool is replaced by a reload.' },
+  { key: 'authorizer_cache_key', field: 'authorizerCacheKey', type: { kind: 'string-list' }, default: ['HTTP_AUTHORIZATION', 'HTTP_COOKIE', 'REQUEST_URI'], doc: 'Request variables whose values together pick a cached grant: name every variable the authorizer decides on. NAME/N takes only the first N path segments of the value (its query cut off): REQUEST_URI/1 makes /admin/a and /admin/b?x one key.' },
+  { key: 'script', field: 'script', type: { kind: 'path' }, defaultText: '(none)', doc: 'Every request this pool gets runs this file: SCRIPT_FILENAME is set to it (SCRIPT_NAME and the rest are left as they came). For a PHP authorizer pool (authorizer requests carry no SCRIPT_FILENAME) or a single-entry application.' },
+];
+
 // Operations (issue 5; docs/operations.md): status pages, the control socket, log files.
 const OPERATIONS_LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'name', field: 'name', type: { kind: 'string' }, doc: 'A name for this listener: with systemd socket activation, the FileDescriptorName= of the socket it takes over.' },
@@ -121,6 +129,7 @@ export const LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'protocol', field: 'protocol', type: { kind: 'enum', values: ['fastcgi', 'scgi', 'http'] }, required: true, doc: 'Protocol the front-end web server speaks to this listener.' },
   { key: 'address', field: 'address', type: { kind: 'address' }, required: true, doc: 'Where to listen: "127.0.0.1:9000", "[::1]:9000", ":9000" (all interfaces) or "unix:/path.sock".' },
   { key: 'pool', field: 'pool', type: { kind: 'string' }, defaultText: '(the only pool)', doc: 'Pool that serves this listener; may be left out when there is exactly one pool.' },
+  { key: 'authorizer_pool', field: 'authorizerPool', type: { kind: 'string' }, defaultText: '(pool)', doc: 'FastCGI: pool that answers the FastCGI authorizer requests (role FCGI_AUTHORIZER: lighttpd "mode" => "authorizer", Apache mod_authnz_fcgi) arriving on this listener, its responder requests going to `pool`; on a vhosts listener it takes them all, whatever the site.' },
   { key: 'mode', field: 'mode', type: { kind: 'mode' }, defaultText: '"0600"', doc: 'Unix sockets only: file mode of the socket, octal and quoted, e.g. "0660".' },
   { key: 'owner', field: 'owner', type: { kind: 'user' }, defaultText: "(fcgi-pm's user)", doc: 'Unix sockets only: owner of the socket, a user name or uid (as FPM\'s listen.owner); giving it away takes root.' },
   { key: 'group', field: 'group', type: { kind: 'group' }, defaultText: "(fcgi-pm's group)", doc: 'Unix sockets only: group of the socket, a name or gid; with mode "0660" and group www-data, nginx running as www-data may connect.' },
@@ -148,6 +157,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'connect_timeout', field: 'connectTimeout', type: positiveDuration, default: '5s', doc: 'Give up connecting to a backend or worker after this long (502).' },
   { key: 'read_timeout', field: 'readTimeout', type: positiveDuration, default: '60s', doc: 'No byte from the backend for this long while a request runs: 504.' },
   { key: 'keep_alive', field: 'keepAlive', type: { kind: 'bool' }, default: true, doc: 'FastCGI: keep backend connections open between requests (FCGI_KEEP_CONN).' },
+  { key: 'authorizer_role', field: 'authorizerRole', type: { kind: 'enum', values: ['native', 'responder'] }, default: 'native', doc: 'FastCGI: how authorizer requests reach these backends. native: role FCGI_AUTHORIZER (libfcgi programs, php-cgi, fcgi-pm-wsgi); responder: a responder request with FCGI_ROLE=AUTHORIZER, for applications that know only that role. SCGI backends always get the latter.' },
   { key: 'command', field: 'command', type: { kind: 'argv' }, scope: 'spawned', doc: 'Spawn workers running this program: a list of arguments, no shell (e.g. [php-cgi]).' },
   { key: 'socket', field: 'socket', type: { kind: 'enum', values: ['fd0', 'argv'] }, default: 'fd0', scope: 'spawned', doc: 'How a worker gets its socket: fd0 (FastCGI standard, as stdin) or argv (the program binds "{socket}" or "{port}" given in its arguments).' },
   { key: 'env', field: 'env', type: { kind: 'string-map' }, default: {}, scope: 'spawned', doc: 'Environment variables set for workers (php-cgi gets PHP_FCGI_CHILDREN=0, or k with group_size k, and PHP_FCGI_MAX_REQUESTS=0 unless set).' },
@@ -178,6 +188,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '30s', doc: 'A request waiting in the queue this long gets 503.' },
   ...MEMORY_POOL_KEYS,
   ...SCRIPT_POOL_KEYS,
+  ...AUTHORIZER_POOL_KEYS,
 ];
 
 export const LIMITS_KEYS: readonly KeySpec[] = [

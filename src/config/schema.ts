@@ -19,6 +19,7 @@ import { convertOperations } from './operations-keys.js';
 import { lookupGroup, lookupUser, type GroupEntry, type UserEntry } from './system-users.js';
 import { formatDuration, formatSize, parseDuration, parseSize, show } from './units.js';
 import { Problems, type KeyPath, type Locator } from './problems.js';
+import { parseCacheKeyPart } from './authorizer-key.js';
 import { DASHBOARD_KEYS, PASSWORD_HASH } from './dashboard-keys.js';
 
 export { formatKeyPath, type KeyPath, type Locator } from './problems.js';
@@ -420,6 +421,7 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
     ctx.problems.add([...path, 'group_size'], `must be ≤ max_children (${pool.maxChildren}): max_children counts php processes, group_size of them per worker; got ${pool.groupSize}`);
   }
   checkMemoryKeys(pool, path, s.present, ctx);
+  checkAuthorizerCache(pool, path, ctx);
   if (pool.maxRequests > 0 && pool.maxRequestsJitter >= pool.maxRequests) {
     ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);
   }
@@ -440,6 +442,39 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
   return pool;
 }
 
+/** authorizer_cache needs an authorizer and a key to keep grants under. */
+function checkAuthorizerCache(pool: PoolConfig, path: KeyPath, ctx: Ctx): void {
+  const key = pool.authorizerCacheKey ?? [];
+  key.forEach((entry, i) => {
+    const part = parseCacheKeyPart(entry);
+    if (typeof part === 'string') ctx.problems.add([...path, 'authorizer_cache_key', i], part);
+  });
+  if ((pool.authorizerCache ?? 0) === 0) return;
+  if (pool.authorizer === undefined) ctx.problems.add([...path, 'authorizer_cache'], 'only applies with "authorizer" (the pool whose grants are kept)');
+  else if (key.length === 0) ctx.problems.add([...path, 'authorizer_cache_key'], 'a cache needs a key: list the variables the authorizer decides on (e.g. [HTTP_AUTHORIZATION, REQUEST_URI/1]); with none, one grant would let every client in');
+}
+
+/**
+ * `authorizer` names another pool that has none of its own: a chain would ask one
+ * authorizer about another's requests, and a loop would never answer.
+ */
+function checkAuthorizers(pools: ReadonlyMap<string, PoolConfig>, ctx: Ctx): void {
+  const names = [...pools.keys()];
+  for (const pool of pools.values()) {
+    const name = pool.authorizer;
+    if (name === undefined) continue;
+    const at: KeyPath = ['pools', pool.name, 'authorizer'];
+    const target = pools.get(name);
+    if (target === undefined) ctx.problems.add(at, `no pool named "${name}"${didYouMean(name, names) || ` (pools: ${names.join(', ')})`}`);
+    else if (name === pool.name) ctx.problems.add(at, 'names this pool itself; the authorizer is another pool (e.g. one running auth.php with script:)');
+    else if (target.authorizer !== undefined) ctx.problems.add(at, `pool "${name}" has an authorizer of its own ("${target.authorizer}"); an authorizer pool may not have one (no chains)`);
+    // Its requests carry no SCRIPT_FILENAME: php-cgi would answer every one "No input file specified".
+    else if (target.script === undefined && target.command !== undefined && nodePath.basename(target.command[0]!).startsWith('php-cgi')) {
+      ctx.problems.add(at, `pool "${name}" runs php-cgi, which runs the file SCRIPT_FILENAME names, and authorizer requests carry none: give "${name}" a script (e.g. script: /srv/auth/auth.php)`);
+    }
+  }
+}
+
 /** Memory caps that contradict each other, or a pool limit no worker fits in. */
 function checkMemoryKeys(pool: PoolConfig, path: KeyPath, present: ReadonlySet<string>, ctx: Ctx): void {
   const soft = pool.maxMemory ?? 0;
@@ -452,6 +487,16 @@ function checkMemoryKeys(pool: PoolConfig, path: KeyPath, present: ReadonlySet<s
   if (limit > 0 && expected > limit) {
     const key = present.has('expected_worker_memory') ? 'expected_worker_memory' : 'memory_limit';
     ctx.problems.add([...path, key], `memory_limit (${formatSize(limit)}) is smaller than expected_worker_memory (${formatSize(expected)}): the pool could not start a worker`);
+  }
+}
+
+/** authorizer_pool: a pool's name, on the one listener kind that gets authorizer requests. */
+function checkAuthorizerPool(l: ListenerConfig, path: KeyPath, poolNames: readonly string[], ctx: Ctx): void {
+  const name = l.authorizerPool!;
+  if (l.protocol !== undefined && l.protocol !== 'fastcgi') {
+    ctx.problems.add(path, "only applies to fastcgi listeners (SCGI and HTTP have no authorizer requests; a pool's `authorizer` works for any front end)");
+  } else if (poolNames.length > 0 && !poolNames.includes(name)) {
+    ctx.problems.add(path, `no pool named "${name}"${didYouMean(name, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
   }
 }
 
@@ -475,6 +520,7 @@ function buildListener(obj: unknown, i: number, poolNames: readonly string[], ct
     ctx.problems.add([...path, 'allowed_clients'], 'only applies to TCP addresses; on a Unix socket, owner, group and mode say who may connect');
   }
   if (l.vhosts === true && !vhosts) ctx.problems.add([...path, 'vhosts'], 'needs a "vhosts" section (where the sites are defined)');
+  if (l.authorizerPool !== undefined) checkAuthorizerPool(l, [...path, 'authorizer_pool'], poolNames, ctx);
   if (l.pool === undefined) {
     if (l.vhosts === true) l.pool = '';
     else if (poolNames.length === 1) l.pool = poolNames[0]!;
@@ -592,6 +638,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
   const dashboard = obj.dashboard === undefined || obj.dashboard === null ? undefined : buildDashboard(readSection(obj.dashboard, DASHBOARD_KEYS, ['dashboard'], ctx, 'dashboard settings'), ctx);
 
   checkAddresses(listeners, pools, ctx);
+  checkAuthorizers(pools, ctx);
 
   if (problems.count > 0) throw new ConfigError(problems.texts());
   return {

@@ -19,6 +19,8 @@ export interface ListenerConfig {
   protocol: FrontProtocol;
   address: SocketAddress;
   pool: string;
+  /** FastCGI authorizer requests go to this pool instead of `pool` (undefined: to `pool`). */
+  authorizerPool?: string;
   /** Unix socket file mode, e.g. 0o660. */
   mode: number | undefined;
   /** Unix socket owner and group, resolved from names at load (src/config/system-users.ts). */
@@ -77,6 +79,8 @@ export interface PoolConfig {
   /** No byte from the backend for this long → 504 (default 60s). */
   readTimeout: number;
   keepAlive: boolean; // default true
+  /** FastCGI: role FCGI_AUTHORIZER as such, or as a responder request with FCGI_ROLE=AUTHORIZER (default native). */
+  authorizerRole?: 'native' | 'responder';
 
   // Spawned workers (issue 3). `command` undefined → external backends only.
   command: string[] | undefined;
@@ -129,6 +133,16 @@ export interface PoolConfig {
   scriptRoots?: string[] | undefined;
   /** Workers' oom_score_adj (default 800). */
   oomScoreAdj?: number;
+
+  // Authorization in front of the pool (src/frontend/authorize.ts).
+  /** Pool asked, as a FastCGI authorizer, before each request is dispatched here. */
+  authorizer?: string | undefined;
+  /** ms a grant is kept; 0 or undefined = no cache. */
+  authorizerCache?: number;
+  /** Variables whose values make the cache key; NAME/N keeps N path segments. */
+  authorizerCacheKey?: string[];
+  /** Every request runs this file (SCRIPT_FILENAME). */
+  script?: string | undefined;
 }
 
 /** memory_budget as written: bytes, a percentage of MemTotal, or a share of MemAvailable at start. */

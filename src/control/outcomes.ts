@@ -1,10 +1,10 @@
 /**
- * Per pool: responses by status class and a latency histogram, counted as each exchange
- * finishes (the daemon's one onFinish). Cumulative counters, so a reader (the dashboard)
+ * Per pool: responses by status class, a latency histogram and the decisions of the pool's
+ * authorizer, counted as each exchange finishes (the daemon's one onFinish). Cumulative counters, so a reader (the dashboard)
  * takes percentiles over any interval by subtracting two snapshots' buckets.
  */
 import type { Exchange } from '../protocol/exchange.js';
-import type { PoolOutcomes } from './types.js';
+import type { PoolAuthorizerCounts, PoolOutcomes } from './types.js';
 
 /** Upper bounds of the latency buckets, ms; the last bucket is everything above. */
 export const LATENCY_BOUNDS_MS: readonly number[] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000];
@@ -12,6 +12,8 @@ export const LATENCY_BOUNDS_MS: readonly number[] = [1, 2, 5, 10, 20, 50, 100, 2
 interface Counts {
   classes: number[];
   latency: number[];
+  /** Once the pool's authorizer decided about a request. */
+  authorizer?: PoolAuthorizerCounts;
 }
 
 export class OutcomeCounter {
@@ -31,13 +33,17 @@ export class OutcomeCounter {
     let i = 0;
     while (i < LATENCY_BOUNDS_MS.length && ms > LATENCY_BOUNDS_MS[i]!) i++;
     c.latency[i]!++;
+    const decision = ex.authorization;
+    if (decision !== undefined) (c.authorizer ??= { allowed: 0, cached: 0, denied: 0, failed: 0 })[decision]++;
   }
 
   of(pool: string): PoolOutcomes | undefined {
     const c = this.byPool.get(pool);
     if (c === undefined) return undefined;
     const [a, b, d, e, f] = c.classes as [number, number, number, number, number];
-    return { status: { '1xx': a, '2xx': b, '3xx': d, '4xx': e, '5xx': f }, latency: { boundsMs: [...LATENCY_BOUNDS_MS], counts: [...c.latency] } };
+    const out: PoolOutcomes = { status: { '1xx': a, '2xx': b, '3xx': d, '4xx': e, '5xx': f }, latency: { boundsMs: [...LATENCY_BOUNDS_MS], counts: [...c.latency] } };
+    if (c.authorizer !== undefined) out.authorizer = { ...c.authorizer };
+    return out;
   }
 
   /** Pools that no longer exist (after a reload removed them). */

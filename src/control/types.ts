@@ -110,6 +110,16 @@ export interface PoolOutcomes {
   status: { '1xx': number; '2xx': number; '3xx': number; '4xx': number; '5xx': number };
   /** counts[i]: requests that took ≤ boundsMs[i] (and more than the bound before); the last, more than every bound. */
   latency: { boundsMs: number[]; counts: number[] };
+  /** A pool with an `authorizer`: its decisions about the requests that finished. */
+  authorizer?: PoolAuthorizerCounts | undefined;
+}
+
+/** allowed: granted by the authorizer; cached: granted from authorizer_cache; denied: its answer went to the client; failed: 503 ERR_AUTHORIZER_FAILED. */
+export interface PoolAuthorizerCounts {
+  allowed: number;
+  cached: number;
+  denied: number;
+  failed: number;
 }
 
 export interface RequestStatus {

@@ -12,7 +12,7 @@
  *     the worker may execute it; files named in its arguments are readable by the worker;
  *   - Unix listener sockets' directories exist and are writable; the directories fcgi-pm
  *     creates (runtime_dir, a configured control socket's, log files') can be created;
- *   - document_root is a directory.
+ *   - document_root is a directory; a spawned pool's `script` is a file its workers can read.
  */
 import { statSync } from 'node:fs';
 import * as nodePath from 'node:path';
@@ -135,7 +135,19 @@ function checkPool(pool: PoolConfig, path: KeyPath, self: Self, allowRoot: boole
   const refused = self.uid === 0 && who.runsAs.uid === 0 && pool.user === undefined && !allowRoot;
   if (refused) problems.add(path, rootAdvice(quick));
   checkPoolFiles(pool, path, who.runsAs, self, problems);
+  checkScript(pool, path, who.runsAs, self, problems);
   return refused;
+}
+
+/** A spawned pool's `script` runs for every request: a regular file its workers can read. */
+function checkScript(pool: PoolConfig, path: KeyPath, runsAs: Credentials, self: Self, problems: Problems): void {
+  const file = pool.script;
+  if (file === undefined) return;
+  if (!isFile(file)) problems.add([...path, 'script'], `${file} is not a regular file (every request of this pool runs it)`);
+  else if (runsAs.uid !== self.uid) {
+    const read = accessAs(file, runsAs, 'read');
+    if (read !== undefined) problems.add([...path, 'script'], `the workers' user (uid ${runsAs.uid}) ${read}`);
+  }
 }
 
 function rootAdvice(quick: boolean): string {

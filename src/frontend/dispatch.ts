@@ -6,10 +6,12 @@
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
+import { Role } from '../protocol/fastcgi.js';
 import type { Pool } from '../pool/types.js';
 import type { FrontendEnv } from './env.js';
 import type { RewriteRule } from '../config/types.js';
 import type { SiteView } from './index.js';
+import { authorize } from './authorize.js';
 import { rewriteParams } from './rewrite-params.js';
 import { latin1Path, type ScriptVerdict } from './script-gate.js';
 
@@ -29,15 +31,27 @@ export function routeExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool
   const cfg = env.cfg;
   // status_path / ping_path are answered by the daemon, not a worker (read per request: a reload may set them).
   if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;
-  const routed = cfg.vhosts === true ? sitePool(env, ex) : undefined;
-  const pool = cfg.vhosts === true ? routed?.pool : env.ctx.getPool(cfg.pool);
+  // authorizer_pool takes the listener's authorizer requests, on a vhosts listener too (no site is asked).
+  const name = ex.role === Role.Authorizer && cfg.authorizerPool !== undefined ? cfg.authorizerPool : undefined;
+  const routed = cfg.vhosts === true && name === undefined ? sitePool(env, ex) : undefined;
+  const pool = cfg.vhosts === true && name === undefined ? routed?.pool : env.ctx.getPool(name ?? cfg.pool);
   if (pool === undefined) {
-    if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${cfg.pool}" which does not exist`));
+    if (!ex.finished) ex.respondError(new ProxyError(ErrorCodes.NO_POOL, 500, `listener ${env.listener.address} names pool "${name ?? cfg.pool}" which does not exist`));
     return;
   }
+  // A pool with an authorizer gets only what it grants, static files of the HTTP listener
+  // included; an authorizer request itself (a front end's) is not asked about again.
+  const authorizer = pool.authorizer;
+  if (authorizer !== undefined && ex.role !== Role.Authorizer) authorize(env.ctx, pool, authorizer, ex, () => admitted(env, pool, ex, routed?.site, serveLocal));
+  else admitted(env, pool, ex, routed?.site, serveLocal);
+}
+
+/** The request may go to `pool`: answered by the front end, or rewritten and past the script guard. */
+function admitted(env: FrontendEnv, pool: Pool, ex: Exchange, site: SiteView | undefined, serveLocal?: (pool: Pool) => boolean): void {
+  if (ex.finished) return; // the client left while it was authorized
   if (serveLocal?.(pool) === true) return;
   // The HTTP listener rewrote the URL itself, before splitting it.
-  const rewrite = cfg.protocol === 'http' ? undefined : rulesOf(env, routed?.site);
+  const rewrite = env.cfg.protocol === 'http' ? undefined : rulesOf(env, site);
   const rewritten = rewrite === undefined ? undefined : rewriteParams(ex.params, rewrite, env.scripts.cache);
   if (rewritten instanceof Promise) void rewritten.then(() => guard(env, pool, ex));
   else guard(env, pool, ex);
@@ -66,7 +80,8 @@ function guard(env: FrontendEnv, pool: Pool, ex: Exchange): void {
     pool.dispatch(ex);
     return;
   }
-  const verdict = env.scripts.check(ex.params.get('SCRIPT_FILENAME'), rules);
+  // A pool with `script` runs that file whatever the request named.
+  const verdict = env.scripts.check(pool.script ?? ex.params.get('SCRIPT_FILENAME'), rules);
   if (verdict instanceof Promise) void verdict.then((v) => admit(env, pool, ex, v));
   else admit(env, pool, ex, verdict);
 }

@@ -39,12 +39,17 @@ import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
 import { routeExchange } from './dispatch.js';
+import { TokenBucket } from '../worker/rate-limit.js';
 
 /**
- * Roles this server plays. An authorizer would add its entry here and its own sink
- * (a 200 means "allowed", Variable-* headers); everything else is shared.
+ * Roles this server plays. An authorizer request is an exchange like any other with its
+ * role set: the upstream asks the backend for that role and judges the answer
+ * (src/protocol/authorizer.ts). The filter role is not played: FCGI_UNKNOWN_ROLE.
  */
-const SUPPORTED_ROLES: ReadonlySet<number> = new Set([Role.Responder]);
+const SUPPORTED_ROLES: ReadonlySet<number> = new Set([Role.Responder, Role.Authorizer]);
+
+/** Authorizer requests with bodies come from a broken front end, every one of them: per listener a burst of warnings, then one a second with a count. */
+const authorizerBodyLog = new WeakMap<object, TokenBucket>();
 
 /** Requests one connection may have open at once; more get FCGI_OVERLOADED. */
 export const MAX_REQUESTS_PER_CONNECTION = 256;
@@ -242,11 +247,18 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     if (params === undefined) return;
     r.collector = undefined;
     r.state = 'running';
-    this.deadlines.bodyActive(r.deadline);
     applyOverride(params, this.env.override);
     const ex = new Exchange(params, r, 'fastcgi', performance.now());
     ex.onBodyDrain = fcgiBodyDrained;
     r.exchange = ex;
+    if (r.role === Role.Authorizer) {
+      // No body and no wait for STDIN: Apache's mod_authnz_fcgi sends none, not even the empty record.
+      ex.role = Role.Authorizer;
+      ex.endBody();
+      this.deadlines.stop(r.deadline);
+    } else {
+      this.deadlines.bodyActive(r.deadline);
+    }
     this.env.ctx.onExchange(ex);
     this.ready.push(r);
   }
@@ -254,6 +266,11 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
   private onStdin(r: FcgiRequest, content: Buffer): void {
     if (r.stdinDone) return;
     const ex = r.exchange!;
+    if (r.role === Role.Authorizer) {
+      if (content.length === 0) r.stdinDone = true;
+      else this.refuseAuthorizerBody(r, ex, content.length);
+      return;
+    }
     if (content.length === 0) {
       r.stdinDone = true;
       this.deadlines.stop(r.deadline);
@@ -270,6 +287,25 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     this.deadlines.stop(r.deadline);
     r.bodyPaused = true;
     if (this.pausedBy++ === 0) this.socket.pause();
+  }
+
+  /**
+   * STDIN bytes for an authorizer request: 400. Routed after the chunk is decoded, a
+   * request whose body came with its head never reaches a worker; a later body cancels
+   * the worker's request (its answer is not given).
+   */
+  private refuseAuthorizerBody(r: FcgiRequest, ex: Exchange, bytes: number): void {
+    const l = this.env.listener;
+    let bucket = authorizerBodyLog.get(l);
+    if (bucket === undefined) authorizerBodyLog.set(l, (bucket = new TokenBucket({ ratePerSec: 1, burst: 10 })));
+    if (bucket.take()) {
+      const suppressed = bucket.takeDropped();
+      l.log.warn(
+        { remote: this.remote, code: ErrorCodes.AUTHORIZER_BODY, request: r.id, bytes, uri: ex.params.get('REQUEST_URI'), ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}) },
+        'FastCGI authorizer request with a body (the role has none); answered 400',
+      );
+    }
+    ex.failByClient(new ProxyError(ErrorCodes.AUTHORIZER_BODY, 400, 'an authorizer request has no body'));
   }
 
   /** The exchange wants more body (called through Exchange.onBodyDrain). */

@@ -102,6 +102,7 @@ function part(tok: Extract<AccessToken, { kind: 'field' }>, env: LineEnv): Part 
     case 'E': return (f) => f.ex.error?.code ?? '-';
     case 'S': return (f) => (f.slow ? 'slow' : '-');
     case 'k': return (f) => orDash(f.ex.backend);
+    case 'z': return (f) => orDash(f.ex.authorization);
     default: return () => '?';
   }
 }

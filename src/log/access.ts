@@ -45,6 +45,7 @@ export function accessFields(ex: Exchange, now: number): Record<string, unknown>
     backend: ex.backend,
     worker: ex.workerPid,
     error: ex.error?.code,
+    authorizer: ex.authorization,
     aborted: aborted || undefined,
   };
 }

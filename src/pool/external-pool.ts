@@ -62,6 +62,7 @@ export class ExternalPool extends PoolBase {
       readTimeout: cfg.readTimeout,
       keepAlive: cfg.keepAlive,
       maxIdle: Math.max(1, cfg.maxConnsPerBackend),
+      authorizerRole: cfg.authorizerRole ?? 'native',
     };
     // The endpoint adds its own {backend} binding.
     this.backends = cfg.backends.map((addr, i) => new Backend(i, endpointFactory(addr, opts, log)));

@@ -12,7 +12,7 @@ import type { Exchange } from '../protocol/exchange.js';
 import type { Clock } from './clock.js';
 import { RequestQueue } from './queue.js';
 import { PoolStats } from './stats.js';
-import type { Pool, PoolSnapshot, ScriptRules } from './types.js';
+import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules } from './types.js';
 
 export type PoolState = 'running' | 'stopping' | 'stopped';
 
@@ -29,6 +29,10 @@ export abstract class PoolBase implements Pool {
   protected readonly queue: RequestQueue;
   readonly stats = new PoolStats();
   readonly scriptRules: ScriptRules | undefined;
+  readonly authorizer: AuthorizerRules | undefined;
+  readonly script: string | undefined;
+  /** SCRIPT_FILENAME set to `script`, for params.override. */
+  private readonly scriptOverride: readonly string[] | undefined;
   protected state: PoolState = 'running';
   /** Set once stop()'s drain time ran out: requests still running are cut. */
   protected forced = false;
@@ -45,6 +49,10 @@ export abstract class PoolBase implements Pool {
     const extensions = cfg.limitExtensions ?? [];
     const roots = cfg.scriptRoots ?? [];
     this.scriptRules = extensions.length > 0 || roots.length > 0 ? { extensions, roots } : undefined;
+    this.authorizer = cfg.authorizer === undefined ? undefined : { pool: cfg.authorizer, cacheMs: cfg.authorizerCache ?? 0, cacheKey: cfg.authorizerCacheKey ?? [] };
+    // CGI variables are latin1 strings of bytes; the path is UTF-8 on disk.
+    this.script = cfg.script === undefined ? undefined : Buffer.from(cfg.script, 'utf8').toString('latin1');
+    this.scriptOverride = this.script === undefined ? undefined : ['SCRIPT_FILENAME', this.script];
     this.rejectEpisodes = new EpisodeLimiter({ intervalMs: REJECT_LOG_INTERVAL_MS, timers: clock, summary: (code, n) => this.logRejectRepeats(code, n) });
     this.queue = new RequestQueue(clock, Math.max(0, cfg.queueLimit), Math.max(0, cfg.queueTimeout), {
       timeout: (ex, waited) => this.onQueueTimeout(ex, waited),
@@ -80,6 +88,7 @@ export abstract class PoolBase implements Pool {
     this.stats.accepted++;
     ex.pool = this.name;
     if (ex.finished) return;
+    if (this.scriptOverride !== undefined) ex.params.override(this.scriptOverride);
     if (this.state !== 'running') {
       this.reject(ex, 'shuttingDown', new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
       return;

@@ -72,6 +72,7 @@ export class SpawnedPool extends PoolBase {
       connectTimeout: cfg.connectTimeout,
       readTimeout: cfg.readTimeout,
       keepAlive: cfg.keepAlive && cfg.backend === 'fastcgi',
+      authorizerRole: cfg.authorizerRole ?? 'native',
       // One connection per seat: a group's k children each take one.
       maxIdle: k,
       // One request per seat: after a client abort it stays busy until its script ends.

@@ -62,10 +62,22 @@ export interface ScriptRules {
   readonly roots: readonly string[];
 }
 
+/** `authorizer`, `authorizer_cache` and `authorizer_cache_key` of a pool (src/frontend/authorize.ts acts on them). */
+export interface AuthorizerRules {
+  readonly pool: string;
+  /** ms a grant is kept; 0 = no cache. */
+  readonly cacheMs: number;
+  readonly cacheKey: readonly string[];
+}
+
 export interface Pool {
   readonly name: string;
   /** undefined: the pool runs whatever it is asked (no limit_extensions, no script_roots). */
   readonly scriptRules?: ScriptRules | undefined;
+  /** The pool asked before each request is dispatched here (`authorizer`), and its cache; undefined: none. */
+  readonly authorizer?: AuthorizerRules | undefined;
+  /** `script` as a CGI value (latin1): every request runs this file (dispatch sets SCRIPT_FILENAME to it). */
+  readonly script?: string | undefined;
   /** Takes ownership of the exchange: it will be answered (response or error) exactly once. */
   dispatch(ex: Exchange): void;
   /** Spawns the workers static/dynamic modes start with; resolves when they are ready or failed. */

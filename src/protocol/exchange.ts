@@ -12,6 +12,7 @@
  */
 import type { ProxyError } from '../errors.js';
 import type { CgiParams } from './params.js';
+import { Role } from './fastcgi.js';
 
 /** A parsed CGI response head ("Status: 404 Not Found\r\nContent-Type: ...\r\n\r\n"). */
 export interface CgiResponseHead {
@@ -56,6 +57,9 @@ export const BODY_REPLAY_LIMIT = 64 * 1024;
 /** Body bytes buffered while waiting in the queue before the front end is asked to pause. */
 export const BODY_PENDING_HIGH_WATER = 64 * 1024;
 
+/** allowed: a grant; cached: a kept grant; denied: the authorizer's answer went to the client; failed: 503. */
+export type AuthorizationOutcome = 'allowed' | 'cached' | 'denied' | 'failed';
+
 let nextExchangeId = 1;
 
 const EMPTY = Buffer.alloc(0);
@@ -70,12 +74,23 @@ export class Exchange {
   readonly startedAt: number;
   /** Front-end protocol, for logs: 'fastcgi' | 'scgi' | 'http'. */
   readonly frontend: string;
+  /**
+   * FastCGI role the backend is asked to play (Role.Responder or Role.Authorizer); set
+   * by whoever creates the exchange. An authorizer's answer is judged by the upstream
+   * (src/protocol/authorizer.ts): a granting answer reaches the sink without its body.
+   */
+  role: number = Role.Responder;
 
   state: ExchangeState = 'pending';
   /** Set by the pool, for logs and status. */
   pool: string | undefined;
   backend: string | undefined;
   workerPid: number | undefined;
+  /**
+   * What the authorizer of the pool asked for this request said (src/frontend/authorize.ts),
+   * for the access log and status; undefined when none was asked.
+   */
+  authorization: AuthorizationOutcome | undefined;
   /** Response facts, for the access log. */
   status = 0;
   bytesOut = 0;

@@ -249,11 +249,37 @@ export class FcgiParams extends CgiParams {
   }
 
   override override(o: readonly string[]): void {
-    if (this.raw !== undefined && this.extra.length === 0) this.extra = o;
+    if (this.raw === undefined) super.override(o);
+    else if (this.extra.length === 0) this.extra = o;
     else {
-      this.decoded();
-      super.override(o);
+      // A second override (an authorizer's grant after the listener's params): the names
+      // it sets leave the first, and the bytes stay undecoded.
+      const names = new Set<string>();
+      for (let i = 0; i < o.length; i += 2) names.add(o[i]!);
+      const x = this.extra;
+      const merged: string[] = [];
+      for (let i = 0; i < x.length; i += 2) if (!names.has(x[i]!)) merged.push(x[i]!, x[i + 1]!);
+      this.extra = merged.concat(o);
     }
+  }
+
+  /** The kept pairs' bytes are copied, not decoded; neither copy is decoded by it. */
+  override without(names: ReadonlySet<string>): CgiParams {
+    const raw = this.raw;
+    if (raw === undefined) return super.without(names);
+    const kept: Buffer[] = [];
+    let count = 0;
+    forEachPair(raw, (start, end, nameStart, nameLen) => {
+      for (const name of names) if (nameIs(raw, nameStart, nameLen, name)) return;
+      kept.push(raw.subarray(start, end));
+      count++;
+    });
+    const copy = new FcgiParams(Buffer.concat(kept), count);
+    const x = this.extra;
+    const extra: string[] = [];
+    for (let i = 0; i < x.length; i += 2) if (!names.has(x[i]!)) extra.push(x[i]!, x[i + 1]!);
+    if (extra.length > 0) copy.extra = extra;
+    return copy;
   }
 
   override forEach(fn: (name: string, value: string) => void): void {

@@ -34,6 +34,11 @@ export const RecordType = {
 } as const;
 
 export const Role = { Responder: 1, Authorizer: 2, Filter: 3 } as const;
+/**
+ * An authorizer request sent to an application that knows only the responder role (or
+ * over SCGI): the role as the variable libfcgi and php-cgi set from BEGIN_REQUEST.
+ */
+export const AUTHORIZER_AS_VARIABLE: readonly string[] = Object.freeze(['FCGI_ROLE', 'AUTHORIZER']);
 
 export const ProtocolStatus = {
   RequestComplete: 0,

@@ -75,6 +75,15 @@ export class CgiParams {
     }
   }
 
+  /** A copy without the pairs of those names (the request an authorizer is asked about). */
+  without(names: ReadonlySet<string>): CgiParams {
+    const kept: string[] = [];
+    this.forEach((name, value) => {
+      if (!names.has(name)) kept.push(name, value);
+    });
+    return new CgiParams(kept);
+  }
+
   /** Calls fn for every pair in order. */
   forEach(fn: (name: string, value: string) => void): void {
     const f = this.flat;

@@ -20,9 +20,11 @@
 import { connect, type NetConnectOpts, type Socket } from 'node:net';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
-import type { BodyConsumer, Exchange } from '../protocol/exchange.js';
+import type { BodyConsumer, CgiResponseHead, Exchange } from '../protocol/exchange.js';
+import { grantedHead, judgeAuthorizerAnswer } from '../protocol/authorizer.js';
+import { Role } from '../protocol/fastcgi.js';
 import { ErrorCodes, ProtocolError } from '../errors.js';
-import { ABORTED, ABORTED_BACKEND_BUSY, closedEarly, connectFailed, connectTimedOut, protocolFault, readTimedOut, unencodable, type FailedOutcome } from './failures.js';
+import { ABORTED, ABORTED_BACKEND_BUSY, badAuthorizerAnswer, closedEarly, connectFailed, connectTimedOut, protocolFault, readTimedOut, unencodable, type FailedOutcome } from './failures.js';
 import type { UpstreamOptions, UpstreamOutcome } from './types.js';
 
 export type ConnectionState = 'connecting' | 'busy' | 'idle' | 'closed';
@@ -72,6 +74,8 @@ export abstract class UpstreamConnection implements BodyConsumer {
   protected headDone = false;
   /** The whole request body was written (the exchange detached its consumer). */
   protected bodyDone = false;
+  /** The response body is read and dropped (an authorizer's granting answer has none that counts). */
+  protected dropBody = false;
   /**
    * The request head reached our kernel (its write callback succeeded). Before that a
    * close means the backend never saw this request; after it, it may have run it.
@@ -133,6 +137,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
     this.gotBytes = false;
     this.headDone = false;
     this.bodyDone = false;
+    this.dropBody = false;
     this.headAccepted = false;
     this.orphaned = false;
     this.bodyPaused = false;
@@ -216,8 +221,31 @@ export abstract class UpstreamConnection implements BodyConsumer {
     process.nextTick(this.uncorkBound);
   }
 
+  /**
+   * Gives the parsed response head to the exchange. An authorizer's answer is judged
+   * first: a granting one goes on without its body, one that cannot be acted on fails
+   * the request (false: nothing more to do).
+   */
+  protected passHead(head: CgiResponseHead): boolean {
+    const ex = this.ex!;
+    if (ex.role === Role.Authorizer) {
+      const answer = judgeAuthorizerAnswer(head);
+      if (answer.kind === 'bad') {
+        this.fail(badAuthorizerAnswer(this.address.text, answer.reason));
+        return false;
+      }
+      if (answer.kind === 'allow') {
+        this.dropBody = true;
+        head = grantedHead(head);
+      }
+    }
+    ex.respondHead(head);
+    return true;
+  }
+
   /** Passes response body bytes (a view, never copied) on; pauses the socket when the client is slow. */
   protected deliverBody(chunk: Buffer): void {
+    if (this.dropBody) return;
     this.flowControl(this.ex!.respondBody(chunk));
   }
 

@@ -78,3 +78,17 @@ export function endpointClosed(address: string, started: boolean): FailedOutcome
     false,
   );
 }
+
+/** An authorizer's 200 that cannot be acted on (src/protocol/authorizer.ts): denied as a bad gateway. */
+export function badAuthorizerAnswer(address: string, reason: string): FailedOutcome {
+  return failed(new ProxyError(ErrorCodes.AUTHORIZER_ANSWER, 502, `authorizer ${address} answered badly: ${reason}`), false, false);
+}
+
+/** END_REQUEST with FCGI_UNKNOWN_ROLE for an authorizer request: every worker of the pool will say the same. */
+export function authorizerRoleRefused(address: string): FailedOutcome {
+  return failed(
+    new ProxyError(ErrorCodes.AUTHORIZER_ROLE, 502, `backend ${address} does not play the FastCGI authorizer role (FCGI_UNKNOWN_ROLE); set authorizer_role: responder on its pool`),
+    false,
+    false,
+  );
+}

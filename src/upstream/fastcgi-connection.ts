@@ -1,6 +1,6 @@
 /**
  * FastCGI client side of one connection: one request at a time (php-cgi does not
- * multiplex), request id 1, role RESPONDER, FCGI_KEEP_CONN when keep-alive is on.
+ * multiplex), request id 1, role RESPONDER (or AUTHORIZER: the exchange's role), FCGI_KEEP_CONN when keep-alive is on.
  *
  * Request:  BEGIN_REQUEST + PARAMS in one write, body as STDIN records, empty STDIN
  *           (all in that one write when there is no body).
@@ -17,6 +17,7 @@ import type { SocketAddress } from '../protocol/address.js';
 import { CgiResponseHeadParser } from '../protocol/cgi-response.js';
 import type { Exchange } from '../protocol/exchange.js';
 import {
+  AUTHORIZER_AS_VARIABLE,
   encodeAbortRequest,
   encodeRecord,
   encodeRequestHead,
@@ -30,7 +31,7 @@ import {
   type FcgiRecord,
 } from '../protocol/fastcgi.js';
 import { UpstreamConnection, type ConnectionOwner } from './connection-base.js';
-import { DONE, protocolFault, refusedRequest } from './failures.js';
+import { authorizerRoleRefused, DONE, protocolFault, refusedRequest } from './failures.js';
 import type { UpstreamOptions } from './types.js';
 
 /** One request at a time per connection, so every request uses the same id. */
@@ -67,15 +68,20 @@ export class FastcgiConnection extends UpstreamConnection {
   protected sendRequest(ex: Exchange): void {
     const s = this.socket;
     const flags = this.opts.keepAlive ? FCGI_KEEP_CONN : 0;
+    let role: number = Role.Responder;
+    if (ex.role === Role.Authorizer) {
+      if (this.opts.authorizerRole === 'responder') ex.params.override(AUTHORIZER_AS_VARIABLE);
+      else role = Role.Authorizer;
+    }
     if (ex.noBody) {
       // The usual GET: BEGIN_REQUEST, PARAMS and the empty STDIN in one buffer, one write.
       this.bodyDone = true;
-      s.write(encodeRequestHead(REQUEST_ID, Role.Responder, flags, ex.params, true), this.onHeadWritten);
+      s.write(encodeRequestHead(REQUEST_ID, role, flags, ex.params, true), this.onHeadWritten);
       ex.consumeBody(this); // detaches at once: end() finds bodyDone
       return;
     }
     s.cork();
-    s.write(encodeRequestHead(REQUEST_ID, Role.Responder, flags, ex.params), this.onHeadWritten);
+    s.write(encodeRequestHead(REQUEST_ID, role, flags, ex.params), this.onHeadWritten);
     // Delivers what the front end already has (often the whole body) inside this cork.
     ex.consumeBody(this);
     s.uncork();
@@ -111,7 +117,9 @@ export class FastcgiConnection extends UpstreamConnection {
     this.headParser.reset();
     this.endSeen = false;
     this.sawStdout = false;
-    this.passRecords = this.ex?.sink.records !== undefined;
+    // An authorizer's answer may be rewritten (src/protocol/authorizer.ts): not passed as records.
+    const ex = this.ex;
+    this.passRecords = ex !== undefined && ex.sink.records !== undefined && ex.role !== Role.Authorizer;
     this.heldRecords.length = 0;
   }
 
@@ -169,7 +177,7 @@ export class FastcgiConnection extends UpstreamConnection {
     this.headDone = true;
     const ex = this.ex!;
     ex.recordsPassed = raw !== undefined;
-    ex.respondHead(r.head);
+    if (!this.passHead(r.head)) return;
     // The sink may have aborted the exchange from inside respondHead.
     if (this.state !== 'busy') {
       held.length = 0;
@@ -204,6 +212,10 @@ export class FastcgiConnection extends UpstreamConnection {
       } else {
         this.fail(protocolFault(this.address.text, `${why} after response output`));
       }
+      return;
+    }
+    if (protocolStatus === ProtocolStatus.UnknownRole && this.ex!.role === Role.Authorizer && !this.sawStdout) {
+      this.fail(authorizerRoleRefused(this.address.text));
       return;
     }
     if (protocolStatus !== ProtocolStatus.RequestComplete) {

@@ -8,6 +8,7 @@ import type { SocketAddress } from '../protocol/address.js';
 import { CgiResponseHeadParser } from '../protocol/cgi-response.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { encodeScgiHead } from '../protocol/scgi.js';
+import { AUTHORIZER_AS_VARIABLE, Role } from '../protocol/fastcgi.js';
 import { UpstreamConnection, type ConnectionOwner } from './connection-base.js';
 import { DONE } from './failures.js';
 import type { UpstreamOptions } from './types.js';
@@ -28,6 +29,8 @@ export class ScgiConnection extends UpstreamConnection {
 
   protected sendRequest(ex: Exchange): void {
     const s = this.socket;
+    // SCGI has no roles: an authorizer request says what it is in a variable.
+    if (ex.role === Role.Authorizer) ex.params.override(AUTHORIZER_AS_VARIABLE);
     s.cork();
     s.write(encodeScgiHead(ex.params));
     ex.consumeBody(this);
@@ -74,7 +77,7 @@ export class ScgiConnection extends UpstreamConnection {
     this.headDone = true;
     const length = r.head.headers.find(([name]) => name.length === 14 && name.toLowerCase() === 'content-length');
     this.bodyDue = length !== undefined && /^\d+$/.test(length[1]) ? Number(length[1]) : -1;
-    this.ex!.respondHead(r.head);
+    if (!this.passHead(r.head)) return;
     if (this.state === 'busy' && r.rest.length > 0) {
       this.countBody(r.rest.length);
       this.deliverBody(r.rest);

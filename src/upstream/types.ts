@@ -24,6 +24,12 @@ export interface UpstreamOptions {
    * Off (external backends): the connection is closed at once, as nginx does.
    */
   drainOnAbort?: boolean;
+  /**
+   * How an authorizer exchange reaches a FastCGI backend: `native` sends role
+   * FCGI_AUTHORIZER; `responder` sends a responder request with FCGI_ROLE=AUTHORIZER,
+   * for applications that know only that role. SCGI always gets the latter.
+   */
+  authorizerRole?: 'native' | 'responder';
 }
 
 export type UpstreamOutcome =

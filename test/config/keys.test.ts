@@ -13,7 +13,7 @@ import { problemsOf } from './helpers.js';
 // and the tests below then demand a row in keys.ts for it.
 const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   backend: true, backends: true, maxConnsPerBackend: true, backendDownTime: true, connectTimeout: true, readTimeout: true,
-  keepAlive: true, command: true, socket: true, env: true, inheritEnv: true, cwd: true, user: true, group: true, pm: true,
+  keepAlive: true, authorizerRole: true, command: true, socket: true, env: true, inheritEnv: true, cwd: true, user: true, group: true, pm: true,
   maxChildren: true,
   groupSize: true,
   preload: true,
@@ -22,9 +22,10 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   killTimeout: true, crashLimit: true, crashWindow: true, queueLimit: true, queueTimeout: true,
   maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true, oomScoreAdj: true,
   limitExtensions: true, scriptRoots: true,
+  authorizer: true, authorizerCache: true, authorizerCacheKey: true, script: true,
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
-  protocol: true, address: true, pool: true, mode: true, owner: true, group: true, allowedClients: true, documentRoot: true, index: true, bodyBufferSize: true, maxBodySize: true, idleTimeout: true, headerTimeout: true, bodyTimeout: true, maxConns: true, backlog: true, params: true,
+  protocol: true, address: true, pool: true, authorizerPool: true, mode: true, owner: true, group: true, allowedClients: true, documentRoot: true, index: true, bodyBufferSize: true, maxBodySize: true, idleTimeout: true, headerTimeout: true, bodyTimeout: true, maxConns: true, backlog: true, params: true,
   name: true, statusPath: true, pingPath: true, pingResponse: true, statusAllow: true, vhosts: true, rewrite: true,
 };
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };

@@ -172,6 +172,22 @@ test('cross-checks: listener pool, backends vs command, duplicate addresses, loo
   ]);
 });
 
+test('authorizer_pool names a pool, on a fastcgi listener', (t) => {
+  const file = fixture(tempDir(t), 'authz.yaml', `
+    listen:
+      - { protocol: fastcgi, address: 127.0.0.1:9000, pool: php, authorizer_pool: auth }
+      - { protocol: fastcgi, address: 127.0.0.1:9001, pool: php, authorizer_pool: autz }
+      - { protocol: scgi, address: 127.0.0.1:9002, pool: php, authorizer_pool: auth }
+    pools:
+      php: { command: [php-cgi] }
+      auth: { backends: [ "127.0.0.1:9100" ] }
+  `);
+  assert.deepEqual(problemsOf(() => loadConfig(file)), [
+    `${file}:3: listen[1].authorizer_pool: no pool named "autz" (did you mean "auth"?)`,
+    `${file}:4: listen[2].authorizer_pool: only applies to fastcgi listeners (SCGI and HTTP have no authorizer requests; a pool's \`authorizer\` works for any front end)`,
+  ]);
+});
+
 test('keys for another kind of pool or listener are errors', (t) => {
   const file = fixture(tempDir(t), 'scope.yaml', `
     listen:

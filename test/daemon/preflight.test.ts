@@ -112,6 +112,19 @@ test('a script named in the command must be readable by the workers', (t) => {
   assert.match(r.problems.join('\n'), new RegExp(`pools\\.app\\.command\\[1\\]: the workers' user \\(uid ${NOBODY.uid}\\) cannot read ${secret} \\(mode 0600`));
 });
 
+test("a spawned pool's script must be a regular file its workers can read", (t) => {
+  const c = check(t, php({ user: 'nobody' }));
+  const open = join(c.dir, 'auth.php');
+  writeFileSync(open, '<?php', { mode: 0o644 });
+  assert.deepEqual(check(t, php({ user: 'nobody', script: open })).problems, []);
+  const missing = check(t, php({ user: 'nobody', script: join(c.dir, 'nothing.php') }));
+  assert.deepEqual(missing.problems, [`${missing.file}:${missing.line('script:')}: pools.app.script: ${join(c.dir, 'nothing.php')} is not a regular file (every request of this pool runs it)`]);
+  const secret = join(c.dir, 'secret.php');
+  writeFileSync(secret, '<?php', { mode: 0o600 });
+  const r = check(t, php({ user: 'nobody', script: secret }));
+  assert.match(r.problems.join('\n'), new RegExp(`pools\\.app\\.script: the workers' user \\(uid ${NOBODY.uid}\\) cannot read ${secret} \\(mode 0600`));
+});
+
 test('unix listener directories must exist and take files; runtime_dir may be created', (t) => {
   const r = check(t, { ...php({ user: 'www-data' }), listen: [{ protocol: 'fastcgi', address: 'unix:/nonexistent-dir/app.sock', pool: 'app' }] });
   assert.deepEqual(r.problems, [`${r.file}:${r.line('address:')}: listen[0].address: cannot create unix:/nonexistent-dir/app.sock: /nonexistent-dir: no such directory (ENOENT)`]);

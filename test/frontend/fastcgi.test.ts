@@ -207,15 +207,15 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       }
     });
 
-    it('answers the authorizer role with FCGI_UNKNOWN_ROLE and dispatches nothing', async () => {
+    it('answers the filter role with FCGI_UNKNOWN_ROLE and dispatches nothing', async () => {
       const n = rig.pool.dispatched.length;
       const c = await FcgiClient.connect(rig.target);
       try {
-        c.send(encodeBeginRequest(4, Role.Authorizer, FCGI_KEEP_CONN), ...paramsRecords(4, PARAMS), ...stdinRecords(4, Buffer.alloc(0)));
+        c.send(encodeBeginRequest(4, Role.Filter, FCGI_KEEP_CONN), ...paramsRecords(4, PARAMS), ...stdinRecords(4, Buffer.alloc(0)));
         const r = await c.response(4);
         assert.equal(r.protocolStatus, ProtocolStatus.UnknownRole);
         assert.equal(rig.pool.dispatched.length, n);
-        await rig.logged((l) => l.role === Role.Authorizer);
+        await rig.logged((l) => l.role === Role.Filter && l.code === ErrorCodes.FCGI_UNKNOWN_ROLE);
         rig.pool.behaviour = echoParams;
         c.request(5, PARAMS);
         assert.equal((await c.response(5)).protocolStatus, 0);

@@ -80,15 +80,21 @@ export function stdinRecords(requestId: number, data: Buffer, maxRecord = 65535)
   return out;
 }
 
+/** What a request's BEGIN_REQUEST says: the role (default responder) and FCGI_KEEP_CONN (default set). */
+export interface BeginOptions {
+  keepConn?: boolean;
+  role?: number;
+}
+
 /** Every record of one whole request, in order. */
 export function requestRecords(
   requestId: number,
   params: Record<string, string> | CgiParams,
   body: Buffer = Buffer.alloc(0),
-  opts: { keepConn?: boolean; maxRecord?: number } = {},
+  opts: BeginOptions & { maxRecord?: number } = {},
 ): Buffer[] {
   return [
-    encodeBeginRequest(requestId, Role.Responder, opts.keepConn === false ? 0 : FCGI_KEEP_CONN),
+    encodeBeginRequest(requestId, opts.role ?? Role.Responder, opts.keepConn === false ? 0 : FCGI_KEEP_CONN),
     ...paramsRecords(requestId, params, opts.maxRecord),
     ...stdinRecords(requestId, body, opts.maxRecord),
   ];
@@ -162,7 +168,7 @@ export class FcgiClient {
   }
 
   /** A whole request: BEGIN, PARAMS, STDIN. */
-  request(requestId: number, params: Record<string, string> | CgiParams, body?: Buffer, opts?: { keepConn?: boolean }): void {
+  request(requestId: number, params: Record<string, string> | CgiParams, body?: Buffer, opts?: BeginOptions): void {
     this.sendTogether(requestRecords(requestId, params, body, opts));
   }
 

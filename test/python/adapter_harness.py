@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -19,7 +20,7 @@ ADAPTER = os.path.join(REPO, 'bin', 'fcgi-pm-wsgi')
 
 BEGIN_REQUEST, ABORT_REQUEST, END_REQUEST, PARAMS, STDIN, STDOUT, STDERR = 1, 2, 3, 4, 5, 6, 7
 GET_VALUES, GET_VALUES_RESULT, UNKNOWN_TYPE = 9, 10, 11
-RESPONDER, AUTHORIZER = 1, 2
+RESPONDER, AUTHORIZER, FILTER = 1, 2, 3
 REQUEST_COMPLETE, CANT_MPX_CONN, OVERLOADED, UNKNOWN_ROLE = 0, 1, 2, 3
 
 TIMEOUT = 10.0
@@ -306,3 +307,27 @@ class Adapter:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(5)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class AdapterCase(unittest.TestCase):
+    """One adapter process (speaking PROTOCOL) for all the tests of a class."""
+
+    PROTOCOL = '--fastcgi'
+
+    @classmethod
+    def setUpClass(cls):
+        cls.adapter = Adapter(cls.PROTOCOL)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.adapter.stop()
+
+
+class FcgiAdapterCase(AdapterCase):
+    """... and a fresh FastCGI connection to it for each test (self.conn)."""
+
+    def setUp(self):
+        self.conn = self.adapter.fcgi()
+
+    def tearDown(self):
+        self.conn.close()

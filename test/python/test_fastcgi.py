@@ -7,30 +7,16 @@ import struct
 import unittest
 
 from adapter_harness import (
-    ABORT_REQUEST, AUTHORIZER, CANT_MPX_CONN, END_REQUEST, GET_VALUES, GET_VALUES_RESULT, PARAMS,
+    ABORT_REQUEST, CANT_MPX_CONN, END_REQUEST, FILTER, GET_VALUES, GET_VALUES_RESULT, PARAMS,
     REQUEST_COMPLETE, STDERR, STDIN, STDOUT, UNKNOWN_ROLE, UNKNOWN_TYPE,
-    Adapter, base_params, begin, name_values, parse_name_values, record, stream,
+    Adapter, FcgiAdapterCase, base_params, begin, name_values, parse_name_values, record, stream,
 )
 from wsgi_apps import big_block
 
 MB = 1024 * 1024
 
 
-class FastcgiAdapterTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.adapter = Adapter('--fastcgi')
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.adapter.stop()
-
-    def setUp(self):
-        self.conn = self.adapter.fcgi()
-
-    def tearDown(self):
-        self.conn.close()
-
+class FastcgiAdapterTest(FcgiAdapterCase):
     def get(self, path, query='', body=b'', method='GET', **extra):
         params = base_params(path, query, method, **extra)
         if body:
@@ -240,8 +226,8 @@ class FastcgiAdapterTest(unittest.TestCase):
         _, rid, content = self.conn.wait_for(lambda t, r, c: t == UNKNOWN_TYPE, what='UNKNOWN_TYPE')
         self.assertEqual((rid, content), (0, bytes((42,)) + b'\0' * 7))
 
-    def test_unknown_role_is_refused_and_connection_stays_usable(self):
-        self.conn.send(begin(5, role=AUTHORIZER), stream(PARAMS, 5, name_values(base_params('/hello'))), stream(STDIN, 5, b''))
+    def test_filter_role_is_refused_and_connection_stays_usable(self):
+        self.conn.send(begin(5, role=FILTER), stream(PARAMS, 5, name_values(base_params('/hello'))), stream(STDIN, 5, b''))
         r = self.conn.response(5)
         self.assertEqual(r.protocol_status, UNKNOWN_ROLE)
         self.assertEqual(r.stdout, b'')

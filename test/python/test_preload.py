@@ -14,7 +14,8 @@ import tempfile
 import time
 import unittest
 
-from adapter_harness import ADAPTER, HERE, TIMEOUT, FcgiConn, base_params, load_adapter_module
+from adapter_harness import ADAPTER, AUTHORIZER, HERE, TIMEOUT, FcgiConn, base_params, load_adapter_module
+from test_authorizer import GRANT_HEAD, auth_params
 
 w = load_adapter_module()
 
@@ -129,6 +130,20 @@ class ForkServerTest(unittest.TestCase):
         self.assertEqual(self.chan.next(), {'exited': 1, 'pid': pid1, 'code': None, 'signal': 'SIGKILL'})
         os.kill(pid2, signal.SIGTERM)  # idle: exits at once with 0
         self.assertEqual(self.chan.next(), {'exited': 2, 'pid': pid2, 'code': 0, 'signal': None})
+
+    def test_a_forked_worker_answers_authorizer_requests(self):
+        self.chan.next()
+        _, path = self.fork(1)
+        c = FcgiConn(path)
+        try:
+            c.request(1, auth_params('/auth/allow'), body=b'dropped', role=AUTHORIZER)
+            self.assertEqual(c.response(1).stdout, GRANT_HEAD)
+            c.request(2, auth_params('/auth/deny'), role=AUTHORIZER)
+            self.assertEqual(c.response(2).cgi.body, b'token needed\n')
+            c.request(3, base_params('/hello'))
+            self.assertEqual(c.response(3).cgi.body, b'hello')
+        finally:
+            c.close()
 
     def test_children_get_sigterm_when_the_parent_dies(self):
         self.chan.next()

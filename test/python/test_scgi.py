@@ -6,20 +6,14 @@ import os
 import socket
 import unittest
 
-from adapter_harness import Adapter, CgiResult, base_params
+from adapter_harness import AdapterCase, CgiResult, base_params
 from wsgi_apps import big_block
 
 MB = 1024 * 1024
 
 
-class ScgiAdapterTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.adapter = Adapter('--scgi')
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.adapter.stop()
+class ScgiAdapterTest(AdapterCase):
+    PROTOCOL = '--scgi'
 
     def call(self, path, query='', body=b'', method='GET', **extra):
         params = base_params(path, query, method, **extra)

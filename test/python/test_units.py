@@ -63,15 +63,32 @@ class ScriptPathTest(unittest.TestCase):
             self.assertEqual((env['SCRIPT_NAME'], env['PATH_INFO']), (script, path), (params, mount))
 
 
+class RoleTest(unittest.TestCase):
+    CASES = [
+        # (FastCGI role, FCGI_ROLE param or None, authorizer?, environ's FCGI_ROLE)
+        (w.FCGI_AUTHORIZER, None, True, 'AUTHORIZER'),
+        (w.FCGI_AUTHORIZER, 'RESPONDER', True, 'AUTHORIZER'),
+        (w.FCGI_RESPONDER, 'AUTHORIZER', True, 'AUTHORIZER'),
+        (w.FCGI_RESPONDER, None, False, 'RESPONDER'),
+        (w.FCGI_RESPONDER, 'FILTER', False, 'RESPONDER'),
+        (w.FCGI_RESPONDER, 'authorizer', False, 'RESPONDER'),
+    ]
+
+    def test_table(self):
+        for role, param, authorizer, name in self.CASES:
+            params = {} if param is None else {'FCGI_ROLE': param}
+            self.assertEqual((w.set_role(params, role), params['FCGI_ROLE']), (authorizer, name), (role, param))
+
+
 class StartResponseTest(unittest.TestCase):
-    def response(self):
+    def response(self, authorizer=False):
         sent = []
 
         class Out:
             def send(self, bufs):
                 sent.append(b''.join(bytes(b) for b in bufs))
 
-        return w.Response(Out(), 'GET'), sent
+        return w.Response(Out(), 'GET', authorizer), sent
 
     def test_rejects_bad_status_and_headers(self):
         for status, headers in [('200', []), (200, []), ('200 OK', [('A', 1)]), ('200 OK', (('A', 'b'),)),
@@ -95,6 +112,20 @@ class StartResponseTest(unittest.TestCase):
         except KeyError:
             with self.assertRaises(KeyError):
                 r.start_response('500 Oops', [], sys.exc_info())
+
+    def test_an_authorizer_grant_is_its_head_alone(self):
+        r, sent = self.response(authorizer=True)
+        write = r.start_response('200 OK', [('Variable-REMOTE_USER', 'al'), ('Content-Length', '4')])
+        write(b'body')
+        write(b'more')
+        r.finish()
+        self.assertEqual(sent, [b'Status: 200 OK\r\nVariable-REMOTE_USER: al\r\n\r\n'])
+
+    def test_an_authorizer_denial_and_a_responder_200_keep_their_bodies(self):
+        for authorizer, status in ((True, '401 Unauthorized'), (False, '200 OK')):
+            r, sent = self.response(authorizer)
+            r.start_response(status, [('Content-Length', '4')])(b'body')
+            self.assertEqual(sent, [f'Status: {status}\r\nContent-Length: 4\r\n\r\nbody'.encode()])
 
     def test_non_latin1_header_value(self):
         r, _ = self.response()

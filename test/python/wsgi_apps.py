@@ -209,7 +209,56 @@ def file_wrapper(environ, start_response):
     return environ['wsgi.file_wrapper'](io.BytesIO(b'0123456789' * 10000), 4096)
 
 
+def _auth_report(environ):
+    """Headers saying what an authorizer request looked like to the application."""
+    return [('X-Role', environ['FCGI_ROLE']), ('X-Input-Bytes', str(len(environ['wsgi.input'].read())))]
+
+
+def auth_allow(environ, start_response):
+    """An authorizer's grant with a body (which the adapter must not send) made block by
+    block: wsgi.errors says how far it was made, and that close() came."""
+    errors = environ['wsgi.errors']
+    start_response('200 OK', [('Variable-REMOTE_USER', 'alice'), ('Variable-AUTH_TYPE', 'Bearer'), *_auth_report(environ),
+                              ('Content-Type', 'text/plain'), ('Content-Length', '45')])
+
+    class Body:
+        def __iter__(self):
+            for i in range(3):
+                errors.write(f'auth body block {i}\n')
+                yield b'ignored body %d\n' % i
+
+        def close(self):
+            errors.write('close called\n')
+
+    return Body()
+
+
+def auth_allow_list(environ, start_response):
+    start_response('200 OK', [('Variable-REMOTE_USER', 'bob'), *_auth_report(environ)])
+    return [b'a list body gets no Content-Length here']
+
+
+def auth_deny(environ, start_response):
+    seen = [('X-Path', f"{environ['SCRIPT_NAME']}|{environ['PATH_INFO']}"), ('X-Authorization', environ.get('HTTP_AUTHORIZATION', ''))]
+    start_response('401 Unauthorized', [('WWW-Authenticate', 'Bearer'), ('Content-Type', 'text/plain'), *_auth_report(environ), *seen])
+    return [b'token needed\n']
+
+
+def auth_recover(environ, start_response):
+    """Grants, then changes its mind before the head went out: the denial goes whole."""
+    start_response('200 OK', [('Variable-REMOTE_USER', 'alice')])
+    try:
+        raise PermissionError('revoked')
+    except PermissionError:
+        start_response('403 Forbidden', [('Content-Type', 'text/plain')], sys.exc_info())
+    return [b'revoked\n']
+
+
 ROUTES = {
+    '/auth/allow': auth_allow,
+    '/auth/allow-list': auth_allow_list,
+    '/auth/deny': auth_deny,
+    '/auth/recover': auth_recover,
     '/hello': hello,
     '/environ': environ_dump,
     '/upload': upload,
