@@ -485,7 +485,7 @@ async function main(): Promise<void> {
   const over: OverloadResult[] = [];
   const cold: ColdResult[] = [];
   let idle: IdleResult | undefined;
-  const stackList = [
+  const chosen = [
     { key: 'fcgipm', label: 'nginx → fcgi-pm → php-cgi' },
     { key: 'floor', label: 'nginx → relay floor → php-cgi' },
     { key: 'fpm', label: 'nginx → php-fpm (static)' },
@@ -493,13 +493,10 @@ async function main(): Promise<void> {
     { key: 'http', label: 'fcgi-pm HTTP → php-cgi' },
     ...(a.quick && a.stacks?.includes('fcgipm-nk') !== true ? [] : [{ key: 'fcgipm-nk', label: 'nginx → fcgi-pm, no keep-alive' }]),
     ...(a.stacks?.includes('floor-nk') === true ? [{ key: 'floor-nk', label: 'nginx → relay floor, no keep-alive' }] : []),
-    ...(a.baseline === undefined
-      ? []
-      : [
-          { key: 'base', label: 'nginx → baseline fcgi-pm → php-cgi' },
-          { key: 'base-nk', label: 'nginx → baseline fcgi-pm, no keep-alive' },
-        ]),
-  ].filter((s) => a.stacks === undefined || a.stacks.includes(s.key) || (a.baseline !== undefined && s.key.startsWith('base') && a.stacks.includes(s.key.replace('base', 'fcgipm'))));
+  ].filter((s) => a.stacks === undefined || a.stacks.includes(s.key));
+  // The baseline build runs whichever of fcgi-pm's nginx stacks were chosen.
+  const baseStacks = a.baseline === undefined ? [] : chosen.filter((s) => s.key.startsWith('fcgipm')).map((s) => ({ key: s.key.replace('fcgipm', 'base'), label: s.label.replace('fcgi-pm', 'baseline fcgi-pm') }));
+  const stackList = [...chosen, ...baseStacks];
   if (a.baseline !== undefined) log(`baseline: ${a.baseline} (${spawnSync('git', ['-C', a.baseline, 'log', '-1', '--format=%h %s'], { encoding: 'utf8' }).stdout.trim()})`);
   const workersRun = a.only.has('throughput') ? a.workers : [];
   const cells = workersRun.length * PAGES.length * a.concurrency.length * stackList.length * a.rounds;
@@ -514,15 +511,20 @@ async function main(): Promise<void> {
       const base = a.baseline === undefined ? undefined : await startFcgiPm(join(wdir, 'base'), doc, { pm: 'static', workers: w, queueTimeout: '5s', repo: a.baseline });
       const fpm = await startPhpFpm(join(wdir, 'fpm'), { pm: 'static', workers: w });
       const sp = await startSpawnFcgi(join(wdir, 'spawn'), w);
-      const floor = await startFloor(join(wdir, 'floor'), w);
+      // Only when measured: php-cgi drops the floor's connections if no request comes within 5 s.
+      const floor = stackList.some((s) => s.key.startsWith('floor')) ? await startFloor(join(wdir, 'floor'), w) : undefined;
       const ports = { fcgipm: await freePort(), floor: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort(), floorNk: await freePort(), base: await freePort(), baseNk: await freePort() };
       const ngx = await startNginx(join(wdir, 'nginx'), doc, [
         { port: ports.fcgipm, upstream: `unix:${fcgipm.sock}`, keepAlive: true },
-        { port: ports.floor, upstream: `unix:${floor.sock}`, keepAlive: true },
+        ...(floor === undefined
+          ? []
+          : [
+              { port: ports.floor, upstream: `unix:${floor.sock}`, keepAlive: true },
+              { port: ports.floorNk, upstream: `unix:${floor.sock}`, keepAlive: false },
+            ]),
         { port: ports.fpm, upstream: `unix:${fpm.sock}`, keepAlive: false },
         { port: ports.spawn, upstream: `unix:${sp.sock}`, keepAlive: false },
         { port: ports.nk, upstream: `unix:${fcgipm.sock}`, keepAlive: false },
-        { port: ports.floorNk, upstream: `unix:${floor.sock}`, keepAlive: false },
         ...(base === undefined
           ? []
           : [
@@ -532,12 +534,12 @@ async function main(): Promise<void> {
       ]);
       const stacks: Stack[] = [
         { key: 'fcgipm', label: '', url: `http://127.0.0.1:${ports.fcgipm}`, daemonPid: fcgipm.pid },
-        { key: 'floor', label: '', url: `http://127.0.0.1:${ports.floor}`, daemonPid: floor.pid },
+        { key: 'floor', label: '', url: `http://127.0.0.1:${ports.floor}`, daemonPid: floor?.pid },
         { key: 'fpm', label: '', url: `http://127.0.0.1:${ports.fpm}`, daemonPid: undefined },
         { key: 'spawn', label: '', url: `http://127.0.0.1:${ports.spawn}`, daemonPid: undefined },
         { key: 'http', label: '', url: `http://127.0.0.1:${httpPort}`, daemonPid: fcgipm.pid },
         { key: 'fcgipm-nk', label: '', url: `http://127.0.0.1:${ports.nk}`, daemonPid: fcgipm.pid },
-        { key: 'floor-nk', label: '', url: `http://127.0.0.1:${ports.floorNk}`, daemonPid: floor.pid },
+        { key: 'floor-nk', label: '', url: `http://127.0.0.1:${ports.floorNk}`, daemonPid: floor?.pid },
         { key: 'base', label: '', url: `http://127.0.0.1:${ports.base}`, daemonPid: base?.pid },
         { key: 'base-nk', label: '', url: `http://127.0.0.1:${ports.baseNk}`, daemonPid: base?.pid },
       ].filter((s) => stackList.some((l) => l.key === s.key));
@@ -583,7 +585,7 @@ async function main(): Promise<void> {
       const ngxErr = nginxErrors(join(wdir, 'nginx')).trim();
       if (ngxErr !== '') log(`nginx error log (${w} workers), last lines:\n${ngxErr.split('\n').slice(-5).join('\n')}`);
       await ngx.stop();
-      await Promise.all([fcgipm.stop(), floor.stop(), fpm.stop(), sp.stop(), base?.stop()]);
+      await Promise.all([fcgipm.stop(), floor?.stop(), fpm.stop(), sp.stop(), base?.stop()]);
     }
 
     if (a.only.has('cold')) {

@@ -178,12 +178,16 @@ function onWorkerData(w: Worker, chunk: Buffer): void {
   if (r !== undefined && !r.front.closed && from < chunk.length) r.front.sock.write(from === 0 ? chunk : chunk.subarray(from));
 }
 
+/** Every php-cgi started, for the exits. */
+const all: ChildProcess[] = [];
+
 async function startWorker(dir: string, i: number, php: string): Promise<Worker> {
   const l = await listenFd0(dir, `w${i}`);
   const proc = spawn(php, [], {
     stdio: [l.fd, 'ignore', 'inherit'],
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' },
   });
+  all.push(proc);
   l.handOff();
   const sock = await new Promise<Socket>((resolve, reject) => {
     const s = connect(l.path, () => resolve(s));
@@ -193,7 +197,10 @@ async function startWorker(dir: string, i: number, php: string): Promise<Worker>
   const w: Worker = { sock, proc, scanner: new RecordScanner(), request: undefined };
   sock.on('data', (c: Buffer) => onWorkerData(w, c));
   sock.on('close', () => {
+    // php-cgi drops a new connection that brings no request within 5 s: the floor must be
+    // used soon after "ready". The other workers go too, or they would outlive the floor.
     process.stderr.write(`relay-floor: php-cgi ${proc.pid} closed its connection\n`);
+    for (const o of all) o.kill('SIGKILL');
     process.exit(1);
   });
   return w;
