@@ -1,10 +1,11 @@
 /**
- * Per pool: responses by status class, a latency histogram and the decisions of the pool's
- * authorizer, counted as each exchange finishes (the daemon's one onFinish). Cumulative counters, so a reader (the dashboard)
+ * Per pool: responses by status class, a latency histogram, the decisions of the pool's
+ * authorizer and its own answers to a front end's authorizer requests, counted as each exchange finishes (the daemon's one onFinish). Cumulative counters, so a reader (the dashboard)
  * takes percentiles over any interval by subtracting two snapshots' buckets.
  */
 import type { Exchange } from '../protocol/exchange.js';
-import type { PoolAuthorizerCounts, PoolOutcomes } from './types.js';
+import { Role } from '../protocol/fastcgi.js';
+import type { PoolAuthorizerAnswers, PoolAuthorizerCounts, PoolOutcomes } from './types.js';
 
 /** Upper bounds of the latency buckets, ms; the last bucket is everything above. */
 export const LATENCY_BOUNDS_MS: readonly number[] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000];
@@ -14,6 +15,8 @@ interface Counts {
   latency: number[];
   /** Once the pool's authorizer decided about a request. */
   authorizer?: PoolAuthorizerCounts;
+  /** Once a front end's authorizer request to this pool finished. */
+  answers?: PoolAuthorizerAnswers;
 }
 
 export class OutcomeCounter {
@@ -35,6 +38,11 @@ export class OutcomeCounter {
     c.latency[i]!++;
     const decision = ex.authorization;
     if (decision !== undefined) (c.authorizer ??= { allowed: 0, cached: 0, denied: 0, failed: 0 })[decision]++;
+    // A client that left made no decision to count.
+    if (ex.role === Role.Authorizer && ex.state !== 'aborted') {
+      const answer = ex.state === 'failed' ? 'failed' : ex.status === 200 ? 'allowed' : 'denied';
+      (c.answers ??= { allowed: 0, denied: 0, failed: 0 })[answer]++;
+    }
   }
 
   of(pool: string): PoolOutcomes | undefined {
@@ -43,6 +51,7 @@ export class OutcomeCounter {
     const [a, b, d, e, f] = c.classes as [number, number, number, number, number];
     const out: PoolOutcomes = { status: { '1xx': a, '2xx': b, '3xx': d, '4xx': e, '5xx': f }, latency: { boundsMs: [...LATENCY_BOUNDS_MS], counts: [...c.latency] } };
     if (c.authorizer !== undefined) out.authorizer = { ...c.authorizer };
+    if (c.answers !== undefined) out.authorizerAnswers = { ...c.answers };
     return out;
   }
 

@@ -112,6 +112,15 @@ export interface PoolOutcomes {
   latency: { boundsMs: number[]; counts: number[] };
   /** A pool with an `authorizer`: its decisions about the requests that finished. */
   authorizer?: PoolAuthorizerCounts | undefined;
+  /** A pool that got authorizer requests from a front end (lighttpd, Apache): its answers. */
+  authorizerAnswers?: PoolAuthorizerAnswers | undefined;
+}
+
+/** allowed: a 200 went back; denied: another status; failed: fcgi-pm answered an error instead (502, 503, 504). */
+export interface PoolAuthorizerAnswers {
+  allowed: number;
+  denied: number;
+  failed: number;
 }
 
 /** allowed: granted by the authorizer; cached: granted from authorizer_cache; denied: its answer went to the client; failed: 503 ERR_AUTHORIZER_FAILED. */

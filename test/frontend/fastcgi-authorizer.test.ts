@@ -209,6 +209,30 @@ header('Variable-REMOTE_USER: late');`);
     assert.equal(parseCgiOutput((await c.response(2)).stdout).body.toString(), 'app');
   });
 
+  it("status counts the authorizer pool's answers to a front end: allowed, denied, failed", async () => {
+    type Answers = { allowed: number; denied: number; failed: number };
+    const answers = async (): Promise<Answers> => {
+      const r = await ops.ctl(['status', '--json']);
+      assert.equal(r.code, 0, r.stderr);
+      const pool = (JSON.parse(r.stdout).pools as Array<{ name: string; outcomes?: { authorizerAnswers?: Answers } }>).find((p) => p.name === 'authz');
+      return pool?.outcomes?.authorizerAnswers ?? { allowed: 0, denied: 0, failed: 0 };
+    };
+    const before = await answers();
+    const c = await connect(phpPort);
+    askAuthorizer(c, 1, phpParams(dir, 'x.php', { HTTP_AUTHORIZATION: 'Bearer tok1' }));
+    askAuthorizer(c, 2, phpParams(dir, 'x.php', { HTTP_AUTHORIZATION: 'Bearer wrong' }));
+    assert.equal(parseCgiOutput((await c.response(1)).stdout).status, 200);
+    assert.equal(parseCgiOutput((await c.response(2)).stdout).status, 401);
+    const s = await connect();
+    askAuthorizer(s, 1, phpParams(dir, 'steer.php'));
+    assert.equal(parseCgiOutput((await s.response(1)).stdout).status, 502);
+    // Responder requests are not answers of an authorizer.
+    s.request(2, phpParams(dir, 'pool.php'));
+    await s.response(2);
+    await waitFor(async () => (await answers()).failed > before.failed, { timeout: 5000, what: 'the counts after the access lines' });
+    assert.deepEqual(await answers(), { allowed: before.allowed + 1, denied: before.denied + 1, failed: before.failed + 1 });
+  });
+
   it('a reload that points authorizer_pool elsewhere takes effect on the open listener', async () => {
     ops.rewrite(config('other'));
     const r = await ops.ctl(['reload'], 60_000);
