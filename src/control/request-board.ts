@@ -2,16 +2,18 @@
  * The requests in flight and each worker's last finished request, for the per-process
  * part of the status page (method, URI, script, content length, user, duration) and the
  * age of the oldest queued request. The daemon calls add() for every new exchange and
- * finished() from its shared onFinish: a Set insert and delete per request, no closure,
- * and a finished request leaves only its variables and times (as PHP-FPM's scoreboard).
+ * finished() from its shared onFinish: an insert and a delete of a dense set per request
+ * (no hash table churn), no closure, and a finished request leaves only its variables and
+ * times (as PHP-FPM's scoreboard).
  */
 import type { Exchange } from '../protocol/exchange.js';
 import type { CgiParams } from '../protocol/params.js';
+import { DenseSet } from '../protocol/dense-set.js';
 import { FcgiParams } from '../protocol/fastcgi-params.js';
 import { paramText } from '../log/access-format.js';
 import type { RequestStatus } from './types.js';
 
-/** Workers whose last request is remembered; beyond it the least recently used are forgotten. */
+/** Workers whose last request is remembered; beyond it the one that finished longest ago is forgotten. */
 const MAX_REMEMBERED = 4096;
 
 /** What the board keeps of a finished request: its variables and times, not the exchange (nor its sockets). */
@@ -23,7 +25,7 @@ export interface FinishedRequest {
 }
 
 export class RequestBoard {
-  private readonly live = new Set<Exchange>();
+  private readonly live = new DenseSet<Exchange, 'boardSlot'>('boardSlot');
   /** By worker pid: its last finished request, one record per worker rewritten in place. */
   private readonly last = new Map<number, FinishedRequest>();
 
@@ -36,19 +38,30 @@ export class RequestBoard {
     const pid = ex.workerPid;
     if (pid === undefined) return;
     if (ex.params instanceof FcgiParams) ex.params.detach();
-    let rec = this.last.get(pid);
-    if (rec === undefined) {
-      rec = { params: ex.params, startedAt: ex.startedAt, endedAt: now };
-    } else {
-      // Re-inserted so the Map's order is least recently used first: workers recycled over
-      // months leave entries behind even when nobody takes a snapshot to prune them.
-      this.last.delete(pid);
+    const rec = this.last.get(pid);
+    if (rec !== undefined) {
+      // Rewritten in place: a delete and set per request would churn the Map's tables.
       rec.params = ex.params;
       rec.startedAt = ex.startedAt;
       rec.endedAt = now;
+      return;
     }
-    this.last.set(pid, rec);
-    if (this.last.size > MAX_REMEMBERED) this.last.delete(this.last.keys().next().value as number);
+    this.last.set(pid, { params: ex.params, startedAt: ex.startedAt, endedAt: now });
+    // Workers recycled over months leave entries behind even when nobody takes a snapshot
+    // to prune them: past the bound a new worker's entry pushes out the longest finished.
+    if (this.last.size > MAX_REMEMBERED) this.forgetOldest();
+  }
+
+  private forgetOldest(): void {
+    let oldest: number | undefined;
+    let at = Infinity;
+    for (const [pid, r] of this.last) {
+      if (r.endedAt < at) {
+        at = r.endedAt;
+        oldest = pid;
+      }
+    }
+    if (oldest !== undefined) this.last.delete(oldest);
   }
 
   get inFlight(): number {
@@ -58,16 +71,18 @@ export class RequestBoard {
   /** Running requests by worker pid. */
   runningByPid(): Map<number, Exchange> {
     const out = new Map<number, Exchange>();
-    for (const ex of this.live) if (ex.workerPid !== undefined && ex.state !== 'aborted') out.set(ex.workerPid, ex);
+    this.live.forEach((ex) => {
+      if (ex.workerPid !== undefined && ex.state !== 'aborted') out.set(ex.workerPid, ex);
+    });
     return out;
   }
 
   /** Age in ms of the oldest request of `pool` that waits for a worker or backend. */
   oldestQueuedMs(pool: string, now = performance.now()): number {
     let oldest = now;
-    for (const ex of this.live) {
+    this.live.forEach((ex) => {
       if (ex.pool === pool && ex.workerPid === undefined && ex.backend === undefined && ex.startedAt < oldest) oldest = ex.startedAt;
-    }
+    });
     return now - oldest;
   }
 

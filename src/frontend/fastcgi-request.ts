@@ -88,3 +88,53 @@ export function fcgiBodyDrained(this: Exchange): void {
   const r = this.sink as FcgiRequest;
   r.session.bodyDrained(r);
 }
+
+/**
+ * A connection's requests in flight by id. Front ends send one at a time on a connection
+ * (nginx, lighttpd, Apache): that one lives in a field, and only a multiplexing client's
+ * further requests go into a Map. A long-lived Map with a set and a delete per request
+ * would churn its hash tables in V8's old generation (src/protocol/dense-set.ts).
+ */
+export class RequestTable {
+  private one: FcgiRequest | undefined;
+  private more: Map<number, FcgiRequest> | undefined;
+  size = 0;
+
+  get(id: number): FcgiRequest | undefined {
+    const one = this.one;
+    if (one !== undefined && one.id === id) return one;
+    return this.more?.get(id);
+  }
+
+  has(id: number): boolean {
+    return this.get(id) !== undefined;
+  }
+
+  /** `r.id` is not in the table (the session checks). */
+  add(r: FcgiRequest): void {
+    if (this.one === undefined) this.one = r;
+    else (this.more ??= new Map()).set(r.id, r);
+    this.size++;
+  }
+
+  delete(r: FcgiRequest): void {
+    if (this.one === r) this.one = undefined;
+    else if (this.more?.get(r.id) === r) this.more.delete(r.id);
+    else return;
+    this.size--;
+  }
+
+  /** The requests now, as a copy. */
+  values(): FcgiRequest[] {
+    const out: FcgiRequest[] = [];
+    if (this.one !== undefined) out.push(this.one);
+    if (this.more !== undefined) for (const r of this.more.values()) out.push(r);
+    return out;
+  }
+
+  clear(): void {
+    this.one = undefined;
+    this.more = undefined;
+    this.size = 0;
+  }
+}

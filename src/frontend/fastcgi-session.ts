@@ -33,7 +33,7 @@ import { Exchange } from '../protocol/exchange.js';
 import { CgiParams } from '../protocol/params.js';
 import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
 import type { FrontendEnv } from './env.js';
-import { FcgiRequest, fcgiBodyDrained } from './fastcgi-request.js';
+import { FcgiRequest, RequestTable, fcgiBodyDrained } from './fastcgi-request.js';
 import type { Session } from './listener-base.js';
 import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
@@ -64,11 +64,12 @@ const EMPTY = Buffer.alloc(0);
 type SessionState = 'open' | 'draining' | 'closed';
 
 export class FcgiSession implements Session, ClientTimed, SocketOwner {
+  listenerSlot = -1;
   private readonly env: FrontendEnv;
   private readonly socket: Socket;
   private readonly remote: string;
   private readonly decoder: FcgiDecoder;
-  private readonly requests = new Map<number, FcgiRequest>();
+  private readonly requests = new RequestTable();
   private state: SessionState = 'open';
   /** Requests whose body the exchange asked us to stop reading. */
   private pausedBy = 0;
@@ -223,7 +224,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
       return;
     }
     const r = new FcgiRequest(this, id, role, keepConn, new ParamsCollector(this.env.ctx.limits));
-    this.requests.set(id, r);
+    this.requests.add(r);
     this.deadlines.header.push(r.deadline);
   }
 
@@ -530,7 +531,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     r.state = 'ended';
     r.collector = undefined;
     this.deadlines.stop(r.deadline);
-    this.requests.delete(r.id);
+    this.requests.delete(r);
     if (r.bodyPaused) {
       r.bodyPaused = false;
       if (--this.pausedBy === 0 && this.state !== 'closed') this.socket.resume();
@@ -578,7 +579,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
 
   private abortAll(): void {
     if (this.requests.size === 0) return;
-    const open = [...this.requests.values()];
+    const open = this.requests.values();
     this.requests.clear();
     for (const r of open) {
       r.state = 'ended';

@@ -29,6 +29,7 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'up
 
 /** One client connection, for graceful close and the idle/stall timeout. */
 export class HttpConnection implements Session {
+  listenerSlot = -1;
   readonly env: FrontendEnv;
   readonly socket: Socket;
   readonly remote: string;

@@ -8,6 +8,7 @@ import type { ListenerConfig } from '../config/types.js';
 import { ClientGate } from './client-gate.js';
 import type { Listener } from './index.js';
 import { ErrorCodes } from '../errors.js';
+import { DenseSet } from '../protocol/dense-set.js';
 
 /** One front-end connection as the listener sees it. */
 export interface Session {
@@ -15,6 +16,8 @@ export interface Session {
   drain(): void;
   /** Close now; in-flight exchanges are aborted. */
   destroy(): void;
+  /** Its place in the listener's set of sessions (src/protocol/dense-set.ts); -1 when in none. */
+  listenerSlot: number;
 }
 
 export class SessionListener implements Listener {
@@ -25,7 +28,8 @@ export class SessionListener implements Listener {
   log: Logger;
   /** allowed_clients, checked first on accept (src/frontend/overflow.ts guardConnections). */
   readonly gate: ClientGate;
-  private readonly sessions = new Set<Session>();
+  /** A connection per request is the usual nginx setup: an add and a delete per request. */
+  private readonly sessions = new DenseSet<Session, 'listenerSlot'>('listenerSlot');
   private closing = false;
   private closedWaiter: (() => void) | undefined;
 
@@ -77,12 +81,12 @@ export class SessionListener implements Listener {
       timer = setTimeout(() => {
         timer = undefined;
         if (this.sessions.size > 0) this.log.warn({ code: ErrorCodes.SHUTDOWN_FORCED, connections: this.sessions.size }, 'close timeout; cutting open connections');
-        for (const s of [...this.sessions]) s.destroy();
+        for (const s of this.sessions.snapshot()) s.destroy();
         this.sessions.clear();
         this.closedWaiter = undefined;
         done();
       }, timeoutMs);
-      for (const s of [...this.sessions]) s.drain();
+      for (const s of this.sessions.snapshot()) s.drain();
     });
   }
 }

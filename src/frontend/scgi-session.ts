@@ -30,6 +30,7 @@ import { errorText, statusOfProtocolError } from './request-errors.js';
 type ScgiState = 'head' | 'body' | 'waiting' | 'closed';
 
 export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHandlers, SocketOwner {
+  listenerSlot = -1;
   private readonly env: FrontendEnv;
   private readonly socket: Socket;
   private readonly remote: string;

@@ -82,6 +82,8 @@ export class Exchange {
   role: number = Role.Responder;
 
   state: ExchangeState = 'pending';
+  /** Its place in the status board's set of requests in flight (src/protocol/dense-set.ts). */
+  boardSlot = -1;
   /** Set by the pool, for logs and status. */
   pool: string | undefined;
   backend: string | undefined;

@@ -65,6 +65,8 @@ export abstract class UpstreamConnection implements BodyConsumer {
   protected readonly opts: UpstreamOptions;
   protected readonly logger: Logger;
 
+  /** Its place in the endpoint's set of busy connections (src/protocol/dense-set.ts). */
+  busySlot = -1;
   // The running request (undefined while idle or closed).
   protected ex: Exchange | undefined;
   private done: DoneCallback | undefined;

@@ -4,6 +4,7 @@
  * on a fresh connection when a reused one turns out to have been closed by the backend.
  * It never answers a failed exchange itself: the outcome goes to the pool.
  */
+import { DenseSet } from '../protocol/dense-set.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import type { Exchange } from '../protocol/exchange.js';
@@ -19,7 +20,7 @@ export class UpstreamEndpoint implements Endpoint, ConnectionOwner {
   private readonly logger: Logger;
   /** Idle connections, most recently used last (reused first: its socket is warm). */
   private readonly idle: UpstreamConnection[] = [];
-  private readonly busy = new Set<UpstreamConnection>();
+  private readonly busy = new DenseSet<UpstreamConnection, 'busySlot'>('busySlot');
   private running = 0;
   private destroyed = false;
   /** Connections opened so far (status, tests: proves keep-alive reuse). */
@@ -64,7 +65,7 @@ export class UpstreamEndpoint implements Endpoint, ConnectionOwner {
   destroy(): void {
     this.destroyed = true;
     this.closeIdle();
-    for (const c of [...this.busy]) c.abandon(endpointClosed(this.address.text, c.state === 'busy'));
+    for (const c of this.busy.snapshot()) c.abandon(endpointClosed(this.address.text, c.state === 'busy'));
   }
 
   // ---- ConnectionOwner ------------------------------------------------------------------

@@ -57,3 +57,36 @@ test('one record per worker, rewritten by its next request', () => {
   board.prune(new Set());
   assert.equal(board.lastOf(7), undefined);
 });
+
+test('past 4096 workers remembered, a new one pushes out the one that finished longest ago', () => {
+  const board = new RequestBoard();
+  // Worker 1 finished first but ran again last; worker 2 is then the longest finished.
+  finishOn(board, 1, '/one', 0, 1);
+  for (let pid = 2; pid <= 4096; pid++) finishOn(board, pid, '/x', pid, pid + 1);
+  finishOn(board, 1, '/one-again', 10_000, 10_001);
+  finishOn(board, 5000, '/new', 10_002, 10_003);
+  assert.equal(board.lastOf(2), undefined, 'the longest finished is forgotten');
+  assert.equal(board.lastOf(1)?.params.get('REQUEST_URI'), '/one-again');
+  assert.equal(board.lastOf(3)?.params.get('REQUEST_URI'), '/x');
+  assert.equal(board.lastOf(5000)?.params.get('REQUEST_URI'), '/new');
+});
+
+test('requests in flight: added, walked, deleted in any order', () => {
+  const board = new RequestBoard();
+  const exs = [1, 2, 3].map((i) => {
+    const ex = new Exchange(CgiParams.fromObject({ REQUEST_URI: `/${i}` }), sink(), 'fastcgi', i);
+    ex.pool = 'p';
+    board.add(ex);
+    return ex;
+  });
+  assert.equal(board.inFlight, 3);
+  assert.equal(board.oldestQueuedMs('p', 10), 9);
+  board.finished(exs[0]!, 20);
+  assert.equal(board.inFlight, 2);
+  assert.equal(board.oldestQueuedMs('p', 10), 8);
+  exs[2]!.workerPid = 77;
+  assert.deepEqual([...board.runningByPid().keys()], [77]);
+  board.finished(exs[2]!, 20);
+  board.finished(exs[2]!, 21); // twice: no effect
+  assert.equal(board.inFlight, 1);
+});

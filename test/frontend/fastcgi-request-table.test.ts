@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { FcgiRequest, RequestTable } from '../../src/frontend/fastcgi-request.js';
+import type { FcgiSession } from '../../src/frontend/fastcgi-session.js';
+import { ParamsCollector, Role } from '../../src/protocol/fastcgi.js';
+import { DEFAULT_PARAMS_LIMITS } from '../../src/protocol/params.js';
+
+const request = (id: number): FcgiRequest => new FcgiRequest({} as FcgiSession, id, Role.Responder, true, new ParamsCollector(DEFAULT_PARAMS_LIMITS));
+
+test('RequestTable: one request, then multiplexed ones, found by id and forgotten one by one', () => {
+  const t = new RequestTable();
+  const [a, b, c] = [request(1), request(7), request(3)];
+  t.add(a);
+  assert.equal(t.get(1), a);
+  assert.equal(t.has(7), false);
+  t.add(b);
+  t.add(c);
+  assert.equal(t.size, 3);
+  assert.deepEqual(t.values().map((r) => r.id).sort(), [1, 3, 7]);
+  t.delete(a);
+  assert.equal(t.get(1), undefined);
+  assert.equal(t.get(7), b);
+  // A request with the same id as one already gone is not deleted in its stead.
+  t.delete(request(7));
+  assert.equal(t.size, 2);
+  const d = request(1);
+  t.add(d);
+  assert.equal(t.get(1), d);
+  assert.equal(t.size, 3);
+  for (const r of [b, c, d]) t.delete(r);
+  assert.equal(t.size, 0);
+  assert.deepEqual(t.values(), []);
+  t.add(b);
+  t.clear();
+  assert.equal(t.size, 0);
+  assert.equal(t.get(7), undefined);
+});
