@@ -7,6 +7,7 @@
  * Listeners on req/res are shared module functions (`this` is the emitter), so a request
  * costs no closures.
  */
+import { DenseSet } from '../protocol/dense-set.js';
 import { backendStderrLog } from './backend-stderr.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -35,7 +36,8 @@ export class HttpConnection implements Session {
   readonly remote: string;
   /** Requests begun on this connection, and those not finished yet. */
   requests = 0;
-  readonly calls = new Set<HttpCall>();
+  /** Kept alive for many requests: a dense set, not a Set churned per request (src/protocol/dense-set.ts). */
+  readonly calls = new DenseSet<HttpCall, 'connSlot'>('connSlot');
   draining = false;
 
   constructor(env: FrontendEnv, socket: Socket) {
@@ -68,7 +70,7 @@ export class HttpConnection implements Session {
       this.socket.destroy();
       return;
     }
-    for (const c of this.calls) {
+    for (const c of this.calls.snapshot()) {
       if (c.receivingBody) {
         log.warn({ remote: this.remote, code: HttpRejectCodes.BODY_TIMEOUT }, 'HTTP client stalled sending its request body; closing');
         this.socket.destroy();
@@ -91,6 +93,8 @@ export class HttpConnection implements Session {
 }
 
 export class HttpCall implements ResponseSink {
+  /** Its place in its connection's calls. */
+  connSlot = -1;
   readonly conn: HttpConnection;
   readonly req: IncomingMessage;
   readonly res: ServerResponse;

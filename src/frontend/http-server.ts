@@ -298,7 +298,7 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
   // node answers some requests itself (HTTP/1.1 without Host: 400, Connection: close)
   // and never shows them to us; the bytes after such a head must not get a second answer.
   let answered = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage?.headersSent === true;
-  for (const c of conn?.calls ?? []) {
+  for (const c of conn?.calls.snapshot() ?? []) {
     if (c.exchange !== undefined || c.res.headersSent || c.req.complete) answered = true;
     else {
       c.gone = true;
