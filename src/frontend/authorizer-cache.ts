@@ -17,11 +17,17 @@ interface Grant {
   /** The answer's variables as a flat [name, value, ...] override. */
   variables: readonly string[];
   expires: number;
+  /** When it last served a request: the least recently used goes first when the cache is full. */
+  used: number;
 }
 
 export class AuthorizerCache {
   private readonly parts: CacheKeyPart[];
-  /** Map order is use order: the first entry is the least recently used. */
+  /**
+   * A hit only stamps its grant: a delete and set per request to keep the Map in use
+   * order would churn its tables in the old generation (src/protocol/dense-set.ts). The
+   * least recently used is searched for only when a new grant finds the cache full.
+   */
   private readonly grants = new Map<string, Grant>();
 
   constructor(
@@ -61,15 +67,35 @@ export class AuthorizerCache {
   get(key: string, now: number): readonly string[] | undefined {
     const g = this.grants.get(key);
     if (g === undefined) return undefined;
-    this.grants.delete(key);
-    if (g.expires <= now) return undefined;
-    this.grants.set(key, g); // now the most recently used
+    if (g.expires <= now) {
+      this.grants.delete(key);
+      return undefined;
+    }
+    g.used = now;
     return g.variables;
   }
 
   put(key: string, variables: readonly string[], now: number): void {
-    this.grants.delete(key);
-    while (this.grants.size >= this.maxEntries) this.grants.delete(this.grants.keys().next().value!);
-    this.grants.set(key, { variables, expires: now + this.ttlMs });
+    const g = this.grants.get(key);
+    if (g !== undefined) {
+      g.variables = variables;
+      g.expires = now + this.ttlMs;
+      g.used = now;
+      return;
+    }
+    while (this.grants.size >= this.maxEntries) this.forgetLeastRecentlyUsed();
+    this.grants.set(key, { variables, expires: now + this.ttlMs, used: now });
+  }
+
+  private forgetLeastRecentlyUsed(): void {
+    let oldest: string | undefined;
+    let at = Infinity;
+    for (const [k, g] of this.grants) {
+      if (g.used < at) {
+        at = g.used;
+        oldest = k;
+      }
+    }
+    this.grants.delete(oldest!);
   }
 }
