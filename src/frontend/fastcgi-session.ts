@@ -299,10 +299,10 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     const l = this.env.listener;
     let bucket = authorizerBodyLog.get(l);
     if (bucket === undefined) authorizerBodyLog.set(l, (bucket = new TokenBucket({ ratePerSec: 1, burst: 10 })));
-    if (bucket.take()) {
-      const suppressed = bucket.takeDropped();
+    const fields = bucket.lineFields();
+    if (fields !== undefined) {
       l.log.warn(
-        { remote: this.remote, code: ErrorCodes.AUTHORIZER_BODY, request: r.id, bytes, uri: ex.params.get('REQUEST_URI'), ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}) },
+        { remote: this.remote, code: ErrorCodes.AUTHORIZER_BODY, request: r.id, bytes, uri: ex.params.get('REQUEST_URI'), ...fields },
         'FastCGI authorizer request with a body (the role has none); answered 400',
       );
     }

@@ -59,9 +59,8 @@ export class ScriptGate {
 
   /** One warning line, unless the burst is used up; the next line counts what was left out. */
   warn(log: Logger, r: ScriptRefusal, script: string | undefined, uri: string | undefined, remote: string | undefined): void {
-    if (!this.logBucket.take()) return;
-    const suppressed = this.logBucket.takeDropped();
-    log.warn({ code: r.code, status: r.status, script, uri, remote, ...(suppressed > 0 ? { suppressedSinceLastLine: suppressed } : {}) }, `refused: ${r.reason}`);
+    const fields = this.logBucket.lineFields();
+    if (fields !== undefined) log.warn({ code: r.code, status: r.status, script, uri, remote, ...fields }, `refused: ${r.reason}`);
   }
 
   /** The fix_pathinfo walk with look-ups, starting at the first path the cache did not know. */

@@ -13,6 +13,8 @@ export interface RateLimitOptions {
   now?: () => number;
 }
 
+const NOTHING_DROPPED: { suppressedSinceLastLine?: number } = Object.freeze({});
+
 export class TokenBucket {
   readonly ratePerSec: number;
   readonly burst: number;
@@ -55,6 +57,16 @@ export class TokenBucket {
     const n = this.droppedSinceReport;
     this.droppedSinceReport = 0;
     return n;
+  }
+
+  /**
+   * For a line that itself says how many were left out before it: undefined when this one
+   * is dropped too, else the fields to add to it (none when nothing was dropped).
+   */
+  lineFields(): { suppressedSinceLastLine?: number } | undefined {
+    if (!this.take()) return undefined;
+    const n = this.takeDropped();
+    return n > 0 ? { suppressedSinceLastLine: n } : NOTHING_DROPPED;
   }
 
   get pendingDropped(): number {
