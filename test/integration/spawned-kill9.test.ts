@@ -34,17 +34,25 @@ async function killDaemonLeavingNone(daemon: Daemon, dir: string, pids: number[]
   });
 }
 
-test('kill -9 of the daemon leaves no php-cgi worker running', { timeout: 30_000 }, async (t) => {
+/**
+ * A daemon with one pool `app` behind one listener, in a temp dir that marks its processes;
+ * whatever it leaves behind is removed after the test.
+ */
+async function markedDaemon(t: TestContext, protocol: 'http' | 'fastcgi', pool: (dir: string) => Record<string, unknown>): Promise<{ dir: string; port: number; daemon: Daemon }> {
   const dir = makeTempDir(t);
   removeLeftovers(t, dir);
   const port = await freePort();
+  const listener = protocol === 'http' ? { document_root: PHP_FIXTURES } : {};
   const daemon = await startDaemon(t, {
-    listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'app', document_root: PHP_FIXTURES }],
-    pools: {
-      app: { command: phpCommand(dir, 'k9-worker'), pm: 'static', max_children: 3 },
-    },
+    listen: [{ protocol, address: `127.0.0.1:${port}`, pool: 'app', ...listener }],
+    pools: { app: pool(dir) },
     log: { level: 'info' },
   });
+  return { dir, port, daemon };
+}
+
+test('kill -9 of the daemon leaves no php-cgi worker running', { timeout: 30_000 }, async (t) => {
+  const { dir, port, daemon } = await markedDaemon(t, 'http', (d) => ({ command: phpCommand(d, 'k9-worker'), pm: 'static', max_children: 3 }));
   await waitFor(() => workerPids(daemon, 'k9-worker').length === 3, { timeout: 5000, what: '3 workers' });
   assert.equal((await httpRequest(`http://127.0.0.1:${port}/hello.php`)).status, 200);
 
@@ -60,16 +68,7 @@ test('kill -9 of the daemon leaves no php-cgi worker running', { timeout: 30_000
 });
 
 test('kill -9 of the daemon leaves no php-cgi group child running (group_size 2)', { timeout: 30_000 }, async (t) => {
-  const dir = makeTempDir(t);
-  removeLeftovers(t, dir);
-  const port = await freePort();
-  const daemon = await startDaemon(t, {
-    listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'app', document_root: PHP_FIXTURES }],
-    pools: {
-      app: { command: phpCommand(dir, 'k9-group'), pm: 'static', max_children: 4, group_size: 2 },
-    },
-    log: { level: 'info' },
-  });
+  const { dir, port, daemon } = await markedDaemon(t, 'http', (d) => ({ command: phpCommand(d, 'k9-group'), pm: 'static', max_children: 4, group_size: 2 }));
   // Two parents and their two children each: six php-cgi processes.
   await waitFor(() => orphanPids(dir).length === 6, { timeout: 5000, what: '2 groups of 2 children' });
   assert.equal((await httpRequest(`http://127.0.0.1:${port}/hello.php`)).status, 200);
@@ -78,20 +77,11 @@ test('kill -9 of the daemon leaves no php-cgi group child running (group_size 2)
 });
 
 test('kill -9 of the daemon leaves no preload parent or fork running', { timeout: 30_000 }, async (t) => {
-  const dir = makeTempDir(t);
-  removeLeftovers(t, dir);
-  const port = await freePort();
-  const daemon = await startDaemon(t, {
-    listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'py' }],
-    pools: {
-      // `dir` on the command line marks the processes (an extra sys.path entry).
-      py: {
-        command: ['/usr/bin/python3', join(REPO_ROOT, 'bin', 'fcgi-pm-wsgi'), '--preload', '--path', dir, '--path', join(REPO_ROOT, 'test', 'python'), 'wsgi_apps:app'],
-        preload: true, pm: 'static', max_children: 2,
-      },
-    },
-    log: { level: 'info' },
-  });
+  // `dir` on the command line marks the processes (an extra sys.path entry).
+  const { dir, daemon } = await markedDaemon(t, 'fastcgi', (d) => ({
+    command: ['/usr/bin/python3', join(REPO_ROOT, 'bin', 'fcgi-pm-wsgi'), '--preload', '--path', d, '--path', join(REPO_ROOT, 'test', 'python'), 'wsgi_apps:app'],
+    preload: true, pm: 'static', max_children: 2,
+  }));
   // The parent and its two forks.
   await waitFor(() => orphanPids(dir).length === 3, { timeout: 10_000, what: 'a preload parent and 2 forks' });
   const pids = orphanPids(dir);
