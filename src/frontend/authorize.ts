@@ -11,7 +11,6 @@
 import { ErrorCodes, ProxyError, type ErrorCode } from '../errors.js';
 import { EpisodeLimiter } from '../log/episode-limiter.js';
 import type { Logger } from '../log/log.js';
-import { judgeAuthorizerAnswer } from '../protocol/authorizer.js';
 import { Exchange, type CgiResponseHead, type ResponseSink } from '../protocol/exchange.js';
 import { Role } from '../protocol/fastcgi.js';
 import type { CgiParams } from '../protocol/params.js';
@@ -55,11 +54,9 @@ class AnswerSink implements ResponseSink {
   ex: Exchange | undefined;
 
   head(head: CgiResponseHead): void {
-    // The upstream judged the answer already: a 200 here is a usable grant, without its body.
-    const judged = judgeAuthorizerAnswer(head);
-    if (judged.kind === 'allow') this.answer = { kind: 'allow', variables: judged.variables.flat() };
-    else if (judged.kind === 'deny') this.answer = { kind: 'deny', head, body: [] };
-    else this.settle({ kind: 'failed', code: ErrorCodes.AUTHORIZER_ANSWER, reason: judged.reason });
+    // The upstream judged the answer (an unusable grant fails the exchange before this).
+    const granted = this.ex?.granted;
+    this.answer = granted !== undefined ? { kind: 'allow', variables: granted } : { kind: 'deny', head, body: [] };
   }
 
   body(chunk: Buffer): boolean {

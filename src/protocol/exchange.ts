@@ -80,6 +80,11 @@ export class Exchange {
    * (src/protocol/authorizer.ts): a granting answer reaches the sink without its body.
    */
   role: number = Role.Responder;
+  /**
+   * An authorizer's grant, as the upstream judged it before respondHead(): its variables
+   * as a flat [name, value, ...] override. Undefined for a deny and for any other role.
+   */
+  granted: readonly string[] | undefined;
 
   state: ExchangeState = 'pending';
   /** Its place in the status board's set of requests in flight (src/protocol/dense-set.ts). */

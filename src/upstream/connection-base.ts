@@ -238,6 +238,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
       }
       if (answer.kind === 'allow') {
         this.dropBody = true;
+        ex.granted = answer.variables.flat();
         head = grantedHead(head);
       }
     }

@@ -122,6 +122,8 @@ function rig(behaviour: (ex: Exchange) => void): { auth: FakePool; app: FakePool
 
 test('a grant: the authorizer request has role AUTHORIZER and no body; the request goes on with the variables', () => {
   const r = rig((aex) => {
+    // As the upstream passes a grant on (src/upstream/connection-base.ts passHead): judged, then the head.
+    aex.granted = ['REMOTE_USER', 'ann'];
     aex.respondHead(makeHead(200, [['Variable-REMOTE_USER', 'ann']]));
     aex.respondEnd();
   });

@@ -66,6 +66,9 @@ test('php-cgi as a native authorizer: role FCGI_AUTHORIZER, a grant passes its h
   assert.equal(r.sink.gotHead?.status, 200);
   assert.equal(header(r, 'Variable-SEEN_ROLE'), 'AUTHORIZER');
   assert.equal(header(r, 'Variable-REMOTE_USER'), 'alice');
+  // The judged grant, for whoever acts on it (a pool's authorizer step).
+  assert.deepEqual(r.ex.granted, ['SEEN_ROLE', 'AUTHORIZER', 'REMOTE_USER', 'alice']);
+  assert.equal(asResponder.ex.granted, undefined);
   assert.equal(r.sink.bodyBytes, 0);
   assert.equal(r.ex.bytesOut, 0);
   // The head passed on describes no body.
@@ -80,6 +83,7 @@ test('a deny goes on as the authorizer wrote it: status, headers and body', asyn
   assert.equal(r.sink.gotHead?.status, 401);
   assert.equal(header(r, 'WWW-Authenticate'), 'Bearer');
   assert.equal(r.sink.bodyBuffer.toString(), 'no token');
+  assert.equal(r.ex.granted, undefined);
 });
 
 for (const [script, what] of [['steer.php', 'SCRIPT_FILENAME'], ['badname.php', '9LIVES']] as const) {
