@@ -98,7 +98,10 @@ export function fcgiBodyDrained(this: Exchange): void {
 export class RequestTable {
   private one: FcgiRequest | undefined;
   private more: Map<number, FcgiRequest> | undefined;
-  size = 0;
+
+  get size(): number {
+    return (this.one === undefined ? 0 : 1) + (this.more?.size ?? 0);
+  }
 
   get(id: number): FcgiRequest | undefined {
     const one = this.one;
@@ -114,14 +117,11 @@ export class RequestTable {
   add(r: FcgiRequest): void {
     if (this.one === undefined) this.one = r;
     else (this.more ??= new Map()).set(r.id, r);
-    this.size++;
   }
 
   delete(r: FcgiRequest): void {
     if (this.one === r) this.one = undefined;
     else if (this.more?.get(r.id) === r) this.more.delete(r.id);
-    else return;
-    this.size--;
   }
 
   /** The requests now, as a copy. */
@@ -135,6 +135,5 @@ export class RequestTable {
   clear(): void {
     this.one = undefined;
     this.more = undefined;
-    this.size = 0;
   }
 }
