@@ -465,7 +465,7 @@ function checkAuthorizers(pools: ReadonlyMap<string, PoolConfig>, ctx: Ctx): voi
     if (name === undefined) continue;
     const at: KeyPath = ['pools', pool.name, 'authorizer'];
     const target = pools.get(name);
-    if (target === undefined) ctx.problems.add(at, `no pool named "${name}"${didYouMean(name, names) || ` (pools: ${names.join(', ')})`}`);
+    if (target === undefined) ctx.problems.add(at, noPoolNamed(name, names));
     else if (name === pool.name) ctx.problems.add(at, 'names this pool itself; the authorizer is another pool (e.g. one running auth.php with script:)');
     else if (target.authorizer !== undefined) ctx.problems.add(at, `pool "${name}" has an authorizer of its own ("${target.authorizer}"); an authorizer pool may not have one (no chains)`);
     // Its requests carry no SCRIPT_FILENAME: php-cgi would answer every one "No input file specified".
@@ -490,13 +490,18 @@ function checkMemoryKeys(pool: PoolConfig, path: KeyPath, present: ReadonlySet<s
   }
 }
 
+/** The one message for a reference to a pool that is not there, with the likely one or the list. */
+function noPoolNamed(name: string, poolNames: readonly string[]): string {
+  return `no pool named "${name}"${didYouMean(name, poolNames) || ` (pools: ${poolNames.join(', ')})`}`;
+}
+
 /** authorizer_pool: a pool's name, on the one listener kind that gets authorizer requests. */
 function checkAuthorizerPool(l: ListenerConfig, path: KeyPath, poolNames: readonly string[], ctx: Ctx): void {
   const name = l.authorizerPool!;
   if (l.protocol !== undefined && l.protocol !== 'fastcgi') {
     ctx.problems.add(path, "only applies to fastcgi listeners (SCGI and HTTP have no authorizer requests; a pool's `authorizer` works for any front end)");
   } else if (poolNames.length > 0 && !poolNames.includes(name)) {
-    ctx.problems.add(path, `no pool named "${name}"${didYouMean(name, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
+    ctx.problems.add(path, noPoolNamed(name, poolNames));
   }
 }
 
@@ -526,7 +531,7 @@ function buildListener(obj: unknown, i: number, poolNames: readonly string[], ct
     else if (poolNames.length === 1) l.pool = poolNames[0]!;
     else if (poolNames.length > 1) ctx.problems.add(path, `"pool" is required when there are several pools (${poolNames.join(', ')})`);
   } else if (poolNames.length > 0 && !poolNames.includes(l.pool)) {
-    ctx.problems.add([...path, 'pool'], `no pool named "${l.pool}"${didYouMean(l.pool, poolNames) || ` (pools: ${poolNames.join(', ')})`}`);
+    ctx.problems.add([...path, 'pool'], noPoolNamed(l.pool, poolNames));
   }
   return l;
 }
