@@ -26,6 +26,7 @@ export const ErrorCodes = {
   BACKEND_TIMEOUT: 'ERR_BACKEND_TIMEOUT', // 504
   ALL_BACKENDS_DOWN: 'ERR_ALL_BACKENDS_DOWN', // 502
   WORKER_CRASHED: 'ERR_WORKER_CRASHED', // 502
+  WORKER_KILLED: 'ERR_WORKER_KILLED', // a worker killed from outside (SIGKILL/SIGTERM fcgi-pm did not send); its request 502
   REQUEST_TIMEOUT: 'ERR_REQUEST_TIMEOUT', // 504: worker killed after request_timeout
   QUEUE_FULL: 'ERR_QUEUE_FULL', // 503
   QUEUE_TIMEOUT: 'ERR_QUEUE_TIMEOUT', // 503
