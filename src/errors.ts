@@ -74,6 +74,7 @@ export const ErrorCodes = {
   START_FAILED: 'ERR_START_FAILED',
   VHOST_INVALID: 'ERR_VHOST_INVALID', // a site file or row that does not validate: skipped, the others serve
   VHOST_SOURCE: 'ERR_VHOST_SOURCE', // the sites directory or database could not be read: the sites known keep serving
+  OPCACHE_DIR: 'ERR_OPCACHE_DIR', // a php-cgi pool's opcache file cache directory could not be made: its workers run without it
   OPEN_FILES_LIMIT: 'ERR_OPEN_FILES_LIMIT', // the open-files limit could not be raised (prlimit missing or refused)
   // Warnings in the log: every warn/error line carries a code (src/log/log.ts enforces it).
   SPAWN_TIMEOUT: 'ERR_SPAWN_TIMEOUT',
