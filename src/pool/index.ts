@@ -11,7 +11,7 @@ import type { WorkerFactory } from '../worker/types.js';
 import { processGroupDeathGuard } from '../worker/death-guard.js';
 import { ForkServer } from '../worker/fork-server.js';
 import { spawnWorker, Worker } from '../worker/worker.js';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import { ExternalPool, type EndpointFactory } from './external-pool.js';
 import { SpawnedPool } from './spawned-pool.js';
 import type { Pool } from './types.js';
@@ -41,7 +41,7 @@ export interface PoolDeps {
 }
 
 export type { Pool, PoolSnapshot, WorkerSnapshot } from './types.js';
-export type { Clock } from './clock.js';
+export type { Clock } from '../util/clock.js';
 export type { MemoryGovernor } from '../memory/host-governor.js';
 export type { EndpointFactory } from './external-pool.js';
 

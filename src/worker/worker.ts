@@ -14,7 +14,7 @@ import { defaultDeathGuard, type DeathGuard } from './death-guard.js';
 import { classifyExit, isOutsideKill } from './exit-policy.js';
 import { LIFECYCLE_STRICT, LifecycleError, nextState, transition, type Lifecycle, type LifecycleEvent } from './lifecycle.js';
 import { captureOutput, RateLimitedLog } from './output.js';
-import { TokenBucket } from './rate-limit.js';
+import { TokenBucket } from '../util/token-bucket.js';
 import { probeAccept, probeConnect, type ReadyProbe } from './ready-probe.js';
 import {
   argvSocketPath,
