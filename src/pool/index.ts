@@ -69,6 +69,8 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
         memorySampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL,
       });
     }
+    // php-cgi's own default is 500 requests; through the proxy, max_requests is ours to apply.
+    if ('PHP_FCGI_CHILDREN' in spec.env) spec.env['PHP_FCGI_MAX_REQUESTS'] ??= '0';
     logger.error({ code: ErrorCodes.DIRECT_SOCKET, address: cfg.directListen?.text }, `pool ${cfg.name}: accept: direct is not available (${unsupported}); the pool serves through its proxy listener only`);
   }
   const memory = deps.memory ?? new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, clock, disposeWhenEmpty: true });
