@@ -8,7 +8,7 @@ import type { ListenerConfig } from '../config/types.js';
 import { ClientGate } from './client-gate.js';
 import type { Listener } from './index.js';
 import { ErrorCodes } from '../errors.js';
-import { DenseSet } from '../protocol/dense-set.js';
+import { DenseSet } from '../util/dense-set.js';
 
 /** One front-end connection as the listener sees it. */
 export interface Session {

@@ -36,7 +36,7 @@ import { CrashWindow, type ExitVerdict } from '../../worker/exit-policy.js';
 import { SharedSocket, type QueueWatch } from '../../worker/shared-socket.js';
 import type { RetireReason, WorkerExit, WorkerSpec } from '../../worker/types.js';
 import { Worker } from '../../worker/worker.js';
-import { OneTimer, type Clock } from '../clock.js';
+import { OneTimer, type Clock } from '../../util/clock.js';
 import type { EndpointFactory } from '../external-pool.js';
 import { PoolBase } from '../pool-base.js';
 import type { PoolSnapshot, WorkerSnapshot } from '../types.js';
