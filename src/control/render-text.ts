@@ -76,7 +76,7 @@ export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: str
   for (const l of s.listeners) {
     const extra = [l.statusPath ? `status ${l.statusPath}` : '', l.pingPath ? `ping ${l.pingPath}` : '', l.inherited ? 'from systemd' : ''].filter((x) => x !== '').join(', ');
     const refused = l.refused > 0 ? `, ${l.refused} refused (allowed_clients)` : '';
-    lines.push(`  ${l.protocol} ${l.address} → ${l.pool}, ${l.connections} connection(s)${refused}${extra ? ` (${extra})` : ''}`);
+    lines.push(`  ${l.protocol} ${l.address} → ${l.pool}, ${l.connections} connection(s), ${l.accepted} accepted${refused}${extra ? ` (${extra})` : ''}`);
   }
   for (const p of s.pools) {
     if (opts.pool !== undefined && p.name !== opts.pool) continue;

@@ -154,6 +154,7 @@ export class Operations {
           protocol: l.config.protocol,
           pool: l.config.pool,
           connections: l.connections,
+          accepted: l.accepted,
           refused: l.refused,
           name: l.config.name,
           statusPath: l.config.statusPath,
