@@ -173,8 +173,11 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     let args = spec.command.slice(1);
     let fd0: Fd0Listener | undefined;
     const base = socketBaseName(spec.pool, this.id);
+    const shared = spec.sharedSocket;
     try {
-      if (spec.socket === 'fd0') {
+      if (shared !== undefined) {
+        this.address = shared.address;
+      } else if (spec.socket === 'fd0') {
         fd0 = await listenFd0(spec.runtimeDir, base);
         this.address = unixAddress(fd0.path);
       } else {
@@ -199,7 +202,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
     let child: ChildProcess;
     try {
-      child = startProcess({ spec, file: resolved.file, args, fd0: fd0?.fd, guard: this.guard });
+      child = startProcess({ spec, file: resolved.file, args, fd0: shared?.fd ?? fd0?.fd, guard: this.guard });
     } catch (e) {
       fd0?.abort();
       const err = e as NodeJS.ErrnoException;
@@ -228,6 +231,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     captureOutput(child.stderr!, this.out, 'stderr', 'warn');
     this.log.debug({ command: [resolved.file, ...args], address: this.address.text }, 'worker spawned');
 
+    // A probe on the shared socket would be taken by any worker.
+    if (shared !== undefined) return this.onReady();
     const onReady = (): void => this.onReady();
     this.probe = spec.socket === 'fd0' ? probeAccept(this.address, onReady) : probeConnect(this.address, onReady);
   }
