@@ -8,7 +8,7 @@
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import { backoffDelay, BACKOFF_MAX_MS, CrashWindow } from '../worker/exit-policy.js';
-import { OneTimer, type Clock } from './clock.js';
+import { OneTimer, type Clock } from '../util/clock.js';
 
 /** Shortest pause before a failing pool tries a worker again. */
 export const MIN_FAILING_PAUSE_MS = 1000;

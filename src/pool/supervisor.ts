@@ -23,7 +23,7 @@ import type { MemoryGovernor } from '../memory/host-governor.js';
 import type { UpstreamOutcome } from '../upstream/types.js';
 import type { ExitVerdict } from '../worker/exit-policy.js';
 import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../worker/types.js';
-import { OneTimer, type Clock } from './clock.js';
+import { OneTimer, type Clock } from '../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
 import { GroupChildren } from './group-children.js';
 import { killChildNow } from './hard-kill.js';
