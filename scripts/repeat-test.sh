@@ -15,7 +15,7 @@ while [ "$i" -lt "$runs" ]; do
     out=$(node --test --test-timeout=180000 "$file" 2>&1)
   fi
   if [ $? -ne 0 ]; then
-    echo "$out" | grep -E -A30 '^not ok' | head -60
+    echo "$out" | grep -E -A80 '^not ok' | head -120
     echo "run $i of $runs FAILED ($(cat /proc/loadavg | cut -d' ' -f1-3) load)"
     exit 1
   fi
