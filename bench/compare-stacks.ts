@@ -79,13 +79,15 @@ export interface FcgiPmOptions {
   repo?: string;
   /** accept: direct: the workers accept on `directSock` themselves; `sock` is the overflow listener. */
   direct?: boolean;
+  /** direct_backlog (default: max_children). */
+  directBacklog?: number;
 }
 
 export async function startFcgiPm(dir: string, doc: string, o: FcgiPmOptions): Promise<Server & { httpPort: number | undefined; proc: Started; directSock: string }> {
   mkdirSync(dir, { recursive: true });
   const sock = join(dir, 'fcgi-pm.sock');
   const directSock = join(dir, 'direct.sock');
-  const direct = o.direct === true ? `    accept: direct\n    direct_listen: "unix:${directSock}"\n    direct_socket_mode: "0666"\n` : '';
+  const direct = o.direct === true ? `    accept: direct\n    direct_listen: "unix:${directSock}"\n    direct_socket_mode: "0666"\n${o.directBacklog !== undefined ? `    direct_backlog: ${o.directBacklog}\n` : ''}` : '';
   const listen: string[] = [`  - { protocol: fastcgi, address: "unix:${sock}", pool: php }`];
   if (o.httpPort !== undefined) listen.push(`  - { protocol: http, address: "127.0.0.1:${o.httpPort}", pool: php, document_root: "${doc}" }`);
   const conf = `listen:

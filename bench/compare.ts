@@ -521,7 +521,8 @@ async function main(): Promise<void> {
     { key: 'fcgipm', label: 'nginx → fcgi-pm → php-cgi' },
     { key: 'floor', label: 'nginx → relay floor → php-cgi' },
     { key: 'fpm', label: 'nginx → php-fpm (static)' },
-    { key: 'direct', label: 'nginx → fcgi-pm accept: direct (php-cgi accepts)' },
+    { key: 'direct', label: 'nginx → fcgi-pm accept: direct (php-cgi accepts; backlog max_children, overflow as backup)' },
+    { key: 'direct511', label: 'nginx → fcgi-pm accept: direct, direct_backlog 511 (php-fpm\'s listen.backlog)' },
     { key: 'spawn', label: 'nginx → spawn-fcgi php-cgi' },
     { key: 'http', label: 'fcgi-pm HTTP → php-cgi' },
     ...(a.quick && a.stacks?.includes('fcgipm-nk') !== true ? [] : [{ key: 'fcgipm-nk', label: 'nginx → fcgi-pm, no keep-alive' }]),
@@ -544,10 +545,11 @@ async function main(): Promise<void> {
       const base = a.baseline === undefined ? undefined : await startFcgiPm(join(wdir, 'base'), doc, { pm: 'static', workers: w, queueTimeout: '5s', repo: a.baseline });
       const fpm = await startPhpFpm(join(wdir, 'fpm'), { pm: 'static', workers: w });
       const direct = stackList.some((s) => s.key === 'direct') ? await startFcgiPm(join(wdir, 'direct'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true }) : undefined;
+      const direct511 = stackList.some((s) => s.key === 'direct511') ? await startFcgiPm(join(wdir, 'direct511'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true, directBacklog: 511 }) : undefined;
       const sp = await startSpawnFcgi(join(wdir, 'spawn'), w);
       // Only when measured: php-cgi drops the floor's connections if no request comes within 5 s.
       const floor = stackList.some((s) => s.key.startsWith('floor')) ? await startFloor(join(wdir, 'floor'), w) : undefined;
-      const ports = { direct: await freePort(), fcgipm: await freePort(), floor: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort(), floorNk: await freePort(), base: await freePort(), baseNk: await freePort() };
+      const ports = { direct: await freePort(), direct511: await freePort(), fcgipm: await freePort(), floor: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort(), floorNk: await freePort(), base: await freePort(), baseNk: await freePort() };
       const ngx = await startNginx(join(wdir, 'nginx'), doc, [
         { port: ports.fcgipm, upstream: `unix:${fcgipm.sock}`, keepAlive: true },
         ...(floor === undefined
@@ -558,6 +560,7 @@ async function main(): Promise<void> {
             ]),
         { port: ports.fpm, upstream: `unix:${fpm.sock}`, keepAlive: false },
         ...(direct === undefined ? [] : [{ port: ports.direct, upstream: `unix:${direct.directSock}`, keepAlive: false, backup: `unix:${direct.sock}` }]),
+        ...(direct511 === undefined ? [] : [{ port: ports.direct511, upstream: `unix:${direct511.directSock}`, keepAlive: false, backup: `unix:${direct511.sock}` }]),
         { port: ports.spawn, upstream: `unix:${sp.sock}`, keepAlive: false },
         { port: ports.nk, upstream: `unix:${fcgipm.sock}`, keepAlive: false },
         ...(base === undefined
@@ -572,6 +575,7 @@ async function main(): Promise<void> {
         { key: 'floor', label: '', url: `http://127.0.0.1:${ports.floor}`, daemonPid: floor?.pid },
         { key: 'fpm', label: '', url: `http://127.0.0.1:${ports.fpm}`, daemonPid: undefined },
         { key: 'direct', label: '', url: `http://127.0.0.1:${ports.direct}`, daemonPid: direct?.pid },
+        { key: 'direct511', label: '', url: `http://127.0.0.1:${ports.direct511}`, daemonPid: direct511?.pid },
         { key: 'spawn', label: '', url: `http://127.0.0.1:${ports.spawn}`, daemonPid: undefined },
         { key: 'http', label: '', url: `http://127.0.0.1:${httpPort}`, daemonPid: fcgipm.pid },
         { key: 'fcgipm-nk', label: '', url: `http://127.0.0.1:${ports.nk}`, daemonPid: fcgipm.pid },
@@ -620,12 +624,16 @@ async function main(): Promise<void> {
             await sleep(1000);
             over.push(await overload('nginx → fcgi-pm direct (backup: its overflow listener, queue_timeout 5s)', `http://127.0.0.1:${ports.direct}/sleep50.php`, rate, a.overloadSeconds));
           }
+          if (direct511 !== undefined) {
+            await sleep(1000);
+            over.push(await overload('nginx → fcgi-pm direct, direct_backlog 511', `http://127.0.0.1:${ports.direct511}/sleep50.php`, rate, a.overloadSeconds));
+          }
         }
       }
       const ngxErr = nginxErrors(join(wdir, 'nginx')).trim();
       if (ngxErr !== '') log(`nginx error log (${w} workers), last lines:\n${ngxErr.split('\n').slice(-5).join('\n')}`);
       await ngx.stop();
-      await Promise.all([fcgipm.stop(), floor?.stop(), fpm.stop(), sp.stop(), base?.stop(), direct?.stop()]);
+      await Promise.all([fcgipm.stop(), floor?.stop(), fpm.stop(), sp.stop(), base?.stop(), direct?.stop(), direct511?.stop()]);
     }
 
     if (a.only.has('cold')) {
