@@ -237,23 +237,18 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.probe = spec.socket === 'fd0' ? probeAccept(this.address, onReady) : probeConnect(this.address, onReady);
   }
 
-  /** preload: our listening socket goes to the parent, which forks a child serving on it. */
+  /** preload: the parent binds the worker's socket in the pool's socket directory and forks a child serving on it. */
   private async startForked(fork: ForkServer): Promise<void> {
-    let fd0: Fd0Listener;
+    let sockPath: string;
     try {
-      fd0 = await listenFd0(this.spec.runtimeDir, socketBaseName(this.spec.pool, this.id));
+      sockPath = fork.socketPath(socketBaseName(this.spec.pool, this.id));
     } catch (e) {
       return this.failWithoutProcess('SETUP', `cannot start ${this.spec.command[0]}: socket setup failed: ${(e as Error).message}`);
     }
-    this.address = unixAddress(fd0.path);
-    if (this.lc.state !== 'spawning') {
-      fd0.abort();
-      return this.finish(null, null, false);
-    }
-    fork.fork(this.id, fd0.server, {
+    this.address = unixAddress(sockPath);
+    fork.fork(this.id, sockPath, {
       forked: (pid) => {
-        fd0.handOff();
-        this.socketPath = fd0.path;
+        this.socketPath = sockPath;
         this.pid = pid;
         this.log = this.log.child({ wpid: pid });
         this.out.logger = this.log;
@@ -262,10 +257,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
         if (this.lc.state === 'spawning') this.onReady();
         else this.terminate();
       },
-      failed: (errno, message) => {
-        fd0.abort();
-        this.failWithoutProcess(errno, message);
-      },
+      failed: (errno, message) => this.failWithoutProcess(errno, message),
       exited: (code, signal) => this.onExit(code, signal),
     });
   }
