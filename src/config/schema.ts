@@ -9,6 +9,7 @@
  * as text against baseDir.
  */
 import * as nodePath from 'node:path';
+import { isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 import { parseAddress, type SocketAddress } from '../protocol/address.js';
 import type { AccountId, Config, DashboardConfig, ListenerConfig, MemoryBudgetSetting, PoolConfig, RewriteRule, VhostsConfig } from './types.js';
@@ -43,6 +44,11 @@ const SYSTEM_ACCOUNTS: Accounts = { user: (n) => lookupUser(n), group: (n) => lo
 
 /** Pool names end up in logs, status output and socket file names. */
 const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/** The command is php-cgi (php-cgi8.2 …): PHP's defaults, extensions and opcache file cache apply. */
+export function runsPhpCgi(command: readonly string[]): boolean {
+  return command.length > 0 && nodePath.basename(command[0]!).startsWith('php-cgi');
+}
 
 /** Environment defaults for php-cgi: fcgi-pm runs one process per worker and recycles it itself. */
 const PHP_CGI_ENV: Record<string, string> = { PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' };
@@ -426,20 +432,46 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
     ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);
   }
 
+  const direct = pool.accept === 'direct';
   if (pool.command !== undefined) {
     if (pool.socket === 'argv' && !pool.command.slice(1).some((a) => a.includes('{socket}') || a.includes('{port}'))) {
       ctx.problems.add([...path, 'command'], 'needs "{socket}" (a Unix socket path) or "{port}" (a loopback port) in its arguments when socket is argv, e.g. [php-cgi, -b, "{socket}"]');
     }
-    const phpCgi = nodePath.basename(pool.command[0]!).startsWith('php-cgi');
+    const phpCgi = runsPhpCgi(pool.command);
     if (pool.env !== undefined && phpCgi) {
-      for (const [k, val] of Object.entries(PHP_CGI_ENV)) if (!(k in pool.env)) pool.env[k] = val;
+      // A direct php-cgi counts its own requests: the pool sets PHP_FCGI_MAX_REQUESTS from max_requests.
+      for (const [k, val] of Object.entries(PHP_CGI_ENV)) if (!(k in pool.env) && !(direct && k === 'PHP_FCGI_MAX_REQUESTS')) pool.env[k] = val;
     }
     // php-cgi runs any file it is given as PHP; PHP-FPM's security.limit_extensions default.
     if (!s.present.has('limit_extensions') && phpCgi) pool.limitExtensions = [...PHP_CGI_EXTENSIONS];
+    if (direct) checkDirect(pool, path, s.present, phpCgi, ctx);
   } else {
     pool.socket = 'fd0';
   }
   return pool;
+}
+
+/**
+ * accept: direct: the workers accept on one shared socket, so only what works without a
+ * proxy in between may be set: one FastCGI process per worker on fd 0, and the script
+ * guard only where it can run inside the worker (php-cgi's auto_prepend_file).
+ */
+function checkDirect(pool: PoolConfig, path: KeyPath, present: ReadonlySet<string>, phpCgi: boolean, ctx: Ctx): void {
+  const why = 'accept: direct';
+  if (pool.directListen === undefined) ctx.problems.add(path, `${why} needs "direct_listen": the socket the workers share and the front end connects to, e.g. "unix:/run/fcgi-pm/site.sock"`);
+  else if (pool.directListen.kind === 'tcp' && isIP(pool.directListen.host) === 0) ctx.problems.add([...path, 'direct_listen'], `give a numeric address, e.g. "127.0.0.1:${pool.directListen.port}"`);
+  if (pool.socket !== 'fd0') ctx.problems.add([...path, 'socket'], `${why}: the workers get the shared socket as fd 0; socket: argv does not apply`);
+  if (pool.backend !== 'fastcgi') ctx.problems.add([...path, 'backend'], `${why} is for FastCGI workers`);
+  if (pool.preload === true) ctx.problems.add([...path, 'preload'], `${why}: workers are exec'd with the shared socket; preload forks do not take it`);
+  if ((pool.groupSize ?? 1) > 1) ctx.problems.add([...path, 'group_size'], `${why}: every php-cgi accepts on the shared socket already; use max_children instead of groups`);
+  if (pool.authorizer !== undefined) ctx.problems.add([...path, 'authorizer'], `${why}: requests reach the workers without fcgi-pm, so no authorizer can be asked first`);
+  if (pool.script !== undefined) ctx.problems.add([...path, 'script'], `${why}: the front end sets SCRIPT_FILENAME; fcgi-pm cannot set it on the direct path`);
+  const guarded = (pool.limitExtensions?.length ?? 0) > 0 || (pool.scriptRoots?.length ?? 0) > 0;
+  if (guarded && !phpCgi) {
+    const key = present.has('script_roots') ? 'script_roots' : 'limit_extensions';
+    ctx.problems.add([...path, key], `${why}: requests reach the workers without fcgi-pm, and only php-cgi can run the guard itself (auto_prepend_file); set ${key}: [] if this program checks its own scripts, or use accept: proxy`);
+  }
+  pool.directBacklog ??= pool.maxChildren;
 }
 
 /** authorizer_cache needs an authorizer and a key to keep grants under. */
@@ -469,7 +501,7 @@ function checkAuthorizers(pools: ReadonlyMap<string, PoolConfig>, ctx: Ctx): voi
     else if (name === pool.name) ctx.problems.add(at, 'names this pool itself; the authorizer is another pool (e.g. one running auth.php with script:)');
     else if (target.authorizer !== undefined) ctx.problems.add(at, `pool "${name}" has an authorizer of its own ("${target.authorizer}"); an authorizer pool may not have one (no chains)`);
     // Its requests carry no SCRIPT_FILENAME: php-cgi would answer every one "No input file specified".
-    else if (target.script === undefined && target.command !== undefined && nodePath.basename(target.command[0]!).startsWith('php-cgi')) {
+    else if (target.script === undefined && target.command !== undefined && runsPhpCgi(target.command)) {
       ctx.problems.add(at, `pool "${name}" runs php-cgi, which runs the file SCRIPT_FILENAME names, and authorizer requests carry none: give "${name}" a script (e.g. script: /srv/auth/auth.php)`);
     }
   }
@@ -654,6 +686,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     log: log.values as unknown as Config['log'],
     shutdownTimeout: top.values.shutdownTimeout as number,
     runtimeDir: top.values.runtimeDir as string | undefined,
+    opcacheDir: top.values.opcacheDir as string | false | undefined,
     memoryBudget: top.values.memoryBudget as MemoryBudgetSetting | undefined,
     memorySampleInterval: top.values.memorySampleInterval as number,
     oomScoreAdj: top.values.oomScoreAdj as number,

@@ -6,7 +6,7 @@
  * activation.
  */
 import type { Server } from 'node:net';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
 import { loadConfig } from '../config/load.js';
@@ -36,6 +36,7 @@ import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
 import { startSuccessor, tellPredecessor, upgradeAddress, UpgradeError, type HandedSocket, type Successor } from './upgrade.js';
 import { pidFilePath, removePidFile, writePidFile } from './pid-file.js';
+import { packageVersion } from '../version.js';
 
 /** Another daemon answers on this one's control socket. */
 export class AlreadyRunningError extends Error {
@@ -161,6 +162,7 @@ export class Operations {
           protocol: l.config.protocol,
           pool: l.config.pool,
           connections: l.connections,
+          accepted: l.accepted,
           refused: l.refused,
           name: l.config.name,
           statusPath: l.config.statusPath,
@@ -584,15 +586,6 @@ export class Operations {
       })();
     }
     return notes;
-  }
-}
-
-function packageVersion(): string {
-  try {
-    // dist/src/daemon/operations.js → package.json at the package root.
-    return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'unknown';
   }
 }
 
