@@ -30,6 +30,7 @@ import { createPool, type Pool } from '../src/pool/index.js';
 import { Exchange, type ResponseSink } from '../src/protocol/exchange.js';
 import { CgiParams } from '../src/protocol/params.js';
 import { childrenOf } from '../src/worker/children.js';
+import { generatePhpApp } from './php-app.js';
 
 const arg = (name: string, def: string): string => {
   const i = process.argv.indexOf(name);
@@ -121,7 +122,7 @@ function hold(pool: Pool, params: Record<string, string>, how: 'body' | 'respons
 async function until(what: string, cond: () => boolean, timeoutMs = 60_000): Promise<void> {
   const end = performance.now() + timeoutMs;
   while (!cond()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}; our children: ${childrenOf(process.pid).map((p) => `${p} ${readFileSync(`/proc/${p}/cmdline`, "latin1").replace(/\0/g, " ")}`).join("; ")}`);
     await sleep(20);
   }
 }
@@ -162,6 +163,8 @@ interface Variant {
   workerPss: () => number;
   /** The held request has a worker running it. */
   holding: () => boolean;
+  /** fcgi-pm: mean spawn-to-ready of its workers so far (status spawnLatency), ms. */
+  spawnMs?: () => number;
   stop(): Promise<void>;
 }
 
@@ -172,6 +175,7 @@ interface Row {
   busy: number[];
   held: number;
   worker: number;
+  spawnMs: number;
 }
 
 interface HoldPage {
@@ -180,7 +184,7 @@ interface HoldPage {
 }
 
 async function measure(app: string, v: Variant, page: Record<string, string>, holdPage: HoldPage, cases: { busy: boolean }): Promise<Row> {
-  const row: Row = { app, label: v.label, zero: [], busy: [], held: NaN, worker: NaN };
+  const row: Row = { app, label: v.label, zero: [], busy: [], held: NaN, worker: NaN, spawnMs: NaN };
   await timedGet(v.pool, page); // warm-up: compiles, fills caches
   await sleep(100);
   row.worker = v.workerPss();
@@ -201,6 +205,7 @@ async function measure(app: string, v: Variant, page: Record<string, string>, ho
       await h.release();
     }
   }
+  row.spawnMs = v.spawnMs?.() ?? NaN;
   await v.stop();
   const f = (xs: number[]): string => (xs.length === 0 ? '–' : `${pct(xs, 50).toFixed(1)} / ${pct(xs, 99).toFixed(1)}`);
   console.log(`${app}\t${v.label}\tfrom zero p50/p99 ${f(row.zero)} ms\tothers busy ${f(row.busy)} ms\theld at zero ${mib(row.held)} MiB\tworker ${mib(row.worker)} MiB`);
@@ -231,6 +236,10 @@ function fcgiPmVariant(label: string, cfg: PoolConfig, runtimeDir: string, opts:
     heldPss: () => sum((opts.zero ? others() : tree()).map(pss)),
     workerPss: () => sum(tree().map(pss)),
     holding: () => pool.snapshot().workers.some((w) => w.state === 'busy' || (w.busySlots ?? 0) > 0),
+    spawnMs: () => {
+      const l = pool.snapshot().spawnLatency;
+      return l === undefined || l.count === 0 ? NaN : l.totalMs / l.count;
+    },
     stop: () => pool.stop(2000),
   };
 }
@@ -272,61 +281,12 @@ async function listening(sock: string, p: ChildProcess, what: string): Promise<v
 
 // ---- PHP ------------------------------------------------------------------------------
 
-/** A framework-like app: CLASSES classes of about 4 KB in src/, index.php requires them all and uses a few. */
-function generatePhpApp(dir: string): void {
-  mkdirSync(join(dir, 'src'), { recursive: true });
-  const files: string[] = [];
-  for (let i = 0; i < CLASSES; i++) {
-    const methods = Array.from({ length: 12 }, (_, m) => `    public function method${m}(array $input, ?string $key = null): array
-    {
-        $out = [];
-        foreach ($input as $k => $v) {
-            if ($key !== null && $k !== $key) { continue; }
-            $out[$k . '_${m}'] = is_string($v) ? strtoupper($v) . self::PREFIX : $v * ${m + 1};
-        }
-        return $out;
-    }
-`).join('\n');
-    files.push(`src/Service${i}.php`);
-    writeFileSync(join(dir, `src/Service${i}.php`), `<?php
-declare(strict_types=1);
-
-namespace App\\Services;
-
-final class Service${i}${i > 0 ? ` extends \\App\\Services\\Base${i % 10}` : ''}
-{
-    public const PREFIX = 'service-${i}';
-    private array $config = ['name' => 'service${i}', 'enabled' => true, 'weight' => ${i}];
-
-${methods}
-}
-`);
-  }
-  for (let b = 0; b < 10; b++) writeFileSync(join(dir, `src/Base${b}.php`), `<?php\nnamespace App\\Services;\nabstract class Base${b} { public function id(): string { return static::class; } }\n`);
-  const bases = Array.from({ length: 10 }, (_, b) => `require __DIR__ . '/src/Base${b}.php';`).join('\n');
-  writeFileSync(join(dir, 'index.php'), `<?php
-${bases}
-for ($i = 0; $i < ${CLASSES}; $i++) require __DIR__ . "/src/Service$i.php";
-$s = new App\\Services\\Service1();
-header('Content-Type: text/plain');
-echo count($s->method3(['a' => 'x', 'b' => 2])), ' ', getmypid(), "\\n";
-`);
-  writeFileSync(join(dir, 'hold.php'), `<?php header('Content-Type: text/plain'); echo strlen(file_get_contents('php://input'));`);
-  writeFileSync(join(dir, 'preload.php'), `<?php
-${bases.replaceAll('require', 'opcache_compile_file(').replaceAll(".php';", ".php');")}
-for ($i = 0; $i < ${CLASSES}; $i++) opcache_compile_file(__DIR__ . "/src/Service$i.php");
-`);
-  // opcache leaves alone files changed in the last 2 s (file_update_protection).
-  const old = new Date(Date.now() - 60_000);
-  for (const f of ['index.php', 'hold.php', 'preload.php', ...readdirSync(join(dir, 'src')).map((f) => `src/${f}`)]) execFileSync('touch', ['-d', old.toISOString(), join(dir, f)]);
-}
-
 async function php(rows: Row[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'fpm-cold-php-'));
   const run = join(dir, 'run');
   mkdirSync(run, { mode: 0o700 });
   const app = join(dir, 'app');
-  generatePhpApp(app);
+  generatePhpApp(app, CLASSES);
   const bytes = sum(readdirSync(join(app, 'src')).map((f) => readFileSync(join(app, 'src', f)).length));
   console.log(`PHP app: ${CLASSES + 10} classes, ${(bytes / MiB).toFixed(2)} MiB of source`);
   const page = { SCRIPT_FILENAME: join(app, 'index.php'), SCRIPT_NAME: '/index.php', REQUEST_URI: '/index.php' };
@@ -436,8 +396,8 @@ async function django(rows: Row[]): Promise<void> {
 
 function table(rows: Row[]): string {
   const f = (xs: number[], p: number): string => (xs.length === 0 ? '–' : pct(xs, p).toFixed(1));
-  const lines = ['| app | server | from zero p50 ms | p99 | others busy p50 ms | p99 | held at zero (MiB PSS) | worker after warm-up (MiB PSS) |', '|---|---|---|---|---|---|---|---|'];
-  for (const r of rows) lines.push(`| ${r.app} | ${r.label} | ${f(r.zero, 50)} | ${f(r.zero, 99)} | ${f(r.busy, 50)} | ${f(r.busy, 99)} | ${Number.isNaN(r.held) ? '–' : mib(r.held)} | ${mib(r.worker)} |`);
+  const lines = ['| app | server | from zero p50 ms | p99 | others busy p50 ms | p99 | spawn→ready mean ms | held at zero (MiB PSS) | worker after warm-up (MiB PSS) |', '|---|---|---|---|---|---|---|---|---|'];
+  for (const r of rows) lines.push(`| ${r.app} | ${r.label} | ${f(r.zero, 50)} | ${f(r.zero, 99)} | ${f(r.busy, 50)} | ${f(r.busy, 99)} | ${Number.isNaN(r.spawnMs) ? '–' : r.spawnMs.toFixed(1)} | ${Number.isNaN(r.held) ? '–' : mib(r.held)} | ${mib(r.worker)} |`);
   return lines.join('\n');
 }
 
