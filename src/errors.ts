@@ -26,6 +26,7 @@ export const ErrorCodes = {
   BACKEND_TIMEOUT: 'ERR_BACKEND_TIMEOUT', // 504
   ALL_BACKENDS_DOWN: 'ERR_ALL_BACKENDS_DOWN', // 502
   WORKER_CRASHED: 'ERR_WORKER_CRASHED', // 502
+  WORKER_KILLED: 'ERR_WORKER_KILLED', // a worker killed from outside (SIGKILL/SIGTERM fcgi-pm did not send); its request 502
   REQUEST_TIMEOUT: 'ERR_REQUEST_TIMEOUT', // 504: worker killed after request_timeout
   QUEUE_FULL: 'ERR_QUEUE_FULL', // 503
   QUEUE_TIMEOUT: 'ERR_QUEUE_TIMEOUT', // 503
@@ -69,6 +70,7 @@ export const ErrorCodes = {
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',
   ALREADY_RUNNING: 'ERR_ALREADY_RUNNING',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
+  DIRECT_SOCKET: 'ERR_DIRECT_SOCKET', // accept: direct: the shared socket could not be opened or watched (no native addon): the pool serves through its proxy listener
   PRELOAD_PARENT_EXITED: 'ERR_PRELOAD_PARENT_EXITED',
   START_FAILED: 'ERR_START_FAILED',
   VHOST_INVALID: 'ERR_VHOST_INVALID', // a site file or row that does not validate: skipped, the others serve

@@ -22,8 +22,14 @@ function show(f: Field<PoolStatus>, v: number | string): string {
 }
 
 function poolLines(p: PoolStatus, now: number): string[] {
-  const head = `pool ${p.name}: ${p.kind}${p.kind === 'spawned' ? ` (pm ${p.pm})` : ''}, ${p.state}, up ${ago(now - p.startedAt)}` + (p.generations > 1 ? `, ${p.generations - 1} older generation(s) draining` : '');
+  const head = `pool ${p.name}: ${p.kind}${p.kind !== 'external' ? ` (pm ${p.pm})` : ''}, ${p.state}, up ${ago(now - p.startedAt)}` + (p.generations > 1 ? `, ${p.generations - 1} older generation(s) draining` : '');
   const out = [head];
+  const d = p.direct;
+  if (d !== undefined) {
+    const queue = d.waiting === undefined ? 'accept queue not known' : `${d.waiting} of ${d.backlog} waiting in the accept queue`;
+    out.push(`  direct socket: ${d.address}, ${queue}, ${d.arrivals} connection(s) arrived${d.guard ? ', script guard in the workers' : ''}`);
+    out.push('  (workers accept there themselves: their state is sampled from /proc, and the request, queue and error figures below are the overflow listener\'s only; direct requests are not in the access log)');
+  }
   for (const f of POOL_FIELDS) {
     if (IN_HEADER.has(f.id)) continue;
     if (f.summary) {
@@ -70,7 +76,7 @@ export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: str
   for (const l of s.listeners) {
     const extra = [l.statusPath ? `status ${l.statusPath}` : '', l.pingPath ? `ping ${l.pingPath}` : '', l.inherited ? 'from systemd' : ''].filter((x) => x !== '').join(', ');
     const refused = l.refused > 0 ? `, ${l.refused} refused (allowed_clients)` : '';
-    lines.push(`  ${l.protocol} ${l.address} → ${l.pool}, ${l.connections} connection(s)${refused}${extra ? ` (${extra})` : ''}`);
+    lines.push(`  ${l.protocol} ${l.address} → ${l.pool}, ${l.connections} connection(s), ${l.accepted} accepted${refused}${extra ? ` (${extra})` : ''}`);
   }
   for (const p of s.pools) {
     if (opts.pool !== undefined && p.name !== opts.pool) continue;
