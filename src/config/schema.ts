@@ -755,6 +755,7 @@ export function validateConfig(obj: unknown, source: string, opts: FromObjectOpt
     oomScoreAdj: top.values.oomScoreAdj as number,
     controlSocket: top.values.controlSocket as string | false | undefined,
     controlSocketMode: top.values.controlSocketMode as number,
+    pidFile: top.values.pidFile as string | false | undefined,
     vhosts,
     dashboard,
     origin: { label: opts.label ?? source, locate: opts.locate },
