@@ -154,13 +154,14 @@ export class Operations {
           pool: l.config.pool,
           connections: l.connections,
           refused: l.refused,
+          overflowed: l.overflowed || undefined,
+          outcomes: this.outcomes.ofListener(l.address),
           name: l.config.name,
           statusPath: l.config.statusPath,
           pingPath: l.config.pingPath,
           inherited: this.inherited.has(l.config.address.text) || undefined,
         })),
         pools: () => v.pools,
-        poolConfig: (name) => v.config.pools.get(name),
         generations: this.generations,
         board: this.board,
         outcomes: this.outcomes,
@@ -411,7 +412,8 @@ export class Operations {
         next,
       );
       parts.commit(next);
-      this.outcomes.forget(new Set(next.pools.keys()));
+      // The registry's names, not the file's: site pools are in no config file.
+      this.outcomes.forget(new Set(this.view.pools.keys()), new Set(this.view.listeners.map((l) => l.address)));
       await this.dashboard.apply(next);
       report.notes.push(...this.applyDaemonSettings(cur, next));
       this.reloadStats.ok++;

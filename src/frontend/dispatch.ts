@@ -17,8 +17,14 @@ import { latin1Path, type ScriptVerdict } from './script-gate.js';
 
 /** `serveLocal`: the front end may answer itself once it knows the pool (the HTTP listener's static files). */
 export function dispatchExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool: Pool) => boolean): void {
-  env.ctx.onExchange(ex);
+  announceExchange(env, ex);
   routeExchange(env, ex, serveLocal);
+}
+
+/** The daemon hears of every exchange, with the listener that took it, before it is routed. */
+export function announceExchange(env: FrontendEnv, ex: Exchange): void {
+  ex.listener = env.listener.address;
+  env.ctx.onExchange(ex);
 }
 
 /**
@@ -89,7 +95,10 @@ function guard(env: FrontendEnv, pool: Pool, ex: Exchange): void {
 function admit(env: FrontendEnv, pool: Pool, ex: Exchange, refusal: ScriptVerdict): void {
   if (ex.finished) return; // the client left while the file was looked up
   if (refusal === undefined) pool.dispatch(ex);
-  else env.scripts.refuse(env.listener.log, ex, refusal);
+  else {
+    ex.pool = pool.name; // counted as the pool's refusal, though the pool never saw it
+    env.scripts.refuse(env.listener.log, ex, refusal);
+  }
 }
 
 /**

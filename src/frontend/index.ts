@@ -57,6 +57,8 @@ export interface Listener {
   readonly connections: number;
   /** Connections refused by allowed_clients since it started. */
   readonly refused: number;
+  /** Connections answered "overloaded" and closed at accept (max_conns, the open-files reserve) since it started. */
+  readonly overflowed: number;
   /** Stops accepting; resolves once open connections have finished their requests or timeoutMs passed (then they are closed). */
   close(timeoutMs: number): Promise<void>;
 }
