@@ -653,6 +653,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     limits: limits.values as unknown as Config['limits'],
     log: log.values as unknown as Config['log'],
     shutdownTimeout: top.values.shutdownTimeout as number,
+    shutdownDelay: top.values.shutdownDelay as number,
     runtimeDir: top.values.runtimeDir as string | undefined,
     memoryBudget: top.values.memoryBudget as MemoryBudgetSetting | undefined,
     memorySampleInterval: top.values.memorySampleInterval as number,

@@ -19,6 +19,8 @@ export interface ControlHandlers {
   /** Starts a stop; the daemon closes the socket when it is done. */
   stop(timeoutMs: number | undefined): void;
   ping(): unknown;
+  /** Readiness (readiness.ts), of one pool too when named. */
+  ready(pool?: string): unknown;
   /** The daemon's recent warn/error lines. */
   warnings(): unknown;
 }
@@ -75,6 +77,8 @@ export class ControlServer {
               return reply({ ok: true, result: await handlers.reload() });
             case 'ping':
               return reply({ ok: true, result: handlers.ping() });
+            case 'ready':
+              return reply({ ok: true, result: handlers.ready(req.pool) });
             case 'warnings':
               return reply({ ok: true, result: handlers.warnings() });
             case 'restart':

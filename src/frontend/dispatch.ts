@@ -35,8 +35,8 @@ export function announceExchange(env: FrontendEnv, ex: Exchange): void {
 export function routeExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool: Pool) => boolean): void {
   if (ex.finished) return; // aborted before it was routed
   const cfg = env.cfg;
-  // status_path / ping_path are answered by the daemon, not a worker (read per request: a reload may set them).
-  if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;
+  // status_path / ping_path / ready_path are answered by the daemon, not a worker (read per request: a reload may set them).
+  if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined || cfg.readyPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;
   // authorizer_pool takes the listener's authorizer requests, on a vhosts listener too (no site is asked).
   const name = ex.role === Role.Authorizer && cfg.authorizerPool !== undefined ? cfg.authorizerPool : undefined;
   const routed = cfg.vhosts === true && name === undefined ? sitePool(env, ex) : undefined;
