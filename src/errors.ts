@@ -26,6 +26,7 @@ export const ErrorCodes = {
   BACKEND_TIMEOUT: 'ERR_BACKEND_TIMEOUT', // 504
   ALL_BACKENDS_DOWN: 'ERR_ALL_BACKENDS_DOWN', // 502
   WORKER_CRASHED: 'ERR_WORKER_CRASHED', // 502
+  WORKER_KILLED: 'ERR_WORKER_KILLED', // a worker killed from outside (SIGKILL/SIGTERM fcgi-pm did not send); its request 502
   REQUEST_TIMEOUT: 'ERR_REQUEST_TIMEOUT', // 504: worker killed after request_timeout
   QUEUE_FULL: 'ERR_QUEUE_FULL', // 503
   QUEUE_TIMEOUT: 'ERR_QUEUE_TIMEOUT', // 503
@@ -73,6 +74,7 @@ export const ErrorCodes = {
   START_FAILED: 'ERR_START_FAILED',
   VHOST_INVALID: 'ERR_VHOST_INVALID', // a site file or row that does not validate: skipped, the others serve
   VHOST_SOURCE: 'ERR_VHOST_SOURCE', // the sites directory or database could not be read: the sites known keep serving
+  OPCACHE_DIR: 'ERR_OPCACHE_DIR', // a php-cgi pool's opcache file cache directory could not be made: its workers run without it
   OPEN_FILES_LIMIT: 'ERR_OPEN_FILES_LIMIT', // the open-files limit could not be raised (prlimit missing or refused)
   // Warnings in the log: every warn/error line carries a code (src/log/log.ts enforces it).
   SPAWN_TIMEOUT: 'ERR_SPAWN_TIMEOUT',

@@ -2,7 +2,6 @@
  * The fcgi-pm command line. One file per command; bin/fcgi-pm calls main().
  * Commands: run, check, status, workers, reload, restart, drain, stop, bench, tune, dashboard.
  */
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { LOG_FORMATS, LOG_LEVELS } from '../config/keys.js';
 import { benchCommand } from './bench.js';
@@ -17,12 +16,7 @@ import { stopCommand } from './stop.js';
 import { readyCommand } from './ready.js';
 import { workersCommand } from './workers.js';
 import { tuneCommand } from './tune.js';
-
-export function packageVersion(): string {
-  // dist/src/cli/main.js → package.json at the package root.
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
+import { packageVersion } from '../version.js';
 
 const EXAMPLES = `
 Examples:

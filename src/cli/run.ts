@@ -11,6 +11,7 @@ import { flushLogger, type Logger } from '../log/log.js';
 import { hasQuickOptions, quickConfigObject, UsageError, type QuickOptions } from './quick.js';
 import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
 import { EXIT_FAILURE, isExpectedError, reportError } from './report.js';
+import { packageVersion } from '../version.js';
 
 interface RunOptions extends QuickOptions {
   config?: string;
@@ -94,7 +95,6 @@ async function runDaemon(config: Config, reloadConfig: () => Config, allowRoot: 
   // Loaded here so check and --help never load pools and front ends.
   const { Daemon } = await import('../daemon/daemon.js');
   const { attachToProcess } = await import('../daemon/process.js');
-  const { packageVersion } = await import('./main.js');
   const daemon = new Daemon(config, { logger, allowRoot, operations: { logFiles, loadConfig: reloadConfig, version: packageVersion() } });
   return new Promise<number>((resolve) => {
     const detach = attachToProcess(daemon, logger, {

@@ -44,6 +44,11 @@ const SYSTEM_ACCOUNTS: Accounts = { user: (n) => lookupUser(n), group: (n) => lo
 /** Pool names end up in logs, status output and socket file names. */
 const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
+/** The command is php-cgi (php-cgi8.2 …): PHP's defaults, extensions and opcache file cache apply. */
+export function runsPhpCgi(command: readonly string[]): boolean {
+  return command.length > 0 && nodePath.basename(command[0]!).startsWith('php-cgi');
+}
+
 /** Environment defaults for php-cgi: fcgi-pm runs one process per worker and recycles it itself. */
 const PHP_CGI_ENV: Record<string, string> = { PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' };
 const PHP_CGI_EXTENSIONS = ['.php', '.phar'];
@@ -430,7 +435,7 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
     if (pool.socket === 'argv' && !pool.command.slice(1).some((a) => a.includes('{socket}') || a.includes('{port}'))) {
       ctx.problems.add([...path, 'command'], 'needs "{socket}" (a Unix socket path) or "{port}" (a loopback port) in its arguments when socket is argv, e.g. [php-cgi, -b, "{socket}"]');
     }
-    const phpCgi = nodePath.basename(pool.command[0]!).startsWith('php-cgi');
+    const phpCgi = runsPhpCgi(pool.command);
     if (pool.env !== undefined && phpCgi) {
       for (const [k, val] of Object.entries(PHP_CGI_ENV)) if (!(k in pool.env)) pool.env[k] = val;
     }
@@ -469,7 +474,7 @@ function checkAuthorizers(pools: ReadonlyMap<string, PoolConfig>, ctx: Ctx): voi
     else if (name === pool.name) ctx.problems.add(at, 'names this pool itself; the authorizer is another pool (e.g. one running auth.php with script:)');
     else if (target.authorizer !== undefined) ctx.problems.add(at, `pool "${name}" has an authorizer of its own ("${target.authorizer}"); an authorizer pool may not have one (no chains)`);
     // Its requests carry no SCRIPT_FILENAME: php-cgi would answer every one "No input file specified".
-    else if (target.script === undefined && target.command !== undefined && nodePath.basename(target.command[0]!).startsWith('php-cgi')) {
+    else if (target.script === undefined && target.command !== undefined && runsPhpCgi(target.command)) {
       ctx.problems.add(at, `pool "${name}" runs php-cgi, which runs the file SCRIPT_FILENAME names, and authorizer requests carry none: give "${name}" a script (e.g. script: /srv/auth/auth.php)`);
     }
   }
@@ -655,6 +660,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     shutdownTimeout: top.values.shutdownTimeout as number,
     shutdownDelay: top.values.shutdownDelay as number,
     runtimeDir: top.values.runtimeDir as string | undefined,
+    opcacheDir: top.values.opcacheDir as string | false | undefined,
     memoryBudget: top.values.memoryBudget as MemoryBudgetSetting | undefined,
     memorySampleInterval: top.values.memorySampleInterval as number,
     oomScoreAdj: top.values.oomScoreAdj as number,

@@ -98,6 +98,8 @@ export interface PoolConfig {
   preload?: boolean;
   /** ms without workers before the preload parent stops; 0 = never. */
   preloadIdleTimeout?: number;
+  /** php-cgi: a file cache of the pool's own for opcache (src/worker/php-cache.ts); default true. */
+  opcacheFileCache?: boolean;
   /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
   groupSize?: number;
   startChildren: number; // dynamic; default min_spare
@@ -180,6 +182,8 @@ export interface Config {
   shutdownDelay: number;
   /** Private directory for worker sockets (default: a fresh 0700 dir under the OS tmpdir). */
   runtimeDir: string | undefined;
+  /** Root of php-cgi pools' opcache file caches; false = off; undefined = the default (src/config/opcache-path.ts). */
+  opcacheDir?: string | false | undefined;
   /** Host memory budget shared by all pools (undefined = none). */
   memoryBudget?: MemoryBudgetSetting | undefined;
   /** How often workers are measured (default 2s). */

@@ -80,7 +80,7 @@ export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: str
   for (const l of s.listeners) {
     const extra = [l.statusPath ? `status ${l.statusPath}` : '', l.pingPath ? `ping ${l.pingPath}` : '', l.inherited ? 'from systemd' : ''].filter((x) => x !== '').join(', ');
     const refused = l.refused > 0 ? `, ${l.refused} refused (allowed_clients)` : '';
-    lines.push(`  ${l.protocol} ${l.address} → ${l.pool || 'vhosts'}, ${l.connections} connection(s)${refused}${extra ? ` (${extra})` : ''}`);
+    lines.push(`  ${l.protocol} ${l.address} → ${l.pool || 'vhosts'}, ${l.connections} connection(s), ${l.accepted} accepted${refused}${extra ? ` (${extra})` : ''}`);
     const answered = l.outcomes === undefined ? [] : Object.entries(l.outcomes.status).filter(([, n]) => n > 0);
     const codes = listenerRefusals(l);
     if (answered.length > 0 || codes.length > 0) {

@@ -8,7 +8,7 @@
  */
 import type { Exchange } from '../protocol/exchange.js';
 import type { CgiParams } from '../protocol/params.js';
-import { DenseSet } from '../protocol/dense-set.js';
+import { DenseSet } from '../util/dense-set.js';
 import { FcgiParams } from '../protocol/fastcgi-params.js';
 import { paramText } from '../log/access-format.js';
 import type { RequestStatus } from './types.js';

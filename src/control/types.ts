@@ -49,6 +49,8 @@ export interface ListenerStatus {
   protocol: string;
   pool: string;
   connections: number;
+  /** Connections taken since it started (a front end that keeps its connections alive takes few). */
+  accepted: number;
   /** Connections closed unread because the client is not in allowed_clients. */
   refused: number;
   /** Connections answered 503 and closed at accept: max_conns or the open-files reserve. */

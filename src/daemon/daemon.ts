@@ -26,6 +26,7 @@ import { PoolRegistry } from './pool-registry.js';
 import { Sites } from './vhosts/sites.js';
 import { openSiteSource } from './vhosts/open-source.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
+import { opcacheRoot } from '../config/opcache-path.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import type { ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
@@ -89,7 +90,7 @@ export class Daemon {
     this.startListener = deps.startListener ?? required(frontend.startListener, 'startListener', 'src/frontend/index.ts');
     this.allowRoot = deps.allowRoot === true;
     this.ops = new Operations({ ...deps.operations, logger: this.logger });
-    this.registry = new PoolRegistry(this.ops.generations, (p, runtimeDir = this.privateDir!) => this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir, memory: this.governor }), this.logger);
+    this.registry = new PoolRegistry(this.ops.generations, (p, runtimeDir = this.privateDir!) => this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir, memory: this.governor, opcacheRoot: opcacheRoot(this._config) }), this.logger);
     this.ctx = {
       // A pool a reload removed still serves the connections of listeners closing with it.
       getPool: (name) => this.registry.get(name),

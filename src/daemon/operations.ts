@@ -6,7 +6,7 @@
  * activation.
  */
 import type { Server } from 'node:net';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
 import { loadConfig } from '../config/load.js';
@@ -35,6 +35,7 @@ import { DashboardHost } from './dashboard.js';
 import { applyReload, type ReloadReport } from './reload.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
+import { packageVersion } from '../version.js';
 
 /** Another daemon answers on this one's control socket. */
 export class AlreadyRunningError extends Error {
@@ -167,6 +168,7 @@ export class Operations {
           protocol: l.config.protocol,
           pool: l.config.pool,
           connections: l.connections,
+          accepted: l.accepted,
           refused: l.refused,
           overflowed: l.overflowed || undefined,
           outcomes: this.outcomes.ofListener(l.address),
@@ -490,15 +492,6 @@ export class Operations {
       })();
     }
     return notes;
-  }
-}
-
-function packageVersion(): string {
-  try {
-    // dist/src/daemon/operations.js → package.json at the package root.
-    return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'unknown';
   }
 }
 

@@ -12,11 +12,15 @@
  *     the worker may execute it; files named in its arguments are readable by the worker;
  *   - Unix listener sockets' directories exist and are writable; the directories fcgi-pm
  *     creates (runtime_dir, a configured control socket's, log files') can be created;
- *   - document_root is a directory; a spawned pool's `script` is a file its workers can read.
+ *   - document_root is a directory; a spawned pool's `script` is a file its workers can read;
+ *   - php-cgi pools' opcache file cache root (opcache_dir) can be made by fcgi-pm and
+ *     entered by each pool's user (src/worker/php-cache.ts makes the directories).
  */
 import { statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
+import { opcacheRoot } from '../config/opcache-path.js';
+import { runsPhpCgi } from '../config/schema.js';
 import { Problems, type KeyPath } from '../config/problems.js';
 import type { Config, PoolConfig, SiteConfig } from '../config/types.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
@@ -24,6 +28,7 @@ import { workerEnv } from '../pool/worker-spec.js';
 import { lookupUser } from '../config/system-users.js';
 import { sitePool } from '../config/site.js';
 import { accessAs, credentialsOfSelf, currentIds, resolveIdentity, type Credentials, type Self } from '../worker/identity.js';
+import { setsOwnOpcache } from '../worker/php-cache.js';
 import { resolveCommand } from '../worker/spawn.js';
 
 export interface PreflightOptions {
@@ -82,7 +87,45 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}): PreflightRe
     if (why !== undefined) problems.add(['control_socket'], `cannot create ${control}: ${why}`);
   }
 
+  checkOpcacheRoot(cfg, self, problems);
+
   return { problems: problems.texts(), rootRefusals, notices: notices.texts() };
+}
+
+/**
+ * The cache root must be makeable by fcgi-pm, and each php-cgi pool's user must be able
+ * to pass through it to the 0700 directory fcgi-pm makes for it there; else that pool
+ * runs without a file cache (ERR_OPCACHE_DIR at start). The default under the private
+ * runtime directory is fcgi-pm's own and needs no check.
+ */
+function checkOpcacheRoot(cfg: Config, self: Self, problems: Problems): void {
+  const root = opcacheRoot(cfg, self.uid);
+  if (typeof root !== 'string') return;
+  const pools = [...cfg.pools.values()].filter((p) => p.command !== undefined && p.opcacheFileCache !== false && runsPhpCgi(p.command) && !setsOwnOpcache(p.command));
+  if (pools.length === 0) return;
+  const why = creatable(root, credentialsOfSelf(self));
+  if (why !== undefined) {
+    problems.add(['opcache_dir'], `cannot make the opcache file cache root ${root}: ${why}`);
+    return;
+  }
+  // What exists of it now; fcgi-pm makes the rest 0711.
+  let there = nodePath.resolve(root);
+  while (!exists(there)) there = nodePath.dirname(there);
+  for (const pool of pools) {
+    const who = resolveIdentity(pool.user, pool.group, self);
+    if (!who.ok || who.runsAs.uid === self.uid) continue;
+    const closed = accessAs(there, who.runsAs, 'enter');
+    if (closed !== undefined) problems.add(['pools', pool.name, 'opcache_file_cache'], `the workers' user (uid ${who.runsAs.uid}) ${closed}, so it cannot reach its opcache file cache under ${root}; set opcache_dir elsewhere or opcache_file_cache: false`);
+  }
+}
+
+function exists(p: string): boolean {
+  try {
+    statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Runs the checks; hands notices to `notice` and throws ConfigError (ERR_ROOT_WORKERS or ERR_HOST_CHECK) on problems. */

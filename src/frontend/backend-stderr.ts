@@ -11,7 +11,7 @@ import { ErrorCodes } from '../errors.js';
 import { EntryGrouper } from '../log/entries.js';
 import type { Logger } from '../log/log.js';
 import { LineSplitter, RateLimitedLog } from '../worker/output.js';
-import { TokenBucket } from '../worker/rate-limit.js';
+import { TokenBucket } from '../util/token-bucket.js';
 
 interface Source {
   logger: Logger;

@@ -10,8 +10,8 @@
  * list to list (body: re-pushed on every chunk, taken out while we paused the client).
  * The timers are unref'd and find nothing once a closed listener's sessions are gone.
  */
-import { systemClock } from '../pool/clock.js';
-import { DeadlineList, DeadlineNode } from '../pool/deadline-list.js';
+import { systemClock } from '../util/clock.js';
+import { DeadlineList, DeadlineNode } from '../util/deadline-list.js';
 import type { ListenerConfig } from '../config/types.js';
 
 export interface ClientTimed {

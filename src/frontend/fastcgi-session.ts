@@ -39,7 +39,7 @@ import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
 import { announceExchange, routeExchange } from './dispatch.js';
-import { TokenBucket } from '../worker/rate-limit.js';
+import { TokenBucket } from '../util/token-bucket.js';
 
 /**
  * Roles this server plays. An authorizer request is an exchange like any other with its

@@ -7,7 +7,7 @@
  * Listeners on req/res are shared module functions (`this` is the emitter), so a request
  * costs no closures.
  */
-import { DenseSet } from '../protocol/dense-set.js';
+import { DenseSet } from '../util/dense-set.js';
 import { backendStderrLog } from './backend-stderr.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';

@@ -55,6 +55,8 @@ export interface Listener {
   readonly address: string;
   /** Open front-end connections. */
   readonly connections: number;
+  /** Front-end connections taken since it started. */
+  readonly accepted: number;
   /** Connections refused by allowed_clients since it started. */
   readonly refused: number;
   /** Connections answered "overloaded" and closed at accept (max_conns, the open-files reserve) since it started. */

@@ -8,7 +8,7 @@ import type { ListenerConfig } from '../config/types.js';
 import { ClientGate } from './client-gate.js';
 import type { Listener } from './index.js';
 import { ErrorCodes } from '../errors.js';
-import { DenseSet } from '../protocol/dense-set.js';
+import { DenseSet } from '../util/dense-set.js';
 
 /** One front-end connection as the listener sees it. */
 export interface Session {
@@ -30,6 +30,8 @@ export class SessionListener implements Listener {
   readonly gate: ClientGate;
   /** A connection per request is the usual nginx setup: an add and a delete per request. */
   private readonly sessions = new DenseSet<Session, 'listenerSlot'>('listenerSlot');
+  /** Connections taken since it started (kept-alive front ends reuse theirs: few per many requests). */
+  accepted = 0;
   private closing = false;
   private closedWaiter: (() => void) | undefined;
 
@@ -52,6 +54,7 @@ export class SessionListener implements Listener {
   }
 
   add(s: Session): void {
+    this.accepted++;
     this.sessions.add(s);
     // Accepted just before close(): serve what it sends but do not keep it.
     if (this.closing) s.drain();

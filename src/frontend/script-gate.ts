@@ -8,7 +8,7 @@ import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { ScriptRules } from '../pool/types.js';
-import { TokenBucket } from '../worker/rate-limit.js';
+import { TokenBucket } from '../util/token-bucket.js';
 import { isInside, judgeFile, judgeName, runTarget, type ScriptRefusal } from './script-guard.js';
 import { StatCache, type ResolvedPath } from './script-path.js';
 

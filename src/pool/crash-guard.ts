@@ -8,7 +8,7 @@
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Logger } from '../log/log.js';
 import { backoffDelay, BACKOFF_MAX_MS, CrashWindow } from '../worker/exit-policy.js';
-import { OneTimer, type Clock } from './clock.js';
+import { OneTimer, type Clock } from '../util/clock.js';
 
 /** Shortest pause before a failing pool tries a worker again. */
 export const MIN_FAILING_PAUSE_MS = 1000;
@@ -19,6 +19,7 @@ export class CrashGuard {
   private readonly log: Logger;
   private readonly pool: string;
   private readonly timer: OneTimer;
+  private readonly onProbe: () => void;
   failing = false;
   /** A probe worker is starting. */
   probing = false;
@@ -32,12 +33,17 @@ export class CrashGuard {
     this.window = new CrashWindow(limit, windowMs);
     this.clock = clock;
     this.log = log;
-    this.timer = new OneTimer(clock, () => {
-      if (!this.failing || this.probing) return;
-      this.probing = true;
-      this.log.info({ failingMs: Math.round(this.clock.now() - this.since) }, `pool ${this.pool}: trying one worker again`);
-      onProbe();
-    });
+    this.onProbe = onProbe;
+    this.timer = new OneTimer(clock, () => this.probeAgain());
+  }
+
+  /** Starts the next probe worker now (the pause is over, or the last probe was killed from outside). */
+  probeAgain(): void {
+    if (!this.failing || this.probing) return;
+    this.timer.cancel();
+    this.probing = true;
+    this.log.info({ failingMs: Math.round(this.clock.now() - this.since) }, `pool ${this.pool}: trying one worker again`);
+    this.onProbe();
   }
 
   /** Crashes within the window now. */

@@ -11,7 +11,7 @@ import type { PoolConfig } from '../config/types.js';
 import type { SocketAddress } from '../protocol/address.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { Endpoint, UpstreamOptions, UpstreamOutcome } from '../upstream/types.js';
-import { OneTimer, type Clock } from './clock.js';
+import { OneTimer, type Clock } from '../util/clock.js';
 import { PoolBase } from './pool-base.js';
 import type { PoolSnapshot } from './types.js';
 

@@ -16,7 +16,7 @@ import { checkWorker, type WorkerCaps } from '../memory/governor.js';
 import type { MemoryGovernor } from '../memory/host-governor.js';
 import type { MemorySample } from '../memory/types.js';
 import { childrenOf } from '../worker/children.js';
-import { OneTimer, type Clock } from './clock.js';
+import { OneTimer, type Clock } from '../util/clock.js';
 import { signalChildOf } from './hard-kill.js';
 import { WorkerMemory } from './pool-memory.js';
 import type { Slot } from './slot.js';

@@ -11,12 +11,12 @@ import type { WorkerFactory } from '../worker/types.js';
 import { processGroupDeathGuard } from '../worker/death-guard.js';
 import { ForkServer } from '../worker/fork-server.js';
 import { spawnWorker, Worker } from '../worker/worker.js';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import { ExternalPool, type EndpointFactory } from './external-pool.js';
 import { SpawnedPool } from './spawned-pool.js';
 import type { Pool } from './types.js';
 import { limitAddressSpace } from './rlimit.js';
-import { buildWorkerSpec } from './worker-spec.js';
+import { addOpcacheFileCache, buildWorkerSpec } from './worker-spec.js';
 
 export interface PoolDeps {
   logger: Logger;
@@ -36,10 +36,12 @@ export interface PoolDeps {
    * max_memory, max_memory_hard and memory_limit still apply.
    */
   memory?: MemoryGovernor;
+  /** Root of php-cgi pools' opcache file caches (src/config/opcache-path.ts); undefined = under runtimeDir; false = off. */
+  opcacheRoot?: string | false | undefined;
 }
 
 export type { Pool, PoolSnapshot, WorkerSnapshot } from './types.js';
-export type { Clock } from './clock.js';
+export type { Clock } from '../util/clock.js';
 export type { MemoryGovernor } from '../memory/host-governor.js';
 export type { EndpointFactory } from './external-pool.js';
 
@@ -52,6 +54,7 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
     return new ExternalPool(cfg, logger, clock, endpointFactory);
   }
   const spec = buildWorkerSpec(cfg, deps.runtimeDir);
+  addOpcacheFileCache(cfg, spec, deps.opcacheRoot, logger);
   if ((cfg.rlimitAs ?? 0) > 0) spec.command = limitAddressSpace(spec, cfg.rlimitAs!);
   const memory = deps.memory ?? new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, clock, disposeWhenEmpty: true });
   const forks = cfg.preload === true ? new ForkServer(spec, deps.logger, { idleTimeout: cfg.preloadIdleTimeout ?? 300_000 }) : undefined;

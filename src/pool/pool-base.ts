@@ -9,7 +9,7 @@ import { EpisodeLimiter } from '../log/episode-limiter.js';
 import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../util/clock.js';
 import { RequestQueue } from './queue.js';
 import { PoolStats } from './stats.js';
 import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules } from './types.js';

@@ -33,7 +33,7 @@ import { setOomScoreAdj, WORKER_OOM_SCORE_ADJ } from '../memory/oom-score.js';
 import { PoolCgroup } from '../memory/pool-cgroup.js';
 import type { BudgetMember, MemorySample, PoolMemoryFigures, WorkerMemoryFigures, WorkerRef } from '../memory/types.js';
 import type { RetireReason } from '../worker/types.js';
-import { OneTimer, type Clock } from './clock.js';
+import { OneTimer, type Clock } from '../util/clock.js';
 import { scriptOf, type Slot } from './slot.js';
 import type { PoolSnapshot } from './types.js';
 

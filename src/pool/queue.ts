@@ -4,8 +4,8 @@
  * head always expires first. A client that goes away while queued leaves the queue.
  */
 import type { Exchange } from '../protocol/exchange.js';
-import type { Clock } from './clock.js';
-import { DeadlineList, DeadlineNode } from './deadline-list.js';
+import type { Clock } from '../util/clock.js';
+import { DeadlineList, DeadlineNode } from '../util/deadline-list.js';
 
 class QueueEntry extends DeadlineNode<Exchange> {
   readonly onAbort: () => void;

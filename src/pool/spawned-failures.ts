@@ -19,7 +19,7 @@ import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { UpstreamOutcome } from '../upstream/types.js';
 import type { WorkerExit } from '../worker/types.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../util/clock.js';
 import { exitText, scriptOf, type FailedOutcome, type Seat } from './slot.js';
 
 /**

@@ -8,6 +8,7 @@
  *
  *   starting --ready--> up --retire--> retiring --exit--> gone
  *   starting --exit--> gone (start_failed)        up|retiring --stop|kill--> stopping
+ *   starting|up|retiring|stopping --killed--> gone (bury: replaced at once)
  *   up|retiring|stopping --suspect--> (same): hold; --grace--> (same): unhold
  *
  * The worker's own lifecycle (src/worker/lifecycle.ts: idle ⇄ busy, draining) is the
@@ -16,7 +17,11 @@
  */
 
 export type SlotState = 'starting' | 'up' | 'retiring' | 'stopping' | 'gone';
-export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'exit' | 'suspect' | 'grace';
+/**
+ * `exit` is the process ending by itself or as asked; `killed` is its end by a signal
+ * fcgi-pm did not send (exit-policy.ts `outside`): not a start failure even before ready.
+ */
+export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'exit' | 'killed' | 'suspect' | 'grace';
 
 /**
  * offer        ready: count its spawn time, end the crash back-off, hand its slots to the dispatcher
@@ -25,8 +30,9 @@ export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'exit' | 'suspect
  * stop         answer the requests it runs, withdraw its slots, SIGTERM (SIGKILL after kill_timeout)
  * kill         as stop, then SIGKILL now (max_memory_hard: the kernel frees memory only when it is gone)
  * start_failed it exited before ready: count an early crash, log SPAWN_FAILED once, maybe refuse the queue
- * bury         it exited after ready: count the exit (early ones only back off), hand its requests
- *              to failure handling, respawn what the mode wants
+ * bury         it exited after ready, or was killed from outside at any time: count the exit
+ *              (early ones only back off), hand its requests to failure handling, respawn
+ *              what the mode wants
  * hold         a request of it failed in a way that may mean it is dying (`suspect`): wait
  *              EXIT_GRACE_MS for its exit (one timer per worker), so the client learns how it went
  * unhold       that wait is over and it did not exit (`grace`): its held failures are answered,
@@ -41,17 +47,17 @@ export interface Cell {
 }
 
 export const SLOT_STATES: readonly SlotState[] = ['starting', 'up', 'retiring', 'stopping', 'gone'];
-export const SLOT_EVENTS: readonly SlotEvent[] = ['ready', 'retire', 'stop', 'kill', 'exit', 'suspect', 'grace'];
+export const SLOT_EVENTS: readonly SlotEvent[] = ['ready', 'retire', 'stop', 'kill', 'exit', 'killed', 'suspect', 'grace'];
 
 const cell = (next: SlotState, action: SlotAction): Cell => Object.freeze({ next, action });
 const same = (s: SlotState): Cell => cell(s, 'none');
 
 export const SUPERVISOR_TABLE: Readonly<Record<SlotState, Readonly<Record<SlotEvent, Cell>>>> = {
-  starting: { ready: cell('up', 'offer'), retire: cell('stopping', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'start_failed'), suspect: same('starting'), grace: same('starting') },
-  up: { ready: same('up'), retire: cell('retiring', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), suspect: cell('up', 'hold'), grace: cell('up', 'unhold') },
-  retiring: { ready: same('retiring'), retire: same('retiring'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), suspect: cell('retiring', 'hold'), grace: cell('retiring', 'unhold') },
-  stopping: { ready: same('stopping'), retire: same('stopping'), stop: same('stopping'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), suspect: cell('stopping', 'hold'), grace: cell('stopping', 'unhold') },
-  gone: { ready: same('gone'), retire: same('gone'), stop: same('gone'), kill: same('gone'), exit: same('gone'), suspect: same('gone'), grace: same('gone') },
+  starting: { ready: cell('up', 'offer'), retire: cell('stopping', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'start_failed'), killed: cell('gone', 'bury'), suspect: same('starting'), grace: same('starting') },
+  up: { ready: same('up'), retire: cell('retiring', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('up', 'hold'), grace: cell('up', 'unhold') },
+  retiring: { ready: same('retiring'), retire: same('retiring'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('retiring', 'hold'), grace: cell('retiring', 'unhold') },
+  stopping: { ready: same('stopping'), retire: same('stopping'), stop: same('stopping'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('stopping', 'hold'), grace: cell('stopping', 'unhold') },
+  gone: { ready: same('gone'), retire: same('gone'), stop: same('gone'), kill: same('gone'), exit: same('gone'), killed: same('gone'), suspect: same('gone'), grace: same('gone') },
 };
 
 /** A retiring or stopping worker still holds its place under max_children. */

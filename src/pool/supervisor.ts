@@ -13,8 +13,8 @@
  * seats; workers are spawned in whole units of slotsPerWorker.
  *
  * Crash semantics: only an early crash (exit-policy.ts) counts toward crash_limit and
- * backs off restarts; a worker killed after it served is replaced at once; the breaker
- * stops spawning, not serving.
+ * backs off restarts; a worker killed from outside (whenever) or after it served is
+ * replaced at once; the breaker stops spawning, not serving.
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Logger } from '../log/log.js';
@@ -23,7 +23,7 @@ import type { MemoryGovernor } from '../memory/host-governor.js';
 import type { UpstreamOutcome } from '../upstream/types.js';
 import type { ExitVerdict } from '../worker/exit-policy.js';
 import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../worker/types.js';
-import { OneTimer, type Clock } from './clock.js';
+import { OneTimer, type Clock } from '../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
 import { GroupChildren } from './group-children.js';
 import { killChildNow } from './hard-kill.js';
@@ -371,13 +371,14 @@ export class Supervisor {
     this.mem?.spawned(slot);
     w.on('ready', () => this.fire(slot, 'ready', {}));
     w.on('spawnFailed', (f) => (slot.spawnFailure = f));
-    w.on('exit', (exit, verdict) => this.fire(slot, 'exit', { exit, verdict }));
+    w.on('exit', (exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }));
     return slot;
   }
 
   /**
    * Only an early crash (exit-policy.ts) counts toward crash_limit and backs off restarts;
-   * a worker killed after it served is replaced at once. True when the pool became failing.
+   * a worker killed from outside or after it served is replaced at once (a failing pool's
+   * probe killed from outside: by the next probe). True when the pool became failing.
    */
   private countExit(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): boolean {
     if (verdict.crash) this.stats.crashes++;
@@ -386,7 +387,10 @@ export class Supervisor {
       const why = slot.spawnFailure?.message ?? `worker ${slot.pid ?? '?'} ${exitText(exit)}`;
       return this.crashes.crashed(slot.spawnedAt, slot.probe, why, this.hooks.waiting());
     }
-    if (slot.probe) this.crashes.probeGone();
+    if (slot.probe) {
+      this.crashes.probeGone();
+      if (verdict.outside) this.crashes.probeAgain();
+    }
     return false;
   }
 

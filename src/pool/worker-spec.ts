@@ -4,9 +4,13 @@
  * user/group as numeric ids (src/worker/identity.ts; looked up once, at pool creation,
  * so a typo fails the start instead of every spawn; ignored when fcgi-pm is not root).
  */
-import { ConfigError } from '../errors.js';
+import { join } from 'node:path';
+import { ConfigError, ErrorCodes } from '../errors.js';
+import { runsPhpCgi } from '../config/schema.js';
 import type { PoolConfig } from '../config/types.js';
+import type { Logger } from '../log/log.js';
 import { resolveIdentity } from '../worker/identity.js';
+import { preparePoolCacheDir, RUNTIME_CACHE_SUBDIR, setsOwnOpcache, withFileCache } from '../worker/php-cache.js';
 import type { WorkerSpec } from '../worker/types.js';
 
 /** The worker's whole environment: inherit_env names from ours, then `env`. */
@@ -42,4 +46,22 @@ export function buildWorkerSpec(cfg: PoolConfig, runtimeDir: string, parentEnv: 
     spawnTimeout: cfg.spawnTimeout,
     killTimeout: cfg.killTimeout,
   };
+}
+
+/**
+ * php-cgi: the pool's own opcache file cache (src/worker/php-cache.ts) in the spec's
+ * command, unless the pool turned it off or sets opcache itself. `root`: the daemon's
+ * cache root; undefined = under the private runtime directory; false = off. A directory
+ * that cannot be made is logged and the pool runs without it.
+ */
+export function addOpcacheFileCache(cfg: PoolConfig, spec: WorkerSpec, root: string | false | undefined, logger: Logger): void {
+  if (root === false || cfg.opcacheFileCache === false || !runsPhpCgi(spec.command) || setsOwnOpcache(spec.command)) return;
+  const who = resolveIdentity(cfg.user, cfg.group);
+  if (!who.ok) return; // buildWorkerSpec threw already
+  const cache = preparePoolCacheDir(root ?? join(spec.runtimeDir, RUNTIME_CACHE_SUBDIR), cfg.name, { runsAs: who.runsAs, uid: who.uid, gid: who.gid });
+  if (!cache.ok) {
+    logger.warn({ code: ErrorCodes.OPCACHE_DIR, dir: cache.dir }, `opcache file cache off for this pool: ${cache.message}; each new worker compiles the application again`);
+    return;
+  }
+  spec.command = withFileCache(spec.command, cache.dir);
 }

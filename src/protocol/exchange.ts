@@ -105,6 +105,12 @@ export class Exchange {
   /** Response facts, for the access log. */
   status = 0;
   bytesOut = 0;
+  /**
+   * Body bytes the response head announced (Content-Length) and the client has not been
+   * given yet; -1 when the head announced none. At 0 the response is complete for the
+   * client, whatever the backend still has to say about its end.
+   */
+  bodyDue = -1;
   error: ProxyError | undefined;
   /**
    * Set by a FastCGI upstream before respondHead() when the response comes as the
@@ -184,9 +190,19 @@ export class Exchange {
     return this.bodyEnded && !this.sawBody;
   }
 
-  /** The client went away or sent FCGI_ABORT_REQUEST. */
+  /**
+   * The client went away or sent FCGI_ABORT_REQUEST. After the whole announced body was
+   * handed to its connection, that is no abort: nginx closes (SCGI) or reuses (FastCGI) its connection as
+   * soon as it has Content-Length bytes, which may be before the backend's end reaches
+   * us. The request is then done, and its holder lets the backend end it as usual.
+   */
   abort(): void {
     if (this.finished) return;
+    if (this.state === 'responding' && this.sentInFull()) {
+      this.state = 'done';
+      this.finish();
+      return;
+    }
     this.state = 'aborted';
     this.clearBody();
     const h = this.onAbort;
@@ -245,12 +261,14 @@ export class Exchange {
     this.replayable = false;
     this.dropDelivered();
     this.keptBytes = 0;
+    this.bodyDue = announcedLength(head);
     this.sink.head(head);
   }
 
   respondBody(chunk: Buffer): boolean {
     if (this.finished) return true;
     this.bytesOut += chunk.length;
+    if (this.bodyDue > 0) this.bodyDue = Math.max(0, this.bodyDue - chunk.length);
     return this.sink.body(chunk);
   }
 
@@ -258,6 +276,7 @@ export class Exchange {
   respondRecords(raw: Buffer, bodyBytes: number): boolean {
     if (this.finished) return true;
     this.bytesOut += bodyBytes;
+    if (this.bodyDue > 0) this.bodyDue = Math.max(0, this.bodyDue - bodyBytes);
     return this.sink.records!(raw);
   }
 
@@ -274,6 +293,13 @@ export class Exchange {
 
   respondError(err: ProxyError): void {
     this.failWith(err, false);
+  }
+
+  /** The response's whole body went to the sink: all it announced, or none when it has none (HEAD, 204, 304). */
+  private sentInFull(): boolean {
+    if (this.bodyDue === 0) return true;
+    const s = this.status;
+    return s === 204 || s === 304 || this.params.get('REQUEST_METHOD') === 'HEAD';
   }
 
   /** `tellHolder`: the failure comes from the front end, so the holder hears of it as of an abort. */
@@ -353,4 +379,14 @@ export class Exchange {
     this.onFinish = undefined;
     f?.(this);
   }
+}
+
+/** The head's Content-Length, or -1 when it has none (or one that is not a plain number). */
+export function announcedLength(head: CgiResponseHead): number {
+  const headers = head.headers;
+  for (let i = 0; i < headers.length; i++) {
+    const [name, value] = headers[i]!;
+    if (name.length === 14 && name.toLowerCase() === 'content-length') return /^\d{1,15}$/.test(value) ? Number(value) : -1;
+  }
+  return -1;
 }

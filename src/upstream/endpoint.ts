@@ -4,7 +4,7 @@
  * on a fresh connection when a reused one turns out to have been closed by the backend.
  * It never answers a failed exchange itself: the outcome goes to the pool.
  */
-import { DenseSet } from '../protocol/dense-set.js';
+import { DenseSet } from '../util/dense-set.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import type { Exchange } from '../protocol/exchange.js';

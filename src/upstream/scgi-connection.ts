@@ -6,7 +6,7 @@
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import { CgiResponseHeadParser } from '../protocol/cgi-response.js';
-import type { Exchange } from '../protocol/exchange.js';
+import { announcedLength, type Exchange } from '../protocol/exchange.js';
 import { encodeScgiHead } from '../protocol/scgi.js';
 import { AUTHORIZER_AS_VARIABLE, Role } from '../protocol/fastcgi.js';
 import { UpstreamConnection, type ConnectionOwner } from './connection-base.js';
@@ -67,30 +67,33 @@ export class ScgiConnection extends UpstreamConnection {
   protected onData(chunk: Buffer): void {
     if (this.state !== 'busy') return;
     if (this.headDone) {
-      this.countBody(chunk.length);
-      this.deliverBody(chunk);
+      this.passBody(chunk);
       return;
     }
     // Throws ProtocolError on a bad head; the base turns it into BACKEND_PROTOCOL.
     const r = this.headParser.push(chunk);
     if (r === undefined) return;
     this.headDone = true;
-    const length = r.head.headers.find(([name]) => name.length === 14 && name.toLowerCase() === 'content-length');
-    this.bodyDue = length !== undefined && /^\d+$/.test(length[1]) ? Number(length[1]) : -1;
+    this.bodyDue = announcedLength(r.head);
     if (!this.passHead(r.head)) return;
-    if (this.state === 'busy' && r.rest.length > 0) {
-      this.countBody(r.rest.length);
-      this.deliverBody(r.rest);
-    }
+    if (this.state === 'busy' && (r.rest.length > 0 || this.bodyDue === 0)) this.passBody(r.rest);
   }
 
-  private countBody(n: number): void {
-    if (this.bodyDue > 0) this.bodyDue = Math.max(0, this.bodyDue - n);
+  /**
+   * Body bytes on to the client. The last byte the head announced ends the response for
+   * the client at once: waiting for the backend's EOF would keep nginx waiting on its
+   * FastCGI END_REQUEST, or see its SCGI connection close as an abort. The connection
+   * (and the worker's seat) still waits for that EOF.
+   */
+  private passBody(chunk: Buffer): void {
+    if (this.bodyDue > 0) this.bodyDue = Math.max(0, this.bodyDue - chunk.length);
+    if (chunk.length > 0) this.deliverBody(chunk);
+    if (this.bodyDue === 0 && this.state === 'busy') this.ex!.respondEnd();
   }
 
   protected onClosedWhileBusy(err: Error | undefined): void {
-    if (err === undefined && this.headDone) {
-      // EOF is the end of an SCGI response.
+    if (this.headDone && (err === undefined || this.bodyDue === 0)) {
+      // EOF is the end of an SCGI response (a reset after the whole announced body changes nothing).
       this.ex!.respondEnd();
       this.finish(DONE, false, false);
       return;

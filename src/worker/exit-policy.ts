@@ -3,10 +3,12 @@
  *
  * Like PHP-FPM: a worker the manager stopped (reason set) is quiet; anything else that
  * ends on a signal or a non-zero code is a crash, and "possible request loss" when it
- * was serving one. A worker killed after it served (OOM killer, an operator's kill -9) is
- * replaced at once, as PHP-FPM does. Only an early crash (see `early`) is a sign of a
- * crash loop: those back off exponentially like runit, never sooner than a second after
- * the last start, and make the pool `failing` when crash_limit of them fall in crash_window.
+ * was serving one. A kill from outside (SIGKILL or SIGTERM fcgi-pm did not send: the OOM
+ * killer, an operator's kill -9) is not the application failing, whenever it comes:
+ * the worker is replaced at once, as PHP-FPM does. Only an early crash (see `early`),
+ * something the application did to itself, is a sign of a crash loop: those back off
+ * exponentially like runit, never sooner than a second after the last start, and make
+ * the pool `failing` when crash_limit of them fall in crash_window.
  */
 import { ErrorCodes, type ErrorCode } from '../errors.js';
 import type { RetireReason, WorkerExit } from './types.js';
@@ -29,6 +31,11 @@ interface VerdictBase {
    * and the restart back-off. Any other crash is replaced at once.
    */
   early: boolean;
+  /**
+   * Killed from outside (SIGKILL or SIGTERM that fcgi-pm did not send), before or after
+   * ready: never early, never a start failure; replaced at once.
+   */
+  outside: boolean;
   /** The pool should replace it (after restartDelay when early). Scaling may still decide not to. */
   restart: boolean;
   message: string;
@@ -65,6 +72,18 @@ const PLANNED: Record<Exclude<RetireReason, 'spawn_timeout'>, PlannedRule> = {
 const LEVEL_RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 const atLeast = (a: LogLevel, b: LogLevel): LogLevel => (LEVEL_RANK[a] >= LEVEL_RANK[b] ? a : b);
 
+/**
+ * The signals that end a process from outside: an operator's kill or kill -9, the OOM
+ * killer, a supervisor above us. A program does not raise these on itself when it fails;
+ * SEGV, ABRT, BUS, ILL, FPE and the rest are its own doing.
+ */
+const OUTSIDE_SIGNALS: ReadonlySet<string> = new Set(['SIGKILL', 'SIGTERM']);
+
+/** An end by a signal fcgi-pm did not send (no retire reason) that is not the program's own doing. */
+export function isOutsideKill(signal: NodeJS.Signals | null, reason: RetireReason | undefined): boolean {
+  return reason === undefined && signal !== null && OUTSIDE_SIGNALS.has(signal);
+}
+
 function describeEnd(exit: WorkerExit): string {
   if (exit.signal !== null) return `exited on signal ${exit.signal}`;
   if (exit.code !== null) return `exited with code ${exit.code}`;
@@ -85,22 +104,33 @@ export function classifyExit(exit: WorkerExit, wasBusy: boolean): ExitVerdict {
   const reason = exit.reason;
 
   if (reason === 'spawn_timeout') {
-    return { crash: true, early: true, restart: true, level: 'warn', code: ErrorCodes.SPAWN_TIMEOUT, message: `did not become ready within spawn_timeout, killed (${describeEnd(exit)})` };
+    return { crash: true, early: true, outside: false, restart: true, level: 'warn', code: ErrorCodes.SPAWN_TIMEOUT, message: `did not become ready within spawn_timeout, killed (${describeEnd(exit)})` };
   }
   if (reason !== undefined) {
     const rule = PLANNED[reason];
     // A planned stop that needed SIGKILL did not honour SIGTERM within kill_timeout.
     const forced = exit.signal === 'SIGKILL' && reason !== 'memory_hard' && reason !== 'request_timeout' ? ' (needed SIGKILL)' : '';
     const level = wasBusy ? atLeast(rule.level, 'warn') : forced ? atLeast(rule.level, 'info') : rule.level;
-    return verdict({ crash: false, early: false, restart: rule.restart, message: `${rule.what}${forced} ${after}${loss}` }, level, rule.code ?? ErrorCodes.REQUEST_LOST);
+    return verdict({ crash: false, early: false, outside: false, restart: rule.restart, message: `${rule.what}${forced} ${after}${loss}` }, level, rule.code ?? ErrorCodes.REQUEST_LOST);
+  }
+  const when = exit.ready || (exit.code === null && exit.signal === null) ? '' : ' before it was ready';
+  if (isOutsideKill(exit.signal, reason)) {
+    return {
+      crash: true,
+      early: false,
+      outside: true,
+      restart: true,
+      level: wasBusy ? 'error' : 'warn',
+      code: ErrorCodes.WORKER_KILLED,
+      message: `was killed by ${exit.signal} from outside fcgi-pm${when} ${after}${loss}; replaced at once, not counted toward crash_limit`,
+    };
   }
   const early = isEarlyExit(exit);
   if (exit.signal === null && exit.code === 0 && !early) {
     // Exited by itself, cleanly: php-cgi does this after PHP_FCGI_MAX_REQUESTS.
-    return verdict({ crash: false, early: false, restart: true, message: `exited by itself (code 0) ${after}${loss}` }, wasBusy ? 'warn' : 'info', ErrorCodes.REQUEST_LOST);
+    return verdict({ crash: false, early: false, outside: false, restart: true, message: `exited by itself (code 0) ${after}${loss}` }, wasBusy ? 'warn' : 'info', ErrorCodes.REQUEST_LOST);
   }
-  const when = exit.ready || (exit.code === null && exit.signal === null) ? '' : ' before it was ready';
-  return { crash: true, early, restart: true, level: wasBusy ? 'error' : 'warn', code: ErrorCodes.WORKER_CRASHED, message: `${describeEnd(exit)}${when} ${after}${loss}` };
+  return { crash: true, early, outside: false, restart: true, level: wasBusy ? 'error' : 'warn', code: ErrorCodes.WORKER_CRASHED, message: `${describeEnd(exit)}${when} ${after}${loss}` };
 }
 
 /** An exit nobody asked for that looks like a crash loop rather than a kill (EARLY_EXIT_MS). */

@@ -25,7 +25,7 @@ import { ErrorCodes } from '../errors.js';
 import { childLogger, type Logger } from '../log/log.js';
 import { defaultDeathGuard, type DeathGuard } from './death-guard.js';
 import { captureOutput, RateLimitedLog } from './output.js';
-import { TokenBucket } from './rate-limit.js';
+import { TokenBucket } from '../util/token-bucket.js';
 import { resolveCommand, startProcess } from './spawn.js';
 import type { WorkerSpec } from './types.js';
 

@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import { ErrorCodes } from '../errors.js';
 import { EntryGrouper } from '../log/entries.js';
 import type { Logger } from '../log/log.js';
-import { TokenBucket } from './rate-limit.js';
+import { TokenBucket } from '../util/token-bucket.js';
 
 export const MAX_LINE_BYTES = 4096;
 const NL = 0x0a;

@@ -11,10 +11,10 @@ import type { ChildProcess } from 'node:child_process';
 import { childLogger, type Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import { defaultDeathGuard, type DeathGuard } from './death-guard.js';
-import { classifyExit } from './exit-policy.js';
+import { classifyExit, isOutsideKill } from './exit-policy.js';
 import { LIFECYCLE_STRICT, LifecycleError, nextState, transition, type Lifecycle, type LifecycleEvent } from './lifecycle.js';
 import { captureOutput, RateLimitedLog } from './output.js';
-import { TokenBucket } from './rate-limit.js';
+import { TokenBucket } from '../util/token-bucket.js';
 import { probeAccept, probeConnect, type ReadyProbe } from './ready-probe.js';
 import {
   argvSocketPath,
@@ -333,7 +333,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.finished) return;
     const s = this.lc.state;
-    if (s === 'spawning') {
+    // Killed from outside before ready is no failure to start (exit-policy.ts): the exit line says it.
+    if (s === 'spawning' && !isOutsideKill(signal, this.lc.reason)) {
       const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
       const hint = code === 126 || code === 127 ? ' (the command could not be executed)' : '';
       this.emitFailure('EXITED', `${this.spec.command[0]} ${how} before accepting connections${hint}; see its output above`);

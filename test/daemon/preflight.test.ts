@@ -143,6 +143,24 @@ test('a configured control socket, log files and document_root are checked too',
   assert.match(docroot.problems.join('\n'), /listen\[0\]\.document_root: \/nonexistent-root: no such directory \(ENOENT\)/);
 });
 
+test("opcache_dir: fcgi-pm must be able to make it and each php-cgi pool's user to pass through it", (t) => {
+  const notDir = check(t, { ...php({ user: 'www-data' }), opcache_dir: '/etc/passwd/opcache' });
+  assert.deepEqual(notDir.problems, [`${notDir.file}:${notDir.line('opcache_dir:')}: opcache_dir: cannot make the opcache file cache root /etc/passwd/opcache: /etc/passwd is not a directory (ENOTDIR)`]);
+  // Root's 0700 directory: fcgi-pm can make the pool's directory there, www-data cannot reach it.
+  const closed = join(makeTempDir(t, 'fpm-pf-oc-'), 'cache');
+  const shut = check(t, { ...php({ user: 'www-data' }), opcache_dir: closed });
+  assert.equal(shut.problems.length, 1);
+  assert.match(shut.problems[0]!, new RegExp(`pools\\.app\\.opcache_file_cache: the workers' user \\(uid ${WWW.uid}\\) cannot enter /tmp/fpm-pf-oc-\\w+ \\(mode 0700, owner uid 0 gid 0\\), so it cannot reach its opcache file cache under ${closed}`));
+  // Not a php-cgi pool, the file cache off, or set by the pool itself: nothing to check.
+  assert.deepEqual(check(t, { ...php({ user: 'www-data', opcache_file_cache: false }), opcache_dir: closed }).problems, []);
+  assert.deepEqual(check(t, { ...php({ user: 'www-data', command: ['php-cgi', '-d', 'opcache.file_cache=/tmp'] }), opcache_dir: closed }).problems, []);
+  assert.deepEqual(check(t, { ...php({ user: 'www-data', command: ['/bin/cat'] }), opcache_dir: closed }).problems, []);
+  // The root's own pools pass; so does the default (as root /var/cache/fcgi-pm/…, else the private runtime directory).
+  assert.deepEqual(check(t, { ...php({ user: 'root' }), opcache_dir: closed }).problems, []);
+  assert.deepEqual(check(t, php({ user: 'www-data' })).problems, []);
+  assert.deepEqual(check(t, php(), { self: AS_NOBODY }).problems, []);
+});
+
 test('assertPreflight: notices out, problems as one ConfigError with a code for root refusals', (t) => {
   const c = check(t, php());
   const cfg = parseConfigText(stringifyYaml({ control_socket: 'off', ...php() }), c.file, c.file);

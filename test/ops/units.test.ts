@@ -128,7 +128,7 @@ function snapshot(pools: PoolStatus[]): StatusSnapshot {
     format: SNAPSHOT_FORMAT,
     daemon: { version: '0.1.0', pid: 7, state: 'running', startedAt: 1_700_000_000_000, now: 1_700_000_100_000, config: '/etc/fcgi-pm.yaml', controlSocket: '/run/c.sock', reloads: { ok: 2, failed: 1 }, rss: 50_000_000 },
     listeners: [
-      { address: '127.0.0.1:9000', protocol: 'fastcgi', pool: 'php', connections: 3, refused: 0, overflowed: 2, outcomes: { status: { '1xx': 0, '2xx': 6, '3xx': 0, '4xx': 5, '5xx': 1 }, refusals: { ERR_VHOST_UNKNOWN: 3, ERR_SCRIPT_FORBIDDEN: 1 } } },
+      { address: '127.0.0.1:9000', protocol: 'fastcgi', pool: 'php', connections: 3, accepted: 40, refused: 0, overflowed: 2, outcomes: { status: { '1xx': 0, '2xx': 6, '3xx': 0, '4xx': 5, '5xx': 1 }, refusals: { ERR_VHOST_UNKNOWN: 3, ERR_SCRIPT_FORBIDDEN: 1 } } },
     ],
     pools,
   };
@@ -225,7 +225,7 @@ test('reload plan: pools added/removed/changed, listeners kept, updated in place
     ],
     pools: { a: { command: ['php-cgi'], max_children: 3 }, b: { backends: ['127.0.0.1:7000'] }, d: { backends: ['127.0.0.1:7002'] } },
   });
-  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, refused: 0, overflowed: 0, close: async () => {} }) as Listener);
+  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, accepted: 0, refused: 0, overflowed: 0, close: async () => {} }) as Listener);
   const plan = planReload(cur, next, running);
   assert.deepEqual(plan.pools.added.map((p) => p.name), ['d']);
   assert.deepEqual(plan.pools.changed.map((p) => p.name), ['a']);

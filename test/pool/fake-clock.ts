@@ -1,7 +1,7 @@
 /**
  * A Clock whose time moves only when the test says so; timers fire in deadline order.
  */
-import type { Clock } from '../../src/pool/clock.js';
+import type { Clock } from '../../src/util/clock.js';
 
 interface FakeTimer {
   at: number;

@@ -22,6 +22,8 @@ export const PAGES: Record<string, string> = {
 export interface PhpPool {
   pool: Pool;
   dir: string;
+  /** The pool's private runtime dir. */
+  runtimeDir: string;
   lines: LogLine[];
   request(page: string, query?: string): TestRequest;
   /** Runs a request to its answer. */
@@ -30,9 +32,16 @@ export interface PhpPool {
   processes(): number[];
 }
 
-export function phpPool(t: TestContext, over: Partial<PoolConfig>): PhpPool {
-  const dir = makeTempDir(t, 'fpm-pool-');
-  const runtimeDir = join(dir, 'run');
+export interface PhpPoolOptions {
+  /** PoolDeps.opcacheRoot (default: under the runtime dir). */
+  opcacheRoot?: string | false;
+  /** Pages in this directory instead of a fresh temp dir (world-readable ones, for pools with a user). */
+  dir?: string;
+}
+
+export function phpPool(t: TestContext, over: Partial<PoolConfig>, opts: PhpPoolOptions = {}): PhpPool {
+  const dir = opts.dir ?? makeTempDir(t, 'fpm-pool-');
+  const runtimeDir = join(makeTempDir(t, 'fpm-run-'), 'run');
   mkdirSync(runtimeDir, { mode: 0o700 });
   for (const [name, src] of Object.entries(PAGES)) writeFileSync(join(dir, name), src);
   const { logger, lines } = recordingLogger();
@@ -43,7 +52,7 @@ export function phpPool(t: TestContext, over: Partial<PoolConfig>): PhpPool {
     killTimeout: 1000,
     ...over,
   });
-  const pool = createPool(cfg, { logger, runtimeDir });
+  const pool = createPool(cfg, { logger, runtimeDir, opcacheRoot: opts.opcacheRoot });
   const processes = (): number[] => descendantPids(process.pid, 'php-cgi');
   // The pool's timers are unref'd (a daemon's listeners keep it alive); here nothing
   // else would while a request waits for a restart back-off.
@@ -79,5 +88,5 @@ export function phpPool(t: TestContext, over: Partial<PoolConfig>): PhpPool {
     await r.sink.answered;
     return r;
   };
-  return { pool, dir, lines, request, get, processes };
+  return { pool, dir, runtimeDir, lines, request, get, processes };
 }

@@ -1,8 +1,9 @@
 /**
  * Workers killed from outside (OOM killer, an operator's kill -9) against a spawned pool on
  * fake workers and a fake clock: a killed worker costs only its own request, is replaced at
- * once, and does not count toward crash_limit; workers that die before ready or soon after
- * start do. The breaker never strands a queued request.
+ * once, and does not count toward crash_limit, whenever the kill comes (before ready,
+ * before its first request ended, or later); workers that crash by themselves (exit
+ * before ready, a crash signal soon after start) do. The breaker never strands a queued request.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +18,13 @@ type Pool = ReturnType<typeof setup>;
 /** SIGKILL from outside: the exit, then the endpoint's report of the closed connection. */
 function kill(p: Pool, w: FakeWorker): void {
   w.exit(null, 'SIGKILL');
+  const e = p.ep(w);
+  while (e !== undefined && e.active > 0) e.finish(closed);
+}
+
+/** The application crashes by itself (SEGV): the exit, then the endpoint's report. */
+function crash(p: Pool, w: FakeWorker): void {
+  w.exit(null, 'SIGSEGV');
   const e = p.ep(w);
   while (e !== undefined && e.active > 0) e.finish(closed);
 }
@@ -61,7 +69,7 @@ test('crash_limit 0: every worker killed at once with requests queued, five time
   assert.equal(p.pool.snapshot().crashes, 20, 'still counted as crashes in status');
 });
 
-test('crash_limit 0: workers that die under their first request, again and again: no queued request waits past queue_timeout, the pool is refilled after each back-off', async () => {
+test('crash_limit 0: workers that crash under their first request, again and again: no queued request waits past queue_timeout, the pool is refilled after each back-off', async () => {
   const p = setup({ pm: 'static', maxChildren: 4, crashLimit: 0, queueTimeout: 5000 });
   await started(p);
   const sentAt = new Map<TestRequest, number>();
@@ -73,7 +81,7 @@ test('crash_limit 0: workers that die under their first request, again and again
     if (p.wf.count('idle') > 0) send(p.wf.count('idle')); // nothing left queued: give each its first request
     const victims = [...p.wf.live];
     assert.ok(victims.every((w) => w.state === 'busy' && w.requests === 1), `round ${round}: each under its first request`);
-    for (const w of victims) kill(p, w);
+    for (const w of victims) crash(p, w);
     for (let t = 0; t <= BACKOFF_MAX_MS && !(p.wf.live.length === 4 && p.wf.count('spawning') === 0); t += 10) {
       p.clock.advance(10);
       for (const [r, at] of sentAt) {
@@ -87,6 +95,58 @@ test('crash_limit 0: workers that die under their first request, again and again
   assert.ok(all.every((r) => r.sink.done));
   assert.equal(all.filter((r) => r.sink.status === 502).length, 16, 'the requests of the dead workers');
   assert.ok(all.some((r) => r.sink.error?.code === ErrorCodes.QUEUE_TIMEOUT), 'the back-off outgrew queue_timeout: those got 503');
+  assert.equal(p.pool.snapshot().state, 'running');
+});
+
+test('workers killed from outside under their first request, again and again: replaced at once, no back-off, no 503', async () => {
+  for (const crashLimit of [0, 5]) {
+    const p = setup({ pm: 'static', maxChildren: 4, crashLimit, queueTimeout: 5000 });
+    await started(p);
+    const reqs = p.send(40); // 4 running, 36 queued
+    for (let round = 0; round < 6; round++) {
+      const victims = [...p.wf.live];
+      assert.ok(victims.every((w) => w.state === 'busy' && w.requests === 1), `round ${round}: each under its first request`);
+      for (const w of victims) kill(p, w);
+      assert.equal(p.wf.live.length, 4, `crash_limit ${crashLimit}, round ${round}: replaced at once`);
+      p.clock.advance(10); // the replacements are ready and take the next queued requests
+    }
+    serveFor(p, reqs, 1000);
+    assert.equal(reqs.filter((r) => r.sink.status === 502).length, 24, 'the requests of the killed workers');
+    assert.equal(reqs.filter((r) => r.sink.status === 200).length, 16, statuses(reqs).join(','));
+    const s = p.pool.snapshot();
+    assert.deepEqual([s.state, s.rejected.failing, s.rejected.queueTimeout, s.crashes], ['running', 0, 0, 24]);
+  }
+});
+
+test('ondemand: workers killed from outside before ready: no start failure, no breaker, the queued requests wait for the replacement', async () => {
+  const p = setup({ pm: 'ondemand', maxChildren: 2, crashLimit: 2, queueTimeout: 5000 });
+  p.wf.plan = { readyAfter: 50 };
+  const reqs = p.send(2);
+  for (let i = 0; i < 5; i++) {
+    const fresh = [...p.wf.live];
+    assert.ok(fresh.length > 0 && fresh.every((w) => w.state === 'spawning'), `round ${i}: workers starting`);
+    for (const w of fresh) w.exit(null, i % 2 === 0 ? 'SIGKILL' : 'SIGTERM');
+    assert.equal(p.wf.live.length, 2, `round ${i}: replaced at once`);
+    assert.ok(reqs.every((r) => !r.sink.done), `round ${i}: nothing refused`);
+  }
+  serveFor(p, reqs, 1000);
+  assert.deepEqual(statuses(reqs), [200, 200]);
+  assert.equal(p.pool.snapshot().state, 'running');
+  assert.equal(p.lines.find((l) => l.code === ErrorCodes.SPAWN_FAILED || l.code === ErrorCodes.POOL_FAILING), undefined);
+});
+
+test('a failing pool whose probe is killed from outside tries the next probe at once', async () => {
+  const p = setup({ pm: 'ondemand', maxChildren: 1, crashLimit: 1, queueTimeout: 60_000 });
+  p.wf.plan = { spawnFailAfter: 5, spawnErrno: 'EXITED' };
+  p.send(1);
+  p.clock.advance(5);
+  assert.equal(p.pool.snapshot().state, 'failing');
+  p.wf.plan = { readyAfter: undefined };
+  p.clock.advance(BACKOFF_MAX_MS); // the pause is over: one probe starts
+  const probe = p.wf.live[0]!;
+  probe.exit(null, 'SIGKILL');
+  assert.equal(p.wf.live.length, 1, 'the next probe at once');
+  p.wf.live[0]!.becomeReady();
   assert.equal(p.pool.snapshot().state, 'running');
 });
 
@@ -122,13 +182,15 @@ test('workers killed after serving never open the breaker: each costs only its o
   assert.equal(all.filter((r) => r.sink.status === 200).length, 30);
 });
 
-test('workers that die before ready, or soon after start before finishing a request, open the breaker and back off', async () => {
-  // Killed while starting.
-  const a = setup({ pm: 'static', maxChildren: 3, crashLimit: 3 });
-  a.wf.plan = { readyAfter: undefined };
-  void a.pool.start();
-  for (const w of [...a.wf.live]) w.exit(null, 'SIGKILL');
-  assert.equal(a.pool.snapshot().state, 'failing');
+test('workers that crash before ready, or soon after start before finishing a request, open the breaker and back off', async () => {
+  // Exit with an error, or a crash signal, while starting.
+  for (const [code, signal] of [[1, null], [null, 'SIGSEGV'], [null, 'SIGABRT']] as const) {
+    const a = setup({ pm: 'static', maxChildren: 3, crashLimit: 3 });
+    a.wf.plan = { readyAfter: undefined };
+    void a.pool.start();
+    for (const w of [...a.wf.live]) w.exit(code, signal);
+    assert.equal(a.pool.snapshot().state, 'failing', String(code ?? signal));
+  }
 
   // Ready, then dead under its first request within EARLY_EXIT_MS: its request gets 502,
   // and the replacement waits for the back-off even though a request is queued behind it.
@@ -145,7 +207,7 @@ test('workers that die before ready, or soon after start before finishing a requ
   b.clock.advance(10);
   const w2 = b.wf.live[0]!;
   assert.equal(second!.ex.workerPid, w2.pid);
-  kill(b, w2);
+  crash(b, w2);
   assert.equal(second!.sink.error?.code, ErrorCodes.WORKER_CRASHED);
   assert.equal(b.pool.snapshot().state, 'failing');
 

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { ErrorCodes, ProxyError } from '../../src/errors.js';
 import type { PoolConfig } from '../../src/config/types.js';
 import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
+import { classifyExit } from '../../src/worker/exit-policy.js';
 import { EXIT_GRACE_MS } from '../../src/pool/spawned-failures.js';
 import { PoolStats } from '../../src/pool/stats.js';
 import { Supervisor, type SupervisorHooks } from '../../src/pool/supervisor.js';
@@ -96,10 +97,10 @@ function into(state: SlotState, over: Partial<PoolConfig> = {}): Env {
 }
 
 function fireIn(e: Env, event: SlotEvent): void {
-  if (event === 'exit') {
+  if (event === 'exit' || event === 'killed') {
     // The process's own exit event drives the cell; a gone worker has none left.
-    if (e.worker.state !== 'exited') e.worker.exit(null, 'SIGKILL');
-    else e.sup.fire(e.slot, 'exit', {});
+    if (e.worker.state !== 'exited') e.worker.exit(null, event === 'exit' ? 'SIGSEGV' : 'SIGKILL');
+    else e.sup.fire(e.slot, event, {});
     return;
   }
   e.sup.fire(e.slot, event, { reason: 'scale_down', err });
@@ -197,10 +198,45 @@ test('up + kill → stopping: kill (SIGKILL now)', () => {
   assert.ok(e.names().includes('cut'));
 });
 
-test('up + exit → gone: bury (requests to failure handling, killed-after-serving replaced at once, not a breaker crash)', () => {
+test('starting + killed → gone: bury (a kill from outside before ready: no SPAWN_FAILED, nothing refused, replaced at once)', () => {
+  const e = into('starting', { maxChildren: 1 });
+  e.setWaiting(2);
+  e.worker.exit(null, 'SIGKILL');
+  assert.equal(e.slot.state, 'gone');
+  assert.deepEqual(e.names(), ['withdraw', 'lost', 'pump', 'checkDrained']);
+  assert.equal(e.lines.find((l) => l.code === ErrorCodes.SPAWN_FAILED), undefined);
+  assert.equal(e.wf.workers.length, 2, 'replaced at once, no back-off');
+  assert.equal(e.stats.crashes, 1, 'counted as a crash in status');
+  assert.equal(e.sup.failing, false);
+});
+
+test('up + killed → gone: bury (a kill from outside soon after start is replaced at once, not a breaker crash)', () => {
+  const e = into('up', { crashLimit: 1 });
+  e.worker.assign('/first');
+  e.slot.busy = 1;
+  e.worker.exit(null, 'SIGKILL');
+  assert.equal(e.slot.state, 'gone');
+  assert.deepEqual(e.names(), ['withdraw', 'lost', 'pump', 'checkDrained']);
+  assert.equal(e.wf.workers.length, 2, 'replaced at once, no back-off');
+  assert.equal(e.sup.failing, false);
+});
+
+for (const state of ['retiring', 'stopping'] as const) {
+  // A worker fcgi-pm asked to go carries a reason, so its exit is never "outside"; the
+  // cell is there so that no exit can leave a worker in the table.
+  test(`${state} + killed → gone: bury`, () => {
+    const e = into(state);
+    const exit = { code: null, signal: 'SIGKILL' as const, reason: undefined, uptime: 10, ready: true, served: 1 };
+    e.sup.fire(e.slot, 'killed', { exit, verdict: classifyExit(exit, false) });
+    assert.equal(e.slot.state, 'gone');
+    assert.ok(e.names().includes('lost'));
+  });
+}
+
+test('up + exit → gone: bury (requests to failure handling, a crash long after start replaced at once, not a breaker crash)', () => {
   const e = into('up');
   e.clock.advance(60_000); // long past the early-exit window
-  e.worker.exit(null, 'SIGKILL');
+  e.worker.exit(null, 'SIGSEGV');
   assert.equal(e.slot.state, 'gone');
   assert.deepEqual(e.names(), ['withdraw', 'lost', 'pump', 'checkDrained']);
   assert.equal(e.stats.crashes, 1);

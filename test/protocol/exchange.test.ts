@@ -275,6 +275,45 @@ describe('abort', () => {
     assert.equal(ex.pushBody(Buffer.from('c')), true);
   });
 
+  test('after the whole announced body went to the sink, a client close is no abort: done, the holder not told', () => {
+    const { ex, finishes } = make();
+    let aborts = 0;
+    ex.onAbort = () => aborts++;
+    ex.endBody();
+    ex.respondHead({ ...HEAD, headers: [['content-length', '5']] });
+    ex.respondBody(Buffer.from('hel'));
+    assert.equal(ex.bodyDue, 2);
+    ex.respondBody(Buffer.from('lo'));
+    assert.equal(ex.bodyDue, 0);
+    ex.abort();
+    assert.equal(ex.state, 'done');
+    assert.equal(aborts, 0, 'the backend ends the request as usual');
+    assert.deepEqual(finishes.map((e) => e.state), ['done']);
+    ex.respondEnd();
+    assert.equal(finishes.length, 1);
+  });
+
+  for (const [what, head, method, state] of [
+    ['part of the announced body', { ...HEAD, headers: [['Content-Length', '6']] }, 'GET', 'aborted'],
+    ['no Content-Length', HEAD, 'GET', 'aborted'],
+    ['a Content-Length that is not a number', { ...HEAD, headers: [['Content-Length', '5, 5']] }, 'GET', 'aborted'],
+    ['a HEAD request (no body whatever the length says)', { ...HEAD, headers: [['Content-Length', '900']] }, 'HEAD', 'done'],
+    ['a 304 (no body)', { ...HEAD, status: 304, headers: [['Content-Length', '900']] }, 'GET', 'done'],
+  ] as const) {
+    test(`a client close after ${what}: ${state}`, () => {
+      const sink = new Sink();
+      const ex = new Exchange(new CgiParams(['REQUEST_METHOD', method]), sink, 'scgi', 0);
+      let aborts = 0;
+      ex.onAbort = () => aborts++;
+      ex.endBody();
+      ex.respondHead(head as CgiResponseHead);
+      if (method === 'GET' && head.status === 200) ex.respondBody(Buffer.from('hello'));
+      ex.abort();
+      assert.equal(ex.state, state);
+      assert.equal(aborts, state === 'aborted' ? 1 : 0);
+    });
+  }
+
   test('failByClient: the holder hears of it as an abort, the client gets the error, the log its status', () => {
     const { ex, sink, finishes } = make();
     let aborts = 0;

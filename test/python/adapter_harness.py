@@ -17,6 +17,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 ADAPTER = os.path.join(REPO, 'bin', 'fcgi-pm-wsgi')
+# The package's modules, for unit tests of their pure parts.
+if REPO not in sys.path:
+    sys.path.append(REPO)
 
 BEGIN_REQUEST, ABORT_REQUEST, END_REQUEST, PARAMS, STDIN, STDOUT, STDERR = 1, 2, 3, 4, 5, 6, 7
 GET_VALUES, GET_VALUES_RESULT, UNKNOWN_TYPE = 9, 10, 11
@@ -24,17 +27,6 @@ RESPONDER, AUTHORIZER, FILTER = 1, 2, 3
 REQUEST_COMPLETE, CANT_MPX_CONN, OVERLOADED, UNKNOWN_ROLE = 0, 1, 2, 3
 
 TIMEOUT = 10.0
-
-
-def load_adapter_module():
-    """The adapter as a module (it has no .py suffix), for unit tests of its pure parts."""
-    import importlib.machinery
-    import importlib.util
-    loader = importlib.machinery.SourceFileLoader('fcgi_pm_wsgi', ADAPTER)
-    spec = importlib.util.spec_from_loader('fcgi_pm_wsgi', loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
 
 # ---- encoding ----------------------------------------------------------------------------
@@ -252,7 +244,7 @@ def _send_quietly(s, data):
 class Adapter:
     """bin/fcgi-pm-wsgi with a listening Unix socket as fd 0, stderr to a file."""
 
-    def __init__(self, protocol='--fastcgi', app='wsgi_apps:app', extra=()):
+    def __init__(self, protocol='--fastcgi', app='wsgi_apps:app', extra=(), command=(sys.executable, ADAPTER)):
         self.dir = tempfile.mkdtemp(prefix='fpm-py-')
         os.chmod(self.dir, 0o700)
         self.path = os.path.join(self.dir, 'app.sock')
@@ -263,7 +255,7 @@ class Adapter:
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'LANG': 'C.UTF-8'}
         with open(self.stderr_path, 'wb') as err:
             self.proc = subprocess.Popen(
-                [sys.executable, ADAPTER, protocol, '--path', HERE, *extra, app],
+                [*command, protocol, '--path', HERE, *extra, app],
                 stdin=listener.fileno(), stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=self.dir,
             )
         listener.close()  # the child has its own copy, as with fcgi-pm

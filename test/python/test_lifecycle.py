@@ -1,6 +1,7 @@
 """Process-level behaviour: start-up errors, SIGTERM when idle and when busy."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -8,7 +9,7 @@ import sys
 import time
 import unittest
 
-from adapter_harness import ADAPTER, HERE, STDERR, Adapter, CgiResult, base_params, scgi_request
+from adapter_harness import ADAPTER, HERE, REPO, STDERR, Adapter, CgiResult, base_params, scgi_request
 
 
 class SigtermTest(unittest.TestCase):
@@ -120,6 +121,45 @@ class StartupTest(unittest.TestCase):
             p.stderr.close()
             import shutil
             shutil.rmtree(d, ignore_errors=True)
+
+
+class InstalledTest(unittest.TestCase):
+    """The adapter away from the repository: installed under another prefix and reached
+    through a symlink (as /usr/bin/fcgi-pm-wsgi or node_modules/.bin is), or as a zipapp."""
+
+    def setUp(self):
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix='fpm-inst-')
+        self.adapter = None
+
+    def tearDown(self):
+        if self.adapter is not None:
+            self.adapter.stop()
+            shutil.rmtree(self.adapter.dir, ignore_errors=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def serves_hello(self, command):
+        self.adapter = Adapter('--scgi', command=command)
+        params = base_params('/hello')
+        params.pop('CONTENT_LENGTH')
+        self.assertEqual(CgiResult(self.adapter.scgi(params)).body, b'hello')
+
+    def test_through_a_symlink_it_finds_the_package_beside_its_real_path(self):
+        prefix = os.path.join(self.dir, 'lib', 'fcgi-pm')
+        os.makedirs(os.path.join(prefix, 'bin'))
+        shutil.copy(ADAPTER, os.path.join(prefix, 'bin'))
+        shutil.copytree(os.path.join(REPO, 'fcgi_pm_wsgi'), os.path.join(prefix, 'fcgi_pm_wsgi'))
+        os.makedirs(os.path.join(self.dir, 'bin'))
+        link = os.path.join(self.dir, 'bin', 'fcgi-pm-wsgi')
+        os.symlink(os.path.join(prefix, 'bin', 'fcgi-pm-wsgi'), link)
+        self.serves_hello([sys.executable, link])
+
+    def test_as_a_zipapp(self):
+        staging = os.path.join(self.dir, 'staging')
+        shutil.copytree(os.path.join(REPO, 'fcgi_pm_wsgi'), os.path.join(staging, 'fcgi_pm_wsgi'))
+        pyz = os.path.join(self.dir, 'fcgi-pm-wsgi.pyz')
+        subprocess.run([sys.executable, '-m', 'zipapp', staging, '-m', 'fcgi_pm_wsgi.main:main', '-o', pyz], check=True, timeout=20)
+        self.serves_hello([sys.executable, pyz])
 
 
 if __name__ == '__main__':

@@ -14,10 +14,9 @@ import tempfile
 import time
 import unittest
 
-from adapter_harness import ADAPTER, AUTHORIZER, HERE, TIMEOUT, FcgiConn, base_params, load_adapter_module
+from adapter_harness import ADAPTER, AUTHORIZER, HERE, TIMEOUT, FcgiConn, base_params
 from test_authorizer import GRANT_HEAD, auth_params
-
-w = load_adapter_module()
+from fcgi_pm_wsgi import preload
 
 
 class Channel:
@@ -53,7 +52,7 @@ def listening_socket(d, name):
 class IpcChannelTest(unittest.TestCase):
     def test_a_handle_message_yields_its_fd_and_is_acknowledged(self):
         ours, theirs = socket.socketpair()
-        chan = w.IpcChannel(os.dup(theirs.fileno()))
+        chan = preload.IpcChannel(os.dup(theirs.fileno()))
         theirs.close()
         d = tempfile.mkdtemp(prefix='fpm-ipc-')
         lst, _ = listening_socket(d, 'a.sock')

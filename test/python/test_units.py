@@ -4,27 +4,28 @@ import io
 import sys
 import unittest
 
-from adapter_harness import load_adapter_module, name_values, parse_name_values
-
-w = load_adapter_module()
+from adapter_harness import name_values, parse_name_values
+from fcgi_pm_wsgi import fastcgi, scgi, wsgi
+from fcgi_pm_wsgi.authorizer import set_role
+from fcgi_pm_wsgi.errors import ProtocolError
 
 
 class NameValueTest(unittest.TestCase):
     def test_round_trip_with_short_and_long_lengths(self):
         pairs = [('A', ''), ('B' * 127, 'x' * 128), ('C' * 300, 'y' * 70000), ('UTF8', '\u00e9'.encode('utf-8').decode('latin-1'))]
-        encoded = w.encode_name_values(pairs)
-        self.assertEqual(w.decode_name_values(encoded), pairs)
+        encoded = fastcgi.encode_name_values(pairs)
+        self.assertEqual(fastcgi.decode_name_values(encoded), pairs)
         # Agrees with the test suite's independent encoder.
         self.assertEqual(parse_name_values(encoded)['A'], '')
-        self.assertEqual(w.decode_name_values(name_values({'K': 'v'})), [('K', 'v')])
+        self.assertEqual(fastcgi.decode_name_values(name_values({'K': 'v'})), [('K', 'v')])
 
     def test_lengths_past_the_record_are_errors(self):
         for bad in (b'\x05\x01AB', b'\x80\x00', b'\x01'):
-            with self.assertRaises(w.ProtocolError):
-                w.decode_name_values(bad)
+            with self.assertRaises(ProtocolError):
+                fastcgi.decode_name_values(bad)
 
     def test_stream_records_cut_at_65535(self):
-        bufs = w.stream_records(w.FCGI_STDOUT, 3, b'a' * 140000)
+        bufs = fastcgi.stream_records(fastcgi.FCGI_STDOUT, 3, b'a' * 140000)
         sizes = [len(b) for b in bufs[1::2]]
         self.assertEqual(sizes, [65535, 65535, 8930])
         self.assertEqual(bytes(bufs[0]), bytes((1, 6, 0, 3, 0xFF, 0xFF, 0, 0)))
@@ -32,12 +33,12 @@ class NameValueTest(unittest.TestCase):
 
 class ScgiHeadersTest(unittest.TestCase):
     def test_parse(self):
-        self.assertEqual(w.decode_scgi_headers(b'CONTENT_LENGTH\x0012\x00SCGI\x001\x00'), {'CONTENT_LENGTH': '12', 'SCGI': '1'})
+        self.assertEqual(scgi.decode_scgi_headers(b'CONTENT_LENGTH\x0012\x00SCGI\x001\x00'), {'CONTENT_LENGTH': '12', 'SCGI': '1'})
 
     def test_errors(self):
         for bad in (b'SCGI\x001\x00CONTENT_LENGTH\x000\x00', b'CONTENT_LENGTH\x000', b'CONTENT_LENGTH\x000\x00X\x00'):
-            with self.assertRaises(w.ProtocolError):
-                w.decode_scgi_headers(bad)
+            with self.assertRaises(ProtocolError):
+                scgi.decode_scgi_headers(bad)
 
 
 class ScriptPathTest(unittest.TestCase):
@@ -59,25 +60,25 @@ class ScriptPathTest(unittest.TestCase):
     def test_table(self):
         for params, mount, script, path in self.CASES:
             env = dict(params)
-            w.split_script_path(env, mount)
+            wsgi.split_script_path(env, mount)
             self.assertEqual((env['SCRIPT_NAME'], env['PATH_INFO']), (script, path), (params, mount))
 
 
 class RoleTest(unittest.TestCase):
     CASES = [
         # (FastCGI role, FCGI_ROLE param or None, authorizer?, environ's FCGI_ROLE)
-        (w.FCGI_AUTHORIZER, None, True, 'AUTHORIZER'),
-        (w.FCGI_AUTHORIZER, 'RESPONDER', True, 'AUTHORIZER'),
-        (w.FCGI_RESPONDER, 'AUTHORIZER', True, 'AUTHORIZER'),
-        (w.FCGI_RESPONDER, None, False, 'RESPONDER'),
-        (w.FCGI_RESPONDER, 'FILTER', False, 'RESPONDER'),
-        (w.FCGI_RESPONDER, 'authorizer', False, 'RESPONDER'),
+        (fastcgi.FCGI_AUTHORIZER, None, True, 'AUTHORIZER'),
+        (fastcgi.FCGI_AUTHORIZER, 'RESPONDER', True, 'AUTHORIZER'),
+        (fastcgi.FCGI_RESPONDER, 'AUTHORIZER', True, 'AUTHORIZER'),
+        (fastcgi.FCGI_RESPONDER, None, False, 'RESPONDER'),
+        (fastcgi.FCGI_RESPONDER, 'FILTER', False, 'RESPONDER'),
+        (fastcgi.FCGI_RESPONDER, 'authorizer', False, 'RESPONDER'),
     ]
 
     def test_table(self):
         for role, param, authorizer, name in self.CASES:
             params = {} if param is None else {'FCGI_ROLE': param}
-            self.assertEqual((w.set_role(params, role), params['FCGI_ROLE']), (authorizer, name), (role, param))
+            self.assertEqual((set_role(params, role), params['FCGI_ROLE']), (authorizer, name), (role, param))
 
 
 class StartResponseTest(unittest.TestCase):
@@ -88,7 +89,7 @@ class StartResponseTest(unittest.TestCase):
             def send(self, bufs):
                 sent.append(b''.join(bytes(b) for b in bufs))
 
-        return w.Response(Out(), 'GET', authorizer), sent
+        return wsgi.Response(Out(), 'GET', authorizer), sent
 
     def test_rejects_bad_status_and_headers(self):
         for status, headers in [('200', []), (200, []), ('200 OK', [('A', 1)]), ('200 OK', (('A', 'b'),)),
@@ -136,7 +137,7 @@ class StartResponseTest(unittest.TestCase):
 
 class InputStreamTest(unittest.TestCase):
     def stream(self, chunks):
-        class S(w.InputStream):
+        class S(wsgi.InputStream):
             def __init__(self):
                 super().__init__()
                 self.chunks = list(chunks)
@@ -164,7 +165,7 @@ class InputStreamTest(unittest.TestCase):
         self.assertEqual(s.readline(), b'cdef\n')
 
     def test_file_wrapper(self):
-        fw = w.FileWrapper(io.BytesIO(b'x' * 10), 4)
+        fw = wsgi.FileWrapper(io.BytesIO(b'x' * 10), 4)
         self.assertEqual(list(fw), [b'xxxx', b'xxxx', b'xx'])
         fw.close()
 

@@ -3,7 +3,8 @@
  * project's one test command covers them. Debian's /usr/bin/python3 on purpose: a
  * python3 earlier on PATH may be another build without Debian's packages.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { trackPid, untrackPid } from '../helpers/scope.js';
 
 const PYTHON = '/usr/bin/python3';
 
-test('bin/fcgi-pm-wsgi: Python unit tests (unittest discover -s test/python)', { timeout: 120_000 }, async (t) => {
+test('fcgi_pm_wsgi: Python unit tests (unittest discover -s test/python)', { timeout: 120_000 }, async (t) => {
   const child = spawn(PYTHON, ['-B', '-m', 'unittest', 'discover', '-s', join(REPO_ROOT, 'test', 'python'), '-v'], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1' },
@@ -33,4 +34,16 @@ test('bin/fcgi-pm-wsgi: Python unit tests (unittest discover -s test/python)', {
   assert.equal(code, 0, `python unittest failed:\n${out.slice(-6000)}`);
   assert.ok(ran && Number(ran[1]) >= 60, `expected the whole suite to be discovered:\n${out.slice(-2000)}`);
   assert.match(out, /\nOK\b/);
+});
+
+test('the npm package ships the adapter: bin/fcgi-pm-wsgi and every module of fcgi_pm_wsgi/', async () => {
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: REPO_ROOT, maxBuffer: 64 << 20 }, (err, stdout) =>
+      err ? reject(err) : resolve(stdout));
+  });
+  const shipped = new Set((JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path));
+  const modules = readdirSync(join(REPO_ROOT, 'fcgi_pm_wsgi')).filter((f) => f.endsWith('.py'));
+  assert.ok(modules.includes('main.py'), `fcgi_pm_wsgi/ read: ${modules.join(', ')}`);
+  const missing = ['bin/fcgi-pm-wsgi', ...modules.map((m) => `fcgi_pm_wsgi/${m}`)].filter((p) => !shipped.has(p));
+  assert.deepEqual(missing, []);
 });

@@ -157,11 +157,25 @@ async function lingeringBackend(t: TestContext, response: string, closeAfterMs: 
   return endpoint;
 }
 
-for (const [what, response, busy] of [
-  // nginx closes its SCGI connection once it has Content-Length bytes, racing the backend's EOF.
-  ['the whole Content-Length body arrived before the client went: the backend is done, not busy', 'Status: 200 OK\r\nContent-Length: 5\r\n\r\nhello', false],
-  ['part of the body only: the backend may still be running', 'Status: 200 OK\r\nContent-Length: 50\r\n\r\nhello', true],
-  ['no Content-Length: only EOF ends the response', 'Status: 200 OK\r\n\r\nhello', true],
+test('SCGI: the last Content-Length byte ends the response for the client; the outcome waits for the backend\'s EOF', async (t) => {
+  const endpoint = await lingeringBackend(t, 'Status: 200 OK\r\nContent-Length: 5\r\n\r\nhello', 300);
+  let started: { ex: RunResult['ex']; sink: RunResult['sink'] } | undefined;
+  let reported = false;
+  const p = withTimeout(runExchange(endpoint, { REQUEST_METHOD: 'GET' }, { onStarted: (ex, sink) => (started = { ex, sink }) }), 10_000, 'SCGI request').finally(() => (reported = true));
+  await waitFor(() => started?.sink.ended === true, { timeout: 5000, what: 'the response ended for the client' });
+  assert.equal(reported, false, 'the backend has not closed yet: its seat is still busy');
+  assert.equal(started!.ex.state, 'done');
+  // nginx closes once it has Content-Length bytes: no abort, and the backend is not cut.
+  started!.ex.abort();
+  assert.equal(started!.ex.state, 'done');
+  const r = await p;
+  assert.equal(r.sink.bodyBytes, 5);
+  assert.deepEqual(r.outcome, { kind: 'done' });
+});
+
+for (const [what, response] of [
+  ['part of the body only: the backend may still be running', 'Status: 200 OK\r\nContent-Length: 50\r\n\r\nhello'],
+  ['no Content-Length: only EOF ends the response', 'Status: 200 OK\r\n\r\nhello'],
 ] as const) {
   test(`SCGI: client abort after ${what}`, async (t) => {
     const endpoint = await lingeringBackend(t, response, 2000);
@@ -171,6 +185,7 @@ for (const [what, response, busy] of [
     started!.ex.abort();
     const r = await p;
     assert.equal(r.sink.bodyBytes, 5);
-    assert.deepEqual(r.outcome, busy ? { kind: 'aborted', backendBusy: true } : { kind: 'aborted' });
+    assert.equal(r.sink.ended, false);
+    assert.deepEqual(r.outcome, { kind: 'aborted', backendBusy: true });
   });
 }

@@ -76,27 +76,35 @@ test('a planned stop of a busy worker warns about request loss; one that needed 
   assert.doesNotMatch(rt.message, /needed SIGKILL/);
 });
 
-test('early: only a death before ready, or soon after start before finishing a request, counts toward crash_limit', () => {
-  // [what happened, exit, busy, crash, early]
-  const cells: Array<[string, Partial<WorkerExit>, boolean, boolean, boolean]> = [
-    ['killed after serving, under a request', { signal: 'SIGKILL', uptime: 200, served: 1 }, true, true, false],
-    ['killed after serving, idle', { signal: 'SIGKILL', uptime: 200, served: 40 }, false, true, false],
-    ['killed idle, never used, past EARLY_EXIT_MS', { signal: 'SIGKILL', uptime: EARLY_EXIT_MS, served: 0 }, false, true, false],
-    ['killed under its first request, soon after start', { signal: 'SIGSEGV', uptime: EARLY_EXIT_MS - 1, served: 0 }, true, true, true],
-    ['killed before ready, however long it tried', { signal: 'SIGKILL', uptime: 60_000, ready: false, served: 0 }, false, true, true],
-    ['exit 1 before ready', { code: 1, uptime: 30, ready: false, served: 0 }, false, true, true],
-    ['exit 0 before ready (a start that keeps failing)', { code: 0, uptime: 30, ready: false, served: 0 }, false, true, true],
-    ['exit 0 soon after ready, never served', { code: 0, uptime: 100, served: 0 }, false, true, true],
-    ['exit 0 after serving (PHP_FCGI_MAX_REQUESTS)', { code: 0, uptime: 100, served: 500 }, false, false, false],
-    ['stopped for idle_timeout soon after start', { code: 0, uptime: 100, served: 0, reason: 'idle_timeout' }, false, false, false],
-    ['killed for request_timeout under its first request', { signal: 'SIGKILL', uptime: 100, served: 0, reason: 'request_timeout' }, true, false, false],
+test('early: only what the application does to itself before ready or soon after start counts toward crash_limit; a kill from outside never does', () => {
+  // [what happened, exit, busy, crash, early, outside]
+  const cells: Array<[string, Partial<WorkerExit>, boolean, boolean, boolean, boolean]> = [
+    ['killed after serving, under a request', { signal: 'SIGKILL', uptime: 200, served: 1 }, true, true, false, true],
+    ['killed after serving, idle', { signal: 'SIGKILL', uptime: 200, served: 40 }, false, true, false, true],
+    ['killed idle, never used, past EARLY_EXIT_MS', { signal: 'SIGKILL', uptime: EARLY_EXIT_MS, served: 0 }, false, true, false, true],
+    ['kill -9 under its first request, soon after start', { signal: 'SIGKILL', uptime: 50, served: 0 }, true, true, false, true],
+    ['kill (TERM) idle, soon after ready, never used', { signal: 'SIGTERM', uptime: 50, served: 0 }, false, true, false, true],
+    ['kill -9 before ready, however long it tried', { signal: 'SIGKILL', uptime: 60_000, ready: false, served: 0 }, false, true, false, true],
+    ['kill (TERM) before ready', { signal: 'SIGTERM', uptime: 10, ready: false, served: 0 }, false, true, false, true],
+    ['SEGV under its first request, soon after start', { signal: 'SIGSEGV', uptime: EARLY_EXIT_MS - 1, served: 0 }, true, true, true, false],
+    ['ABRT before ready', { signal: 'SIGABRT', uptime: 10, ready: false, served: 0 }, false, true, true, false],
+    ['SEGV after serving', { signal: 'SIGSEGV', uptime: 200, served: 3 }, true, true, false, false],
+    ['exit 1 before ready', { code: 1, uptime: 30, ready: false, served: 0 }, false, true, true, false],
+    ['exit 0 before ready (a start that keeps failing)', { code: 0, uptime: 30, ready: false, served: 0 }, false, true, true, false],
+    ['exit 0 soon after ready, never served', { code: 0, uptime: 100, served: 0 }, false, true, true, false],
+    ['exit 0 after serving (PHP_FCGI_MAX_REQUESTS)', { code: 0, uptime: 100, served: 500 }, false, false, false, false],
+    ['stopped for idle_timeout soon after start', { code: 0, uptime: 100, served: 0, reason: 'idle_timeout' }, false, false, false, false],
+    ['killed for request_timeout under its first request', { signal: 'SIGKILL', uptime: 100, served: 0, reason: 'request_timeout' }, true, false, false, false],
+    ['SIGTERM fcgi-pm sent for spawn_timeout', { signal: 'SIGTERM', uptime: 100, ready: false, served: 0, reason: 'spawn_timeout' }, false, true, true, false],
   ];
-  for (const [what, e, busy, crash, early] of cells) {
+  for (const [what, e, busy, crash, early, outside] of cells) {
     const v = classifyExit(exit(e), busy);
-    assert.deepEqual([v.crash, v.early], [crash, early], what);
+    assert.deepEqual([v.crash, v.early, v.outside], [crash, early, outside], what);
     if (e.reason === undefined) assert.equal(v.restart, true, what);
+    if (outside) assert.equal(v.code, ErrorCodes.WORKER_KILLED, what);
   }
-  assert.match(classifyExit(exit({ signal: 'SIGKILL', ready: false, served: 0 }), false).message, /SIGKILL before it was ready/);
+  assert.match(classifyExit(exit({ signal: 'SIGKILL', ready: false, served: 0 }), false).message, /SIGKILL from outside fcgi-pm before it was ready/);
+  assert.match(classifyExit(exit({ signal: 'SIGABRT', ready: false, served: 0 }), false).message, /SIGABRT before it was ready/);
 });
 
 test('back-off: 100 ms doubling, capped at 30 s', () => {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LineSplitter, MAX_LINE_BYTES, RateLimitedLog } from '../../src/worker/output.js';
-import { TokenBucket } from '../../src/worker/rate-limit.js';
+import { TokenBucket } from '../../src/util/token-bucket.js';
 import { captureLogger } from './helpers.js';
 
 function fakeClock(): { now: () => number; advance: (ms: number) => void } {

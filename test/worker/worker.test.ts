@@ -261,7 +261,7 @@ test('garbage and close-mid-response fixtures become ready (they accept) and mis
 test('a noisy worker is rate-limited: the burst of entries is logged, the rest counted in one report', async (t) => {
   const dir = tempDir(t);
   const { logger, records } = captureLogger();
-  const { TokenBucket } = await import('../../src/worker/rate-limit.js');
+  const { TokenBucket } = await import('../../src/util/token-bucket.js');
   const { MAX_ENTRY_LINES } = await import('../../src/log/entries.js');
   // Practically no refill, so the count is exact whatever the machine's speed.
   const w = Worker.spawn(makeSpec(dir, fixtureCommand('noisy-stderr', '--lines', '1000')), logger, 1, {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DeadlineList, DeadlineNode } from '../../src/pool/deadline-list.js';
-import { FakeClock } from './fake-clock.js';
+import { DeadlineList, DeadlineNode } from '../../src/util/deadline-list.js';
+import { FakeClock } from '../pool/fake-clock.js';
 
 test('entries expire in order from one timer; removed ones never fire', () => {
   const clock = new FakeClock();

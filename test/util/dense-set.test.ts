@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { DenseSet } from '../../src/protocol/dense-set.js';
+import { DenseSet } from '../../src/util/dense-set.js';
 
 class Member {
   slot = -1;
