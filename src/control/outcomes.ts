@@ -47,7 +47,41 @@ class Buckets {
   }
 }
 
+/** Seconds the recent request rate is taken over (status' req/s). */
+export const RATE_WINDOW_S = 10;
+
+/** Requests finished in each of the last RATE_WINDOW_S whole seconds (and the current one). */
+class RecentRate {
+  private readonly counts = new Array<number>(RATE_WINDOW_S + 1).fill(0);
+  /** The second the newest slot counts. */
+  private second = 0;
+
+  add(nowMs: number): void {
+    const s = Math.floor(nowMs / 1000);
+    this.roll(s);
+    this.counts[s % this.counts.length]!++;
+  }
+
+  /** Per second over the whole seconds before the current one. */
+  perSecond(nowMs: number): number {
+    const s = Math.floor(nowMs / 1000);
+    this.roll(s);
+    let n = 0;
+    for (let i = 0; i < this.counts.length; i++) if (i !== s % this.counts.length) n += this.counts[i]!;
+    return Math.round((n / RATE_WINDOW_S) * 10) / 10;
+  }
+
+  private roll(s: number): void {
+    if (s <= this.second) return;
+    const n = this.counts.length;
+    if (s - this.second >= n) this.counts.fill(0);
+    else for (let t = this.second + 1; t <= s; t++) this.counts[t % n] = 0;
+    this.second = s;
+  }
+}
+
 class PoolCounts extends Answers {
+  readonly rate = new RecentRate();
   readonly latency = new Buckets();
   readonly queueWait = new Buckets();
   /** Once the pool's authorizer decided about a request. */
@@ -72,6 +106,7 @@ export class OutcomeCounter {
     let c = this.byPool.get(name);
     if (c === undefined) this.byPool.set(name, (c = new PoolCounts()));
     c.count(ex);
+    c.rate.add(nowPerf);
     c.latency.add(nowPerf - ex.startedAt);
     // Only requests a worker or backend took waited for one; a refusal waited for nothing.
     if (ex.backend !== undefined) c.queueWait.add(ex.queuedMs);
@@ -91,6 +126,11 @@ export class OutcomeCounter {
     if (c.authorizer !== undefined) out.authorizer = { ...c.authorizer };
     if (c.answers !== undefined) out.authorizerAnswers = { ...c.answers };
     return out;
+  }
+
+  /** Requests of the pool finished per second over the last RATE_WINDOW_S seconds. */
+  rate(pool: string, nowPerf = performance.now()): number {
+    return this.byPool.get(pool)?.rate.perSecond(nowPerf) ?? 0;
   }
 
   ofListener(address: string): AnswerCounts | undefined {

@@ -55,7 +55,11 @@ function poolLines(p: PoolStatus, now: number): string[] {
   return out;
 }
 
-export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: string | undefined } = {}): string {
+/** Broken sites named in the header; `status --all-sites` and the dashboard have them all. */
+const BROKEN_SHOWN = 10;
+
+/** The daemon, memory, sites and listeners: what both the compact and the long view open with. */
+export function headerLines(s: StatusSnapshot): string[] {
   const d = s.daemon;
   const lines: string[] = [];
   const last = d.reloads.last;
@@ -73,7 +77,9 @@ export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: str
   if (s.sites !== undefined) {
     const v = s.sites;
     lines.push(`sites: ${v.defined} defined, ${v.active} active (one pool each, below), ${v.broken} broken; from ${v.source}`);
-    for (const b of v.brokenSites) lines.push(`  broken ${b.id}: ${b.error.replace(/\n/g, '; ')}`);
+    const all = v.list !== undefined;
+    for (const b of all ? v.brokenSites : v.brokenSites.slice(0, BROKEN_SHOWN)) lines.push(`  broken ${b.id}: ${b.error.replace(/\n/g, '; ')}`);
+    if (!all && v.brokenSites.length > BROKEN_SHOWN) lines.push(`  … ${v.brokenSites.length - BROKEN_SHOWN} more broken (status --all-sites)`);
     for (const site of v.list ?? []) lines.push(`  ${site.id}${site.active ? ' (active)' : ''}: ${site.names.join(' ')} → ${site.documentRoot}`);
   }
   lines.push('listeners:');
@@ -87,6 +93,13 @@ export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: str
       lines.push(`    answered ${answered.map(([c, n]) => `${c} ${n}`).join(', ') || 'none'}${codes.length > 0 ? `; by fcgi-pm: ${codes.map(([c, n]) => `${c} ${n}`).join(', ')}` : ''}`);
     }
   }
+  return lines;
+}
+
+/** The long view: the header, then one block per pool with every figure (`pool`: that one only). */
+export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: string | undefined } = {}): string {
+  const d = s.daemon;
+  const lines = headerLines(s);
   for (const p of s.pools) {
     if (opts.pool !== undefined && p.name !== opts.pool) continue;
     lines.push('', ...poolLines(p, d.now));

@@ -204,6 +204,7 @@ export async function takeSnapshot(src: SnapshotSources, opts: SnapshotOptions =
     const st = poolStatus(g, src.generations, src.board, nowPerf, nowEpoch);
     if (st) {
       st.outcomes = src.outcomes?.of(g.name);
+      st.rps = src.outcomes?.rate(g.name, nowPerf);
       pools.push(st);
     }
   }

@@ -110,6 +110,8 @@ export interface PoolStatus {
   spawns?: Summary | undefined;
   backends: Array<{ address: string; active: number; down: boolean }>;
   memory?: PoolMemoryView | undefined;
+  /** Requests finished per second over the last 10 s (outcomes.ts RATE_WINDOW_S). */
+  rps?: number | undefined;
   /** Finished responses by status class and by latency (outcomes.ts), once any finished. */
   outcomes?: PoolOutcomes | undefined;
   workers: WorkerStatus[];

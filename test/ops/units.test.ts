@@ -11,7 +11,8 @@ import { compileAccessFormat } from '../../src/log/access-format.js';
 import { formatTime } from '../../src/log/time-format.js';
 import { POOL_FIELDS, WORKER_FIELDS } from '../../src/control/fields.js';
 import { foldCounters } from '../../src/control/generations.js';
-import { LATENCY_BOUNDS_MS } from '../../src/control/outcomes.js';
+import { LATENCY_BOUNDS_MS, OutcomeCounter } from '../../src/control/outcomes.js';
+import { renderCompact } from '../../src/control/render-compact.js';
 import { renderFpm } from '../../src/control/render-fpm.js';
 import { renderPrometheus } from '../../src/control/render-prometheus.js';
 import { renderText } from '../../src/control/render-text.js';
@@ -323,4 +324,38 @@ test('access log: JSON lines into access_file, a slow request at warn with slow:
   finish(text, '/slow', performance.now() - 800);
   assert.deepEqual(written, ['GET /slow slow\n']);
   assert.equal(createAccessLog({ logger: silentLogger(), enabled: false, file }), undefined);
+});
+
+test('compact status: one line per pool, busiest first; 200 active sites of 1,000 fit in 220 lines', () => {
+  const pools = Array.from({ length: 200 }, (_, i) => poolStatus({ name: `site${i}`, rps: i === 517 % 200 ? 40 : i % 3, active: i % 2, workers: [] }));
+  const s: StatusSnapshot = { ...snapshot(pools), sites: { source: 'directory /etc/fcgi-pm/sites', defined: 1000, active: 200, broken: 12, brokenSites: Array.from({ length: 12 }, (_, i) => ({ id: `bad${i}`, error: `bad${i}.yaml:2: names: must be a list` })) } };
+  const lines = renderCompact(s).trimEnd().split('\n');
+  assert.ok(lines.length <= 220, `${lines.length} lines`);
+  const head = lines.findIndex((l) => l.startsWith('POOL '));
+  const rows = lines.slice(head + 1);
+  assert.equal(rows.length, 200);
+  assert.match(rows[0]!, /^site117 +running +dynamic +1 +1 +4 +0\/1024 +40\.0 +≤30s +- +2 +1$/, 'the busiest first, p99 from its histogram');
+  // Then by req/s (2 before 1 before 0), then by requests running.
+  const rps = rows.map((r) => Number(r.split(/ +/)[7]));
+  assert.deepEqual(rps, [...rps].sort((a, b) => b - a));
+  assert.match(lines.join('\n'), /^ {2}broken bad0: bad0\.yaml:2: names: must be a list$/m);
+  assert.match(lines.join('\n'), /^ {2}… 2 more broken \(status --all-sites\)$/m);
+});
+
+test('recent request rate: the last 10 whole seconds, the current one left out, old seconds forgotten', () => {
+  const c = new OutcomeCounter();
+  const ex = (): Exchange => {
+    const e = new Exchange(new CgiParams(), sink, 'fastcgi', 0);
+    e.pool = 'p';
+    e.status = 200;
+    return e;
+  };
+  for (let i = 0; i < 30; i++) c.finished(ex(), 100_000 + i * 100); // 3 s of 10/s
+  assert.equal(c.rate('p', 103_000), 3, '30 requests over the last 10 s');
+  c.finished(ex(), 103_500);
+  assert.equal(c.rate('p', 103_900), 3, 'the current second is not counted yet');
+  assert.equal(c.rate('p', 112_100), 1.1, 'seconds 100 and 101 dropped out; 102 and 103 in');
+  assert.equal(c.rate('p', 113_100), 0.1, 'only 103 left');
+  assert.equal(c.rate('p', 200_000), 0);
+  assert.equal(c.rate('nope', 200_000), 0);
 });
