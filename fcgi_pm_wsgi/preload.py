@@ -1,11 +1,23 @@
-"""--preload (fcgi-pm `preload: true`): a fork server, the second process model. The application is imported once;
-then each time fcgi-pm asks for a worker (a message with a listening socket on the
-Node IPC channel, NODE_CHANNEL_FD) this parent forks a child that serves on that
-socket exactly as a plain worker would, and reports {"forked": id, "pid": N}. It reaps
-its children and reports {"exited": id, ...}. Children share the parent's pages
-copy-on-write (gc.freeze() keeps the collector from touching them) and get SIGTERM if
-the parent dies. Linux only.
+"""--preload (fcgi-pm `preload: true`): a fork server, the second process model.
 
+The application is imported once; then each time fcgi-pm asks for a worker this parent
+binds the worker's listening socket and forks a child that serves on it exactly as a
+plain worker would. Children share the parent's pages copy-on-write (gc.freeze() keeps
+the collector from touching them) and get SIGTERM if the parent dies. Linux only.
+
+The channel uses only file descriptors fcgi-pm hands over at spawn, named by
+FCGI_PM_PRELOAD_FDS="COMMANDS,REPLIES,DIR" (fcgi-pm passes "0,3,4"):
+
+    COMMANDS  JSON lines from fcgi-pm: {"fork": id, "socket": NAME}
+    REPLIES   JSON lines to fcgi-pm:   {"ready": true, "pid": N}   application imported
+                                       {"forked": id, "pid": N}    the child serves
+                                       {"failed": id, "errno": E, "message": M}
+                                       {"exited": id, "pid": N, "code": C, "signal": S}
+    DIR       an open directory (private to the pool's user) where NAME is bound; the
+              parent reaches it through /proc/self/fd/DIR, so fcgi-pm's runtime
+              directory need not let the pool's user in.
+
+EOF on COMMANDS (fcgi-pm went away) stops the parent.
 """
 
 import ctypes
@@ -18,7 +30,6 @@ import signal
 import socket
 import sys
 import traceback
-from collections import deque
 
 from .errors import PROG, log
 from .server import serve
@@ -39,52 +50,70 @@ def die_with_parent(parent: int) -> None:
         raise SystemExit(0)
 
 
-class IpcChannel:
-    """fcgi-pm's end of Node's IPC channel (JSON lines; handles as SCM_RIGHTS fds)."""
+class Channel:
+    """The fork server's end of its channel to fcgi-pm: JSON lines in on one fd, out on another."""
 
-    def __init__(self, fd: int):
-        self.sock = socket.socket(fileno=fd)
-        self.sock.setblocking(True)
+    def __init__(self, commands: int, replies: int):
+        self.commands = commands
+        self.replies = replies
         self.buf = b''
-        self.fds = deque()
+
+    def fileno(self) -> int:
+        return self.commands
 
     def send(self, msg: dict) -> None:
-        self.sock.sendall(json.dumps(msg).encode() + b'\n')
+        data = json.dumps(msg).encode() + b'\n'
+        while data:
+            data = data[os.write(self.replies, data):]
 
     def receive(self):
-        """Messages that arrived complete, each with its fd (or None); None at EOF."""
-        data, anc, _, _ = self.sock.recvmsg(65536, socket.CMSG_SPACE(16 * 4))
-        for level, kind, raw in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                n = len(raw) - len(raw) % 4
-                self.fds.extend(int.from_bytes(raw[i:i + 4], sys.byteorder) for i in range(0, n, 4))
+        """Messages that arrived complete; None at EOF."""
+        data = os.read(self.commands, 65536)
         if not data:
             return None
         self.buf += data
         out = []
         while b'\n' in self.buf:
             line, self.buf = self.buf.split(b'\n', 1)
-            if not line:
-                continue
-            msg = json.loads(line)
-            fd = None
-            if isinstance(msg, dict) and msg.get('cmd') == 'NODE_HANDLE':
-                # Node sends the next handle only after this acknowledgement.
-                fd = self.fds.popleft() if self.fds else None
-                self.send({'cmd': 'NODE_HANDLE_ACK'})
-                msg = msg.get('msg')
-            elif isinstance(msg, dict) and str(msg.get('cmd', '')).startswith('NODE_'):
-                continue  # Node's own housekeeping
-            out.append((msg, fd))
+            if line:
+                out.append(json.loads(line))
         return out
+
+    def close(self) -> None:
+        for fd in {self.commands, self.replies}:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def bind_worker_socket(dir_fd: int, name: str) -> socket.socket:
+    """The worker's listening Unix socket, bound as NAME in the directory `dir_fd`."""
+    if not name or '/' in name or name.startswith('.'):
+        raise OSError(errno.EINVAL, f'bad socket name {name!r}')
+    path = f'/proc/self/fd/{dir_fd}/{name}'
+    try:
+        os.unlink(path)  # a stale socket from an earlier worker of that id
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+        os.chmod(path, 0o600)
+        sock.listen(511)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class ForkServer:
-    def __init__(self, app, protocol: str, mount, channel: IpcChannel):
+    def __init__(self, app, protocol: str, mount, channel: Channel, dir_fd: int):
         self.app = app
         self.protocol = protocol
         self.mount = mount
         self.chan = channel
+        self.dir_fd = dir_fd
         self.children = {}  # pid -> worker id
         self.wake_r, self.wake_w = socket.socketpair()
         self.wake_r.setblocking(False)
@@ -106,7 +135,7 @@ class ForkServer:
         self.chan.send({'ready': True, 'pid': os.getpid()})
         while not self.stopping:
             try:
-                r, _, _ = select.select([self.chan.sock, self.wake_r], [], [])
+                r, _, _ = select.select([self.chan, self.wake_r], [], [])
             except InterruptedError:
                 continue
             if self.wake_r in r:
@@ -115,12 +144,12 @@ class ForkServer:
                 except BlockingIOError:
                     pass
             self.reap()
-            if self.chan.sock in r:
+            if self.chan in r:
                 msgs = self.chan.receive()
                 if msgs is None:
                     break  # fcgi-pm went away
-                for msg, fd in msgs:
-                    self.handle(msg, fd)
+                for msg in msgs:
+                    self.handle(msg)
         # Children finish their requests on SIGTERM; fcgi-pm stops them itself when it can.
         for pid in list(self.children):
             try:
@@ -129,32 +158,35 @@ class ForkServer:
                 pass
         return 0
 
-    def handle(self, msg, fd) -> None:
-        if isinstance(msg, dict) and 'fork' in msg and fd is not None:
-            self.fork(int(msg['fork']), fd)
-        elif fd is not None:
-            os.close(fd)
+    def handle(self, msg) -> None:
+        if isinstance(msg, dict) and 'fork' in msg:
+            self.fork(int(msg['fork']), str(msg.get('socket', '')))
 
-    def fork(self, wid: int, fd: int) -> None:
+    def fork(self, wid: int, name: str) -> None:
         parent = os.getpid()
+        try:
+            listener = bind_worker_socket(self.dir_fd, name)
+        except OSError as e:
+            self.chan.send({'failed': wid, 'errno': errno.errorcode.get(e.errno, 'EIO'), 'message': f'cannot bind {name}: {e.strerror or e}'})
+            return
         try:
             pid = os.fork()
         except OSError as e:
-            os.close(fd)
+            listener.close()
             self.chan.send({'failed': wid, 'errno': errno.errorcode.get(e.errno, 'EAGAIN'), 'message': str(e)})
             return
         if pid == 0:
-            os._exit(self.child(fd, parent))
+            os._exit(self.child(listener, parent))
         try:
             # Here too (as shells do): the group exists before fcgi-pm hears of the child.
             os.setpgid(pid, pid)
         except OSError:
             pass  # the child did it first
-        os.close(fd)
+        listener.close()
         self.children[pid] = wid
         self.chan.send({'forked': wid, 'pid': pid})
 
-    def child(self, fd: int, parent: int) -> int:
+    def child(self, listener: socket.socket, parent: int) -> int:
         code = 1
         try:
             # Not the fork server's handlers: a SIGTERM before serve() installs its own ends the child.
@@ -163,10 +195,15 @@ class ForkServer:
             signal.set_wakeup_fd(-1)
             os.setpgid(0, 0)  # fcgi-pm signals the child's group, as for any worker
             die_with_parent(parent)
-            self.chan.sock.close()
+            self.chan.close()
+            os.close(self.dir_fd)
+            # The commands were fd 0: an application reading stdin gets EOF, as in a plain worker.
+            null = os.open(os.devnull, os.O_RDONLY)  # fd 0 when the commands were there
+            if null != 0:
+                os.dup2(null, 0)
+                os.close(null)
             self.wake_r.close()
             self.wake_w.close()
-            listener = socket.socket(fileno=fd)
             listener.setblocking(True)
             code = serve(self.app, listener, self.protocol, self.mount)
         except SystemExit as e:
@@ -216,9 +253,11 @@ def warm_django() -> None:
 
 
 def preload_main(app, args) -> int:
-    fd = os.environ.pop('NODE_CHANNEL_FD', None)
-    os.environ.pop('NODE_CHANNEL_SERIALIZATION_MODE', None)
-    if fd is None:
-        raise SystemExit(f'{PROG}: --preload needs fcgi-pm (preload: true) to start it: no NODE_CHANNEL_FD')
+    fds = os.environ.pop('FCGI_PM_PRELOAD_FDS', None)
+    try:
+        commands, replies, dir_fd = (int(f) for f in (fds or '').split(','))
+    except ValueError:
+        raise SystemExit(f'{PROG}: --preload needs fcgi-pm (preload: true) to start it: '
+                         f'FCGI_PM_PRELOAD_FDS is {fds!r}, not "COMMANDS,REPLIES,DIR"') from None
     warm_django()
-    return ForkServer(app, args.protocol, args.script_name, IpcChannel(int(fd))).run()
+    return ForkServer(app, args.protocol, args.script_name, Channel(commands, replies), dir_fd).run()

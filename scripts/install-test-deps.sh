@@ -12,7 +12,8 @@ have spawn-fcgi || need+=(spawn-fcgi)
 # Front ends of examples/frontends/ (the tests run their own instances on loopback).
 [ -x /usr/sbin/apache2 ] || need+=(apache2)
 [ -x /usr/sbin/haproxy ] || need+=(haproxy)
-# vhosts: better-sqlite3 builds from source at npm install (node-gyp: make, g++, python3);
+# vhosts: better-sqlite3 builds from source at npm install (node-gyp: make, g++, python3),
+# and so does native/direct-socket.c (cc and the nodejs package's /usr/include/node);
 # sqlite3 to look into a sites table by hand; the tests start their own PostgreSQL.
 { have make && have g++ && have python3; } || need+=(build-essential python3)
 have sqlite3 || need+=(sqlite3)

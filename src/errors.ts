@@ -70,6 +70,7 @@ export const ErrorCodes = {
   LISTEN_FAILED: 'ERR_LISTEN_FAILED',
   ALREADY_RUNNING: 'ERR_ALREADY_RUNNING',
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
+  DIRECT_SOCKET: 'ERR_DIRECT_SOCKET', // accept: direct: the shared socket could not be opened or watched (no native addon): the pool serves through its proxy listener
   PRELOAD_PARENT_EXITED: 'ERR_PRELOAD_PARENT_EXITED',
   START_FAILED: 'ERR_START_FAILED',
   VHOST_INVALID: 'ERR_VHOST_INVALID', // a site file or row that does not validate: skipped, the others serve

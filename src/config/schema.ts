@@ -9,6 +9,7 @@
  * as text against baseDir.
  */
 import * as nodePath from 'node:path';
+import { isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 import { parseAddress, type SocketAddress } from '../protocol/address.js';
 import type { AccountId, Config, DashboardConfig, ListenerConfig, MemoryBudgetSetting, PoolConfig, RewriteRule, VhostsConfig } from './types.js';
@@ -431,20 +432,46 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
     ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);
   }
 
+  const direct = pool.accept === 'direct';
   if (pool.command !== undefined) {
     if (pool.socket === 'argv' && !pool.command.slice(1).some((a) => a.includes('{socket}') || a.includes('{port}'))) {
       ctx.problems.add([...path, 'command'], 'needs "{socket}" (a Unix socket path) or "{port}" (a loopback port) in its arguments when socket is argv, e.g. [php-cgi, -b, "{socket}"]');
     }
     const phpCgi = runsPhpCgi(pool.command);
     if (pool.env !== undefined && phpCgi) {
-      for (const [k, val] of Object.entries(PHP_CGI_ENV)) if (!(k in pool.env)) pool.env[k] = val;
+      // A direct php-cgi counts its own requests: the pool sets PHP_FCGI_MAX_REQUESTS from max_requests.
+      for (const [k, val] of Object.entries(PHP_CGI_ENV)) if (!(k in pool.env) && !(direct && k === 'PHP_FCGI_MAX_REQUESTS')) pool.env[k] = val;
     }
     // php-cgi runs any file it is given as PHP; PHP-FPM's security.limit_extensions default.
     if (!s.present.has('limit_extensions') && phpCgi) pool.limitExtensions = [...PHP_CGI_EXTENSIONS];
+    if (direct) checkDirect(pool, path, s.present, phpCgi, ctx);
   } else {
     pool.socket = 'fd0';
   }
   return pool;
+}
+
+/**
+ * accept: direct: the workers accept on one shared socket, so only what works without a
+ * proxy in between may be set: one FastCGI process per worker on fd 0, and the script
+ * guard only where it can run inside the worker (php-cgi's auto_prepend_file).
+ */
+function checkDirect(pool: PoolConfig, path: KeyPath, present: ReadonlySet<string>, phpCgi: boolean, ctx: Ctx): void {
+  const why = 'accept: direct';
+  if (pool.directListen === undefined) ctx.problems.add(path, `${why} needs "direct_listen": the socket the workers share and the front end connects to, e.g. "unix:/run/fcgi-pm/site.sock"`);
+  else if (pool.directListen.kind === 'tcp' && isIP(pool.directListen.host) === 0) ctx.problems.add([...path, 'direct_listen'], `give a numeric address, e.g. "127.0.0.1:${pool.directListen.port}"`);
+  if (pool.socket !== 'fd0') ctx.problems.add([...path, 'socket'], `${why}: the workers get the shared socket as fd 0; socket: argv does not apply`);
+  if (pool.backend !== 'fastcgi') ctx.problems.add([...path, 'backend'], `${why} is for FastCGI workers`);
+  if (pool.preload === true) ctx.problems.add([...path, 'preload'], `${why}: workers are exec'd with the shared socket; preload forks do not take it`);
+  if ((pool.groupSize ?? 1) > 1) ctx.problems.add([...path, 'group_size'], `${why}: every php-cgi accepts on the shared socket already; use max_children instead of groups`);
+  if (pool.authorizer !== undefined) ctx.problems.add([...path, 'authorizer'], `${why}: requests reach the workers without fcgi-pm, so no authorizer can be asked first`);
+  if (pool.script !== undefined) ctx.problems.add([...path, 'script'], `${why}: the front end sets SCRIPT_FILENAME; fcgi-pm cannot set it on the direct path`);
+  const guarded = (pool.limitExtensions?.length ?? 0) > 0 || (pool.scriptRoots?.length ?? 0) > 0;
+  if (guarded && !phpCgi) {
+    const key = present.has('script_roots') ? 'script_roots' : 'limit_extensions';
+    ctx.problems.add([...path, key], `${why}: requests reach the workers without fcgi-pm, and only php-cgi can run the guard itself (auto_prepend_file); set ${key}: [] if this program checks its own scripts, or use accept: proxy`);
+  }
+  pool.directBacklog ??= pool.maxChildren;
 }
 
 /** authorizer_cache needs an authorizer and a key to keep grants under. */

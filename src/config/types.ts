@@ -92,6 +92,12 @@ export interface PoolConfig {
   cwd: string | undefined;
   user: string | undefined;
   group: string | undefined;
+  /** direct: workers accept on `directListen` themselves (src/pool/direct/). */
+  accept?: 'proxy' | 'direct';
+  directListen?: SocketAddress | undefined;
+  /** listen() backlog of the direct socket; schema sets max_children when unset. */
+  directBacklog?: number | undefined;
+  directSocketMode?: number;
   pm: PmMode; // default ondemand
   maxChildren: number; // default 5
   /** Workers are forks of one parent that imported the application (bin/fcgi-pm-wsgi --preload). */

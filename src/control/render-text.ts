@@ -24,8 +24,14 @@ function show(f: Field<PoolStatus>, v: number | string): string {
 }
 
 function poolLines(p: PoolStatus, now: number): string[] {
-  const head = `pool ${p.name}: ${p.kind}${p.kind === 'spawned' ? ` (pm ${p.pm})` : ''}, ${p.state}, up ${ago(now - p.startedAt)}` + (p.generations > 1 ? `, ${p.generations - 1} older generation(s) draining` : '');
+  const head = `pool ${p.name}: ${p.kind}${p.kind !== 'external' ? ` (pm ${p.pm})` : ''}, ${p.state}, up ${ago(now - p.startedAt)}` + (p.generations > 1 ? `, ${p.generations - 1} older generation(s) draining` : '');
   const out = [head];
+  const d = p.direct;
+  if (d !== undefined) {
+    const queue = d.waiting === undefined ? 'accept queue not known' : `${d.waiting} of ${d.backlog} waiting in the accept queue`;
+    out.push(`  direct socket: ${d.address}, ${queue}, ${d.arrivals} connection(s) arrived${d.guard ? ', script guard in the workers' : ''}`);
+    out.push('  (workers accept there themselves: their state is sampled from /proc, and the request, queue and error figures below are the overflow listener\'s only; direct requests are not in the access log)');
+  }
   for (const f of POOL_FIELDS) {
     if (IN_HEADER.has(f.id)) continue;
     if (f.histogram && !f.summary) {

@@ -25,7 +25,7 @@ export const WORKER_COLUMNS: readonly Column[] = [
   { title: 'POOL', cell: (p) => p.name },
   { title: 'PID', right: true, cell: (_p, w) => String(w.pid) },
   { title: 'STATE', cell: (_p, w) => (w.retiring ? `${w.state}(${w.retiring})` : w.state) },
-  { title: 'REQS', right: true, cell: (_p, w) => String(w.requests) },
+  { title: 'REQS', right: true, cell: (_p, w) => (w.sampled === true ? `≥${w.requests}` : String(w.requests)) },
   { title: 'MEMORY', right: true, cell: (_p, w) => (w.memory === undefined ? '-' : formatSize(w.memory)) },
   { title: 'CPU', right: true, cell: (_p, w) => (w.cpu === undefined ? '-' : `${w.cpu.toFixed(1)}%`) },
   { title: 'UPTIME', right: true, cell: (_p, w, now) => age(now - w.startedAt) },

@@ -108,8 +108,9 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, board: Reque
     state: group.current ? (s.state ?? 'running') : 'stopping',
     startedAt: gens.createdAt(head.pool),
     generations: live.length,
-    maxChildren: s.kind === 'spawned' ? s.maxChildren : undefined,
+    maxChildren: s.kind === 'external' ? undefined : s.maxChildren,
     capacity: s.capacity,
+    direct: s.direct === undefined ? undefined : { ...s.direct },
     accepted: sum((x) => x.accepted),
     completed: sum((x) => x.completed),
     aborted: sum((x) => x.aborted),
@@ -156,6 +157,7 @@ function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number,
     lastUsedAt: w.lastUsedAt,
   };
   if (retiring) out.retiring = 'reload';
+  if (w.sampled === true) out.sampled = true;
   if (w.slots !== undefined) {
     out.slots = w.slots;
     out.busySlots = w.busySlots;

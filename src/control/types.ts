@@ -6,6 +6,8 @@
  */
 
 export const SNAPSHOT_FORMAT = 'fcgi-pm-status/1';
+import type { DirectSnapshot, PoolSnapshot } from '../pool/types.js';
+
 
 export interface StatusSnapshot {
   format: typeof SNAPSHOT_FORMAT;
@@ -72,7 +74,9 @@ export interface Summary {
 
 export interface PoolStatus {
   name: string;
-  kind: 'external' | 'spawned';
+  kind: PoolSnapshot['kind'];
+  /** accept: direct: the shared socket (the pool's other figures count its overflow only). */
+  direct?: DirectSnapshot | undefined;
   /** static | dynamic | ondemand, or 'external'. */
   pm: string;
   /** running | failing | stopping | stopped */
@@ -177,6 +181,8 @@ export interface WorkerStatus {
   state: string;
   /** Why it is on its way out (e.g. 'reload' for a worker of a replaced pool). */
   retiring?: string | undefined;
+  /** accept: direct: state from /proc sampling; `requests` counts connections seen (a lower bound), no per-request details. */
+  sampled?: boolean | undefined;
   requests: number;
   startedAt: number;
   lastUsedAt: number;

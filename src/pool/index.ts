@@ -14,6 +14,9 @@ import { spawnWorker, Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { ExternalPool, type EndpointFactory } from './external-pool.js';
 import { SpawnedPool } from './spawned-pool.js';
+import { DirectPool } from './direct/direct-pool.js';
+import { directSocketSupport } from '../worker/shared-socket.js';
+import { ErrorCodes } from '../errors.js';
 import type { Pool } from './types.js';
 import { limitAddressSpace } from './rlimit.js';
 import { addOpcacheFileCache, buildWorkerSpec } from './worker-spec.js';
@@ -56,6 +59,23 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
   const spec = buildWorkerSpec(cfg, deps.runtimeDir);
   addOpcacheFileCache(cfg, spec, deps.opcacheRoot, logger);
   if ((cfg.rlimitAs ?? 0) > 0) spec.command = limitAddressSpace(spec, cfg.rlimitAs!);
+  if (cfg.accept === 'direct') {
+    const unsupported = directSocketSupport();
+    if (unsupported === undefined) {
+      return new DirectPool(cfg, {
+        logger,
+        workerLogger: deps.logger,
+        clock,
+        spec,
+        endpointFactory,
+        random: deps.random ?? Math.random,
+        memorySampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL,
+      });
+    }
+    // php-cgi's own default is 500 requests; through the proxy, max_requests is ours to apply.
+    if ('PHP_FCGI_CHILDREN' in spec.env) spec.env['PHP_FCGI_MAX_REQUESTS'] ??= '0';
+    logger.error({ code: ErrorCodes.DIRECT_SOCKET, address: cfg.directListen?.text }, `pool ${cfg.name}: accept: direct is not available (${unsupported}); the pool serves through its proxy listener only`);
+  }
   const memory = deps.memory ?? new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, clock, disposeWhenEmpty: true });
   const forks = cfg.preload === true ? new ForkServer(spec, deps.logger, { idleTimeout: cfg.preloadIdleTimeout ?? 300_000 }) : undefined;
   return new SpawnedPool(cfg, {

@@ -19,11 +19,33 @@ export interface WorkerSnapshot {
   busySlots?: number;
   /** group_size > 1: the parent's children (pids from /proc) and their memory. */
   children?: Array<{ pid: number; memory?: WorkerMemoryFigures }>;
+  /**
+   * accept: direct: state and figures come from sampling /proc, not from requests the
+   * daemon handed out: `requests` counts connections seen (a lower bound), `current`
+   * has no URI, and state may be 'unknown' (no access to /proc/PID/syscall).
+   */
+  sampled?: boolean;
+}
+
+/** accept: direct: what the kernel and the watch know of the shared socket. */
+export interface DirectSnapshot {
+  address: string;
+  /** Connections in the accept queue now, and its limit; undefined once closed. */
+  waiting: number | undefined;
+  backlog: number | undefined;
+  /** Connections the watch saw arrive (direct and overflow), since `since`. */
+  arrivals: number;
+  /** Overflow requests running on the direct socket now. */
+  overflowActive: number;
+  /** limit_extensions / script_roots run inside the workers (auto_prepend_file). */
+  guard: boolean;
+  since: number;
 }
 
 export interface PoolSnapshot {
   name: string;
-  kind: 'external' | 'spawned';
+  /** direct: requests, queue and errors count the overflow only (the direct path has no per-request figures). */
+  kind: 'external' | 'spawned' | 'direct';
   pm: string | undefined;
   /** 'running' | 'failing' (crash limit reached: answering 503) | 'stopping' | 'stopped'. */
   state?: string;
@@ -58,6 +80,7 @@ export interface PoolSnapshot {
   spawnLatency?: { count: number; totalMs: number; maxMs: number } | undefined;
   /** group_size > 1: requests each worker takes at once. */
   slotsPerWorker?: number;
+  direct?: DirectSnapshot;
 }
 
 /** Which files a pool may run (limit_extensions, script_roots); the front ends check SCRIPT_FILENAME against it. */

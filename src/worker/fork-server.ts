@@ -1,10 +1,11 @@
 /**
  * A preload pool's parent process (bin/fcgi-pm-wsgi --preload): it imports the
- * application once, then forks one child per worker fcgi-pm asks for. The control
- * channel is Node's IPC channel on the parent's fd 3 (JSON lines; a handle travels as
- * an SCM_RIGHTS fd):
+ * application once, then forks one child per worker fcgi-pm asks for. The channel is
+ * plain file descriptors given at spawn (FCGI_PM_PRELOAD_FDS=0,3,4): JSON lines in on its
+ * stdin and out on fd 3, and as fd 4 this pool's socket directory (made here, private to
+ * the pool's user), where the parent binds each worker's listening socket itself:
  *
- *   fcgi-pm → parent   {fork: id} + the worker's listening socket (made here, as for fd0)
+ *   fcgi-pm → parent   {fork: id, socket: name}   bind name in the directory, fork a child
  *   parent → fcgi-pm   {ready: true}   application imported
  *                      {forked: id, pid}   the child serves on that socket
  *                      {failed: id, errno, message}   fork() failed
@@ -20,12 +21,14 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import type net from 'node:net';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { ErrorCodes } from '../errors.js';
 import { childLogger, type Logger } from '../log/log.js';
 import { defaultDeathGuard, type DeathGuard } from './death-guard.js';
 import { captureOutput, RateLimitedLog } from './output.js';
 import { TokenBucket } from '../util/token-bucket.js';
+import { MAX_UNIX_PATH } from './socket.js';
 import { resolveCommand, startProcess } from './spawn.js';
 import type { WorkerSpec } from './types.js';
 
@@ -41,7 +44,8 @@ const ORPHAN_POLL_MS = 50;
 
 interface Pending {
   id: number;
-  server: net.Server;
+  /** The socket's name in the pool's socket directory. */
+  socket: string;
   waiter: ForkWaiter;
 }
 
@@ -99,6 +103,8 @@ export class ForkServer {
   private readonly parents = new Set<Parent>();
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Where the parents bind the workers' sockets; made on first use, removed by stop(). */
+  private dir: string | undefined;
 
   constructor(spec: WorkerSpec, logger: Logger, opts: ForkServerOptions) {
     this.spec = spec;
@@ -108,13 +114,23 @@ export class ForkServer {
     this.guard = opts.guard ?? defaultDeathGuard();
   }
 
-  /** The parent forks a worker serving on `server`'s socket. */
-  fork(id: number, server: net.Server, waiter: ForkWaiter): void {
+  /**
+   * Where the worker named `base` will listen (in the pool's socket directory, made now
+   * if need be, owned by the pool's user). Throws when it cannot be made or is too long.
+   */
+  socketPath(base: string): string {
+    const p = path.join(this.socketDir(), `${base}.sock`);
+    if (Buffer.byteLength(p) > MAX_UNIX_PATH) throw new Error(`socket path too long (${Buffer.byteLength(p)} > ${MAX_UNIX_PATH} bytes): ${p}; use a shorter runtime dir`);
+    return p;
+  }
+
+  /** The parent binds `socketPath`'s name and forks a worker serving on it. */
+  fork(id: number, socketPath: string, waiter: ForkWaiter): void {
     if (this.closed) return waiter.failed('SETUP', 'the pool is stopping');
     this.cancelIdle();
     const p = this.current ?? this.start();
     if (!(p instanceof Parent)) return waiter.failed(p.errno, p.message);
-    const req = { id, server, waiter };
+    const req = { id, socket: path.basename(socketPath), waiter };
     if (p.ready) this.send(p, req);
     else p.waiting.push(req);
   }
@@ -153,6 +169,18 @@ export class ForkServer {
     const all = [...this.parents];
     for (const p of all) this.stopParent(p);
     await Promise.all(all.map((p) => p.exited));
+    if (this.dir !== undefined) fs.rmSync(this.dir, { recursive: true, force: true });
+    this.dir = undefined;
+  }
+
+  private socketDir(): string {
+    if (this.dir !== undefined) return this.dir;
+    const dir = fs.mkdtempSync(path.join(this.spec.runtimeDir, 'preload-'));
+    // The parent runs as the pool's user and binds here; the runtime dir stays ours alone
+    // (the parent reaches this directory through the fd it inherits, not by its path).
+    if (this.spec.uid !== undefined || this.spec.gid !== undefined) fs.chownSync(dir, this.spec.uid ?? -1, this.spec.gid ?? -1);
+    this.dir = dir;
+    return dir;
   }
 
   // ---- the parent -------------------------------------------------------------------
@@ -165,11 +193,15 @@ export class ForkServer {
     const resolved = resolveCommand(cmd, spec.env, spec.cwd);
     if (!resolved.ok) return fail(resolved.errno, resolved.message);
     let child: ChildProcess;
+    let dirFd: number | undefined;
     try {
-      child = startProcess({ spec, file: resolved.file, args: spec.command.slice(1), fd0: undefined, guard: this.guard, ipc: true });
+      dirFd = fs.openSync(this.socketDir(), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+      child = startProcess({ spec, file: resolved.file, args: spec.command.slice(1), fd0: undefined, guard: this.guard, preload: { dirFd } });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       return fail(err.code ?? 'ESPAWN', `${resolved.file}: ${err.message}`);
+    } finally {
+      if (dirFd !== undefined) fs.closeSync(dirFd);
     }
     const p = new Parent(child);
     this.current = p;
@@ -181,7 +213,19 @@ export class ForkServer {
     if (child.pid !== undefined) this.guard.started(child.pid);
     captureOutput(child.stdout!, this.out, 'stdout', 'info');
     captureOutput(child.stderr!, this.out, 'stderr', 'warn');
-    child.on('message', (m: Message) => this.onMessage(p, m));
+    // A parent that closed its stdin is going: its exit fails what was sent.
+    child.stdin!.on('error', () => {});
+    const replies = child.stdio[3] as NodeJS.ReadableStream;
+    createInterface({ input: replies, crlfDelay: Infinity }).on('line', (line) => {
+      let m: Message;
+      try {
+        m = JSON.parse(line) as Message;
+      } catch {
+        this.log.warn({ code: ErrorCodes.INTERNAL, wpid: child.pid, line: line.slice(0, 200) }, 'preload parent sent a line that is not JSON');
+        return;
+      }
+      this.onMessage(p, m);
+    });
     child.on('exit', (code, signal) => this.onParentExit(p, code, signal));
     this.log.info({ wpid: child.pid, command: spec.command }, `preload parent ${child.pid} starting (it imports the application once)`);
     return p;
@@ -216,11 +260,7 @@ export class ForkServer {
 
   private send(p: Parent, req: Pending): void {
     p.forking.set(req.id, req);
-    p.child.send({ fork: req.id }, req.server, (err) => {
-      if (err === null || !p.forking.has(req.id)) return;
-      p.forking.delete(req.id);
-      req.waiter.failed('EPIPE', `cannot reach the preload parent ${p.pid}: ${err.message}`);
-    });
+    p.child.stdin!.write(JSON.stringify({ fork: req.id, socket: req.socket }) + '\n');
   }
 
   private onParentExit(p: Parent, code: number | null, signal: NodeJS.Signals | null, why?: string): void {

@@ -73,8 +73,6 @@ function unlinkQuiet(p: string): void {
 /** A listening socket bound under a temporary name, ready to hand to a child as fd 0. */
 export interface Fd0Listener {
   readonly fd: number;
-  /** Our listening server (a fork server gets it as a handle over IPC). */
-  readonly server: net.Server;
   readonly path: string;
   /** Call synchronously right after spawn(): publishes `path` and stops our listening. */
   handOff(): void;
@@ -106,7 +104,6 @@ export async function listenFd0(dir: string, base: string): Promise<Fd0Listener>
   }
   return {
     fd,
-    server,
     path: real,
     handOff() {
       unlinkQuiet(real); // a stale socket from an earlier run

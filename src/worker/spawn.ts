@@ -70,16 +70,19 @@ export interface StartOptions {
   /** The listening socket for fd 0, or undefined (stdin = /dev/null). */
   fd0: number | undefined;
   guard: DeathGuard;
-  /** A Node IPC channel as fd 3 (a preload fork server's control channel). */
-  ipc?: boolean;
+  /**
+   * A preload fork server: its commands on fd 0 and replies on fd 3 (pipes, JSON lines),
+   * and the directory its workers' sockets are bound in as fd 4 (FCGI_PM_PRELOAD_FDS).
+   */
+  preload?: { dirFd: number };
 }
 
 /** May throw synchronously (EAGAIN, EPERM for uid/gid …); otherwise errors come as 'error'. */
 export function startProcess(o: StartOptions): ChildProcess {
   const w = o.guard.wrap(o.file, o.args);
   return spawn(w.file, w.args, {
-    stdio: o.ipc === true ? ['ignore', 'pipe', 'pipe', 'ipc'] : [o.fd0 ?? 'ignore', 'pipe', 'pipe'],
-    env: o.spec.env,
+    stdio: o.preload !== undefined ? ['pipe', 'pipe', 'pipe', 'pipe', o.preload.dirFd] : [o.fd0 ?? 'ignore', 'pipe', 'pipe'],
+    env: o.preload !== undefined ? { ...o.spec.env, FCGI_PM_PRELOAD_FDS: '0,3,4' } : o.spec.env,
     cwd: o.spec.cwd,
     uid: o.spec.uid,
     gid: o.spec.gid,

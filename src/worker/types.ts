@@ -57,6 +57,11 @@ export interface WorkerSpec {
   runtimeDir: string;
   spawnTimeout: number;
   killTimeout: number;
+  /**
+   * accept: direct: the pool's shared listening socket, given as fd 0 instead of a socket
+   * of the worker's own; the worker is ready once it runs (nothing connects to probe it).
+   */
+  sharedSocket?: { fd: number; address: SocketAddress } | undefined;
   /** Called synchronously once the process exists, before its socket can accept (memory cgroup, oom_score_adj). */
   onStarted?: ((pid: number) => void) | undefined;
 }

@@ -173,8 +173,11 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     let args = spec.command.slice(1);
     let fd0: Fd0Listener | undefined;
     const base = socketBaseName(spec.pool, this.id);
+    const shared = spec.sharedSocket;
     try {
-      if (spec.socket === 'fd0') {
+      if (shared !== undefined) {
+        this.address = shared.address;
+      } else if (spec.socket === 'fd0') {
         fd0 = await listenFd0(spec.runtimeDir, base);
         this.address = unixAddress(fd0.path);
       } else {
@@ -199,7 +202,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
     let child: ChildProcess;
     try {
-      child = startProcess({ spec, file: resolved.file, args, fd0: fd0?.fd, guard: this.guard });
+      child = startProcess({ spec, file: resolved.file, args, fd0: shared?.fd ?? fd0?.fd, guard: this.guard });
     } catch (e) {
       fd0?.abort();
       const err = e as NodeJS.ErrnoException;
@@ -228,27 +231,24 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     captureOutput(child.stderr!, this.out, 'stderr', 'warn');
     this.log.debug({ command: [resolved.file, ...args], address: this.address.text }, 'worker spawned');
 
+    // A probe on the shared socket would be taken by any worker.
+    if (shared !== undefined) return this.onReady();
     const onReady = (): void => this.onReady();
     this.probe = spec.socket === 'fd0' ? probeAccept(this.address, onReady) : probeConnect(this.address, onReady);
   }
 
-  /** preload: our listening socket goes to the parent, which forks a child serving on it. */
+  /** preload: the parent binds the worker's socket in the pool's socket directory and forks a child serving on it. */
   private async startForked(fork: ForkServer): Promise<void> {
-    let fd0: Fd0Listener;
+    let sockPath: string;
     try {
-      fd0 = await listenFd0(this.spec.runtimeDir, socketBaseName(this.spec.pool, this.id));
+      sockPath = fork.socketPath(socketBaseName(this.spec.pool, this.id));
     } catch (e) {
       return this.failWithoutProcess('SETUP', `cannot start ${this.spec.command[0]}: socket setup failed: ${(e as Error).message}`);
     }
-    this.address = unixAddress(fd0.path);
-    if (this.lc.state !== 'spawning') {
-      fd0.abort();
-      return this.finish(null, null, false);
-    }
-    fork.fork(this.id, fd0.server, {
+    this.address = unixAddress(sockPath);
+    fork.fork(this.id, sockPath, {
       forked: (pid) => {
-        fd0.handOff();
-        this.socketPath = fd0.path;
+        this.socketPath = sockPath;
         this.pid = pid;
         this.log = this.log.child({ wpid: pid });
         this.out.logger = this.log;
@@ -257,10 +257,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
         if (this.lc.state === 'spawning') this.onReady();
         else this.terminate();
       },
-      failed: (errno, message) => {
-        fd0.abort();
-        this.failWithoutProcess(errno, message);
-      },
+      failed: (errno, message) => this.failWithoutProcess(errno, message),
       exited: (code, signal) => this.onExit(code, signal),
     });
   }

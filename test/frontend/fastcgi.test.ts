@@ -25,7 +25,8 @@ import { echoBody, echoParams, failAfterHead, failWith, makeHead, never, readBod
 import { seededBytes, sha256 } from '../helpers/payload.js';
 import { RawConn } from '../helpers/raw-socket.js';
 import { Cleanup } from '../helpers/scope.js';
-import { DEBUG, addressFor, pendingBody, startRig, type Rig, type Transport } from './support.js';
+import { waitFor } from '../helpers/wait.js';
+import { DEBUG, addressFor, frontendPaused, pendingBody, startRig, watchBodyPauses, type Rig, type Transport } from './support.js';
 
 const PARAMS = { REQUEST_METHOD: 'GET', SCRIPT_NAME: '/x.php', QUERY_STRING: 'a=1' };
 
@@ -115,16 +116,21 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
     it('streams 10 MB up and back down with back-pressure (sha256)', async (t) => {
       // Its own listener: the client stops reading for longer than the shared one's idle timeout.
       const rig = await startRig(t, 'fastcgi', addressFor(t, transport), { cfg: { idleTimeout: 10_000 } });
-      rig.pool.behaviour = echoBody;
+      let pushes: ReturnType<typeof watchBodyPauses> | undefined;
+      rig.pool.behaviour = (ex, pool) => {
+        pushes = watchBodyPauses(ex);
+        echoBody(ex, pool);
+      };
       const pausesBefore = rig.pool.responsePauses;
       const upload = seededBytes(10 * 1024 * 1024, 7);
       const c = await FcgiClient.connect(rig.target);
       try {
-        // Stop reading for a while so the server's writes back up all the way to the body.
+        // The client does not read until the server's writes have backed up all the way to the body.
         c.socket.pause();
         c.request(3, { ...PARAMS, REQUEST_METHOD: 'POST', CONTENT_LENGTH: String(upload.length) }, upload);
-        await new Promise((r) => setTimeout(r, 300));
-        assert.ok(pendingBody(rig.pool.dispatched.at(-1)!) < 1024 * 1024, 'the listener stopped reading instead of buffering the body');
+        const ex = await waitFor(() => rig.pool.dispatched.at(-1), { what: 'the request' });
+        await waitFor(() => frontendPaused(ex), { timeout: 30_000, what: 'the exchange to ask the listener to pause' });
+        assert.ok(pendingBody(ex) < 1024 * 1024, 'the listener stopped reading instead of buffering the body');
         c.socket.resume();
         const r = await c.response(3, 30_000);
         assert.equal(r.protocolStatus, 0);
@@ -132,6 +138,9 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
         assert.equal(out.body.length, upload.length);
         assert.equal(sha256(out.body), sha256(upload));
         assert.ok(rig.pool.responsePauses > pausesBefore, 'the response hit back-pressure');
+        // Each pause held: past it, only the rest of the read being decoded arrived.
+        assert.ok(pushes!.pauses > 0);
+        assert.ok(pushes!.maxWhilePaused <= 256 * 1024, `${pushes!.maxWhilePaused} body bytes pushed during one pause (${pushes!.bytesWhilePaused} in ${pushes!.pauses} pauses)`);
       } finally {
         c.close();
       }

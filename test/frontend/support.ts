@@ -94,3 +94,35 @@ export async function startRig(
 export function pendingBody(ex: Exchange): number {
   return (ex as unknown as { pendingBytes: number }).pendingBytes;
 }
+
+/**
+ * Watches what a front end pushes into `ex` while the exchange has asked it to pause
+ * (white-box, like pendingBody): a listener that honours the pause pushes at most the rest
+ * of the read it was decoding, one per pause; one that keeps reading pushes on.
+ */
+export function watchBodyPauses(ex: Exchange): { pauses: number; bytesWhilePaused: number; maxWhilePaused: number } {
+  const seen = { pauses: 0, bytesWhilePaused: 0, maxWhilePaused: 0 };
+  const paused = (): boolean => (ex as unknown as { frontendPaused: boolean }).frontendPaused;
+  const push = ex.pushBody.bind(ex);
+  let episode = 0;
+  ex.pushBody = (chunk: Buffer): boolean => {
+    if (paused()) {
+      episode += chunk.length;
+      seen.bytesWhilePaused += chunk.length;
+      seen.maxWhilePaused = Math.max(seen.maxWhilePaused, episode);
+    }
+    const wasPaused = paused();
+    const more = push(chunk);
+    if (!more && !wasPaused) {
+      seen.pauses++;
+      episode = 0;
+    }
+    return more;
+  };
+  return seen;
+}
+
+/** True once the exchange has asked its front end to stop sending body bytes (white-box). */
+export function frontendPaused(ex: Exchange): boolean {
+  return (ex as unknown as { frontendPaused: boolean }).frontendPaused;
+}

@@ -176,7 +176,7 @@ describe('bad input on every listener', { timeout: 60_000 }, () => {
       c.write(encodeRecord(RecordType.Stdin, 1, Buffer.alloc(1000, 1)));
       await sleep(100);
       c.destroy();
-      await expectLog(since, LogLevel.info, 'about the client gone mid-body', (l) => JSON.stringify(l).includes('cut=body') || l.level! >= LogLevel.warn);
+      await expectLog(since, LogLevel.info, 'the access line of the client gone mid-body: 499, aborted', (l) => l.kind === 'access' && l.uri === '/upload-hash.php?cut=body' && l.status === 499 && l.aborted === true);
 
       const since2 = daemon.mark();
       const c2 = new RawConn(fcgi);
@@ -184,7 +184,7 @@ describe('bad input on every listener', { timeout: 60_000 }, () => {
       c2.write(Buffer.concat(requestRecords(1, params('/sleep.php?ms=600&cut=run', { REQUEST_URI: '/sleep.php?ms=600&cut=run' }))));
       await sleep(150);
       c2.destroy();
-      await expectLog(since2, LogLevel.info, 'about the client gone while PHP runs', (l) => JSON.stringify(l).includes('cut=run') || l.level! >= LogLevel.warn);
+      await expectLog(since2, LogLevel.info, 'the access line of the client gone while PHP runs: 499, aborted', (l) => l.kind === 'access' && l.uri === '/sleep.php?ms=600&cut=run' && l.status === 499 && l.aborted === true);
       // Both backends still work (one may finish the 600 ms script first).
       await Promise.all([fcgiServes(), fcgiServes()]);
     });
@@ -254,7 +254,7 @@ describe('bad input on every listener', { timeout: 60_000 }, () => {
       c.write(full.subarray(0, full.length - 60_000));
       await sleep(100);
       c.destroy();
-      await expectLog(since, LogLevel.info, 'about the client gone mid-body', (l) => JSON.stringify(l).includes('cut=scgi') || l.level! >= LogLevel.warn);
+      await expectLog(since, LogLevel.info, 'the access line of the client gone mid-body: 499, aborted', (l) => JSON.stringify(l).includes('cut=scgi') || l.level! >= LogLevel.warn);
       await Promise.all([scgiServes(), scgiServes()]);
     });
   });
@@ -344,7 +344,7 @@ describe('bad input on every listener', { timeout: 60_000 }, () => {
       c.write(Buffer.alloc(20_000, 3));
       await sleep(100);
       c.destroy();
-      await expectLog(since, LogLevel.info, 'about the client gone mid-body', (l) => JSON.stringify(l).includes('cut=http') || l.level! >= LogLevel.warn);
+      await expectLog(since, LogLevel.info, 'the access line of the client gone mid-body: 499, aborted', (l) => JSON.stringify(l).includes('cut=http') || l.level! >= LogLevel.warn);
       await Promise.all([httpServes(), httpServes()]);
     });
   });

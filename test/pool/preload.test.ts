@@ -6,8 +6,9 @@
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { lookupUser } from '../../src/config/system-users.js';
 import { ErrorCodes } from '../../src/errors.js';
 import type { PoolConfig } from '../../src/config/types.js';
 import { createPool, type Pool } from '../../src/pool/index.js';
@@ -179,4 +180,29 @@ test('preload_idle_timeout: with no worker for that long the parent stops; the n
   assert.ok(!p.lines.some((l) => l.code === ErrorCodes.PRELOAD_PARENT_EXITED), 'an idle stop is no failure');
   const [, parent2] = pidsOf(await p.get());
   assert.notEqual(parent2, parent);
+});
+
+const WWW = lookupUser('www-data');
+
+test("as another user: the parent binds each worker's socket in a directory of that user's, reached by an inherited fd; the runtime dir stays 0700 and ours; stop removes it", { ...T, skip: (process.geteuid?.() !== 0 || WWW === undefined) && 'needs root and www-data' }, async (t) => {
+  const p = preloadPool(t, { user: 'www-data' });
+  chmodSync(p.dir, 0o755);
+  const runtimeDir = join(p.dir, 'run');
+  await p.pool.start();
+  const r = await p.get();
+  assert.equal(r.sink.status, 200, r.sink.error?.message);
+  const [worker, parent] = pidsOf(r);
+  for (const pid of [worker, parent]) assert.match(readFileSync(`/proc/${pid}/status`, 'latin1'), new RegExp(`\\nUid:\\t${WWW!.uid}\\t`), `pid ${pid} runs as www-data`);
+  const rt = statSync(runtimeDir);
+  assert.equal((rt.mode & 0o777).toString(8), '700');
+  assert.equal(rt.uid, 0);
+  const dirs = readdirSync(runtimeDir).filter((n) => n.startsWith('preload-'));
+  assert.equal(dirs.length, 1, `one socket directory in ${readdirSync(runtimeDir).join(', ')}`);
+  const sockets = join(runtimeDir, dirs[0]!);
+  assert.equal(statSync(sockets).uid, WWW!.uid);
+  const bound = readdirSync(sockets);
+  assert.equal(bound.length, 1, 'the one worker socket');
+  assert.equal(statSync(join(sockets, bound[0]!)).uid, WWW!.uid, 'bound by the parent as www-data');
+  await p.pool.stop(5000);
+  assert.equal(existsSync(sockets), false, 'removed by stop');
 });

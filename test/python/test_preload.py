@@ -1,13 +1,11 @@
-"""--preload: the fork server, driven the way fcgi-pm's Node IPC channel drives it (JSON
-lines; a listening socket as SCM_RIGHTS with a NODE_HANDLE message, answered with
-NODE_HANDLE_ACK), from the other end of a socketpair written here."""
+"""--preload: the fork server, driven the way fcgi-pm drives it (JSON lines in on its
+stdin and out on another pipe, the workers' socket directory as an inherited fd:
+FCGI_PM_PRELOAD_FDS), from the other end written here."""
 
-import array
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,21 +17,24 @@ from test_authorizer import GRANT_HEAD, auth_params
 from fcgi_pm_wsgi import preload
 
 
-class Channel:
-    """fcgi-pm's side of the IPC channel."""
+class Peer:
+    """fcgi-pm's side of the channel: commands written to `out`, replies read from `inp`."""
 
-    def __init__(self, sock):
-        self.sock = sock
-        self.sock.settimeout(TIMEOUT)
+    def __init__(self, out, inp):
+        self.out = out
+        self.inp = inp
         self.buf = b''
 
-    def send_handle(self, msg, fd):
-        line = json.dumps({'cmd': 'NODE_HANDLE', 'type': 'net.Server', 'msg': msg}).encode() + b'\n'
-        self.sock.sendmsg([line], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))])
+    def send(self, msg):
+        os.write(self.out, json.dumps(msg).encode() + b'\n')
 
     def next(self):
         while b'\n' not in self.buf:
-            chunk = self.sock.recv(65536)
+            import select
+            r, _, _ = select.select([self.inp], [], [], TIMEOUT)
+            if not r:
+                raise TimeoutError('no reply from the fork server')
+            chunk = os.read(self.inp, 65536)
             if not chunk:
                 raise EOFError('channel closed')
             self.buf += chunk
@@ -41,68 +42,78 @@ class Channel:
         return json.loads(line)
 
 
-def listening_socket(d, name):
-    path = os.path.join(d, name)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(path)
-    s.listen(16)
-    return s, path
+class ChannelTest(unittest.TestCase):
+    def test_lines_cut_anywhere_arrive_whole_and_replies_are_lines(self):
+        cmd_r, cmd_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        chan = preload.Channel(cmd_r, rep_w)
+        try:
+            os.write(cmd_w, b'{"fork": 7, "sock')
+            self.assertEqual(chan.receive(), [], 'half a line is kept')
+            os.write(cmd_w, b'et": "a.sock"}\n\n{"fork": 8}\n')
+            self.assertEqual(chan.receive(), [{'fork': 7, 'socket': 'a.sock'}, {'fork': 8}])
+            chan.send({'forked': 7, 'pid': 1})
+            self.assertEqual(os.read(rep_r, 100), b'{"forked": 7, "pid": 1}\n')
+            os.close(cmd_w)
+            self.assertIsNone(chan.receive(), 'EOF')
+        finally:
+            chan.close()
+            os.close(rep_r)
 
 
-class IpcChannelTest(unittest.TestCase):
-    def test_a_handle_message_yields_its_fd_and_is_acknowledged(self):
-        ours, theirs = socket.socketpair()
-        chan = preload.IpcChannel(os.dup(theirs.fileno()))
-        theirs.close()
-        d = tempfile.mkdtemp(prefix='fpm-ipc-')
-        lst, _ = listening_socket(d, 'a.sock')
-        peer = Channel(ours)
-        peer.send_handle({'fork': 7}, lst.fileno())
-        ours.sendall(b'{"cmd":"NODE_SOMETHING_ELSE"}\n{"plain": 1}\n')
-        got = []
-        while len(got) < 2:
-            got.extend(chan.receive())
-        (msg, fd), (plain, nofd) = got
-        self.assertEqual(msg, {'fork': 7})
-        self.assertEqual(os.fstat(fd).st_ino, os.fstat(lst.fileno()).st_ino, 'the same socket arrived')
-        self.assertEqual((plain, nofd), ({'plain': 1}, None), "Node's own messages are skipped")
-        self.assertEqual(peer.next(), {'cmd': 'NODE_HANDLE_ACK'})
-        os.close(fd)
-        lst.close()
-        chan.sock.close()
-        ours.close()
-        shutil.rmtree(d, ignore_errors=True)
+class BindTest(unittest.TestCase):
+    def test_binds_in_the_directory_of_the_fd_and_refuses_names_that_leave_it(self):
+        d = tempfile.mkdtemp(prefix='fpm-bind-')
+        dir_fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            s = preload.bind_worker_socket(dir_fd, 'w1.sock')
+            st = os.stat(os.path.join(d, 'w1.sock'))
+            self.assertEqual(oct(st.st_mode & 0o777), oct(0o600))
+            s.close()
+            for bad in ('', '../w.sock', 'a/b', '.hidden'):
+                with self.assertRaises(OSError, msg=bad):
+                    preload.bind_worker_socket(dir_fd, bad)
+            self.assertEqual(sorted(os.listdir(d)), ['w1.sock'])
+        finally:
+            os.close(dir_fd)
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class ForkServerTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix='fpm-pre-')
-        ours, theirs = socket.socketpair()
+        self.sockets = os.path.join(self.dir, 'sockets')
+        os.mkdir(self.sockets, 0o700)
+        dir_fd = os.open(self.sockets, os.O_RDONLY | os.O_DIRECTORY)
+        cmd_r, cmd_w = os.pipe()
+        rep_r, rep_w = os.pipe()
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'LANG': 'C.UTF-8',
-               'NODE_CHANNEL_FD': str(theirs.fileno()), 'NODE_CHANNEL_SERIALIZATION_MODE': 'json'}
+               'FCGI_PM_PRELOAD_FDS': f'0,{rep_w},{dir_fd}'}
         self.stderr = open(os.path.join(self.dir, 'stderr.log'), 'wb')
         self.proc = subprocess.Popen([sys.executable, ADAPTER, '--preload', '--fastcgi', '--path', HERE, 'wsgi_apps:app'],
-                                     pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     pass_fds=[rep_w, dir_fd], stdin=cmd_r, stdout=subprocess.DEVNULL,
                                      stderr=self.stderr, env=env, cwd=self.dir)
-        theirs.close()
-        self.chan = Channel(ours)
+        for fd in (cmd_r, rep_w, dir_fd):
+            os.close(fd)
+        self.chan = Peer(cmd_w, rep_r)
 
     def tearDown(self):
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
         self.stderr.close()
-        self.chan.sock.close()
+        for fd in (self.chan.out, self.chan.inp):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def fork(self, wid):
-        lst, path = listening_socket(self.dir, f'w{wid}.sock')
-        self.chan.send_handle({'fork': wid}, lst.fileno())
-        lst.close()  # the parent has its copy; the child will have the only one
-        self.assertEqual(self.chan.next(), {'cmd': 'NODE_HANDLE_ACK'})
+        self.chan.send({'fork': wid, 'socket': f'w{wid}.sock'})
         m = self.chan.next()
         self.assertEqual(m['forked'], wid)
-        return m['pid'], path
+        return m['pid'], os.path.join(self.sockets, f'w{wid}.sock')
 
     def get(self, path):
         c = FcgiConn(path)
@@ -161,9 +172,24 @@ class ForkServerTest(unittest.TestCase):
         else:
             self.fail('the child outlived its parent')
 
+    def test_a_fork_that_cannot_bind_fails_and_the_parent_carries_on(self):
+        self.chan.next()
+        self.chan.send({'fork': 1, 'socket': '../escape.sock'})
+        m = self.chan.next()
+        self.assertEqual((m['failed'], m['errno']), (1, 'EINVAL'))
+        self.assertEqual(os.listdir(self.dir).count('escape.sock'), 0)
+        _, path = self.fork(2)
+        self.assertEqual(self.get(path), b'hello')
+
+    def test_a_child_reads_eof_on_stdin_not_the_commands(self):
+        self.chan.next()
+        pid, path = self.fork(1)
+        self.assertEqual(self.get(path), b'hello')  # it serves: its set-up is done
+        self.assertEqual(os.readlink(f'/proc/{pid}/fd/0'), os.devnull)
+
     def test_eof_on_the_channel_ends_the_parent(self):
         self.chan.next()
-        self.chan.sock.close()
+        os.close(self.chan.out)
         self.assertEqual(self.proc.wait(TIMEOUT), 0)
 
 
@@ -174,6 +200,7 @@ class PreloadWithoutFcgiPmTest(unittest.TestCase):
                            capture_output=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn(b'--preload needs fcgi-pm', r.stderr)
+        self.assertIn(b'FCGI_PM_PRELOAD_FDS', r.stderr)
 
 
 if __name__ == '__main__':

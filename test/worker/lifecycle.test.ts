@@ -9,10 +9,12 @@ import {
   nextState,
   transition,
   type Lifecycle,
+  type LifecycleEvent,
 } from '../../src/worker/lifecycle.js';
+import type { WorkerState } from '../../src/worker/types.js';
 
 // Written out independently of the table: the table must say exactly this.
-const EXPECTED: Array<[string, string, string]> = [
+const EXPECTED: Array<[WorkerState, LifecycleEvent, WorkerState]> = [
   ['spawning', 'ready', 'idle'],
   ['spawning', 'retire', 'stopping'],
   ['spawning', 'stop', 'stopping'],
@@ -45,8 +47,8 @@ test('the table holds exactly the documented transitions', () => {
   assert.deepEqual(listTransitions().map(key).sort(), EXPECTED.map(key).sort());
 });
 
-test('every legal transition gives the listed next state', () => {
-  for (const [from, ev, to] of listTransitions()) {
+test('every listed transition gives the listed next state', () => {
+  for (const [from, ev, to] of EXPECTED) {
     const r = transition({ state: from, reason: undefined }, ev, 'shutdown');
     assert.equal(r.state, to, `${from} --${ev}-->`);
     assert.equal(nextState(from, ev), to);

@@ -35,17 +35,19 @@ function spawnRecorded(t: { after: (fn: () => void | Promise<void>) => void }, s
   });
   w.on('exit', () => events.push('exit'));
   const exit = once(w, 'exit') as Promise<[WorkerExit, ExitVerdict]>;
-  t.after(async () => void (await w.stop('shutdown')));
+  t.after(async () => {
+    await w.stop('shutdown');
+    // Nothing follows the exit: every timer and probe ended with it, and a second
+    // failure, a late ready or a second exit are refused by the worker's own guards.
+    assert.equal(events.indexOf('exit'), events.length - 1, `events after the exit: ${events.join(', ')}`);
+  });
   return { w, events, failures, exit };
 }
-
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 50));
 
 test('never-ready (accepts nothing on fd 0): spawn timeout, one failure, killed, reason spawn_timeout', async (t) => {
   const dir = tempDir(t);
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('never-ready'), { spawnTimeout: 400, killTimeout: 1000 }));
   const [exit, verdict] = await r.exit;
-  await settle();
   assert.deepEqual(r.events, ['spawnFailed', 'exit']);
   assert.equal(r.failures[0]!.errno, 'TIMEOUT');
   assert.equal(r.failures[0]!.code, ErrorCodes.SPAWN_FAILED);
@@ -70,7 +72,6 @@ test('a missing command is reported once, by name and errno, and nothing is spaw
   const { logger, records } = captureLogger();
   const r = spawnRecorded(t, makeSpec(dir, ['no-such-backend-xyz', '-b', '{socket}']), logger);
   const [exit, verdict] = await r.exit;
-  await settle();
   assert.deepEqual(r.events, ['spawnFailed', 'exit']);
   const f = r.failures[0]!;
   assert.equal(f.errno, 'ENOENT');
@@ -100,7 +101,6 @@ test('exit before ready (crash loop fixture): one EXITED failure, then the exit 
   const { logger, records } = captureLogger();
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('exit-immediately', '3')), logger);
   const [exit, verdict] = await r.exit;
-  await settle();
   assert.deepEqual(r.events, ['spawnFailed', 'exit']);
   assert.equal(r.failures[0]!.errno, 'EXITED');
   assert.match(r.failures[0]!.message, /exited with code 3 before accepting connections/);

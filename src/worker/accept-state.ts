@@ -1,0 +1,82 @@
+/**
+ * What a worker that accepts on a shared socket is doing, read from /proc without asking
+ * it (PHP-FPM reads its scoreboard; a php-cgi worker has none, but the kernel knows):
+ *   - /proc/PID/syscall: "43 0x0 …" (accept) or "288 0x0 …" (accept4) on fd 0 = it
+ *     waits for a connection: idle;
+ *   - /proc/PID/schedstat: CPU time in ns, so two idle samples with the same time mean
+ *     it served nothing in between;
+ *   - /proc/PID/fd: a socket other than the listening one = the connection it serves;
+ *     its inode changes with every request, so one seen for longer than
+ *     request_timeout is one request running that long.
+ * /proc/PID/syscall needs ptrace access (root, or the workers' own user).
+ */
+import fs from 'node:fs';
+
+const ACCEPT = 43;
+const ACCEPT4 = 288;
+
+export interface AcceptSample {
+  /** Gone (or never readable). */
+  gone: boolean;
+  /** Blocked in accept() on fd 0; undefined when /proc/PID/syscall cannot be read. */
+  accepting: boolean | undefined;
+  /** CPU time so far, ns. */
+  cpuNs: number;
+  /** Inode of the connection it serves (not accepting), if it holds one. */
+  conn: number | undefined;
+}
+
+const GONE: AcceptSample = Object.freeze({ gone: true, accepting: undefined, cpuNs: 0, conn: undefined });
+
+/** Pure: whether a /proc/PID/syscall line is a wait in accept() on fd 0. */
+export function parseSyscall(line: string): boolean | undefined {
+  const t = line.trim();
+  if (t === '' ) return undefined;
+  if (t === 'running') return false;
+  const sp = t.indexOf(' ');
+  const nr = Number(sp < 0 ? t : t.slice(0, sp));
+  if (!Number.isInteger(nr)) return undefined;
+  if (nr !== ACCEPT && nr !== ACCEPT4) return false;
+  const arg0 = t.slice(sp + 1).split(' ', 1)[0];
+  return arg0 === '0x0';
+}
+
+function readText(p: string): string | undefined {
+  try {
+    return fs.readFileSync(p, 'latin1');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The socket the worker holds besides fd 0..2 and the listening one (inode `listenIno`). */
+function connectionOf(pid: number, listenIno: number): number | undefined {
+  let names: string[];
+  try {
+    names = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return undefined;
+  }
+  for (const n of names) {
+    if (n === '0' || n === '1' || n === '2') continue;
+    let target: string;
+    try {
+      target = fs.readlinkSync(`/proc/${pid}/fd/${n}`);
+    } catch {
+      continue;
+    }
+    if (!target.startsWith('socket:[')) continue;
+    const ino = Number(target.slice(8, -1));
+    if (ino !== listenIno) return ino;
+  }
+  return undefined;
+}
+
+export function readAcceptState(pid: number, listenIno: number): AcceptSample {
+  const sched = readText(`/proc/${pid}/schedstat`);
+  if (sched === undefined) return GONE;
+  const cpuNs = Number(sched.slice(0, sched.indexOf(' ')));
+  const sc = readText(`/proc/${pid}/syscall`);
+  const accepting = sc === undefined ? undefined : parseSyscall(sc);
+  return { gone: false, accepting, cpuNs, conn: accepting === true ? undefined : connectionOf(pid, listenIno) };
+}

@@ -1,0 +1,182 @@
+/**
+ * accept: direct through real nginx and real php-cgi: the workers accept on the pool's
+ * socket themselves (nginx's primary upstream server), the pool's FastCGI listener is the
+ * backup (the overflow). Scale from zero, the script guard inside the workers, recycling
+ * after max_requests, idle stop, max_memory_hard, kill -9 under load, the overflow's 503,
+ * and status.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { httpRequest } from '../helpers/http-client.js';
+import { fastcgiParams, startNginx, type Nginx } from '../helpers/nginx.js';
+import { PHP_FIXTURES } from '../helpers/paths.js';
+import { freePort } from '../helpers/ports.js';
+import { Cleanup } from '../helpers/scope.js';
+import { orphanPids, phpCommand, workerPids } from '../helpers/spawned.js';
+import { makeTempDir } from '../helpers/tmp.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { opsDaemon, type OpsDaemon } from '../ops/helpers.js';
+import { directSocketSupport } from '../../src/worker/shared-socket.js';
+
+const MARKER = 'direct-pool-worker';
+const MAX_CHILDREN = 2;
+
+describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.platform !== 'linux' }, () => {
+  const scope = new Cleanup();
+  let ops: OpsDaemon;
+  let ngx: Nginx;
+  let dir: string;
+  let root: string;
+  const workers = (): number[] => workerPids(ops.daemon, MARKER);
+  const get = (path: string): Promise<{ status: number; text: string }> => httpRequest(`${ngx.url}${path}`, { timeout: 20_000 });
+
+  before(async () => {
+    // The suite builds the addon at npm ci (scripts/build-native.mjs): its absence is a failure here.
+    assert.equal(directSocketSupport(), undefined);
+    dir = makeTempDir(scope);
+    root = makeTempDir(scope, 'fpm-direct-root-');
+    for (const f of ['hello.php', 'pid.php', 'sleep.php', 'alloc.php']) copyFileSync(join(PHP_FIXTURES, f), join(root, f));
+    // An "image" an attacker uploaded: PHP code that must never run.
+    writeFileSync(join(root, 'image.jpg'), '<?php echo "EXECUTED-IMAGE"; ?>\n');
+    const port = await freePort();
+    ops = await opsDaemon(scope, {
+      listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'app' }],
+      pools: {
+        app: {
+          command: phpCommand(dir, MARKER),
+          accept: 'direct',
+          direct_listen: `unix:${dir}/direct.sock`,
+          direct_socket_mode: '0666',
+          pm: 'ondemand',
+          max_children: MAX_CHILDREN,
+          idle_timeout: '1s',
+          max_requests: 5,
+          max_memory_hard: '48MiB',
+          memory_sample_interval: '100ms',
+          kill_timeout: '1s',
+          queue_limit: 2,
+          queue_timeout: '20s',
+          script_roots: [root],
+        },
+      },
+      log: { level: 'info', access: true },
+    });
+    // Everything goes to PHP, as a careless config would: the guard in the worker decides.
+    ngx = await startNginx(
+      scope,
+      `root ${root};
+      location / {
+        fastcgi_pass direct;
+        fastcgi_read_timeout 30s;
+        ${fastcgiParams()}
+      }`,
+      { httpExtra: `upstream direct { server unix:${dir}/direct.sock max_fails=0; server 127.0.0.1:${port} backup; }` },
+    );
+    scope.after(() => {
+      for (const pid of orphanPids(MARKER)) process.kill(pid, 'SIGKILL');
+    });
+  });
+  after(() => scope.run());
+
+  it('starts with no worker and the first request spawns one', async () => {
+    assert.deepEqual(workers(), []);
+    const r = await get('/hello.php');
+    assert.equal(r.status, 200);
+    assert.equal(r.text, 'Hello from PHP\n');
+    assert.equal(workers().length, 1);
+    // The request went straight to the worker: the daemon's listener saw nothing.
+    assert.equal(ops.daemon.logsSince().filter((l) => l['kind'] === 'access').length, 0);
+  });
+
+  it('status shows the direct pool and its sampled workers', async () => {
+    const pids = workers();
+    const r = await ops.ctl(['status', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const pool = JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
+    assert.equal(pool.kind, 'direct');
+    assert.equal(pool.direct.address, `unix:${dir}/direct.sock`);
+    assert.equal(pool.direct.backlog, MAX_CHILDREN);
+    assert.deepEqual(pool.workers.map((w: { pid: number }) => w.pid).sort(), pids.sort());
+    for (const w of pool.workers) {
+      assert.equal(w.sampled, true);
+      assert.ok(['idle', 'busy', 'spawning'].includes(w.state), w.state);
+    }
+    await waitFor(async () => {
+      const s = JSON.parse((await ops.ctl(['status', '--json'])).stdout).pools.find((p: { name: string }) => p.name === 'app');
+      return s.workers.length > 0 && s.workers.every((w: { state: string }) => w.state === 'idle');
+    }, { timeout: 5000, what: 'the worker sampled idle' });
+    const text = await ops.ctl(['status', '--full']);
+    assert.match(text.stdout, /direct socket: unix:.*direct\.sock, 0 of 2 waiting/);
+    assert.match(text.stdout, /direct requests are not in the access log/);
+  });
+
+  it('never runs PHP hidden in an image (.jpg, /image.jpg/x.php)', async () => {
+    for (const path of ['/image.jpg', '/image.jpg/x.php']) {
+      const r = await get(path);
+      assert.doesNotMatch(r.text, /EXECUTED-IMAGE/, path);
+      assert.ok(r.status === 403 || r.status === 404, `${path}: ${r.status} ${r.text}`);
+    }
+    const ok = await get('/hello.php');
+    assert.equal(ok.status, 200);
+  });
+
+  it('recycles after max_requests (PHP_FCGI_MAX_REQUESTS)', async () => {
+    const seen = new Map<string, number>();
+    for (let i = 0; i < 12; i++) {
+      const r = await get('/pid.php');
+      assert.equal(r.status, 200);
+      seen.set(r.text, (seen.get(r.text) ?? 0) + 1);
+    }
+    assert.ok(seen.size >= 2, `pids: ${JSON.stringify([...seen])}`);
+    for (const [pid, n] of seen) assert.ok(n <= 5, `pid ${pid} served ${n}`);
+  });
+
+  it('stops idle workers after idle_timeout', async () => {
+    await waitFor(() => workers().length === 0, { timeout: 5000, what: 'no workers after idle_timeout' });
+    const r = await ops.ctl(['status', '--json']);
+    const pool = JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
+    assert.ok((pool.recycles.idle_timeout ?? 0) >= 1, JSON.stringify(pool.recycles));
+  });
+
+  it('kills a worker over max_memory_hard', async () => {
+    const mark = ops.daemon.mark();
+    const r = await get('/alloc.php?mb=96&ms=3000');
+    assert.notEqual(r.status, 200);
+    const line = await ops.daemon.waitForLog((l) => l['code'] === 'ERR_MEMORY_HARD_LIMIT', { since: mark, timeout: 5000 });
+    assert.match(String(line.msg), /max_memory_hard: killed/);
+    const ok = await get('/hello.php');
+    assert.equal(ok.status, 200);
+  });
+
+  it('kill -9 of a worker under load fails only its own request', async () => {
+    await waitFor(async () => (await get('/hello.php')).status === 200 && workers().length >= 1, { timeout: 5000 });
+    const started = Date.now();
+    // Two running, two waiting in the backlog: within capacity, so only the victim's may fail.
+    const reqs = Array.from({ length: 4 }, () => get('/sleep.php?ms=300'));
+    await sleep(150);
+    const victim = workers()[0]!;
+    process.kill(victim, 'SIGKILL');
+    const results = await Promise.all(reqs);
+    const failed = results.filter((r) => r.status !== 200);
+    assert.ok(failed.length <= 1, `failed: ${JSON.stringify(failed)}`);
+    for (const r of results.filter((x) => x.status === 200)) assert.match(r.text, /^slept 300 pid \d+/);
+    assert.ok(Date.now() - started < 15_000);
+  });
+
+  it('past capacity the overflow queues, then answers 503; nothing else fails', async () => {
+    // 2 workers, a backlog of 2 and a queue of 2: of 14 slow requests some must be refused.
+    const mark = ops.daemon.mark();
+    const results = await Promise.all(Array.from({ length: 14 }, () => get('/sleep.php?ms=800')));
+    const statuses = results.map((r) => r.status);
+    assert.ok(statuses.every((s) => s === 200 || s === 503), JSON.stringify(statuses));
+    assert.ok(statuses.includes(503), JSON.stringify(statuses));
+    assert.ok(statuses.filter((s) => s === 200).length >= MAX_CHILDREN * 2, JSON.stringify(statuses));
+    const s = JSON.parse((await ops.ctl(['status', '--json'])).stdout).pools.find((p: { name: string }) => p.name === 'app');
+    assert.ok(s.rejected.queueFull >= 1, JSON.stringify(s.rejected));
+    assert.ok(s.accepted >= 1, 'the overflow listener took requests');
+    const logged = ops.daemon.logsSince(mark).filter((l) => l['kind'] === 'access');
+    assert.ok(logged.some((l) => l['status'] === 503) && logged.some((l) => l['status'] === 200), 'the overflow logs its requests, 503s included');
+  });
+});
