@@ -124,6 +124,7 @@ const OPERATIONS_LOG_KEYS: readonly KeySpec[] = [
 const OPERATIONS_TOP_KEYS: readonly KeySpec[] = [
   { key: 'control_socket', field: 'controlSocket', type: { kind: 'path-or-off' }, defaultText: '(runtime_dir/control.sock, else /run/fcgi-pm/<config name>-<hash>.sock as root)', doc: 'Unix socket for fcgi-pm status, reload, stop and workers; "off" disables it. The default is derived from the config file\'s real path, so two configs never share one.' },
   { key: 'control_socket_mode', field: 'controlSocketMode', type: { kind: 'mode' }, default: '0600', doc: 'File mode of the control socket: who may read status, reload and stop the daemon.' },
+  { key: 'pid_file', field: 'pidFile', type: { kind: 'path-or-off' }, defaultText: '(as root: fcgi-pm.pid in the runtime directory\'s base; else none)', doc: 'File the daemon writes its pid to at start and removes on exit (unless a daemon that replaced it in an upgrade wrote its own); "off" for none.' },
 ];
 
 export const LISTENER_KEYS: readonly KeySpec[] = [
@@ -216,9 +217,9 @@ export const LOG_KEYS: readonly KeySpec[] = [
 
 /** Top-level scalar keys; the sections (listen, pools, limits, log) are handled by schema.ts. */
 export const TOP_KEYS: readonly KeySpec[] = [
-  { key: 'shutdown_timeout', field: 'shutdownTimeout', type: anyDuration, default: '30s', doc: 'On SIGTERM/SIGINT, how long running requests may finish before they are cut.' },
-  { key: 'shutdown_delay', field: 'shutdownDelay', type: anyDuration, default: '0s', doc: 'On SIGTERM/SIGINT (or fcgi-pm stop), keep accepting and serving for this long while ready_path answers 503, so a load balancer or Kubernetes takes fcgi-pm out of rotation before its listeners close; set it above the health check interval × fall count. A further SIGINT skips it and stops at once.' },
-  { key: 'runtime_dir', field: 'runtimeDir', type: { kind: 'path' }, defaultText: '(a fresh directory under the OS tmpdir)', doc: 'Directory under which fcgi-pm makes its private 0700 directory for worker sockets (removed on exit).' },
+  { key: 'shutdown_timeout', field: 'shutdownTimeout', type: anyDuration, default: '30s', doc: 'On SIGTERM/SIGINT/SIGQUIT (and after an upgrade in place), how long running requests may finish before they are cut.' },
+  { key: 'shutdown_delay', field: 'shutdownDelay', type: anyDuration, default: '0s', doc: 'On SIGTERM/SIGINT/SIGQUIT (or fcgi-pm stop), keep accepting and serving for this long while ready_path answers 503, so a load balancer or Kubernetes takes fcgi-pm out of rotation before its listeners close; set it above the health check interval × fall count. A further SIGINT skips it and stops at once.' },
+  { key: 'runtime_dir', field: 'runtimeDir', type: { kind: 'path' }, defaultText: '(/run/fcgi-pm/<config name>-<hash> as root, else under $XDG_RUNTIME_DIR or the OS tmpdir)', doc: 'Directory under which fcgi-pm makes its private 0700 directory for worker sockets (fcgi-pm.<pid>.XXXXXX, removed on exit; those of dead daemons are removed at start).' },
   { key: 'opcache_dir', field: 'opcacheDir', type: { kind: 'path-or-off' }, defaultText: '(/var/cache/fcgi-pm/<config name>-<hash> as root, else the private runtime directory)', doc: 'Where php-cgi pools keep their opcache file caches (opcache_file_cache), one 0700 directory per pool owned by its user, never shared between users; "off" turns them all off. Not as root the default lasts as long as the daemon.' },
   ...MEMORY_TOP_KEYS,
   ...OPERATIONS_TOP_KEYS,

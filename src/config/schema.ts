@@ -693,6 +693,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     oomScoreAdj: top.values.oomScoreAdj as number,
     controlSocket: top.values.controlSocket as string | false | undefined,
     controlSocketMode: top.values.controlSocketMode as number,
+    pidFile: top.values.pidFile as string | false | undefined,
     vhosts,
     dashboard,
     origin: { label: opts.label ?? source, locate: opts.locate },

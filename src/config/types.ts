@@ -200,6 +200,8 @@ export interface Config {
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
+  /** pid file path; false = off; undefined = the default (src/daemon/pid-file.ts). */
+  pidFile?: string | false | undefined;
   /** Sites defined outside the config file, started on first request (docs/vhosts.md). */
   vhosts?: VhostsConfig | undefined;
   /** The web dashboard (src/dashboard/); undefined = off. */

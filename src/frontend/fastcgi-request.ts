@@ -50,19 +50,19 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
   head(head: CgiResponseHead): void {
     this.headSent = true;
     // Passed records carry the head's bytes themselves.
-    if (this.exchange?.recordsPassed !== true) this.session.sendHead(this, head.raw);
+    if (this.exchange?.recordsPassed !== true) this.session.writer.head(this, head.raw);
   }
 
   body(chunk: Buffer): boolean {
-    return this.session.sendBody(this, chunk);
+    return this.session.writer.body(this, chunk);
   }
 
   records(raw: Buffer): boolean {
-    return this.session.sendRecord(this, raw);
+    return this.session.writer.record(this, raw);
   }
 
   stderr(chunk: Buffer): void {
-    this.session.sendStream(RecordType.Stderr, this.id, chunk);
+    this.session.writer.stream(RecordType.Stderr, this.id, chunk);
   }
 
   end(): void {

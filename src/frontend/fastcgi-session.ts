@@ -21,9 +21,6 @@ import {
   decodeNameValues,
   encodeEndRequest,
   encodeGetValuesResult,
-  encodeRecordsAndEnd,
-  encodeStdout,
-  encodeStream,
   encodeUnknownType,
   parseBeginRequest,
   type FcgiRecord,
@@ -34,6 +31,7 @@ import { CgiParams } from '../protocol/params.js';
 import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
 import type { FrontendEnv } from './env.js';
 import { FcgiRequest, RequestTable, fcgiBodyDrained } from './fastcgi-request.js';
+import { FcgiWriter } from './fastcgi-writer.js';
 import type { Session } from './listener-base.js';
 import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
@@ -54,13 +52,6 @@ const authorizerBodyLog = new WeakMap<object, TokenBucket>();
 /** Requests one connection may have open at once; more get FCGI_OVERLOADED. */
 export const MAX_REQUESTS_PER_CONNECTION = 256;
 
-/** A head with body bytes up to this size is held for the tick, so that head, body and end can leave together. */
-const HOLD_LIMIT = 64 * 1024;
-/** Up to this size a head with its body is copied into one record buffer (one small copy beats writev entries). */
-const SMALL_RECORD = 1024;
-
-const EMPTY = Buffer.alloc(0);
-
 type SessionState = 'open' | 'draining' | 'closed';
 
 export class FcgiSession implements Session, ClientTimed, SocketOwner {
@@ -73,12 +64,8 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
   private state: SessionState = 'open';
   /** Requests whose body the exchange asked us to stop reading. */
   private pausedBy = 0;
-  private drainWaiters: FcgiRequest[] = [];
-  private corked = false;
-  /** Scratch list for encodeStream, reused for every write. */
-  private readonly out: Buffer[] = [];
-  /** Requests whose head waits for its first body bytes; flushed before the tick's uncork at the latest. */
-  private readonly pendingHeads: FcgiRequest[] = [];
+  /** Where responses are written, coalesced per tick. */
+  readonly writer: FcgiWriter;
   /** Requests whose PARAMS ended in the chunk being decoded; routed once the whole chunk is. */
   private readonly ready: FcgiRequest[] = [];
   private readonly deadlines: ClientDeadlines;
@@ -90,6 +77,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     this.socket = socket;
     this.remote = remoteOf(socket, env.cfg.address);
     this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
+    this.writer = new FcgiWriter(socket, () => this.state === 'closed');
     this.deadlines = env.deadlines!; // every stream listener builds them
     attachSession(socket, this);
     if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
@@ -181,13 +169,13 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
         // Only the filter role reads DATA; a responder has no use for it.
         return;
       default:
-        this.write1(encodeUnknownType(rec.type));
+        this.writer.write1(encodeUnknownType(rec.type));
     }
   }
 
   private onManagementRecord(rec: FcgiRecord): void {
     if (rec.type !== RecordType.GetValues) {
-      this.write1(encodeUnknownType(rec.type));
+      this.writer.write1(encodeUnknownType(rec.type));
       return;
     }
     const asked = decodeNameValues(rec.content, this.env.ctx.limits);
@@ -206,7 +194,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
           break;
       }
     });
-    this.write1(encodeGetValuesResult(answer));
+    this.writer.write1(encodeGetValuesResult(answer));
   }
 
   private onBegin(id: number, content: Buffer): void {
@@ -229,7 +217,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
   }
 
   private rejectBegin(id: number, protocolStatus: number, keepConn: boolean): void {
-    this.write1(encodeEndRequest(id, 0, protocolStatus));
+    this.writer.write1(encodeEndRequest(id, 0, protocolStatus));
     if (!keepConn || this.state === 'draining') this.maybeCloseAfterRequest(false);
   }
 
@@ -345,118 +333,24 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
   private onAbortRequest(r: FcgiRequest): void {
     this.forget(r);
     r.exchange?.abort();
-    this.write1(encodeEndRequest(r.id, 0, ProtocolStatus.RequestComplete));
+    this.writer.write1(encodeEndRequest(r.id, 0, ProtocolStatus.RequestComplete));
     this.maybeCloseAfterRequest(r.keepConn);
   }
 
-  // ---- output (ResponseSink calls from FcgiRequest) --------------------------------
-
-  sendStream(type: number, id: number, data: Buffer): boolean {
-    if (this.state === 'closed') return true;
-    const out = this.out;
-    encodeStream(type, id, data, out);
-    const ok = this.writeList(out);
-    out.length = 0;
-    return ok;
-  }
-
-  /**
-   * The response head. It is held for the rest of this tick: the backend's first body
-   * bytes (usually delivered right after it) or the end then leave in the same record.
-   */
-  sendHead(r: FcgiRequest, raw: Buffer): void {
-    if (this.state === 'closed') return;
-    r.pendingHead = raw;
-    this.pendingHeads.push(r);
-    this.cork();
-  }
-
-  sendBody(r: FcgiRequest, chunk: Buffer): boolean {
-    if (this.state === 'closed' || chunk.length === 0) return true;
-    const head = r.pendingHead;
-    if (head !== undefined) {
-      if (r.pendingBody === undefined && head.length + chunk.length <= HOLD_LIMIT) {
-        // Held with the head for the rest of the tick: a small response then leaves as one buffer with its end.
-        r.pendingBody = chunk;
-        return true;
-      }
-      this.writeHeld(r, false);
-    }
-    // Small chunks are copied into one record buffer; larger ones go out as views (writev), never copied.
-    return this.waitIfFull(r, this.sendStream(RecordType.Stdout, r.id, chunk));
-  }
-
-  /**
-   * A backend's STDOUT record, forwarded as it is but for the request id (rewritten in
-   * place: the bytes are the backend connection's and read once).
-   */
-  sendRecord(r: FcgiRequest, raw: Buffer): boolean {
-    if (this.state === 'closed') return true;
-    if (r.pendingHead !== undefined || r.pendingRecord !== undefined) this.writeHeld(r, false);
-    const id = r.id;
-    if (raw[2] !== id >> 8 || raw[3] !== (id & 0xff)) {
-      raw[2] = id >> 8;
-      raw[3] = id & 0xff;
-    }
-    if (raw.length <= SMALL_RECORD) {
-      // Held for the tick: a small response then leaves with its end as one buffer (one write, not a writev).
-      r.pendingRecord = raw;
-      this.pendingHeads.push(r);
-      this.cork();
-      return true;
-    }
-    return this.waitIfFull(r, this.write1(raw));
-  }
-
-  /** `ok` false: the socket's buffer is full; r's exchange hears of the drain. */
-  private waitIfFull(r: FcgiRequest, ok: boolean): boolean {
-    if (!ok && !r.awaitingDrain) {
-      r.awaitingDrain = true;
-      this.drainWaiters.push(r);
-    }
-    return ok;
-  }
+  // ---- output (the writer writes; these end a request) -------------------------------
 
   endRequest(r: FcgiRequest): void {
     if (r.state === 'ended') return;
     this.forget(r);
     if (this.state === 'closed') return;
-    this.writeHeld(r, true);
+    this.writer.held(r, true);
     this.maybeCloseAfterRequest(r.keepConn);
-  }
-
-  /**
-   * Writes the held head and first body bytes, with `end` the empty STDOUT and
-   * END_REQUEST too: one buffer when small; else the data as views (head and body are
-   * one view when they lie side by side in the backend's chunk, as they usually do).
-   */
-  private writeHeld(r: FcgiRequest, end: boolean): void {
-    const rec = r.pendingRecord;
-    if (rec !== undefined) {
-      r.pendingRecord = undefined;
-      this.write1(end ? encodeRecordsAndEnd(r.id, rec) : rec);
-      return;
-    }
-    const head = r.pendingHead ?? EMPTY;
-    const body = r.pendingBody ?? EMPTY;
-    r.pendingHead = r.pendingBody = undefined;
-    if (head.length + body.length <= SMALL_RECORD) {
-      this.write1(encodeStdout(r.id, head, body, end));
-      return;
-    }
-    const joined = adjacent(head, body);
-    if (joined !== undefined) this.sendStream(RecordType.Stdout, r.id, joined);
-    else {
-      this.sendStream(RecordType.Stdout, r.id, head);
-      this.sendStream(RecordType.Stdout, r.id, body);
-    }
-    if (end) this.write1(encodeStdout(r.id, EMPTY, EMPTY, true));
   }
 
   /** Answers the request with a CGI error page (nothing was sent for it yet) and ends it. */
   answerError(r: FcgiRequest, status: number, code: string, retryAfter: number | undefined): void {
     if (r.state === 'ended') return;
-    if (this.state !== 'closed') this.sendStream(RecordType.Stdout, r.id, renderCgiError(status, errorText(status, code), retryAfter));
+    if (this.state !== 'closed') this.writer.stream(RecordType.Stdout, r.id, renderCgiError(status, errorText(status, code), retryAfter));
     this.endRequest(r);
   }
 
@@ -469,58 +363,6 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     this.env.listener.log.warn({ remote: this.remote, request: r.id, code: err.code }, 'response failed after its head; closing the connection');
     this.forget(r);
     this.closeNow();
-  }
-
-  private write1(buf: Buffer): boolean {
-    if (this.state === 'closed') return true;
-    this.cork();
-    return this.socket.write(buf);
-  }
-
-  private writeList(bufs: Buffer[]): boolean {
-    if (this.state === 'closed') return true;
-    this.cork();
-    let ok = true;
-    for (let i = 0; i < bufs.length; i++) ok = this.socket.write(bufs[i]!);
-    return ok;
-  }
-
-  /** Everything written in this tick leaves in one writev. */
-  private cork(): void {
-    if (this.corked) return;
-    this.corked = true;
-    this.socket.cork();
-    process.nextTick(uncork, this);
-  }
-
-  /** @internal process.nextTick target. */
-  uncorkNow(): void {
-    if (this.pendingHeads.length > 0) this.flushHeads();
-    this.corked = false;
-    this.socket.uncork();
-  }
-
-  /** Heads not joined by the end within their tick (a streaming backend) go out with what body they have. */
-  private flushHeads(): void {
-    const list = this.pendingHeads;
-    for (let i = 0; i < list.length; i++) {
-      const r = list[i]!;
-      if (r.pendingHead === undefined && r.pendingRecord === undefined) continue;
-      if (r.state !== 'ended') this.writeHeld(r, false);
-      else r.pendingHead = r.pendingBody = r.pendingRecord = undefined;
-    }
-    list.length = 0;
-  }
-
-  /** @internal socket listener (session-socket.ts). */
-  onDrain(): void {
-    const waiters = this.drainWaiters;
-    if (waiters.length === 0) return;
-    this.drainWaiters = [];
-    for (const r of waiters) {
-      r.awaitingDrain = false;
-      if (r.state !== 'ended') r.exchange?.responseDrained();
-    }
   }
 
   // ---- lifecycle --------------------------------------------------------------------
@@ -551,7 +393,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     this.deadlines.stop(this.deadline);
     const wasPaused = this.pausedBy > 0;
     this.abortAll();
-    if (this.corked) this.uncorkNow();
+    this.writer.flush();
     if (this.env.cfg.address.kind === 'unix' && this.socket.writableLength === 0) {
       // All written (the usual case: a connection per request, its answer taken by the
       // kernel at once). A Unix socket delivers what it holds after close, so no
@@ -587,7 +429,12 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
       r.exchange?.abort();
     }
     this.pausedBy = 0;
-    this.drainWaiters = [];
+    this.writer.forgetDrainWaiters();
+  }
+
+  /** @internal socket listener (session-socket.ts). */
+  onDrain(): void {
+    this.writer.onDrain();
   }
 
   /** @internal socket listener (session-socket.ts). */
@@ -623,7 +470,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
       this.socket.destroy(); // we ended our side; the client never closed its own
       return;
     }
-    if (this.drainWaiters.length > 0) {
+    if (this.writer.waitingForDrain) {
       this.env.listener.log.warn({ code: ErrorCodes.CLIENT_SEND_TIMEOUT, remote: this.remote, open: this.requests.size }, 'FastCGI client stopped reading responses; closing');
       this.closeNow();
       return;
@@ -644,16 +491,4 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     }
     this.closeGracefully();
   }
-}
-
-/** `a` and `b` as one view when b starts where a ends in the same memory. */
-function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
-  if (a.length === 0) return b;
-  if (b.length === 0) return a;
-  if (a.buffer !== b.buffer || a.byteOffset + a.length !== b.byteOffset) return undefined;
-  return Buffer.from(a.buffer, a.byteOffset, a.length + b.length);
-}
-
-function uncork(s: FcgiSession): void {
-  s.uncorkNow();
 }

@@ -12,7 +12,7 @@ import type { Exchange } from '../protocol/exchange.js';
 import type { Clock } from '../util/clock.js';
 import { RequestQueue } from './queue.js';
 import { PoolStats } from './stats.js';
-import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules } from './types.js';
+import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules, WarmStart } from './types.js';
 
 export type PoolState = 'running' | 'stopping' | 'stopped';
 
@@ -82,7 +82,7 @@ export abstract class PoolBase implements Pool {
   protected growable(): number {
     return 0;
   }
-  abstract start(): Promise<void>;
+  abstract start(warm?: WarmStart): Promise<void>;
 
   dispatch(ex: Exchange): void {
     this.stats.accepted++;

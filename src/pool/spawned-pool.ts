@@ -27,7 +27,7 @@ import { RequestTimer } from './request-timer.js';
 import { scriptOf, workerSnapshot, type Seat, type Slot } from './slot.js';
 import { WorkerFailures } from './spawned-failures.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from './supervisor.js';
-import type { PoolActionReport, PoolSnapshot } from './types.js';
+import type { PoolActionReport, PoolSnapshot, WarmStart } from './types.js';
 
 export { EXIT_GRACE_MS } from './spawned-failures.js';
 
@@ -92,11 +92,11 @@ export class SpawnedPool extends PoolBase {
     );
   }
 
-  async start(): Promise<void> {
+  async start(warm?: WarmStart): Promise<void> {
     // preload: the parent imports the application now, so the first worker is a fork.
     // A parent that cannot start is reported by the first worker that needs it.
     if (this.deps.forkServer !== undefined) await this.deps.forkServer.renew();
-    await this.supervisor.start();
+    await this.supervisor.start(warm);
   }
 
   drain(): Promise<PoolActionReport> {

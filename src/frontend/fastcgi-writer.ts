@@ -1,0 +1,208 @@
+/**
+ * The output side of a front-end FastCGI connection: response records coalesced per
+ * tick. A response head is held for the rest of its tick so that its first body bytes
+ * (or its end) leave in the same record; small records are copied into one buffer, larger
+ * ones go out as views (writev); everything written in one tick leaves in one uncork.
+ * A request whose write hit a full socket waits for the drain here.
+ */
+import type { Socket } from 'node:net';
+import { RecordType, encodeRecordsAndEnd, encodeStdout, encodeStream } from '../protocol/fastcgi.js';
+import type { FcgiRequest } from './fastcgi-request.js';
+
+/** A head with body bytes up to this size is held for the tick, so that head, body and end can leave together. */
+const HOLD_LIMIT = 64 * 1024;
+/** Up to this size a head with its body is copied into one record buffer (one small copy beats writev entries). */
+const SMALL_RECORD = 1024;
+
+const EMPTY = Buffer.alloc(0);
+
+export class FcgiWriter {
+  private readonly socket: Socket;
+  /** The session closed: nothing more is written. */
+  private readonly closed: () => boolean;
+  private drainWaiters: FcgiRequest[] = [];
+  private corked = false;
+  /** Scratch list for encodeStream, reused for every write. */
+  private readonly out: Buffer[] = [];
+  /** Requests whose head waits for its first body bytes; flushed before the tick's uncork at the latest. */
+  private readonly pendingHeads: FcgiRequest[] = [];
+
+  constructor(socket: Socket, closed: () => boolean) {
+    this.socket = socket;
+    this.closed = closed;
+  }
+
+  /** One stream's bytes as records (small ones copied into one buffer, larger ones as views). */
+  stream(type: number, id: number, data: Buffer): boolean {
+    if (this.closed()) return true;
+    const out = this.out;
+    encodeStream(type, id, data, out);
+    const ok = this.writeList(out);
+    out.length = 0;
+    return ok;
+  }
+
+  /**
+   * The response head. It is held for the rest of this tick: the backend's first body
+   * bytes (usually delivered right after it) or the end then leave in the same record.
+   */
+  head(r: FcgiRequest, raw: Buffer): void {
+    if (this.closed()) return;
+    r.pendingHead = raw;
+    this.pendingHeads.push(r);
+    this.cork();
+  }
+
+  body(r: FcgiRequest, chunk: Buffer): boolean {
+    if (this.closed() || chunk.length === 0) return true;
+    const head = r.pendingHead;
+    if (head !== undefined) {
+      if (r.pendingBody === undefined && head.length + chunk.length <= HOLD_LIMIT) {
+        // Held with the head for the rest of the tick: a small response then leaves as one buffer with its end.
+        r.pendingBody = chunk;
+        return true;
+      }
+      this.held(r, false);
+    }
+    // Small chunks are copied into one record buffer; larger ones go out as views (writev), never copied.
+    return this.waitIfFull(r, this.stream(RecordType.Stdout, r.id, chunk));
+  }
+
+  /**
+   * A backend's STDOUT record, forwarded as it is but for the request id (rewritten in
+   * place: the bytes are the backend connection's and read once).
+   */
+  record(r: FcgiRequest, raw: Buffer): boolean {
+    if (this.closed()) return true;
+    if (r.pendingHead !== undefined || r.pendingRecord !== undefined) this.held(r, false);
+    const id = r.id;
+    if (raw[2] !== id >> 8 || raw[3] !== (id & 0xff)) {
+      raw[2] = id >> 8;
+      raw[3] = id & 0xff;
+    }
+    if (raw.length <= SMALL_RECORD) {
+      // Held for the tick: a small response then leaves with its end as one buffer (one write, not a writev).
+      r.pendingRecord = raw;
+      this.pendingHeads.push(r);
+      this.cork();
+      return true;
+    }
+    return this.waitIfFull(r, this.write1(raw));
+  }
+
+  /** `ok` false: the socket's buffer is full; r's exchange hears of the drain. */
+  private waitIfFull(r: FcgiRequest, ok: boolean): boolean {
+    if (!ok && !r.awaitingDrain) {
+      r.awaitingDrain = true;
+      this.drainWaiters.push(r);
+    }
+    return ok;
+  }
+
+  /**
+   * Writes the held head and first body bytes, with `end` the empty STDOUT and
+   * END_REQUEST too: one buffer when small; else the data as views (head and body are
+   * one view when they lie side by side in the backend's chunk, as they usually do).
+   */
+  held(r: FcgiRequest, end: boolean): void {
+    const rec = r.pendingRecord;
+    if (rec !== undefined) {
+      r.pendingRecord = undefined;
+      this.write1(end ? encodeRecordsAndEnd(r.id, rec) : rec);
+      return;
+    }
+    const head = r.pendingHead ?? EMPTY;
+    const body = r.pendingBody ?? EMPTY;
+    r.pendingHead = r.pendingBody = undefined;
+    if (head.length + body.length <= SMALL_RECORD) {
+      this.write1(encodeStdout(r.id, head, body, end));
+      return;
+    }
+    const joined = adjacent(head, body);
+    if (joined !== undefined) this.stream(RecordType.Stdout, r.id, joined);
+    else {
+      this.stream(RecordType.Stdout, r.id, head);
+      this.stream(RecordType.Stdout, r.id, body);
+    }
+    if (end) this.write1(encodeStdout(r.id, EMPTY, EMPTY, true));
+  }
+
+  write1(buf: Buffer): boolean {
+    if (this.closed()) return true;
+    this.cork();
+    return this.socket.write(buf);
+  }
+
+  private writeList(bufs: Buffer[]): boolean {
+    if (this.closed()) return true;
+    this.cork();
+    let ok = true;
+    for (let i = 0; i < bufs.length; i++) ok = this.socket.write(bufs[i]!);
+    return ok;
+  }
+
+  /** Everything written in this tick leaves in one writev. */
+  private cork(): void {
+    if (this.corked) return;
+    this.corked = true;
+    this.socket.cork();
+    process.nextTick(uncork, this);
+  }
+
+  /** Sends what this tick corked now (the session is closing). */
+  flush(): void {
+    if (this.corked) this.uncorkNow();
+  }
+
+  /** A response is waiting for the socket to drain (the client stopped reading). */
+  get waitingForDrain(): boolean {
+    return this.drainWaiters.length > 0;
+  }
+
+  /** The session aborted its requests: none waits for a drain any more. */
+  forgetDrainWaiters(): void {
+    this.drainWaiters = [];
+  }
+
+  /** @internal process.nextTick target. */
+  uncorkNow(): void {
+    if (this.pendingHeads.length > 0) this.flushHeads();
+    this.corked = false;
+    this.socket.uncork();
+  }
+
+  /** Heads not joined by the end within their tick (a streaming backend) go out with what body they have. */
+  private flushHeads(): void {
+    const list = this.pendingHeads;
+    for (let i = 0; i < list.length; i++) {
+      const r = list[i]!;
+      if (r.pendingHead === undefined && r.pendingRecord === undefined) continue;
+      if (r.state !== 'ended') this.held(r, false);
+      else r.pendingHead = r.pendingBody = r.pendingRecord = undefined;
+    }
+    list.length = 0;
+  }
+
+  /** The socket drained: the exchanges that waited for it hear of it. */
+  onDrain(): void {
+    const waiters = this.drainWaiters;
+    if (waiters.length === 0) return;
+    this.drainWaiters = [];
+    for (const r of waiters) {
+      r.awaitingDrain = false;
+      if (r.state !== 'ended') r.exchange?.responseDrained();
+    }
+  }
+}
+
+/** `a` and `b` as one view when b starts where a ends in the same memory. */
+function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
+  if (a.length === 0) return b;
+  if (b.length === 0) return a;
+  if (a.buffer !== b.buffer || a.byteOffset + a.length !== b.byteOffset) return undefined;
+  return Buffer.from(a.buffer, a.byteOffset, a.length + b.length);
+}
+
+function uncork(w: FcgiWriter): void {
+  w.uncorkNow();
+}
