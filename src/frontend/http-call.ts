@@ -16,6 +16,7 @@ import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchan
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
 import { remoteText } from './listen.js';
+import { DeadlineNode, type ClientTimed } from './client-deadlines.js';
 import type { BufferedBody } from './request-body.js';
 import { HttpRejectCodes, errorText } from './request-errors.js';
 
@@ -28,8 +29,8 @@ type WithConn = { [kConn]?: HttpConnection };
 /** Response headers that describe one hop; node sets its own. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
 
-/** One client connection, for graceful close and the idle/stall timeout. */
-export class HttpConnection implements Session {
+/** One client connection, for graceful close and the idle/stall and head timeouts. */
+export class HttpConnection implements Session, ClientTimed {
   listenerSlot = -1;
   readonly env: FrontendEnv;
   readonly socket: Socket;
@@ -40,13 +41,38 @@ export class HttpConnection implements Session {
   readonly calls = new DenseSet<HttpCall, 'connSlot'>('connSlot');
   draining = false;
 
+  /** Its place on the listener's header_timeout list while a head is coming in. */
+  readonly headDeadline = new DeadlineNode<ClientTimed>(this);
+
   constructor(env: FrontendEnv, socket: Socket) {
     this.env = env;
     this.socket = socket;
     this.remote = remoteText(socket.remoteAddress, socket.remotePort);
     (socket as Socket & WithConn)[kConn] = this;
     env.listener.add(this);
+    socket.on('data', onConnData);
   }
+
+  /** Bytes while no request runs are a head coming in: header_timeout runs from the first. */
+  headBytes(): void {
+    if (this.calls.size === 0 && this.headDeadline.list === null) this.env.deadlines?.header.push(this.headDeadline);
+  }
+
+  /** The head is complete (node made a request of it). */
+  headDone(): void {
+    this.env.deadlines?.stop(this.headDeadline);
+  }
+
+  headerTimedOut(): void {
+    if (this.calls.size > 0 || this.socket.destroyed) return;
+    this.env.listener.log.warn({ remote: this.remote, code: HttpRejectCodes.HEAD_TIMEOUT, timeoutMs: this.env.cfg.headerTimeout }, 'HTTP request head not complete within header_timeout; answered 408');
+    const text = errorText(408, HttpRejectCodes.HEAD_TIMEOUT);
+    this.socket.end(`HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+    this.socket.destroySoon();
+  }
+
+  /** Not used: a due body is timed by the socket timer (bodyDue). */
+  bodyTimedOut(): void {}
 
   static of(socket: Socket): HttpConnection | undefined {
     return (socket as Socket & WithConn)[kConn];
@@ -61,7 +87,20 @@ export class HttpConnection implements Session {
     this.socket.destroy();
   }
 
-  /** The socket saw no traffic for idleTimeout. */
+  /**
+   * A request body is due (true) or no longer (false): the socket timer runs at
+   * body_timeout while the client owes body bytes, at idle_timeout otherwise.
+   */
+  bodyDue(due: boolean): void {
+    if (due === this.awaitingBody) return;
+    this.awaitingBody = due;
+    const cfg = this.env.cfg;
+    this.socket.setTimeout(due ? cfg.bodyTimeout : cfg.idleTimeout);
+  }
+
+  private awaitingBody = false;
+
+  /** The socket saw no traffic for idle_timeout (body_timeout while a body is due). */
   onTimeout(): void {
     const log = this.env.listener.log;
     if (this.calls.size === 0) {
@@ -88,6 +127,7 @@ export class HttpConnection implements Session {
   }
 
   closed(): void {
+    this.headDone();
     this.env.listener.remove(this);
   }
 }
@@ -117,6 +157,7 @@ export class HttpCall implements ResponseSink {
     (req as IncomingMessage & WithCall)[kCall] = this;
     (res as ServerResponse & WithCall)[kCall] = this;
     conn.requests++;
+    conn.headDone();
     conn.calls.add(this);
     res.on('close', onResClose);
   }
@@ -132,6 +173,7 @@ export class HttpCall implements ResponseSink {
     // same write as the last bytes, before a backend can answer and close (php-cgi
     // exiting at PHP_FCGI_MAX_REQUESTS), which would make that write fail and lose the answer.
     if (this.bodyLeft === 0) ex.endBody();
+    else this.conn.bodyDue(true);
     this.req.on('data', onReqData);
     this.req.on('end', onReqEnd);
   }
@@ -248,7 +290,10 @@ function onReqData(this: IncomingMessage, chunk: Buffer): void {
   const more = ex.pushBody(chunk);
   if (c.bodyLeft > 0) {
     c.bodyLeft -= chunk.length;
-    if (c.bodyLeft <= 0) ex.endBody();
+    if (c.bodyLeft <= 0) {
+      c.conn.bodyDue(false);
+      ex.endBody();
+    }
   }
   if (!more && !c.bodyPaused && !ex.finished) {
     c.bodyPaused = true;
@@ -259,6 +304,7 @@ function onReqData(this: IncomingMessage, chunk: Buffer): void {
 function onReqEnd(this: IncomingMessage): void {
   const c = (this as IncomingMessage & WithCall)[kCall]!;
   c.bodyDone = true;
+  c.conn.bodyDue(false);
   c.exchange!.endBody();
 }
 
@@ -277,10 +323,15 @@ function onResDrain(this: ServerResponse): void {
   c.exchange?.responseDrained();
 }
 
+function onConnData(this: Socket): void {
+  (this as Socket & WithConn)[kConn]!.headBytes();
+}
+
 function onResClose(this: ServerResponse): void {
   const c = (this as ServerResponse & WithCall)[kCall]!;
   const conn = c.conn;
   conn.calls.delete(c);
+  conn.bodyDue(false); // answered before its whole body came: the rest is not waited for
   c.buffered?.discard();
   const ex = c.exchange;
   if (ex === undefined) c.gone = true;

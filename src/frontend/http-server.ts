@@ -3,9 +3,13 @@
  * in front: each request is split into SCRIPT_NAME/PATH_INFO under the document root,
  * turned into CGI variables and dispatched like any other exchange.
  *
- * Timeouts: one socket inactivity timer of idle_timeout decides by what the connection
- * is doing (idle, stalled head, stalled body, client not reading: close; waiting for a
- * backend: keep). requestTimeout is off on purpose: a slow but moving upload is fine.
+ * Timeouts: one socket inactivity timer decides by what the connection is doing (idle,
+ * client not reading: close; waiting for a backend: keep). It runs at idle_timeout, and
+ * at body_timeout while a request body is due (a stalled body is cut then). A head must
+ * be complete within header_timeout of its first byte: the listener's deadline list, as
+ * on FastCGI and SCGI (client-deadlines.ts); node's own headersTimeout, checked only every
+ * 30 s and counted from the connection, is a backstop behind it. requestTimeout is off on
+ * purpose: a slow but moving upload is fine.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -33,22 +37,22 @@ import { hasAllowedExtension, type ScriptRefusal } from './script-guard.js';
 import { percentDecode, splitScript, type ScriptSplit } from './script-path.js';
 import { frontController, joinQuery, rewriteByRules } from './rewrite.js';
 import { bindListener } from './stream-listener.js';
+import { ClientDeadlines } from './client-deadlines.js';
 
 export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener> {
   const idle = cfg.idleTimeout;
   const server = createServer({
     noDelay: true,
     requestTimeout: 0,
-    headersTimeout: cfg.headerTimeout,
-    // node checks headersTimeout on this interval; our socket timer is the precise one.
-    connectionsCheckingInterval: Math.max(250, Math.min(30_000, cfg.headerTimeout, idle > 0 ? idle : 30_000)),
+    // A backstop: ours (HttpConnection's head deadline) is exact and counts from the first byte.
+    headersTimeout: cfg.headerTimeout + (idle > 0 ? idle : 5_000),
     keepAliveTimeout: idle > 0 ? idle : 5_000,
     maxHeaderSize: Math.max(16 * 1024, ctx.limits.maxBytes),
   });
   server.maxHeadersCount = 0; // we count variables against the limit ourselves, with a 431
   server.timeout = idle;
   const listener = new SessionListener(cfg, server, ctx.logger.child({ listener: cfg.address.text, protocol: cfg.protocol }));
-  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), scripts: new ScriptGate(cfg.documentRoot) };
+  const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), scripts: new ScriptGate(cfg.documentRoot), deadlines: new ClientDeadlines(cfg) };
   const handler = new HttpHandler(env);
 
   server.on('connection', (socket: Socket) => {
@@ -225,7 +229,9 @@ class HttpHandler {
     }
     const body = new BufferedBody({ memory: cfg.bodyBufferSize, max: cfg.maxBodySize, dir: this.env.ctx.tempDir?.() });
     call.buffered = body;
+    call.conn.bodyDue(true);
     body.collect(req, (o) => {
+      call.conn.bodyDue(false);
       if (o.ok) {
         params.set('CONTENT_LENGTH', String(body.size));
         this.dispatch(call, params, split, root);
