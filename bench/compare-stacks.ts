@@ -77,11 +77,17 @@ export interface FcgiPmOptions {
   nodeFlags?: string;
   /** Another built checkout to run fcgi-pm from (a baseline to compare against); default: this one. */
   repo?: string;
+  /** accept: direct: the workers accept on `directSock` themselves; `sock` is the overflow listener. */
+  direct?: boolean;
+  /** direct_backlog (default: max_children). */
+  directBacklog?: number;
 }
 
-export async function startFcgiPm(dir: string, doc: string, o: FcgiPmOptions): Promise<Server & { httpPort: number | undefined; proc: Started }> {
+export async function startFcgiPm(dir: string, doc: string, o: FcgiPmOptions): Promise<Server & { httpPort: number | undefined; proc: Started; directSock: string }> {
   mkdirSync(dir, { recursive: true });
   const sock = join(dir, 'fcgi-pm.sock');
+  const directSock = join(dir, 'direct.sock');
+  const direct = o.direct === true ? `    accept: direct\n    direct_listen: "unix:${directSock}"\n    direct_socket_mode: "0666"\n${o.directBacklog !== undefined ? `    direct_backlog: ${o.directBacklog}\n` : ''}` : '';
   const listen: string[] = [`  - { protocol: fastcgi, address: "unix:${sock}", pool: php }`];
   if (o.httpPort !== undefined) listen.push(`  - { protocol: http, address: "127.0.0.1:${o.httpPort}", pool: php, document_root: "${doc}" }`);
   const conf = `listen:
@@ -91,7 +97,7 @@ pools:
     command: ${JSON.stringify(o.command ?? ['/usr/bin/php-cgi'])}
     pm: ${o.pm}
     max_children: ${o.workers}
-${o.idleTimeout !== undefined ? `    idle_timeout: ${o.idleTimeout}\n` : ''}${o.queueTimeout !== undefined ? `    queue_timeout: ${o.queueTimeout}\n` : ''}log: { level: warn, access: false }
+${direct}${o.idleTimeout !== undefined ? `    idle_timeout: ${o.idleTimeout}\n` : ''}${o.queueTimeout !== undefined ? `    queue_timeout: ${o.queueTimeout}\n` : ''}log: { level: warn, access: false }
 runtime_dir: ${dir}
 `;
   writeFileSync(join(dir, 'fcgi-pm.yaml'), conf);
@@ -103,7 +109,8 @@ runtime_dir: ${dir}
   const p = o.nodeArgs !== undefined ? start('fcgi-pm', process.execPath, [...o.nodeArgs, bin, ...args], { cwd: dir }) : start('fcgi-pm', bin, args, { cwd: dir, env });
   await waitReady('fcgi-pm', { path: sock }, p);
   if (o.httpPort !== undefined) await waitReady('fcgi-pm http', { port: o.httpPort }, p);
-  return { name: 'fcgi-pm', pid: p.pid, sock, httpPort: o.httpPort, proc: p, stop: () => p.stop(10_000) };
+  if (o.direct === true) await waitReady('fcgi-pm direct socket', { path: directSock }, p);
+  return { name: 'fcgi-pm', pid: p.pid, sock, directSock, httpPort: o.httpPort, proc: p, stop: () => p.stop(10_000) };
 }
 
 /** The floor (bench/relay-floor.ts): a minimal relay with one kept-alive connection per php-cgi. */
@@ -148,13 +155,15 @@ export interface NginxServer {
   /** "unix:/path" */
   upstream: string;
   keepAlive: boolean;
+  /** An upstream block with `upstream` as primary (max_fails=0) and this as nginx's backup server. */
+  backup?: string;
 }
 
 export async function startNginx(dir: string, doc: string, servers: NginxServer[]): Promise<{ pid: number; stop(): Promise<void> }> {
   for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
   const blocks = servers.map((s, i) => {
-    const up = s.keepAlive ? `upstream up${i} { server ${s.upstream}; keepalive 64; }` : '';
-    const pass = s.keepAlive ? `fastcgi_pass up${i}; fastcgi_keep_conn on;` : `fastcgi_pass ${s.upstream};`;
+    const up = s.backup !== undefined ? `upstream up${i} { server ${s.upstream} max_fails=0; server ${s.backup} backup; }` : s.keepAlive ? `upstream up${i} { server ${s.upstream}; keepalive 64; }` : '';
+    const pass = s.backup !== undefined ? `fastcgi_pass up${i};` : s.keepAlive ? `fastcgi_pass up${i}; fastcgi_keep_conn on;` : `fastcgi_pass ${s.upstream};`;
     return `${up}
   server {
     listen 127.0.0.1:${s.port} backlog=4096;

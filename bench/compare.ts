@@ -222,6 +222,29 @@ async function overload(label: string, url: string, rate: number, seconds: numbe
 interface ColdResult {
   label: string;
   samplesMs: number[];
+  /** From the request's start to the first worker process existing (servers only). */
+  spawnMs?: number[];
+  /** From the reply to the last worker gone (idle_timeout 1 s; servers only). */
+  idleStopMs?: number[];
+}
+
+/** Children of `pid` forked by its main thread (cheap enough to poll in a loop, unlike a /proc scan). */
+function mainThreadChildren(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Polls until `pred` holds, yielding to the event loop between polls; ms it took from `t0`. */
+async function pollUntil(pred: () => boolean, t0: number, timeoutMs: number): Promise<number | undefined> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    if (pred()) return performance.now() - t0;
+    await new Promise((r) => setImmediate(r));
+  }
+  return undefined;
 }
 
 /** Bare php-cgi: spawn it on a fresh socket (fd 0, as fcgi-pm does) and time the first reply. */
@@ -262,6 +285,8 @@ async function firstReply(url: string, doc: string): Promise<BenchReport> {
 /** A server with zero workers: time the first request, wait for scale-to-zero, repeat. */
 async function coldServer(label: string, server: Server, doc: string, samples: number): Promise<ColdResult> {
   const out: number[] = [];
+  const spawnMs: number[] = [];
+  const idleStopMs: number[] = [];
   for (let i = 0; i < samples; i++) {
     const deadline = Date.now() + 20_000;
     while (childPids(server.pid).length > 0) {
@@ -269,11 +294,17 @@ async function coldServer(label: string, server: Server, doc: string, samples: n
       await sleep(50);
     }
     const t0 = performance.now();
+    const spawned = pollUntil(() => mainThreadChildren(server.pid) !== '', t0, 10_000);
     const r = await firstReply(`fcgi://unix:${server.sock}:/p100.php`, doc);
-    out.push(performance.now() - t0);
+    const replied = performance.now();
+    out.push(replied - t0);
     if (r.status['2xx'] !== 1) throw new Error(`${label}: first request not 200: ${JSON.stringify(r.status)} ${JSON.stringify(r.errors)}`);
+    const sp = await spawned;
+    if (sp !== undefined) spawnMs.push(sp);
+    const gone = await pollUntil(() => mainThreadChildren(server.pid) === '', replied, 20_000);
+    if (gone !== undefined) idleStopMs.push(gone);
   }
-  return { label, samplesMs: out };
+  return { label, samplesMs: out, spawnMs, idleStopMs };
 }
 
 // ---- report ----
@@ -460,8 +491,9 @@ function renderAll(a: Args, m: Record<string, string>, sum: Summary[], stacks: A
   }
   if (cold.length > 0) {
     out.push('#### Cold start (first request with zero workers, direct FastCGI, 100 B page)', '');
-    out.push('| what | median ms | min ms | max ms | samples |', '|---|---:|---:|---:|---:|');
-    for (const c of cold) out.push(`| ${c.label} | ${f(median(c.samplesMs), 2)} | ${f(Math.min(...c.samplesMs), 2)} | ${f(Math.max(...c.samplesMs), 2)} | ${c.samplesMs.length} |`);
+    out.push('| what | median ms | min ms | max ms | samples | worker forked after, p50 ms | idle stop after the reply, p50 (min–max) ms |', '|---|---:|---:|---:|---:|---:|---:|');
+    const spread = (xs: number[] | undefined): string => (xs === undefined || xs.length === 0 ? '–' : `${f(median(xs), 0)} (${f(Math.min(...xs), 0)}–${f(Math.max(...xs), 0)})`);
+    for (const c of cold) out.push(`| ${c.label} | ${f(median(c.samplesMs), 2)} | ${f(Math.min(...c.samplesMs), 2)} | ${f(Math.max(...c.samplesMs), 2)} | ${c.samplesMs.length} | ${c.spawnMs === undefined || c.spawnMs.length === 0 ? '–' : f(median(c.spawnMs), 2)} | ${spread(c.idleStopMs)} |`);
     out.push('');
   }
   if (idle !== undefined) {
@@ -489,6 +521,8 @@ async function main(): Promise<void> {
     { key: 'fcgipm', label: 'nginx → fcgi-pm → php-cgi' },
     { key: 'floor', label: 'nginx → relay floor → php-cgi' },
     { key: 'fpm', label: 'nginx → php-fpm (static)' },
+    { key: 'direct', label: 'nginx → fcgi-pm accept: direct (php-cgi accepts; backlog max_children, overflow as backup)' },
+    { key: 'direct511', label: 'nginx → fcgi-pm accept: direct, direct_backlog 511 (php-fpm\'s listen.backlog)' },
     { key: 'spawn', label: 'nginx → spawn-fcgi php-cgi' },
     { key: 'http', label: 'fcgi-pm HTTP → php-cgi' },
     ...(a.quick && a.stacks?.includes('fcgipm-nk') !== true ? [] : [{ key: 'fcgipm-nk', label: 'nginx → fcgi-pm, no keep-alive' }]),
@@ -510,10 +544,12 @@ async function main(): Promise<void> {
       const freshAnon = rssAnon(fcgipm.pid);
       const base = a.baseline === undefined ? undefined : await startFcgiPm(join(wdir, 'base'), doc, { pm: 'static', workers: w, queueTimeout: '5s', repo: a.baseline });
       const fpm = await startPhpFpm(join(wdir, 'fpm'), { pm: 'static', workers: w });
+      const direct = stackList.some((s) => s.key === 'direct') ? await startFcgiPm(join(wdir, 'direct'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true }) : undefined;
+      const direct511 = stackList.some((s) => s.key === 'direct511') ? await startFcgiPm(join(wdir, 'direct511'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true, directBacklog: 511 }) : undefined;
       const sp = await startSpawnFcgi(join(wdir, 'spawn'), w);
       // Only when measured: php-cgi drops the floor's connections if no request comes within 5 s.
       const floor = stackList.some((s) => s.key.startsWith('floor')) ? await startFloor(join(wdir, 'floor'), w) : undefined;
-      const ports = { fcgipm: await freePort(), floor: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort(), floorNk: await freePort(), base: await freePort(), baseNk: await freePort() };
+      const ports = { direct: await freePort(), direct511: await freePort(), fcgipm: await freePort(), floor: await freePort(), fpm: await freePort(), spawn: await freePort(), nk: await freePort(), floorNk: await freePort(), base: await freePort(), baseNk: await freePort() };
       const ngx = await startNginx(join(wdir, 'nginx'), doc, [
         { port: ports.fcgipm, upstream: `unix:${fcgipm.sock}`, keepAlive: true },
         ...(floor === undefined
@@ -523,6 +559,8 @@ async function main(): Promise<void> {
               { port: ports.floorNk, upstream: `unix:${floor.sock}`, keepAlive: false },
             ]),
         { port: ports.fpm, upstream: `unix:${fpm.sock}`, keepAlive: false },
+        ...(direct === undefined ? [] : [{ port: ports.direct, upstream: `unix:${direct.directSock}`, keepAlive: false, backup: `unix:${direct.sock}` }]),
+        ...(direct511 === undefined ? [] : [{ port: ports.direct511, upstream: `unix:${direct511.directSock}`, keepAlive: false, backup: `unix:${direct511.sock}` }]),
         { port: ports.spawn, upstream: `unix:${sp.sock}`, keepAlive: false },
         { port: ports.nk, upstream: `unix:${fcgipm.sock}`, keepAlive: false },
         ...(base === undefined
@@ -536,6 +574,8 @@ async function main(): Promise<void> {
         { key: 'fcgipm', label: '', url: `http://127.0.0.1:${ports.fcgipm}`, daemonPid: fcgipm.pid },
         { key: 'floor', label: '', url: `http://127.0.0.1:${ports.floor}`, daemonPid: floor?.pid },
         { key: 'fpm', label: '', url: `http://127.0.0.1:${ports.fpm}`, daemonPid: undefined },
+        { key: 'direct', label: '', url: `http://127.0.0.1:${ports.direct}`, daemonPid: direct?.pid },
+        { key: 'direct511', label: '', url: `http://127.0.0.1:${ports.direct511}`, daemonPid: direct511?.pid },
         { key: 'spawn', label: '', url: `http://127.0.0.1:${ports.spawn}`, daemonPid: undefined },
         { key: 'http', label: '', url: `http://127.0.0.1:${httpPort}`, daemonPid: fcgipm.pid },
         { key: 'fcgipm-nk', label: '', url: `http://127.0.0.1:${ports.nk}`, daemonPid: fcgipm.pid },
@@ -580,12 +620,20 @@ async function main(): Promise<void> {
           over.push(await overload('nginx → fcgi-pm (queue_timeout 5s)', `http://127.0.0.1:${ports.fcgipm}/sleep50.php`, rate, a.overloadSeconds));
           await sleep(1000);
           over.push(await overload('nginx → php-fpm (static)', `http://127.0.0.1:${ports.fpm}/sleep50.php`, rate, a.overloadSeconds));
+          if (direct !== undefined) {
+            await sleep(1000);
+            over.push(await overload('nginx → fcgi-pm direct (backup: its overflow listener, queue_timeout 5s)', `http://127.0.0.1:${ports.direct}/sleep50.php`, rate, a.overloadSeconds));
+          }
+          if (direct511 !== undefined) {
+            await sleep(1000);
+            over.push(await overload('nginx → fcgi-pm direct, direct_backlog 511', `http://127.0.0.1:${ports.direct511}/sleep50.php`, rate, a.overloadSeconds));
+          }
         }
       }
       const ngxErr = nginxErrors(join(wdir, 'nginx')).trim();
       if (ngxErr !== '') log(`nginx error log (${w} workers), last lines:\n${ngxErr.split('\n').slice(-5).join('\n')}`);
       await ngx.stop();
-      await Promise.all([fcgipm.stop(), floor?.stop(), fpm.stop(), sp.stop(), base?.stop()]);
+      await Promise.all([fcgipm.stop(), floor?.stop(), fpm.stop(), sp.stop(), base?.stop(), direct?.stop(), direct511?.stop()]);
     }
 
     if (a.only.has('cold')) {
@@ -596,6 +644,9 @@ async function main(): Promise<void> {
     const ond = await startFcgiPm(join(cdir, 'fcgi-pm'), doc, { pm: 'ondemand', workers: 1, idleTimeout: '1s' });
     cold.push(await coldServer('fcgi-pm ondemand: first request, zero workers', ond, doc, a.coldSamples));
     await ond.stop();
+    const dirOnd = await startFcgiPm(join(cdir, 'direct'), doc, { pm: 'ondemand', workers: 1, idleTimeout: '1s', direct: true });
+    cold.push(await coldServer('fcgi-pm accept: direct ondemand: first request, zero workers', { ...dirOnd, sock: dirOnd.directSock }, doc, a.coldSamples));
+    await dirOnd.stop();
     const fpmOnd = await startPhpFpm(join(cdir, 'fpm'), { pm: 'ondemand', workers: 1, idleTimeoutS: 1 });
     cold.push(await coldServer('php-fpm ondemand: first request, zero workers', fpmOnd, doc, a.coldSamples));
     await fpmOnd.stop();

@@ -30,6 +30,7 @@ import { sitePool } from '../config/site.js';
 import { accessAs, credentialsOfSelf, currentIds, resolveIdentity, type Credentials, type Self } from '../worker/identity.js';
 import { setsOwnOpcache } from '../worker/php-cache.js';
 import { resolveCommand } from '../worker/spawn.js';
+import { directSocketSupport } from '../worker/shared-socket.js';
 
 export interface PreflightOptions {
   /** -R / --allow-root: spawned pools without `user` may run as root. */
@@ -179,6 +180,10 @@ function checkPool(pool: PoolConfig, path: KeyPath, self: Self, allowRoot: boole
   if (refused) problems.add(path, rootAdvice(quick));
   checkPoolFiles(pool, path, who.runsAs, self, problems);
   checkScript(pool, path, who.runsAs, self, problems);
+  if (pool.accept === 'direct') {
+    const unavailable = directSocketSupport();
+    if (unavailable !== undefined) notices.add([...path, 'accept'], `accept: direct is not available here (${unavailable}); the pool will serve through its proxy listener only (ERR_DIRECT_SOCKET, docs/direct.md)`);
+  }
   return refused;
 }
 

@@ -51,7 +51,7 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
           direct_socket_mode: '0666',
           pm: 'ondemand',
           max_children: MAX_CHILDREN,
-          idle_timeout: '1s',
+          idle_timeout: '4s',
           max_requests: 5,
           max_memory_hard: '48MiB',
           memory_sample_interval: '100ms',
@@ -90,26 +90,33 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     assert.equal(ops.daemon.logsSince().filter((l) => l['kind'] === 'access').length, 0);
   });
 
-  it('status shows the direct pool and its sampled workers', async () => {
-    const pids = workers();
-    const r = await ops.ctl(['status', '--json']);
-    assert.equal(r.code, 0, r.stderr);
-    const pool = JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
-    assert.equal(pool.kind, 'direct');
-    assert.equal(pool.direct.address, `unix:${dir}/direct.sock`);
-    assert.equal(pool.direct.backlog, MAX_CHILDREN);
-    assert.deepEqual(pool.workers.map((w: { pid: number }) => w.pid).sort(), pids.sort());
-    for (const w of pool.workers) {
+  it('status shows the direct pool and its sampled workers, busy and idle', async () => {
+    const appOf = async (): Promise<any> => {
+      const r = await ops.ctl(['status', '--json']);
+      assert.equal(r.code, 0, r.stderr);
+      return JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
+    };
+    const slow = get('/sleep.php?ms=2500');
+    const busy = await waitFor(async () => {
+      const s = await appOf();
+      return s.workers.some((w: { state: string }) => w.state === 'busy') ? s : undefined;
+    }, { timeout: 5000, what: 'a worker sampled busy' });
+    assert.equal(busy.kind, 'direct');
+    assert.equal(busy.direct.address, `unix:${dir}/direct.sock`);
+    assert.equal(busy.direct.backlog, MAX_CHILDREN);
+    const live = workers();
+    for (const w of busy.workers) {
       assert.equal(w.sampled, true);
-      assert.ok(['idle', 'busy', 'spawning'].includes(w.state), w.state);
+      assert.ok(live.includes(w.pid), `status pid ${w.pid} is one of our php-cgi ${JSON.stringify(live)}`);
     }
-    await waitFor(async () => {
-      const s = JSON.parse((await ops.ctl(['status', '--json'])).stdout).pools.find((p: { name: string }) => p.name === 'app');
-      return s.workers.length > 0 && s.workers.every((w: { state: string }) => w.state === 'idle');
-    }, { timeout: 5000, what: 'the worker sampled idle' });
+    const b = busy.workers.find((w: { state: string }) => w.state === 'busy');
+    assert.ok(b.request !== undefined && b.request.durationMs >= 0, JSON.stringify(b));
+    assert.equal((await slow).status, 200);
+    await waitFor(async () => (await appOf()).workers.some((w: { state: string }) => w.state === 'idle'), { timeout: 5000, what: 'the worker sampled idle' });
     const text = await ops.ctl(['status', '--full']);
-    assert.match(text.stdout, /direct socket: unix:.*direct\.sock, 0 of 2 waiting/);
+    assert.match(text.stdout, /direct socket: unix:.*direct\.sock, \d+ of 2 waiting/);
     assert.match(text.stdout, /direct requests are not in the access log/);
+    assert.match(text.stdout, /≥\d+/, 'REQS of a sampled worker is a lower bound');
   });
 
   it('never runs PHP hidden in an image (.jpg, /image.jpg/x.php)', async () => {
@@ -134,7 +141,7 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
   });
 
   it('stops idle workers after idle_timeout', async () => {
-    await waitFor(() => workers().length === 0, { timeout: 5000, what: 'no workers after idle_timeout' });
+    await waitFor(() => workers().length === 0, { timeout: 15_000, what: 'no workers after idle_timeout' });
     const r = await ops.ctl(['status', '--json']);
     const pool = JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
     assert.ok((pool.recycles.idle_timeout ?? 0) >= 1, JSON.stringify(pool.recycles));

@@ -44,8 +44,8 @@ import { writeGuard } from './php-guard.js';
 
 /** How often each worker's /proc state is read: idle stops land within this of idle_timeout. */
 export const SAMPLE_MS = 200;
-/** A full backlog (EAGAIN) is tried again after this long. */
-const OVERFLOW_RETRY_MS = 10;
+/** While the backlog is full, waiting overflow requests look again after this long. */
+const OVERFLOW_RETRY_MS = 1;
 
 type DirectState = 'spawning' | 'idle' | 'busy' | 'unknown' | 'stopping';
 
@@ -129,7 +129,6 @@ export class DirectPool extends PoolBase {
       { protocol: 'fastcgi', connectTimeout: cfg.connectTimeout, readTimeout: cfg.readTimeout, keepAlive: false, maxIdle: 1, drainOnAbort: false },
       this.log,
     );
-    this.watch = this.socket.watch(() => this.onArrival());
     this.startedEpoch = Date.now();
     this.log.info(
       { address: this.socket.address.text, backlog: this.socket.queued().backlog, pm: cfg.pm, maxChildren: cfg.maxChildren, guard: this.guard?.file },
@@ -180,8 +179,24 @@ export class DirectPool extends PoolBase {
     }
     const want = Math.min(waiting - takers, room, this.cfg.maxSpawnRate);
     for (let i = 0; i < want; i++) if (!this.spawn()) break;
+    if (want > 0) this.updateWatch();
     // Connections still waiting with nobody to take them: look again soon.
     this.tickTimer.armAt(this.clock.now() + (want > 0 ? SAMPLE_MS / 4 : SAMPLE_MS));
+  }
+
+  /**
+   * The watch runs only while a worker may still be spawned: at max_children a wake-up
+   * per connection would cost CPU on the data path for nothing (a static pool at full
+   * strength then costs the daemon nothing per request). An exit calls maintain(),
+   * which looks at the queue itself before watching again.
+   */
+  private updateWatch(): void {
+    const wanted = this.state === 'running' && this.socket !== undefined && this.workers.size < this.cfg.maxChildren;
+    if (wanted && this.watch === undefined) this.watch = this.socket!.watch(() => this.onArrival());
+    else if (!wanted && this.watch !== undefined) {
+      this.watch.stop();
+      this.watch = undefined;
+    }
   }
 
   /** Keeps the floor of static and dynamic pools; after a crash back-off. */
@@ -190,6 +205,7 @@ export class DirectPool extends PoolBase {
     const floor = this.cfg.pm === 'static' ? this.cfg.maxChildren : this.cfg.pm === 'dynamic' ? Math.max(this.cfg.minSpare, 0) : 0;
     while (this.workers.size < floor) if (!this.spawn()) break;
     this.scale();
+    this.updateWatch();
     if (this.workers.size > 0) this.tickTimer.armAt(this.clock.now() + SAMPLE_MS);
   }
 
@@ -338,6 +354,11 @@ export class DirectPool extends PoolBase {
 
   protected startNow(ex: Exchange): boolean {
     if (this.endpoint === undefined || this.overflowActive >= this.cfg.maxChildren) return false;
+    const q = this.socket!.queued();
+    if (q.waiting >= q.backlog) {
+      // Full: it waits in our queue (onQueued looks again soon).
+      return false;
+    }
     this.run(ex);
     return true;
   }
@@ -366,15 +387,23 @@ export class DirectPool extends PoolBase {
     this.pump();
   }
 
+  /**
+   * Sends waiting overflow requests on while the backlog has room (the kernel says when a
+   * worker took a connection only by the queue getting shorter, so a full one is looked
+   * at again every OVERFLOW_RETRY_MS rather than connected to in vain).
+   */
   private pump(): void {
-    while (this.queue.length > 0 && this.overflowActive < this.cfg.maxChildren && this.state !== 'stopped') {
-      this.run(this.queue.shift()!);
+    if (this.queue.length > 0 && this.socket !== undefined) {
+      const q = this.socket.queued();
+      let room = Math.min(q.backlog - q.waiting, this.cfg.maxChildren - this.overflowActive);
+      while (room-- > 0 && this.queue.length > 0) this.run(this.queue.shift()!);
+      if (this.queue.length > 0) this.retryTimer.armAt(this.clock.now() + OVERFLOW_RETRY_MS);
     }
     this.checkDrained();
   }
 
   protected onQueued(): void {
-    // The overflow waits for one of its own connections to end; the workers scale on the socket's queue.
+    this.retryTimer.armAt(this.clock.now() + OVERFLOW_RETRY_MS);
   }
 
   protected refusal(): ProxyError | undefined {

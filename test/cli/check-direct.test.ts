@@ -1,0 +1,49 @@
+// accept: direct without the native addon (no compiler at install): check says so and
+// why, and the pool serves through its proxy listener; with the addon, no notice.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../helpers/paths.js';
+import { runBin } from './helpers.js';
+
+function config(dir: string): string {
+  const file = join(dir, 'c.yaml');
+  writeFileSync(
+    file,
+    `listen:
+  - { protocol: fastcgi, address: "unix:${dir}/over.sock", pool: app }
+pools:
+  app:
+    command: [/usr/bin/php-cgi]
+    accept: direct
+    direct_listen: "unix:${dir}/direct.sock"
+control_socket: off
+`,
+  );
+  return file;
+}
+
+test('check: a direct pool without the addon gets a notice naming ERR_DIRECT_SOCKET; with it, none', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'fpm-direct-check-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = config(dir);
+  // A copy of what the CLI loads at run time, without native/build: an install with no compiler.
+  const app = join(dir, 'app');
+  mkdirSync(join(app, 'dist'), { recursive: true });
+  cpSync(join(REPO_ROOT, 'bin'), join(app, 'bin'), { recursive: true });
+  cpSync(join(REPO_ROOT, 'package.json'), join(app, 'package.json'));
+  cpSync(join(REPO_ROOT, 'dist', 'src'), join(app, 'dist', 'src'), { recursive: true });
+  symlinkSync(join(REPO_ROOT, 'node_modules'), join(app, 'node_modules'));
+
+  const without = await runBin(['check', '-c', file, '--allow-root'], { bin: join(app, 'bin', 'fcgi-pm') });
+  assert.equal(without.code, 0, without.stderr + without.stdout);
+  const out = without.stdout + without.stderr;
+  assert.match(out, /pools\.app\.accept: accept: direct is not available here \(the native addon .*direct-socket\.node is not built/);
+  assert.match(out, /serve through its proxy listener only \(ERR_DIRECT_SOCKET/);
+
+  const withAddon = await runBin(['check', '-c', file, '--allow-root']);
+  assert.equal(withAddon.code, 0, withAddon.stderr + withAddon.stdout);
+  assert.doesNotMatch(withAddon.stdout + withAddon.stderr, /accept: direct is not available/);
+});
