@@ -9,9 +9,9 @@ import * as nodePath from 'node:path';
 import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
 import type { Config } from '../config/types.js';
 import { whoAnswers } from '../control/client.js';
-import { ControlServer, type ControlHandlers } from '../control/server.js';
+import { ControlServer, type BoundControl, type ControlHandlers } from '../control/server.js';
 import { ErrorCodes } from '../errors.js';
-import { listenOn, ListenError } from '../frontend/listen.js';
+import { hasAdoptedFd, listeningFd, listenOn, ListenError, releaseUnixPath } from '../frontend/listen.js';
 import type { Logger } from '../log/log.js';
 
 /** Another daemon answers on this one's control socket. */
@@ -46,7 +46,8 @@ export class ControlEndpoint {
     const path = controlSocketPath(cfg);
     if (path === undefined) return;
     const quickDefault = isDefaultControlSocket(cfg) && !nodePath.isAbsolute(cfg.source);
-    const other = await whoAnswers(path);
+    // Handed on by the daemon we replace (upgrade in place): it answers there until it leaves.
+    const other = hasAdoptedFd(`unix:${path}`) ? undefined : await whoAnswers(path);
     if (other !== undefined && !quickDefault) {
       const who = `pid ${other.pid ?? '?'}, config ${other.config ?? '?'}`;
       throw new AlreadyRunningError(`another fcgi-pm (${who}) answers on the control socket ${path}; not starting a second daemon for ${cfg.source}`);
@@ -75,6 +76,20 @@ export class ControlEndpoint {
     }
   }
 
+  /** The bound socket's fd (an upgrade in place hands it on), with its address. */
+  handed(): { fd: number; address: string } | undefined {
+    const fd = this.control?.fd;
+    return fd !== undefined && this.path !== undefined ? { fd, address: `unix:${this.path}` } : undefined;
+  }
+
+  /** The socket went to a new daemon: stop answering, leave its path to the new one. */
+  handOver(): void {
+    const c = this.control;
+    this.control = undefined;
+    // A reply under way on ours still goes out.
+    if (c !== undefined) void c.close(false);
+  }
+
   async close(): Promise<void> {
     const c = this.control;
     this.control = undefined;
@@ -97,6 +112,7 @@ export class ControlEndpoint {
   }
 }
 
-async function bindControl(server: Server, path: string, mode: number): Promise<void> {
+async function bindControl(server: Server, path: string, mode: number): Promise<BoundControl> {
   await listenOn(server, { kind: 'unix', path, text: `unix:${path}` }, { mode });
+  return { fd: () => listeningFd(server), release: () => releaseUnixPath(server) };
 }

@@ -3,29 +3,41 @@
  * daemon.ts keeps only small hooks. Three rooms do the work: the per-request observers
  * (request-observers.ts: board, outcomes, access log), the control socket
  * (control-endpoint.ts) and reloads (reload-runner.ts); here they meet the status
- * snapshot and its pages, log reopening, socket activation and systemd.
+ * snapshot and its pages, readiness, log reopening, socket activation, the upgrade in
+ * place, the pid file and systemd.
  */
 import type { Config } from '../config/types.js';
 import { PoolGenerations } from '../control/generations.js';
-import type { ControlHandlers } from '../control/server.js';
+import { readiness, type Readiness } from '../control/readiness.js';
 import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
 import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
 import type { ListenerStatus, StatusSnapshot } from '../control/types.js';
-import { ErrorCodes } from '../errors.js';
-import { adoptListeningFd } from '../frontend/listen.js';
+import { codeOf, ErrorCodes } from '../errors.js';
+import { adoptListeningFd, closeUnusedAdopted, keepUnixPaths } from '../frontend/listen.js';
 import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
 import { recentWarnings } from '../log/warning-ring.js';
-import type { Pool, PoolActionReport } from '../pool/types.js';
+import type { Pool, PoolActionReport, PoolSnapshot } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { packageVersion } from '../version.js';
 import { ControlEndpoint } from './control-endpoint.js';
 import { DashboardHost } from './dashboard.js';
+import { pidFilePath, removePidFile, writePidFile } from './pid-file.js';
 import type { ReloadReport } from './reload.js';
 import { ReloadRunner, type DaemonView, type ReloadParts } from './reload-runner.js';
 import { RequestObservers } from './request-observers.js';
 import { SystemdNotifier } from './sd-notify.js';
-import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
+import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
+import { startSuccessor, tellPredecessor, upgradeAddress, UpgradeError, type HandedSocket, type Successor } from './upgrade.js';
+
+export { AlreadyRunningError } from './control-endpoint.js';
+export type { DaemonView, ReloadParts } from './reload-runner.js';
+
+/** What the control socket asks of the Daemon itself. */
+export interface DaemonControl {
+  stop(timeoutMs: number | undefined): void;
+  upgrade(): Promise<Successor>;
+}
 
 export interface OperationsOptions {
   logger: Logger;
@@ -73,7 +85,8 @@ export class Operations {
         void p.finally(() => this.closingListeners.delete(p));
       },
       applied: async (cur, next) => {
-        this.observers.outcomes.forget(new Set(next.pools.keys()));
+        // The registry's names, not the file's: site pools are in no config file.
+        this.observers.outcomes.forget(new Set(this.view.pools.keys()), new Set(this.view.listeners.map((l) => l.address)));
         await this.dashboard.apply(next);
         return this.applyDaemonSettings(cur, next);
       },
@@ -82,7 +95,7 @@ export class Operations {
       { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
       opts.logger.child({ component: 'dashboard' }),
     );
-    this.responder = createStatusResponder((o) => this.snapshot(o), opts.logger.child({ component: 'status' }));
+    this.responder = createStatusResponder((o) => this.snapshot(o), (pool) => this.readiness(pool), opts.logger.child({ component: 'status' }));
   }
 
   /** Called once by the Daemon's constructor. */
@@ -97,6 +110,19 @@ export class Operations {
   }
 
   // ---- status ----------------------------------------------------------------------
+
+  /** ready_path and `fcgi-pm ready`: the daemon's state, and a pool's own figures when one is named. */
+  readiness(pool?: string): Readiness {
+    const v = this.view;
+    if (pool === undefined) return readiness(v.state);
+    let snap: PoolSnapshot | undefined;
+    try {
+      snap = v.pools.get(pool)?.snapshot();
+    } catch {
+      snap = undefined;
+    }
+    return readiness(v.state, { name: pool, snap });
+  }
 
   snapshot(opts: SnapshotOptions = {}): Promise<StatusSnapshot> {
     const v = this.view;
@@ -116,13 +142,14 @@ export class Operations {
           connections: l.connections,
           accepted: l.accepted,
           refused: l.refused,
+          overflowed: l.overflowed || undefined,
+          outcomes: this.observers.outcomes.ofListener(l.address),
           name: l.config.name,
           statusPath: l.config.statusPath,
           pingPath: l.config.pingPath,
           inherited: this.inherited.has(l.config.address.text) || undefined,
         })),
         pools: () => v.pools,
-        poolConfig: (name) => v.config.pools.get(name),
         generations: this.generations,
         board: this.observers.board,
         outcomes: this.observers.outcomes,
@@ -135,42 +162,140 @@ export class Operations {
 
   // ---- logs -------------------------------------------------------------------------
 
-  /** SIGUSR1: reopen log files (after logrotate moved them). */
-  reopenLogs(): void {
+  /** SIGUSR1 or fcgi-pm reopen-logs: reopen log files (after logrotate moved them); returns their paths. */
+  reopenLogs(why = 'SIGUSR1'): string[] {
     const files = this.logFiles?.reopen() ?? [];
-    this.logger.info({ kind: 'logs', files }, files.length > 0 ? `SIGUSR1: reopened ${files.join(', ')}` : 'SIGUSR1: logs go to stdout; nothing to reopen');
+    this.logger.info({ kind: 'logs', files }, files.length > 0 ? `${why}: reopened ${files.join(', ')}` : `${why}: logs go to stdout; nothing to reopen`);
+    return files;
   }
 
   // ---- socket activation ------------------------------------------------------------
 
-  /** Hands sockets systemd passed us to the listeners they belong to (before they bind). */
+  /** Inherited sockets no listener claimed: kept open and handed on by an upgrade in place. */
+  private readonly unclaimed: InheritedSocket[] = [];
+
+  /**
+   * Hands inherited listening sockets to what will bind them (call before the control
+   * socket and listeners bind): those an upgrade in place handed on name their address;
+   * systemd's are matched to listeners by name, then address.
+   */
   adoptInheritedSockets(cfg: Config): void {
     const sockets = takeInheritedSockets();
     if (sockets.length === 0) return;
-    const { byListener, unmatched } = matchInherited(sockets, cfg.listen);
+    const fromSystemd: InheritedSocket[] = [];
+    for (const s of sockets) {
+      const address = upgradeAddress(s.name);
+      if (address === undefined) fromSystemd.push(s);
+      else {
+        adoptListeningFd(address, s.fd);
+        this.inherited.add(address);
+      }
+    }
+    const { byListener, unmatched } = matchInherited(fromSystemd, cfg.listen);
     for (const [l, s] of byListener) {
-      adoptListeningFd(l.address, s.fd);
+      adoptListeningFd(l.address.text, s.fd);
       this.inherited.add(l.address.text);
       this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, listener: l.address.text }, `listener ${l.protocol} ${l.address.text} takes over ${describeInherited(s)} from systemd`);
     }
     for (const s of unmatched) {
+      this.unclaimed.push(s);
       this.logger.warn({ code: ErrorCodes.SOCKET_UNMATCHED, kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
     }
   }
 
+  /** Once started: inherited sockets for addresses the config no longer has are closed, not left to queue connections. */
+  closeUnusedInherited(): void {
+    const left = closeUnusedAdopted();
+    if (left.length > 0) this.logger.info({ kind: 'upgrade', closed: left }, `inherited sockets no listener uses, closed: ${left.join(', ')}`);
+  }
+
+  /** Every listening socket this daemon holds, for an upgrade in place. */
+  handedSockets(): HandedSocket[] {
+    const out: HandedSocket[] = [];
+    for (const l of this.view.listeners) {
+      const fd = l.fd;
+      if (fd !== undefined) out.push({ fd, address: l.config.address.text });
+    }
+    const c = this.control.handed();
+    if (c !== undefined) out.push(c);
+    const d = this.dashboard.handoff;
+    if (d !== undefined) out.push(d);
+    for (const s of this.unclaimed) out.push({ fd: s.fd, name: s.name });
+    return out;
+  }
+
   // ---- lifecycle --------------------------------------------------------------------
 
-  /** The daemon is serving: tell systemd (READY=1). */
+  /**
+   * The daemon is serving: tell systemd (READY=1 with our MAINPID), then, when an upgrade
+   * in place started us, the daemon we replace (which then stops).
+   */
   ready(): void {
     const v = this.view;
-    void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`);
+    void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`).then(() => {
+      if (tellPredecessor()) this.logger.info({ kind: 'upgrade' }, 'serving; told the daemon we replace to stop');
+    });
+  }
+
+  // ---- upgrade in place, pid file -----------------------------------------------------
+
+  private upgrading: Promise<Successor> | undefined;
+  /** The sockets went to a new daemon: this one only drains now. */
+  private handedOver = false;
+  private pidPath: string | undefined;
+
+  /** Starts a new daemon with our sockets (src/daemon/upgrade.ts); resolves once it serves. */
+  upgrade(): Promise<Successor> {
+    if (this.handedOver) return Promise.reject(new UpgradeError('this daemon already handed its sockets to a new one'));
+    if (this.upgrading !== undefined) return Promise.reject(new UpgradeError('an upgrade is already under way'));
+    const run = async (): Promise<Successor> => {
+      await this.reloadSettled();
+      const sockets = this.handedSockets();
+      this.logger.info({ kind: 'upgrade', sockets: sockets.length }, `upgrade: starting a new daemon with ${sockets.length} listening socket(s)`);
+      const next = await startSuccessor(sockets);
+      this.handedOver = true;
+      keepUnixPaths();
+      // New control connections go to the new daemon.
+      this.control.handOver();
+      this.logger.info({ kind: 'upgrade', new_pid: next.pid }, `upgrade: the new daemon (pid ${next.pid}) serves; this one (pid ${process.pid}) stops after its requests`);
+      return next;
+    };
+    const p = run().then(
+      (next) => next,
+      (err: unknown) => {
+        this.logger.error({ kind: 'upgrade', code: codeOf(err, ErrorCodes.UPGRADE_FAILED), err: (err as Error).message }, `upgrade failed: ${(err as Error).message}`);
+        throw err;
+      },
+    );
+    this.upgrading = p;
+    void p.finally(() => (this.upgrading = undefined)).catch(() => undefined);
+    return p;
+  }
+
+  writePidFile(cfg: Config): void {
+    const path = pidFilePath(cfg);
+    if (path === undefined) return;
+    try {
+      writePidFile(path);
+      this.pidPath = path;
+    } catch (err) {
+      this.logger.warn({ code: ErrorCodes.PID_FILE, path, err: (err as Error).message }, `could not write the pid file ${path}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Only while it names us: after an upgrade it names the new daemon. */
+  removePidFile(): void {
+    const path = this.pidPath;
+    if (path === undefined) return;
+    this.pidPath = undefined;
+    removePidFile(path);
   }
 
   /**
    * Binds the control socket (control-endpoint.ts): ERR_ALREADY_RUNNING when another
    * daemon answers there.
    */
-  openControl(cfg: Config, handlers: Pick<ControlHandlers, 'stop'>): Promise<void> {
+  openControl(cfg: Config, handlers: DaemonControl): Promise<void> {
     return this.control.open(cfg, {
       status: (req) => this.snapshot({ processes: req.processes === true, allSites: req.all_sites === true }),
       reload: () => this.reloadFromSource(),
@@ -178,13 +303,16 @@ export class Operations {
       drain: (pool) => this.poolAction(pool, 'drain'),
       warnings: () => recentWarnings.list(),
       stop: (ms) => handlers.stop(ms),
-      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
+      ready: (pool) => this.readiness(pool),
+      upgrade: async () => ({ pid: (await handlers.upgrade()).pid }),
+      reopenLogs: () => ({ files: this.reopenLogs('fcgi-pm reopen-logs') }),
+      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout, shutdown_delay_ms: this.view.config.shutdownDelay }),
     });
   }
 
-  /** A stop began: tell systemd. */
+  /** A stop began: tell systemd, unless the service goes on in the daemon that replaced us. */
   stopping(): void {
-    void this.notifier.stopping();
+    if (!this.handedOver) void this.notifier.stopping();
   }
 
   /** End of a stop: stop draining generations, wait for closing listeners, close the control socket. */
@@ -253,3 +381,4 @@ export class Operations {
     return notes;
   }
 }
+

@@ -52,6 +52,12 @@ export interface PoolSnapshot extends PoolCounters {
   /** 'running' | 'failing' (crash limit reached: answering 503) | 'stopping' | 'stopped'. */
   state?: string;
   queued: number;
+  /** queue_limit as the pool runs it (a site's pool has no entry in the config file). */
+  queueLimit: number;
+  /** Spawned pools: max_children as the pool runs it. */
+  maxChildren?: number;
+  /** Spawned pools: requests the pool can run at once (max_children × seats per worker), the utilization's denominator. */
+  capacity?: number;
   active: number;
   workers: WorkerSnapshot[];
   backends: Array<{ address: string; active: number; down: boolean }>;
@@ -78,6 +84,13 @@ export interface AuthorizerRules {
   readonly cacheKey: readonly string[];
 }
 
+/** A reload's new generation: as many seats ready as the one it replaces had, before it takes a request. */
+export interface WarmStart {
+  seats: number;
+  /** Workers started at once; the next step waits for them to be ready. */
+  step: number;
+}
+
 export interface Pool {
   readonly name: string;
   /** undefined: the pool runs whatever it is asked (no limit_extensions, no script_roots). */
@@ -88,8 +101,11 @@ export interface Pool {
   readonly script?: string | undefined;
   /** Takes ownership of the exchange: it will be answered (response or error) exactly once. */
   dispatch(ex: Exchange): void;
-  /** Spawns the workers static/dynamic modes start with; resolves when they are ready or failed. */
-  start(): Promise<void>;
+  /**
+   * Spawns the workers static/dynamic modes start with, or `warm.seats` when more (in
+   * steps of `warm.step` workers); resolves when they are ready or failed.
+   */
+  start(warm?: WarmStart): Promise<void>;
   /**
    * Stops taking requests (new ones get 503 SHUTTING_DOWN), lets queued and running ones
    * finish for up to timeoutMs, then stops every worker (SIGTERM → kill_timeout → SIGKILL).

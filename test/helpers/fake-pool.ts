@@ -75,6 +75,7 @@ export class FakePool implements Pool {
       kind: 'external',
       pm: undefined,
       queued: 0,
+      queueLimit: 0,
       active: 0,
       workers: [],
       backends: [],
