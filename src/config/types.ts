@@ -59,6 +59,8 @@ export interface ListenerConfig {
   /** Requests for this path get the status page from the daemon itself. */
   statusPath?: string | undefined;
   pingPath?: string | undefined;
+  /** 200 while serving, 503 while stopping (src/control/readiness.ts). */
+  readyPath?: string | undefined;
   pingResponse?: string;
   /** Client rules for status/ping (src/config/cidr.ts); default loopback, unix, local. */
   statusAllow?: string[];
@@ -121,7 +123,9 @@ export interface PoolConfig {
   crashLimit: number; // default 5
   crashWindow: number; // default 60s
   queueLimit: number; // default 1024
-  queueTimeout: number; // default 30s
+  queueTimeout: number; // default 5s
+  /** Spawned pools: longest expected wait a request is queued for (0 = off); optional for configs built in code. */
+  queueMaxWait?: number;
 
   // Memory governor (issue 4). Optional so configs built in code may leave them out;
   // schema.ts always sets them. Sizes in bytes, 0 = off.
@@ -182,6 +186,8 @@ export interface Config {
   };
   /** How long SIGTERM waits for in-flight requests (default 30s). */
   shutdownTimeout: number;
+  /** ms of serving on after a stop signal, with readiness failing (0: close the listeners at once). */
+  shutdownDelay: number;
   /** Private directory for worker sockets (default: a fresh 0700 dir under the OS tmpdir). */
   runtimeDir: string | undefined;
   /** Root of php-cgi pools' opcache file caches; false = off; undefined = the default (src/config/opcache-path.ts). */
@@ -196,6 +202,8 @@ export interface Config {
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
+  /** pid file path; false = off; undefined = the default (src/daemon/pid-file.ts). */
+  pidFile?: string | false | undefined;
   /** Sites defined outside the config file, started on first request (docs/vhosts.md). */
   vhosts?: VhostsConfig | undefined;
   /** The web dashboard (src/dashboard/); undefined = off. */

@@ -13,27 +13,30 @@ import { loadConfig } from '../config/load.js';
 import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import { PoolGenerations } from '../control/generations.js';
 import { OutcomeCounter } from '../control/outcomes.js';
+import { readiness, type Readiness } from '../control/readiness.js';
 import { RequestBoard } from '../control/request-board.js';
 import { whoAnswers } from '../control/client.js';
-import { ControlServer, type ControlHandlers } from '../control/server.js';
+import { ControlServer, type BoundControl, type ControlHandlers } from '../control/server.js';
 import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
 import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
 import type { DaemonStatus, ListenerStatus, SitesView, StatusSnapshot } from '../control/types.js';
 import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
-import { adoptListeningFd, listenOn, ListenError } from '../frontend/listen.js';
+import { adoptListeningFd, closeUnusedAdopted, hasAdoptedFd, keepUnixPaths, listeningFd, listenOn, ListenError, releaseUnixPath } from '../frontend/listen.js';
 import { createAccessLog, type AccessLogger } from '../log/access.js';
 import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
 import { recentWarnings } from '../log/warning-ring.js';
 import { logListener, logPool } from '../log/startup.js';
-import type { Pool, PoolActionReport } from '../pool/types.js';
+import type { Pool, PoolActionReport, PoolSnapshot } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolRegistry } from './pool-registry.js';
 import { DashboardHost } from './dashboard.js';
 import { applyReload, type ReloadReport } from './reload.js';
 import { SystemdNotifier } from './sd-notify.js';
-import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
+import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
+import { startSuccessor, tellPredecessor, upgradeAddress, UpgradeError, type HandedSocket, type Successor } from './upgrade.js';
+import { pidFilePath, removePidFile, writePidFile } from './pid-file.js';
 import { packageVersion } from '../version.js';
 
 /** Another daemon answers on this one's control socket. */
@@ -43,6 +46,12 @@ export class AlreadyRunningError extends Error {
     super(message);
     this.name = 'AlreadyRunningError';
   }
+}
+
+/** What the control socket asks of the Daemon itself. */
+export interface DaemonControl {
+  stop(timeoutMs: number | undefined): void;
+  upgrade(): Promise<Successor>;
 }
 
 /** What operations reads of the daemon (Daemon has these getters). */
@@ -122,7 +131,7 @@ export class Operations {
       { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
       opts.logger.child({ component: 'dashboard' }),
     );
-    this.responder = createStatusResponder((o) => this.snapshot(o), opts.logger.child({ component: 'status' }));
+    this.responder = createStatusResponder((o) => this.snapshot(o), (pool) => this.readiness(pool), opts.logger.child({ component: 'status' }));
   }
 
   /** Called once by the Daemon's constructor. */
@@ -137,6 +146,19 @@ export class Operations {
   }
 
   // ---- status ----------------------------------------------------------------------
+
+  /** ready_path and `fcgi-pm ready`: the daemon's state, and a pool's own figures when one is named. */
+  readiness(pool?: string): Readiness {
+    const v = this.view;
+    if (pool === undefined) return readiness(v.state);
+    let snap: PoolSnapshot | undefined;
+    try {
+      snap = v.pools.get(pool)?.snapshot();
+    } catch {
+      snap = undefined;
+    }
+    return readiness(v.state, { name: pool, snap });
+  }
 
   snapshot(opts: SnapshotOptions = {}): Promise<StatusSnapshot> {
     const v = this.view;
@@ -156,13 +178,14 @@ export class Operations {
           connections: l.connections,
           accepted: l.accepted,
           refused: l.refused,
+          overflowed: l.overflowed || undefined,
+          outcomes: this.outcomes.ofListener(l.address),
           name: l.config.name,
           statusPath: l.config.statusPath,
           pingPath: l.config.pingPath,
           inherited: this.inherited.has(l.config.address.text) || undefined,
         })),
         pools: () => v.pools,
-        poolConfig: (name) => v.config.pools.get(name),
         generations: this.generations,
         board: this.board,
         outcomes: this.outcomes,
@@ -206,38 +229,138 @@ export class Operations {
     return this.figures.get(pid);
   }
 
-  /** SIGUSR1: reopen log files (after logrotate moved them). */
-  reopenLogs(): void {
+  /** SIGUSR1 or fcgi-pm reopen-logs: reopen log files (after logrotate moved them); returns their paths. */
+  reopenLogs(why = 'SIGUSR1'): string[] {
     const files = this.logFiles?.reopen() ?? [];
-    this.logger.info({ kind: 'logs', files }, files.length > 0 ? `SIGUSR1: reopened ${files.join(', ')}` : 'SIGUSR1: logs go to stdout; nothing to reopen');
+    this.logger.info({ kind: 'logs', files }, files.length > 0 ? `${why}: reopened ${files.join(', ')}` : `${why}: logs go to stdout; nothing to reopen`);
+    return files;
   }
 
   // ---- socket activation ------------------------------------------------------------
 
-  /** Hands sockets systemd passed us to the listeners they belong to (before they bind). */
+  /** Inherited sockets no listener claimed: kept open and handed on by an upgrade in place. */
+  private readonly unclaimed: InheritedSocket[] = [];
+
+  /**
+   * Hands inherited listening sockets to what will bind them (call before the control
+   * socket and listeners bind): those an upgrade in place handed on name their address;
+   * systemd's are matched to listeners by name, then address.
+   */
   adoptInheritedSockets(cfg: Config): void {
     const sockets = takeInheritedSockets();
     if (sockets.length === 0) return;
-    const { byListener, unmatched } = matchInherited(sockets, cfg.listen);
+    const fromSystemd: InheritedSocket[] = [];
+    for (const s of sockets) {
+      const address = upgradeAddress(s.name);
+      if (address === undefined) fromSystemd.push(s);
+      else {
+        adoptListeningFd(address, s.fd);
+        this.inherited.add(address);
+      }
+    }
+    const { byListener, unmatched } = matchInherited(fromSystemd, cfg.listen);
     for (const [l, s] of byListener) {
-      adoptListeningFd(l.address, s.fd);
+      adoptListeningFd(l.address.text, s.fd);
       this.inherited.add(l.address.text);
       this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, listener: l.address.text }, `listener ${l.protocol} ${l.address.text} takes over ${describeInherited(s)} from systemd`);
     }
     for (const s of unmatched) {
+      this.unclaimed.push(s);
       this.logger.warn({ code: ErrorCodes.SOCKET_UNMATCHED, kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
     }
   }
 
-  // ---- lifecycle --------------------------------------------------------------------
-
-  /** The daemon is serving: tell systemd (READY=1). */
-  ready(): void {
-    const v = this.view;
-    void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`);
+  /** Once started: inherited sockets for addresses the config no longer has are closed, not left to queue connections. */
+  closeUnusedInherited(): void {
+    const left = closeUnusedAdopted();
+    if (left.length > 0) this.logger.info({ kind: 'upgrade', closed: left }, `inherited sockets no listener uses, closed: ${left.join(', ')}`);
   }
 
-  private controlHandlers: Pick<ControlHandlers, 'stop'> | undefined;
+  /** Every listening socket this daemon holds, for an upgrade in place. */
+  handedSockets(): HandedSocket[] {
+    const out: HandedSocket[] = [];
+    for (const l of this.view.listeners) {
+      const fd = l.fd;
+      if (fd !== undefined) out.push({ fd, address: l.config.address.text });
+    }
+    const cfd = this.control?.fd;
+    if (cfd !== undefined && this.controlPath !== undefined) out.push({ fd: cfd, address: `unix:${this.controlPath}` });
+    const d = this.dashboard.handoff;
+    if (d !== undefined) out.push(d);
+    for (const s of this.unclaimed) out.push({ fd: s.fd, name: s.name });
+    return out;
+  }
+
+  // ---- lifecycle --------------------------------------------------------------------
+
+  /**
+   * The daemon is serving: tell systemd (READY=1 with our MAINPID), then, when an upgrade
+   * in place started us, the daemon we replace (which then stops).
+   */
+  ready(): void {
+    const v = this.view;
+    void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`).then(() => {
+      if (tellPredecessor()) this.logger.info({ kind: 'upgrade' }, 'serving; told the daemon we replace to stop');
+    });
+  }
+
+  // ---- upgrade in place, pid file -----------------------------------------------------
+
+  private upgrading: Promise<Successor> | undefined;
+  /** The sockets went to a new daemon: this one only drains now. */
+  private handedOver = false;
+  private pidPath: string | undefined;
+
+  /** Starts a new daemon with our sockets (src/daemon/upgrade.ts); resolves once it serves. */
+  upgrade(): Promise<Successor> {
+    if (this.handedOver) return Promise.reject(new UpgradeError('this daemon already handed its sockets to a new one'));
+    if (this.upgrading !== undefined) return Promise.reject(new UpgradeError('an upgrade is already under way'));
+    const run = async (): Promise<Successor> => {
+      await this.reloadSettled();
+      const sockets = this.handedSockets();
+      this.logger.info({ kind: 'upgrade', sockets: sockets.length }, `upgrade: starting a new daemon with ${sockets.length} listening socket(s)`);
+      const next = await startSuccessor(sockets);
+      this.handedOver = true;
+      keepUnixPaths();
+      // New control connections go to the new daemon; a reply under way on ours still goes out.
+      const c = this.control;
+      this.control = undefined;
+      if (c !== undefined) void c.close(false);
+      this.logger.info({ kind: 'upgrade', new_pid: next.pid }, `upgrade: the new daemon (pid ${next.pid}) serves; this one (pid ${process.pid}) stops after its requests`);
+      return next;
+    };
+    const p = run().then(
+      (next) => next,
+      (err: unknown) => {
+        this.logger.error({ kind: 'upgrade', code: codeOf(err, ErrorCodes.UPGRADE_FAILED), err: (err as Error).message }, `upgrade failed: ${(err as Error).message}`);
+        throw err;
+      },
+    );
+    this.upgrading = p;
+    void p.finally(() => (this.upgrading = undefined)).catch(() => undefined);
+    return p;
+  }
+
+  writePidFile(cfg: Config): void {
+    const path = pidFilePath(cfg);
+    if (path === undefined) return;
+    try {
+      writePidFile(path);
+      this.pidPath = path;
+    } catch (err) {
+      this.logger.warn({ code: ErrorCodes.PID_FILE, path, err: (err as Error).message }, `could not write the pid file ${path}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Only while it names us: after an upgrade it names the new daemon. */
+  removePidFile(): void {
+    const path = this.pidPath;
+    if (path === undefined) return;
+    this.pidPath = undefined;
+    removePidFile(path);
+  }
+
+  private controlHandlers: DaemonControl | undefined;
 
   /**
    * Binds the control socket. A daemon that answers there already (the same config
@@ -246,7 +369,7 @@ export class Operations {
    * socket (a warning): its default is one shared name. Other failures to bind throw for
    * a configured path and warn for a derived one.
    */
-  async openControl(cfg: Config, handlers: Pick<ControlHandlers, 'stop'>): Promise<void> {
+  async openControl(cfg: Config, handlers: DaemonControl): Promise<void> {
     this.controlHandlers = handlers;
     const path = controlSocketPath(cfg);
     if (path === undefined) return;
@@ -257,10 +380,14 @@ export class Operations {
       drain: (pool) => this.poolAction(pool, 'drain'),
       warnings: () => recentWarnings.list(),
       stop: (ms) => handlers.stop(ms),
-      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
+      ready: (pool) => this.readiness(pool),
+      upgrade: async () => ({ pid: (await handlers.upgrade()).pid }),
+      reopenLogs: () => ({ files: this.reopenLogs('fcgi-pm reopen-logs') }),
+      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout, shutdown_delay_ms: this.view.config.shutdownDelay }),
     };
     const quickDefault = isDefaultControlSocket(cfg) && !nodePath.isAbsolute(cfg.source);
-    const other = await whoAnswers(path);
+    // Handed on by the daemon we replace (upgrade in place): it answers there until it leaves.
+    const other = hasAdoptedFd(`unix:${path}`) ? undefined : await whoAnswers(path);
     if (other !== undefined && !quickDefault) {
       const who = `pid ${other.pid ?? '?'}, config ${other.config ?? '?'}`;
       throw new AlreadyRunningError(`another fcgi-pm (${who}) answers on the control socket ${path}; not starting a second daemon for ${cfg.source}`);
@@ -289,9 +416,9 @@ export class Operations {
     }
   }
 
-  /** A stop began: tell systemd. */
+  /** A stop began: tell systemd, unless the service goes on in the daemon that replaced us. */
   stopping(): void {
-    void this.notifier.stopping();
+    if (!this.handedOver) void this.notifier.stopping();
   }
 
   /** End of a stop: stop draining generations, wait for closing listeners, close the control socket. */
@@ -413,7 +540,8 @@ export class Operations {
         next,
       );
       parts.commit(next);
-      this.outcomes.forget(new Set(next.pools.keys()));
+      // The registry's names, not the file's: site pools are in no config file.
+      this.outcomes.forget(new Set(this.view.pools.keys()), new Set(this.view.listeners.map((l) => l.address)));
       await this.dashboard.apply(next);
       report.notes.push(...this.applyDaemonSettings(cur, next));
       this.reloadStats.ok++;
@@ -485,6 +613,7 @@ function defaultLoad(cur: Config): Config {
   return loadConfig(cur.source);
 }
 
-async function bindControl(server: Server, path: string, mode: number): Promise<void> {
+async function bindControl(server: Server, path: string, mode: number): Promise<BoundControl> {
   await listenOn(server, { kind: 'unix', path, text: `unix:${path}` }, { mode });
+  return { fd: () => listeningFd(server), release: () => releaseUnixPath(server) };
 }

@@ -67,6 +67,7 @@ export class SpawnedPool extends PoolBase {
     };
     this.supervisor = new Supervisor(cfg, deps, hooks, this.stats, this.outcome);
     const k = this.supervisor.slotsPerWorker;
+    this.queue.setSeats(cfg.maxChildren * k);
     this.upstreamOpts = {
       protocol: cfg.backend,
       connectTimeout: cfg.connectTimeout,
@@ -158,6 +159,8 @@ export class SpawnedPool extends PoolBase {
   protected fillSnapshot(s: PoolSnapshot): void {
     s.kind = 'spawned';
     s.pm = this.cfg.pm;
+    s.maxChildren = this.cfg.maxChildren;
+    s.capacity = this.cfg.maxChildren * this.supervisor.slotsPerWorker;
     if (this.supervisor.failing && this.state === 'running') s.state = 'failing';
     const k = this.supervisor.slotsPerWorker;
     if (k > 1) {
@@ -240,6 +243,7 @@ export class SpawnedPool extends PoolBase {
 
   private endRequest(seat: Seat, ex: Exchange, o: UpstreamOutcome): void {
     const slot = seat.slot;
+    if (o.kind === 'done') this.queue.served(this.clock.now() - seat.busySince);
     this.detach(seat);
     if (o.kind === 'done') this.stats.completed++;
     else if (o.kind === 'aborted') this.stats.aborted++;

@@ -42,8 +42,9 @@ export interface ResponseSink {
   /**
    * The request failed. Before head(): answer err.status with a short body.
    * After head(): the response is cut; end it as the protocol allows (close or abort).
+   * Returns the body bytes it wrote (the access log's `bytes`), 0 when none.
    */
-  fail(err: ProxyError): void;
+  fail(err: ProxyError): number;
 }
 
 export interface BodyConsumer {
@@ -89,10 +90,14 @@ export class Exchange {
   state: ExchangeState = 'pending';
   /** Its place in the status board's set of requests in flight (src/protocol/dense-set.ts). */
   boardSlot = -1;
+  /** The listener's address that took it (set by the front end), for status counters. */
+  listener: string | undefined;
   /** Set by the pool, for logs and status. */
   pool: string | undefined;
   backend: string | undefined;
   workerPid: number | undefined;
+  /** ms it waited in a pool's queue in all (set as it leaves the queue), for the queue-wait histogram. */
+  queuedMs = 0;
   /**
    * What the authorizer of the pool asked for this request said (src/frontend/authorize.ts),
    * for the access log and status; undefined when none was asked.
@@ -310,7 +315,7 @@ export class Exchange {
       this.onAbort = undefined;
       h?.();
     }
-    this.sink.fail(err);
+    this.bytesOut += this.sink.fail(err);
     this.finish();
   }
 

@@ -10,6 +10,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import type { SiteConfig, VhostsConfig } from '../../config/types.js';
+import type { SitesView } from '../../control/types.js';
 import { ErrorCodes } from '../../errors.js';
 import { EpisodeLimiter } from '../../log/episode-limiter.js';
 import type { Logger } from '../../log/log.js';
@@ -44,12 +45,14 @@ export interface Routed {
   pool: Pool;
 }
 
-export interface SitesStatus {
-  defined: number;
-  active: number;
-  broken: number;
-  source: string;
-}
+type Eviction = 'idle' | 'changed' | 'removed';
+
+/** What an eviction means for the site's next request, as its log line says. */
+const EVICTED: Record<Eviction, (site: string, idleS: number) => string> = {
+  idle: (site, idleS) => `site ${site} idle for ${idleS}s: its pool is stopped; the next request starts a new one`,
+  changed: (site) => `site ${site} changed: its pool drains, the next request starts a new one`,
+  removed: (site) => `site ${site} removed: its pool drains; its hosts now get 404 (or the default site)`,
+};
 
 export class Sites {
   private cfg: VhostsConfig;
@@ -116,12 +119,13 @@ export class Sites {
     this.unknown.flush();
   }
 
-  status(): SitesStatus {
-    return { defined: this.defs.size, active: this.lastUsed.size, broken: this.broken.size, source: this.source.label };
+  status(): SitesView {
+    const brokenSites = [...this.broken].map(([id, error]) => ({ id, error }));
+    return { defined: this.defs.size, active: this.lastUsed.size, broken: this.broken.size, brokenSites, source: this.source.label };
   }
 
   /** Every defined site, for status --all-sites. */
-  list(): Array<{ id: string; names: string[]; documentRoot: string; active: boolean }> {
+  list(): NonNullable<SitesView['list']> {
     return [...this.defs.values()].map((s) => ({ id: s.id, names: s.names, documentRoot: s.documentRoot, active: this.lastUsed.has(s.id) }));
   }
 
@@ -238,7 +242,7 @@ export class Sites {
     }
   }
 
-  private evict(id: string, why: 'idle' | 'changed' | 'removed'): void {
+  private evict(id: string, why: Eviction): void {
     this.lastUsed.delete(id);
     const drain = this.deps.drainMs();
     const dir = this.dirs.get(id);
@@ -248,7 +252,7 @@ export class Sites {
         if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       });
     });
-    if (had) this.deps.logger.info({ kind: 'vhosts', site: id, why }, why === 'idle' ? `site ${id} idle for ${Math.round(this.cfg.idleTimeout / 1000)}s: its pool is stopped` : `site ${id} ${why}: its pool drains, the next request starts a new one`);
+    if (had) this.deps.logger.info({ kind: 'vhosts', site: id, why }, EVICTED[why](id, Math.round(this.cfg.idleTimeout / 1000)));
   }
 
   private readonly dirs = new Map<string, string>();
