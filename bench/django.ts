@@ -83,7 +83,7 @@ export async function startFcgiPmDjango(
     .map(
       (p) => `  ${p.name}:
     backend: ${p.backend}
-    command: [${PYTHON}, ${ADAPTER}, --${p.backend}, mysite.wsgi:application]
+    command: [${PYTHON}, ${ADAPTER},${p.preload ? ' --preload,' : ''} --${p.backend}, mysite.wsgi:application]
     cwd: ${DJANGO}
     socket: fd0
     env: { DJANGO_SETTINGS_MODULE: mysite.settings, DJANGO_DB_PATH: ${db}, PYTHONDONTWRITEBYTECODE: "1" }
