@@ -47,9 +47,7 @@ def main(argv=None) -> int:
     # The application is imported before the first accept, so a process manager's
     # readiness probe is answered only once requests can be served.
     app = load_app(args.app)
-    # fcgi-pm's channel (a pool with preload: true) makes it the fork server, with or
-    # without --preload: fd 0 is then the command pipe, not a socket to serve.
-    if args.preload or 'FCGI_PM_PRELOAD_FDS' in os.environ:
+    if args.preload:
         return preload_main(app, args)
     listener = listener_from_address(args.socket) if args.socket else listener_from_fd0()
     return serve(app, listener, args.protocol, args.script_name)

@@ -4,7 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ErrorCodes, ProxyError } from '../../src/errors.js';
+import { refusedRequest } from '../../src/upstream/failures.js';
+import { ErrorCodes } from '../../src/errors.js';
 import { EXIT_GRACE_MS } from '../../src/pool/spawned-pool.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
 import type { FakeWorker } from './fake-worker.js';
@@ -417,12 +418,7 @@ test('request_timeout also covers a script left running by a client abort', asyn
 
 test('a live worker that refuses a request (retryable, e.g. FCGI_OVERLOADED) is stopped, not left draining; the request goes to its replacement', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 1, queueTimeout: 60_000 });
-  const overloaded: UpstreamOutcome = {
-    kind: 'failed',
-    error: new ProxyError(ErrorCodes.BACKEND_UNREACHABLE, 502, 'refused the request (FCGI_OVERLOADED)'),
-    retryable: true,
-    backendDown: false,
-  };
+  const overloaded: UpstreamOutcome = refusedRequest('unix:/fake/w1.sock', 'FCGI_OVERLOADED');
   const [r] = send(1);
   clock.advance(10);
   const w1 = wf.workers[0]!;

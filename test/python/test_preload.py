@@ -80,8 +80,6 @@ class BindTest(unittest.TestCase):
 
 
 class ForkServerTest(unittest.TestCase):
-    ARGS = ['--preload', '--fastcgi']
-
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix='fpm-pre-')
         self.sockets = os.path.join(self.dir, 'sockets')
@@ -92,7 +90,7 @@ class ForkServerTest(unittest.TestCase):
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'LANG': 'C.UTF-8',
                'FCGI_PM_PRELOAD_FDS': f'0,{rep_w},{dir_fd}'}
         self.stderr = open(os.path.join(self.dir, 'stderr.log'), 'wb')
-        self.proc = subprocess.Popen([sys.executable, ADAPTER, *self.ARGS, '--path', HERE, 'wsgi_apps:app'],
+        self.proc = subprocess.Popen([sys.executable, ADAPTER, '--preload', '--fastcgi', '--path', HERE, 'wsgi_apps:app'],
                                      pass_fds=[rep_w, dir_fd], stdin=cmd_r, stdout=subprocess.DEVNULL,
                                      stderr=self.stderr, env=env, cwd=self.dir)
         for fd in (cmd_r, rep_w, dir_fd):
@@ -195,21 +193,6 @@ class ForkServerTest(unittest.TestCase):
         os.close(self.chan.out)
         self.assertEqual(self.proc.wait(TIMEOUT), 0)
 
-
-
-class ForkServerWithoutFlagTest(unittest.TestCase):
-    """A preload pool whose command is a plain worker's (no --preload): fcgi-pm's channel makes it the fork server."""
-
-    setUp = ForkServerTest.setUp
-    tearDown = ForkServerTest.tearDown
-    fork = ForkServerTest.fork
-    get = ForkServerTest.get
-    ARGS = ['--fastcgi']
-
-    def test_ready_then_a_fork_that_serves(self):
-        self.assertEqual(self.chan.next(), {'ready': True, 'pid': self.proc.pid})
-        _, path = self.fork(1)
-        self.assertEqual(self.get(path), b'hello')
 
 class PreloadWithoutFcgiPmTest(unittest.TestCase):
     def test_a_clear_error_without_the_channel(self):
