@@ -16,7 +16,6 @@ import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchan
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
 import { remoteText } from './listen.js';
-import { DeadlineNode, type ClientTimed } from './client-deadlines.js';
 import type { BufferedBody } from './request-body.js';
 import { HttpRejectCodes, errorText } from './request-errors.js';
 
@@ -30,7 +29,7 @@ type WithConn = { [kConn]?: HttpConnection };
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
 
 /** One client connection, for graceful close and the idle/stall and head timeouts. */
-export class HttpConnection implements Session, ClientTimed {
+export class HttpConnection implements Session {
   listenerSlot = -1;
   readonly env: FrontendEnv;
   readonly socket: Socket;
@@ -41,38 +40,13 @@ export class HttpConnection implements Session, ClientTimed {
   readonly calls = new DenseSet<HttpCall, 'connSlot'>('connSlot');
   draining = false;
 
-  /** Its place on the listener's header_timeout list while a head is coming in. */
-  readonly headDeadline = new DeadlineNode<ClientTimed>(this);
-
   constructor(env: FrontendEnv, socket: Socket) {
     this.env = env;
     this.socket = socket;
     this.remote = remoteText(socket.remoteAddress, socket.remotePort);
     (socket as Socket & WithConn)[kConn] = this;
     env.listener.add(this);
-    socket.on('data', onConnData);
   }
-
-  /** Bytes while no request runs are a head coming in: header_timeout runs from the first. */
-  headBytes(): void {
-    if (this.calls.size === 0 && this.headDeadline.list === null) this.env.deadlines?.header.push(this.headDeadline);
-  }
-
-  /** The head is complete (node made a request of it). */
-  headDone(): void {
-    this.env.deadlines?.stop(this.headDeadline);
-  }
-
-  headerTimedOut(): void {
-    if (this.calls.size > 0 || this.socket.destroyed) return;
-    this.env.listener.log.warn({ remote: this.remote, code: HttpRejectCodes.HEAD_TIMEOUT, timeoutMs: this.env.cfg.headerTimeout }, 'HTTP request head not complete within header_timeout; answered 408');
-    const text = errorText(408, HttpRejectCodes.HEAD_TIMEOUT);
-    this.socket.end(`HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
-    this.socket.destroySoon();
-  }
-
-  /** Not used: a due body is timed by the socket timer (bodyDue). */
-  bodyTimedOut(): void {}
 
   static of(socket: Socket): HttpConnection | undefined {
     return (socket as Socket & WithConn)[kConn];
@@ -127,7 +101,6 @@ export class HttpConnection implements Session, ClientTimed {
   }
 
   closed(): void {
-    this.headDone();
     this.env.listener.remove(this);
   }
 }
@@ -157,7 +130,6 @@ export class HttpCall implements ResponseSink {
     (req as IncomingMessage & WithCall)[kCall] = this;
     (res as ServerResponse & WithCall)[kCall] = this;
     conn.requests++;
-    conn.headDone();
     conn.calls.add(this);
     res.on('close', onResClose);
   }
@@ -321,10 +293,6 @@ function onResDrain(this: ServerResponse): void {
   if (!c.awaitingDrain) return;
   c.awaitingDrain = false;
   c.exchange?.responseDrained();
-}
-
-function onConnData(this: Socket): void {
-  (this as Socket & WithConn)[kConn]!.headBytes();
 }
 
 function onResClose(this: ServerResponse): void {
