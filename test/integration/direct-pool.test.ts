@@ -172,6 +172,21 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     assert.ok(Date.now() - started < 15_000);
   });
 
+  it('a rolling restart replaces the workers while requests go on', async () => {
+    const load = Array.from({ length: 6 }, (_, i) => get(`/sleep.php?ms=${200 + i * 50}`));
+    await waitFor(() => workers().length === MAX_CHILDREN, { timeout: 5000, what: 'both workers busy' });
+    const old = workers();
+    const r = await ops.ctl(['restart', '--pool', 'app', '--rolling'], 60_000);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    assert.match(r.stdout, new RegExp(`restarted pool app \\(${old.length} retired`));
+    await waitFor(() => old.every((pid) => !workers().includes(pid)), { timeout: 10_000, what: 'the old workers gone' });
+    const results = await Promise.all(load);
+    assert.deepEqual(results.map((x) => x.status), results.map(() => 200), 'no request failed');
+    const after = await get('/pid.php');
+    assert.equal(after.status, 200);
+    assert.ok(!old.includes(Number(after.text)), `served by a new worker, not ${old}`);
+  });
+
   it('past capacity the overflow queues, then answers 503; nothing else fails', async () => {
     // 2 workers, a backlog of 2 and a queue of 2: of 14 slow requests some must be refused.
     const mark = ops.daemon.mark();

@@ -39,7 +39,7 @@ import { Worker } from '../../worker/worker.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import type { EndpointFactory } from '../external-pool.js';
 import { PoolBase } from '../pool-base.js';
-import type { PoolSnapshot, WorkerSnapshot } from '../types.js';
+import type { PoolActionReport, PoolSnapshot, WorkerSnapshot } from '../types.js';
 import { writeGuard } from './php-guard.js';
 
 /** How often each worker's /proc state is read: idle stops land within this of idle_timeout. */
@@ -348,6 +348,43 @@ export class DirectPool extends PoolBase {
     } catch {
       /* gone */
     }
+  }
+
+  // ---- operator actions ---------------------------------------------------------------
+
+  /** Retires every worker (php-cgi finishes the request it runs); static and dynamic pools start their floor again. */
+  async drain(): Promise<PoolActionReport> {
+    const before = new Set(this.workers.keys());
+    const retired: number[] = [];
+    for (const dw of [...this.workers.values()]) {
+      if (dw.state === 'stopping' || dw.w.pid === undefined) continue;
+      retired.push(dw.w.pid);
+      this.retire(dw, 'drain');
+    }
+    return { pool: this.name, action: 'drain', retired, started: this.startedSince(before) };
+  }
+
+  /**
+   * Replaces the workers one at a time: each is retired and its exit awaited before the
+   * next, so the pool keeps all but one of them accepting (connections wait in the
+   * backlog meanwhile, none is refused).
+   */
+  async rollingRestart(): Promise<PoolActionReport> {
+    const before = new Set(this.workers.keys());
+    const retired: number[] = [];
+    for (const dw of [...this.workers.values()]) {
+      if (dw.state === 'stopping' || dw.w.pid === undefined || this.state !== 'running') continue;
+      retired.push(dw.w.pid);
+      this.retire(dw, 'restart');
+      await dw.w.exited;
+    }
+    return { pool: this.name, action: 'restart', retired, started: this.startedSince(before) };
+  }
+
+  private startedSince(before: ReadonlySet<number>): number[] {
+    const out: number[] = [];
+    for (const [id, dw] of this.workers) if (!before.has(id) && dw.w.pid !== undefined) out.push(dw.w.pid);
+    return out;
   }
 
   // ---- the overflow --------------------------------------------------------------------
