@@ -34,6 +34,7 @@ import { DashboardHost } from './dashboard.js';
 import { applyReload, type ReloadReport } from './reload.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
+import { SharedSocket } from '../worker/shared-socket.js';
 import { packageVersion } from '../version.js';
 
 /** Another daemon answers on this one's control socket. */
@@ -224,7 +225,18 @@ export class Operations {
       this.inherited.add(l.address.text);
       this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, listener: l.address.text }, `listener ${l.protocol} ${l.address.text} takes over ${describeInherited(s)} from systemd`);
     }
-    for (const s of unmatched) {
+    // The rest may be accept: direct pools' sockets (FileDescriptorName= the pool's name, or its direct_listen).
+    const directs = [...cfg.pools.values()].filter((p) => p.accept === 'direct' && p.directListen !== undefined).map((p) => ({ address: p.directListen!, name: p.name }));
+    const forPools = matchInherited(unmatched, directs);
+    for (const [d, s] of forPools.byListener) {
+      try {
+        SharedSocket.adopt(d.address, s.fd);
+        this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, pool: d.name }, `pool ${d.name}'s direct socket ${d.address.text} is ${describeInherited(s)} from systemd`);
+      } catch (e) {
+        this.logger.error({ code: ErrorCodes.DIRECT_SOCKET, kind: 'socket-activation', fd: s.fd, pool: d.name, err: e }, `pool ${d.name} cannot take ${describeInherited(s)} from systemd: ${(e as Error).message}`);
+      }
+    }
+    for (const s of forPools.unmatched) {
       this.logger.warn({ code: ErrorCodes.SOCKET_UNMATCHED, kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
     }
   }
