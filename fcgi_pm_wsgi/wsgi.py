@@ -28,8 +28,10 @@ def split_script_path(env: dict, mount=None) -> None:
     `mount` (--script-name): the URL prefix the application is served under; the rest of
     the path becomes PATH_INFO. Without it, the front end's split is kept when it sent
     PATH_INFO. When it did not (nginx's stock fastcgi_params put the whole path in
-    SCRIPT_NAME; its scgi_params send neither), the application is taken to be mounted
-    at the root unless SCRIPT_NAME is a proper prefix of the request path.
+    SCRIPT_NAME, or that path and fastcgi_index; its scgi_params send neither), the
+    application is taken to be mounted at the root unless SCRIPT_NAME is a prefix of the
+    request path ending at a '/' of it and shorter than it: '/app' or '/app/' of
+    '/app/page/' is a mount point, '/page/' of '/page/' the whole path.
     """
     if mount is not None:
         mount = mount.rstrip('/')
@@ -45,9 +47,10 @@ def split_script_path(env: dict, mount=None) -> None:
     if 'PATH_INFO' in env:
         env.setdefault('SCRIPT_NAME', '')
         return
-    script = env.get('SCRIPT_NAME', '').rstrip('/')
+    given = env.get('SCRIPT_NAME', '')
+    script = given.rstrip('/')
     full = url_path(env)
-    if script and full.startswith(script + '/') and 'REQUEST_URI' in env:
+    if script and given != full and full.startswith(script + '/') and 'REQUEST_URI' in env:
         env['SCRIPT_NAME'], env['PATH_INFO'] = script, full[len(script):]
     else:
         env['SCRIPT_NAME'], env['PATH_INFO'] = '', full

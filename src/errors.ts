@@ -107,6 +107,8 @@ export const ErrorCodes = {
   DASHBOARD_AUTH: 'ERR_DASHBOARD_AUTH',
   SOCKET_UNMATCHED: 'ERR_SOCKET_UNMATCHED',
   SYSTEMD_NOTIFY: 'ERR_SYSTEMD_NOTIFY',
+  UPGRADE_FAILED: 'ERR_UPGRADE_FAILED', // an upgrade in place whose new daemon did not start: the old one keeps serving
+  PID_FILE: 'ERR_PID_FILE', // the pid file could not be written or removed
   INTERNAL: 'ERR_INTERNAL',
 } as const;
 

@@ -3,10 +3,10 @@
  * the host checks `run` would (src/daemon/preflight.ts) as the user running check.
  */
 import { Command } from 'commander';
-import { loadConfig } from '../config/load.js';
+import { validateConfigFile } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
-import { assertPreflight, preflightSite } from '../daemon/preflight.js';
+import { assertPreflight, preflight, preflightSite } from '../daemon/preflight.js';
 import { openSiteSource } from '../daemon/vhosts/open-source.js';
 import { judgeSites } from '../daemon/vhosts/sites.js';
 import { EXIT_OK, reportError } from './report.js';
@@ -33,6 +33,21 @@ async function checkSites(cfg: Config, allowRoot: boolean): Promise<number> {
   }
 }
 
+/**
+ * The file's schema problems and the host checks of what validated, in one list in file
+ * order: a typo in one pool does not hide a missing cwd in another. Throws ConfigError.
+ */
+function checkFile(file: string, allowRoot: boolean): Config {
+  const v = validateConfigFile(file);
+  const notice = (line: string): boolean => process.stderr.write(`notice: ${line}\n`);
+  if (v.config !== undefined) {
+    assertPreflight(v.config, { allowRoot }, notice);
+    return v.config;
+  }
+  if (v.valid !== undefined) preflight(v.valid, { allowRoot }, v.problems).notices.forEach(notice);
+  throw new ConfigError(v.problems.texts());
+}
+
 export function checkCommand(): Command {
   return new Command('check')
     .description('check a config file and report every problem with its line (exit 0 when valid, 1 if not)')
@@ -43,8 +58,9 @@ export function checkCommand(): Command {
       `
 Besides the file itself it checks what "run" would hit on this host, as the user
 running check: users and groups exist, cwd and document_root are directories, commands
-are found (PATH) and executable by the workers' user, socket directories are writable,
-and as root that every spawned pool has a user. With vhosts it reads the sites as run
+are found (PATH) and executable by the workers' user, the scripts they are given exist,
+socket directories are writable, and as root that every spawned pool has a user. Every
+problem of the file comes out in one run, in file order. With vhosts it reads the sites as run
 would and checks each the same way (a broken file by file:line, a broken row by its id).
 
 Example:
@@ -53,8 +69,7 @@ Example:
     )
     .action(async (opts: { config: string; allowRoot?: boolean }) => {
       try {
-        const cfg = loadConfig(opts.config);
-        assertPreflight(cfg, { allowRoot: opts.allowRoot === true }, (line) => process.stderr.write(`notice: ${line}\n`));
+        const cfg = checkFile(opts.config, opts.allowRoot === true);
         const sites = cfg.vhosts === undefined ? '' : `, ${plural(await checkSites(cfg, opts.allowRoot === true), 'site')}`;
         process.stdout.write(`config OK: ${plural(cfg.listen.length, 'listener')}, ${plural(cfg.pools.size, 'pool')}${sites}\n`);
         process.exitCode = EXIT_OK;

@@ -13,6 +13,7 @@ import { reloadCommand } from './reload.js';
 import { runCommand } from './run.js';
 import { statusCommand } from './status.js';
 import { stopCommand } from './stop.js';
+import { reopenLogsCommand, upgradeCommand } from './upgrade.js';
 import { workersCommand } from './workers.js';
 import { tuneCommand } from './tune.js';
 import { packageVersion } from '../version.js';
@@ -68,6 +69,8 @@ export function buildProgram(): Command {
   program.addCommand(restartCommand());
   program.addCommand(drainCommand());
   program.addCommand(stopCommand());
+  program.addCommand(upgradeCommand());
+  program.addCommand(reopenLogsCommand());
   program.addCommand(benchCommand());
   program.addCommand(tuneCommand());
   program.addCommand(dashboardCommand());

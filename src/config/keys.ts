@@ -123,6 +123,7 @@ const OPERATIONS_LOG_KEYS: readonly KeySpec[] = [
 const OPERATIONS_TOP_KEYS: readonly KeySpec[] = [
   { key: 'control_socket', field: 'controlSocket', type: { kind: 'path-or-off' }, defaultText: '(runtime_dir/control.sock, else /run/fcgi-pm/<config name>-<hash>.sock as root)', doc: 'Unix socket for fcgi-pm status, reload, stop and workers; "off" disables it. The default is derived from the config file\'s real path, so two configs never share one.' },
   { key: 'control_socket_mode', field: 'controlSocketMode', type: { kind: 'mode' }, default: '0600', doc: 'File mode of the control socket: who may read status, reload and stop the daemon.' },
+  { key: 'pid_file', field: 'pidFile', type: { kind: 'path-or-off' }, defaultText: '(as root: fcgi-pm.pid in the runtime directory\'s base; else none)', doc: 'File the daemon writes its pid to at start and removes on exit (unless a daemon that replaced it in an upgrade wrote its own); "off" for none.' },
 ];
 
 export const LISTENER_KEYS: readonly KeySpec[] = [
@@ -171,7 +172,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'direct_socket_mode', field: 'directSocketMode', type: { kind: 'mode' }, default: '0660', scope: 'spawned', doc: 'accept: direct with a Unix socket: its file mode; the file belongs to the pool\'s user and group, so the front end must be in that group (or use "0666").' },
   { key: 'pm', field: 'pm', type: { kind: 'enum', values: ['static', 'dynamic', 'ondemand'] }, default: 'ondemand', scope: 'spawned', doc: 'Process manager: static (always max_children), dynamic (keep min..max spare idle), ondemand (spawn per need).' },
   { key: 'max_children', field: 'maxChildren', type: { kind: 'int', min: 1, max: 100_000 }, default: 5, scope: 'spawned', doc: 'Most workers alive at once; more requests wait in the queue.' },
-  { key: 'preload', field: 'preload', type: { kind: 'bool' }, default: false, scope: 'spawned', doc: 'Python WSGI (bin/fcgi-pm-wsgi --preload in command): one parent imports the application once and forks each worker (milliseconds instead of an exec and import; children share its pages copy-on-write). Workers are counted, capped and stopped one by one as usual; a reload starts a new parent and the old workers drain.' },
+  { key: 'preload', field: 'preload', type: { kind: 'bool' }, default: false, scope: 'spawned', doc: 'Python WSGI (bin/fcgi-pm-wsgi in command; fcgi-pm gives it --preload): one parent imports the application once and forks each worker (milliseconds instead of an exec and import; children share its pages copy-on-write). Workers are counted, capped and stopped one by one as usual; a reload starts a new parent and the old workers drain.' },
   { key: 'preload_idle_timeout', field: 'preloadIdleTimeout', type: anyDuration, default: '5m', scope: 'spawned', doc: 'preload: stop the parent after the pool has had no worker this long (0 = never); the next worker then costs one exec and import again.' },
   { key: 'group_size', field: 'groupSize', type: { kind: 'int', min: 1, max: 256 }, default: 1, scope: 'spawned', doc: 'php-cgi groups: each worker is one php-cgi parent started with PHP_FCGI_CHILDREN=k (and PHP_FCGI_MAX_REQUESTS=0 unless env sets it) whose k children accept on one socket and share its opcache; a worker then takes k requests at once. max_children, start_children and the spares count php processes, rounded up to whole groups.' },
   { key: 'opcache_file_cache', field: 'opcacheFileCache', type: { kind: 'bool' }, default: true, scope: 'spawned', doc: 'php-cgi: keep compiled scripts in a file cache of this pool\'s own (opcache.file_cache, a 0700 directory owned by its user under opcache_dir), so a new worker starts warm instead of compiling the application again. Timestamps are still validated as the ini says. Off, or when the command sets opcache.file_cache or opcache.enable itself (-d), nothing is added.' },
@@ -190,7 +191,8 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'crash_limit', field: 'crashLimit', type: { kind: 'int', min: 0 }, default: 5, scope: 'spawned', doc: 'This many early crashes (a worker that exits before it is ready, or exits or dies on a crash signal within 5 s of its start before finishing a request) within crash_window stop spawning for a while; requests get 503 while no worker is free (0 = off). A worker killed from outside (SIGKILL or SIGTERM fcgi-pm did not send) is never counted and is replaced at once.' },
   { key: 'crash_window', field: 'crashWindow', type: positiveDuration, default: '60s', scope: 'spawned', doc: 'Time window over which crash_limit counts.' },
   { key: 'queue_limit', field: 'queueLimit', type: { kind: 'int', min: 0 }, default: 1024, doc: 'Requests waiting for a busy backend or worker; beyond this: 503. Requests that wait for a worker being started do not count (0 = none wait for busy ones).' },
-  { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '30s', doc: 'A request waiting in the queue this long gets 503.' },
+  { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '5s', doc: 'A request waiting in the queue this long gets 503.' },
+  { key: 'queue_max_wait', field: 'queueMaxWait', type: anyDuration, default: '300ms', scope: 'spawned', doc: 'A request is queued only while the requests ahead of it can be served within this time, at the mean service time measured for the pool and its max_children workers (at least 2 waiting requests per worker); otherwise it gets a 503 at once, so an overload is answered fast instead of with long waits (0 = off: queue_limit alone).' },
   ...MEMORY_POOL_KEYS,
   ...SCRIPT_POOL_KEYS,
   ...AUTHORIZER_POOL_KEYS,
@@ -215,8 +217,8 @@ export const LOG_KEYS: readonly KeySpec[] = [
 
 /** Top-level scalar keys; the sections (listen, pools, limits, log) are handled by schema.ts. */
 export const TOP_KEYS: readonly KeySpec[] = [
-  { key: 'shutdown_timeout', field: 'shutdownTimeout', type: anyDuration, default: '30s', doc: 'On SIGTERM/SIGINT, how long running requests may finish before they are cut.' },
-  { key: 'runtime_dir', field: 'runtimeDir', type: { kind: 'path' }, defaultText: '(a fresh directory under the OS tmpdir)', doc: 'Directory under which fcgi-pm makes its private 0700 directory for worker sockets (removed on exit).' },
+  { key: 'shutdown_timeout', field: 'shutdownTimeout', type: anyDuration, default: '30s', doc: 'On SIGTERM/SIGINT/SIGQUIT (and after an upgrade in place), how long running requests may finish before they are cut.' },
+  { key: 'runtime_dir', field: 'runtimeDir', type: { kind: 'path' }, defaultText: '(/run/fcgi-pm/<config name>-<hash> as root, else under $XDG_RUNTIME_DIR or the OS tmpdir)', doc: 'Directory under which fcgi-pm makes its private 0700 directory for worker sockets (fcgi-pm.<pid>.XXXXXX, removed on exit; those of dead daemons are removed at start).' },
   { key: 'opcache_dir', field: 'opcacheDir', type: { kind: 'path-or-off' }, defaultText: '(/var/cache/fcgi-pm/<config name>-<hash> as root, else the private runtime directory)', doc: 'Where php-cgi pools keep their opcache file caches (opcache_file_cache), one 0700 directory per pool owned by its user, never shared between users; "off" turns them all off. Not as root the default lasts as long as the daemon.' },
   ...MEMORY_TOP_KEYS,
   ...OPERATIONS_TOP_KEYS,

@@ -8,19 +8,33 @@ import * as nodePath from 'node:path';
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { ConfigError } from '../errors.js';
 import type { Config } from './types.js';
-import { configFromObject, type KeyPath, type Locator } from './schema.js';
+import { configFromObject, validateConfig, type ConfigValidation, type KeyPath, type Locator } from './schema.js';
 
 /** Reads, parses and validates `file`. Throws ConfigError with every problem found. */
 export function loadConfig(file: string): Config {
-  let text: string;
+  return parseConfigText(readConfigText(file), file, nodePath.resolve(file));
+}
+
+/**
+ * Reads and parses `file` and validates it without throwing on its problems: `check`
+ * runs the host checks on what validated and reports everything at once. Throws
+ * ConfigError only when the file cannot be read or is not YAML.
+ */
+export function validateConfigFile(file: string): ConfigValidation {
+  const { obj, locate } = parseYamlText(readConfigText(file), file, NEEDS);
+  return validateConfig(obj, nodePath.resolve(file), { label: file, locate });
+}
+
+const NEEDS = 'at least "listen" and "pools"';
+
+function readConfigText(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EACCES' ? 'permission denied' : e.code === 'EISDIR' ? 'is a directory' : e.message;
     throw new ConfigError([`${file}: cannot read config: ${why}`]);
   }
-  return parseConfigText(text, file, nodePath.resolve(file));
 }
 
 /**
@@ -29,7 +43,7 @@ export function loadConfig(file: string): Config {
  * relative paths in the file are resolved against.
  */
 export function parseConfigText(text: string, label: string, source: string): Config {
-  const { obj, locate } = parseYamlText(text, label, 'at least "listen" and "pools"');
+  const { obj, locate } = parseYamlText(text, label, NEEDS);
   return configFromObject(obj, source, { label, locate });
 }
 

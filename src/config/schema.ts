@@ -50,6 +50,37 @@ export function runsPhpCgi(command: readonly string[]): boolean {
   return command.length > 0 && nodePath.basename(command[0]!).startsWith('php-cgi');
 }
 
+/**
+ * Where fcgi-pm's WSGI adapter is in a command: the index of bin/fcgi-pm-wsgi (run
+ * directly or by python3) or of `-m fcgi_pm_wsgi`'s module name; -1 if it is not there.
+ */
+export function wsgiAdapterIndex(command: readonly string[]): number {
+  for (let i = 0; i < Math.min(command.length, 3); i++) {
+    const a = command[i]!;
+    if (nodePath.basename(a) === 'fcgi-pm-wsgi') return i;
+    if (a === '-m' && command[i + 1] === 'fcgi_pm_wsgi') return i + 1;
+  }
+  return -1;
+}
+
+/**
+ * preload and the adapter's --preload must agree: with preload: true fcgi-pm adds
+ * --preload to fcgi-pm-wsgi itself (worker-spec.ts); --preload without preload: true
+ * makes a fork server nobody forks from, and preload: true on another program needs
+ * one that speaks the fork-server protocol (given --preload).
+ */
+function checkPreload(pool: PoolConfig, path: KeyPath, ctx: Ctx): void {
+  const cmd = pool.command;
+  if (cmd === undefined) return;
+  const adapter = wsgiAdapterIndex(cmd);
+  const flag = cmd.indexOf('--preload');
+  if (pool.preload !== true && flag >= 0) {
+    ctx.problems.add([...path, 'command', flag], `--preload makes the program a fork server for fcgi-pm, which only a pool with preload: true uses; add preload: true or drop --preload`);
+  } else if (pool.preload === true && adapter < 0 && flag < 0) {
+    ctx.problems.add([...path, 'preload'], `needs a fork server as command: bin/fcgi-pm-wsgi (fcgi-pm gives it --preload), or a program that speaks fcgi-pm's fork-server protocol given --preload; got ${cmd[0]}`);
+  }
+}
+
 /** Environment defaults for php-cgi: fcgi-pm runs one process per worker and recycles it itself. */
 const PHP_CGI_ENV: Record<string, string> = { PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' };
 const PHP_CGI_EXTENSIONS = ['.php', '.phar'];
@@ -428,6 +459,7 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
   }
   checkMemoryKeys(pool, path, s.present, ctx);
   checkAuthorizerCache(pool, path, ctx);
+  checkPreload(pool, path, ctx);
   if (pool.maxRequests > 0 && pool.maxRequestsJitter >= pool.maxRequests) {
     ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);
   }
@@ -627,12 +659,40 @@ function buildDashboard(s: Section, ctx: Ctx): DashboardConfig {
  * Throws ConfigError listing every problem.
  */
 export function configFromObject(obj: unknown, source: string, opts: FromObjectOptions = {}): Config {
+  const r = validateConfig(obj, source, opts);
+  if (r.config === undefined) throw new ConfigError(r.problems.texts());
+  return r.config;
+}
+
+/** A config's validation: every problem, and what validated even so. */
+export interface ConfigValidation {
+  /** The Config, when there is no problem. */
+  config: Config | undefined;
+  /**
+   * The parts without problems of their own (pools and top-level sections; the rest left
+   * out or at defaults; listeners at their indexes, a value that did not validate
+   * undefined), so `check` can run the host checks on them in the same run: a schema
+   * problem does not hide a missing cwd. Undefined when nothing is usable.
+   */
+  valid: Config | undefined;
+  /** Every problem found, in file order; the host checks may add theirs. */
+  problems: Problems;
+}
+
+export function validateConfig(obj: unknown, source: string, opts: FromObjectOptions = {}): ConfigValidation {
   const problems = new Problems(opts.label ?? source, opts.locate);
   const ctx: Ctx = { problems, baseDir: opts.baseDir ?? (nodePath.isAbsolute(source) ? nodePath.dirname(source) : process.cwd()), accounts: opts.accounts ?? SYSTEM_ACCOUNTS };
   if (!isMapping(obj)) {
     problems.add([], `the configuration must be a mapping with "listen" and "pools", got ${show(obj)}`);
-    throw new ConfigError(problems.texts());
+    return { config: undefined, valid: undefined, problems };
   }
+  /** Each part with whether it added no problem of its own. */
+  const cleanly = <T>(build: () => T): { value: T; clean: boolean } => {
+    const before = problems.count;
+    const value = build();
+    return { value, clean: problems.count === before };
+  };
+  const cleanPools = new Set<string>();
 
   const topNames = [...SECTION_KEYS, ...TOP_KEYS.map((k) => k.key)];
   for (const key of Object.keys(obj)) {
@@ -656,7 +716,9 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
         problems.add(['pools', name], `must be a mapping with "backends" or "command", got ${show(p)}`);
         continue;
       }
-      pools.set(name, buildPool(name, p, ctx));
+      const built = cleanly(() => buildPool(name, p, ctx));
+      pools.set(name, built.value);
+      if (built.clean && POOL_NAME.test(name)) cleanPools.add(name);
     }
   }
   const poolNames = isMapping(poolsObj) ? Object.keys(poolsObj) : [];
@@ -666,7 +728,9 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
   if (listenObj === undefined || listenObj === null) problems.add([], '"listen" is required: at least one listener');
   else if (!Array.isArray(listenObj)) problems.add(['listen'], `must be a list of listeners, got ${show(listenObj)}`);
   else if (listenObj.length === 0) problems.add(['listen'], 'must list at least one listener');
-  else listenObj.forEach((l, i) => listeners.push(buildListener(l, i, poolNames, ctx, hasVhosts)));
+  else {
+    listenObj.forEach((l, i) => listeners.push(buildListener(l, i, poolNames, ctx, hasVhosts)));
+  }
 
   const limits = readSection(obj.limits, LIMITS_KEYS, ['limits'], ctx, 'limits');
   const log = readSection(obj.log, LOG_KEYS, ['log'], ctx, 'log settings');
@@ -677,8 +741,7 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
   checkAddresses(listeners, pools, ctx);
   checkAuthorizers(pools, ctx);
 
-  if (problems.count > 0) throw new ConfigError(problems.texts());
-  return {
+  const config: Config = {
     source,
     listen: listeners as ListenerConfig[],
     pools,
@@ -692,10 +755,28 @@ export function configFromObject(obj: unknown, source: string, opts: FromObjectO
     oomScoreAdj: top.values.oomScoreAdj as number,
     controlSocket: top.values.controlSocket as string | false | undefined,
     controlSocketMode: top.values.controlSocketMode as number,
+    pidFile: top.values.pidFile as string | false | undefined,
     vhosts,
     dashboard,
     origin: { label: opts.label ?? source, locate: opts.locate },
   };
+  if (problems.count === 0) return { config, valid: config, problems };
+  // A section with problems is left out (its values may be half read); its keys' own defaults stand in.
+  const fallback = (section: Section, specs: readonly KeySpec[]): Record<string, unknown> =>
+    section.ok ? section.values : Object.fromEntries(specs.map((k) => [k.field, defaultOf(k)]));
+  const topValues = fallback(top, TOP_KEYS);
+  const valid: Config = {
+    ...config,
+    // At their indexes, so the host checks name the right line; a value that did not validate is undefined.
+    listen: listeners.map((l) => l ?? ({} as ListenerConfig)),
+    pools: new Map([...pools].filter(([name]) => cleanPools.has(name))),
+    log: fallback(log, LOG_KEYS) as unknown as Config['log'],
+    runtimeDir: topValues.runtimeDir as string | undefined,
+    opcacheDir: topValues.opcacheDir as string | false | undefined,
+    controlSocket: topValues.controlSocket as string | false | undefined,
+    vhosts: undefined,
+  };
+  return { config: undefined, valid, problems };
 }
 
 /** The vhosts section: exactly one source; `defaults` are checked as pool keys here, and again under each site. */

@@ -121,7 +121,9 @@ export interface PoolConfig {
   crashLimit: number; // default 5
   crashWindow: number; // default 60s
   queueLimit: number; // default 1024
-  queueTimeout: number; // default 30s
+  queueTimeout: number; // default 5s
+  /** Spawned pools: longest expected wait a request is queued for (0 = off); optional for configs built in code. */
+  queueMaxWait?: number;
 
   // Memory governor (issue 4). Optional so configs built in code may leave them out;
   // schema.ts always sets them. Sizes in bytes, 0 = off.
@@ -196,6 +198,8 @@ export interface Config {
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
+  /** pid file path; false = off; undefined = the default (src/daemon/pid-file.ts). */
+  pidFile?: string | false | undefined;
   /** Sites defined outside the config file, started on first request (docs/vhosts.md). */
   vhosts?: VhostsConfig | undefined;
   /** The web dashboard (src/dashboard/); undefined = off. */

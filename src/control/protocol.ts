@@ -20,13 +20,17 @@
  *   {"cmd":"drain","pool":"www"}          → {"ok":true,"result":<PoolActionReport>}: every worker
  *                                           retired after its request; the mode starts new ones
  *                                           on demand (a static pool: a rolling restart)
+ *   {"cmd":"upgrade"}                     → {"ok":true,"result":{"pid":124}} once a new daemon
+ *                                           started from the files on disk serves on our sockets;
+ *                                           this one then stops after its requests
+ *   {"cmd":"reopen-logs"}                 → {"ok":true,"result":{"files":[...]}}: log files reopened
  * Every answer also says which daemon gave it: "daemon":{"pid":123,"config":"/etc/fcgi-pm.yaml"}
  * (config is "<command line>" for the quick form), so the CLI can tell one daemon from another.
  */
 
-export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping' | 'restart' | 'drain' | 'warnings';
+export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping' | 'restart' | 'drain' | 'warnings' | 'upgrade' | 'reopen-logs';
 
-export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping', 'restart', 'drain', 'warnings'];
+export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping', 'restart', 'drain', 'warnings', 'upgrade', 'reopen-logs'];
 
 export interface ControlRequest {
   cmd: ControlCommand;

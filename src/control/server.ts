@@ -19,11 +19,21 @@ export interface ControlHandlers {
   /** Starts a stop; the daemon closes the socket when it is done. */
   stop(timeoutMs: number | undefined): void;
   ping(): unknown;
+  /** Upgrade in place: resolves with the new daemon's pid once it serves; this one then stops. */
+  upgrade(): Promise<unknown>;
+  /** Reopens the log files; resolves with their paths. */
+  reopenLogs(): unknown;
   /** The daemon's recent warn/error lines. */
   warnings(): unknown;
 }
 
-export type BindControl = (server: Server, path: string, mode: number) => Promise<void>;
+/** What binding gave: the listening fd (for an upgrade in place) and how to remove the socket file on close. */
+export interface BoundControl {
+  fd(): number | undefined;
+  release(): void;
+}
+
+export type BindControl = (server: Server, path: string, mode: number) => Promise<BoundControl>;
 
 /** Turns a thrown error into the protocol's error object. */
 export function controlError(err: unknown): ControlError {
@@ -39,6 +49,7 @@ export class ControlServer {
   readonly path: string;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
+  private bound: BoundControl | undefined;
 
   private constructor(path: string, server: Server) {
     this.path = path;
@@ -50,7 +61,7 @@ export class ControlServer {
     const cs = new ControlServer(path, server);
     server.on('connection', (sock) => cs.serve(sock, handlers, logger, identity));
     server.on('error', (err) => logger.error({ code: ErrorCodes.CONTROL_SOCKET, err, path }, 'control socket error'));
-    await bind(server, path, mode);
+    cs.bound = await bind(server, path, mode);
     return cs;
   }
 
@@ -81,6 +92,10 @@ export class ControlServer {
               return reply({ ok: true, result: await handlers.restart(req.pool!, req.rolling === true) });
             case 'drain':
               return reply({ ok: true, result: await handlers.drain(req.pool!) });
+            case 'upgrade':
+              return reply({ ok: true, result: await handlers.upgrade() });
+            case 'reopen-logs':
+              return reply({ ok: true, result: handlers.reopenLogs() });
             case 'stop':
               reply({ ok: true, result: { stopping: true } });
               handlers.stop(req.timeout_ms);
@@ -106,9 +121,15 @@ export class ControlServer {
    * Stops accepting. With `dropConnections` (the daemon's last step) open connections are
    * closed too, so a waiting `fcgi-pm stop` sees the daemon gone; without, they may finish.
    */
+  /** The listening socket's fd (handed on by an upgrade in place). */
+  get fd(): number | undefined {
+    return this.bound?.fd();
+  }
+
   close(dropConnections = true): Promise<void> {
     return new Promise((resolve) => {
       this.server.close(() => resolve());
+      this.bound?.release();
       if (dropConnections) for (const s of this.sockets) s.destroy();
       else resolve();
     });

@@ -26,6 +26,7 @@ import { PoolRegistry } from './pool-registry.js';
 import { Sites } from './vhosts/sites.js';
 import { openSiteSource } from './vhosts/open-source.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
+import { UpgradeError, type Successor } from './upgrade.js';
 import { opcacheRoot } from '../config/opcache-path.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import type { ReloadReport } from './reload.js';
@@ -79,6 +80,8 @@ export class Daemon {
   readonly ops: Operations;
   /** Set by process.ts: how a stop asked for over the control socket ends the process. */
   onStopRequest: ((timeoutMs: number | undefined) => void) | undefined;
+  /** Set by process.ts: how the end of a successful upgrade (the new daemon serves) ends this process. */
+  onHandedOver: ((pid: number) => void) | undefined;
 
   constructor(config: Config, deps: DaemonDeps) {
     this._config = config;
@@ -167,10 +170,14 @@ export class Daemon {
     const cfg = this._config;
     try {
       this.checkHost(cfg);
-      this.privateDir = makeRuntimeDir(cfg.runtimeDir);
-      // Early, so a second daemon on the same control_socket stops here.
-      await this.ops.openControl(cfg, { stop: (ms) => this.requestStop(ms) });
+      const made = makeRuntimeDir(cfg);
+      this.privateDir = made.dir;
+      if (made.swept.length > 0) this.logger.info({ kind: 'runtime_dir', swept: made.swept }, `removed ${made.swept.length} runtime dir(s) of dead predecessors: ${made.swept.join(', ')}`);
+      // Before anything binds: sockets from systemd or from the daemon we replace.
       this.ops.adoptInheritedSockets(cfg);
+      // Early, so a second daemon on the same control_socket stops here.
+      await this.ops.openControl(cfg, { stop: (ms) => this.requestStop(ms), upgrade: () => this.upgrade() });
+      this.ops.writePidFile(cfg);
       this.governor = createHostGovernor(cfg, this.logger.child({ component: 'memory' }));
       this.openFiles();
       adjustOwnOomScore(cfg.oomScoreAdj, this.logger.child({ component: 'memory' }));
@@ -189,6 +196,7 @@ export class Daemon {
         logListener(this.logger, l, listener.address);
       }
       if (!this.stopping) await this.ops.dashboard.open(cfg);
+      this.ops.closeUnusedInherited();
     } catch (err) {
       // The caller reports the error once (src/cli/run.ts); here we only undo.
       await this.stop({ immediate: true });
@@ -231,6 +239,20 @@ export class Daemon {
     return this.sites.start();
   }
 
+  /**
+   * SIGUSR2 / fcgi-pm upgrade: a new daemon from the program and config on disk takes
+   * over every listening socket (src/daemon/upgrade.ts); once it serves, this one stops
+   * gracefully. Rejects (UpgradeError, logged) when the new one does not start: this
+   * one then serves on as before.
+   */
+  async upgrade(): Promise<Successor> {
+    if (this._state !== 'running') throw new UpgradeError(`cannot upgrade while ${this._state}`);
+    const next = await this.ops.upgrade();
+    if (this.onHandedOver !== undefined) this.onHandedOver(next.pid);
+    else void this.stop();
+    return next;
+  }
+
   /** A stop asked for over the control socket (fcgi-pm stop). */
   private requestStop(timeoutMs: number | undefined): void {
     if (this.onStopRequest !== undefined) this.onStopRequest(timeoutMs);
@@ -260,6 +282,7 @@ export class Daemon {
     this.stopping = this.closeAll(immediate ? 0 : (opts.timeoutMs ?? this._config.shutdownTimeout)).finally(async () => {
       this.governor?.dispose();
       this.removePrivateDir();
+      this.ops.removePidFile();
       this._state = 'stopped';
       this.logger.info({ kind: 'stopped' }, 'fcgi-pm stopped');
       await this.ops.closeControl();
@@ -285,6 +308,7 @@ export class Daemon {
   /** For a process 'exit' handler: the only cleanup that must happen even on a crash. */
   cleanupSync(): void {
     this.removePrivateDir();
+    this.ops.removePidFile();
   }
 
   private async closeAll(timeoutMs: number): Promise<void> {

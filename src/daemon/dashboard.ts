@@ -31,6 +31,12 @@ export class DashboardHost {
     return this.server?.address;
   }
 
+  /** The listening socket to hand on in an upgrade in place: its configured address text and fd. */
+  get handoff(): { address: string; fd: number } | undefined {
+    const fd = this.server?.fd;
+    return fd === undefined || this.cfg === undefined ? undefined : { address: this.cfg.address.text, fd };
+  }
+
   /** Start: a dashboard that cannot listen stops the start, like a listener. */
   async open(cfg: Config): Promise<void> {
     const d = cfg.dashboard;

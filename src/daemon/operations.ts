@@ -15,13 +15,13 @@ import { PoolGenerations } from '../control/generations.js';
 import { OutcomeCounter } from '../control/outcomes.js';
 import { RequestBoard } from '../control/request-board.js';
 import { whoAnswers } from '../control/client.js';
-import { ControlServer, type ControlHandlers } from '../control/server.js';
+import { ControlServer, type BoundControl, type ControlHandlers } from '../control/server.js';
 import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
 import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
 import type { DaemonStatus, ListenerStatus, SitesView, StatusSnapshot } from '../control/types.js';
 import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
-import { adoptListeningFd, listenOn, ListenError } from '../frontend/listen.js';
+import { adoptListeningFd, closeUnusedAdopted, hasAdoptedFd, keepUnixPaths, listeningFd, listenOn, ListenError, releaseUnixPath } from '../frontend/listen.js';
 import { createAccessLog, type AccessLogger } from '../log/access.js';
 import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
@@ -33,7 +33,9 @@ import type { PoolRegistry } from './pool-registry.js';
 import { DashboardHost } from './dashboard.js';
 import { applyReload, type ReloadReport } from './reload.js';
 import { SystemdNotifier } from './sd-notify.js';
-import { describeInherited, matchInherited, takeInheritedSockets } from './socket-activation.js';
+import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
+import { startSuccessor, tellPredecessor, upgradeAddress, UpgradeError, type HandedSocket, type Successor } from './upgrade.js';
+import { pidFilePath, removePidFile, writePidFile } from './pid-file.js';
 import { SharedSocket } from '../worker/shared-socket.js';
 import { packageVersion } from '../version.js';
 
@@ -44,6 +46,12 @@ export class AlreadyRunningError extends Error {
     super(message);
     this.name = 'AlreadyRunningError';
   }
+}
+
+/** What the control socket asks of the Daemon itself. */
+export interface DaemonControl {
+  stop(timeoutMs: number | undefined): void;
+  upgrade(): Promise<Successor>;
 }
 
 /** What operations reads of the daemon (Daemon has these getters). */
@@ -207,21 +215,41 @@ export class Operations {
     return this.figures.get(pid);
   }
 
-  /** SIGUSR1: reopen log files (after logrotate moved them). */
-  reopenLogs(): void {
+  /** SIGUSR1 or fcgi-pm reopen-logs: reopen log files (after logrotate moved them); returns their paths. */
+  reopenLogs(why = 'SIGUSR1'): string[] {
     const files = this.logFiles?.reopen() ?? [];
-    this.logger.info({ kind: 'logs', files }, files.length > 0 ? `SIGUSR1: reopened ${files.join(', ')}` : 'SIGUSR1: logs go to stdout; nothing to reopen');
+    this.logger.info({ kind: 'logs', files }, files.length > 0 ? `${why}: reopened ${files.join(', ')}` : `${why}: logs go to stdout; nothing to reopen`);
+    return files;
   }
 
   // ---- socket activation ------------------------------------------------------------
 
-  /** Hands sockets systemd passed us to the listeners they belong to (before they bind). */
+  /** Inherited sockets no listener claimed: kept open and handed on by an upgrade in place. */
+  private readonly unclaimed: InheritedSocket[] = [];
+
+  /**
+   * Hands inherited listening sockets to what will bind them (call before the control
+   * socket and listeners bind): those an upgrade in place handed on name their address;
+   * systemd's are matched to listeners by name, then address.
+   */
   adoptInheritedSockets(cfg: Config): void {
     const sockets = takeInheritedSockets();
     if (sockets.length === 0) return;
-    const { byListener, unmatched } = matchInherited(sockets, cfg.listen);
+    const fromSystemd: InheritedSocket[] = [];
+    const directByAddress = new Map([...cfg.pools.values()].filter((p) => p.accept === 'direct' && p.directListen !== undefined).map((p) => [p.directListen!.text, p.directListen!]));
+    for (const s of sockets) {
+      const address = upgradeAddress(s.name);
+      const direct = address === undefined ? undefined : directByAddress.get(address);
+      if (address === undefined) fromSystemd.push(s);
+      else if (direct !== undefined) SharedSocket.adopt(direct, s.fd);
+      else {
+        adoptListeningFd(address, s.fd);
+        this.inherited.add(address);
+      }
+    }
+    const { byListener, unmatched } = matchInherited(fromSystemd, cfg.listen);
     for (const [l, s] of byListener) {
-      adoptListeningFd(l.address, s.fd);
+      adoptListeningFd(l.address.text, s.fd);
       this.inherited.add(l.address.text);
       this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, listener: l.address.text }, `listener ${l.protocol} ${l.address.text} takes over ${describeInherited(s)} from systemd`);
     }
@@ -237,19 +265,105 @@ export class Operations {
       }
     }
     for (const s of forPools.unmatched) {
+      this.unclaimed.push(s);
       this.logger.warn({ code: ErrorCodes.SOCKET_UNMATCHED, kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
     }
   }
 
-  // ---- lifecycle --------------------------------------------------------------------
-
-  /** The daemon is serving: tell systemd (READY=1). */
-  ready(): void {
-    const v = this.view;
-    void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`);
+  /** Once started: inherited sockets for addresses the config no longer has are closed, not left to queue connections. */
+  closeUnusedInherited(): void {
+    const left = closeUnusedAdopted();
+    if (left.length > 0) this.logger.info({ kind: 'upgrade', closed: left }, `inherited sockets no listener uses, closed: ${left.join(', ')}`);
   }
 
-  private controlHandlers: Pick<ControlHandlers, 'stop'> | undefined;
+  /** Every listening socket this daemon holds, for an upgrade in place. */
+  handedSockets(): HandedSocket[] {
+    const out: HandedSocket[] = [];
+    for (const l of this.view.listeners) {
+      const fd = l.fd;
+      if (fd !== undefined) out.push({ fd, address: l.config.address.text });
+    }
+    const cfd = this.control?.fd;
+    if (cfd !== undefined && this.controlPath !== undefined) out.push({ fd: cfd, address: `unix:${this.controlPath}` });
+    const d = this.dashboard.handoff;
+    if (d !== undefined) out.push(d);
+    for (const s of this.unclaimed) out.push({ fd: s.fd, name: s.name });
+    // accept: direct pools' sockets: the new daemon's workers accept on them while the old ones drain.
+    for (const s of SharedSocket.held()) out.push({ fd: s.fd, address: s.address.text });
+    return out;
+  }
+
+  // ---- lifecycle --------------------------------------------------------------------
+
+  /**
+   * The daemon is serving: tell systemd (READY=1 with our MAINPID), then, when an upgrade
+   * in place started us, the daemon we replace (which then stops).
+   */
+  ready(): void {
+    const v = this.view;
+    void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`).then(() => {
+      if (tellPredecessor()) this.logger.info({ kind: 'upgrade' }, 'serving; told the daemon we replace to stop');
+    });
+  }
+
+  // ---- upgrade in place, pid file -----------------------------------------------------
+
+  private upgrading: Promise<Successor> | undefined;
+  /** The sockets went to a new daemon: this one only drains now. */
+  private handedOver = false;
+  private pidPath: string | undefined;
+
+  /** Starts a new daemon with our sockets (src/daemon/upgrade.ts); resolves once it serves. */
+  upgrade(): Promise<Successor> {
+    if (this.handedOver) return Promise.reject(new UpgradeError('this daemon already handed its sockets to a new one'));
+    if (this.upgrading !== undefined) return Promise.reject(new UpgradeError('an upgrade is already under way'));
+    const run = async (): Promise<Successor> => {
+      await this.reloadSettled();
+      const sockets = this.handedSockets();
+      this.logger.info({ kind: 'upgrade', sockets: sockets.length }, `upgrade: starting a new daemon with ${sockets.length} listening socket(s)`);
+      const next = await startSuccessor(sockets);
+      this.handedOver = true;
+      SharedSocket.handOn();
+      keepUnixPaths();
+      // New control connections go to the new daemon; a reply under way on ours still goes out.
+      const c = this.control;
+      this.control = undefined;
+      if (c !== undefined) void c.close(false);
+      this.logger.info({ kind: 'upgrade', new_pid: next.pid }, `upgrade: the new daemon (pid ${next.pid}) serves; this one (pid ${process.pid}) stops after its requests`);
+      return next;
+    };
+    const p = run().then(
+      (next) => next,
+      (err: unknown) => {
+        this.logger.error({ kind: 'upgrade', code: codeOf(err, ErrorCodes.UPGRADE_FAILED), err: (err as Error).message }, `upgrade failed: ${(err as Error).message}`);
+        throw err;
+      },
+    );
+    this.upgrading = p;
+    void p.finally(() => (this.upgrading = undefined)).catch(() => undefined);
+    return p;
+  }
+
+  writePidFile(cfg: Config): void {
+    const path = pidFilePath(cfg);
+    if (path === undefined) return;
+    try {
+      writePidFile(path);
+      this.pidPath = path;
+    } catch (err) {
+      this.logger.warn({ code: ErrorCodes.PID_FILE, path, err: (err as Error).message }, `could not write the pid file ${path}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Only while it names us: after an upgrade it names the new daemon. */
+  removePidFile(): void {
+    const path = this.pidPath;
+    if (path === undefined) return;
+    this.pidPath = undefined;
+    removePidFile(path);
+  }
+
+  private controlHandlers: DaemonControl | undefined;
 
   /**
    * Binds the control socket. A daemon that answers there already (the same config
@@ -258,7 +372,7 @@ export class Operations {
    * socket (a warning): its default is one shared name. Other failures to bind throw for
    * a configured path and warn for a derived one.
    */
-  async openControl(cfg: Config, handlers: Pick<ControlHandlers, 'stop'>): Promise<void> {
+  async openControl(cfg: Config, handlers: DaemonControl): Promise<void> {
     this.controlHandlers = handlers;
     const path = controlSocketPath(cfg);
     if (path === undefined) return;
@@ -269,10 +383,13 @@ export class Operations {
       drain: (pool) => this.poolAction(pool, 'drain'),
       warnings: () => recentWarnings.list(),
       stop: (ms) => handlers.stop(ms),
+      upgrade: async () => ({ pid: (await handlers.upgrade()).pid }),
+      reopenLogs: () => ({ files: this.reopenLogs('fcgi-pm reopen-logs') }),
       ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
     };
     const quickDefault = isDefaultControlSocket(cfg) && !nodePath.isAbsolute(cfg.source);
-    const other = await whoAnswers(path);
+    // Handed on by the daemon we replace (upgrade in place): it answers there until it leaves.
+    const other = hasAdoptedFd(`unix:${path}`) ? undefined : await whoAnswers(path);
     if (other !== undefined && !quickDefault) {
       const who = `pid ${other.pid ?? '?'}, config ${other.config ?? '?'}`;
       throw new AlreadyRunningError(`another fcgi-pm (${who}) answers on the control socket ${path}; not starting a second daemon for ${cfg.source}`);
@@ -301,9 +418,9 @@ export class Operations {
     }
   }
 
-  /** A stop began: tell systemd. */
+  /** A stop began: tell systemd, unless the service goes on in the daemon that replaced us. */
   stopping(): void {
-    void this.notifier.stopping();
+    if (!this.handedOver) void this.notifier.stopping();
   }
 
   /** End of a stop: stop draining generations, wait for closing listeners, close the control socket. */
@@ -497,6 +614,7 @@ function defaultLoad(cur: Config): Config {
   return loadConfig(cur.source);
 }
 
-async function bindControl(server: Server, path: string, mode: number): Promise<void> {
+async function bindControl(server: Server, path: string, mode: number): Promise<BoundControl> {
   await listenOn(server, { kind: 'unix', path, text: `unix:${path}` }, { mode });
+  return { fd: () => listeningFd(server), release: () => releaseUnixPath(server) };
 }

@@ -9,7 +9,11 @@
  *     someone else are ignored with a notice, as PHP-FPM does;
  *   - `cwd` is a directory the worker can enter;
  *   - the command resolves as spawn resolves it (PATH of the worker's environment) and
- *     the worker may execute it; files named in its arguments are readable by the worker;
+ *     the worker may execute it; its inputs named in the arguments (a script or config
+ *     file by extension, an interpreter's script) exist, and files named there are
+ *     readable by the worker;
+ *   - a pool whose user or cwd is wrong is still checked for the rest, so one run of
+ *     `check` names every problem (with the schema's: cli/check.ts);
  *   - Unix listener sockets' directories exist and are writable; the directories fcgi-pm
  *     creates (runtime_dir, a configured control socket's, log files') can be created;
  *   - document_root is a directory; a spawned pool's `script` is a file its workers can read;
@@ -49,9 +53,10 @@ export interface PreflightResult {
 
 const QUICK_SOURCE = '<command line>';
 
-export function preflight(cfg: Config, opts: PreflightOptions = {}): PreflightResult {
+/** `into`: a list that already holds the file's schema problems (check), so all come out in file order. */
+export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Problems): PreflightResult {
   const label = cfg.origin?.label ?? cfg.source;
-  const problems = new Problems(label, cfg.origin?.locate);
+  const problems = into ?? new Problems(label, cfg.origin?.locate);
   const notices = new Problems(label, cfg.origin?.locate);
   const self = opts.self ?? currentIds();
   const daemon = credentialsOfSelf(self);
@@ -62,7 +67,8 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}): PreflightRe
   }
 
   cfg.listen.forEach((l, i) => {
-    if (l.address.kind === 'unix') {
+    // `?.`: on a config with schema problems (validateConfig's `valid`) an invalid address is undefined.
+    if (l.address?.kind === 'unix') {
       const why = dirProblem(nodePath.dirname(l.address.path), cfg.runtimeDir, daemon);
       if (why !== undefined) problems.add(['listen', i, 'address'], `cannot create ${l.address.text}: ${why}`);
     }
@@ -171,6 +177,10 @@ function checkPool(pool: PoolConfig, path: KeyPath, self: Self, allowRoot: boole
   const who = resolveIdentity(pool.user, pool.group, self);
   if (!who.ok) {
     problems.add([...path, who.key], who.message);
+    // The rest is still checked, as fcgi-pm itself: one run reports every problem.
+    const asSelf = credentialsOfSelf(self);
+    checkPoolFiles(pool, path, asSelf, self, problems);
+    checkScript(pool, path, asSelf, self, problems);
     return false;
   }
   if (who.ignored) {
@@ -207,32 +217,70 @@ function rootAdvice(quick: boolean): string {
 
 function checkPoolFiles(pool: PoolConfig, path: KeyPath, runsAs: Credentials, self: Self, problems: Problems): void {
   const other = runsAs.uid !== self.uid;
+  let cwdOk = true;
   if (pool.cwd !== undefined) {
     const missing = notDirectory(pool.cwd);
     const closed = missing === undefined && other ? accessAs(pool.cwd, runsAs, 'enter') : undefined;
     if (missing !== undefined || closed !== undefined) {
       problems.add([...path, 'cwd'], missing ?? `the workers' user (uid ${runsAs.uid}) ${closed}`);
-      return;
+      cwdOk = false;
     }
   }
   const argv = pool.command!;
-  const cmd = resolveCommand(argv[0]!, workerEnv(pool), pool.cwd);
-  if (!cmd.ok) {
-    problems.add([...path, 'command'], cmd.message);
-    return;
+  // A relative command or argument names a file under cwd: with a bad cwd that is said already.
+  const underCwd = (p: string): boolean => !nodePath.isAbsolute(p) && p.includes('/');
+  if (cwdOk || !underCwd(argv[0]!)) {
+    const cmd = resolveCommand(argv[0]!, workerEnv(pool), pool.cwd);
+    if (!cmd.ok) problems.add([...path, 'command'], cmd.message);
+    else if (other) {
+      const exec = accessAs(cmd.file, runsAs, 'execute');
+      if (exec !== undefined) problems.add([...path, 'command'], `${cmd.file}: the workers' user (uid ${runsAs.uid}) ${exec}`);
+    }
   }
-  if (!other) return; // resolveCommand checked with our own permissions
-  const exec = accessAs(cmd.file, runsAs, 'execute');
-  if (exec !== undefined) problems.add([...path, 'command'], `${cmd.file}: the workers' user (uid ${runsAs.uid}) ${exec}`);
-  // A script or config file the program is given must be readable by the worker too.
+  // A script or config file the program is given must exist, and be readable by the worker.
   const base = pool.cwd ?? process.cwd();
   argv.slice(1).forEach((arg, i) => {
-    if (arg.startsWith('-') || arg.includes('{')) return;
+    if (!mayNameFile(arg) || (!cwdOk && underCwd(arg))) return;
     const file = nodePath.resolve(base, arg);
-    if (!isFile(file)) return;
+    const missing = pathProblem(file);
+    if (missing !== undefined) {
+      // Only what surely names an input: a script or config file, or an interpreter's script.
+      if (!FILE_ARG.test(arg) && !(i === 0 && INTERPRETER.test(nodePath.basename(argv[0]!)))) return;
+      const from = nodePath.isAbsolute(arg) ? '' : ` (relative to ${pool.cwd !== undefined ? 'cwd' : "fcgi-pm's working directory"} ${base})`;
+      problems.add([...path, 'command', i + 1], `${arg}${from}: ${missing}`);
+      return;
+    }
+    if (!other || !isFile(file)) return;
     const read = accessAs(file, runsAs, 'read');
     if (read !== undefined) problems.add([...path, 'command', i + 1], `the workers' user (uid ${runsAs.uid}) ${read}; make ${arg} readable to it, or pick another user`);
   });
+}
+
+/** Script and config-file extensions: an argument ending so is an input that must exist. */
+const FILE_ARG = /\.(php|phar|py|pyz|pl|rb|js|mjs|cjs|lua|sh|ini|conf|cfg|ya?ml|json|toml)$/i;
+
+/** Programs whose first argument is the script they run (python3 ../bin/fcgi-pm-wsgi). */
+const INTERPRETER = /^(python|php|perl|ruby|node|nodejs|bash|sh|dash|lua)[\d.]*$/;
+
+/**
+ * An argument that may name a file: a path ("../bin/fcgi-pm-wsgi", "/etc/php.ini") or a
+ * script name ("app.py"). Not an option, a "key=value" (php -d), a URL, a placeholder
+ * ({socket}) or a module or address ("mysite.wsgi:application", "127.0.0.1:9000").
+ */
+function mayNameFile(arg: string): boolean {
+  if (arg.startsWith('-') || arg.includes('{') || arg.includes('=') || arg.includes(':')) return false;
+  return arg.includes('/') || FILE_ARG.test(arg);
+}
+
+/** Why `p` cannot be opened (missing, or a parent not a directory), or undefined. */
+function pathProblem(p: string): string | undefined {
+  try {
+    statSync(p);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? 'no such file (ENOENT)' : code === 'EACCES' ? 'permission denied (EACCES)' : code ?? String(err);
+  }
 }
 
 function isFile(p: string): boolean {

@@ -1,15 +1,20 @@
 /**
  * Ties a Daemon to the process: signals, uncaught errors, exit.
  *
- *   SIGTERM, SIGINT   graceful stop (up to shutdown_timeout), then exit 0
+ *   SIGTERM, SIGINT,  graceful stop (up to shutdown_timeout), then exit 0; QUIT is
+ *   SIGQUIT           PHP-FPM's and nginx's graceful stop, so it is one here too
  *   second SIGINT     immediate stop (running requests are cut), then exit 0
- *   second SIGTERM    ignored: the graceful stop is already under way
+ *   second TERM/QUIT  ignored: the graceful stop is already under way
  *   SIGHUP            reload: re-read the config file and apply it (src/daemon/reload.ts);
  *                     an invalid file is logged and the running config stays
  *   SIGUSR1           reopen log files (logrotate); the handler also keeps Node's
  *                     default (starting the inspector) from happening
+ *   SIGUSR2           upgrade in place (src/daemon/upgrade.ts): a new daemon from the files
+ *                     on disk takes the sockets, then this one stops gracefully; if the
+ *                     new one fails, this one serves on (never Node's default: exit)
  *   fcgi-pm stop      (control socket) graceful stop like SIGTERM, optionally with its
  *                     own timeout, then exit 0
+ *   fcgi-pm upgrade   (control socket) like SIGUSR2
  *   uncaught error    logged; the daemon keeps serving what still works
  */
 import { formatDuration } from '../config/units.js';
@@ -65,7 +70,19 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
     // Failures are logged (with every config problem) by the reload itself.
     daemon.reloadFromSource().catch(() => undefined);
   };
-  const onUsr1 = (): void => daemon.ops.reopenLogs();
+  const onUsr1 = (): void => void daemon.ops.reopenLogs();
+  const onUsr2 = (): void => {
+    if (signals > 0) return; // stopping
+    logger.info({ kind: 'upgrade', signal: 'SIGUSR2' }, 'SIGUSR2: upgrading in place');
+    // Failures are logged by the upgrade; this daemon serves on.
+    daemon.upgrade().catch(() => undefined);
+  };
+  daemon.onHandedOver = (pid) => {
+    if (signals > 0) return;
+    signals++;
+    logger.info({ kind: 'shutdown', via: 'upgrade', new_pid: pid, timeout_ms: daemon.config.shutdownTimeout }, `handed over to pid ${pid}: stopping gracefully, running requests have up to ${formatDuration(daemon.config.shutdownTimeout)}`);
+    stopThenExit(false);
+  };
   daemon.onStopRequest = (timeoutMs) => {
     if (signals > 0) return;
     signals++;
@@ -83,17 +100,22 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
 
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('SIGQUIT', onSignal);
   process.on('SIGHUP', onHup);
   process.on('SIGUSR1', onUsr1);
+  process.on('SIGUSR2', onUsr2);
   process.on('uncaughtException', onUncaught);
   process.on('unhandledRejection', onRejection);
   process.on('exit', onExit);
   return () => {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+    process.off('SIGQUIT', onSignal);
     process.off('SIGHUP', onHup);
     process.off('SIGUSR1', onUsr1);
+    process.off('SIGUSR2', onUsr2);
     daemon.onStopRequest = undefined;
+    daemon.onHandedOver = undefined;
     process.off('uncaughtException', onUncaught);
     process.off('unhandledRejection', onRejection);
     process.off('exit', onExit);

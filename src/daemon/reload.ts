@@ -7,7 +7,9 @@
  *     kept ones which take their new settings in place (pool, name, status paths,
  *     status_allow: read per request; allowed_clients: read per connection) and which
  *     must be reopened (anything else).
- *  2. start new and changed pools (static pools wait for their workers);
+ *  2. start new and changed pools (static pools wait for their workers); a changed pool's
+ *     new generation first starts as many workers as the old one has ready, a few at a
+ *     time (uWSGI's chain reload), so the swap never leaves the pool narrower than it was;
  *  3. bind added listeners. A failure in 2 or 3 undoes them: the old config keeps running.
  *  4. commit, synchronously: the pool registry (which listeners read per request) points to
  *     the new pools; kept listeners get their new settings; so no request sees a gap.
@@ -24,7 +26,8 @@ import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { Logger } from '../log/log.js';
 import type { PoolRegistry } from './pool-registry.js';
-import type { Pool } from '../pool/types.js';
+import { availableParallelism } from 'node:os';
+import type { Pool, WarmStart } from '../pool/types.js';
 import { ErrorCodes } from '../errors.js';
 
 export interface ReloadReport {
@@ -135,6 +138,15 @@ export interface ReloadTarget {
   restart?: ReadonlySet<string> | undefined;
 }
 
+/** What the generation a pool replaces has ready (idle or busy seats); undefined for a new pool. */
+export function warmStart(old: Pool | undefined): WarmStart | undefined {
+  if (old === undefined) return undefined;
+  let seats = 0;
+  for (const w of old.snapshot().workers) if (w.state === 'idle' || w.state === 'busy') seats += w.slots ?? 1;
+  // A step per core: the replacements' start-up shares the cores with the requests the old ones serve.
+  return seats === 0 ? undefined : { seats, step: Math.max(1, Math.floor(availableParallelism() / 2)) };
+}
+
 function name(l: Listener | ListenerConfig): string {
   const cfg = 'config' in l ? l.config : l;
   return `${cfg.protocol} ${cfg.address.text}`;
@@ -157,7 +169,7 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
       const pool = t.makePool(p);
       fresh.set(p.name, pool);
     }
-    await Promise.all([...fresh.values()].map((p) => p.start()));
+    await Promise.all([...fresh.values()].map((p) => p.start(warmStart(t.pools.get(p.name)))));
   } catch (err) {
     await undoPools();
     throw err;

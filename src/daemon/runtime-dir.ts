@@ -1,18 +1,93 @@
 /**
- * The daemon's private directory for worker sockets. php-cgi -b binds its socket with
- * mode 0777, so the directory itself must keep others out: it is always a fresh
- * mkdtemp (mode 0700) made by this process and removed on exit. A configured
- * runtime_dir is only its parent, which may hold listener sockets nginx must reach,
- * so its own mode is left alone.
+ * The daemon's private directory for worker sockets and request-body temp files.
+ * php-cgi -b binds its socket with mode 0777, so the directory itself must keep others
+ * out: it is always a fresh mkdtemp (mode 0700), `fcgi-pm.<pid>.XXXXXX`, made by this
+ * process and removed on exit, inside a base directory of the config's own:
+ *
+ *   runtime_dir                       when configured (its mode is left alone: it may hold
+ *                                     listener sockets nginx must reach)
+ *   /run/fcgi-pm/<name>-<hash>/       as root (<name>-<hash> as the default control socket's)
+ *   $XDG_RUNTIME_DIR/fcgi-pm/<name>-<hash>/, else <tmpdir>/fcgi-pm-<uid>/<name>-<hash>/
+ *
+ * Two daemons of one config share the base during an upgrade in place. A daemon killed
+ * with SIGKILL (or a crash) cannot remove its directory, so at start the daemon sweeps the
+ * base: a `fcgi-pm.<pid>.` directory whose pid no longer runs is a dead predecessor's.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import * as os from 'node:os';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import * as nodePath from 'node:path';
+import { controlSocketName, defaultControlDir } from '../config/control-path.js';
 
-export function makeRuntimeDir(parent: string | undefined): string {
-  if (parent === undefined) return mkdtempSync(nodePath.join(os.tmpdir(), 'fcgi-pm-'));
-  mkdirSync(parent, { recursive: true, mode: 0o755 });
-  return mkdtempSync(nodePath.join(parent, `fcgi-pm.${process.pid}.`));
+const PRIVATE = /^fcgi-pm\.(\d+)\.[A-Za-z0-9]{6}$/;
+
+export interface RuntimeSetting {
+  runtimeDir?: string | undefined;
+  /** Config.source: the config file's absolute path, or a label for the quick form. */
+  source: string;
+}
+
+/** The base directory the private directory goes in. */
+export function runtimeBase(cfg: RuntimeSetting, env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? -1): string {
+  if (cfg.runtimeDir !== undefined) return cfg.runtimeDir;
+  const name = nodePath.isAbsolute(cfg.source) ? controlSocketName(cfg.source).replace(/\.sock$/, '') : 'quick';
+  return nodePath.join(defaultControlDir(env, uid), name);
+}
+
+export interface MadeRuntimeDir {
+  dir: string;
+  /** Directories of dead predecessors removed on the way. */
+  swept: string[];
+}
+
+export function makeRuntimeDir(cfg: RuntimeSetting, alive: (pid: number) => boolean = pidAlive): MadeRuntimeDir {
+  const base = runtimeBase(cfg);
+  if (cfg.runtimeDir !== undefined) mkdirSync(base, { recursive: true, mode: 0o755 });
+  else {
+    // Its parent may be a shared tmpdir: the base is private and must be ours.
+    mkdirSync(base, { recursive: true, mode: 0o700 });
+    const st = lstatSync(base);
+    const uid = process.getuid?.();
+    if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) throw new Error(`${base} is not a directory of ours (uid ${st.uid}); set runtime_dir`);
+  }
+  const swept = sweepDead(base, alive);
+  return { dir: mkdtempSync(nodePath.join(base, `fcgi-pm.${process.pid}.`)), swept };
+}
+
+/** Removes the private directories in `base` whose daemon no longer runs. */
+export function sweepDead(base: string, alive: (pid: number) => boolean = pidAlive): string[] {
+  const swept: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(base);
+  } catch {
+    return swept;
+  }
+  const uid = process.getuid?.();
+  for (const name of names) {
+    const m = PRIVATE.exec(name);
+    if (m === null) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid || alive(pid)) continue;
+    const path = nodePath.join(base, name);
+    try {
+      const st = lstatSync(path);
+      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
+      rmSync(path, { recursive: true, force: true });
+      swept.push(path);
+    } catch {
+      // raced with another sweeper
+    }
+  }
+  return swept;
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it runs, as someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Synchronous so it can run from a process 'exit' handler too. */

@@ -25,7 +25,7 @@ import type { DashboardConfig, ListenerConfig } from '../config/types.js';
 import type { StatusSnapshot } from '../control/types.js';
 import { ErrorCodes } from '../errors.js';
 import { ClientGate } from '../frontend/client-gate.js';
-import { listenOn } from '../frontend/listen.js';
+import { listeningFd, listenOn, releaseUnixPath } from '../frontend/listen.js';
 import { EpisodeLimiter } from '../log/episode-limiter.js';
 import type { Logger } from '../log/log.js';
 import type { WarningRing } from '../log/warning-ring.js';
@@ -94,6 +94,11 @@ export class DashboardServer {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
+  }
+
+  /** The listening socket's fd (handed on by an upgrade in place). */
+  get fd(): number | undefined {
+    return listeningFd(this.server);
   }
 
   async listen(): Promise<string> {
@@ -209,6 +214,7 @@ export class DashboardServer {
     for (const r of this.streams) r.end();
     return new Promise((resolve) => {
       this.server.close(() => resolve());
+      releaseUnixPath(this.server);
       for (const s of this.sockets) s.destroy();
     });
   }

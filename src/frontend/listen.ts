@@ -6,9 +6,16 @@
  * crashed predecessor, but never a live socket (someone answers there) and never a file
  * that is not a socket: deleting an operator's regular file by a config typo is worse
  * than refusing to start.
+ *
+ * A Unix socket is bound under a temporary name in its directory and renamed into place.
+ * libuv removes the path it bound when the server closes; bound so, that is the temporary
+ * name, and the real path is ours to remove (unixPathRelease): not at all when the socket
+ * was handed to a successor (an upgrade in place: src/daemon/upgrade.ts), whose socket it
+ * then is. The rename also replaces a stale file atomically.
  */
 import { connect, type Server } from 'node:net';
-import { chmodSync, chownSync, lstatSync, readFileSync, unlinkSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, lstatSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
+import * as nodePath from 'node:path';
 import { ErrorCodes } from '../errors.js';
 import type { SocketAddress } from '../protocol/address.js';
 
@@ -41,12 +48,68 @@ export function defaultBacklog(): number {
   return 511;
 }
 
-/** Listening fds handed over by systemd (socket activation, src/daemon/socket-activation.ts), by address text. */
+/**
+ * Listening fds handed over by systemd (socket activation) or by the daemon we replace
+ * (upgrade in place), by address text: src/daemon/socket-activation.ts, upgrade.ts.
+ */
 const adopted = new Map<string, number>();
 
-/** The next listenOn for `address` takes over `fd` (already bound and listening) instead of binding. */
-export function adoptListeningFd(address: SocketAddress, fd: number): void {
-  adopted.set(address.text, fd);
+/** The next listenOn for the address with this text takes over `fd` (already bound and listening) instead of binding. */
+export function adoptListeningFd(addressText: string, fd: number): void {
+  adopted.set(addressText, fd);
+}
+
+/** Whether a listenOn for this address text would take over an inherited fd. */
+export function hasAdoptedFd(addressText: string): boolean {
+  return adopted.has(addressText);
+}
+
+/** Closes the inherited fds no listener took (an address the config no longer has); returns their address texts. */
+export function closeUnusedAdopted(): string[] {
+  const left = [...adopted];
+  adopted.clear();
+  for (const [, fd] of left) {
+    try {
+      closeSync(fd);
+    } catch {
+      // already closed
+    }
+  }
+  return left.map(([text]) => text);
+}
+
+/** Unix socket paths this process created, by server: removed when that server closes, unless handed on. */
+const boundPaths = new WeakMap<Server, { path: string; ino: number }>();
+let handingOn = false;
+
+/** From now on, closing a server leaves its Unix socket file for the daemon the sockets were handed to. */
+export function keepUnixPaths(): void {
+  handingOn = true;
+}
+
+/**
+ * Call when closing `server`: removes the Unix socket file it created, if that file is
+ * still the socket it bound (a successor's socket at the same path is left alone).
+ */
+export function releaseUnixPath(server: Server): void {
+  const b = boundPaths.get(server);
+  if (b === undefined) return;
+  boundPaths.delete(server);
+  if (handingOn) return;
+  try {
+    if (lstatSync(b.path).ino === b.ino) unlinkSync(b.path);
+  } catch {
+    // gone already
+  }
+}
+
+/**
+ * The listening socket's file descriptor, to hand to a successor (upgrade in place). Node
+ * has no public accessor; the handle's fd is what cluster and child_process use.
+ */
+export function listeningFd(server: Server): number | undefined {
+  const fd = (server as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
 }
 
 /** Binds `server` (net.Server or http.Server) and resolves with the bound address as text. */
@@ -56,7 +119,7 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
   if (fd !== undefined) {
     adopted.delete(address.text);
     // Mode and stale-socket handling were systemd's (SocketMode=); the socket is live.
-    await bind(server, `${address.text} (fd ${fd} from systemd)`, () => server.listen({ fd }));
+    await bind(server, `${address.text} (inherited fd ${fd})`, () => server.listen({ fd }));
     return address.kind === 'tcp' ? tcpText(server, address) : address.text;
   }
   if (address.kind === 'tcp') {
@@ -65,7 +128,17 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
   }
   const path = address.path;
   await clearStaleSocket(path);
-  await bind(server, address.text, () => listenUnixRestricted(server, path, backlog));
+  const temp = tempName(path);
+  if (temp !== path) removeSocketFile(temp);
+  await bind(server, address.text, () => listenUnixRestricted(server, temp, backlog));
+  if (temp !== path) {
+    applyOrClose(server, address, 'cannot move the socket into place', () => renameSync(temp, path));
+  }
+  try {
+    boundPaths.set(server, { path, ino: lstatSync(path).ino });
+  } catch {
+    // removed under us: nothing to release later
+  }
   // The socket is 0600 to us until here. Giving it away goes through mode 0 (nobody but
   // root) so no one connects in between whom the final owner, group and mode do not admit.
   const owner = opts.owner ?? -1;
@@ -80,6 +153,21 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
   }
   if (mode !== undefined) applyOrClose(server, address, `cannot set mode ${mode.toString(8)}`, () => chmodSync(path, mode));
   return address.text;
+}
+
+/** A leftover of a crashed process with our pid; only ever a socket. */
+function removeSocketFile(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) unlinkSync(path);
+  } catch {
+    // none
+  }
+}
+
+/** A sibling name for binding; the path itself when the sibling would not fit sockaddr_un (107 bytes). */
+function tempName(path: string): string {
+  const t = nodePath.join(nodePath.dirname(path), `.${nodePath.basename(path)}.${process.pid}.tmp`);
+  return Buffer.byteLength(t) <= 107 ? t : path;
 }
 
 function applyOrClose(server: Server, address: SocketAddress, what: string, fn: () => void): void {

@@ -9,6 +9,7 @@ import { ClientGate } from './client-gate.js';
 import type { Listener } from './index.js';
 import { ErrorCodes } from '../errors.js';
 import { DenseSet } from '../util/dense-set.js';
+import { listeningFd, releaseUnixPath } from './listen.js';
 
 /** One front-end connection as the listener sees it. */
 export interface Session {
@@ -42,6 +43,11 @@ export class SessionListener implements Listener {
     this.gate = new ClientGate(config, () => this.log);
   }
 
+  /** The listening socket's fd while it listens (for an upgrade in place). */
+  get fd(): number | undefined {
+    return this.closing ? undefined : listeningFd(this.server);
+  }
+
   get connections(): number {
     return this.sessions.size;
   }
@@ -69,6 +75,7 @@ export class SessionListener implements Listener {
     if (!this.closing) {
       this.closing = true;
       this.server.close();
+      releaseUnixPath(this.server);
       this.log.info({ connections: this.sessions.size }, 'listener closing');
     }
     if (this.sessions.size === 0) return Promise.resolve();

@@ -12,7 +12,7 @@ import type { Exchange } from '../protocol/exchange.js';
 import type { Clock } from '../util/clock.js';
 import { RequestQueue } from './queue.js';
 import { PoolStats } from './stats.js';
-import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules } from './types.js';
+import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules, WarmStart } from './types.js';
 
 export type PoolState = 'running' | 'stopping' | 'stopped';
 
@@ -57,7 +57,7 @@ export abstract class PoolBase implements Pool {
     this.queue = new RequestQueue(clock, Math.max(0, cfg.queueLimit), Math.max(0, cfg.queueTimeout), {
       timeout: (ex, waited) => this.onQueueTimeout(ex, waited),
       aborted: (ex) => this.onQueuedAbort(ex),
-    });
+    }, Math.max(0, cfg.queueMaxWait ?? 0));
   }
 
   /** Starts the request on a free backend or worker now; false when none is free. */
@@ -82,7 +82,7 @@ export abstract class PoolBase implements Pool {
   protected growable(): number {
     return 0;
   }
-  abstract start(): Promise<void>;
+  abstract start(warm?: WarmStart): Promise<void>;
 
   dispatch(ex: Exchange): void {
     this.stats.accepted++;
@@ -100,7 +100,16 @@ export abstract class PoolBase implements Pool {
     }
     if (this.queue.length === 0 && this.startNow(ex)) return;
     if (!this.queue.push(ex, this.starting() + this.growable())) {
-      this.reject(ex, 'queueFull', this.prebuilt(ErrorCodes.QUEUE_FULL, this.queue.limit, () => `pool ${this.name}: queue full (${this.queue.limit} waiting)`));
+      const limit = this.queue.effectiveLimit;
+      this.reject(
+        ex,
+        'queueFull',
+        this.prebuilt(ErrorCodes.QUEUE_FULL, limit, () =>
+          limit < this.queue.limit
+            ? `pool ${this.name}: queue full (${limit} waiting: what ${this.targetNoun()}s serve within queue_max_wait ${this.cfg.queueMaxWait} ms)`
+            : `pool ${this.name}: queue full (${limit} waiting)`,
+        ),
+      );
       return;
     }
     this.onQueued();
@@ -219,7 +228,7 @@ export abstract class PoolBase implements Pool {
   private logReject(cause: RejectCause, code: ErrorCode, message: string, extra?: Record<string, unknown>): void {
     if (!this.rejectEpisodes.hit(code)) return;
     this.log.warn(
-      { code, queued: this.queue.length, queueLimit: this.queue.limit, active: this.stats.active, rejected: this.stats.rejected[cause], ...extra },
+      { code, queued: this.queue.length, queueLimit: this.queue.effectiveLimit, active: this.stats.active, rejected: this.stats.rejected[cause], ...extra },
       message,
     );
   }

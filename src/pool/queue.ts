@@ -1,6 +1,6 @@
 /**
  * The bounded FIFO of requests waiting for a backend or worker (queue_limit,
- * queue_timeout). One timer for the whole queue: entries share one timeout, so the
+ * queue_max_wait, queue_timeout). One timer for the whole queue: entries share one timeout, so the
  * head always expires first. A client that goes away while queued leaves the queue.
  */
 import type { Exchange } from '../protocol/exchange.js';
@@ -22,8 +22,21 @@ export interface QueueEvents {
   aborted(ex: Exchange): void;
 }
 
+/** Weight of a new service time in the pool's running mean (1/16: the mean follows a change within tens of requests). */
+const SERVICE_EWMA = 1 / 16;
+
 export class RequestQueue {
+  /** queue_limit: the most requests that ever wait. */
   readonly limit: number;
+  /**
+   * queue_max_wait, ms: a request waits only while the requests ahead of it can be served
+   * within it (0 = off). Judged at admission, so a request refused gets its 503 at once.
+   */
+  private readonly maxWaitMs: number;
+  /** Requests served at once (max_children × requests per worker); 0 = unknown, no wait-based limit. */
+  private seats = 0;
+  /** Running mean of the pool's service times, ms; 0 before the first. */
+  private serviceMs = 0;
   private readonly list: DeadlineList<Exchange>;
   private readonly events: QueueEvents;
   private readonly clock: Clock;
@@ -34,9 +47,10 @@ export class RequestQueue {
   private waitTotalMs = 0;
   private waitMaxMs = 0;
 
-  constructor(clock: Clock, limit: number, timeoutMs: number, events: QueueEvents) {
+  constructor(clock: Clock, limit: number, timeoutMs: number, events: QueueEvents, maxWaitMs = 0) {
     this.clock = clock;
     this.limit = limit;
+    this.maxWaitMs = maxWaitMs;
     this.events = events;
     this.list = new DeadlineList(clock, timeoutMs, (ex, node) => {
       ex.onAbort = undefined;
@@ -52,12 +66,41 @@ export class RequestQueue {
     return this.list.timeoutMs;
   }
 
+  /** How many requests the pool serves at once; with a service time, this bounds the queue by queue_max_wait. */
+  setSeats(n: number): void {
+    this.seats = n;
+  }
+
+  /** A request ran to its end in `ms` (from its start on a worker): the mean the wait is judged by. */
+  served(ms: number): void {
+    this.serviceMs = this.serviceMs === 0 ? ms : this.serviceMs + (ms - this.serviceMs) * SERVICE_EWMA;
+  }
+
   /**
-   * Appends; false (and nothing queued) when the queue is at queue_limit. `reserved`:
-   * requests at the head that a starting worker will take, not counted against the limit.
+   * The most requests that may wait now: queue_limit, or as many as the seats serve
+   * within queue_max_wait at the measured service time when that is fewer (at least 2
+   * per seat, so slow pages still queue a few). An overload then gets fast 503s while
+   * the requests that do wait are served in about queue_max_wait, instead of every
+   * request waiting up to queue_timeout.
+   */
+  get effectiveLimit(): number {
+    if (this.maxWaitMs <= 0 || this.seats <= 0 || this.serviceMs <= 0) return this.limit;
+    const byWait = Math.floor((this.maxWaitMs * this.seats) / this.serviceMs);
+    return Math.min(this.limit, Math.max(2 * this.seats, byWait));
+  }
+
+  /** Mean service time the limit is judged by, ms (0 before the first request ended). */
+  get meanServiceMs(): number {
+    return this.serviceMs;
+  }
+
+  /**
+   * Appends; false (and nothing queued) when the queue is at its limit (effectiveLimit).
+   * `reserved`: requests at the head that a starting worker will take, not counted
+   * against the limit.
    */
   push(ex: Exchange, reserved = 0): boolean {
-    if (this.list.length >= this.limit + reserved) return false;
+    if (this.list.length >= this.effectiveLimit + reserved) return false;
     this.link(ex, false);
     return true;
   }

@@ -17,6 +17,7 @@
  */
 import { ErrorCodes, ProxyError } from '../errors.js';
 import type { Exchange } from '../protocol/exchange.js';
+import { mayRetryElsewhere } from '../upstream/retry.js';
 import type { UpstreamOutcome } from '../upstream/types.js';
 import type { WorkerExit } from '../worker/types.js';
 import type { Clock } from '../util/clock.js';
@@ -99,13 +100,12 @@ export class WorkerFailures {
    */
   lost(seat: Seat, ex: Exchange, o: FailedOutcome, exit: WorkerExit): ProxyError | undefined {
     // A worker that exits cleanly by itself (php-cgi after PHP_FCGI_MAX_REQUESTS) does so
-    // between requests: a request that got no response byte was never read by the
-    // application, even if it sat in the socket's backlog when the process went.
-    // A crash is different: the endpoint's "retryable" may follow its replay of a request
-    // that the application did run (and crashed on) on the kept-alive connection, so the
-    // request is not given to another worker: a crashing page must not run twice.
+    // between requests: retry.ts takes that as proof (cleanExit). A crash is different:
+    // the endpoint's "retryable" may follow its replay of a request that the application
+    // did run (and crashed on) on the kept-alive connection, so the request is not given
+    // to another worker: a crashing page must not run twice.
     const cleanSelfExit = exit.code === 0 && exit.signal === null && exit.reason === undefined;
-    if (cleanSelfExit && (o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED) && ex.rewind()) {
+    if (cleanSelfExit && o.facts !== undefined && mayRetryElsewhere({ ...o.facts, cleanExit: true }).retry && ex.rewind()) {
       // It never reached the application: another worker takes it, first in line.
       seat.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
       return undefined;
@@ -145,6 +145,8 @@ export class WorkerFailures {
         error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'worker exited'),
         retryable: false,
         backendDown: true,
+        // The endpoint saw no response byte by now: only a clean exit makes it safe elsewhere.
+        facts: { failure: 'closed', headSent: true, responseBytes: false, reused: false, reset: false, idempotent: false },
       });
     }
   }

@@ -27,7 +27,7 @@ import { RequestTimer } from './request-timer.js';
 import { scriptOf, workerSnapshot, type Seat, type Slot } from './slot.js';
 import { WorkerFailures } from './spawned-failures.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from './supervisor.js';
-import type { PoolActionReport, PoolSnapshot } from './types.js';
+import type { PoolActionReport, PoolSnapshot, WarmStart } from './types.js';
 
 export { EXIT_GRACE_MS } from './spawned-failures.js';
 
@@ -67,6 +67,7 @@ export class SpawnedPool extends PoolBase {
     };
     this.supervisor = new Supervisor(cfg, deps, hooks, this.stats, this.outcome);
     const k = this.supervisor.slotsPerWorker;
+    this.queue.setSeats(cfg.maxChildren * k);
     this.upstreamOpts = {
       protocol: cfg.backend,
       connectTimeout: cfg.connectTimeout,
@@ -92,11 +93,11 @@ export class SpawnedPool extends PoolBase {
     );
   }
 
-  async start(): Promise<void> {
+  async start(warm?: WarmStart): Promise<void> {
     // preload: the parent imports the application now, so the first worker is a fork.
     // A parent that cannot start is reported by the first worker that needs it.
     if (this.deps.forkServer !== undefined) await this.deps.forkServer.renew();
-    await this.supervisor.start();
+    await this.supervisor.start(warm);
   }
 
   drain(): Promise<PoolActionReport> {
@@ -240,6 +241,7 @@ export class SpawnedPool extends PoolBase {
 
   private endRequest(seat: Seat, ex: Exchange, o: UpstreamOutcome): void {
     const slot = seat.slot;
+    if (o.kind === 'done') this.queue.served(this.clock.now() - seat.busySince);
     this.detach(seat);
     if (o.kind === 'done') this.stats.completed++;
     else if (o.kind === 'aborted') this.stats.aborted++;

@@ -34,7 +34,7 @@ import { exitText, Slot, type Seat } from './slot.js';
 import { EXIT_GRACE_MS } from './spawned-failures.js';
 import type { PoolStats } from './stats.js';
 import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
-import type { PoolActionReport as ActionReport, PoolSnapshot } from './types.js';
+import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from './types.js';
 
 export interface SupervisorDeps {
   logger: Logger;
@@ -111,6 +111,10 @@ export class Supervisor {
   /** How long after going idle a worker may first be due to stop (Infinity: never). */
   private readonly firstIdleDue: number;
   private allExited: (() => void) | undefined;
+  /** start() is bringing up workers that take no request yet: none of them is idle for the policy. */
+  private warming = false;
+  /** When start() finished: idle time counts from then at the earliest. */
+  private inServiceAt = 0;
   readonly mem: PoolMemory | undefined;
   /** deps.spec, with the memory part's hook that places each worker (cgroup, oom_score_adj) right after spawn. */
   private readonly spec: WorkerSpec;
@@ -158,22 +162,40 @@ export class Supervisor {
     }
   }
 
-  /** Starts the mode's initial workers; resolves when each is ready or gone. */
-  async start(): Promise<void> {
-    const wanted = Math.ceil(initialWorkers(this.scaling) / this.slotsPerWorker);
+  /**
+   * Starts the mode's initial workers, or `seats` when more (a reload's new generation
+   * takes over the width the old one had ready); resolves when each is ready or gone.
+   * Beyond the initial ones they start in steps of `step` workers, each step once the
+   * last is ready, so a pool that is replaced under load does not exec them all at once
+   * on the cores that serve its requests.
+   */
+  async start(opts: Partial<WarmStart> = {}): Promise<void> {
+    const initial = Math.ceil(initialWorkers(this.scaling) / this.slotsPerWorker);
+    const wanted = Math.max(initial, Math.ceil(Math.min(opts.seats ?? 0, this.scaling.maxChildren) / this.slotsPerWorker));
     const n = this.mem ? this.mem.admit(wanted, 0) : wanted;
     const group = this.slotsPerWorker > 1 ? ` (groups of ${this.slotsPerWorker})` : '';
     this.log.info(
       { pm: this.cfg.pm, command: this.cfg.command, maxChildren: this.scaling.maxChildren, starting: n, slotsPerWorker: this.slotsPerWorker },
       `pool ${this.name} (${this.cfg.pm}) starting ${n} worker(s)${group}${n < wanted ? ` of ${wanted} (memory)` : ''}`,
     );
-    if (n === 0) return;
-    const waits: Array<Promise<void>> = [];
-    for (let i = 0; i < n; i++) {
-      const slot = this.spawn();
-      waits.push(new Promise<void>((resolve) => (slot.settle = resolve)));
+    const step = Math.max(1, opts.step ?? n);
+    this.warming = true;
+    try {
+      for (let started = 0; started < n && !this.shuttingDown; ) {
+        const now = started < initial ? Math.min(n, initial) - started : Math.min(step, n - started);
+        const waits: Array<Promise<void>> = [];
+        for (let i = 0; i < now; i++) {
+          const slot = this.spawn();
+          waits.push(new Promise<void>((resolve) => (slot.settle = resolve)));
+        }
+        started += now;
+        await Promise.all(waits);
+      }
+    } finally {
+      this.warming = false;
+      this.inServiceAt = this.clock.now();
+      if (this.firstIdleDue !== Infinity) this.idleTimer.armAt(this.inServiceAt + this.firstIdleDue);
     }
-    await Promise.all(waits);
   }
 
   get failing(): boolean {
@@ -498,13 +520,13 @@ export class Supervisor {
   }
 
   private onIdleTimer(): void {
-    if (this.shuttingDown) return;
+    if (this.shuttingDown || this.warming) return; // start() arms it again when done
     const now = this.clock.now();
     const k = this.slotsPerWorker;
     const idle = this.hooks.idleWorkers();
     // The policy counts seats: each idle worker is k idle seats, all idle since its last.
     const since: number[] = [];
-    for (const s of idle) for (let i = 0; i < k; i++) since.push(s.idleSince);
+    for (const s of idle) for (let i = 0; i < k; i++) since.push(Math.max(s.idleSince, this.inServiceAt));
     const plan = planIdleStops(this.scaling, since, now);
     const stop = Math.floor(plan.stop / k);
     if (stop > 0) {

@@ -93,6 +93,13 @@ export interface AuthorizerRules {
   readonly cacheKey: readonly string[];
 }
 
+/** A reload's new generation: as many seats ready as the one it replaces had, before it takes a request. */
+export interface WarmStart {
+  seats: number;
+  /** Workers started at once; the next step waits for them to be ready. */
+  step: number;
+}
+
 export interface Pool {
   readonly name: string;
   /** undefined: the pool runs whatever it is asked (no limit_extensions, no script_roots). */
@@ -103,8 +110,11 @@ export interface Pool {
   readonly script?: string | undefined;
   /** Takes ownership of the exchange: it will be answered (response or error) exactly once. */
   dispatch(ex: Exchange): void;
-  /** Spawns the workers static/dynamic modes start with; resolves when they are ready or failed. */
-  start(): Promise<void>;
+  /**
+   * Spawns the workers static/dynamic modes start with, or `warm.seats` when more (in
+   * steps of `warm.step` workers); resolves when they are ready or failed.
+   */
+  start(warm?: WarmStart): Promise<void>;
   /**
    * Stops taking requests (new ones get 503 SHUTTING_DOWN), lets queued and running ones
    * finish for up to timeoutMs, then stops every worker (SIGTERM → kill_timeout → SIGKILL).

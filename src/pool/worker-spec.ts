@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { ConfigError, ErrorCodes } from '../errors.js';
-import { runsPhpCgi } from '../config/schema.js';
+import { runsPhpCgi, wsgiAdapterIndex } from '../config/schema.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Logger } from '../log/log.js';
 import { resolveIdentity } from '../worker/identity.js';
@@ -36,7 +36,7 @@ export function buildWorkerSpec(cfg: PoolConfig, runtimeDir: string, parentEnv: 
   if (!who.ok) throw new ConfigError([`pools.${cfg.name}.${who.key}: ${who.message}`]);
   return {
     pool: cfg.name,
-    command: cfg.command ?? [],
+    command: withPreloadFlag(cfg),
     socket: cfg.socket,
     env,
     cwd: cfg.cwd,
@@ -46,6 +46,14 @@ export function buildWorkerSpec(cfg: PoolConfig, runtimeDir: string, parentEnv: 
     spawnTimeout: cfg.spawnTimeout,
     killTimeout: cfg.killTimeout,
   };
+}
+
+/** preload: true runs fcgi-pm-wsgi as a fork server, which it is only with --preload: added when missing. */
+function withPreloadFlag(cfg: PoolConfig): string[] {
+  const cmd = cfg.command ?? [];
+  const at = wsgiAdapterIndex(cmd);
+  if (cfg.preload !== true || at < 0 || cmd.includes('--preload')) return [...cmd];
+  return [...cmd.slice(0, at + 1), '--preload', ...cmd.slice(at + 1)];
 }
 
 /**

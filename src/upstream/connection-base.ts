@@ -25,6 +25,7 @@ import { grantedHead, judgeAuthorizerAnswer } from '../protocol/authorizer.js';
 import { Role } from '../protocol/fastcgi.js';
 import { ErrorCodes, ProtocolError } from '../errors.js';
 import { ABORTED, ABORTED_BACKEND_BUSY, badAuthorizerAnswer, closedEarly, connectFailed, connectTimedOut, protocolFault, readTimedOut, unencodable, type FailedOutcome } from './failures.js';
+import { isIdempotent, type AttemptFacts } from './retry.js';
 import type { UpstreamOptions, UpstreamOutcome } from './types.js';
 
 export type ConnectionState = 'connecting' | 'busy' | 'idle' | 'closed';
@@ -150,6 +151,11 @@ export abstract class UpstreamConnection implements BodyConsumer {
       this.state = 'busy';
       this.beginRequest(ex);
     }
+  }
+
+  /** The running request's head reached the kernel: the backend may have it. */
+  get headSent(): boolean {
+    return this.headAccepted;
   }
 
   /** Closes the connection without reporting anything (idle ones, or after finish). */
@@ -372,19 +378,23 @@ export abstract class UpstreamConnection implements BodyConsumer {
       this.finishOrphan();
       return;
     }
-    const reset = (err as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
-    if (this.requests > 1 && !this.gotBytes && (!this.headAccepted || reset || idempotent(this.ex!))) {
-      // A kept-alive connection the backend had already given up on (php-cgi after
-      // PHP_FCGI_MAX_REQUESTS, an idle timeout): the endpoint replays on a fresh one.
-      // Only when the backend cannot have run it (the head never left us), or when
-      // running it twice is harmless, or when the reset says it closed with our request
-      // unread (php-cgi at PHP_FCGI_MAX_REQUESTS). A POST that php answered just before
-      // exiting, whose answer a failed write of ours then discarded, must not run again.
+    const facts: AttemptFacts = {
+      failure: 'closed',
+      headSent: this.headAccepted,
+      responseBytes: this.gotBytes,
+      reused: this.requests > 1,
+      reset: (err as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET',
+      idempotent: isIdempotent(this.ex!.params.get('REQUEST_METHOD')),
+    };
+    const outcome = closedEarly(this.address.text, err, this.headDone, facts);
+    if (outcome.retryable && facts.reused) {
+      // A kept-alive connection the backend had already given up on: the endpoint
+      // replays on a fresh one (retry.ts says when that is safe).
       this.close();
-      this.finish(closedEarly(this.address.text, err, false, false), false, true);
+      this.finish(outcome, false, true);
       return;
     }
-    this.fail(closedEarly(this.address.text, err, this.headDone, this.gotBytes));
+    this.fail(outcome);
   }
 
   private onWritable(): void {
@@ -425,10 +435,4 @@ export abstract class UpstreamConnection implements BodyConsumer {
     this.close();
     this.finish(busy ? ABORTED_BACKEND_BUSY : ABORTED, false, false);
   }
-}
-
-/** Methods a retry may repeat (as nginx's proxy_next_upstream without non_idempotent). */
-function idempotent(ex: Exchange): boolean {
-  const m = ex.params.get('REQUEST_METHOD');
-  return m === 'GET' || m === 'HEAD' || m === 'OPTIONS';
 }

@@ -65,7 +65,7 @@ export class UpstreamEndpoint implements Endpoint, ConnectionOwner {
   destroy(): void {
     this.destroyed = true;
     this.closeIdle();
-    for (const c of this.busy.snapshot()) c.abandon(endpointClosed(this.address.text, c.state === 'busy'));
+    for (const c of this.busy.snapshot()) c.abandon(endpointClosed(this.address.text, c.headSent));
   }
 
   // ---- ConnectionOwner ------------------------------------------------------------------

@@ -6,6 +6,7 @@ import type { SocketAddress } from '../protocol/address.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { ParamsLimits } from '../protocol/params.js';
 import type { BackendProtocol } from '../config/types.js';
+import type { AttemptFacts } from './retry.js';
 
 export interface UpstreamOptions {
   protocol: BackendProtocol;
@@ -43,12 +44,12 @@ export type UpstreamOutcome =
    */
   | { kind: 'aborted'; backendBusy?: boolean }
   /**
-   * The exchange was NOT answered; the caller decides. `retryable`: the request never
-   * reached the backend's application (connect refused, or a reused connection closed
-   * before any response byte) and exchange.rewind() may let another backend take it.
-   * `backendDown`: the backend itself looks unreachable (mark it down for a while).
+   * The exchange was NOT answered; the caller decides. `retryable`: retry.ts's verdict on
+   * `facts` (how far the attempt got): exchange.rewind() may let another backend take it.
+   * A caller that knows more (a spawned pool: how the worker exited) asks retry.ts again
+   * with `facts`. `backendDown`: the backend itself looks unreachable (mark it down for a while).
    */
-  | { kind: 'failed'; error: ProxyError; retryable: boolean; backendDown: boolean };
+  | { kind: 'failed'; error: ProxyError; retryable: boolean; backendDown: boolean; facts: AttemptFacts };
 
 /**
  * All connections to one backend address. run() uses an idle kept-alive connection

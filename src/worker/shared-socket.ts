@@ -126,8 +126,20 @@ export class SharedSocket {
     if (--this.refs > 0 || this.inherited) return;
     SharedSocket.open.delete(this.address.text);
     this.lib.close(this.fd);
-    if (this.address.kind === 'unix') unlinkSocket(this.address.path);
+    if (this.address.kind === 'unix' && !SharedSocket.handedOn) unlinkSocket(this.address.path);
   }
+
+  /** The sockets held now, for an upgrade in place to hand on. */
+  static held(): SharedSocket[] {
+    return [...SharedSocket.open.values()];
+  }
+
+  /** After an upgrade in place handed the sockets to a new daemon: their files are its now. */
+  static handOn(): void {
+    SharedSocket.handedOn = true;
+  }
+
+  private static handedOn = false;
 
   private static listen(lib: Addon, address: SocketAddress, opts: SocketOptions): number {
     if (address.kind === 'tcp') return lib.listenTcp(address.host, address.port, opts.backlog);

@@ -253,7 +253,8 @@ test('defaults are applied to everything the file leaves out', (t) => {
   assert.equal(p.crashLimit, 5);
   assert.equal(p.crashWindow, 60_000);
   assert.equal(p.queueLimit, 1024);
-  assert.equal(p.queueTimeout, 30_000);
+  assert.equal(p.queueTimeout, 5000);
+  assert.equal(p.queueMaxWait, 300);
   assert.deepEqual(cfg.limits, { maxParamsBytes: 64 * 1024, maxParamsCount: 1000 });
   assert.deepEqual(cfg.log, { level: 'info', format: 'auto', access: true, file: undefined, accessFile: undefined, accessFormat: 'json' });
   assert.equal(cfg.shutdownTimeout, 30_000);

@@ -24,7 +24,7 @@ test('group_size above max_children, and preload with group_size or socket: argv
   const dir = tempDir(t);
   const a = fixture(dir, 'a.yaml', pool('    max_children: 2\n    group_size: 4\n'));
   assert.deepEqual(problemsOf(() => loadConfig(a)), [`${a}:7: pools.app.group_size: must be ≤ max_children (2): max_children counts php processes, group_size of them per worker; got 4`]);
-  const b = fixture(dir, 'b.yaml', pool('    max_children: 4\n    preload: true\n    group_size: 2\n    socket: argv\n', '[/usr/bin/python3, app, "{socket}"]'));
+  const b = fixture(dir, 'b.yaml', pool('    max_children: 4\n    preload: true\n    group_size: 2\n    socket: argv\n', '[/usr/bin/python3, ../bin/fcgi-pm-wsgi, app, "{socket}"]'));
   assert.deepEqual(problemsOf(() => loadConfig(b)), [
     `${b}:8: pools.app.group_size: a preload pool forks one worker per slot itself; group_size is for php-cgi groups`,
     `${b}:9: pools.app.socket: a preload pool hands each fork a listening socket; socket: argv does not apply`,

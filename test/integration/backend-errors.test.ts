@@ -181,17 +181,28 @@ describe('backend errors', { timeout: 60_000 }, () => {
     assert.equal(new Set(pids).size, 3, `one php-cgi per round: ${pids.join(',')}`);
   });
 
-  it('a request is never run twice nor lost: a backend that exits after answering causes no replay', async () => {
+  // once1 exits after its second request. The POST that follows it there either finds
+  // the socket refusing (ECONNREFUSED: provably not run, so once2 takes it) or lands in
+  // the listen backlog of the exiting php-cgi and is reset unread. A fresh connection's
+  // reset cannot be told from an application that read the request and died on it
+  // (src/upstream/retry.ts), so that POST is answered 502 and must not run. What must
+  // hold either way: nothing runs twice, and a 502 did not run.
+  it('a request is never run twice, and one answered 502 did not run: a backend that exits after answering causes no replay', async () => {
     const file = join(tmp, 'ran.txt');
-    const statuses: string[] = [];
+    const statuses = new Map<number, number>();
     for (let n = 0; n < 6; n++) {
       const r = await httpRequest(`http://127.0.0.1:${port.httpOnce}/append.php?n=${n}&file=${encodeURIComponent(file)}`, { method: 'POST', body: `n=${n}` });
-      statuses.push(`${n}:${r.status}`);
+      statuses.set(n, r.status);
     }
-    const lines = readFileSync(file, 'utf8').trim().split('\n');
-    const report = `ran: ${lines.join(', ')}; answered: ${statuses.join(' ')}`;
-    assert.deepEqual(lines, [0, 1, 2, 3, 4, 5].map((n) => `POST ${n}`), `each POST ran exactly once (${report})`);
-    assert.deepEqual(statuses, [0, 1, 2, 3, 4, 5].map((n) => `${n}:200`), `each POST answered 200 (${report})`);
+    const ran = readFileSync(file, 'utf8').trim().split('\n');
+    const report = `ran: ${ran.join(', ')}; answered: ${[...statuses].map(([n, s]) => `${n}:${s}`).join(' ')}`;
+    assert.equal(new Set(ran).size, ran.length, `no POST ran twice (${report})`);
+    for (const [n, status] of statuses) {
+      assert.ok(status === 200 || status === 502, `POST ${n}: 200 or 502 only (${report})`);
+      assert.equal(ran.includes(`POST ${n}`), status === 200, `POST ${n} answered ${status} ${status === 200 ? 'ran' : 'did not run'} (${report})`);
+    }
+    // One backend exit, so at most one request can meet its backlog.
+    assert.ok([...statuses.values()].filter((s) => s === 502).length <= 1, report);
   });
 
   it('stops on SIGTERM with exit code 0', async () => {

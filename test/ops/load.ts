@@ -14,8 +14,16 @@ export interface Load {
   stop(): Promise<void>;
 }
 
-/** `clients` loops of GET /pid.php on kept-alive connections until stopped; every non-200 or error is a failure. */
-export function startLoad(base: string, clients: number): Load {
+/** What each request asks for and what its body must be (default /pid.php, a pid). */
+export interface LoadPage {
+  path: string;
+  expect: RegExp;
+}
+
+const PID_PAGE: LoadPage = { path: '/pid.php', expect: /^\d+$/ };
+
+/** `clients` loops of GET `page` on kept-alive connections until stopped; every non-200, unexpected body or error is a failure. */
+export function startLoad(base: string, clients: number, page: LoadPage = PID_PAGE): Load {
   const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
   let running = true;
   const waiters: Array<{ at: number; resolve: () => void }> = [];
@@ -34,11 +42,11 @@ export function startLoad(base: string, clients: number): Load {
   };
   const one = (): Promise<void> =>
     new Promise((resolve) => {
-      const req = http.get(`${base}/pid.php`, { agent, timeout: 20_000 }, (res) => {
+      const req = http.get(`${base}${page.path}`, { agent, timeout: 20_000 }, (res) => {
         let body = '';
         res.setEncoding('utf8').on('data', (c: string) => (body += c));
         res.on('end', () => {
-          if (res.statusCode === 200 && /^\d+$/.test(body)) load.ok++;
+          if (res.statusCode === 200 && page.expect.test(body)) load.ok++;
           else load.failures.push(`HTTP ${res.statusCode}: ${body.slice(0, 200)}`);
           for (const w of waiters.filter((x) => load.ok >= x.at)) {
             waiters.splice(waiters.indexOf(w), 1);
@@ -70,7 +78,7 @@ export async function poolPids(d: OpsDaemon, pool: string): Promise<number[]> {
 }
 
 /** nginx in front of the FastCGI listener on `port` (kept-alive upstream connections), and `clients` loops of load through it. */
-export async function loadThroughNginx(t: TestContext, port: number, clients: number): Promise<{ ngx: Nginx; load: Load }> {
+export async function loadThroughNginx(t: TestContext, port: number, clients: number, page?: LoadPage): Promise<{ ngx: Nginx; load: Load }> {
   const ngx = await startNginx(
     t,
     `root ${PHP_FIXTURES};
@@ -81,7 +89,7 @@ export async function loadThroughNginx(t: TestContext, port: number, clients: nu
     }`,
     { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive 8; }` },
   );
-  const load = startLoad(ngx.url, clients);
+  const load = startLoad(ngx.url, clients, page);
   t.after(() => load.stop());
   return { ngx, load };
 }

@@ -195,7 +195,7 @@ test('reload plan: pools added/removed/changed, listeners kept, updated in place
     ],
     pools: { a: { command: ['php-cgi'], max_children: 3 }, b: { backends: ['127.0.0.1:7000'] }, d: { backends: ['127.0.0.1:7002'] } },
   });
-  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, accepted: 0, refused: 0, close: async () => {} }) as Listener);
+  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, accepted: 0, refused: 0, fd: undefined, close: async () => {} }) as Listener);
   const plan = planReload(cur, next, running);
   assert.deepEqual(plan.pools.added.map((p) => p.name), ['d']);
   assert.deepEqual(plan.pools.changed.map((p) => p.name), ['a']);

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ErrorCodes, ProxyError } from '../../src/errors.js';
+import { connectFailed, endpointClosed, readTimedOut } from '../../src/upstream/failures.js';
+import { ErrorCodes } from '../../src/errors.js';
 import { ExternalPool } from '../../src/pool/external-pool.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
 import { FakeClock } from './fake-clock.js';
@@ -19,12 +20,7 @@ function setup(over: Parameters<typeof poolConfig>[0] = {}, n = 3) {
   return { pool, eps, clock, lines };
 }
 
-const refused = (port: number): UpstreamOutcome => ({
-  kind: 'failed',
-  error: new ProxyError(ErrorCodes.BACKEND_UNREACHABLE, 502, `backend 127.0.0.1:${port} refused the connection (ECONNREFUSED)`),
-  retryable: true,
-  backendDown: true,
-});
+const refused = (port: number): UpstreamOutcome => connectFailed(`127.0.0.1:${port}`, Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }));
 
 test('least busy backend first, ties round-robin', () => {
   const { pool, eps } = setup();
@@ -115,8 +111,9 @@ test('a failure that is not retryable is answered with the endpoint error', () =
   const { pool, eps } = setup({}, 2);
   const r = makeRequest();
   pool.dispatch(r.ex);
-  const err = new ProxyError(ErrorCodes.BACKEND_TIMEOUT, 504, 'backend 127.0.0.1:9001: no response for 60000 ms');
-  eps[0]!.finish({ kind: 'failed', error: err, retryable: false, backendDown: false });
+  const timedOut = readTimedOut('127.0.0.1:9001', 60_000);
+  const err = timedOut.error;
+  eps[0]!.finish(timedOut);
   assert.equal(r.sink.error, err);
   assert.equal(eps[1]!.runs, 0);
   assert.equal(pool.snapshot().errors.timeout, 1);
@@ -216,7 +213,7 @@ test('stop: after the timeout queued requests get 503 and running ones are cut',
   eps[0]!.destroy = function () {
     this.destroyed = true;
     for (const r of this.running.splice(0)) {
-      r.done({ kind: 'failed', error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'closed'), retryable: false, backendDown: false });
+      r.done(endpointClosed('127.0.0.1:9001', true));
     }
   };
   await pool.stop(20);

@@ -2,7 +2,7 @@
  * A SpawnedPool on fake workers, fake endpoints and a fake clock, for the spawned pool's
  * unit tests, and the endpoint outcomes those tests report.
  */
-import { ErrorCodes, ProxyError } from '../../src/errors.js';
+import { closedEarly, connectFailed } from '../../src/upstream/failures.js';
 import { SpawnedPool } from '../../src/pool/spawned-pool.js';
 import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
 import type { PoolConfig } from '../../src/config/types.js';
@@ -44,17 +44,14 @@ export function setup(over: Partial<PoolConfig> = {}) {
 }
 
 /** The worker closed the connection before responding (it may be dying). */
-export const closed: UpstreamOutcome = {
-  kind: 'failed',
-  error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'closed before responding'),
-  retryable: false,
-  backendDown: false,
-};
+export const closed: UpstreamOutcome = closedEarly('unix:/fake/w.sock', undefined, false, {
+  failure: 'closed',
+  headSent: true,
+  responseBytes: false,
+  reused: false,
+  reset: false,
+  idempotent: false,
+});
 
 /** The worker's socket refused the connection. */
-export const refused: UpstreamOutcome = {
-  kind: 'failed',
-  error: new ProxyError(ErrorCodes.BACKEND_UNREACHABLE, 502, 'refused (ECONNREFUSED)'),
-  retryable: true,
-  backendDown: true,
-};
+export const refused: UpstreamOutcome = connectFailed('unix:/fake/w.sock', Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }));

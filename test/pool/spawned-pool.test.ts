@@ -4,7 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ErrorCodes, ProxyError } from '../../src/errors.js';
+import { refusedRequest } from '../../src/upstream/failures.js';
+import { ErrorCodes } from '../../src/errors.js';
 import { EXIT_GRACE_MS } from '../../src/pool/spawned-pool.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
 import type { FakeWorker } from './fake-worker.js';
@@ -260,6 +261,38 @@ test('ondemand: requests waiting for a starting worker do not use up queue_limit
   assert.equal(reqs[0]!.ex.workerPid !== undefined, true);
 });
 
+test('queue_max_wait: once a service time is measured, only what the workers serve within it waits; the rest get 503 at once', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  // No service time yet: queue_limit alone.
+  const first = send(50);
+  assert.equal(first.filter((r) => r.sink.error !== undefined).length, 0);
+  // Each request takes 20 ms: 2 workers serve 30 within 300 ms.
+  while (pool.snapshot().active > 0) {
+    clock.advance(20);
+    for (const w of wf.workers) if (ep(w).active) ep(w).finish();
+  }
+  const burst = send(100);
+  const refused = burst.filter((r) => r.sink.error !== undefined);
+  assert.ok(refused.every((r) => r.sink.error!.code === ErrorCodes.QUEUE_FULL && r.sink.status === 503));
+  assert.equal(burst.length - refused.length, 2 + 30, 'two start at once, thirty wait');
+  assert.equal(pool.snapshot().queued, 30);
+});
+
+test('queue_max_wait: slow pages still queue two requests per worker', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  send(2);
+  clock.advance(2000);
+  for (const w of wf.workers) ep(w).finish();
+  const burst = send(20);
+  assert.equal(burst.filter((r) => r.sink.error === undefined).length, 2 + 4);
+});
+
 test('crash loop: after crash_limit crashes in crash_window the pool fails fast with 503, then tries one worker again', async () => {
   const { pool, clock, wf, send, lines } = setup({ pm: 'ondemand', maxChildren: 2, crashLimit: 3, crashWindow: 60_000 });
   wf.plan = { spawnFailAfter: 5, spawnErrno: 'EXITED' };
@@ -385,12 +418,7 @@ test('request_timeout also covers a script left running by a client abort', asyn
 
 test('a live worker that refuses a request (retryable, e.g. FCGI_OVERLOADED) is stopped, not left draining; the request goes to its replacement', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 1, queueTimeout: 60_000 });
-  const overloaded: UpstreamOutcome = {
-    kind: 'failed',
-    error: new ProxyError(ErrorCodes.BACKEND_UNREACHABLE, 502, 'refused the request (FCGI_OVERLOADED)'),
-    retryable: true,
-    backendDown: false,
-  };
+  const overloaded: UpstreamOutcome = refusedRequest('unix:/fake/w1.sock', 'FCGI_OVERLOADED');
   const [r] = send(1);
   clock.advance(10);
   const w1 = wf.workers[0]!;

@@ -55,6 +55,30 @@ class ScriptPathTest(unittest.TestCase):
         ({'SCRIPT_NAME': '/apple', 'REQUEST_URI': '/apple'}, '/app', '', '/apple'),
         ({'REQUEST_URI': 'http://h:1/a/b?c'}, None, '', '/a/b'),
         ({}, None, '', ''),
+        # nginx's stock fastcgi_params (SCRIPT_NAME = $fastcgi_script_name, no PATH_INFO): the root.
+        ({'SCRIPT_NAME': '/page/', 'REQUEST_URI': '/page/', 'DOCUMENT_URI': '/page/'}, None, '', '/page/'),
+        ({'SCRIPT_NAME': '/page/', 'REQUEST_URI': '/page/?q=1'}, None, '', '/page/'),
+        ({'SCRIPT_NAME': '/', 'REQUEST_URI': '/'}, None, '', '/'),
+        ({'SCRIPT_NAME': '/a/b/', 'REQUEST_URI': '/a/b/'}, None, '', '/a/b/'),
+        ({'SCRIPT_NAME': '/page/index.php', 'REQUEST_URI': '/page/'}, None, '', '/page/'),  # fastcgi_index index.php
+        ({'SCRIPT_NAME': '/caf\u00c3\u00a9/', 'REQUEST_URI': '/caf%C3%A9/'}, None, '', '/caf\u00c3\u00a9/'),
+        # fastcgi_split_path_info ^(/app)(/.*)$ or the SCGI example's captures: kept as sent.
+        ({'SCRIPT_NAME': '/app', 'PATH_INFO': '/page/', 'REQUEST_URI': '/app/page/'}, None, '/app', '/page/'),
+        ({'SCRIPT_NAME': '/app', 'PATH_INFO': '/', 'REQUEST_URI': '/app/'}, None, '/app', '/'),
+        ({'SCRIPT_NAME': '', 'PATH_INFO': '/page/', 'REQUEST_URI': '/page/'}, None, '', '/page/'),
+        # A SCRIPT_NAME prefix of the path, with or without its trailing slash: a mount point.
+        ({'SCRIPT_NAME': '/app', 'REQUEST_URI': '/app/page/'}, None, '/app', '/page/'),
+        ({'SCRIPT_NAME': '/app/', 'REQUEST_URI': '/app/page/'}, None, '/app', '/page/'),
+        ({'SCRIPT_NAME': '/app/', 'REQUEST_URI': '/app/'}, None, '', '/app/'),
+        # nginx's stock scgi_params: neither variable.
+        ({'REQUEST_URI': '/page/', 'DOCUMENT_URI': '/page/'}, None, '', '/page/'),
+        ({'REQUEST_URI': '/'}, None, '', '/'),
+        # --script-name /app behind the stock params: the prefix, then the rest with its slash.
+        ({'SCRIPT_NAME': '/app/page/', 'REQUEST_URI': '/app/page/'}, '/app', '/app', '/page/'),
+        ({'SCRIPT_NAME': '/app/', 'REQUEST_URI': '/app/'}, '/app', '/app', '/'),
+        ({'REQUEST_URI': '/app/page/'}, '/app/', '/app', '/page/'),
+        ({'SCRIPT_NAME': '/app', 'PATH_INFO': '/page/'}, '/app', '/app', '/page/'),
+        ({'REQUEST_URI': '/page/'}, '/app', '', '/page/'),
     ]
 
     def test_table(self):

@@ -112,14 +112,15 @@ test('kept-alive connection closed by the backend: retried once on a fresh conne
   assert.equal(s.endpoint.idleCount, 1);
 });
 
-test('kept-alive connection closed, body too large to replay: BACKEND_CLOSED, not retryable', async (t) => {
+test('kept-alive connection closed, body too large to replay: BACKEND_CLOSED, no replay, the exchange cannot rewind', async (t) => {
   const s = await setup(t);
   assertDone(await s.run('ok'), 'ok 1');
   const body = Buffer.alloc(1024 * 1024, 7);
   const r = await s.run('close-reused', { body });
   const f = failed(r.outcome);
   assert.equal(f.error.code, ErrorCodes.BACKEND_CLOSED);
-  assert.equal(f.retryable, false);
+  assert.equal(f.facts.reused, true);
+  assert.equal(r.ex.rewind(), false, 'no backend can take it again: its body is gone');
   assert.equal(s.endpoint.staleRetries, 0);
   assert.equal(s.fixture.events.requests, 2);
   assert.equal(s.endpoint.active, 0);
