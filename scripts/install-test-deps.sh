@@ -19,6 +19,7 @@ have spawn-fcgi || need+=(spawn-fcgi)
 have sqlite3 || need+=(sqlite3)
 # examples/authorizer/token-authorizer.c is built by its test against libfcgi.
 [ -e /usr/include/fcgiapp.h ] || need+=(libfcgi-dev)
+have promtool || need+=(prometheus)  # `promtool check metrics` on the Prometheus pages
 have ss || need+=(iproute2)      # the backlog test reads the listen queue with ss
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 # The dashboard's browser test (puppeteer-core drives it; it downloads no browser).

@@ -13,6 +13,7 @@ import { reloadCommand } from './reload.js';
 import { runCommand } from './run.js';
 import { statusCommand } from './status.js';
 import { stopCommand } from './stop.js';
+import { readyCommand } from './ready.js';
 import { reopenLogsCommand, upgradeCommand } from './upgrade.js';
 import { workersCommand } from './workers.js';
 import { tuneCommand } from './tune.js';
@@ -64,6 +65,7 @@ export function buildProgram(): Command {
   program.addCommand(runCommand());
   program.addCommand(checkCommand());
   program.addCommand(statusCommand());
+  program.addCommand(readyCommand());
   program.addCommand(workersCommand());
   program.addCommand(reloadCommand());
   program.addCommand(restartCommand());

@@ -28,7 +28,7 @@ export function stopCommand(): Command {
       }
       const session = await ask(o, { cmd: 'ping' });
       session.end();
-      const info = session.response.ok ? (session.response.result as { shutdown_timeout_ms?: number }) : {};
+      const info = session.response.ok ? (session.response.result as { shutdown_timeout_ms?: number; shutdown_delay_ms?: number }) : {};
       const who = `fcgi-pm (${describeDaemon(session.response.daemon ?? (session.response.ok ? (session.response.result as { pid?: number }) : undefined))})`;
       const stop = await ask(o, { cmd: 'stop', timeout_ms: timeoutMs });
       if (!stop.response.ok) {
@@ -40,7 +40,7 @@ export function stopCommand(): Command {
         process.stdout.write(`${who} is stopping\n`);
         return EXIT_OK;
       }
-      const limit = (timeoutMs ?? info.shutdown_timeout_ms ?? 30_000) + EXIT_MARGIN_MS;
+      const limit = (info.shutdown_delay_ms ?? 0) + (timeoutMs ?? info.shutdown_timeout_ms ?? 30_000) + EXIT_MARGIN_MS;
       if (!(await stop.closed(limit))) {
         stop.end();
         throw new TargetError(`the daemon is still running after ${formatDuration(limit)}`, EXIT_FAILURE);

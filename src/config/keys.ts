@@ -110,8 +110,9 @@ const OPERATIONS_LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'name', field: 'name', type: { kind: 'string' }, doc: 'A name for this listener: with systemd socket activation, the FileDescriptorName= of the socket it takes over.' },
   { key: 'status_path', field: 'statusPath', type: { kind: 'url-path' }, doc: "Answer requests for this path (e.g. /status) with fcgi-pm's status page (PHP-FPM compatible; ?json, ?full, ?html, ?openmetrics), even when every worker is busy." },
   { key: 'ping_path', field: 'pingPath', type: { kind: 'url-path' }, doc: 'Answer requests for this path (e.g. /ping) with ping_response, without asking a worker.' },
+  { key: 'ready_path', field: 'readyPath', type: { kind: 'url-path' }, doc: 'Answer requests for this path (e.g. /ready) with 200 while fcgi-pm serves and 503 once it is stopping (shutdown_delay keeps it serving meanwhile); ?pool=NAME also 503 while that pool is failing or its workers are all busy with its queue full. For load balancer health checks and Kubernetes readiness probes (docs/health.md).' },
   { key: 'ping_response', field: 'pingResponse', type: { kind: 'string' }, default: 'pong', doc: 'Body of the ping_path answer.' },
-  { key: 'status_allow', field: 'statusAllow', type: { kind: 'allow-list' }, default: ['127.0.0.0/8', '::1', 'unix', 'local'], doc: 'Clients (REMOTE_ADDR) that may read status_path and ping_path: CIDR blocks, addresses, unix (Unix-socket clients), local (no REMOTE_ADDR: a FastCGI client talking to fcgi-pm directly), all; others get 403.' },
+  { key: 'status_allow', field: 'statusAllow', type: { kind: 'allow-list' }, default: ['127.0.0.0/8', '::1', 'unix', 'local'], doc: 'Clients (REMOTE_ADDR) that may read status_path, ping_path and ready_path: CIDR blocks, addresses, unix (Unix-socket clients), local (no REMOTE_ADDR: a FastCGI client talking to fcgi-pm directly), all; others get 403.' },
 ];
 
 const OPERATIONS_LOG_KEYS: readonly KeySpec[] = [
@@ -218,6 +219,7 @@ export const LOG_KEYS: readonly KeySpec[] = [
 /** Top-level scalar keys; the sections (listen, pools, limits, log) are handled by schema.ts. */
 export const TOP_KEYS: readonly KeySpec[] = [
   { key: 'shutdown_timeout', field: 'shutdownTimeout', type: anyDuration, default: '30s', doc: 'On SIGTERM/SIGINT/SIGQUIT (and after an upgrade in place), how long running requests may finish before they are cut.' },
+  { key: 'shutdown_delay', field: 'shutdownDelay', type: anyDuration, default: '0s', doc: 'On SIGTERM/SIGINT/SIGQUIT (or fcgi-pm stop), keep accepting and serving for this long while ready_path answers 503, so a load balancer or Kubernetes takes fcgi-pm out of rotation before its listeners close; set it above the health check interval × fall count. A further SIGINT skips it and stops at once.' },
   { key: 'runtime_dir', field: 'runtimeDir', type: { kind: 'path' }, defaultText: '(/run/fcgi-pm/<config name>-<hash> as root, else under $XDG_RUNTIME_DIR or the OS tmpdir)', doc: 'Directory under which fcgi-pm makes its private 0700 directory for worker sockets (fcgi-pm.<pid>.XXXXXX, removed on exit; those of dead daemons are removed at start).' },
   { key: 'opcache_dir', field: 'opcacheDir', type: { kind: 'path-or-off' }, defaultText: '(/var/cache/fcgi-pm/<config name>-<hash> as root, else the private runtime directory)', doc: 'Where php-cgi pools keep their opcache file caches (opcache_file_cache), one 0700 directory per pool owned by its user, never shared between users; "off" turns them all off. Not as root the default lasts as long as the daemon.' },
   ...MEMORY_TOP_KEYS,

@@ -748,6 +748,7 @@ export function validateConfig(obj: unknown, source: string, opts: FromObjectOpt
     limits: limits.values as unknown as Config['limits'],
     log: log.values as unknown as Config['log'],
     shutdownTimeout: top.values.shutdownTimeout as number,
+    shutdownDelay: top.values.shutdownDelay as number,
     runtimeDir: top.values.runtimeDir as string | undefined,
     opcacheDir: top.values.opcacheDir as string | false | undefined,
     memoryBudget: top.values.memoryBudget as MemoryBudgetSetting | undefined,

@@ -59,6 +59,8 @@ export interface ListenerConfig {
   /** Requests for this path get the status page from the daemon itself. */
   statusPath?: string | undefined;
   pingPath?: string | undefined;
+  /** 200 while serving, 503 while stopping (src/control/readiness.ts). */
+  readyPath?: string | undefined;
   pingResponse?: string;
   /** Client rules for status/ping (src/config/cidr.ts); default loopback, unix, local. */
   statusAllow?: string[];
@@ -184,6 +186,8 @@ export interface Config {
   };
   /** How long SIGTERM waits for in-flight requests (default 30s). */
   shutdownTimeout: number;
+  /** ms of serving on after a stop signal, with readiness failing (0: close the listeners at once). */
+  shutdownDelay: number;
   /** Private directory for worker sockets (default: a fresh 0700 dir under the OS tmpdir). */
   runtimeDir: string | undefined;
   /** Root of php-cgi pools' opcache file caches; false = off; undefined = the default (src/config/opcache-path.ts). */

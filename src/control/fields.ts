@@ -5,9 +5,10 @@
  * here appears in every format, and no format spells the list out again (PHP-FPM's weak
  * spot: its fpm_status.c writes the field list once per format).
  */
-import type { PoolStatus, StatusSnapshot, WorkerStatus } from './types.js';
+import type { Histogram, ListenerStatus, PoolStatus, StatusSnapshot, WorkerStatus } from './types.js';
+import { ErrorCodes } from '../errors.js';
 
-export type MetricType = 'counter' | 'gauge' | 'summary';
+export type MetricType = 'counter' | 'gauge' | 'summary' | 'histogram';
 
 /** A value, or labelled values (one Prometheus series / one text row each). */
 export type FieldValue = number | string | undefined;
@@ -26,18 +27,21 @@ export interface Field<T> {
   type: MetricType;
   help: string;
   /** Unit hint for text: 'ms', 'bytes', 'epoch', 'percent'. */
-  unit?: 'ms' | 'bytes' | 'epoch' | 'seconds' | 'percent';
+  unit?: 'ms' | 'bytes' | 'epoch' | 'seconds' | 'percent' | 'ratio';
   value?: (x: T, now: number) => FieldValue;
   /** Several series under one metric, e.g. rejected{cause}. */
-  labelled?: { label: string; values: (x: T) => Array<[string, number]> };
+  labelled?: { label: string; values: (x: T) => Array<[string, number]>; /** Label values are codes, shown as they are. */ verbatim?: boolean };
   /** Summaries: sum and count (and max, shown in text and as <metric>_max gauge-less extra). */
   summary?: (x: T) => { count: number; totalMs: number; maxMs: number } | undefined;
+  /** Histograms (ms buckets; exported as seconds with le labels); a field may give a summary for text too. */
+  histogram?: (x: T) => Histogram | undefined;
 }
 
 const snake = (s: string): string => s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-/** Label values as words for text pages: "queue_full" → "queue full". */
-export function spacedName(s: string): string {
+/** Label values as words for text pages: "queue_full" → "queue full" (codes as they are). */
+export function spacedName(s: string, f?: Field<never>): string {
+  if (f?.labelled?.verbatim === true) return s;
   return s.replace(/_/g, ' ').replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
 }
 
@@ -46,6 +50,17 @@ function entries(o: Record<string, number>): Array<[string, number]> {
 }
 
 const WORKER_STATES = ['spawning', 'idle', 'busy', 'draining', 'stopping'] as const;
+
+/** Error codes in a stable order. */
+function codes(o: Record<string, number> | undefined): Array<[string, number]> {
+  return o === undefined ? [] : Object.entries(o).sort(([a], [b]) => a.localeCompare(b));
+}
+
+/** Busy seats ÷ seats (undefined for external pools, whose backends' capacity is not known). */
+export function utilization(p: PoolStatus): number | undefined {
+  if (p.capacity === undefined || p.capacity <= 0) return undefined;
+  return Math.round((p.active / p.capacity) * 1000) / 1000;
+}
 
 /** Per pool. The first fourteen are PHP-FPM's pool page, in its order. */
 export const POOL_FIELDS: ReadonlyArray<Field<PoolStatus>> = [
@@ -67,10 +82,13 @@ export const POOL_FIELDS: ReadonlyArray<Field<PoolStatus>> = [
   { id: 'state', title: 'state', fpm: 'state', type: 'gauge', help: 'running, failing (crash limit reached), stopping or stopped.', value: (p) => p.state },
   { id: 'failing', title: 'failing', metric: 'fcgipm_pool_failing', type: 'gauge', help: '1 while the pool answers 503 because its workers keep crashing.', value: (p) => (p.state === 'failing' ? 1 : 0) },
   { id: 'maxChildren', title: 'max children', fpm: 'max children', metric: 'fcgipm_max_children', type: 'gauge', help: 'max_children of the pool.', value: (p) => p.maxChildren },
+  { id: 'utilization', title: 'utilization', fpm: 'utilization', metric: 'fcgipm_pool_utilization_ratio', type: 'gauge', unit: 'ratio', help: 'Spawned pools: requests running ÷ requests the pool can run at once (max_children × group_size); what an autoscaler (HPA, KEDA) scales on.', value: (p) => utilization(p) },
   { id: 'workers', title: 'workers', metric: 'fcgipm_workers', type: 'gauge', help: 'Live workers by state.', labelled: { label: 'state', values: (p) => WORKER_STATES.map((s) => [s, p.processes[s]]) } },
   { id: 'completed', title: 'completed requests', fpm: 'completed requests', metric: 'fcgipm_requests_completed_total', type: 'counter', help: 'Requests answered by a backend or worker.', value: (p) => p.completed },
   { id: 'aborted', title: 'aborted requests', fpm: 'aborted requests', metric: 'fcgipm_requests_aborted_total', type: 'counter', help: 'Requests whose client went away before their response was complete.', value: (p) => p.aborted },
   { id: 'rejected', title: 'rejected (503)', fpm: 'rejected', metric: 'fcgipm_requests_rejected_total', type: 'counter', help: 'Requests answered 503 without running, by cause.', labelled: { label: 'cause', values: (p) => entries(p.rejected) } },
+  { id: 'refusals', title: 'refused or failed', fpm: 'refused', metric: 'fcgipm_refusals_total', type: 'counter', help: 'Requests fcgi-pm answered itself instead of the application, by error code (script guard 403/404, authorizer failure, queue full, backend failures...).', labelled: { label: 'code', values: (p) => codes(p.outcomes?.refusals), verbatim: true } },
+  { id: 'latency', title: 'latency', metric: 'fcgipm_request_duration_seconds', type: 'histogram', unit: 'ms', help: 'Time from a request\'s arrival to the end of its answer.', histogram: (p) => p.outcomes?.latency },
   { id: 'responses', title: 'responses', metric: 'fcgipm_responses_total', type: 'counter', help: 'Finished responses by status class (1xx to 5xx).', labelled: { label: 'class', values: (p) => (p.outcomes === undefined ? [] : Object.entries(p.outcomes.status)) } },
   { id: 'authorizer', title: 'authorizer decisions', fpm: 'authorizer decisions', metric: 'fcgipm_authorizer_decisions_total', type: 'counter', help: "A pool with an authorizer: finished requests by the authorizer's decision (allowed, cached: a kept grant, denied, failed: 503).", labelled: { label: 'decision', values: (p) => (p.outcomes?.authorizer === undefined ? [] : entries({ ...p.outcomes.authorizer })) } },
   { id: 'authorizer_answers', title: 'authorizer answers', fpm: 'authorizer answers', metric: 'fcgipm_authorizer_answers_total', type: 'counter', help: 'A pool a front end sent authorizer requests to (lighttpd, Apache): its answers (allowed: 200, denied: another status, failed: an error fcgi-pm answered instead).', labelled: { label: 'answer', values: (p) => (p.outcomes?.authorizerAnswers === undefined ? [] : entries({ ...p.outcomes.authorizerAnswers })) } },
@@ -78,7 +96,7 @@ export const POOL_FIELDS: ReadonlyArray<Field<PoolStatus>> = [
   { id: 'crashes', title: 'worker crashes', fpm: 'worker crashes', metric: 'fcgipm_worker_crashes_total', type: 'counter', help: 'Workers that exited without being asked to.', value: (p) => p.crashes },
   { id: 'recycles', title: 'worker recycles', fpm: 'recycled', metric: 'fcgipm_worker_recycles_total', type: 'counter', help: 'Workers retired by the manager, by reason.', labelled: { label: 'reason', values: (p) => Object.entries(p.recycles).sort(([a], [b]) => a.localeCompare(b)) } },
   { id: 'queueOldest', title: 'oldest queued', fpm: 'oldest queued ms', metric: 'fcgipm_queue_oldest_wait_seconds', type: 'gauge', unit: 'ms', help: 'How long the oldest waiting request has waited.', value: (p) => p.queue.oldestWaitMs },
-  { id: 'queueWait', title: 'queue wait', fpm: 'queue wait', metric: 'fcgipm_queue_wait_seconds', type: 'summary', unit: 'ms', help: 'Time requests waited in the queue before a worker or backend took them.', summary: (p) => p.queue.waits },
+  { id: 'queueWait', title: 'queue wait', fpm: 'queue wait', metric: 'fcgipm_queue_wait_seconds', type: 'histogram', unit: 'ms', help: 'Time requests waited in the queue before a worker or backend took them (0 for those that found one free).', summary: (p) => p.queue.waits, histogram: (p) => p.outcomes?.queueWait },
   { id: 'spawn', title: 'spawn latency', fpm: 'spawn', metric: 'fcgipm_worker_spawn_seconds', type: 'summary', unit: 'ms', help: 'Time from spawning a worker to its socket accepting.', summary: (p) => p.spawns },
   { id: 'memoryTotal', title: 'memory', fpm: 'memory', metric: 'fcgipm_pool_memory_bytes', type: 'gauge', unit: 'bytes', help: "Measured memory of the pool's workers (PSS where known, else RSS).", value: (p) => p.memory?.total },
   { id: 'memoryCommitted', title: 'memory committed', fpm: 'memory committed', metric: 'fcgipm_pool_memory_committed_bytes', type: 'gauge', unit: 'bytes', help: 'Memory the governor counts for the pool (each worker at least the estimate).', value: (p) => p.memory?.committed },
@@ -137,6 +155,15 @@ export interface DaemonMetric {
   samples: (s: StatusSnapshot) => Array<{ labels: Array<[string, string]>; value: number | undefined }>;
 }
 
+const listenerLabels = (l: ListenerStatus): Array<[string, string]> => [['listener', l.address], ['protocol', l.protocol], ['pool', l.pool]];
+
+/** A listener's refusals by code, with its connections answered "overloaded" at accept. */
+export function listenerRefusals(l: ListenerStatus): Array<[string, number]> {
+  const all: Record<string, number> = { ...l.outcomes?.refusals };
+  if ((l.overflowed ?? 0) > 0) all[ErrorCodes.TOO_MANY_CONNECTIONS] = (all[ErrorCodes.TOO_MANY_CONNECTIONS] ?? 0) + l.overflowed!;
+  return codes(all);
+}
+
 const one = (value: number | undefined): Array<{ labels: Array<[string, string]>; value: number | undefined }> => [{ labels: [], value }];
 
 export const DAEMON_METRICS: readonly DaemonMetric[] = [
@@ -146,6 +173,8 @@ export const DAEMON_METRICS: readonly DaemonMetric[] = [
   { metric: 'fcgipm_process_resident_memory_bytes', type: 'gauge', help: "fcgi-pm's own resident memory.", samples: (s) => one(s.daemon.rss) },
   { metric: 'fcgipm_listener_refused_total', type: 'counter', help: 'Connections closed unread: client not in allowed_clients.', samples: (s) => s.listeners.map((l) => ({ labels: [['listener', l.address], ['protocol', l.protocol], ['pool', l.pool]] as Array<[string, string]>, value: l.refused })) },
   { metric: 'fcgipm_listener_accepted_total', type: 'counter', help: 'Front-end connections taken per listener.', samples: (s) => s.listeners.map((l) => ({ labels: [['listener', l.address], ['protocol', l.protocol], ['pool', l.pool]] as Array<[string, string]>, value: l.accepted })) },
+  { metric: 'fcgipm_listener_responses_total', type: 'counter', help: 'Every request a listener took, by the status class of its answer (a pool\'s, or one given before any pool: status pages, unknown vhost).', samples: (s) => s.listeners.flatMap((l) => Object.entries(l.outcomes?.status ?? {}).map(([c, v]) => ({ labels: [...listenerLabels(l), ['class', c]] as Array<[string, string]>, value: v }))) },
+  { metric: 'fcgipm_listener_refusals_total', type: 'counter', help: 'Answers fcgi-pm gave itself on a listener, by error code: refusals before any pool (ERR_VHOST_UNKNOWN, ERR_NO_POOL), connections over max_conns (ERR_TOO_MANY_CONNECTIONS) and every pool\'s refusals and failures.', samples: (s) => s.listeners.flatMap((l) => listenerRefusals(l).map(([c, v]) => ({ labels: [...listenerLabels(l), ['code', c]] as Array<[string, string]>, value: v }))) },
   { metric: 'fcgipm_listener_connections', type: 'gauge', help: 'Open front-end connections per listener.', samples: (s) => s.listeners.map((l) => ({ labels: [['listener', l.address], ['protocol', l.protocol], ['pool', l.pool]] as Array<[string, string]>, value: l.connections })) },
   { metric: 'fcgipm_memory_budget_bytes', type: 'gauge', help: 'memory_budget shared by all pools.', samples: (s) => one(s.memory?.budget) },
   { metric: 'fcgipm_memory_used_bytes', type: 'gauge', help: 'Measured memory of fcgi-pm and all workers.', samples: (s) => one(s.memory?.used) },

@@ -1,41 +1,115 @@
 /**
- * Per pool: responses by status class, a latency histogram, the decisions of the pool's
- * authorizer and its own answers to a front end's authorizer requests, counted as each exchange finishes (the daemon's one onFinish). Cumulative counters, so a reader (the dashboard)
- * takes percentiles over any interval by subtracting two snapshots' buckets.
+ * Every answer counted as its exchange finishes (the daemon's one onFinish): per pool,
+ * responses by status class, refusals by error code, latency and queue-wait histograms
+ * and the authorizer's decisions; per listener, the same classes and codes, so answers
+ * given before any pool (unknown vhost, no pool) are counted too. Cumulative counters,
+ * so a reader (the dashboard) takes percentiles over any interval by subtracting two
+ * snapshots' buckets.
  */
 import type { Exchange } from '../protocol/exchange.js';
 import { Role } from '../protocol/fastcgi.js';
-import type { PoolAuthorizerAnswers, PoolAuthorizerCounts, PoolOutcomes } from './types.js';
+import type { AnswerCounts, Histogram, PoolAuthorizerAnswers, PoolAuthorizerCounts, PoolOutcomes } from './types.js';
 
-/** Upper bounds of the latency buckets, ms; the last bucket is everything above. */
+/** Upper bounds of the latency and queue-wait buckets, ms; the last bucket is everything above. */
 export const LATENCY_BOUNDS_MS: readonly number[] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000];
 
-interface Counts {
-  classes: number[];
-  latency: number[];
+/** Classes and codes: what a listener and a pool both count. */
+class Answers {
+  readonly classes = [0, 0, 0, 0, 0];
+  readonly refusals: Record<string, number> = {};
+
+  count(ex: Exchange): void {
+    const cls = Math.floor(ex.status / 100);
+    if (cls >= 1 && cls <= 5) this.classes[cls - 1]!++;
+    const code = ex.error?.code;
+    if (code !== undefined) this.refusals[code] = (this.refusals[code] ?? 0) + 1;
+  }
+
+  view(): AnswerCounts {
+    const [a, b, d, e, f] = this.classes as [number, number, number, number, number];
+    return { status: { '1xx': a, '2xx': b, '3xx': d, '4xx': e, '5xx': f }, refusals: { ...this.refusals } };
+  }
+}
+
+class Buckets {
+  readonly counts = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
+  sumMs = 0;
+
+  add(ms: number): void {
+    let i = 0;
+    while (i < LATENCY_BOUNDS_MS.length && ms > LATENCY_BOUNDS_MS[i]!) i++;
+    this.counts[i]!++;
+    this.sumMs += ms;
+  }
+
+  view(): Histogram {
+    return { boundsMs: [...LATENCY_BOUNDS_MS], counts: [...this.counts], sumMs: Math.round(this.sumMs * 1000) / 1000 };
+  }
+}
+
+/** Seconds the recent request rate is taken over (status' req/s). */
+export const RATE_WINDOW_S = 10;
+
+/** Requests finished in each of the last RATE_WINDOW_S whole seconds (and the current one). */
+class RecentRate {
+  private readonly counts = new Array<number>(RATE_WINDOW_S + 1).fill(0);
+  /** The second the newest slot counts. */
+  private second = 0;
+
+  add(nowMs: number): void {
+    const s = Math.floor(nowMs / 1000);
+    this.roll(s);
+    this.counts[s % this.counts.length]!++;
+  }
+
+  /** Per second over the whole seconds before the current one. */
+  perSecond(nowMs: number): number {
+    const s = Math.floor(nowMs / 1000);
+    this.roll(s);
+    let n = 0;
+    for (let i = 0; i < this.counts.length; i++) if (i !== s % this.counts.length) n += this.counts[i]!;
+    return Math.round((n / RATE_WINDOW_S) * 10) / 10;
+  }
+
+  private roll(s: number): void {
+    if (s <= this.second) return;
+    const n = this.counts.length;
+    if (s - this.second >= n) this.counts.fill(0);
+    else for (let t = this.second + 1; t <= s; t++) this.counts[t % n] = 0;
+    this.second = s;
+  }
+}
+
+class PoolCounts extends Answers {
+  readonly rate = new RecentRate();
+  readonly latency = new Buckets();
+  readonly queueWait = new Buckets();
   /** Once the pool's authorizer decided about a request. */
-  authorizer?: PoolAuthorizerCounts;
+  authorizer: PoolAuthorizerCounts | undefined;
   /** Once a front end's authorizer request to this pool finished. */
-  answers?: PoolAuthorizerAnswers;
+  answers: PoolAuthorizerAnswers | undefined;
 }
 
 export class OutcomeCounter {
-  private readonly byPool = new Map<string, Counts>();
+  private readonly byPool = new Map<string, PoolCounts>();
+  private readonly byListener = new Map<string, Answers>();
 
   finished(ex: Exchange, nowPerf = performance.now()): void {
+    const l = ex.listener;
+    if (l !== undefined) {
+      let a = this.byListener.get(l);
+      if (a === undefined) this.byListener.set(l, (a = new Answers()));
+      a.count(ex);
+    }
     const name = ex.pool;
     if (name === undefined) return;
     let c = this.byPool.get(name);
-    if (c === undefined) {
-      c = { classes: [0, 0, 0, 0, 0], latency: new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0) };
-      this.byPool.set(name, c);
-    }
-    const cls = Math.floor(ex.status / 100);
-    if (cls >= 1 && cls <= 5) c.classes[cls - 1]!++;
-    const ms = nowPerf - ex.startedAt;
-    let i = 0;
-    while (i < LATENCY_BOUNDS_MS.length && ms > LATENCY_BOUNDS_MS[i]!) i++;
-    c.latency[i]!++;
+    if (c === undefined) this.byPool.set(name, (c = new PoolCounts()));
+    c.count(ex);
+    c.rate.add(nowPerf);
+    c.latency.add(nowPerf - ex.startedAt);
+    // Only requests a worker or backend took waited for one; a refusal waited for nothing.
+    if (ex.backend !== undefined) c.queueWait.add(ex.queuedMs);
     const decision = ex.authorization;
     if (decision !== undefined) (c.authorizer ??= { allowed: 0, cached: 0, denied: 0, failed: 0 })[decision]++;
     // A client that left made no decision to count.
@@ -48,15 +122,24 @@ export class OutcomeCounter {
   of(pool: string): PoolOutcomes | undefined {
     const c = this.byPool.get(pool);
     if (c === undefined) return undefined;
-    const [a, b, d, e, f] = c.classes as [number, number, number, number, number];
-    const out: PoolOutcomes = { status: { '1xx': a, '2xx': b, '3xx': d, '4xx': e, '5xx': f }, latency: { boundsMs: [...LATENCY_BOUNDS_MS], counts: [...c.latency] } };
+    const out: PoolOutcomes = { ...c.view(), latency: c.latency.view(), queueWait: c.queueWait.view() };
     if (c.authorizer !== undefined) out.authorizer = { ...c.authorizer };
     if (c.answers !== undefined) out.authorizerAnswers = { ...c.answers };
     return out;
   }
 
-  /** Pools that no longer exist (after a reload removed them). */
-  forget(keep: ReadonlySet<string>): void {
+  /** Requests of the pool finished per second over the last RATE_WINDOW_S seconds. */
+  rate(pool: string, nowPerf = performance.now()): number {
+    return this.byPool.get(pool)?.rate.perSecond(nowPerf) ?? 0;
+  }
+
+  ofListener(address: string): AnswerCounts | undefined {
+    return this.byListener.get(address)?.view();
+  }
+
+  /** Pools that no longer exist (after a reload removed them), listeners no longer open. */
+  forget(keep: ReadonlySet<string>, listeners?: ReadonlySet<string>): void {
     for (const k of this.byPool.keys()) if (!keep.has(k)) this.byPool.delete(k);
+    if (listeners !== undefined) for (const k of this.byListener.keys()) if (!listeners.has(k)) this.byListener.delete(k);
   }
 }

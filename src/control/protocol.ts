@@ -9,6 +9,8 @@
  *   {"cmd":"stop","timeout_ms":30000}     → {"ok":true,"result":{"stopping":true}}; the
  *                                           connection then closes when the daemon exits
  *   {"cmd":"ping"}                        → {"ok":true,"result":{"pid":123,"version":"..."}}
+ *   {"cmd":"ready"}                       → {"ok":true,"result":{"ready":true,"status":200,"reason":"ready"}}
+ *                                           (readiness.ts; "pool":"www" for one pool's too)
  *   {"cmd":"warnings"}                    → {"ok":true,"result":[<WarningEntry>]}: the recent
  *                                           warn/error lines (src/log/warning-ring.ts)
  *   {"cmd":"restart","pool":"www"}        → {"ok":true,"result":<ReloadReport>}: the pool's
@@ -28,9 +30,9 @@
  * (config is "<command line>" for the quick form), so the CLI can tell one daemon from another.
  */
 
-export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping' | 'restart' | 'drain' | 'warnings' | 'upgrade' | 'reopen-logs';
+export type ControlCommand = 'status' | 'reload' | 'stop' | 'ping' | 'ready' | 'restart' | 'drain' | 'warnings' | 'upgrade' | 'reopen-logs';
 
-export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping', 'restart', 'drain', 'warnings', 'upgrade', 'reopen-logs'];
+export const CONTROL_COMMANDS: readonly ControlCommand[] = ['status', 'reload', 'stop', 'ping', 'ready', 'restart', 'drain', 'warnings', 'upgrade', 'reopen-logs'];
 
 export interface ControlRequest {
   cmd: ControlCommand;
@@ -97,6 +99,7 @@ export function parseRequest(line: string): ControlRequest | string {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'request must be a JSON object';
   const r = v as Record<string, unknown>;
   if (typeof r.cmd !== 'string' || !CONTROL_COMMANDS.includes(r.cmd as ControlCommand)) return `unknown command ${JSON.stringify(r.cmd)} (known: ${CONTROL_COMMANDS.join(', ')})`;
+  if (r.pool !== undefined && typeof r.pool !== 'string') return 'pool must be a string';
   if (r.timeout_ms !== undefined && (typeof r.timeout_ms !== 'number' || !Number.isFinite(r.timeout_ms) || r.timeout_ms < 0)) return 'timeout_ms must be a number ≥ 0';
   if ((r.cmd === 'restart' || r.cmd === 'drain') && (typeof r.pool !== 'string' || r.pool === '')) return `${r.cmd} needs "pool": the name of a pool`;
   return { cmd: r.cmd as ControlCommand, processes: r.processes === true, all_sites: r.all_sites === true, timeout_ms: r.timeout_ms as number | undefined, pool: r.pool as string | undefined, rolling: r.rolling === true };

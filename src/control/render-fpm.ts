@@ -37,7 +37,7 @@ function rows<T>(fields: ReadonlyArray<Field<T>>, x: T, now: number, json: boole
       continue;
     }
     if (f.labelled) {
-      for (const [lv, v] of f.labelled.values(x)) out.push([`${f.fpm} ${spacedName(lv)}`, v]);
+      for (const [lv, v] of f.labelled.values(x)) out.push([`${f.fpm} ${spacedName(lv, f)}`, v]);
       continue;
     }
     let v = f.value?.(x, now);

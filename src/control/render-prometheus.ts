@@ -5,7 +5,7 @@
  * not run) is left out entirely. Durations are exported in seconds, sizes in bytes.
  */
 import { DAEMON_METRICS, POOL_FIELDS, WORKER_FIELDS, type Field, type MetricType } from './fields.js';
-import type { StatusSnapshot } from './types.js';
+import type { Histogram, StatusSnapshot } from './types.js';
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 export const OPENMETRICS_CONTENT_TYPE = 'application/openmetrics-text; version=1.0.0; charset=utf-8';
@@ -64,7 +64,10 @@ function samplesOf<T>(f: Field<T>, items: Array<{ x: T; labels: Labels }>, now: 
   const out: Sample[] = [];
   const k = scale(f as Field<unknown>);
   for (const { x, labels } of items) {
-    if (f.summary) {
+    if (f.type === 'histogram') {
+      const h = f.histogram?.(x);
+      if (h !== undefined) out.push(...histogramSamples(h, labels));
+    } else if (f.summary) {
       const s = f.summary(x);
       if (s === undefined) continue;
       out.push({ suffix: '_sum', labels, value: (s.totalMs / 1000) }, { suffix: '_count', labels, value: s.count });
@@ -75,6 +78,19 @@ function samplesOf<T>(f: Field<T>, items: Array<{ x: T; labels: Labels }>, now: 
       if (typeof v === 'number') out.push({ suffix: '', labels, value: v * k });
     }
   }
+  return out;
+}
+
+/** Cumulative _bucket series (le in seconds, then +Inf), _sum and _count. */
+function histogramSamples(h: Histogram, labels: Labels): Sample[] {
+  const out: Sample[] = [];
+  let seen = 0;
+  for (let i = 0; i < h.counts.length; i++) {
+    seen += h.counts[i]!;
+    const le = i < h.boundsMs.length ? num(h.boundsMs[i]! / 1000) : '+Inf';
+    out.push({ suffix: '_bucket', labels: [...labels, ['le', le]], value: seen });
+  }
+  out.push({ suffix: '_sum', labels, value: h.sumMs / 1000 }, { suffix: '_count', labels, value: seen });
   return out;
 }
 

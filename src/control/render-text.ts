@@ -3,7 +3,8 @@
  * every figure of fields.ts (those with a value), and with `full` the worker table.
  */
 import { formatDuration, formatSize } from '../config/units.js';
-import { POOL_FIELDS, spacedName, type Field } from './fields.js';
+import { percentile } from './histogram.js';
+import { listenerRefusals, POOL_FIELDS, spacedName, type Field } from './fields.js';
 import { renderWorkers } from './render-workers.js';
 import type { PoolStatus, StatusSnapshot } from './types.js';
 
@@ -18,6 +19,7 @@ function show(f: Field<PoolStatus>, v: number | string): string {
   if (typeof v !== 'number') return v;
   if (f.unit === 'bytes') return formatSize(v);
   if (f.unit === 'ms') return `${Math.round(v)} ms`;
+  if (f.unit === 'ratio') return `${Math.round(v * 100)} %`;
   return String(v);
 }
 
@@ -32,6 +34,13 @@ function poolLines(p: PoolStatus, now: number): string[] {
   }
   for (const f of POOL_FIELDS) {
     if (IN_HEADER.has(f.id)) continue;
+    if (f.histogram && !f.summary) {
+      const h = f.histogram(p);
+      if (h === undefined) continue;
+      const n = h.counts.reduce((a, b) => a + b, 0);
+      out.push(`  ${f.title}: p50 ≤ ${percentile(undefined, h, 0.5)} ms, p99 ≤ ${percentile(undefined, h, 0.99)} ms over ${n}`);
+      continue;
+    }
     if (f.summary) {
       const s = f.summary(p);
       if (s === undefined) continue;
@@ -42,7 +51,7 @@ function poolLines(p: PoolStatus, now: number): string[] {
     if (f.labelled) {
       const vals = f.labelled.values(p);
       if (vals.length === 0) continue;
-      out.push(`  ${f.title}: ${vals.map(([k, v]) => `${spacedName(k)} ${v}`).join(', ')}`);
+      out.push(`  ${f.title}: ${vals.map(([k, v]) => `${spacedName(k, f)} ${v}`).join(', ')}`);
       continue;
     }
     const v = f.value?.(p, now);
@@ -52,7 +61,11 @@ function poolLines(p: PoolStatus, now: number): string[] {
   return out;
 }
 
-export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: string | undefined } = {}): string {
+/** Broken sites named in the header; `status --all-sites` and the dashboard have them all. */
+const BROKEN_SHOWN = 10;
+
+/** The daemon, memory, sites and listeners: what both the compact and the long view open with. */
+export function headerLines(s: StatusSnapshot): string[] {
   const d = s.daemon;
   const lines: string[] = [];
   const last = d.reloads.last;
@@ -70,14 +83,29 @@ export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: str
   if (s.sites !== undefined) {
     const v = s.sites;
     lines.push(`sites: ${v.defined} defined, ${v.active} active (one pool each, below), ${v.broken} broken; from ${v.source}`);
+    const all = v.list !== undefined;
+    for (const b of all ? v.brokenSites : v.brokenSites.slice(0, BROKEN_SHOWN)) lines.push(`  broken ${b.id}: ${b.error.replace(/\n/g, '; ')}`);
+    if (!all && v.brokenSites.length > BROKEN_SHOWN) lines.push(`  … ${v.brokenSites.length - BROKEN_SHOWN} more broken (status --all-sites)`);
     for (const site of v.list ?? []) lines.push(`  ${site.id}${site.active ? ' (active)' : ''}: ${site.names.join(' ')} → ${site.documentRoot}`);
   }
   lines.push('listeners:');
   for (const l of s.listeners) {
     const extra = [l.statusPath ? `status ${l.statusPath}` : '', l.pingPath ? `ping ${l.pingPath}` : '', l.inherited ? 'from systemd' : ''].filter((x) => x !== '').join(', ');
     const refused = l.refused > 0 ? `, ${l.refused} refused (allowed_clients)` : '';
-    lines.push(`  ${l.protocol} ${l.address} → ${l.pool}, ${l.connections} connection(s), ${l.accepted} accepted${refused}${extra ? ` (${extra})` : ''}`);
+    lines.push(`  ${l.protocol} ${l.address} → ${l.pool || 'vhosts'}, ${l.connections} connection(s), ${l.accepted} accepted${refused}${extra ? ` (${extra})` : ''}`);
+    const answered = l.outcomes === undefined ? [] : Object.entries(l.outcomes.status).filter(([, n]) => n > 0);
+    const codes = listenerRefusals(l);
+    if (answered.length > 0 || codes.length > 0) {
+      lines.push(`    answered ${answered.map(([c, n]) => `${c} ${n}`).join(', ') || 'none'}${codes.length > 0 ? `; by fcgi-pm: ${codes.map(([c, n]) => `${c} ${n}`).join(', ')}` : ''}`);
+    }
   }
+  return lines;
+}
+
+/** The long view: the header, then one block per pool with every figure (`pool`: that one only). */
+export function renderText(s: StatusSnapshot, opts: { full?: boolean; pool?: string | undefined } = {}): string {
+  const d = s.daemon;
+  const lines = headerLines(s);
   for (const p of s.pools) {
     if (opts.pool !== undefined && p.name !== opts.pool) continue;
     lines.push('', ...poolLines(p, d.now));

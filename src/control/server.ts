@@ -19,6 +19,8 @@ export interface ControlHandlers {
   /** Starts a stop; the daemon closes the socket when it is done. */
   stop(timeoutMs: number | undefined): void;
   ping(): unknown;
+  /** Readiness (readiness.ts), of one pool too when named. */
+  ready(pool?: string): unknown;
   /** Upgrade in place: resolves with the new daemon's pid once it serves; this one then stops. */
   upgrade(): Promise<unknown>;
   /** Reopens the log files; resolves with their paths. */
@@ -86,6 +88,8 @@ export class ControlServer {
               return reply({ ok: true, result: await handlers.reload() });
             case 'ping':
               return reply({ ok: true, result: handlers.ping() });
+            case 'ready':
+              return reply({ ok: true, result: handlers.ready(req.pool) });
             case 'warnings':
               return reply({ ok: true, result: handlers.warnings() });
             case 'restart':

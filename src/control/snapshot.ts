@@ -6,7 +6,6 @@
  * per-process view is asked for.
  */
 import pidusage from 'pidusage';
-import type { PoolConfig } from '../config/types.js';
 import type { Pool, PoolSnapshot, WorkerSnapshot } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolGenerations, PoolGroup } from './generations.js';
@@ -34,7 +33,6 @@ export interface SnapshotSources {
   reloads(): DaemonStatus['reloads'];
   listeners(): ListenerStatus[];
   pools(): ReadonlyMap<string, Pool>;
-  poolConfig(name: string): PoolConfig | undefined;
   generations: PoolGenerations;
   board: RequestBoard;
   /** Responses by status class and latency, per pool name. */
@@ -69,7 +67,7 @@ function snapOrUndefined(p: Pool): PoolSnapshot | undefined {
 }
 
 /** One pool name's status from its live generation, draining ones and folded counters. */
-export function poolStatus(group: PoolGroup, gens: PoolGenerations, cfg: PoolConfig | undefined, board: RequestBoard, nowPerf: number, nowEpoch: number): PoolStatus | undefined {
+export function poolStatus(group: PoolGroup, gens: PoolGenerations, board: RequestBoard, nowPerf: number, nowEpoch: number): PoolStatus | undefined {
   const live: Array<{ snap: PoolSnapshot; retiring: boolean; pool: Pool }> = [];
   if (group.current) {
     const s = snapOrUndefined(group.current);
@@ -110,7 +108,8 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, cfg: PoolCon
     state: group.current ? (s.state ?? 'running') : 'stopping',
     startedAt: gens.createdAt(head.pool),
     generations: live.length,
-    maxChildren: s.kind === 'external' ? undefined : cfg?.maxChildren,
+    maxChildren: s.kind === 'external' ? undefined : s.maxChildren,
+    capacity: s.capacity,
     direct: s.direct === undefined ? undefined : { ...s.direct },
     accepted: sum((x) => x.accepted),
     completed: sum((x) => x.completed),
@@ -120,7 +119,7 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, cfg: PoolCon
     queue: {
       length: liveSum((x) => x.queued),
       max: max((x) => x.maxQueued),
-      limit: cfg?.queueLimit ?? 0,
+      limit: s.queueLimit,
       oldestWaitMs: Math.round(board.oldestQueuedMs(group.name, nowPerf)),
       waits: summary((x) => x.queueWait),
     },
@@ -204,9 +203,10 @@ export async function takeSnapshot(src: SnapshotSources, opts: SnapshotOptions =
   const nowEpoch = Date.now();
   const pools: PoolStatus[] = [];
   for (const g of src.generations.groups(src.pools())) {
-    const st = poolStatus(g, src.generations, src.poolConfig(g.name), src.board, nowPerf, nowEpoch);
+    const st = poolStatus(g, src.generations, src.board, nowPerf, nowEpoch);
     if (st) {
       st.outcomes = src.outcomes?.of(g.name);
+      st.rps = src.outcomes?.rate(g.name, nowPerf);
       pools.push(st);
     }
   }

@@ -1,5 +1,5 @@
 /**
- * status_path and ping_path on a listener: requests for them are answered by the daemon
+ * status_path, ping_path and ready_path on a listener: requests for them are answered by the daemon
  * itself (like PHP-FPM's pm.status_path / ping.path), so they work when every worker is
  * busy and never count as the pool's requests.
  *
@@ -8,7 +8,8 @@
  * always for fcgi-pm's own HTTP listener. Client: REMOTE_ADDR against status_allow.
  * Format: the query string's keys, as PHP-FPM reads $_GET: json, html, full,
  * openmetrics (or prometheus: all pools, Prometheus text), snapshot (fcgi-pm's own JSON),
- * pool=NAME (another pool's page; default the listener's pool).
+ * pool=NAME (another pool's page; default the listener's pool). ready_path: 200 or 503
+ * (readiness.ts), ?pool=NAME for one pool's readiness too; ping_path: liveness, no work.
  */
 import { compileAllow, DEFAULT_STATUS_ALLOW, type AllowMatcher } from '../config/cidr.js';
 import type { ListenerConfig } from '../config/types.js';
@@ -17,6 +18,7 @@ import { parseCgiHead } from '../protocol/cgi-response.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { FPM_CONTENT_TYPES, renderFpmPool, type FpmFormat } from './render-fpm.js';
 import { OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, renderPrometheus } from './render-prometheus.js';
+import type { Readiness } from './readiness.js';
 import type { SnapshotOptions } from './snapshot.js';
 import type { StatusSnapshot } from './types.js';
 import { ErrorCodes } from '../errors.js';
@@ -71,7 +73,7 @@ function queryOf(ex: Exchange): Map<string, string> {
   return out;
 }
 
-export function createStatusResponder(snapshot: (opts: SnapshotOptions) => Promise<StatusSnapshot>, logger: Logger): StatusResponder {
+export function createStatusResponder(snapshot: (opts: SnapshotOptions) => Promise<StatusSnapshot>, ready: (pool?: string) => Readiness, logger: Logger): StatusResponder {
   // Keyed by the rule list itself: a reload that changes status_allow sets a new list.
   const matchers = new WeakMap<readonly string[], AllowMatcher>();
   const allowed = (cfg: ListenerConfig, ex: Exchange): boolean => {
@@ -115,7 +117,8 @@ export function createStatusResponder(snapshot: (opts: SnapshotOptions) => Promi
       const path = requestPath(ex);
       const isStatus = cfg.statusPath !== undefined && path === cfg.statusPath;
       const isPing = !isStatus && cfg.pingPath !== undefined && path === cfg.pingPath;
-      if (!isStatus && !isPing) return false;
+      const isReady = !isStatus && !isPing && cfg.readyPath !== undefined && path === cfg.readyPath;
+      if (!isStatus && !isPing && !isReady) return false;
       ex.backend = 'fcgi-pm';
       ex.consumeBody(DISCARD);
       if (!allowed(cfg, ex)) {
@@ -125,6 +128,10 @@ export function createStatusResponder(snapshot: (opts: SnapshotOptions) => Promi
         return true;
       }
       if (isPing) answer(ex, 200, 'OK', 'text/plain; charset=utf-8', cfg.pingResponse ?? 'pong');
+      else if (isReady) {
+        const r = ready(queryOf(ex).get('pool') || undefined);
+        answer(ex, r.status, r.status === 200 ? 'OK' : r.status === 404 ? 'Not Found' : 'Service Unavailable', 'text/plain; charset=utf-8', `${r.reason}\n`);
+      }
       else serveStatus(cfg, ex);
       return true;
     },

@@ -25,6 +25,8 @@ export interface SitesView {
   defined: number;
   active: number;
   broken: number;
+  /** The broken definitions by site id, with what is wrong (a known site keeps serving its previous one). */
+  brokenSites: Array<{ id: string; error: string }>;
   /** Every defined site, when asked (status --all-sites). */
   list?: Array<{ id: string; names: string[]; documentRoot: string; active: boolean }> | undefined;
 }
@@ -53,6 +55,10 @@ export interface ListenerStatus {
   accepted: number;
   /** Connections closed unread because the client is not in allowed_clients. */
   refused: number;
+  /** Connections answered 503 and closed at accept: max_conns or the open-files reserve. */
+  overflowed?: number | undefined;
+  /** Every request it took, answered by a pool or before any (outcomes.ts), once any finished. */
+  outcomes?: AnswerCounts | undefined;
   name?: string | undefined;
   statusPath?: string | undefined;
   pingPath?: string | undefined;
@@ -80,6 +86,8 @@ export interface PoolStatus {
   /** Pool objects counted: 1, more while pools replaced by a reload drain. */
   generations: number;
   maxChildren: number | undefined;
+  /** Spawned pools: requests it can run at once (max_children × seats per worker); busy ÷ this is its utilization. */
+  capacity?: number | undefined;
   accepted: number;
   completed: number;
   aborted: number;
@@ -106,16 +114,34 @@ export interface PoolStatus {
   spawns?: Summary | undefined;
   backends: Array<{ address: string; active: number; down: boolean }>;
   memory?: PoolMemoryView | undefined;
+  /** Requests finished per second over the last 10 s (outcomes.ts RATE_WINDOW_S). */
+  rps?: number | undefined;
   /** Finished responses by status class and by latency (outcomes.ts), once any finished. */
   outcomes?: PoolOutcomes | undefined;
   workers: WorkerStatus[];
 }
 
-/** Cumulative: subtract two snapshots' counts for an interval. */
-export interface PoolOutcomes {
+/** Answers by status class, and those fcgi-pm gave itself (refusals, failures) by error code. Cumulative. */
+export interface AnswerCounts {
   status: { '1xx': number; '2xx': number; '3xx': number; '4xx': number; '5xx': number };
-  /** counts[i]: requests that took ≤ boundsMs[i] (and more than the bound before); the last, more than every bound. */
-  latency: { boundsMs: number[]; counts: number[] };
+  /** ERR_* code → answers: the script guard's 403/404, ERR_VHOST_UNKNOWN, the authorizer's 503, queue full, backend failures... */
+  refusals: Record<string, number>;
+}
+
+/** counts[i]: requests that took ≤ boundsMs[i] (and more than the bound before); the last, more than every bound. */
+export interface Histogram {
+  boundsMs: number[];
+  counts: number[];
+  /** Of all the times counted, ms. */
+  sumMs: number;
+}
+
+/** Cumulative: subtract two snapshots' counts for an interval. */
+export interface PoolOutcomes extends AnswerCounts {
+  /** From the request's arrival to its end. */
+  latency: Histogram;
+  /** Time in the queue of requests that reached a worker or backend (0 for most). */
+  queueWait: Histogram;
   /** A pool with an `authorizer`: its decisions about the requests that finished. */
   authorizer?: PoolAuthorizerCounts | undefined;
   /** A pool that got authorizer requests from a front end (lighttpd, Apache): its answers. */

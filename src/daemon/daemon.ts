@@ -32,6 +32,7 @@ import { Operations, type OperationsOptions } from './operations.js';
 import type { ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
 import { ErrorCodes } from '../errors.js';
+import { formatDuration } from '../config/units.js';
 import { FdGuard } from '../frontend/fd-guard.js';
 import { describeOpenFiles, raiseOpenFilesLimit } from './open-files.js';
 
@@ -75,6 +76,8 @@ export class Daemon {
   /** The memory governor all pools share (memory_budget, sampling): docs/memory.md. */
   private governor: HostGovernor | undefined;
   private stopping: Promise<void> | undefined;
+  /** Ends shutdown_delay early (a second signal, an immediate stop). */
+  private skipDelay: (() => void) | undefined;
   readonly ctx: FrontendContext;
   /** Status, control socket, reload, access log, systemd (src/daemon/operations.ts). */
   readonly ops: Operations;
@@ -269,7 +272,10 @@ export class Daemon {
   stop(opts: StopOptions = {}): Promise<void> {
     const immediate = opts.immediate === true;
     if (this.stopping) {
-      if (immediate) void this.closeAll(0);
+      if (immediate) {
+        this.skipDelay?.();
+        void this.closeAll(0);
+      }
       return this.stopping;
     }
     if (this._state === 'new') {
@@ -279,7 +285,8 @@ export class Daemon {
     }
     this._state = 'stopping';
     this.ops.stopping();
-    this.stopping = this.closeAll(immediate ? 0 : (opts.timeoutMs ?? this._config.shutdownTimeout)).finally(async () => {
+    const delayMs = immediate ? 0 : this._config.shutdownDelay;
+    this.stopping = this.serveOn(delayMs).then(() => this.closeAll(immediate ? 0 : (opts.timeoutMs ?? this._config.shutdownTimeout))).finally(async () => {
       this.governor?.dispose();
       this.removePrivateDir();
       this.ops.removePidFile();
@@ -309,6 +316,24 @@ export class Daemon {
   cleanupSync(): void {
     this.removePrivateDir();
     this.ops.removePidFile();
+  }
+
+  /**
+   * shutdown_delay: stopping (ready_path answers 503) but still accepting and serving, so
+   * a load balancer's health check takes this daemon out of rotation before its
+   * listeners close and new connections would be refused.
+   */
+  private serveOn(ms: number): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
+    this.logger.info({ kind: 'shutdown', delay_ms: ms }, `serving on for ${formatDuration(ms)} (shutdown_delay) while ready_path answers 503; then the listeners close`);
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.skipDelay = done;
+    });
   }
 
   private async closeAll(timeoutMs: number): Promise<void> {

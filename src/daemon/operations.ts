@@ -13,6 +13,7 @@ import { loadConfig } from '../config/load.js';
 import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import { PoolGenerations } from '../control/generations.js';
 import { OutcomeCounter } from '../control/outcomes.js';
+import { readiness, type Readiness } from '../control/readiness.js';
 import { RequestBoard } from '../control/request-board.js';
 import { whoAnswers } from '../control/client.js';
 import { ControlServer, type BoundControl, type ControlHandlers } from '../control/server.js';
@@ -27,7 +28,7 @@ import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
 import { recentWarnings } from '../log/warning-ring.js';
 import { logListener, logPool } from '../log/startup.js';
-import type { Pool, PoolActionReport } from '../pool/types.js';
+import type { Pool, PoolActionReport, PoolSnapshot } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolRegistry } from './pool-registry.js';
 import { DashboardHost } from './dashboard.js';
@@ -131,7 +132,7 @@ export class Operations {
       { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
       opts.logger.child({ component: 'dashboard' }),
     );
-    this.responder = createStatusResponder((o) => this.snapshot(o), opts.logger.child({ component: 'status' }));
+    this.responder = createStatusResponder((o) => this.snapshot(o), (pool) => this.readiness(pool), opts.logger.child({ component: 'status' }));
   }
 
   /** Called once by the Daemon's constructor. */
@@ -146,6 +147,19 @@ export class Operations {
   }
 
   // ---- status ----------------------------------------------------------------------
+
+  /** ready_path and `fcgi-pm ready`: the daemon's state, and a pool's own figures when one is named. */
+  readiness(pool?: string): Readiness {
+    const v = this.view;
+    if (pool === undefined) return readiness(v.state);
+    let snap: PoolSnapshot | undefined;
+    try {
+      snap = v.pools.get(pool)?.snapshot();
+    } catch {
+      snap = undefined;
+    }
+    return readiness(v.state, { name: pool, snap });
+  }
 
   snapshot(opts: SnapshotOptions = {}): Promise<StatusSnapshot> {
     const v = this.view;
@@ -165,13 +179,14 @@ export class Operations {
           connections: l.connections,
           accepted: l.accepted,
           refused: l.refused,
+          overflowed: l.overflowed || undefined,
+          outcomes: this.outcomes.ofListener(l.address),
           name: l.config.name,
           statusPath: l.config.statusPath,
           pingPath: l.config.pingPath,
           inherited: this.inherited.has(l.config.address.text) || undefined,
         })),
         pools: () => v.pools,
-        poolConfig: (name) => v.config.pools.get(name),
         generations: this.generations,
         board: this.board,
         outcomes: this.outcomes,
@@ -383,9 +398,10 @@ export class Operations {
       drain: (pool) => this.poolAction(pool, 'drain'),
       warnings: () => recentWarnings.list(),
       stop: (ms) => handlers.stop(ms),
+      ready: (pool) => this.readiness(pool),
       upgrade: async () => ({ pid: (await handlers.upgrade()).pid }),
       reopenLogs: () => ({ files: this.reopenLogs('fcgi-pm reopen-logs') }),
-      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout }),
+      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout, shutdown_delay_ms: this.view.config.shutdownDelay }),
     };
     const quickDefault = isDefaultControlSocket(cfg) && !nodePath.isAbsolute(cfg.source);
     // Handed on by the daemon we replace (upgrade in place): it answers there until it leaves.
@@ -542,7 +558,8 @@ export class Operations {
         next,
       );
       parts.commit(next);
-      this.outcomes.forget(new Set(next.pools.keys()));
+      // The registry's names, not the file's: site pools are in no config file.
+      this.outcomes.forget(new Set(this.view.pools.keys()), new Set(this.view.listeners.map((l) => l.address)));
       await this.dashboard.apply(next);
       report.notes.push(...this.applyDaemonSettings(cur, next));
       this.reloadStats.ok++;

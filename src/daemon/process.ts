@@ -40,7 +40,7 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
     const watchdog = setTimeout(() => {
       logger.error({ code: ErrorCodes.SHUTDOWN_FORCED, kind: 'shutdown' }, 'shutdown took too long; exiting anyway');
       hooks.exit(1);
-    }, (timeoutMs ?? daemon.config.shutdownTimeout) + EXIT_GRACE_MS);
+    }, (immediate ? 0 : daemon.config.shutdownDelay) + (timeoutMs ?? daemon.config.shutdownTimeout) + EXIT_GRACE_MS);
     watchdog.unref();
     stopped.then(
       () => hooks.exit(0),

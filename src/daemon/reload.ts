@@ -38,7 +38,7 @@ export interface ReloadReport {
 }
 
 /** Listener settings read per request, so a running listener takes them in place. */
-export const IN_PLACE_LISTENER_FIELDS = ['pool', 'authorizerPool', 'name', 'statusPath', 'pingPath', 'pingResponse', 'statusAllow', 'allowedClients'] as const;
+export const IN_PLACE_LISTENER_FIELDS = ['pool', 'authorizerPool', 'name', 'statusPath', 'pingPath', 'readyPath', 'pingResponse', 'statusAllow', 'allowedClients'] as const;
 
 type InPlace = (typeof IN_PLACE_LISTENER_FIELDS)[number];
 

@@ -2,7 +2,8 @@
  * Chart points from two consecutive snapshots of one pool (pure): rates come from the
  * cumulative counters' difference, latency percentiles from the outcome histogram's.
  */
-import type { PoolOutcomes, PoolStatus } from '../control/types.js';
+import { percentile } from '../control/histogram.js';
+import type { PoolStatus } from '../control/types.js';
 
 export interface PoolPoint {
   /** Epoch ms of the later snapshot. */
@@ -18,21 +19,6 @@ export interface PoolPoint {
   memory?: number | undefined;
   /** 5xx responses per second. */
   errors: number;
-}
-
-/** The bucket bound below which fraction q of the interval's requests finished. */
-export function percentile(prev: PoolOutcomes['latency'] | undefined, cur: PoolOutcomes['latency'] | undefined, q: number): number | undefined {
-  if (cur === undefined) return undefined;
-  const d = cur.counts.map((c, i) => c - (prev?.counts[i] ?? 0));
-  const total = d.reduce((a, b) => a + b, 0);
-  if (total <= 0) return undefined;
-  let seen = 0;
-  for (let i = 0; i < d.length; i++) {
-    seen += d[i]!;
-    // The last bucket has no upper bound: report the highest bound ("more than").
-    if (seen >= q * total) return cur.boundsMs[Math.min(i, cur.boundsMs.length - 1)];
-  }
-  return cur.boundsMs[cur.boundsMs.length - 1];
 }
 
 export function poolPoint(prev: { t: number; pool: PoolStatus } | undefined, t: number, pool: PoolStatus): PoolPoint {

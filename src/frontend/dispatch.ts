@@ -17,8 +17,14 @@ import { latin1Path, type ScriptVerdict } from './script-gate.js';
 
 /** `serveLocal`: the front end may answer itself once it knows the pool (the HTTP listener's static files). */
 export function dispatchExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool: Pool) => boolean): void {
-  env.ctx.onExchange(ex);
+  announceExchange(env, ex);
   routeExchange(env, ex, serveLocal);
+}
+
+/** The daemon hears of every exchange, with the listener that took it, before it is routed. */
+export function announceExchange(env: FrontendEnv, ex: Exchange): void {
+  ex.listener = env.listener.address;
+  env.ctx.onExchange(ex);
 }
 
 /**
@@ -29,8 +35,8 @@ export function dispatchExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (p
 export function routeExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool: Pool) => boolean): void {
   if (ex.finished) return; // aborted before it was routed
   const cfg = env.cfg;
-  // status_path / ping_path are answered by the daemon, not a worker (read per request: a reload may set them).
-  if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;
+  // status_path / ping_path / ready_path are answered by the daemon, not a worker (read per request: a reload may set them).
+  if ((cfg.statusPath !== undefined || cfg.pingPath !== undefined || cfg.readyPath !== undefined) && env.ctx.localResponder?.respond(cfg, ex) === true) return;
   // authorizer_pool takes the listener's authorizer requests, on a vhosts listener too (no site is asked).
   const name = ex.role === Role.Authorizer && cfg.authorizerPool !== undefined ? cfg.authorizerPool : undefined;
   const routed = cfg.vhosts === true && name === undefined ? sitePool(env, ex) : undefined;
@@ -89,7 +95,10 @@ function guard(env: FrontendEnv, pool: Pool, ex: Exchange): void {
 function admit(env: FrontendEnv, pool: Pool, ex: Exchange, refusal: ScriptVerdict): void {
   if (ex.finished) return; // the client left while the file was looked up
   if (refusal === undefined) pool.dispatch(ex);
-  else env.scripts.refuse(env.listener.log, ex, refusal);
+  else {
+    ex.pool = pool.name; // counted as the pool's refusal, though the pool never saw it
+    env.scripts.refuse(env.listener.log, ex, refusal);
+  }
 }
 
 /**

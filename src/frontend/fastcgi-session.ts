@@ -36,7 +36,7 @@ import type { Session } from './listener-base.js';
 import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
-import { routeExchange } from './dispatch.js';
+import { announceExchange, routeExchange } from './dispatch.js';
 import { TokenBucket } from '../util/token-bucket.js';
 
 /**
@@ -248,7 +248,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     } else {
       this.deadlines.bodyActive(r.deadline);
     }
-    this.env.ctx.onExchange(ex);
+    announceExchange(this.env, ex);
     this.ready.push(r);
   }
 

@@ -59,6 +59,8 @@ export interface Listener {
   readonly accepted: number;
   /** Connections refused by allowed_clients since it started. */
   readonly refused: number;
+  /** Connections answered "overloaded" and closed at accept (max_conns, the open-files reserve) since it started. */
+  readonly overflowed: number;
   /** The listening socket's file descriptor while it listens: what an upgrade in place hands on. */
   readonly fd: number | undefined;
   /** Stops accepting; resolves once open connections have finished their requests or timeoutMs passed (then they are closed). */

@@ -52,6 +52,9 @@ export class SessionListener implements Listener {
     return this.sessions.size;
   }
 
+  /** Bumped by the accept path's overflow guard (overflow.ts). */
+  overflowed = 0;
+
   get refused(): number {
     return this.gate.refused;
   }

@@ -112,6 +112,7 @@ class OverflowEpisode {
 
   note(why: Why, refused: boolean): void {
     this.total++;
+    this.listener.overflowed++;
     if (this.timer !== undefined) {
       if (refused) this.refused++;
       else this.answered++;

@@ -14,7 +14,7 @@ import type { CgiParams } from '../protocol/params.js';
 import { ScgiRequestDecoder, type ScgiHandlers, type ScgiLimits } from '../protocol/scgi.js';
 import { backendStderrLog } from './backend-stderr.js';
 import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
-import { routeExchange } from './dispatch.js';
+import { announceExchange, routeExchange } from './dispatch.js';
 import type { FrontendEnv } from './env.js';
 import type { Session } from './listener-base.js';
 import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
@@ -81,7 +81,7 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
     const ex = new Exchange(params, this, 'scgi', performance.now());
     ex.onBodyDrain = scgiBodyDrained;
     this.exchange = ex;
-    this.env.ctx.onExchange(ex);
+    announceExchange(this.env, ex);
     // Routed once the chunk is decoded: a body that came with the header (or its end) is
     // in the exchange by then, so the backend gets the request in one write.
     this.unrouted = true;

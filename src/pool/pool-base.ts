@@ -129,6 +129,7 @@ export abstract class PoolBase implements Pool {
       state: this.state,
       queued: this.queue.length,
       maxQueued: this.queue.maxLength,
+      queueLimit: this.queue.limit,
       active: st.active,
       maxActive: st.maxActive,
       accepted: st.accepted,

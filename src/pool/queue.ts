@@ -116,6 +116,7 @@ export class RequestQueue {
     if (!n) return undefined;
     n.item.onAbort = undefined;
     const waited = this.clock.now() - n.addedAt;
+    n.item.queuedMs += waited;
     this.waitCount++;
     this.waitTotalMs += waited;
     if (waited > this.waitMaxMs) this.waitMaxMs = waited;

@@ -159,6 +159,8 @@ export class SpawnedPool extends PoolBase {
   protected fillSnapshot(s: PoolSnapshot): void {
     s.kind = 'spawned';
     s.pm = this.cfg.pm;
+    s.maxChildren = this.cfg.maxChildren;
+    s.capacity = this.cfg.maxChildren * this.supervisor.slotsPerWorker;
     if (this.supervisor.failing && this.state === 'running') s.state = 'failing';
     const k = this.supervisor.slotsPerWorker;
     if (k > 1) {

@@ -51,6 +51,12 @@ export interface PoolSnapshot {
   state?: string;
   queued: number;
   maxQueued: number;
+  /** queue_limit as the pool runs it (a site's pool has no entry in the config file). */
+  queueLimit: number;
+  /** Spawned pools: max_children as the pool runs it. */
+  maxChildren?: number;
+  /** Spawned pools: requests the pool can run at once (max_children × seats per worker), the utilization's denominator. */
+  capacity?: number;
   active: number;
   maxActive: number;
   accepted: number;

@@ -89,10 +89,14 @@ export class Exchange {
   state: ExchangeState = 'pending';
   /** Its place in the status board's set of requests in flight (src/protocol/dense-set.ts). */
   boardSlot = -1;
+  /** The listener's address that took it (set by the front end), for status counters. */
+  listener: string | undefined;
   /** Set by the pool, for logs and status. */
   pool: string | undefined;
   backend: string | undefined;
   workerPid: number | undefined;
+  /** ms it waited in a pool's queue in all (set as it leaves the queue), for the queue-wait histogram. */
+  queuedMs = 0;
   /**
    * What the authorizer of the pool asked for this request said (src/frontend/authorize.ts),
    * for the access log and status; undefined when none was asked.

@@ -26,12 +26,12 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
 };
 const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
   protocol: true, address: true, pool: true, authorizerPool: true, mode: true, owner: true, group: true, allowedClients: true, documentRoot: true, index: true, bodyBufferSize: true, maxBodySize: true, idleTimeout: true, headerTimeout: true, bodyTimeout: true, maxConns: true, backlog: true, params: true,
-  name: true, statusPath: true, pingPath: true, pingResponse: true, statusAllow: true, vhosts: true, rewrite: true,
+  name: true, statusPath: true, pingPath: true, readyPath: true, pingResponse: true, statusAllow: true, vhosts: true, rewrite: true,
 };
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };
 const LOG_FIELDS: Record<keyof Config['log'], true> = { level: true, format: true, access: true, file: true, accessFile: true, accessFormat: true };
 const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 'pools' | 'limits' | 'log' | 'vhosts' | 'dashboard'>, true> = {
-  shutdownTimeout: true, runtimeDir: true, opcacheDir: true, controlSocket: true, controlSocketMode: true, pidFile: true, memoryBudget: true, memorySampleInterval: true, oomScoreAdj: true,
+  shutdownTimeout: true, shutdownDelay: true, runtimeDir: true, opcacheDir: true, controlSocket: true, controlSocketMode: true, pidFile: true, memoryBudget: true, memorySampleInterval: true, oomScoreAdj: true,
 };
 
 const DASHBOARD_FIELDS: Record<keyof DashboardConfig, true> = {

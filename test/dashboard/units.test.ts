@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { editPoolText } from '../../src/dashboard/config-edit.js';
 import { lineDiff } from '../../src/dashboard/diff.js';
 import { mergeCluster } from '../../src/dashboard/merge.js';
-import { percentile, poolPoint } from '../../src/dashboard/points.js';
+import { percentile } from '../../src/control/histogram.js';
+import { poolPoint } from '../../src/dashboard/points.js';
 import { SampleRing } from '../../src/dashboard/ring.js';
 import { hashPassword, verifyPassword } from '../../src/dashboard/auth.js';
 import { WarningRing } from '../../src/log/warning-ring.js';
@@ -66,8 +67,8 @@ test('ring: never more than its capacity, oldest dropped first', () => {
 
 test('points: req/s from completed, percentiles from the interval histogram, no rate across a restart', () => {
   const bounds = [1, 10, 100];
-  const p0 = pool('www', { completed: 100, outcomes: { status: { '1xx': 0, '2xx': 100, '3xx': 0, '4xx': 0, '5xx': 0 }, latency: { boundsMs: bounds, counts: [50, 50, 0, 0] } } });
-  const p1 = pool('www', { completed: 300, processes: { spawning: 0, idle: 1, busy: 2, draining: 0, stopping: 0, total: 3 }, outcomes: { status: { '1xx': 0, '2xx': 290, '3xx': 0, '4xx': 0, '5xx': 10 }, latency: { boundsMs: bounds, counts: [50, 148, 51, 1] } } });
+  const p0 = pool('www', { completed: 100, outcomes: { status: { '1xx': 0, '2xx': 100, '3xx': 0, '4xx': 0, '5xx': 0 }, refusals: {}, latency: { boundsMs: bounds, counts: [50, 50, 0, 0], sumMs: 300 }, queueWait: { boundsMs: bounds, counts: [100, 0, 0, 0], sumMs: 0 } } });
+  const p1 = pool('www', { completed: 300, processes: { spawning: 0, idle: 1, busy: 2, draining: 0, stopping: 0, total: 3 }, outcomes: { status: { '1xx': 0, '2xx': 290, '3xx': 0, '4xx': 0, '5xx': 10 }, refusals: {}, latency: { boundsMs: bounds, counts: [50, 148, 51, 1], sumMs: 3000 }, queueWait: { boundsMs: bounds, counts: [300, 0, 0, 0], sumMs: 0 } } });
   const pt = poolPoint({ t: 0, pool: p0 }, 2000, p1);
   assert.equal(pt.rps, 100);
   assert.equal(pt.errors, 5);
@@ -75,7 +76,7 @@ test('points: req/s from completed, percentiles from the interval histogram, no 
   // This interval: 98 ≤ 10 ms, 51 ≤ 100 ms, 1 above: the median is in the 10 ms bucket, p99 in the 100 ms one.
   assert.equal(pt.p50, 10);
   assert.equal(pt.p99, 100);
-  assert.equal(percentile(undefined, { boundsMs: bounds, counts: [0, 0, 0, 5] }, 0.5), 100, 'above every bound: the highest bound');
+  assert.equal(percentile(undefined, { boundsMs: bounds, counts: [0, 0, 0, 5], sumMs: 0 }, 0.5), 100, 'above every bound: the highest bound');
   assert.equal(poolPoint({ t: 0, pool: p1 }, 2000, p0).rps, 0, 'counters went down: the daemon restarted');
   assert.equal(poolPoint(undefined, 2000, p1).p50, undefined);
 });

@@ -73,6 +73,7 @@ export class FakePool implements Pool {
       pm: undefined,
       queued: 0,
       maxQueued: 0,
+      queueLimit: 0,
       active: 0,
       maxActive: 0,
       accepted: this.dispatched.length,

@@ -7,9 +7,12 @@
  *  - each family has exactly one HELP and one TYPE, both before its samples, and its
  *    samples are contiguous; a series (name + labels) appears once;
  *  - counters end in _total (OpenMetrics: the family name is the sample name without it),
- *    summaries only have _sum and _count samples, gauges none of those suffixes;
+ *    summaries only have _sum and _count samples, histograms _bucket (with le) too, gauges
+ *    none of those suffixes;
  *  - our metrics start with fcgipm_; the text ends with a newline (OpenMetrics: "# EOF").
  */
+import { spawnSync } from 'node:child_process';
+
 export interface ParsedSample {
   name: string;
   labels: Record<string, string>;
@@ -88,7 +91,7 @@ export function checkExposition(text: string, opts: { openMetrics?: boolean; pre
     else lines = lines.slice(0, -1);
   }
   const familyOf = (sample: string): string | undefined => {
-    for (const f of [sample, sample.replace(/_(sum|count|total)$/, ''), sample.replace(/_(sum|count)$/, '')]) if (types.has(f)) return f;
+    for (const f of [sample, sample.replace(/_(sum|count|total|bucket)$/, ''), sample.replace(/_(sum|count)$/, '')]) if (types.has(f)) return f;
     return undefined;
   };
   const enter = (family: string, n: number): void => {
@@ -147,6 +150,9 @@ export function checkExposition(text: string, opts: { openMetrics?: boolean; pre
       if (value < 0) problems.push(`line ${n}: negative counter ${name}`);
     } else if (type === 'summary') {
       if (name !== `${family}_sum` && name !== `${family}_count` && name !== family) problems.push(`line ${n}: summary sample ${name} is not _sum/_count/quantile`);
+    } else if (type === 'histogram') {
+      if (![`${family}_sum`, `${family}_count`, `${family}_bucket`].includes(name)) problems.push(`line ${n}: histogram sample ${name} is not _bucket/_sum/_count`);
+      if (name.endsWith('_bucket') && labels.le === undefined) problems.push(`line ${n}: histogram bucket without le`);
     } else if (type === 'gauge' && name !== family) {
       problems.push(`line ${n}: gauge sample ${name} does not carry the family name ${family}`);
     }
@@ -164,4 +170,11 @@ export function checkExposition(text: string, opts: { openMetrics?: boolean; pre
 export function sampleValue(c: PromCheck, name: string, labels: Record<string, string> = {}): number | undefined {
   const want = Object.entries(labels);
   return c.samples.find((s) => s.name === name && want.every(([k, v]) => s.labels[k] === v))?.value;
+}
+
+/** `promtool check metrics` (Debian's prometheus package) on the text: its complaints, empty when it passes. */
+export function promtool(text: string): string {
+  const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
+  if (r.error) throw r.error;
+  return r.status === 0 ? '' : `${r.stdout}${r.stderr}`.trim() || `promtool exited ${r.status}`;
 }

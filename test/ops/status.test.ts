@@ -104,8 +104,13 @@ describe('status, workers and stop through the control socket and status pages',
     assert.equal(php.maxChildren, 2);
     assert.ok(php.spawns.count >= 1, 'spawn latency is reported');
     assert.equal(s.listeners.length, 3);
-    const text = await d.ctl(['status']);
+    const text = await d.ctl(['status', '--pool', 'php']);
     assert.match(text.stdout, new RegExp(`^  accepted conn: ${SENT}$`, 'm'));
+    // The compact view: a header row, then one line for the pool.
+    const compact = (await d.ctl(['status'])).stdout.split('\n');
+    const head = compact.findIndex((l) => l.startsWith('POOL '));
+    assert.match(compact[head]!, /^POOL +STATE +PM +BUSY +IDLE +MAX +QUEUE +REQ\/S +P99 +MEM +4XX +5XX$/);
+    assert.match(compact[head + 1]!, /^php +running +static +\d+ +\d+ +2 +0\/\d+ +\d+\.\d +≤\d+m?s +\S+ +\d+ +\d+$/);
     // -c FILE finds the socket through the config, also when the file has become invalid.
     const byConfig = await runBin(['status', '--json', '-c', d.daemon.configPath]);
     assert.equal(JSON.parse(byConfig.stdout).daemon.pid, d.daemon.pid, byConfig.stderr);

@@ -11,6 +11,8 @@ import { compileAccessFormat } from '../../src/log/access-format.js';
 import { formatTime } from '../../src/log/time-format.js';
 import { POOL_FIELDS, WORKER_FIELDS } from '../../src/control/fields.js';
 import { foldCounters } from '../../src/control/generations.js';
+import { LATENCY_BOUNDS_MS, OutcomeCounter } from '../../src/control/outcomes.js';
+import { renderCompact } from '../../src/control/render-compact.js';
 import { renderFpm } from '../../src/control/render-fpm.js';
 import { renderPrometheus } from '../../src/control/render-prometheus.js';
 import { renderText } from '../../src/control/render-text.js';
@@ -22,7 +24,7 @@ import type { Listener } from '../../src/frontend/index.js';
 import type { PoolSnapshot } from '../../src/pool/types.js';
 import { Exchange, type ResponseSink } from '../../src/protocol/exchange.js';
 import { CgiParams } from '../../src/protocol/params.js';
-import { checkExposition, sampleValue } from './prom-check.js';
+import { checkExposition, promtool, sampleValue } from './prom-check.js';
 
 test('status_allow: CIDR blocks, addresses, IPv4-mapped IPv6, unix, local', () => {
   const m = compileAllow(['127.0.0.0/8', '::1', '10.1.0.0/16', 'fd00::/8', 'unix']);
@@ -105,6 +107,14 @@ function poolStatus(over: Partial<PoolStatus> = {}): PoolStatus {
     recycles: { max_requests: 3, idle_timeout: 1 },
     slowRequests: 2,
     spawns: { count: 3, totalMs: 150, maxMs: 70 },
+    capacity: 4,
+    outcomes: {
+      status: { '1xx': 0, '2xx': 6, '3xx': 0, '4xx': 2, '5xx': 1 },
+      refusals: { ERR_SCRIPT_FORBIDDEN: 1, ERR_SCRIPT_NOT_FOUND: 1, ERR_QUEUE_FULL: 1 },
+      // 2 ≤ 1 ms, 3 ≤ 5 ms, 1 ≤ 50 ms, 3 over 30 s.
+      latency: { boundsMs: [...LATENCY_BOUNDS_MS], counts: [2, 0, 3, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 3], sumMs: 95_123.5 },
+      queueWait: { boundsMs: [...LATENCY_BOUNDS_MS], counts: [5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0], sumMs: 40 },
+    },
     backends: [],
     workers: [
       { pid: 101, state: 'busy', requests: 5, startedAt: 1_700_000_000_000, lastUsedAt: 1_700_000_090_000, cpu: 50, memory: 30_000_000, request: { method: 'GET', uri: '/slow.php?x="1"', script: '/srv/slow.php', contentLength: 0, user: '', remote: '127.0.0.1', startedAt: 1_700_000_099_000, durationMs: 1000 } },
@@ -118,13 +128,15 @@ function snapshot(pools: PoolStatus[]): StatusSnapshot {
   return {
     format: SNAPSHOT_FORMAT,
     daemon: { version: '0.1.0', pid: 7, state: 'running', startedAt: 1_700_000_000_000, now: 1_700_000_100_000, config: '/etc/fcgi-pm.yaml', controlSocket: '/run/c.sock', reloads: { ok: 2, failed: 1 }, rss: 50_000_000 },
-    listeners: [{ address: '127.0.0.1:9000', protocol: 'fastcgi', pool: 'php', connections: 3, accepted: 40, refused: 0 }],
+    listeners: [
+      { address: '127.0.0.1:9000', protocol: 'fastcgi', pool: 'php', connections: 3, accepted: 40, refused: 0, overflowed: 2, outcomes: { status: { '1xx': 0, '2xx': 6, '3xx': 0, '4xx': 5, '5xx': 1 }, refusals: { ERR_VHOST_UNKNOWN: 3, ERR_SCRIPT_FORBIDDEN: 1 } } },
+    ],
     pools,
   };
 }
 
 test('Prometheus and OpenMetrics renderings pass the strict format check', () => {
-  const s = snapshot([poolStatus(), poolStatus({ name: 'we"ird\\pool', kind: 'external', pm: 'external', queue: { length: 1, max: 1, limit: 5, oldestWaitMs: 1500 }, spawns: undefined, backends: [{ address: '127.0.0.1:9001', active: 1, down: true }], workers: [] })]);
+  const s = snapshot([poolStatus(), poolStatus({ name: 'we"ird\\pool', kind: 'external', pm: 'external', queue: { length: 1, max: 1, limit: 5, oldestWaitMs: 1500 }, spawns: undefined, capacity: undefined, outcomes: undefined, backends: [{ address: '127.0.0.1:9001', active: 1, down: true }], workers: [] })]);
   for (const openMetrics of [false, true]) {
     const c = checkExposition(renderPrometheus(s, { openMetrics }), { openMetrics });
     assert.deepEqual(c.problems, [], `openMetrics=${openMetrics}`);
@@ -137,7 +149,26 @@ test('Prometheus and OpenMetrics renderings pass the strict format check', () =>
     assert.equal(sampleValue(c, 'fcgipm_workers', { pool: 'php', state: 'busy' }), 1);
     assert.equal(sampleValue(c, 'fcgipm_reloads_total', { result: 'failed' }), 1);
     assert.equal(c.types.has('fcgipm_pool_memory_bytes'), false, 'no memory family without memory figures');
+    // Histograms: cumulative buckets in seconds, +Inf equal to _count.
+    assert.equal(c.types.get('fcgipm_request_duration_seconds'), 'histogram');
+    assert.equal(sampleValue(c, 'fcgipm_request_duration_seconds_bucket', { pool: 'php', le: '0.001' }), 2);
+    assert.equal(sampleValue(c, 'fcgipm_request_duration_seconds_bucket', { pool: 'php', le: '0.005' }), 5);
+    assert.equal(sampleValue(c, 'fcgipm_request_duration_seconds_bucket', { pool: 'php', le: '30' }), 6);
+    assert.equal(sampleValue(c, 'fcgipm_request_duration_seconds_bucket', { pool: 'php', le: '+Inf' }), 9);
+    assert.equal(sampleValue(c, 'fcgipm_request_duration_seconds_count', { pool: 'php' }), 9);
+    assert.equal(sampleValue(c, 'fcgipm_request_duration_seconds_sum', { pool: 'php' }), 95.1235);
+    assert.equal(sampleValue(c, 'fcgipm_queue_wait_seconds_bucket', { pool: 'php', le: '1' }), 6);
+    assert.equal(sampleValue(c, 'fcgipm_queue_wait_seconds_sum', { pool: 'php' }), 0.04);
+    assert.equal(sampleValue(c, 'fcgipm_request_duration_seconds_count', { pool: 'we"ird\\pool' }), undefined, 'no histogram before a request finished');
+    // Utilization (busy ÷ max_children × seats), none for an external pool; refusals by code.
+    assert.equal(sampleValue(c, 'fcgipm_pool_utilization_ratio', { pool: 'php' }), 0.25);
+    assert.equal(sampleValue(c, 'fcgipm_pool_utilization_ratio', { pool: 'we"ird\\pool' }), undefined);
+    assert.equal(sampleValue(c, 'fcgipm_refusals_total', { pool: 'php', code: 'ERR_SCRIPT_NOT_FOUND' }), 1);
+    assert.equal(sampleValue(c, 'fcgipm_listener_refusals_total', { listener: '127.0.0.1:9000', code: 'ERR_VHOST_UNKNOWN' }), 3);
+    assert.equal(sampleValue(c, 'fcgipm_listener_refusals_total', { listener: '127.0.0.1:9000', code: 'ERR_TOO_MANY_CONNECTIONS' }), 2);
+    assert.equal(sampleValue(c, 'fcgipm_listener_responses_total', { listener: '127.0.0.1:9000', class: '4xx' }), 5);
   }
+  assert.equal(promtool(renderPrometheus(s)), '', 'promtool check metrics');
   // The checker itself catches what it should.
   assert.ok(checkExposition('# TYPE x_total counter\nx_total 1\n', { prefix: 'x' }).problems.some((p) => p.includes('no HELP')));
   assert.ok(checkExposition('# HELP fcgipm_a a\n# TYPE fcgipm_a counter\nfcgipm_a 1\n').problems.some((p) => p.includes('_total')));
@@ -195,7 +226,7 @@ test('reload plan: pools added/removed/changed, listeners kept, updated in place
     ],
     pools: { a: { command: ['php-cgi'], max_children: 3 }, b: { backends: ['127.0.0.1:7000'] }, d: { backends: ['127.0.0.1:7002'] } },
   });
-  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, accepted: 0, refused: 0, fd: undefined, close: async () => {} }) as Listener);
+  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, accepted: 0, refused: 0, overflowed: 0, fd: undefined, close: async () => {} }) as Listener);
   const plan = planReload(cur, next, running);
   assert.deepEqual(plan.pools.added.map((p) => p.name), ['d']);
   assert.deepEqual(plan.pools.changed.map((p) => p.name), ['a']);
@@ -239,7 +270,7 @@ test('socket activation: /proc addresses and matching by name, then address', ()
 
 test('counters of a drained pool generation carry over; high-water marks take the max', () => {
   const snap = (n: number): PoolSnapshot => ({
-    name: 'p', kind: 'spawned', pm: 'ondemand', queued: 3, maxQueued: n, active: 2, maxActive: n, accepted: n, completed: n, aborted: 1,
+    name: 'p', kind: 'spawned', pm: 'ondemand', queued: 3, maxQueued: n, queueLimit: 8, active: 2, maxActive: n, accepted: n, completed: n, aborted: 1,
     rejected: { queueFull: n, queueTimeout: 0, failing: 0, shuttingDown: 0 }, errors: { unreachable: 0, timeout: n, crashed: 0, other: 0 },
     workers: [], backends: [], maxChildrenReached: 1, crashes: 2, recycles: { reload: n }, slowRequests: 0, queueWait: { count: n, totalMs: 10 * n, maxMs: n },
   });
@@ -293,4 +324,38 @@ test('access log: JSON lines into access_file, a slow request at warn with slow:
   finish(text, '/slow', performance.now() - 800);
   assert.deepEqual(written, ['GET /slow slow\n']);
   assert.equal(createAccessLog({ logger: silentLogger(), enabled: false, file }), undefined);
+});
+
+test('compact status: one line per pool, busiest first; 200 active sites of 1,000 fit in 220 lines', () => {
+  const pools = Array.from({ length: 200 }, (_, i) => poolStatus({ name: `site${i}`, rps: i === 517 % 200 ? 40 : i % 3, active: i % 2, workers: [] }));
+  const s: StatusSnapshot = { ...snapshot(pools), sites: { source: 'directory /etc/fcgi-pm/sites', defined: 1000, active: 200, broken: 12, brokenSites: Array.from({ length: 12 }, (_, i) => ({ id: `bad${i}`, error: `bad${i}.yaml:2: names: must be a list` })) } };
+  const lines = renderCompact(s).trimEnd().split('\n');
+  assert.ok(lines.length <= 220, `${lines.length} lines`);
+  const head = lines.findIndex((l) => l.startsWith('POOL '));
+  const rows = lines.slice(head + 1);
+  assert.equal(rows.length, 200);
+  assert.match(rows[0]!, /^site117 +running +dynamic +1 +1 +4 +0\/1024 +40\.0 +≤30s +- +2 +1$/, 'the busiest first, p99 from its histogram');
+  // Then by req/s (2 before 1 before 0), then by requests running.
+  const rps = rows.map((r) => Number(r.split(/ +/)[7]));
+  assert.deepEqual(rps, [...rps].sort((a, b) => b - a));
+  assert.match(lines.join('\n'), /^ {2}broken bad0: bad0\.yaml:2: names: must be a list$/m);
+  assert.match(lines.join('\n'), /^ {2}… 2 more broken \(status --all-sites\)$/m);
+});
+
+test('recent request rate: the last 10 whole seconds, the current one left out, old seconds forgotten', () => {
+  const c = new OutcomeCounter();
+  const ex = (): Exchange => {
+    const e = new Exchange(new CgiParams(), sink, 'fastcgi', 0);
+    e.pool = 'p';
+    e.status = 200;
+    return e;
+  };
+  for (let i = 0; i < 30; i++) c.finished(ex(), 100_000 + i * 100); // 3 s of 10/s
+  assert.equal(c.rate('p', 103_000), 3, '30 requests over the last 10 s');
+  c.finished(ex(), 103_500);
+  assert.equal(c.rate('p', 103_900), 3, 'the current second is not counted yet');
+  assert.equal(c.rate('p', 112_100), 1.1, 'seconds 100 and 101 dropped out; 102 and 103 in');
+  assert.equal(c.rate('p', 113_100), 0.1, 'only 103 left');
+  assert.equal(c.rate('p', 200_000), 0);
+  assert.equal(c.rate('nope', 200_000), 0);
 });

@@ -10,6 +10,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import type { SiteConfig, VhostsConfig } from '../../config/types.js';
+import type { SitesView } from '../../control/types.js';
 import { ErrorCodes } from '../../errors.js';
 import { EpisodeLimiter } from '../../log/episode-limiter.js';
 import type { Logger } from '../../log/log.js';
@@ -42,13 +43,6 @@ export interface SitesDeps {
 export interface Routed {
   site: SiteConfig;
   pool: Pool;
-}
-
-export interface SitesStatus {
-  defined: number;
-  active: number;
-  broken: number;
-  source: string;
 }
 
 export class Sites {
@@ -116,12 +110,13 @@ export class Sites {
     this.unknown.flush();
   }
 
-  status(): SitesStatus {
-    return { defined: this.defs.size, active: this.lastUsed.size, broken: this.broken.size, source: this.source.label };
+  status(): SitesView {
+    const brokenSites = [...this.broken].map(([id, error]) => ({ id, error }));
+    return { defined: this.defs.size, active: this.lastUsed.size, broken: this.broken.size, brokenSites, source: this.source.label };
   }
 
   /** Every defined site, for status --all-sites. */
-  list(): Array<{ id: string; names: string[]; documentRoot: string; active: boolean }> {
+  list(): NonNullable<SitesView['list']> {
     return [...this.defs.values()].map((s) => ({ id: s.id, names: s.names, documentRoot: s.documentRoot, active: this.lastUsed.has(s.id) }));
   }
 

@@ -480,6 +480,7 @@ export class DirectPool extends PoolBase {
   protected fillSnapshot(s: PoolSnapshot): void {
     s.kind = 'direct';
     s.pm = this.cfg.pm;
+    s.maxChildren = this.cfg.maxChildren;
     const q = this.socket?.queued();
     s.direct = {
       address: this.cfg.directListen!.text,
