@@ -40,6 +40,8 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     for (const f of ['hello.php', 'pid.php', 'sleep.php', 'alloc.php']) copyFileSync(join(PHP_FIXTURES, f), join(root, f));
     // An "image" an attacker uploaded: PHP code that must never run.
     writeFileSync(join(root, 'image.jpg'), '<?php echo "EXECUTED-IMAGE"; ?>\n');
+    // Holds ?mb= MiB for ?ms= ms however often a signal cuts its sleep short (an idle stop's SIGTERM may reach a worker that just took it).
+    writeFileSync(join(root, 'hold.php'), '<?php $s = str_repeat("x", (int)$_GET["mb"] * 1048576); $end = microtime(true) + (int)$_GET["ms"] / 1000; while (microtime(true) < $end) usleep(20000); echo strlen($s);\n');
     const port = await freePort();
     ops = await opsDaemon(scope, {
       listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'app' }],
@@ -149,7 +151,7 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
 
   it('kills a worker over max_memory_hard', async () => {
     const mark = ops.daemon.mark();
-    const r = await get('/alloc.php?mb=96&ms=3000');
+    const r = await get('/hold.php?mb=96&ms=4000');
     assert.notEqual(r.status, 200);
     const line = await ops.daemon.waitForLog((l) => l['code'] === 'ERR_MEMORY_HARD_LIMIT', { since: mark, timeout: 5000 });
     assert.match(String(line.msg), /max_memory_hard: killed/);
