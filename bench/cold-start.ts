@@ -23,14 +23,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { PoolConfig } from '../src/config/types.js';
-import type { ProxyError } from '../src/errors.js';
 import type { Logger } from '../src/log/log.js';
 import { parseSmapsRollup } from '../src/memory/proc.js';
 import { createPool, type Pool } from '../src/pool/index.js';
-import { Exchange, type ResponseSink } from '../src/protocol/exchange.js';
+import { Exchange } from '../src/protocol/exchange.js';
 import { CgiParams } from '../src/protocol/params.js';
 import { childrenOf } from '../src/worker/children.js';
 import { generatePhpApp } from './php-app.js';
+import { benchPoolConfig, Sink } from './pool-client.js';
 
 const arg = (name: string, def: string): string => {
   const i = process.argv.indexOf(name);
@@ -46,32 +46,6 @@ const IS_ROOT = process.geteuid?.() === 0;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 // ---- client ---------------------------------------------------------------------------
-
-class Sink implements ResponseSink {
-  status = 0;
-  text = '';
-  readonly done: Promise<void>;
-  private resolve!: () => void;
-  constructor() {
-    this.done = new Promise((r) => (this.resolve = r));
-  }
-  head(h: { status: number }): void {
-    this.status = h.status;
-  }
-  body(chunk: Buffer): boolean {
-    if (this.text.length < 4096) this.text += chunk.toString('latin1');
-    return true;
-  }
-  stderr(): void {}
-  end(): void {
-    this.resolve();
-  }
-  fail(err: ProxyError): number {
-    this.status = err.status;
-    this.resolve();
-    return 0;
-  }
-}
 
 const CGI = { SERVER_PROTOCOL: 'HTTP/1.1', SERVER_NAME: 'localhost', SERVER_PORT: '80', REMOTE_ADDR: '127.0.0.1', GATEWAY_INTERFACE: 'CGI/1.1' };
 
@@ -222,13 +196,7 @@ async function measure(app: string, v: Variant, page: Record<string, string>, ho
 }
 
 function poolConfig(over: Partial<PoolConfig>): PoolConfig {
-  return {
-    name: 'bench', backend: 'fastcgi', backends: [], maxConnsPerBackend: 16, backendDownTime: 5000, connectTimeout: 5000, readTimeout: 60_000, keepAlive: true,
-    command: undefined, socket: 'fd0', env: {}, inheritEnv: [], cwd: undefined, user: undefined, group: undefined,
-    pm: 'ondemand', maxChildren: 4, startChildren: 0, minSpare: 1, maxSpare: 3, maxSpawnRate: 32, spawnTimeout: 30_000, idleTimeout: 300,
-    maxRequests: 0, maxRequestsJitter: 0, maxLifetime: 0, requestTimeout: 0, slowRequest: 0, killTimeout: 2000, crashLimit: 50, crashWindow: 60_000,
-    queueLimit: 1024, queueTimeout: 30_000, ...over,
-  } as PoolConfig;
+  return benchPoolConfig({ idleTimeout: 300, crashLimit: 50, ...over });
 }
 
 function fcgiPmVariant(label: string, cfg: PoolConfig, runtimeDir: string, opts: { zero: boolean; parentGone?: boolean } = { zero: true }): Variant {

@@ -19,14 +19,14 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PoolConfig } from '../src/config/types.js';
-import type { ProxyError } from '../src/errors.js';
 import { pino } from 'pino';
 import type { Logger } from '../src/log/log.js';
 import { createPool, type Pool } from '../src/pool/index.js';
 import { CgiParams } from '../src/protocol/params.js';
-import { Exchange, type ResponseSink } from '../src/protocol/exchange.js';
+import { Exchange } from '../src/protocol/exchange.js';
 import { parseSmapsRollup } from '../src/memory/proc.js';
 import { childrenOf } from '../src/worker/children.js';
+import { benchPoolConfig, Sink } from './pool-client.js';
 
 const arg = (name: string, def: number): number => {
   const i = process.argv.indexOf(name);
@@ -52,30 +52,6 @@ function logged(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   return { logger, lines };
 }
 
-class Sink implements ResponseSink {
-  status = 0;
-  readonly done: Promise<void>;
-  private resolve!: () => void;
-  constructor() {
-    this.done = new Promise((r) => (this.resolve = r));
-  }
-  head(h: { status: number }): void {
-    this.status = h.status;
-  }
-  body(): boolean {
-    return true;
-  }
-  stderr(): void {}
-  end(): void {
-    this.resolve();
-  }
-  fail(err: ProxyError): number {
-    this.status = err.status;
-    this.resolve();
-    return 0;
-  }
-}
-
 async function get(pool: Pool, params: Record<string, string>): Promise<number> {
   const sink = new Sink();
   const ex = new Exchange(CgiParams.fromObject({ REQUEST_METHOD: 'GET', CONTENT_LENGTH: '0', SERVER_PROTOCOL: 'HTTP/1.1', SERVER_NAME: 'localhost', SERVER_PORT: '80', REMOTE_ADDR: '127.0.0.1', ...params }), sink, 'bench', performance.now());
@@ -85,15 +61,7 @@ async function get(pool: Pool, params: Record<string, string>): Promise<number> 
   return sink.status;
 }
 
-function base(over: Partial<PoolConfig>): PoolConfig {
-  return {
-    name: 'bench', backend: 'fastcgi', backends: [], maxConnsPerBackend: 16, backendDownTime: 5000, connectTimeout: 5000, readTimeout: 60_000, keepAlive: true,
-    command: undefined, socket: 'fd0', env: {}, inheritEnv: [], cwd: undefined, user: undefined, group: undefined,
-    pm: 'ondemand', maxChildren: 4, startChildren: 0, minSpare: 1, maxSpare: 3, maxSpawnRate: 32, spawnTimeout: 30_000, idleTimeout: 600_000,
-    maxRequests: 0, maxRequestsJitter: 0, maxLifetime: 0, requestTimeout: 0, slowRequest: 0, killTimeout: 2000, crashLimit: 5, crashWindow: 60_000,
-    queueLimit: 1024, queueTimeout: 30_000, inheritEnvNames: undefined, ...over,
-  } as unknown as PoolConfig;
-}
+const base = benchPoolConfig;
 
 // ---- Django ---------------------------------------------------------------------------
 
