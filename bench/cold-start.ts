@@ -16,11 +16,10 @@
  * uWSGI as external backends, a new connection per request), so no web server is in the
  * path. p99 of 20 tries is the slowest of them.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { PoolConfig } from '../src/config/types.js';
 import type { Logger } from '../src/log/log.js';
@@ -30,7 +29,7 @@ import { Exchange } from '../src/protocol/exchange.js';
 import { CgiParams } from '../src/protocol/params.js';
 import { childrenOf } from '../src/worker/children.js';
 import { generatePhpApp } from './php-app.js';
-import { benchPoolConfig, Sink } from './pool-client.js';
+import { benchPoolConfig, djangoExample, Sink, SYSTEM_PYTHON } from './pool-client.js';
 
 const arg = (name: string, def: string): string => {
   const i = process.argv.indexOf(name);
@@ -39,8 +38,7 @@ const arg = (name: string, def: string): string => {
 const TRIES = Number(arg('--tries', '20'));
 const CLASSES = Number(arg('--classes', '400'));
 const ONLY = arg('--only', 'all');
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const PY = '/usr/bin/python3';
+const PY = SYSTEM_PYTHON;
 const MiB = 1024 * 1024;
 const IS_ROOT = process.geteuid?.() === 0;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -334,15 +332,7 @@ async function parkedGroupParent(sock: string, runtimeDir: string): Promise<Vari
 // ---- Django ---------------------------------------------------------------------------
 
 async function django(rows: Row[]): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'fpm-cold-dj-'));
-  const run = join(dir, 'run');
-  mkdirSync(run, { mode: 0o700 });
-  const db = join(dir, 'db.sqlite3');
-  const app = join(ROOT, 'examples', 'django');
-  const env = { PATH: '/usr/bin:/bin', DJANGO_SETTINGS_MODULE: 'mysite.settings', DJANGO_DB_PATH: db, PYTHONDONTWRITEBYTECODE: '1', LANG: 'C.UTF-8' };
-  execFileSync(PY, ['-B', 'manage.py', 'migrate', '--noinput', '-v', '0'], { cwd: app, env });
-  const adapter = join(ROOT, 'bin', 'fcgi-pm-wsgi');
-  const page = { SCRIPT_NAME: '/app', PATH_INFO: '/page/', REQUEST_URI: '/app/page/' };
+  const { dir, run, app, env, adapter, page } = djangoExample('fpm-cold-dj-');
   const holdPage: HoldPage = { params: { SCRIPT_NAME: '/app', PATH_INFO: '/stream/', QUERY_STRING: 'mb=16', REQUEST_URI: '/app/stream/?mb=16' }, how: 'response' };
   let n = 0;
   const variant = (label: string, preload: boolean, over: Partial<PoolConfig> = {}): Variant => {

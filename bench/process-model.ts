@@ -13,11 +13,10 @@
  * Pools are driven in-process through createPool (the same client cost for every
  * variant); nginx is not in the path.
  */
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { PoolConfig } from '../src/config/types.js';
 import { pino } from 'pino';
 import type { Logger } from '../src/log/log.js';
@@ -26,7 +25,7 @@ import { CgiParams } from '../src/protocol/params.js';
 import { Exchange } from '../src/protocol/exchange.js';
 import { parseSmapsRollup } from '../src/memory/proc.js';
 import { childrenOf } from '../src/worker/children.js';
-import { benchPoolConfig, Sink } from './pool-client.js';
+import { benchPoolConfig, djangoExample, Sink, SYSTEM_PYTHON } from './pool-client.js';
 
 const arg = (name: string, def: number): number => {
   const i = process.argv.indexOf(name);
@@ -34,8 +33,7 @@ const arg = (name: string, def: number): number => {
 };
 const ROUNDS = arg('--rounds', 5);
 const SECONDS = arg('--seconds', 8);
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const PY = '/usr/bin/python3';
+const PY = SYSTEM_PYTHON;
 const MiB = 1024 * 1024;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const mib = (n: number): string => (n / MiB).toFixed(1);
@@ -66,15 +64,7 @@ const base = benchPoolConfig;
 // ---- Django ---------------------------------------------------------------------------
 
 async function django(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'fpm-pm-bench-'));
-  const run = join(dir, 'run');
-  mkdirSync(run, { mode: 0o700 });
-  const db = join(dir, 'db.sqlite3');
-  const app = join(ROOT, 'examples', 'django');
-  const env = { PATH: '/usr/bin:/bin', DJANGO_SETTINGS_MODULE: 'mysite.settings', DJANGO_DB_PATH: db, PYTHONDONTWRITEBYTECODE: '1', LANG: 'C.UTF-8' };
-  execFileSync(PY, ['-B', 'manage.py', 'migrate', '--noinput', '-v', '0'], { cwd: app, env });
-  const adapter = join(ROOT, 'bin', 'fcgi-pm-wsgi');
-  const page = { SCRIPT_NAME: '/app', PATH_INFO: '/page/', REQUEST_URI: '/app/page/' };
+  const { dir, run, app, env, adapter, page } = djangoExample('fpm-pm-bench-');
   const dbPage = { SCRIPT_NAME: '/app', PATH_INFO: '/db/', REQUEST_URI: '/app/db/' };
   const make = (preload: boolean, extra: Partial<PoolConfig> = {}) => {
     const { logger, lines } = logged();
