@@ -1,6 +1,6 @@
 /**
  * The manual pages and the bash completion, rendered from the same sources as `--help`
- * (the commander program) and README's configuration reference (CONFIG_KEYS), so none
+ * (the commander program) and docs/configuration.md's key reference (CONFIG_KEYS), so none
  * of them is written twice. scripts/build-deb.sh writes them with scripts/gen-manual.mjs.
  *
  *   fcgi-pm(8)        the program: synopsis, each command's help, signals, files

@@ -10,11 +10,11 @@ import { ErrorCodes, ProxyError } from '../../src/errors.js';
 import type { PoolConfig } from '../../src/config/types.js';
 import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
 import { classifyExit } from '../../src/worker/exit-policy.js';
-import { EXIT_GRACE_MS } from '../../src/pool/spawned-failures.js';
+import { EXIT_GRACE_MS } from '../../src/pool/spawned/failures.js';
 import { PoolStats } from '../../src/pool/stats.js';
-import { Supervisor, type SupervisorHooks } from '../../src/pool/supervisor.js';
-import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/supervisor-table.js';
-import type { Slot } from '../../src/pool/slot.js';
+import { Supervisor, type SupervisorHooks } from '../../src/pool/spawned/supervisor.js';
+import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/spawned/supervisor-table.js';
+import type { Slot } from '../../src/pool/spawned/slot.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeWorkerFactory, type FakeWorker } from './fake-worker.js';
 import { poolConfig, recordingLogger } from './helpers.js';
@@ -113,8 +113,8 @@ test('starting + ready → up: offer (seats to the dispatcher, spawn time counte
   assert.equal(e.slot.state, 'up');
   assert.deepEqual(e.names(), ['offer']);
   assert.equal(e.calls[0]![1], e.slot);
-  assert.equal(e.stats.spawns.count, 1);
-  assert.equal(e.stats.spawns.maxMs, 42);
+  assert.equal(e.stats.spawnLatency?.count, 1);
+  assert.equal(e.stats.spawnLatency?.maxMs, 42);
   assert.ok(e.lines.some((l) => l.msg === `worker ${e.worker.pid} ready after 42 ms`));
 });
 
