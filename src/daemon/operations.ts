@@ -32,6 +32,7 @@ import type { Pool, PoolActionReport, PoolSnapshot } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolRegistry } from './pool-registry.js';
 import { DashboardHost } from './dashboard.js';
+import type { SiteEditTarget } from '../dashboard/actions.js';
 import { applyReload, type ReloadReport } from './reload.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
@@ -62,6 +63,8 @@ export interface DaemonView {
   readonly listeners: readonly Listener[];
   memorySnapshot?(): unknown;
   sitesView?(all: boolean): SitesView | undefined;
+  /** A vhosts site's definition, for the dashboard's edits. */
+  siteEditTarget?(id: string): SiteEditTarget | undefined;
 }
 
 /** What a reload may change, handed in by Daemon.reload (its private parts). */
@@ -128,7 +131,7 @@ export class Operations {
     this.loadNext = opts.loadConfig;
     this.notifier = opts.notifier ?? new SystemdNotifier(opts.logger.child({ component: 'systemd' }));
     this.dashboard = new DashboardHost(
-      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
+      { config: () => this.view.config, site: (id) => this.view.siteEditTarget?.(id), snapshot: (what) => this.snapshot({ processes: what.processes === true, allSites: what.allSites === true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
       opts.logger.child({ component: 'dashboard' }),
     );
     this.responder = createStatusResponder((o) => this.snapshot(o), (pool) => this.readiness(pool), opts.logger.child({ component: 'status' }));
