@@ -66,9 +66,10 @@ class Sink implements ResponseSink {
   end(): void {
     this.resolve();
   }
-  fail(err: ProxyError): void {
+  fail(err: ProxyError): number {
     this.status = err.status;
     this.resolve();
+    return 0;
   }
 }
 
@@ -122,13 +123,21 @@ function hold(pool: Pool, params: Record<string, string>, how: 'body' | 'respons
 async function until(what: string, cond: () => boolean, timeoutMs = 60_000): Promise<void> {
   const end = performance.now() + timeoutMs;
   while (!cond()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}; our children: ${childrenOf(process.pid).map((p) => `${p} ${readFileSync(`/proc/${p}/cmdline`, "latin1").replace(/\0/g, " ")}`).join("; ")}`);
+    if (performance.now() > end) throw new Error(`timed out waiting for ${what}; our children: ${childrenOf(process.pid).map((p) => `${p} ${cmdline(p)}`).join('; ')}`);
     await sleep(20);
   }
 }
 
 function logger(): Logger {
   return pino({ level: 'warn' }, { write: (s: string) => void process.stderr.write(s) }) as unknown as Logger;
+}
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
 }
 
 function pss(pid: number): number {
@@ -227,7 +236,7 @@ function fcgiPmVariant(label: string, cfg: PoolConfig, runtimeDir: string, opts:
   const pids = (): number[] => pool.snapshot().workers.map((w) => w.pid).filter((p): p is number => p !== undefined);
   const tree = (): number[] => pids().flatMap((p) => [p, ...childrenOf(p)]);
   /** A preload pool's parent: the parent of its workers, or the child of ours that is not one. */
-  const others = (): number[] => childrenOf(process.pid).filter((p) => !pids().includes(p));
+  const others = (): number[] => childrenOf(process.pid).filter((p) => !pids().includes(p) && !cmdline(p).includes('fcgi-pm-watchdog'));
   return {
     label,
     pool,

@@ -69,9 +69,10 @@ class Sink implements ResponseSink {
   end(): void {
     this.resolve();
   }
-  fail(err: ProxyError): void {
+  fail(err: ProxyError): number {
     this.status = err.status;
     this.resolve();
+    return 0;
   }
 }
 

@@ -22,6 +22,11 @@ have sqlite3 || need+=(sqlite3)
 have promtool || need+=(prometheus)  # `promtool check metrics` on the Prometheus pages
 have ss || need+=(iproute2)      # the backlog test reads the listen queue with ss
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# Packages (test/package): scripts/build-deb.sh (dpkg-deb), lintian, the installed units
+# checked with systemd-analyze, the man pages found with man -w.
+have lintian || need+=(lintian)
+have systemd-analyze || need+=(systemd)
+have man || need+=(man-db)
 # The dashboard's browser test (puppeteer-core drives it; it downloads no browser).
 [ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,6 +1,6 @@
 /**
  * Every error fcgi-pm raises on purpose has a stable `code`. The table below is the
- * single list of them; README's "Error codes" section documents each one and a test
+ * single list of them; docs/error-codes.md documents each one and a test
  * checks that none is missing there.
  *
  * This module is a leaf: every folder may import it, it imports nothing.

@@ -99,6 +99,12 @@ export function toLatin1(s: string): string {
   return Buffer.from(s, 'utf8').toString('latin1');
 }
 
+/**
+ * A body's type unless --content-type or a Content-Type header says otherwise: opaque
+ * bytes. Form-urlencoded would make PHP parse a binary body as form variables.
+ */
+export const DEFAULT_BODY_TYPE = 'application/octet-stream';
+
 export interface RequestShape {
   method: string;
   /** Request body, or undefined for none. */
@@ -128,7 +134,7 @@ export function cgiParamsFor(t: BenchTarget, r: RequestShape): CgiParams {
   p.set('REQUEST_URI', toLatin1(t.query === '' ? t.path : `${t.path}?${t.query}`));
   p.set('QUERY_STRING', toLatin1(t.query));
   p.set('CONTENT_LENGTH', r.body === undefined ? '' : String(r.body.length));
-  p.set('CONTENT_TYPE', r.body === undefined ? '' : 'application/x-www-form-urlencoded');
+  p.set('CONTENT_TYPE', r.body === undefined ? '' : DEFAULT_BODY_TYPE);
   p.set('SERVER_NAME', t.host);
   p.set('SERVER_ADDR', t.address.kind === 'tcp' ? t.host : '127.0.0.1');
   p.set('SERVER_PORT', String(t.port));

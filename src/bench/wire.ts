@@ -5,7 +5,7 @@
  */
 import { FCGI_KEEP_CONN, RecordType, Role, encodeRecord, encodeRequestHead, encodeStream } from '../protocol/fastcgi.js';
 import { encodeScgiHead } from '../protocol/scgi.js';
-import { cgiParamsFor, type BenchTarget, type RequestShape } from './target.js';
+import { cgiParamsFor, DEFAULT_BODY_TYPE, type BenchTarget, type RequestShape } from './target.js';
 
 export const FCGI_REQUEST_ID = 1;
 
@@ -44,7 +44,7 @@ function httpRequestBytes(t: BenchTarget, r: RequestShape): Buffer {
   if (!given.has('user-agent')) head += 'User-Agent: fcgi-pm-bench\r\n';
   if (!given.has('connection')) head += r.keepAlive ? 'Connection: keep-alive\r\n' : 'Connection: close\r\n';
   if (r.body !== undefined) {
-    if (!given.has('content-type')) head += 'Content-Type: application/x-www-form-urlencoded\r\n';
+    if (!given.has('content-type')) head += `Content-Type: ${DEFAULT_BODY_TYPE}\r\n`;
     head += `Content-Length: ${r.body.length}\r\n`;
   }
   for (const [name, value] of r.headers) if (name.toLowerCase() !== 'content-length') head += `${name}: ${value}\r\n`;

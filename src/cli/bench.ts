@@ -18,6 +18,7 @@ export interface BenchCliOptions {
   rate?: string;
   method?: string;
   bodyFile?: string;
+  contentType?: string;
   param: string[];
   header: string[];
   keepAlive?: boolean;
@@ -86,6 +87,11 @@ export function benchOptionsFrom(targetUrl: string, o: BenchCliOptions): BenchOp
       throw new BenchUsageError(`--body-file ${o.bodyFile}: ${(err as Error).message}`);
     }
   }
+  if (o.contentType !== undefined) {
+    if (body === undefined) throw new BenchUsageError('--content-type is the type of the --body-file body; give --body-file too');
+    if (headers.some(([n]) => n.toLowerCase() === 'content-type')) throw new BenchUsageError('give --content-type or a Content-Type header, not both');
+    headers.push(['Content-Type', o.contentType]);
+  }
   const method = (o.method ?? (body === undefined ? 'GET' : 'POST')).toUpperCase();
   if (!/^[A-Z]+$/.test(method)) throw new BenchUsageError(`--method must be a word like GET or POST, got ${JSON.stringify(o.method)}`);
   const opts: BenchOptions = {
@@ -130,6 +136,7 @@ export function benchCommand(): Command {
     .option('--rate <r>', 'open loop: start R requests per second on schedule, whether earlier ones finished or not')
     .option('--method <method>', 'request method (default GET, or POST with --body-file)')
     .option('--body-file <file>', 'send this file as the request body')
+    .option('--content-type <type>', 'the body\'s type (CONTENT_TYPE / Content-Type; default application/octet-stream)')
     .option('--param <name=value>', 'FastCGI/SCGI: set a request variable (SCRIPT_FILENAME, DOCUMENT_ROOT...); repeatable', collect, [])
     .option('-H, --header <header>', '"Name: value" request header (HTTP_* variable for FastCGI/SCGI); repeatable', collect, [])
     .option('-k, --keep-alive', 'reuse connections: FastCGI FCGI_KEEP_CONN, HTTP keep-alive (SCGI has none)')

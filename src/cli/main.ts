@@ -1,6 +1,7 @@
 /**
  * The fcgi-pm command line. One file per command; bin/fcgi-pm calls main().
- * Commands: run, check, status, workers, reload, restart, drain, stop, bench, tune, dashboard.
+ * Commands: run, check, status, workers, reload, restart, drain, stop, upgrade, reopen-logs,
+ * bench, tune, dashboard.
  */
 import { Command, CommanderError, Option } from 'commander';
 import { LOG_FORMATS, LOG_LEVELS } from '../config/keys.js';
@@ -21,11 +22,12 @@ import { packageVersion } from '../version.js';
 
 const EXAMPLES = `
 Examples:
-  # Spawn php-cgi workers on demand behind nginx (fastcgi_pass 127.0.0.1:9000):
-  fcgi-pm run --fastcgi 127.0.0.1:9000 --command php-cgi
+  # Spawn php-cgi workers on demand behind nginx (fastcgi_pass 127.0.0.1:9000),
+  # as www-data (as root, workers need a user):
+  fcgi-pm run --fastcgi 127.0.0.1:9000 --command php-cgi --user www-data
 
   # Try PHP scripts straight from a browser, no web server needed:
-  fcgi-pm run --http 127.0.0.1:8080 --document-root /var/www/html --command php-cgi
+  fcgi-pm run --http 127.0.0.1:8080 --document-root /var/www/html --command php-cgi --user www-data
 
   # Put fcgi-pm in front of backends that are already running:
   fcgi-pm run --fastcgi 127.0.0.1:9000 --backend fastcgi://127.0.0.1:9001 --backend fastcgi://127.0.0.1:9002
@@ -34,8 +36,12 @@ Examples:
   fcgi-pm check -c /etc/fcgi-pm/fcgi-pm.yaml
   fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
 
-  # Replace pool www's workers one by one, without failing a request:
-  fcgi-pm restart -c /etc/fcgi-pm/fcgi-pm.yaml --pool www --rolling
+  # Replace pool php's workers one by one, without failing a request:
+  fcgi-pm restart -c /etc/fcgi-pm/fcgi-pm.yaml --pool php --rolling
+
+  # A new fcgi-pm version (or config) in place, no connection refused; logs after logrotate:
+  fcgi-pm upgrade -c /etc/fcgi-pm/fcgi-pm.yaml
+  fcgi-pm reopen-logs -c /etc/fcgi-pm/fcgi-pm.yaml
 
   # A web dashboard over two running daemons (their control sockets):
   fcgi-pm dashboard --peers /run/fcgi-pm/web.sock,/run/fcgi-pm/api.sock
@@ -46,12 +52,14 @@ A minimal config file:
   pools:
     php:
       command: [php-cgi]
+      user: www-data
       pm: ondemand
       max_children: 8
 
 Run "fcgi-pm help <command>" for a command's options.
 Exit status: 0 success, 1 bad configuration or the daemon failed, 2 wrong usage,
-3 no daemon answers at the control socket (status, workers, reload, restart, drain, stop).
+3 no daemon answers at the control socket (status, workers, reload, restart, drain, stop,
+upgrade, reopen-logs).
 `;
 
 export function buildProgram(): Command {

@@ -51,7 +51,7 @@ unix:/path.sock. Logs go to stdout: human lines on a terminal, JSON lines otherw
 Examples:
   fcgi-pm run -c /etc/fcgi-pm/fcgi-pm.yaml
   fcgi-pm run --fastcgi 127.0.0.1:9000 --command php-cgi --user www-data --max-children 8
-  fcgi-pm run --http 127.0.0.1:8080 --document-root ./public --command php-cgi
+  fcgi-pm run --http 127.0.0.1:8080 --document-root ./public --command php-cgi --user www-data
   fcgi-pm run --fastcgi 127.0.0.1:9000 --backend fastcgi://unix:/run/php/php-fpm.sock
 `,
     )

@@ -1,6 +1,6 @@
 /**
  * Every configuration key, as data: its type, its default (spelt as in the file) and a
- * one-line description. schema.ts validates with these tables and README's key
+ * one-line description. schema.ts validates with these tables and docs/configuration.md's key
  * reference is generated from / checked against CONFIG_KEYS, so a key is described once.
  */
 import { DASHBOARD_KEYS } from './dashboard-keys.js';
@@ -97,7 +97,7 @@ const SCRIPT_POOL_KEYS: readonly KeySpec[] = [
   { key: 'script_roots', field: 'scriptRoots', type: { kind: 'paths' }, defaultText: '(none)', doc: "Directories SCRIPT_FILENAME must lie in after resolving .. and symlinks, else 403 ERR_SCRIPT_FORBIDDEN; through an http listener it must also lie in its document_root." },
 ];
 
-// Authorization in front of a pool (src/frontend/authorize.ts, README "An authorizer in front of any pool").
+// Authorization in front of a pool (src/frontend/authorize.ts, docs/authorization.md "An authorizer in front of any pool").
 const AUTHORIZER_POOL_KEYS: readonly KeySpec[] = [
   { key: 'authorizer', field: 'authorizer', type: { kind: 'string' }, defaultText: '(none)', doc: 'Ask this pool, as a FastCGI authorizer, about every request before it is dispatched to this pool, whatever the front end: 200 lets it through with the answer\'s Variable-NAME values as variables NAME, any other answer goes to the client; a failing authorizer denies with 503 ERR_AUTHORIZER_FAILED. The pool must exist, not be this one, and not have an authorizer of its own.' },
   { key: 'authorizer_cache', field: 'authorizerCache', type: anyDuration, default: '0s', defaultText: '0 (off)', doc: 'Keep a grant this long for later requests with the same authorizer_cache_key values (denies and failures are never kept); at most 4096 grants, the least recently used go first; emptied when either pool is replaced by a reload.' },
@@ -313,7 +313,7 @@ function rows(prefix: string, keys: readonly KeySpec[]): KeyDoc[] {
   }));
 }
 
-/** The whole key reference, in the order README lists it. */
+/** The whole key reference, in the order docs/configuration.md lists it. */
 export const CONFIG_KEYS: readonly KeyDoc[] = [
   { path: 'listen', type: 'list of listeners', default: '', required: true, description: 'Where front-end web servers connect; at least one.' },
   ...rows('listen[].', LISTENER_KEYS),

@@ -1,5 +1,5 @@
 /**
- * README's configuration reference, rendered from the key tables so a key is
+ * docs/configuration.md, the configuration reference,, rendered from the key tables so a key is
  * described in one place (keys.ts). scripts/gen-docs.mjs writes it; a test checks it.
  */
 import { CONFIG_KEYS } from './keys.js';
@@ -21,6 +21,6 @@ export function replaceGenerated(doc: string, name: string, body: string): strin
   const end = `<!-- ${name}:end -->`;
   const i = doc.indexOf(start);
   const j = doc.indexOf(end);
-  if (i < 0 || j < i) throw new Error(`README.md has no ${start} … ${end} section`);
+  if (i < 0 || j < i) throw new Error(`the document has no ${start} … ${end} section`);
   return `${doc.slice(0, i + start.length)}\n${body}\n${doc.slice(j)}`;
 }

@@ -83,8 +83,9 @@ class AnswerSink implements ResponseSink {
     this.settle(a ?? { kind: 'failed', code: ErrorCodes.AUTHORIZER_ANSWER, reason: 'no answer' });
   }
 
-  fail(err: ProxyError): void {
+  fail(err: ProxyError): number {
     this.settle({ kind: 'failed', code: err.code, reason: err.message });
+    return 0; // nothing reaches a client from here: the request's own exchange answers
   }
 
   private settle(a: Answer): void {

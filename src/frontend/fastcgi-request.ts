@@ -77,9 +77,10 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
     this.session.bodyTimedOut(this);
   }
 
-  fail(err: ProxyError): void {
-    if (this.headSent) this.session.cutResponse(this, err);
-    else this.session.answerError(this, err.status, err.code, err.retryAfter);
+  fail(err: ProxyError): number {
+    if (!this.headSent) return this.session.answerError(this, err.status, err.code, err.retryAfter);
+    this.session.cutResponse(this, err);
+    return 0;
   }
 }
 

@@ -25,7 +25,7 @@ import {
   parseBeginRequest,
   type FcgiRecord,
 } from '../protocol/fastcgi.js';
-import { renderCgiError } from '../protocol/cgi-response.js';
+import { cgiErrorBodyLength, renderCgiError } from '../protocol/cgi-response.js';
 import { Exchange } from '../protocol/exchange.js';
 import { CgiParams } from '../protocol/params.js';
 import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
@@ -348,10 +348,17 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
   }
 
   /** Answers the request with a CGI error page (nothing was sent for it yet) and ends it. */
-  answerError(r: FcgiRequest, status: number, code: string, retryAfter: number | undefined): void {
-    if (r.state === 'ended') return;
-    if (this.state !== 'closed') this.writer.stream(RecordType.Stdout, r.id, renderCgiError(status, errorText(status, code), retryAfter));
+  /** Answers with an error page; returns its body bytes written. */
+  answerError(r: FcgiRequest, status: number, code: string, retryAfter: number | undefined): number {
+    if (r.state === 'ended') return 0;
+    let written = 0;
+    if (this.state !== 'closed') {
+      const page = renderCgiError(status, errorText(status, code), retryAfter);
+      this.writer.stream(RecordType.Stdout, r.id, page);
+      written = cgiErrorBodyLength(page);
+    }
     this.endRequest(r);
+    return written;
   }
 
   /**

@@ -205,16 +205,16 @@ export class HttpCall implements ResponseSink {
     if (!this.broken) this.res.end();
   }
 
-  fail(err: ProxyError): void {
-    if (this.broken) return;
+  fail(err: ProxyError): number {
+    if (this.broken) return 0;
     this.releaseBody();
     if (this.res.headersSent) {
       // A clean end would make a cut body look complete (and cacheable) to the client.
       this.conn.env.listener.log.warn({ remote: this.conn.remote, code: err.code }, 'response failed after its head; cutting the connection');
       this.res.destroy();
-      return;
+      return 0;
     }
-    sendPlain(this.res, err.status, errorText(err.status, err.code), err.retryAfter, this.conn.draining);
+    return sendPlain(this.res, err.status, errorText(err.status, err.code), err.retryAfter, this.conn.draining);
   }
 
   /** The response is complete before the request body was read: read and drop the rest. */
@@ -227,10 +227,11 @@ export class HttpCall implements ResponseSink {
   }
 }
 
-function sendPlain(res: ServerResponse, status: number, text: string, retryAfter: number | undefined, close: boolean): void {
+/** Returns the body bytes sent (none for HEAD: node:http drops them). */
+function sendPlain(res: ServerResponse, status: number, text: string, retryAfter: number | undefined, close: boolean): number {
   if (res.headersSent || res.destroyed) {
     res.destroy();
-    return;
+    return 0;
   }
   const body = Buffer.from(text, 'utf8');
   const headers: string[] = ['Content-Type', 'text/plain; charset=utf-8', 'Content-Length', String(body.length)];
@@ -238,6 +239,7 @@ function sendPlain(res: ServerResponse, status: number, text: string, retryAfter
   if (close) headers.push('Connection', 'close');
   res.writeHead(status, headers);
   res.end(body);
+  return res.req.method === 'HEAD' ? 0 : body.length;
 }
 
 function onReqData(this: IncomingMessage, chunk: Buffer): void {

@@ -8,7 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import { ErrorCodes, ProtocolError, ProxyError } from '../errors.js';
-import { renderCgiError } from '../protocol/cgi-response.js';
+import { cgiErrorBodyLength, renderCgiError } from '../protocol/cgi-response.js';
 import { Exchange, type CgiResponseHead, type ResponseSink } from '../protocol/exchange.js';
 import type { CgiParams } from '../protocol/params.js';
 import { ScgiRequestDecoder, type ScgiHandlers, type ScgiLimits } from '../protocol/scgi.js';
@@ -157,14 +157,16 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
     this.finishSocket();
   }
 
-  fail(err: ProxyError): void {
+  fail(err: ProxyError): number {
     if (this.written) {
       this.env.listener.log.warn({ remote: this.remote, code: err.code }, 'response failed after its head; cutting the connection');
       this.closeNow();
-      return;
+      return 0;
     }
-    this.write(renderCgiError(err.status, errorText(err.status, err.code), err.retryAfter));
+    const page = renderCgiError(err.status, errorText(err.status, err.code), err.retryAfter);
+    this.write(page);
     this.finishSocket();
+    return cgiErrorBodyLength(page);
   }
 
   // ---- socket -------------------------------------------------------------------------

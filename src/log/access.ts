@@ -93,7 +93,8 @@ export function createAccessLog(opts: AccessLogOptions): AccessLogger | undefine
       const limit = slowMs(ex.pool);
       if (limit > 0 && now - ex.startedAt >= limit) {
         f.slow = true;
-        log.warn({ code: ErrorCodes.SLOW_REQUEST, ...f }, `slow request: ${f.method} ${f.uri} ${f.status} took ${f.ms} ms (slow_request ${limit} ms)`);
+        // A request that failed is filed under its failure (a 504 is ERR_REQUEST_TIMEOUT), slow or not.
+        log.warn({ ...f, code: ex.error?.code ?? ErrorCodes.SLOW_REQUEST }, `slow request: ${f.method} ${f.uri} ${f.status} took ${f.ms} ms (slow_request ${limit} ms)`);
       } else {
         log.info(f, `${f.method} ${f.uri} ${f.status}`);
       }
@@ -122,7 +123,7 @@ export function createAccessLog(opts: AccessLogOptions): AccessLogger | undefine
   if (!log.isLevelEnabled('info')) return undefined;
   return (ex: Exchange, now?: number) => {
     const f = facts(ex, now);
-    if (f.slow) log.warn({ code: ErrorCodes.SLOW_REQUEST, slow: true }, line(f));
+    if (f.slow) log.warn({ code: ex.error?.code ?? ErrorCodes.SLOW_REQUEST, slow: true }, line(f));
     else log.info(line(f));
   };
 }

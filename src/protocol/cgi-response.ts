@@ -303,6 +303,11 @@ export function parseCgiHeadStrict(raw: Buffer): CgiResponseHead {
 }
 
 /** A complete CGI response for an error: Status, Content-Type text/plain, Retry-After when given, short body. */
+/** The body bytes of a page renderCgiError made (what the access log counts). */
+export function cgiErrorBodyLength(page: Buffer): number {
+  return page.length - page.indexOf('\r\n\r\n') - 4;
+}
+
 export function renderCgiError(status: number, message: string, retryAfter?: number): Buffer {
   const body = `${message}\n`;
   const bodyLen = Buffer.byteLength(body, 'utf8');

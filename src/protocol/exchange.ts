@@ -42,8 +42,9 @@ export interface ResponseSink {
   /**
    * The request failed. Before head(): answer err.status with a short body.
    * After head(): the response is cut; end it as the protocol allows (close or abort).
+   * Returns the body bytes it wrote (the access log's `bytes`), 0 when none.
    */
-  fail(err: ProxyError): void;
+  fail(err: ProxyError): number;
 }
 
 export interface BodyConsumer {
@@ -314,7 +315,7 @@ export class Exchange {
       this.onAbort = undefined;
       h?.();
     }
-    this.sink.fail(err);
+    this.bytesOut += this.sink.fail(err);
     this.finish();
   }
 

@@ -2,9 +2,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cgiParamsFor, parseTarget, TargetError, type RequestShape } from '../../src/bench/target.js';
+import { buildWireRequest } from '../../src/bench/wire.js';
+import { benchOptionsFrom } from '../../src/cli/bench.js';
 import { makeTempDir } from '../helpers/tmp.js';
 
 const shape = (over: Partial<RequestShape> = {}): RequestShape => ({ method: 'GET', body: undefined, headers: [], params: [], keepAlive: false, ...over });
@@ -82,6 +84,21 @@ test('CGI variables come from the URL; --param overrides; SCRIPT_FILENAME from D
   assert.equal(hdr.HTTP_X_FORWARDED_FOR, '10.0.0.1');
   assert.equal(hdr.CONTENT_TYPE, 'text/plain');
   assert.equal(cgiParamsFor(t, shape()).get('SCRIPT_FILENAME'), undefined);
+});
+
+test('a body is application/octet-stream unless its type is given: PHP must not parse binary bytes as a form', (t) => {
+  const target = parseTarget('fcgi://127.0.0.1:9000/upload.php');
+  const body = Buffer.from([0, 1, 2, 0x26, 0x3d, 0xff]);
+  assert.equal(cgiParamsFor(target, shape({ method: 'POST', body })).get('CONTENT_TYPE'), 'application/octet-stream');
+  assert.equal(cgiParamsFor(target, shape({ method: 'POST', body, headers: [['Content-Type', 'application/json']] })).get('CONTENT_TYPE'), 'application/json');
+  assert.equal(cgiParamsFor(target, shape()).get('CONTENT_TYPE'), '', 'no body, no type');
+  const file = join(makeTempDir(t), 'body.bin');
+  writeFileSync(file, body);
+  const http = buildWireRequest(parseTarget('http://127.0.0.1:8080/upload'), shape({ method: 'POST', body })).bytes.toString('latin1');
+  assert.match(http, /\r\nContent-Type: application\/octet-stream\r\n/);
+  const opts = benchOptionsFrom('fcgi://127.0.0.1:9000/upload.php', { param: [], header: [], timeout: '30s', bodyFile: file, contentType: 'image/png' });
+  assert.equal(cgiParamsFor(opts.target, opts.request).get('CONTENT_TYPE'), 'image/png');
+  assert.throws(() => benchOptionsFrom('fcgi://127.0.0.1:9000/x', { param: [], header: [], timeout: '30s', contentType: 'image/png' }), /--body-file/);
 });
 
 test('UTF-8 in params travels as its bytes', () => {

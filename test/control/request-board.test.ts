@@ -16,7 +16,7 @@ const gc = runInNewContext('gc') as () => void;
 
 /** A sink standing in for a session: it holds something big, as a socket with its buffers would. */
 function sink(): ResponseSink & { ballast: Uint8Array } {
-  return { ballast: new Uint8Array(1 << 20), head() {}, body: () => true, stderr() {}, end() {}, fail() {} };
+  return { ballast: new Uint8Array(1 << 20), head() {}, body: () => true, stderr() {}, end() {}, fail: () => 0 };
 }
 
 function finishOn(board: RequestBoard, pid: number, uri: string, startedAt: number, endedAt: number): WeakRef<Exchange> {

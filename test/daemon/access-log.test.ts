@@ -6,7 +6,7 @@ import { Exchange, type ResponseSink } from '../../src/protocol/exchange.js';
 import { CgiParams } from '../../src/protocol/params.js';
 import { captureLogger, waitForLine } from './fakes.js';
 
-const sink: ResponseSink = { head() {}, body: () => true, stderr() {}, end() {}, fail() {} };
+const sink: ResponseSink = { head() {}, body: () => true, stderr() {}, end() {}, fail: () => 0 };
 
 test('an error is logged with its status and code', () => {
   const ex = new Exchange(CgiParams.fromObject({ REQUEST_METHOD: 'POST', REQUEST_URI: '/upload' }), sink, 'fastcgi', 100);

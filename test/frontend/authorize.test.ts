@@ -101,7 +101,7 @@ function client(params: Record<string, string> = request): Client {
     body: (b) => (c.body.push(b), true),
     stderr: () => {},
     end: () => void (c.ended = true),
-    fail: (e) => void (c.error = e),
+    fail: (e) => ((c.error = e), 0),
   };
   c.ex = new Exchange(CgiParams.fromObject(params), sink, 'http', performance.now());
   return c;

@@ -58,7 +58,7 @@ test('config: operations keys validate with file and key in the message', () => 
   assert.equal(configFromObject({ ...base, listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000' }], control_socket: './run/ctl.sock' }, '/etc/x/fcgi-pm.yaml').controlSocket, '/etc/x/run/ctl.sock');
 });
 
-const sink: ResponseSink = { head() {}, body: () => true, stderr() {}, end() {}, fail() {} };
+const sink: ResponseSink = { head() {}, body: () => true, stderr() {}, end() {}, fail: () => 0 };
 
 test('access format: PHP-FPM letters and ours, one line per request', () => {
   assert.equal(typeof parseAccessFormat('%{bogus}d'), 'string');

@@ -49,11 +49,12 @@ export class RecordingSink implements ResponseSink {
     this.answeredAt = performance.now();
     this.resolve();
   }
-  fail(err: ProxyError): void {
+  fail(err: ProxyError): number {
     this.error = err;
     if (this.status === 0) this.status = err.status;
     this.answeredAt = performance.now();
     this.resolve();
+    return 0;
   }
 }
 

@@ -35,8 +35,9 @@ class Sink implements ResponseSink {
   end(): void {
     this.events.push('end');
   }
-  fail(err: ProxyError): void {
+  fail(err: ProxyError): number {
     this.events.push(`fail ${err.status}`);
+    return 0;
   }
 }
 

@@ -46,6 +46,15 @@ export interface Routed {
   pool: Pool;
 }
 
+type Eviction = 'idle' | 'changed' | 'removed';
+
+/** What an eviction means for the site's next request, as its log line says. */
+const EVICTED: Record<Eviction, (site: string, idleS: number) => string> = {
+  idle: (site, idleS) => `site ${site} idle for ${idleS}s: its pool is stopped; the next request starts a new one`,
+  changed: (site) => `site ${site} changed: its pool drains, the next request starts a new one`,
+  removed: (site) => `site ${site} removed: its pool drains; its hosts now get 404 (or the default site)`,
+};
+
 export class Sites {
   private cfg: VhostsConfig;
   private defs = new Map<string, SiteConfig>();
@@ -261,7 +270,7 @@ export class Sites {
     }
   }
 
-  private evict(id: string, why: 'idle' | 'changed' | 'removed'): void {
+  private evict(id: string, why: Eviction): void {
     this.lastUsed.delete(id);
     const drain = this.deps.drainMs();
     const dir = this.dirs.get(id);
@@ -271,7 +280,7 @@ export class Sites {
         if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       });
     });
-    if (had) this.deps.logger.info({ kind: 'vhosts', site: id, why }, why === 'idle' ? `site ${id} idle for ${Math.round(this.cfg.idleTimeout / 1000)}s: its pool is stopped` : `site ${id} ${why}: its pool drains, the next request starts a new one`);
+    if (had) this.deps.logger.info({ kind: 'vhosts', site: id, why }, EVICTED[why](id, Math.round(this.cfg.idleTimeout / 1000)));
   }
 
   private readonly dirs = new Map<string, string>();

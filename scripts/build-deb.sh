@@ -1,0 +1,84 @@
+#!/bin/sh
+# Builds fcgi-pm_VERSION_all.deb with dpkg-deb from the npm package (so the .deb holds
+# exactly what `npm pack` ships, with its bundled production node_modules: no compiler,
+# no network at install).
+#
+#   scripts/build-deb.sh [--tarball fcgi-pm-VERSION.tgz] [--out DIR]
+#
+# Without --tarball, `npm pack` makes one (its prepack does a clean build). Prints the
+# path of the .deb. Layout:
+#   /usr/lib/fcgi-pm/                 the npm package (bin/, dist/, node_modules/, docs/, examples/)
+#   /usr/bin/fcgi-pm, fcgi-pm-wsgi    symlinks into it
+#   /etc/fcgi-pm/fcgi-pm.yaml         conffile: examples/systemd/fcgi-pm.yaml (passes `fcgi-pm check`)
+#   /lib/systemd/system/              fcgi-pm.service, fcgi-pm.socket (examples/systemd/)
+#   /etc/logrotate.d/fcgi-pm          conffile: examples/systemd/logrotate (runs reopen-logs)
+#   /usr/share/man/man8/fcgi-pm.8.gz, man5/fcgi-pm.yaml.5.gz, bash completion:
+#                                     generated from the command line and the key table
+#                                     (scripts/gen-manual.mjs)
+#   /usr/share/doc/fcgi-pm/           copyright, changelog
+# lintian: run `lintian fcgi-pm_*.deb`; packaging/debian/lintian-overrides says why each
+# remaining tag is expected.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+tarball=
+out=$root
+while [ $# -gt 0 ]; do
+    case $1 in
+        --tarball) tarball=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        *) echo "usage: $0 [--tarball FILE] [--out DIR]" >&2; exit 2 ;;
+    esac
+done
+version=$(node -p "require('$root/package.json').version")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if [ -z "$tarball" ]; then
+    (cd "$root" && npm pack --silent --pack-destination "$work" >/dev/null)
+    tarball=$work/fcgi-pm-$version.tgz
+fi
+stage=$work/stage
+lib=$stage/usr/lib/fcgi-pm
+deb=$root/packaging/debian
+mkdir -p "$lib" "$stage/usr/bin" "$stage/DEBIAN" "$stage/etc/fcgi-pm" "$stage/etc/logrotate.d" \
+    "$stage/lib/systemd/system" "$stage/usr/share/man/man8" "$stage/usr/share/man/man5" \
+    "$stage/usr/share/bash-completion/completions" "$stage/usr/share/doc/fcgi-pm" \
+    "$stage/usr/share/lintian/overrides" "$stage/var/log/fcgi-pm"
+tar -xzf "$tarball" -C "$lib" --strip-components=1 --no-same-owner
+ln -s ../lib/fcgi-pm/bin/fcgi-pm "$stage/usr/bin/fcgi-pm"
+ln -s ../lib/fcgi-pm/bin/fcgi-pm-wsgi "$stage/usr/bin/fcgi-pm-wsgi"
+# Only what runs: the bundled modules' own tests and benchmarks go, their licenses stay.
+find "$lib/node_modules" -depth -type d \( -name test -o -name tests -o -name benchmarks -o -name '.?*' \) -exec rm -rf {} +
+find "$lib/node_modules" \( -name '.*' -o -name '*.html' -o -name '*.ts' \) -type f -delete
+find "$lib" -name '*.map' -delete
+cp "$root/examples/systemd/fcgi-pm.yaml" "$stage/etc/fcgi-pm/fcgi-pm.yaml"
+cp "$root/examples/systemd/logrotate" "$stage/etc/logrotate.d/fcgi-pm"
+cp "$root/examples/systemd/fcgi-pm.service" "$root/examples/systemd/fcgi-pm.socket" "$stage/lib/systemd/system/"
+node "$lib/scripts/gen-manual.mjs" "$work/man" "$(date -u -r "$root/package.json" +%Y-%m-%d)"
+gzip -9n -c "$work/man/fcgi-pm.8" >"$stage/usr/share/man/man8/fcgi-pm.8.gz"
+gzip -9n -c "$work/man/fcgi-pm.yaml.5" >"$stage/usr/share/man/man5/fcgi-pm.yaml.5.gz"
+mkdir -p "$stage/usr/share/man/man1"
+gzip -9n -c "$work/man/fcgi-pm-wsgi.1" >"$stage/usr/share/man/man1/fcgi-pm-wsgi.1.gz"
+cp "$work/man/fcgi-pm.bash-completion" "$stage/usr/share/bash-completion/completions/fcgi-pm"
+cp "$deb/copyright" "$stage/usr/share/doc/fcgi-pm/copyright"
+gzip -9n -c "$root/CHANGELOG.md" >"$stage/usr/share/doc/fcgi-pm/changelog.gz"
+printf 'fcgi-pm (%s) unstable; urgency=medium\n\n  * Built from the fcgi-pm repository (scripts/build-deb.sh).\n\n -- fcgi-pm authors <fcgi-pm@users.noreply.github.com>  %s\n' \
+    "$version" "$(date -u -R -r "$root/package.json")" | gzip -9n >"$stage/usr/share/doc/fcgi-pm/changelog.Debian.gz"
+cp "$deb/lintian-overrides" "$stage/usr/share/lintian/overrides/fcgi-pm"
+for s in postinst prerm; do cp "$deb/$s" "$stage/DEBIAN/$s"; done
+# The packaged config's opcache cache dir, as the daemon derives it (src/config/opcache-path.ts).
+cache=$(cd "$lib" && node --input-type=module -e "import { opcacheRoot } from './dist/src/config/opcache-path.js'; process.stdout.write(String(opcacheRoot({ source: '/etc/fcgi-pm/fcgi-pm.yaml' }, 0)))")
+case $cache in /var/cache/fcgi-pm/?*) ;; *) echo "unexpected opcache dir: $cache" >&2; exit 1 ;; esac
+sed "s#@CACHE_DIR@#$cache#g" "$deb/postrm" >"$stage/DEBIAN/postrm"
+printf '/etc/fcgi-pm/fcgi-pm.yaml\n/etc/logrotate.d/fcgi-pm\n' >"$stage/DEBIAN/conffiles"
+# Modes as Debian wants them: directories and scripts (#!) 0755, everything else 0644.
+find "$stage" -type d -exec chmod 0755 {} +
+find "$stage" -type f -exec chmod 0644 {} +
+find "$lib" -path "$lib/examples" -prune -o -type f -exec sh -c 'for f; do [ "$(head -c 2 "$f")" = "#!" ] && chmod 0755 "$f"; done; true' sh {} +
+chmod 0755 "$lib/bin/fcgi-pm" "$lib/bin/fcgi-pm-wsgi" "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm" "$stage/DEBIAN/postrm"
+size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+sed -e "s/@VERSION@/$version/" -e "s/@SIZE@/$size/" "$deb/control.in" >"$stage/DEBIAN/control"
+(cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum >DEBIAN/md5sums)
+mkdir -p "$out"
+file=$out/fcgi-pm_${version}_all.deb
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$file" >/dev/null
+echo "$file"

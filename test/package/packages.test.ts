@@ -1,0 +1,137 @@
+/**
+ * The packages as a new user gets them, built once per run: the npm tarball (what `npm
+ * pack` ships) installed with `npm install -g` into an empty prefix serves the demo, and
+ * the .deb (scripts/build-deb.sh from that tarball) installed with dpkg serves a PHP page
+ * through nginx from the installed files, its units pass `systemd-analyze verify`, its
+ * conffile passes `fcgi-pm check` as shipped, and `dpkg --purge` leaves no file.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { ManagedChild } from '../helpers/child.js';
+import { httpRequest } from '../helpers/http-client.js';
+import { fastcgiParams, startNginx } from '../helpers/nginx.js';
+import { PHP_FIXTURES, REPO_ROOT } from '../helpers/paths.js';
+import { freePort } from '../helpers/ports.js';
+import { Cleanup } from '../helpers/scope.js';
+import { makeTempDir } from '../helpers/tmp.js';
+import { worldReadableDir } from '../helpers/world-readable.js';
+import { canConnect, waitFor } from '../helpers/wait.js';
+
+const run = promisify(execFile);
+const have = (cmd: string): boolean => ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].some((d) => existsSync(join(d, cmd)));
+
+describe('packages', { timeout: 170_000 }, () => {
+  const scope = new Cleanup();
+  let work: string;
+  let tarball: string;
+  let deb: string;
+
+  before(async () => {
+    work = makeTempDir(scope, 'fpm-pkg-');
+    // dist/ is built by the test run itself (npm test compiles first): pack it as it is.
+    await run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', work], { cwd: REPO_ROOT });
+    tarball = join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!);
+    deb = (await run('sh', [join(REPO_ROOT, 'scripts/build-deb.sh'), '--tarball', tarball, '--out', work])).stdout.trim();
+  });
+  after(() => scope.run());
+
+  it('the tarball ships dist, bin, examples, docs, README, LICENSE and CHANGELOG, nothing of test/ or bench/', async () => {
+    const files = (await run('tar', ['-tzf', tarball])).stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
+    for (const f of ['bin/fcgi-pm', 'bin/fcgi-pm-wsgi', 'dist/src/cli/main.js', 'examples/demo/fcgi-pm.yaml', 'docs/operations.md', 'README.md', 'LICENSE', 'CHANGELOG.md', 'node_modules/pino/package.json']) {
+      assert.ok(files.includes(f), `${f} missing from the tarball`);
+    }
+    assert.deepEqual(files.filter((f) => /^(test|bench|dist\/test|dist\/bench)\//.test(f)), []);
+  });
+
+  it('npm install -g of the tarball into an empty prefix: fcgi-pm and fcgi-pm-wsgi answer, and it serves the demo', async (t) => {
+    const prefix = worldReadableDir(t, makeTempDir(t, 'fpm-prefix-'));
+    // Everything it needs is in the tarball: no registry, no compiler.
+    await run('npm', ['install', '-g', '--prefix', prefix, '--offline', '--omit=optional', '--no-audit', '--no-fund', tarball], { env: { ...process.env, npm_config_cache: join(prefix, '.npm') } });
+    const bin = join(prefix, 'bin');
+    assert.match((await run(join(bin, 'fcgi-pm'), ['--version'])).stdout, /^\d+\.\d+\.\d+/);
+    assert.match((await run(join(bin, 'fcgi-pm-wsgi'), ['--help'])).stdout, /WSGI/);
+    const pkg = join(prefix, 'lib', 'node_modules', 'fcgi-pm');
+    const cfg = parseYaml(readFileSync(join(pkg, 'examples/demo/fcgi-pm.yaml'), 'utf8')) as { listen: Array<{ address: string }> };
+    const port = await freePort();
+    cfg.listen = [{ ...cfg.listen[0]!, address: `127.0.0.1:${port}` }];
+    const file = join(prefix, 'demo.yaml');
+    writeFileSync(file, stringifyYaml({ ...cfg, control_socket: 'off' }));
+    const demo = new ManagedChild('demo', join(bin, 'fcgi-pm'), ['run', '-c', file], { cwd: pkg, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    t.after(() => demo.stop(10_000));
+    await waitFor(async () => {
+      if (!demo.running) throw new Error(`exited: ${demo.stderr}`);
+      return canConnect({ port });
+    }, { timeout: 20_000, what: 'the demo' });
+    const r = await httpRequest(`http://127.0.0.1:${port}/`, { timeout: 15_000 });
+    assert.equal(r.status, 200, r.text);
+  });
+
+  it('lintian finds no error in the .deb', { skip: !have('lintian') }, async () => {
+    const out = await run('lintian', [deb]).then((r) => r.stdout, (err: { stdout: string }) => err.stdout);
+    assert.deepEqual(out.split('\n').filter((l) => l.startsWith('E:')), [], out);
+  });
+
+  it('dpkg -i: serves PHP through nginx from the installed files, units verify, conffile passes check; purge leaves nothing', { skip: process.getuid?.() !== 0 }, async (t) => {
+    // One dpkg at a time on this machine (parallel runs of this test).
+    const lock = await holdLock('/tmp/fcgi-pm-package-test.lock');
+    t.after(() => lock.stdin?.end());
+    const files = (await run('dpkg-deb', ['-c', deb])).stdout.split('\n').map((l) => l.split(/\s+/).slice(5).join(' ').replace(/^\./, '').replace(/ -> .*$/, '')).filter((p) => p !== '' && p !== '/');
+    await run('dpkg', ['-i', deb]);
+    t.after(async () => {
+      await run('dpkg', ['--purge', 'fcgi-pm']).catch(() => undefined);
+    });
+    assert.equal((await run('/usr/bin/fcgi-pm', ['--version'])).stdout.trim(), JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).version);
+    const check = await run('/usr/bin/fcgi-pm', ['check', '-c', '/etc/fcgi-pm/fcgi-pm.yaml']);
+    assert.match(check.stdout, /config OK/);
+    if (have('systemd-analyze')) await run('systemd-analyze', ['verify', '/lib/systemd/system/fcgi-pm.socket', '/lib/systemd/system/fcgi-pm.service']);
+    assert.match((await run('man', ['-w', 'fcgi-pm.yaml'])).stdout, /fcgi-pm\.yaml\.5\.gz/);
+
+    // The installed config, moved off the shared port and /run so parallel runs cannot collide.
+    const dir = worldReadableDir(t, makeTempDir(t, 'fpm-deb-'));
+    const cfg = parseYaml(readFileSync('/etc/fcgi-pm/fcgi-pm.yaml', 'utf8')) as Record<string, any>;
+    const port = await freePort();
+    cfg.listen[0].address = `127.0.0.1:${port}`;
+    cfg.runtime_dir = join(dir, 'run');
+    cfg.opcache_dir = join(dir, 'opcache');
+    cfg.log.file = join(dir, 'fcgi-pm.log');
+    cfg.log.access_file = join(dir, 'access.log');
+    const docroot = worldReadableDir(t, PHP_FIXTURES);
+    const file = join(dir, 'fcgi-pm.yaml');
+    writeFileSync(file, stringifyYaml(cfg));
+    const daemon = new ManagedChild('fcgi-pm', '/usr/bin/fcgi-pm', ['run', '-c', file], { cwd: '/' });
+    t.after(() => daemon.stop(15_000));
+    await waitFor(async () => {
+      if (!daemon.running) throw new Error(`exited: ${daemon.stderr}`);
+      return canConnect({ port });
+    }, { timeout: 20_000, what: 'the installed daemon' });
+    const ngx = await startNginx(t, `root ${docroot}; location ~ \\.php$ { fastcgi_pass 127.0.0.1:${port}; ${fastcgiParams()} }`);
+    const r = await httpRequest(`${ngx.url}/whoami.php`);
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.text, /^uid=33 /, 'workers run as www-data, the conffile\'s user');
+    await daemon.stop();
+
+    await run('dpkg', ['--purge', 'fcgi-pm']);
+    const left = files.filter((p) => existsSync(p) && !isSharedDir(p));
+    assert.deepEqual(left, [], 'files left after purge');
+    for (const p of ['/etc/fcgi-pm', '/var/log/fcgi-pm', '/usr/lib/fcgi-pm', '/etc/systemd/system/multi-user.target.wants/fcgi-pm.service']) assert.equal(existsSync(p), false, p);
+  });
+});
+
+/** Directories other packages own too (/usr/bin, /etc/logrotate.d ...): they stay. */
+function isSharedDir(p: string): boolean {
+  return !p.includes('fcgi-pm') && !p.includes('fcgi_pm');
+}
+
+/** Holds an flock(1) on `path` until the returned child's stdin is closed. */
+function holdLock(path: string): Promise<ChildProcess> {
+  const child = spawn('flock', ['-w', '150', path, 'sh', '-c', 'echo locked; cat >/dev/null'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.once('data', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`flock ${path} exited ${code}`)));
+  });
+}
