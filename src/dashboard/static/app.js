@@ -64,23 +64,25 @@
     return r.pool.toLowerCase().includes(q) || r.d.toLowerCase().includes(q) || r.names.toLowerCase().includes(q);
   }
 
-  function rowHtml(r) {
-    const k = keyOf(r);
+  /** The cells of a row; the row element itself is kept from tick to tick (a click on it is never lost to a redraw). */
+  function cellsHtml(r) {
     const dn = daemons.find((x) => x.id === r.d);
     const state = r.idleSite ? '<span class="muted">idle (no pool)</span>' : `<span class="pill ${r.state === 'running' ? '' : 'warn'}">${esc(r.state)}</span>`;
     const n = (v) => (r.idleSite ? '' : esc(v ?? '–'));
-    return `<tr class="row${open.has(k) ? ' open' : ''}${r.idleSite ? ' idle-site' : ''}" data-key="${esc(k)}" data-pool="${esc(r.pool)}" data-daemon="${esc(r.d)}" tabindex="0" aria-expanded="${open.has(k)}">
-      <td><b>${esc(r.pool)}</b>${r.names ? ` <span class="muted">${esc(r.names.length > 60 ? r.names.slice(0, 60) + '…' : r.names)}</span>` : ''}</td>
+    return `<td><b>${esc(r.pool)}</b>${r.names ? ` <span class="muted">${esc(r.names.length > 60 ? r.names.slice(0, 60) + '…' : r.names)}</span>` : ''}</td>
       <td class="muted">${esc(dn ? dn.label : r.d)}</td><td>${state}</td>
       <td class="num busy">${n(r.busy)}</td><td class="num">${n(r.idle)}</td><td class="num">${n(r.max)}</td>
       <td class="num">${r.idleSite ? '' : `${r.queue}/${r.limit}`}</td><td class="num rps">${r.idleSite ? '' : esc((r.rps ?? 0).toFixed(1))}</td>
       <td class="num">${r.idleSite ? '' : ms(r.p99)}</td><td class="num">${r.idleSite ? '' : size(r.mem)}</td>
-      <td class="num${(r.e5 ?? 0) > 0 ? ' bad' : ''}">${r.idleSite ? '' : `${r.e4} / ${r.e5}`}</td><td class="num">${n(r.refused)}</td></tr>`;
+      <td class="num${(r.e5 ?? 0) > 0 ? ' bad' : ''}">${r.idleSite ? '' : `${r.e4} / ${r.e5}`}</td><td class="num">${n(r.refused)}</td>`;
   }
+
+  const rowEls = new Map(); // key → { tr, html }
 
   function renderTable() {
     const q = $('#search').value.trim().toLowerCase();
-    const list = allRows().filter((r) => matches(r, q));
+    const everything = allRows();
+    const list = everything.filter((r) => matches(r, q));
     const { key, dir } = sort;
     list.sort((a, b) => {
       const x = value(a, key), y = value(b, key);
@@ -91,13 +93,44 @@
     // An open row stays on the page when it sorts past the limit (the form being edited with it).
     for (const r of list.slice(MAX_ROWS)) if (open.has(keyOf(r))) shown.push(r);
     const tbody = $('#pools tbody');
-    tbody.innerHTML = shown.map(rowHtml).join('');
-    // An open row keeps its details element (and what is typed in its form).
-    for (const [k, o] of open) {
-      const tr = [...tbody.children].find((x) => x.dataset.key === k);
-      if (tr) tr.after(o.tr);
+    const want = new Set();
+    let prev = null;
+    const place = (el) => {
+      const at = prev ? prev.nextSibling : tbody.firstChild;
+      if (at !== el) tbody.insertBefore(el, at);
+      prev = el;
+    };
+    for (const r of shown) {
+      const k = keyOf(r);
+      want.add(k);
+      let e = rowEls.get(k);
+      if (!e) {
+        const tr = document.createElement('tr');
+        tr.dataset.key = k;
+        tr.dataset.pool = r.pool;
+        tr.dataset.daemon = r.d;
+        tr.tabIndex = 0;
+        e = { tr, html: '' };
+        rowEls.set(k, e);
+      }
+      const html = cellsHtml(r);
+      if (e.html !== html) {
+        e.tr.innerHTML = html;
+        e.html = html;
+      }
+      e.tr.className = `row${open.has(k) ? ' open' : ''}${r.idleSite ? ' idle-site' : ''}`;
+      e.tr.setAttribute('aria-expanded', String(open.has(k)));
+      place(e.tr);
+      // An open row keeps its details element (and what is typed in its form).
+      const o = open.get(k);
+      if (o) place(o.tr);
     }
-    $('#count').textContent = `${list.length} shown of ${allRows().length} (${rows.length} active)`;
+    for (const [k, e] of rowEls) if (!want.has(k)) {
+      e.tr.remove();
+      rowEls.delete(k);
+    }
+    while (prev ? prev.nextSibling : tbody.firstChild) (prev ? prev.nextSibling : tbody.firstChild).remove();
+    $('#count').textContent = `${list.length} shown of ${everything.length} (${rows.length} active)`;
     $('#more').textContent = list.length > shown.length ? `${list.length - shown.length} more: narrow the search` : '';
     for (const th of document.querySelectorAll('#pools th')) th.setAttribute('aria-sort', th.dataset.sort === key ? (dir < 0 ? 'descending' : 'ascending') : 'none');
   }
