@@ -7,10 +7,11 @@
  * workers, nginx, the whole stack).
  *
  *   node dist/bench/django.js [--seconds 10] [--rounds 3] [--workers 4] [--clients 1]
- *       [--stacks ff,ss,fs,sf,uwsgi] [--path /page/] [--cpu-prof [--keep DIR]]
+ *       [--stacks ff,ss,fs,sf,pf,uwsgi] [--path /page/] [--cpu-prof [--keep DIR]]
  *
  * Stacks: ff = nginx FastCGI (fastcgi_keep_conn, upstream keepalive) → FastCGI workers,
- * ss = nginx SCGI → SCGI workers, fs / sf the two crossings, uwsgi = nginx uwsgi_pass →
+ * ss = nginx SCGI → SCGI workers, fs / sf the two crossings, pf = ff with a preload
+ * pool (fcgi-pm-wsgi --preload forks the workers), uwsgi = nginx uwsgi_pass →
  * uWSGI. --cpu-prof runs the daemon under node --cpu-prof and prints where its time went.
  */
 import { execFileSync } from 'node:child_process';
@@ -83,7 +84,7 @@ export async function startFcgiPmDjango(
     .map(
       (p) => `  ${p.name}:
     backend: ${p.backend}
-    command: [${PYTHON}, ${ADAPTER}, --${p.backend}, mysite.wsgi:application]
+    command: [${PYTHON}, ${ADAPTER},${p.preload ? ' --preload,' : ''} --${p.backend}, mysite.wsgi:application]
     cwd: ${DJANGO}
     socket: fd0
     env: { DJANGO_SETTINGS_MODULE: mysite.settings, DJANGO_DB_PATH: ${db}, PYTHONDONTWRITEBYTECODE: "1" }
@@ -207,6 +208,7 @@ const STACK_NAMES: Record<string, string> = {
   ss: 'fcgi-pm SCGI → SCGI workers',
   fs: 'fcgi-pm FastCGI → SCGI workers',
   sf: 'fcgi-pm SCGI → FastCGI workers',
+  pf: 'fcgi-pm FastCGI → FastCGI workers, preload pool',
   uwsgi: 'uWSGI (uwsgi_pass)',
 };
 
@@ -225,6 +227,7 @@ async function main(): Promise<void> {
   const pools: DjangoPool[] = [];
   if (fpmStacks.some((s) => s.endsWith('f'))) pools.push({ name: 'dj_fcgi', backend: 'fastcgi' });
   if (fpmStacks.some((s) => s.endsWith('s'))) pools.push({ name: 'dj_scgi', backend: 'scgi' });
+  if (fpmStacks.includes('pf')) pools.push({ name: 'dj_pre', backend: 'fastcgi', preload: true });
   const socks = new Map<string, string>(fpmStacks.map((s) => [s, join(dir, 'fcgi-pm', `${s}.sock`)]));
   const sites: DjangoSite[] = [];
   const ports = new Map<string, number>();
@@ -238,10 +241,10 @@ async function main(): Promise<void> {
         db,
         workers,
         pools,
-        fpmStacks.map((s) => ({ protocol: s[0] === 'f' ? 'fastcgi' : 'scgi', sock: socks.get(s)!, pool: s[1] === 'f' ? 'dj_fcgi' : 'dj_scgi' })),
+        fpmStacks.map((s) => ({ protocol: s[0] === 's' ? 'scgi' : 'fastcgi', sock: socks.get(s)!, pool: s === 'pf' ? 'dj_pre' : s[1] === 'f' ? 'dj_fcgi' : 'dj_scgi' })),
         prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
       );
-      for (const s of fpmStacks) sites.push({ port: ports.get(s)!, kind: s[0] === 'f' ? 'fastcgi' : 'scgi', sock: socks.get(s)! });
+      for (const s of fpmStacks) sites.push({ port: ports.get(s)!, kind: s[0] === 's' ? 'scgi' : 'fastcgi', sock: socks.get(s)! });
     }
     if (stacks.includes('uwsgi')) {
       uwsgi = await startUwsgi(join(dir, 'uwsgi'), db, workers);

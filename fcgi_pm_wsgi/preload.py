@@ -169,31 +169,44 @@ class ForkServer:
         except OSError as e:
             self.chan.send({'failed': wid, 'errno': errno.errorcode.get(e.errno, 'EIO'), 'message': f'cannot bind {name}: {e.strerror or e}'})
             return
+        # The child closes its end once it leads a session of its own: fcgi-pm hears of it
+        # only then, so the group it signals exists.
+        started_r, started_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as e:
+            os.close(started_r)
+            os.close(started_w)
             listener.close()
             self.chan.send({'failed': wid, 'errno': errno.errorcode.get(e.errno, 'EAGAIN'), 'message': str(e)})
             return
         if pid == 0:
-            os._exit(self.child(listener, parent))
+            os.close(started_r)
+            os._exit(self.child(listener, parent, started_w))
+        os.close(started_w)
         try:
-            # Here too (as shells do): the group exists before fcgi-pm hears of the child.
-            os.setpgid(pid, pid)
+            while os.read(started_r, 1):
+                pass
         except OSError:
-            pass  # the child did it first
+            pass
+        os.close(started_r)
         listener.close()
         self.children[pid] = wid
         self.chan.send({'forked': wid, 'pid': pid})
 
-    def child(self, listener: socket.socket, parent: int) -> int:
+    def child(self, listener: socket.socket, parent: int, started: int) -> int:
         code = 1
         try:
+            # A session (and process group) of its own, as an exec'd worker has: the
+            # scheduler's autogroups are per session, and children sharing the fork
+            # server's would share one worker's CPU time on a busy host (the preload pool
+            # fell behind the exec pool under load, and was equal on an idle machine).
+            os.setsid()
+            os.close(started)
             # Not the fork server's handlers: a SIGTERM before serve() installs its own ends the child.
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
                 signal.signal(sig, signal.SIG_DFL)
             signal.set_wakeup_fd(-1)
-            os.setpgid(0, 0)  # fcgi-pm signals the child's group, as for any worker
             die_with_parent(parent)
             self.chan.close()
             os.close(self.dir_fd)

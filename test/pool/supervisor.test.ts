@@ -113,8 +113,8 @@ test('starting + ready → up: offer (seats to the dispatcher, spawn time counte
   assert.equal(e.slot.state, 'up');
   assert.deepEqual(e.names(), ['offer']);
   assert.equal(e.calls[0]![1], e.slot);
-  assert.equal(e.stats.spawns.count, 1);
-  assert.equal(e.stats.spawns.maxMs, 42);
+  assert.equal(e.stats.spawnLatency?.count, 1);
+  assert.equal(e.stats.spawnLatency?.maxMs, 42);
   assert.ok(e.lines.some((l) => l.msg === `worker ${e.worker.pid} ready after 42 ms`));
 });
 

@@ -133,6 +133,7 @@ class ForkServerTest(unittest.TestCase):
                 fields = f.read().rsplit(')', 1)[1].split()
             self.assertEqual(int(fields[1]), self.proc.pid, 'a child of the fork server')
             self.assertEqual(int(fields[2]), pid, 'leader of its own process group')
+            self.assertEqual(int(fields[3]), pid, 'leader of its own session: its own scheduler autogroup, as an exec worker')
         self.assertEqual(self.get(path1), b'hello')
         self.assertEqual(self.get(path2), b'hello')
         # fcgi-pm stops a child itself; the parent reports how it went.

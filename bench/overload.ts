@@ -1,0 +1,269 @@
+/**
+ * The seeds' overload table: open-loop load (requests leave on schedule, a new
+ * connection each, whatever happened to the earlier ones) at 0.5-2× capacity, through
+ * one nginx, for
+ *   php:    examples/php's SQLite workload page (db.php): fcgi-pm (php-cgi) beside php-fpm;
+ *   django: the Django example's SQLite workload view (/db/): fcgi-pm with an exec pool
+ *           and with a preload pool (FastCGI workers, nginx keep-alive) beside uWSGI.
+ * Every server runs with its defaults for queueing (fcgi-pm: queue_max_wait, queue_limit,
+ * queue_timeout; php-fpm: listen.backlog; uWSGI: listen 100), `--workers` workers each.
+ * Capacity is the peer's (php-fpm, uWSGI) closed-loop rate (wrk, 2 connections per worker);
+ * the rates are multiples of it, the same for every stack, windows interleaved.
+ *
+ *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
+ *       [--rates 0.5,1,1.5,2] [--timeout 10]
+ *
+ * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
+ * latency percentiles of the served requests and of the 503s.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { start, stopAll, waitReady, type Started } from './compare-procs.js';
+import { findPhpFpm, REPO } from './compare-stacks.js';
+import { runWrk } from './compare-wrk.js';
+import { djangoDatabase, freePort, machineLine, startFcgiPmDjango, startUwsgi } from './django.js';
+
+const PHP_PUBLIC = join(REPO, 'examples', 'php', 'public');
+
+function arg(name: string, def: string): string {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1]! : def;
+}
+
+export interface OpenLoopResult {
+  sent: number;
+  served: number;
+  refused: number;
+  other: number;
+  errors: number;
+  servedMs: number[];
+  refusedMs: number[];
+}
+
+/** `rate` requests a second for `seconds`, each on a new connection; resolves once every one is answered or failed. */
+export async function openLoop(url: string, rate: number, seconds: number, timeoutMs: number): Promise<OpenLoopResult> {
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+  const r: OpenLoopResult = { sent: 0, served: 0, refused: 0, other: 0, errors: 0, servedMs: [], refusedMs: [] };
+  const total = Math.round(rate * seconds);
+  const pending: Array<Promise<void>> = [];
+  const one = (): Promise<void> =>
+    new Promise((resolve) => {
+      const t0 = performance.now();
+      const req = http.get(url, { agent, timeout: timeoutMs }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          const ms = performance.now() - t0;
+          const s = res.statusCode ?? 0;
+          if (s >= 200 && s < 300) {
+            r.served++;
+            r.servedMs.push(ms);
+          } else if (s === 503) {
+            r.refused++;
+            r.refusedMs.push(ms);
+          } else r.other++;
+          resolve();
+        });
+        res.on('error', () => {
+          r.errors++;
+          resolve();
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', () => {
+        r.errors++;
+        resolve();
+      });
+    });
+  const begin = performance.now();
+  while (r.sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - begin) / 1000) * rate) + 1);
+    for (; r.sent < due; r.sent++) pending.push(one());
+    await new Promise((res) => setTimeout(res, 2));
+  }
+  await Promise.all(pending);
+  agent.destroy();
+  return r;
+}
+
+export function pct(xs: number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+
+async function startPhpFpmDb(dir: string, workers: number, db: string): Promise<Started & { sock: string }> {
+  mkdirSync(dir, { recursive: true });
+  const sock = join(dir, 'fpm.sock');
+  const conf = `[global]
+pid = ${dir}/fpm.pid
+error_log = ${dir}/fpm-error.log
+daemonize = no
+[bench]
+${process.getuid?.() === 0 ? 'user = root\n' : ''}listen = ${sock}
+pm = static
+pm.max_children = ${workers}
+pm.max_requests = 0
+env[APP_DB_PATH] = ${db}
+`;
+  writeFileSync(join(dir, 'php-fpm.conf'), conf);
+  const args = ['-F', '-y', join(dir, 'php-fpm.conf'), '-p', dir, ...(process.getuid?.() === 0 ? ['-R'] : [])];
+  const p = start('php-fpm', findPhpFpm(), args, {}, 'SIGTERM');
+  await waitReady('php-fpm', { path: sock }, p);
+  return Object.assign(p, { sock });
+}
+
+async function startFcgiPmPhp(dir: string, workers: number, db: string): Promise<Started & { sock: string }> {
+  mkdirSync(dir, { recursive: true });
+  const sock = join(dir, 'fcgi-pm.sock');
+  writeFileSync(
+    join(dir, 'fcgi-pm.yaml'),
+    `listen:
+  - { protocol: fastcgi, address: "unix:${sock}", pool: php }
+pools:
+  php:
+    command: [/usr/bin/php-cgi]
+    env: { APP_DB_PATH: ${db} }
+    pm: static
+    max_children: ${workers}
+log: { level: warn, access: false }
+runtime_dir: ${dir}
+`,
+  );
+  const p = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir });
+  await waitReady('fcgi-pm', { path: sock }, p);
+  return Object.assign(p, { sock });
+}
+
+interface Site {
+  name: string;
+  port: number;
+  kind: 'php' | 'fastcgi' | 'uwsgi';
+  sock: string;
+}
+
+async function startNginx(dir: string, sites: Site[]): Promise<Started> {
+  for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
+  const blocks = sites.map((s, i) => {
+    const up = `upstream up${i} { server unix:${s.sock}; keepalive 32; }`;
+    const loc =
+      s.kind === 'php'
+        ? `root ${PHP_PUBLIC};
+    location ~ \\.php$ { include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_keep_conn on; fastcgi_pass up${i}; }`
+        : s.kind === 'fastcgi'
+          ? `location /app/ { fastcgi_split_path_info ^(/app)(/.*)$; include /etc/nginx/fastcgi_params; fastcgi_param PATH_INFO $fastcgi_path_info; fastcgi_keep_conn on; fastcgi_pass up${i}; }`
+          : `location ~ ^(?<p>/app)(?<rest>/.*)$ { include /etc/nginx/uwsgi_params; uwsgi_param SCRIPT_NAME $p; uwsgi_param PATH_INFO $rest; uwsgi_pass unix:${s.sock}; }`;
+    return `${s.kind === 'uwsgi' ? '' : up}
+  server { listen 127.0.0.1:${s.port} backlog=4096; ${loc} }`;
+  });
+  const conf = `${process.getuid?.() === 0 ? 'user root root;' : ''}
+daemon off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log crit;
+events { worker_connections 16384; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client_body;
+  fastcgi_temp_path ${dir}/fastcgi;
+  scgi_temp_path ${dir}/scgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  proxy_temp_path ${dir}/proxy;
+  ${blocks.join('\n  ')}
+}
+`;
+  writeFileSync(join(dir, 'nginx.conf'), conf);
+  const p = start('nginx', '/usr/sbin/nginx', ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', join(dir, 'nginx.conf')]);
+  for (const s of sites) await waitReady('nginx', { port: s.port }, p);
+  return p;
+}
+
+async function suite(name: string, tag: string, dir: string, sites: Site[], peer: string, path: string, workers: number, rates: number[], seconds: number, timeoutMs: number): Promise<void> {
+  const ngx = await startNginx(join(dir, `nginx-${tag}`), sites);
+  try {
+    const url = (s: Site): string => `http://127.0.0.1:${s.port}${path}`;
+    for (const s of sites) await runWrk(url(s), workers * 2, 3); // warm-up
+    const caps = new Map<string, number>();
+    for (const s of sites) caps.set(s.name, (await runWrk(url(s), workers * 2, 5)).rps);
+    const capacity = caps.get(peer)!;
+    process.stdout.write(
+      `\n${name}: ${path}, ${workers} workers each; closed-loop capacity (wrk -c${workers * 2}, 5 s): ${[...caps].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')} req/s; rates are multiples of ${peer}'s; ${machineLine()}\n`,
+    );
+    process.stdout.write('| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n');
+    for (const m of rates) {
+      for (const s of sites) {
+        const rate = Math.round(capacity * m);
+        const r = await openLoop(url(s), rate, seconds, timeoutMs);
+        process.stdout.write(
+          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors} | ${pct(r.servedMs, 50).toFixed(0)} | ${pct(r.servedMs, 99).toFixed(0)} | ${r.refused > 0 ? pct(r.refusedMs, 99).toFixed(0) : '–'} |\n`,
+        );
+        // Let the queues empty before the next window.
+        await new Promise((res) => setTimeout(res, 2000));
+      }
+    }
+  } finally {
+    await ngx.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const suites = arg('--suites', 'php,django').split(',');
+  const seconds = Number(arg('--seconds', '8'));
+  const workers = Number(arg('--workers', '4'));
+  const rates = arg('--rates', '0.5,1,1.5,2').split(',').map(Number);
+  const timeoutMs = Number(arg('--timeout', '10')) * 1000;
+  const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-overload-'));
+  try {
+    if (suites.includes('php')) {
+      const dbA = join(dir, 'php-a.sqlite3');
+      const dbB = join(dir, 'php-b.sqlite3');
+      const fpm = await startFcgiPmPhp(join(dir, 'fcgi-pm-php'), workers, dbA);
+      const peer = await startPhpFpmDb(join(dir, 'php-fpm'), workers, dbB);
+      try {
+        const sites: Site[] = [
+          { name: 'fcgi-pm', port: await freePort(), kind: 'php', sock: fpm.sock },
+          { name: 'php-fpm', port: await freePort(), kind: 'php', sock: peer.sock },
+        ];
+        await suite('PHP + SQLite (examples/php db.php)', 'php', dir, sites, 'php-fpm', '/db.php', workers, rates, seconds, timeoutMs);
+      } finally {
+        await fpm.stop(10_000);
+        await peer.stop();
+      }
+    }
+    if (suites.includes('django')) {
+      const db = djangoDatabase(dir);
+      const fdir = join(dir, 'fcgi-pm-django');
+      const exec = join(fdir, 'exec.sock');
+      const pre = join(fdir, 'preload.sock');
+      const fpm = await startFcgiPmDjango(fdir, db, workers, [{ name: 'exec', backend: 'fastcgi' }, { name: 'preload', backend: 'fastcgi', preload: true }], [
+        { protocol: 'fastcgi', sock: exec, pool: 'exec' },
+        { protocol: 'fastcgi', sock: pre, pool: 'preload' },
+      ]);
+      const uwsgi = await startUwsgi(join(dir, 'uwsgi'), db, workers);
+      try {
+        const sites: Site[] = [
+          { name: 'fcgi-pm exec', port: await freePort(), kind: 'fastcgi', sock: exec },
+          { name: 'fcgi-pm preload', port: await freePort(), kind: 'fastcgi', sock: pre },
+          { name: 'uWSGI', port: await freePort(), kind: 'uwsgi', sock: uwsgi.sock },
+        ];
+        await suite('Django + SQLite (examples/django /db/)', 'django', dir, sites, 'uWSGI', '/app/db/', workers, rates, seconds, timeoutMs);
+      } finally {
+        await fpm.stop(10_000);
+        await uwsgi.stop();
+      }
+    }
+  } finally {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1]?.endsWith('overload.js')) {
+  process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
+  main().catch(async (err: unknown) => {
+    process.stderr.write(`overload bench: ${err instanceof Error ? err.stack : String(err)}\n`);
+    await stopAll();
+    process.exit(1);
+  });
+}

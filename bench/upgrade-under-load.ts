@@ -1,0 +1,129 @@
+/**
+ * Upgrades in place under load, for docs/BENCHMARKS.md: wrk → nginx (kept-alive upstream)
+ * → fcgi-pm's FastCGI listener → php-cgi (static pool) on the generated 400-class app
+ * (bench/php-app.ts). Runs: steady; the same while the daemon is upgraded (SIGUSR2) N
+ * times, each once the previous new daemon serves (its pid in the pid file); then a
+ * plain stop and start of the daemon under the same load, for comparison. Prints
+ * figures, asserts nothing.
+ *
+ *   npx tsc -p . && node dist/bench/upgrade-under-load.js [--seconds 20] [--connections 10] [--upgrades 5]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { runWrk, type WrkResult } from './compare-wrk.js';
+import { generatePhpApp } from './php-app.js';
+
+const arg = (name: string, def: number): number => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+};
+const SECONDS = arg('--seconds', 20);
+const CONNECTIONS = arg('--connections', 10);
+const UPGRADES = arg('--upgrades', 5);
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const randomPort = (): number => 20_000 + Math.floor(Math.random() * 20_000);
+
+const dir = mkdtempSync(join(tmpdir(), 'fpm-upgrade-bench-'));
+const app = join(dir, 'app');
+generatePhpApp(app, 400);
+const fcgiPort = randomPort();
+const httpPort = fcgiPort + 1;
+const pidFile = join(dir, 'fcgi-pm.pid');
+const file = join(dir, 'fcgi-pm.yaml');
+writeFileSync(file, stringify({
+  control_socket: join(dir, 'control.sock'),
+  runtime_dir: join(dir, 'run'),
+  pid_file: pidFile,
+  log: { access: false, level: 'warn' },
+  listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${fcgiPort}`, pool: 'php' }],
+  pools: { php: { command: ['php-cgi'], pm: 'static', max_children: 4, kill_timeout: '2s' } },
+}));
+const bin = join(ROOT, 'bin', 'fcgi-pm');
+const startDaemon = (): ChildProcess => spawn(process.execPath, [bin, 'run', '--allow-root', '-c', file], { stdio: ['ignore', 'ignore', 'inherit'] });
+let daemon = startDaemon();
+
+for (const d of ['logs', 'tmp']) mkdirSync(join(dir, 'nginx', d), { recursive: true });
+const ngxConf = join(dir, 'nginx', 'nginx.conf');
+writeFileSync(ngxConf, `daemon off; worker_processes 1; pid ${dir}/nginx/nginx.pid; error_log ${dir}/nginx/logs/error.log warn;
+events { worker_connections 1024; }
+http { access_log off; client_body_temp_path ${dir}/nginx/tmp; fastcgi_temp_path ${dir}/nginx/tmp;
+  upstream fcgipm { server 127.0.0.1:${fcgiPort}; keepalive 16; }
+  server { listen 127.0.0.1:${httpPort}; root ${app};
+    location ~ \\.php$ { include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_pass fcgipm; fastcgi_keep_conn on; } } }
+`);
+const nginx = spawn('/usr/sbin/nginx', ['-p', join(dir, 'nginx'), '-c', ngxConf], { stdio: 'ignore' });
+const url = `http://127.0.0.1:${httpPort}/index.php`;
+const waitServing = async (): Promise<void> => {
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {
+      /* not yet */
+    }
+    if (i > 300) throw new Error('no 200 through nginx');
+    await sleep(50);
+  }
+};
+const pidNow = (): number => Number(readFileSync(pidFile, 'utf8').trim());
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+await waitServing();
+await sleep(500);
+
+const row = (what: string, r: WrkResult): string => `| ${what} | ${r.requests} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.non2xx} | ${r.errors} |`;
+console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; nginx → fcgi-pm (FastCGI, static 4 php-cgi) → 400-class app`);
+const lines = ['| run | requests | req/s | p50 ms | p99 ms | non-2xx | socket errors |', '|---|---|---|---|---|---|---|'];
+await runWrk(url, CONNECTIONS, 3); // warm-up
+lines.push(row('steady', await runWrk(url, CONNECTIONS, SECONDS)));
+
+const pids: number[] = [pidNow()];
+const upgrading = (async () => {
+  const gap = (SECONDS * 1000) / (UPGRADES + 1);
+  for (let i = 0; i < UPGRADES; i++) {
+    await sleep(gap);
+    const before = pidNow();
+    process.kill(before, 'SIGUSR2');
+    for (let k = 0; pidNow() === before && k < 600; k++) await sleep(50);
+    pids.push(pidNow());
+  }
+})();
+const during = await runWrk(url, CONNECTIONS, SECONDS);
+await upgrading;
+lines.push(row(`${UPGRADES} upgrades (USR2)`, during));
+await sleep(3000);
+const left = pids.slice(0, -1).filter(alive);
+
+// For comparison: stop and start (what an upgrade used to take), one restart under load.
+const restart = (async () => {
+  await sleep((SECONDS * 1000) / 2);
+  process.kill(pidNow(), 'SIGTERM');
+  for (let k = 0; alive(pids.at(-1)!) && k < 600; k++) await sleep(50);
+  daemon = startDaemon();
+})();
+const restarted = await runWrk(url, CONNECTIONS, SECONDS);
+await restart;
+lines.push(row('1 stop + start', restarted));
+console.log(lines.join('\n'));
+console.log(`daemons: ${pids.join(' → ')}; old daemons still running after the upgrades: ${left.length === 0 ? 'none' : left.join(', ')}`);
+
+await waitServing().catch(() => undefined);
+try {
+  process.kill(pidNow(), 'SIGTERM');
+} catch {
+  /* gone */
+}
+daemon.kill('SIGTERM');
+nginx.kill('SIGTERM');
+await sleep(3000);
+rmSync(dir, { recursive: true, force: true });
