@@ -37,9 +37,8 @@ import { SharedSocket, type QueueWatch } from '../../worker/shared-socket.js';
 import type { RetireReason, WorkerExit, WorkerSpec } from '../../worker/types.js';
 import { Worker } from '../../worker/worker.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
-import type { EndpointFactory } from '../external-pool.js';
 import { PoolBase } from '../pool-base.js';
-import type { PoolActionReport, PoolSnapshot, WorkerSnapshot } from '../types.js';
+import type { EndpointFactory, PoolActionReport, PoolSnapshot, WorkerSnapshot } from '../types.js';
 import { writeGuard } from './php-guard.js';
 
 /** How often each worker's /proc state is read: idle stops land within this of idle_timeout. */
