@@ -3,6 +3,9 @@
  */
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolMemoryFigures, WorkerMemoryFigures } from '../memory/types.js';
+import type { Logger } from '../log/log.js';
+import type { SocketAddress } from '../protocol/address.js';
+import type { Endpoint, UpstreamOptions } from '../upstream/types.js';
 import type { PoolCounters } from './counters.js';
 
 export interface WorkerSnapshot {
@@ -126,3 +129,6 @@ export interface PoolActionReport {
   retired: number[];
   started: number[];
 }
+
+/** Makes the connection side of one backend or worker (upstream/endpoint.ts in production, fakes in tests). */
+export type EndpointFactory = (address: SocketAddress, opts: UpstreamOptions, logger: Logger) => Endpoint;
