@@ -6,6 +6,7 @@
  * per-process view is asked for.
  */
 import pidusage from 'pidusage';
+import { countersOf, foldCounters } from '../pool/counters.js';
 import type { Pool, PoolSnapshot, WorkerSnapshot } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolGenerations, PoolGroup } from './generations.js';
@@ -79,17 +80,10 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, board: Reque
   }
   const head = live[0];
   if (head === undefined) return undefined;
+  // Counters over every generation (live, draining, and those gone), gauges over the live ones.
   const all = group.base ? [...live.map((l) => l.snap), group.base] : live.map((l) => l.snap);
-  const sum = (f: (s: PoolSnapshot) => number | undefined): number => all.reduce((n, s) => n + (f(s) ?? 0), 0);
+  const totals = all.slice(1).reduce(foldCounters, countersOf(all[0]!));
   const liveSum = (f: (s: PoolSnapshot) => number): number => live.reduce((n, l) => n + f(l.snap), 0);
-  const max = (f: (s: PoolSnapshot) => number): number => all.reduce((n, s) => Math.max(n, f(s)), 0);
-  const summary = (f: (s: PoolSnapshot) => { count: number; totalMs: number; maxMs: number } | undefined): PoolStatus['spawns'] => {
-    const parts = all.map(f).filter((x): x is NonNullable<typeof x> => x !== undefined);
-    if (parts.length === 0) return undefined;
-    return { count: parts.reduce((n, x) => n + x.count, 0), totalMs: parts.reduce((n, x) => n + x.totalMs, 0), maxMs: Math.max(...parts.map((x) => x.maxMs)) };
-  };
-  const recycles: Record<string, number> = {};
-  for (const s of all) for (const [k, v] of Object.entries(s.recycles)) recycles[k] = (recycles[k] ?? 0) + v;
 
   const running = board.runningByPid();
   const workers: WorkerStatus[] = [];
@@ -111,36 +105,26 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, board: Reque
     maxChildren: s.kind === 'external' ? undefined : s.maxChildren,
     capacity: s.capacity,
     direct: s.direct === undefined ? undefined : { ...s.direct },
-    accepted: sum((x) => x.accepted),
-    completed: sum((x) => x.completed),
-    aborted: sum((x) => x.aborted),
+    accepted: totals.accepted,
+    completed: totals.completed,
+    aborted: totals.aborted,
     active: liveSum((x) => x.active),
-    maxActive: max((x) => x.maxActive),
+    maxActive: totals.maxActive,
     queue: {
       length: liveSum((x) => x.queued),
-      max: max((x) => x.maxQueued),
+      max: totals.maxQueued,
       limit: s.queueLimit,
       oldestWaitMs: Math.round(board.oldestQueuedMs(group.name, nowPerf)),
-      waits: summary((x) => x.queueWait),
+      waits: totals.queueWait,
     },
     processes,
-    rejected: {
-      queueFull: sum((x) => x.rejected.queueFull),
-      queueTimeout: sum((x) => x.rejected.queueTimeout),
-      failing: sum((x) => x.rejected.failing),
-      shuttingDown: sum((x) => x.rejected.shuttingDown),
-    },
-    errors: {
-      unreachable: sum((x) => x.errors.unreachable),
-      timeout: sum((x) => x.errors.timeout),
-      crashed: sum((x) => x.errors.crashed),
-      other: sum((x) => x.errors.other),
-    },
-    maxChildrenReached: sum((x) => x.maxChildrenReached),
-    crashes: sum((x) => x.crashes),
-    recycles,
-    slowRequests: sum((x) => x.slowRequests),
-    spawns: summary((x) => x.spawnLatency),
+    rejected: totals.rejected,
+    errors: totals.errors,
+    maxChildrenReached: totals.maxChildrenReached,
+    crashes: totals.crashes,
+    recycles: totals.recycles,
+    slowRequests: totals.slowRequests,
+    spawns: totals.spawnLatency,
     backends: s.backends.map((b) => ({ ...b })),
     memory: memory === undefined ? undefined : { ...memory },
     workers,

@@ -6,6 +6,7 @@
  */
 
 export const SNAPSHOT_FORMAT = 'fcgi-pm-status/1';
+import type { PoolCounters, Summary } from '../pool/counters.js';
 import type { DirectSnapshot, PoolSnapshot } from '../pool/types.js';
 
 
@@ -66,11 +67,7 @@ export interface ListenerStatus {
   inherited?: boolean | undefined;
 }
 
-export interface Summary {
-  count: number;
-  totalMs: number;
-  maxMs: number;
-}
+export type { Summary };
 
 export interface PoolStatus {
   name: string;
@@ -104,8 +101,8 @@ export interface PoolStatus {
   };
   /** Live workers by state; total = all of them. */
   processes: { spawning: number; idle: number; busy: number; draining: number; stopping: number; total: number };
-  rejected: { queueFull: number; queueTimeout: number; failing: number; shuttingDown: number };
-  errors: { unreachable: number; timeout: number; crashed: number; other: number };
+  rejected: PoolCounters['rejected'];
+  errors: PoolCounters['errors'];
   maxChildrenReached: number;
   crashes: number;
   recycles: Record<string, number>;

@@ -1,81 +1,43 @@
 /**
  * What an operator needs of a running daemon (issue 5), wired beside the Daemon so that
- * daemon.ts keeps only small hooks: the access log and the in-flight board (every
- * exchange's onFinish), the status snapshot and its pages on the listeners, the control
- * socket, reload (serialised, counted, reported to systemd), log reopening, and socket
- * activation.
+ * daemon.ts keeps only small hooks. Three rooms do the work: the per-request observers
+ * (request-observers.ts: board, outcomes, access log), the control socket
+ * (control-endpoint.ts) and reloads (reload-runner.ts); here they meet the status
+ * snapshot and its pages, readiness, log reopening, socket activation, the upgrade in
+ * place, the pid file and systemd.
  */
-import type { Server } from 'node:net';
-import { mkdirSync, statSync } from 'node:fs';
-import * as nodePath from 'node:path';
-import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
-import { loadConfig } from '../config/load.js';
-import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
+import type { Config } from '../config/types.js';
 import { PoolGenerations } from '../control/generations.js';
-import { OutcomeCounter } from '../control/outcomes.js';
 import { readiness, type Readiness } from '../control/readiness.js';
-import { RequestBoard } from '../control/request-board.js';
-import { whoAnswers } from '../control/client.js';
-import { ControlServer, type BoundControl, type ControlHandlers } from '../control/server.js';
 import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
 import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
-import type { DaemonStatus, ListenerStatus, SitesView, StatusSnapshot } from '../control/types.js';
-import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
-import type { FrontendContext, Listener } from '../frontend/index.js';
-import { adoptListeningFd, closeUnusedAdopted, hasAdoptedFd, keepUnixPaths, listeningFd, listenOn, ListenError, releaseUnixPath } from '../frontend/listen.js';
-import { createAccessLog, type AccessLogger } from '../log/access.js';
+import type { ListenerStatus, StatusSnapshot } from '../control/types.js';
+import { codeOf, ErrorCodes } from '../errors.js';
+import { adoptListeningFd, closeUnusedAdopted, keepUnixPaths } from '../frontend/listen.js';
 import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
 import { recentWarnings } from '../log/warning-ring.js';
-import { logListener, logPool } from '../log/startup.js';
 import type { Pool, PoolActionReport, PoolSnapshot } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
-import type { PoolRegistry } from './pool-registry.js';
+import { packageVersion } from '../version.js';
+import { ControlEndpoint } from './control-endpoint.js';
 import { DashboardHost } from './dashboard.js';
-import { applyReload, type ReloadReport } from './reload.js';
+import { pidFilePath, removePidFile, writePidFile } from './pid-file.js';
+import type { ReloadReport } from './reload.js';
+import { ReloadRunner, type DaemonView, type ReloadParts } from './reload-runner.js';
+import { RequestObservers } from './request-observers.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
 import { startSuccessor, tellPredecessor, upgradeAddress, UpgradeError, type HandedSocket, type Successor } from './upgrade.js';
-import { pidFilePath, removePidFile, writePidFile } from './pid-file.js';
-import { packageVersion } from '../version.js';
+import { SharedSocket } from '../worker/shared-socket.js';
 
-/** Another daemon answers on this one's control socket. */
-export class AlreadyRunningError extends Error {
-  readonly code = ErrorCodes.ALREADY_RUNNING;
-  constructor(message: string) {
-    super(message);
-    this.name = 'AlreadyRunningError';
-  }
-}
+export { AlreadyRunningError } from './control-endpoint.js';
+export type { DaemonView, ReloadParts } from './reload-runner.js';
 
 /** What the control socket asks of the Daemon itself. */
 export interface DaemonControl {
   stop(timeoutMs: number | undefined): void;
   upgrade(): Promise<Successor>;
-}
-
-/** What operations reads of the daemon (Daemon has these getters). */
-export interface DaemonView {
-  readonly state: string;
-  readonly config: Config;
-  readonly pools: ReadonlyMap<string, Pool>;
-  readonly listeners: readonly Listener[];
-  memorySnapshot?(): unknown;
-  sitesView?(all: boolean): SitesView | undefined;
-}
-
-/** What a reload may change, handed in by Daemon.reload (its private parts). */
-export interface ReloadParts {
-  pools: PoolRegistry;
-  listeners: Listener[];
-  ctx: FrontendContext;
-  /** `runtimeDir`: where its workers' sockets go (default the daemon's private dir). */
-  makePool(cfg: PoolConfig, runtimeDir?: string): Pool;
-  runtimeDir(): string | undefined;
-  /** The host checks (src/daemon/preflight.ts): throws when the config cannot run here. */
-  checkHost(next: Config): void;
-  startListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener>;
-  commit(next: Config): void;
 }
 
 export interface OperationsOptions {
@@ -90,45 +52,48 @@ export interface OperationsOptions {
 }
 
 export class Operations {
-  readonly board = new RequestBoard();
-  readonly outcomes = new OutcomeCounter();
   readonly generations = new PoolGenerations();
   readonly responder: StatusResponder;
   readonly notifier: SystemdNotifier;
   /** The web dashboard, when the config has a dashboard section (src/dashboard/). */
   readonly dashboard: DashboardHost;
+  readonly observers: RequestObservers;
+  private readonly control: ControlEndpoint;
+  private readonly reloads: ReloadRunner;
   private readonly logger: Logger;
   private readonly version: string;
   private readonly logFiles: LogFiles | undefined;
-  private readonly loadNext: (() => Config) | undefined;
   private readonly startedAt = Date.now();
   private view!: DaemonView;
-  private access: AccessLogger | undefined;
-  private control: ControlServer | undefined;
-  private controlPath: string | undefined;
+  private parts: ReloadParts | undefined;
   private readonly inherited = new Set<string>();
   private readonly closingListeners = new Set<Promise<void>>();
-  private reloadChain: Promise<unknown> = Promise.resolve();
-  private reloading = false;
-  private readonly reloadStats: DaemonStatus['reloads'] = { ok: 0, failed: 0, last: undefined };
-  /** The one onFinish of every exchange: board and access log, no closure per request. */
-  readonly finish = (ex: Exchange): void => {
-    // One clock read for both.
-    const now = performance.now();
-    this.board.finished(ex, now);
-    this.outcomes.finished(ex, now);
-    const a = this.access;
-    if (a !== undefined) a(ex, now);
-  };
 
   constructor(opts: OperationsOptions) {
     this.logger = opts.logger;
     this.version = opts.version ?? packageVersion();
     this.logFiles = opts.logFiles;
-    this.loadNext = opts.loadConfig;
     this.notifier = opts.notifier ?? new SystemdNotifier(opts.logger.child({ component: 'systemd' }));
+    this.observers = new RequestObservers(opts.logger, opts.logFiles, () => this.view.pools);
+    this.control = new ControlEndpoint(opts.logger);
+    this.reloads = new ReloadRunner({
+      logger: opts.logger,
+      notifier: this.notifier,
+      loadConfig: opts.loadConfig,
+      inherited: this.inherited,
+      closing: (p) => {
+        this.closingListeners.add(p);
+        void p.finally(() => this.closingListeners.delete(p));
+      },
+      applied: async (cur, next) => {
+        // The registry's names, not the file's: site pools are in no config file.
+        this.observers.outcomes.forget(new Set(this.view.pools.keys()), new Set(this.view.listeners.map((l) => l.address)));
+        await this.dashboard.apply(next);
+        return this.applyDaemonSettings(cur, next);
+      },
+    });
     this.dashboard = new DashboardHost(
-      { config: () => this.view.config, snapshot: () => this.snapshot({ processes: true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
+      { config: () => this.view.config, site: (id) => this.view.siteEditTarget?.(id), snapshot: (what) => this.snapshot({ processes: what.processes === true, allSites: what.allSites === true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
       opts.logger.child({ component: 'dashboard' }),
     );
     this.responder = createStatusResponder((o) => this.snapshot(o), (pool) => this.readiness(pool), opts.logger.child({ component: 'status' }));
@@ -137,12 +102,12 @@ export class Operations {
   /** Called once by the Daemon's constructor. */
   attach(view: DaemonView): void {
     this.view = view;
-    this.configureAccessLog(view.config);
+    this.reloads.attach(view);
+    this.observers.configure(view.config);
   }
 
   onExchange(ex: Exchange): void {
-    this.board.add(ex);
-    ex.onFinish = this.finish;
+    this.observers.onExchange(ex);
   }
 
   // ---- status ----------------------------------------------------------------------
@@ -167,10 +132,10 @@ export class Operations {
         version: this.version,
         pid: process.pid,
         startedAt: this.startedAt,
-        state: () => (this.reloading && v.state === 'running' ? 'reloading' : v.state),
+        state: () => (this.reloads.reloading && v.state === 'running' ? 'reloading' : v.state),
         configSource: () => v.config.source,
-        controlSocket: () => this.controlPath,
-        reloads: () => ({ ...this.reloadStats }),
+        controlSocket: () => this.control.path,
+        reloads: () => ({ ...this.reloads.stats }),
         listeners: () => v.listeners.map((l): ListenerStatus => ({
           address: l.address,
           protocol: l.config.protocol,
@@ -179,7 +144,7 @@ export class Operations {
           accepted: l.accepted,
           refused: l.refused,
           overflowed: l.overflowed || undefined,
-          outcomes: this.outcomes.ofListener(l.address),
+          outcomes: this.observers.outcomes.ofListener(l.address),
           name: l.config.name,
           statusPath: l.config.statusPath,
           pingPath: l.config.pingPath,
@@ -187,8 +152,8 @@ export class Operations {
         })),
         pools: () => v.pools,
         generations: this.generations,
-        board: this.board,
-        outcomes: this.outcomes,
+        board: this.observers.board,
+        outcomes: this.observers.outcomes,
         memory: v.memorySnapshot ? () => v.memorySnapshot!() : undefined,
         sites: (all) => v.sitesView?.(all),
       },
@@ -197,37 +162,6 @@ export class Operations {
   }
 
   // ---- logs -------------------------------------------------------------------------
-
-  private configureAccessLog(cfg: Config): void {
-    const pools = cfg.pools;
-    this.access = createAccessLog({
-      logger: this.logger,
-      enabled: cfg.log.access,
-      format: cfg.log.accessFormat,
-      file: this.logFiles?.access,
-      slowMs: (name) => (name === undefined ? 0 : (pools.get(name)?.slowRequest ?? 0)),
-      workerFigures: (pid) => this.workerFigures(pid),
-    });
-  }
-
-  private figures = new Map<number, { memory: number | undefined; cpu: number | undefined }>();
-  private figuresAt = -Infinity;
-
-  /** Latest memory/CPU sample of a worker, for %M and %C; pool snapshots read at most once a second. */
-  private workerFigures(pid: number): { memory: number | undefined; cpu: number | undefined } | undefined {
-    const now = performance.now();
-    if (now - this.figuresAt > 1000) {
-      this.figuresAt = now;
-      this.figures = new Map();
-      for (const p of this.view.pools.values()) {
-        for (const w of p.snapshot().workers) {
-          const m = (w as { memory?: { pss?: number; rss?: number; cpu?: number } }).memory;
-          if (m !== undefined) this.figures.set(w.pid, { memory: m.pss ?? m.rss, cpu: m.cpu });
-        }
-      }
-    }
-    return this.figures.get(pid);
-  }
 
   /** SIGUSR1 or fcgi-pm reopen-logs: reopen log files (after logrotate moved them); returns their paths. */
   reopenLogs(why = 'SIGUSR1'): string[] {
@@ -250,9 +184,12 @@ export class Operations {
     const sockets = takeInheritedSockets();
     if (sockets.length === 0) return;
     const fromSystemd: InheritedSocket[] = [];
+    const directByAddress = new Map([...cfg.pools.values()].filter((p) => p.accept === 'direct' && p.directListen !== undefined).map((p) => [p.directListen!.text, p.directListen!]));
     for (const s of sockets) {
       const address = upgradeAddress(s.name);
+      const direct = address === undefined ? undefined : directByAddress.get(address);
       if (address === undefined) fromSystemd.push(s);
+      else if (direct !== undefined) SharedSocket.adopt(direct, s.fd);
       else {
         adoptListeningFd(address, s.fd);
         this.inherited.add(address);
@@ -264,7 +201,18 @@ export class Operations {
       this.inherited.add(l.address.text);
       this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, listener: l.address.text }, `listener ${l.protocol} ${l.address.text} takes over ${describeInherited(s)} from systemd`);
     }
-    for (const s of unmatched) {
+    // The rest may be accept: direct pools' sockets (FileDescriptorName= the pool's name, or its direct_listen).
+    const directs = [...cfg.pools.values()].filter((p) => p.accept === 'direct' && p.directListen !== undefined).map((p) => ({ address: p.directListen!, name: p.name }));
+    const forPools = matchInherited(unmatched, directs);
+    for (const [d, s] of forPools.byListener) {
+      try {
+        SharedSocket.adopt(d.address, s.fd);
+        this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, pool: d.name }, `pool ${d.name}'s direct socket ${d.address.text} is ${describeInherited(s)} from systemd`);
+      } catch (e) {
+        this.logger.error({ code: ErrorCodes.DIRECT_SOCKET, kind: 'socket-activation', fd: s.fd, pool: d.name, err: e }, `pool ${d.name} cannot take ${describeInherited(s)} from systemd: ${(e as Error).message}`);
+      }
+    }
+    for (const s of forPools.unmatched) {
       this.unclaimed.push(s);
       this.logger.warn({ code: ErrorCodes.SOCKET_UNMATCHED, kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
     }
@@ -283,11 +231,13 @@ export class Operations {
       const fd = l.fd;
       if (fd !== undefined) out.push({ fd, address: l.config.address.text });
     }
-    const cfd = this.control?.fd;
-    if (cfd !== undefined && this.controlPath !== undefined) out.push({ fd: cfd, address: `unix:${this.controlPath}` });
+    const c = this.control.handed();
+    if (c !== undefined) out.push(c);
     const d = this.dashboard.handoff;
     if (d !== undefined) out.push(d);
     for (const s of this.unclaimed) out.push({ fd: s.fd, name: s.name });
+    // accept: direct pools' sockets: the new daemon's workers accept on them while the old ones drain.
+    for (const s of SharedSocket.held()) out.push({ fd: s.fd, address: s.address.text });
     return out;
   }
 
@@ -321,11 +271,10 @@ export class Operations {
       this.logger.info({ kind: 'upgrade', sockets: sockets.length }, `upgrade: starting a new daemon with ${sockets.length} listening socket(s)`);
       const next = await startSuccessor(sockets);
       this.handedOver = true;
+      SharedSocket.handOn();
       keepUnixPaths();
-      // New control connections go to the new daemon; a reply under way on ours still goes out.
-      const c = this.control;
-      this.control = undefined;
-      if (c !== undefined) void c.close(false);
+      // New control connections go to the new daemon.
+      this.control.handOver();
       this.logger.info({ kind: 'upgrade', new_pid: next.pid }, `upgrade: the new daemon (pid ${next.pid}) serves; this one (pid ${process.pid}) stops after its requests`);
       return next;
     };
@@ -360,20 +309,12 @@ export class Operations {
     removePidFile(path);
   }
 
-  private controlHandlers: DaemonControl | undefined;
-
   /**
-   * Binds the control socket. A daemon that answers there already (the same config
-   * started twice, or two configs told to share a path) stops this start with
-   * ERR_ALREADY_RUNNING, except in the quick form, which then runs without a control
-   * socket (a warning): its default is one shared name. Other failures to bind throw for
-   * a configured path and warn for a derived one.
+   * Binds the control socket (control-endpoint.ts): ERR_ALREADY_RUNNING when another
+   * daemon answers there.
    */
-  async openControl(cfg: Config, handlers: DaemonControl): Promise<void> {
-    this.controlHandlers = handlers;
-    const path = controlSocketPath(cfg);
-    if (path === undefined) return;
-    const all: ControlHandlers = {
+  openControl(cfg: Config, handlers: DaemonControl): Promise<void> {
+    return this.control.open(cfg, {
       status: (req) => this.snapshot({ processes: req.processes === true, allSites: req.all_sites === true }),
       reload: () => this.reloadFromSource(),
       restart: (pool, rolling) => (rolling ? this.poolAction(pool, 'rollingRestart') : this.restartPool(pool)),
@@ -384,36 +325,7 @@ export class Operations {
       upgrade: async () => ({ pid: (await handlers.upgrade()).pid }),
       reopenLogs: () => ({ files: this.reopenLogs('fcgi-pm reopen-logs') }),
       ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout, shutdown_delay_ms: this.view.config.shutdownDelay }),
-    };
-    const quickDefault = isDefaultControlSocket(cfg) && !nodePath.isAbsolute(cfg.source);
-    // Handed on by the daemon we replace (upgrade in place): it answers there until it leaves.
-    const other = hasAdoptedFd(`unix:${path}`) ? undefined : await whoAnswers(path);
-    if (other !== undefined && !quickDefault) {
-      const who = `pid ${other.pid ?? '?'}, config ${other.config ?? '?'}`;
-      throw new AlreadyRunningError(`another fcgi-pm (${who}) answers on the control socket ${path}; not starting a second daemon for ${cfg.source}`);
-    }
-    try {
-      const dir = nodePath.dirname(path);
-      const isDefault = isDefaultControlSocket(cfg);
-      // The derived default for a non-root user may sit in a shared tmpdir: private, and
-      // ours, or not used at all. /run/fcgi-pm and runtime_dir may hold listener sockets: 0755.
-      const privateDir = isDefault && cfg.runtimeDir === undefined && !dir.startsWith('/run/');
-      mkdirSync(dir, { recursive: true, mode: privateDir ? 0o700 : 0o755 });
-      const st = statSync(dir);
-      const uid = process.getuid?.() ?? 0;
-      if (isDefault && st.uid !== uid && st.uid !== 0) throw new Error(`${dir} belongs to uid ${st.uid}, not to us`);
-      const identity = { pid: process.pid, config: cfg.source };
-      this.control = await ControlServer.start(path, cfg.controlSocketMode ?? 0o600, all, this.logger.child({ component: 'control' }), bindControl, identity);
-      this.controlPath = path;
-      this.logger.info({ kind: 'control', path }, `control socket ${path} (fcgi-pm status, reload, stop, workers)`);
-    } catch (err) {
-      // A derived path that cannot be bound (a foreign directory) is not worth refusing to serve over.
-      if (!isDefaultControlSocket(cfg)) {
-        throw new ListenError(`control_socket ${path}: ${(err as Error).message.replace(/^unix:\S+: /, '')}; is another fcgi-pm running with this config? ("fcgi-pm status -c FILE" tells)`);
-      }
-      const hint = quickDefault ? 'run it from a config file, or set control_socket, to give it its own' : 'set control_socket to give this daemon its own';
-      this.logger.warn({ code: ErrorCodes.CONTROL_SOCKET, kind: 'control', path, err: (err as Error).message }, `no control socket: ${(err as Error).message}; ${hint}`);
-    }
+    });
   }
 
   /** A stop began: tell systemd, unless the service goes on in the daemon that replaced us. */
@@ -428,10 +340,8 @@ export class Operations {
     await Promise.allSettled([...this.closingListeners]);
   }
 
-  async closeControl(): Promise<void> {
-    const c = this.control;
-    this.control = undefined;
-    if (c !== undefined) await c.close();
+  closeControl(): Promise<void> {
+    return this.control.close();
   }
 
   /** Pools replaced or removed by a reload, still draining: a closing listener's requests reach them. */
@@ -439,40 +349,32 @@ export class Operations {
     return this.generations.drainingPool(name);
   }
 
-  // ---- reload -----------------------------------------------------------------------
-
-  private parts: ReloadParts | undefined;
+  // ---- reload and pool actions --------------------------------------------------------
 
   /** Daemon hands its private parts once started. */
   setReloadParts(parts: ReloadParts): void {
     this.parts = parts;
+    this.reloads.setParts(parts);
   }
 
   /** SIGHUP or `fcgi-pm reload`: re-read the config file and apply it. */
   reloadFromSource(): Promise<ReloadReport> {
-    return this.serialised(async () => {
-      let next: Config;
-      try {
-        next = this.loadNext ? this.loadNext() : defaultLoad(this.view.config);
-      } catch (err) {
-        this.failed(err);
-        throw err;
-      }
-      return this.apply(next);
-    });
+    return this.reloads.reloadFromSource();
   }
 
   /** Applies a config (already loaded and valid). */
   reload(next: Config): Promise<ReloadReport> {
-    return this.serialised(() => this.apply(next));
+    return this.reloads.reload(next);
   }
 
   /** Fresh workers for one pool, by the reload's graceful swap of the running config. */
   restartPool(pool: string): Promise<ReloadReport> {
-    return this.serialised(() => {
-      if (!this.view.config.pools.has(pool)) return Promise.reject(new Error(`no pool named "${pool}" (pools: ${[...this.view.config.pools.keys()].join(', ')})`));
-      return this.apply(this.view.config, new Set([pool]));
-    });
+    return this.reloads.restartPool(pool);
+  }
+
+  /** Resolves once no reload runs (a stop waits, so pools a reload is starting are stopped too). */
+  reloadSettled(): Promise<void> {
+    return this.reloads.reloadSettled();
   }
 
   /** A spawned pool's drain or rolling restart (Supervisor); not serialised with reloads, it changes no config. */
@@ -484,103 +386,6 @@ export class Operations {
     return run();
   }
 
-  /** Resolves once no reload runs (a stop waits, so pools a reload is starting are stopped too). */
-  reloadSettled(): Promise<void> {
-    return this.reloadChain.then(() => undefined);
-  }
-
-  private serialised<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.reloadChain.then(fn, fn);
-    this.reloadChain = run.catch(() => undefined);
-    return run;
-  }
-
-  private async apply(next: Config, restart?: ReadonlySet<string>): Promise<ReloadReport> {
-    const v = this.view;
-    const parts = this.parts;
-    if (v.state !== 'running' || parts === undefined) {
-      const err = new Error(`cannot reload while ${v.state}`);
-      this.failed(err);
-      throw err;
-    }
-    const cur = v.config;
-    try {
-      parts.checkHost(next);
-    } catch (err) {
-      this.failed(err);
-      throw err;
-    }
-    this.reloading = true;
-    void this.notifier.reloading();
-    this.logger.info({ kind: 'reload', config: next.source }, `reloading ${next.source}`);
-    try {
-      const report = await applyReload(
-        {
-          current: cur,
-          pools: parts.pools,
-          listeners: parts.listeners,
-          ctx: parts.ctx,
-          logger: this.logger,
-          makePool: (p) => {
-            logPool(this.logger, p);
-            return parts.makePool(p, this.generationDir(parts));
-          },
-          startListener: async (l, ctx) => {
-            const listener = await parts.startListener(l, ctx);
-            logListener(this.logger, l, listener.address);
-            return listener;
-          },
-          inherited: this.inherited,
-          restart,
-          closing: (p) => {
-            this.closingListeners.add(p);
-            void p.finally(() => this.closingListeners.delete(p));
-          },
-        },
-        next,
-      );
-      parts.commit(next);
-      // The registry's names, not the file's: site pools are in no config file.
-      this.outcomes.forget(new Set(this.view.pools.keys()), new Set(this.view.listeners.map((l) => l.address)));
-      await this.dashboard.apply(next);
-      report.notes.push(...this.applyDaemonSettings(cur, next));
-      this.reloadStats.ok++;
-      this.reloadStats.last = { at: Date.now(), ok: true };
-      this.logger.info({ kind: 'reload', ok: true, ...report }, `reload done: pools +${report.pools.added.length} -${report.pools.removed.length} ~${report.pools.changed.length}, listeners +${report.listeners.added.length} -${report.listeners.removed.length} ~${report.listeners.reopened.length + report.listeners.updated.length}`);
-      for (const n of report.notes) this.logger.warn({ code: ErrorCodes.RELOAD_INCOMPLETE, kind: 'reload' }, n);
-      return report;
-    } catch (err) {
-      this.failed(err);
-      throw err;
-    } finally {
-      this.reloading = false;
-      if (v.state === 'running') void this.notifier.ready(`serving ${v.listeners.length} listener(s), ${v.pools.size} pool(s)`);
-    }
-  }
-
-  private generation = 0;
-
-  /**
-   * A fresh 0700 directory per reload for the new pools' worker sockets: a replaced pool's
-   * workers (same pool name, same worker numbers) still own their socket paths until they
-   * exit, and remove them when they do.
-   */
-  private generationDir(parts: ReloadParts): string | undefined {
-    const base = parts.runtimeDir();
-    if (base === undefined) return undefined;
-    const dir = nodePath.join(base, `r${++this.generation}`);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return dir;
-  }
-
-  private failed(err: unknown): void {
-    this.reloadStats.failed++;
-    const message = (err as Error)?.message ?? String(err);
-    this.reloadStats.last = { at: Date.now(), ok: false, error: message };
-    const problems = err instanceof ConfigError ? err.problems : undefined;
-    this.logger.error({ kind: 'reload', ok: false, code: codeOf(err, ErrorCodes.RELOAD_FAILED), problems }, `reload failed, still running the previous config: ${message}`);
-  }
-
   /** Limits, log settings, access log, control socket: daemon-wide settings. */
   private applyDaemonSettings(cur: Config, next: Config): string[] {
     const notes: string[] = [];
@@ -589,31 +394,9 @@ export class Operations {
     ctx.limits.maxCount = next.limits.maxParamsCount;
     if (this.logFiles !== undefined) notes.push(...this.logFiles.apply(next.log));
     else this.logger.level = next.log.level;
-    this.configureAccessLog(next);
-    const oldPath = controlSocketPath(cur);
-    const newPath = controlSocketPath(next);
-    if (oldPath !== newPath || cur.controlSocketMode !== next.controlSocketMode) {
-      const old = this.control;
-      this.control = undefined;
-      this.controlPath = undefined;
-      // The reply to this reload still goes out on the old connection; new ones use the new path.
-      void (async () => {
-        if (old !== undefined) await old.close(false);
-        if (this.controlHandlers !== undefined) await this.openControl(next, this.controlHandlers).catch((err: unknown) => this.logger.error({ code: ErrorCodes.CONTROL_SOCKET, err }, 'control socket could not be opened'));
-      })();
-    }
+    this.observers.configure(next);
+    this.control.follow(cur, next);
     return notes;
   }
 }
 
-function defaultLoad(cur: Config): Config {
-  if (!nodePath.isAbsolute(cur.source)) {
-    throw new Error(`fcgi-pm was started without a config file (${cur.source}); there is nothing to reload`);
-  }
-  return loadConfig(cur.source);
-}
-
-async function bindControl(server: Server, path: string, mode: number): Promise<BoundControl> {
-  await listenOn(server, { kind: 'unix', path, text: `unix:${path}` }, { mode });
-  return { fd: () => listeningFd(server), release: () => releaseUnixPath(server) };
-}

@@ -53,6 +53,11 @@ export interface PreflightResult {
 
 const QUICK_SOURCE = '<command line>';
 
+/** 127.0.0.0/8, ::1 and localhost: reachable from this host only. */
+function isLoopback(host: string): boolean {
+  return /^127\./.test(host) || host === '::1' || host === 'localhost' || host === '[::1]';
+}
+
 /** `into`: a list that already holds the file's schema problems (check), so all come out in file order. */
 export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Problems): PreflightResult {
   const label = cfg.origin?.label ?? cfg.source;
@@ -64,6 +69,11 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Probl
 
   for (const pool of cfg.pools.values()) {
     if (checkPool(pool, ['pools', pool.name], self, opts.allowRoot === true, cfg.source === QUICK_SOURCE, problems, notices)) rootRefusals++;
+    const direct = pool.accept === 'direct' ? pool.directListen : undefined;
+    if (direct?.kind === 'unix') {
+      const why = dirProblem(nodePath.dirname(direct.path), cfg.runtimeDir, daemon);
+      if (why !== undefined) problems.add(['pools', pool.name, 'direct_listen'], `cannot create ${direct.text}: ${why}`);
+    }
   }
 
   cfg.listen.forEach((l, i) => {
@@ -95,6 +105,10 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Probl
   }
 
   checkOpcacheRoot(cfg, self, problems);
+  const dash = cfg.dashboard?.address;
+  if (dash !== undefined && dash.kind === 'tcp' && !isLoopback(dash.host)) {
+    notices.add(['dashboard', 'address'], `the dashboard answers plain HTTP on ${dash.text}, not only on this host: its token, passwords and session cookie cross the network in clear; bind it to 127.0.0.1 and put a TLS proxy (nginx) in front (docs/dashboard.md)`);
+  }
 
   return { problems: problems.texts(), rootRefusals, notices: notices.texts() };
 }

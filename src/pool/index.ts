@@ -12,12 +12,12 @@ import { processGroupDeathGuard } from '../worker/death-guard.js';
 import { ForkServer } from '../worker/fork-server.js';
 import { spawnWorker, Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from '../util/clock.js';
-import { ExternalPool, type EndpointFactory } from './external-pool.js';
-import { SpawnedPool } from './spawned-pool.js';
+import { ExternalPool } from './external/external-pool.js';
+import { SpawnedPool } from './spawned/dispatcher.js';
 import { DirectPool } from './direct/direct-pool.js';
 import { directSocketSupport } from '../worker/shared-socket.js';
 import { ErrorCodes } from '../errors.js';
-import type { Pool } from './types.js';
+import type { EndpointFactory, Pool } from './types.js';
 import { limitAddressSpace } from './rlimit.js';
 import { addOpcacheFileCache, buildWorkerSpec } from './worker-spec.js';
 
@@ -46,7 +46,7 @@ export interface PoolDeps {
 export type { Pool, PoolSnapshot, WorkerSnapshot } from './types.js';
 export type { Clock } from '../util/clock.js';
 export type { MemoryGovernor } from '../memory/host-governor.js';
-export type { EndpointFactory } from './external-pool.js';
+export type { EndpointFactory } from './types.js';
 
 export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
   // The daemon hands a logger already bound to {pool}; bind it here when it is not.

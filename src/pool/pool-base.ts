@@ -11,6 +11,7 @@ import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { Clock } from '../util/clock.js';
 import { RequestQueue } from './queue.js';
+import { countersOf } from './counters.js';
 import { PoolStats } from './stats.js';
 import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules, WarmStart } from './types.js';
 
@@ -121,30 +122,17 @@ export abstract class PoolBase implements Pool {
   }
 
   snapshot(): PoolSnapshot {
-    const st = this.stats;
     const s: PoolSnapshot = {
+      ...countersOf({ ...this.stats, maxQueued: this.queue.maxLength, queueWait: this.queue.waits() }),
       name: this.name,
       kind: 'external',
       pm: undefined,
       state: this.state,
       queued: this.queue.length,
-      maxQueued: this.queue.maxLength,
       queueLimit: this.queue.limit,
-      active: st.active,
-      maxActive: st.maxActive,
-      accepted: st.accepted,
-      completed: st.completed,
-      aborted: st.aborted,
-      rejected: { ...st.rejected },
-      errors: { ...st.errors },
+      active: this.stats.active,
       workers: [],
       backends: [],
-      maxChildrenReached: st.maxChildrenReached,
-      crashes: st.crashes,
-      recycles: { ...st.recycles },
-      slowRequests: st.slowRequests,
-      queueWait: this.queue.waits(),
-      spawnLatency: st.spawns.count > 0 ? { ...st.spawns } : undefined,
     };
     this.fillSnapshot(s);
     return s;

@@ -1,22 +1,25 @@
 /**
- * Counters a pool keeps for its status page. Plain fields, bumped on the hot path.
+ * The counters a pool bumps on the hot path (counters.ts defines them), as plain fields,
+ * and the one gauge beside them (requests running now). The queue keeps its own two
+ * (maxQueued, queueWait); the snapshot joins them.
  */
 import { ErrorCodes, type ProxyError } from '../errors.js';
+import type { PoolCounters, Summary } from './counters.js';
 
-export class PoolStats {
+export class PoolStats implements Omit<PoolCounters, 'maxQueued' | 'queueWait'> {
   accepted = 0;
   completed = 0;
   aborted = 0;
   active = 0;
   maxActive = 0;
-  rejected = { queueFull: 0, queueTimeout: 0, failing: 0, shuttingDown: 0 };
-  errors = { unreachable: 0, timeout: 0, crashed: 0, other: 0 };
+  rejected: PoolCounters['rejected'] = { queueFull: 0, queueTimeout: 0, failing: 0, shuttingDown: 0 };
+  errors: PoolCounters['errors'] = { unreachable: 0, timeout: 0, crashed: 0, other: 0 };
   maxChildrenReached = 0;
   crashes = 0;
   recycles: Record<string, number> = {};
   slowRequests = 0;
-  /** Spawn-to-ready times of workers (status: spawn latency). */
-  spawns = { count: 0, totalMs: 0, maxMs: 0 };
+  /** Spawn-to-ready times of workers, once one was ready. */
+  spawnLatency: Summary | undefined = undefined;
 
   started(): void {
     if (++this.active > this.maxActive) this.maxActive = this.active;
@@ -42,7 +45,7 @@ export class PoolStats {
   }
 
   spawned(ms: number): void {
-    const s = this.spawns;
+    const s = (this.spawnLatency ??= { count: 0, totalMs: 0, maxMs: 0 });
     s.count++;
     s.totalMs += ms;
     if (ms > s.maxMs) s.maxMs = ms;

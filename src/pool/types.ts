@@ -3,6 +3,10 @@
  */
 import type { Exchange } from '../protocol/exchange.js';
 import type { PoolMemoryFigures, WorkerMemoryFigures } from '../memory/types.js';
+import type { Logger } from '../log/log.js';
+import type { SocketAddress } from '../protocol/address.js';
+import type { Endpoint, UpstreamOptions } from '../upstream/types.js';
+import type { PoolCounters } from './counters.js';
 
 export interface WorkerSnapshot {
   pid: number;
@@ -42,7 +46,8 @@ export interface DirectSnapshot {
   since: number;
 }
 
-export interface PoolSnapshot {
+/** A pool now: its counters (counters.ts) and what it holds at this moment. */
+export interface PoolSnapshot extends PoolCounters {
   name: string;
   /** direct: requests, queue and errors count the overflow only (the direct path has no per-request figures). */
   kind: 'external' | 'spawned' | 'direct';
@@ -50,7 +55,6 @@ export interface PoolSnapshot {
   /** 'running' | 'failing' (crash limit reached: answering 503) | 'stopping' | 'stopped'. */
   state?: string;
   queued: number;
-  maxQueued: number;
   /** queue_limit as the pool runs it (a site's pool has no entry in the config file). */
   queueLimit: number;
   /** Spawned pools: max_children as the pool runs it. */
@@ -58,26 +62,10 @@ export interface PoolSnapshot {
   /** Spawned pools: requests the pool can run at once (max_children × seats per worker), the utilization's denominator. */
   capacity?: number;
   active: number;
-  maxActive: number;
-  accepted: number;
-  completed: number;
-  /** Clients that went away before their response was complete. */
-  aborted?: number;
-  rejected: { queueFull: number; queueTimeout: number; failing: number; shuttingDown?: number };
-  /** Requests answered with an error: unreachable/all down, timeouts (read, request_timeout), crashed worker, other (closed mid-response, protocol). */
-  errors: { unreachable: number; timeout: number; crashed: number; other?: number };
   workers: WorkerSnapshot[];
   backends: Array<{ address: string; active: number; down: boolean }>;
-  maxChildrenReached: number;
-  crashes: number;
-  recycles: Record<string, number>;
-  slowRequests: number;
   /** Spawned pools: measured total, limit, estimate, recommended max_children (docs/memory.md). */
   memory?: PoolMemoryFigures;
-  /** Time requests waited in the queue before a target took them (status, issue 5). */
-  queueWait?: { count: number; totalMs: number; maxMs: number } | undefined;
-  /** Time from spawn to ready of this pool's workers (status, issue 5). */
-  spawnLatency?: { count: number; totalMs: number; maxMs: number } | undefined;
   /** group_size > 1: requests each worker takes at once. */
   slotsPerWorker?: number;
   direct?: DirectSnapshot;
@@ -141,3 +129,6 @@ export interface PoolActionReport {
   retired: number[];
   started: number[];
 }
+
+/** Makes the connection side of one backend or worker (upstream/endpoint.ts in production, fakes in tests). */
+export type EndpointFactory = (address: SocketAddress, opts: UpstreamOptions, logger: Logger) => Endpoint;

@@ -9,6 +9,7 @@ import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
 import { poolConfig } from '../pool/helpers.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { worldReadableAdapter } from '../helpers/world-readable.js';
 import { runBin } from './helpers.js';
 
 async function check(t: Parameters<typeof makeTempDir>[0], text: string): Promise<{ file: string; code: number | null; lines: string[]; stdout: string }> {
@@ -77,13 +78,14 @@ test('check: --preload without preload: true, and preload: true on a program tha
 
 test('preload: true with fcgi-pm-wsgi: check passes and the daemon gives the adapter --preload itself', async (t) => {
   const dir = makeTempDir(t, 'fpm-chk-');
+  const adapter = worldReadableAdapter(t); // www-data must reach it (a checkout under /root does not)
   const text = [
     'control_socket: off',
     'listen:',
     '  - { protocol: fastcgi, address: 127.0.0.1:9000, pool: py }',
     'pools:',
     '  py:',
-    `    command: [/usr/bin/python3, ${REPO_ROOT}/bin/fcgi-pm-wsgi, --fastcgi, app:application]`,
+    `    command: [/usr/bin/python3, ${adapter}, --fastcgi, app:application]`,
     '    preload: true',
     '    user: www-data',
     '',
@@ -92,7 +94,6 @@ test('preload: true with fcgi-pm-wsgi: check passes and the daemon gives the ada
   writeFileSync(file, text);
   const r = await runBin(['check', '-c', file]);
   assert.equal(r.code, 0, r.stderr);
-  const adapter = `${REPO_ROOT}/bin/fcgi-pm-wsgi`;
   const spec = buildWorkerSpec(poolConfig({ command: ['/usr/bin/python3', adapter, '--fastcgi', 'app:application'], preload: true }), '/tmp');
   assert.deepEqual(spec.command, ['/usr/bin/python3', adapter, '--preload', '--fastcgi', 'app:application']);
   const module = buildWorkerSpec(poolConfig({ command: ['/usr/bin/python3', '-m', 'fcgi_pm_wsgi', 'app:application'], preload: true }), '/tmp');

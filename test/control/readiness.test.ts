@@ -1,11 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readiness } from '../../src/control/readiness.js';
+import { zeroCounters } from '../../src/pool/counters.js';
 import type { PoolSnapshot } from '../../src/pool/types.js';
 
 const snap = (over: Partial<PoolSnapshot>): PoolSnapshot => ({
-  name: 'p', kind: 'spawned', pm: 'static', state: 'running', queued: 0, maxQueued: 0, queueLimit: 2, maxChildren: 2, capacity: 2, active: 0, maxActive: 0, accepted: 0, completed: 0,
-  rejected: { queueFull: 0, queueTimeout: 0, failing: 0 }, errors: { unreachable: 0, timeout: 0, crashed: 0 }, workers: [], backends: [], maxChildrenReached: 0, crashes: 0, recycles: {}, slowRequests: 0,
+  ...zeroCounters(),
+  name: 'p', kind: 'spawned', pm: 'static', state: 'running', queued: 0, queueLimit: 2, maxChildren: 2, capacity: 2, active: 0, workers: [], backends: [],
   ...over,
 });
 

@@ -14,8 +14,8 @@ import { seededBytes, sha256 } from '../helpers/payload.js';
 import { RawConn } from '../helpers/raw-socket.js';
 import { Cleanup } from '../helpers/scope.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import type { ConnectTarget } from '../helpers/wait.js';
-import { DEBUG, addressFor, pendingBody, startRig, type Rig, type Transport } from './support.js';
+import { waitFor, type ConnectTarget } from '../helpers/wait.js';
+import { DEBUG, addressFor, frontendPaused, pendingBody, startRig, watchBodyPauses, type Rig, type Transport } from './support.js';
 
 interface Res {
   status: number;
@@ -260,16 +260,22 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
     it('streams 10 MB up and back down with back-pressure (sha256)', async (t) => {
       // Its own listener: the client stops reading for longer than the shared one's idle timeout.
       const rig = await startRig(t, 'http', addressFor(t, transport), { cfg: { idleTimeout: 10_000, documentRoot: root } });
-      rig.pool.behaviour = echoBody;
+      let pushes: ReturnType<typeof watchBodyPauses> | undefined;
+      rig.pool.behaviour = (ex, pool) => {
+        pushes = watchBodyPauses(ex);
+        echoBody(ex, pool);
+      };
       const before = rig.pool.responsePauses;
       const upload = seededBytes(10 * 1024 * 1024, 5);
       const c = new RawConn(rig.target);
       await c.connected;
+      // The client does not read until the server's writes have backed up all the way to the body.
       c.socket.pause();
       c.write(`POST /index.php HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ${upload.length}\r\n\r\n`);
       c.write(upload);
-      await new Promise((r) => setTimeout(r, 300));
-      assert.ok(pendingBody(rig.pool.dispatched.at(-1)!) < 1024 * 1024, 'the listener stopped reading instead of buffering the body');
+      const ex = await waitFor(() => rig.pool.dispatched.at(-1), { what: 'the request' });
+      await waitFor(() => frontendPaused(ex), { timeout: 30_000, what: 'the exchange to ask the listener to pause' });
+      assert.ok(pendingBody(ex) < 1024 * 1024, 'the listener stopped reading instead of buffering the body');
       c.socket.resume();
       const res = await c.waitClose(30_000);
       const raw = res.received;
@@ -279,6 +285,9 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       assert.equal(body.length, upload.length);
       assert.equal(sha256(body), sha256(upload));
       assert.ok(rig.pool.responsePauses > before, 'the response hit back-pressure');
+      // Each pause held: past it, only the rest of the read being decoded arrived.
+      assert.ok(pushes!.pauses > 0);
+      assert.ok(pushes!.maxWhilePaused <= 256 * 1024, `${pushes!.maxWhilePaused} body bytes pushed during one pause (${pushes!.bytesWhilePaused} in ${pushes!.pauses} pauses)`);
     });
 
     it('streams a 10 MB response to a slow reader', async () => {

@@ -5,6 +5,7 @@
  */
 import { ProxyError, ErrorCodes } from '../../src/errors.js';
 import type { CgiResponseHead, Exchange } from '../../src/protocol/exchange.js';
+import { zeroCounters } from '../../src/pool/counters.js';
 import type { Pool, PoolSnapshot } from '../../src/pool/types.js';
 
 export type Behaviour = (ex: Exchange, pool: FakePool) => void;
@@ -68,24 +69,16 @@ export class FakePool implements Pool {
 
   snapshot(): PoolSnapshot {
     return {
+      ...zeroCounters(),
+      accepted: this.dispatched.length,
       name: this.name,
       kind: 'external',
       pm: undefined,
       queued: 0,
-      maxQueued: 0,
       queueLimit: 0,
       active: 0,
-      maxActive: 0,
-      accepted: this.dispatched.length,
-      completed: 0,
-      rejected: { queueFull: 0, queueTimeout: 0, failing: 0 },
-      errors: { unreachable: 0, timeout: 0, crashed: 0 },
       workers: [],
       backends: [],
-      maxChildrenReached: 0,
-      crashes: 0,
-      recycles: {},
-      slowRequests: 0,
     };
   }
 }

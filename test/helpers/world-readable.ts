@@ -4,7 +4,7 @@
  * not: these helpers return the path itself when every directory above it is
  * world-searchable, else a world-readable copy in a temp dir removed after the test.
  */
-import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
 import { FCGI_PM_BIN, REPO_ROOT } from './paths.js';
@@ -56,9 +56,24 @@ export function worldReadableBin(scope: Scope): string {
   if (othersCanReach(REPO_ROOT)) return FCGI_PM_BIN;
   const root = worldReadableTemp(scope);
   const dev = devOnlyPackages();
-  for (const part of ['bin', 'package.json', join('dist', 'src'), 'node_modules']) {
+  for (const part of ['bin', 'fcgi_pm_wsgi', 'package.json', join('dist', 'src'), 'node_modules']) {
     cpSync(join(REPO_ROOT, part), join(root, part), { recursive: true, filter: (src) => !dev.has(relative(REPO_ROOT, src)) });
   }
   openUp(root);
   return join(root, relative(REPO_ROOT, FCGI_PM_BIN));
+}
+
+/**
+ * bin/fcgi-pm-wsgi that another user can run: this checkout's, or a world-readable copy of
+ * it beside its package (fcgi_pm_wsgi/), which it finds from its own real path.
+ */
+export function worldReadableAdapter(scope: Scope): string {
+  const adapter = join(REPO_ROOT, 'bin', 'fcgi-pm-wsgi');
+  if (othersCanReach(adapter) && othersCanReach(join(REPO_ROOT, 'fcgi_pm_wsgi'))) return adapter;
+  const root = worldReadableTemp(scope);
+  mkdirSync(join(root, 'bin'));
+  cpSync(adapter, join(root, 'bin', 'fcgi-pm-wsgi'));
+  cpSync(join(REPO_ROOT, 'fcgi_pm_wsgi'), join(root, 'fcgi_pm_wsgi'), { recursive: true, filter: (src) => basename(src) !== '__pycache__' });
+  openUp(root);
+  return join(root, 'bin', 'fcgi-pm-wsgi');
 }

@@ -41,7 +41,9 @@ describe('spawned ondemand pool through nginx', { timeout: 90_000 }, () => {
           max_requests: 3,
           request_timeout: '2s',
           kill_timeout: '1s',
+          // Every one of the 50 slow requests waits its turn: queue_limit alone, no wait-based limit.
           queue_limit: 100,
+          queue_max_wait: 0,
         },
       },
       log: { level: 'info', access: true },

@@ -7,7 +7,7 @@ import type { PoolConfig } from '../../src/config/types.js';
 import { HostGovernor } from '../../src/memory/host-governor.js';
 import type { MemorySampler } from '../../src/memory/sampler.js';
 import type { MemorySample } from '../../src/memory/types.js';
-import { SpawnedPool } from '../../src/pool/spawned-pool.js';
+import { SpawnedPool } from '../../src/pool/spawned/dispatcher.js';
 import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
 import { FakeClock } from '../pool/fake-clock.js';
 import { FakeWorkerFactory, type FakeWorker } from '../pool/fake-worker.js';

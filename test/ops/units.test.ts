@@ -10,7 +10,7 @@ import { ConfigError } from '../../src/errors.js';
 import { compileAccessFormat } from '../../src/log/access-format.js';
 import { formatTime } from '../../src/log/time-format.js';
 import { POOL_FIELDS, WORKER_FIELDS } from '../../src/control/fields.js';
-import { foldCounters } from '../../src/control/generations.js';
+import { countersOf, foldCounters, zeroCounters, type PoolCounters } from '../../src/pool/counters.js';
 import { LATENCY_BOUNDS_MS, OutcomeCounter } from '../../src/control/outcomes.js';
 import { renderCompact } from '../../src/control/render-compact.js';
 import { renderFpm } from '../../src/control/render-fpm.js';
@@ -268,20 +268,38 @@ test('socket activation: /proc addresses and matching by name, then address', ()
   assert.deepEqual(m.unmatched.map((s) => s.fd), [5]);
 });
 
-test('counters of a drained pool generation carry over; high-water marks take the max', () => {
+test('counters of a drained pool generation carry over; high-water marks take the max; gauges stay behind', () => {
   const snap = (n: number): PoolSnapshot => ({
     name: 'p', kind: 'spawned', pm: 'ondemand', queued: 3, maxQueued: n, queueLimit: 8, active: 2, maxActive: n, accepted: n, completed: n, aborted: 1,
     rejected: { queueFull: n, queueTimeout: 0, failing: 0, shuttingDown: 0 }, errors: { unreachable: 0, timeout: n, crashed: 0, other: 0 },
     workers: [], backends: [], maxChildrenReached: 1, crashes: 2, recycles: { reload: n }, slowRequests: 0, queueWait: { count: n, totalMs: 10 * n, maxMs: n },
   });
-  const f = foldCounters(foldCounters(undefined, snap(5)), snap(7));
+  const f = foldCounters(countersOf(snap(5)), snap(7));
   assert.equal(f.accepted, 12);
   assert.equal(f.maxActive, 7);
+  assert.equal(f.maxQueued, 7);
+  assert.equal(f.maxChildrenReached, 2, 'a count, though its name starts with max');
   assert.equal(f.rejected.queueFull, 12);
   assert.equal(f.recycles.reload, 12);
   assert.deepEqual(f.queueWait, { count: 12, totalMs: 120, maxMs: 7 });
+  assert.equal(f.spawnLatency, undefined, 'a summary neither side has stays undefined');
   assert.equal(f.crashes, 4);
-  assert.equal(f.queued, 0, 'gauges are not carried');
+  assert.deepEqual(Object.keys(f).sort(), Object.keys(zeroCounters()).sort(), 'gauges and lists are not carried');
+});
+
+test('folding counters: every counter of the record folds (a record that is all ones folds to twos, high-water marks to one)', () => {
+  const ones = (v: unknown): unknown => (typeof v === 'number' ? 1 : v === undefined ? { count: 1, totalMs: 1, maxMs: 1 } : Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, ones(x)])));
+  const one = Object.fromEntries(Object.entries({ ...zeroCounters(), recycles: { idle: 0 } }).map(([k, v]) => [k, ones(v)])) as unknown as PoolCounters;
+  const two = foldCounters(one, one);
+  const flat = (v: unknown, path: string, out: Array<[string, number]>): Array<[string, number]> => {
+    if (typeof v === 'number') out.push([path, v]);
+    else for (const [k, x] of Object.entries(v as object)) flat(x, path === '' ? k : `${path}.${k}`, out);
+    return out;
+  };
+  const folded = flat(two, '', []);
+  assert.ok(folded.length >= 20, `${folded.length} counters`);
+  for (const [path, v] of folded) assert.equal(v, /(^|\.)(maxActive|maxQueued|maxMs)$/.test(path) ? 1 : 2, path);
+  assert.deepEqual(one.rejected, { queueFull: 1, queueTimeout: 1, failing: 1, shuttingDown: 1 }, 'the inputs are left alone');
 });
 
 test('docs/operations.md names every metric, status field and access-log letter; the systemd example config is valid', async () => {

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connectFailed, endpointClosed, readTimedOut } from '../../src/upstream/failures.js';
 import { ErrorCodes } from '../../src/errors.js';
-import { ExternalPool } from '../../src/pool/external-pool.js';
+import { ExternalPool } from '../../src/pool/external/external-pool.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeEndpoint, addr, makeRequest, poolConfig, recordingLogger } from './helpers.js';

@@ -16,6 +16,7 @@ import { REPO_ROOT } from '../helpers/paths.js';
 import { isAlive, listProcesses } from '../helpers/proc.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { waitFor, withTimeout } from '../helpers/wait.js';
+import { worldReadableAdapter } from '../helpers/world-readable.js';
 import { makeRequest, poolConfig, recordingLogger, type LogLine, type TestRequest } from './helpers.js';
 
 const T = { timeout: 60_000 };
@@ -185,7 +186,9 @@ test('preload_idle_timeout: with no worker for that long the parent stops; the n
 const WWW = lookupUser('www-data');
 
 test("as another user: the parent binds each worker's socket in a directory of that user's, reached by an inherited fd; the runtime dir stays 0700 and ours; stop removes it", { ...T, skip: (process.geteuid?.() !== 0 || WWW === undefined) && 'needs root and www-data' }, async (t) => {
-  const p = preloadPool(t, { user: 'www-data' });
+  // The adapter from a place www-data can reach (a checkout under /root is not).
+  const command = ['/usr/bin/python3', worldReadableAdapter(t), '--preload', '--fastcgi', 'app:application'];
+  const p = preloadPool(t, { user: 'www-data', command });
   chmodSync(p.dir, 0o755);
   const runtimeDir = join(p.dir, 'run');
   await p.pool.start();

@@ -3,7 +3,7 @@
  * unit tests, and the endpoint outcomes those tests report.
  */
 import { closedEarly, connectFailed } from '../../src/upstream/failures.js';
-import { SpawnedPool } from '../../src/pool/spawned-pool.js';
+import { SpawnedPool } from '../../src/pool/spawned/dispatcher.js';
 import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
 import type { PoolConfig } from '../../src/config/types.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { refusedRequest } from '../../src/upstream/failures.js';
 import { ErrorCodes } from '../../src/errors.js';
-import { EXIT_GRACE_MS } from '../../src/pool/spawned-pool.js';
+import { EXIT_GRACE_MS } from '../../src/pool/spawned/dispatcher.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
 import type { FakeWorker } from './fake-worker.js';
 import type { TestRequest } from './helpers.js';

@@ -12,7 +12,7 @@
  *   ondemand — no worker until a request waits; one spawn per waiting request that no
  *              starting worker will take, up to max_children.
  */
-import type { PmMode } from '../config/types.js';
+import type { PmMode } from '../../config/types.js';
 
 export interface ScalingConfig {
   pm: PmMode;

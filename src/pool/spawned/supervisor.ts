@@ -6,7 +6,7 @@
  * state is one cell of supervisor-table.ts, and each cell names the action carried out
  * here (`act`).
  *
- * The Dispatcher (spawned-pool.ts) owns the requests: queue, idle stack of seats,
+ * The Dispatcher (dispatcher.ts) owns the requests: queue, idle stack of seats,
  * endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
  * of the dispatcher) and at the load signal: requests waiting, and each worker's busy
  * seats (`Slot.busy`) out of `slotsPerWorker`. The scaling policy (scaling.ts) counts
@@ -16,25 +16,25 @@
  * backs off restarts; a worker killed from outside (whenever) or after it served is
  * replaced at once; the breaker stops spawning, not serving.
  */
-import { ErrorCodes, ProxyError } from '../errors.js';
-import type { Logger } from '../log/log.js';
-import type { PoolConfig } from '../config/types.js';
-import type { MemoryGovernor } from '../memory/host-governor.js';
-import type { UpstreamOutcome } from '../upstream/types.js';
-import type { ExitVerdict } from '../worker/exit-policy.js';
-import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../worker/types.js';
-import { OneTimer, type Clock } from '../util/clock.js';
+import { ErrorCodes, ProxyError } from '../../errors.js';
+import type { Logger } from '../../log/log.js';
+import type { PoolConfig } from '../../config/types.js';
+import type { MemoryGovernor } from '../../memory/host-governor.js';
+import type { UpstreamOutcome } from '../../upstream/types.js';
+import type { ExitVerdict } from '../../worker/exit-policy.js';
+import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
+import { OneTimer, type Clock } from '../../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
-import { GroupChildren } from './group-children.js';
+import { GroupChildren } from './groups.js';
 import { killChildNow } from './hard-kill.js';
-import type { PoolState } from './pool-base.js';
-import { PoolMemory } from './pool-memory.js';
+import type { PoolState } from '../pool-base.js';
+import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
 import { exitText, Slot, type Seat } from './slot.js';
-import { EXIT_GRACE_MS } from './spawned-failures.js';
-import type { PoolStats } from './stats.js';
+import { EXIT_GRACE_MS } from './failures.js';
+import type { PoolStats } from '../stats.js';
 import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
-import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from './types.js';
+import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from '../types.js';
 
 export interface SupervisorDeps {
   logger: Logger;
@@ -83,6 +83,8 @@ export interface SlotEventContext {
   why?: { fields: Record<string, unknown>; msg: string };
   exit?: WorkerExit;
   verdict?: ExitVerdict;
+  /** Set by `shut`: resolves when the process has exited. */
+  stopped?: Promise<WorkerExit>;
 }
 
 export class Supervisor {
@@ -269,7 +271,7 @@ export class Supervisor {
     this.fire(slot, 'stop', { reason, err });
   }
 
-  /** max_memory_hard (pool-memory.ts decided and wrote the message): SIGKILL now, its requests get 503. */
+  /** max_memory_hard (memory.ts decided and wrote the message): SIGKILL now, its requests get 503. */
   private killForMemory(slot: Slot, fields: Record<string, unknown>, msg: string): void {
     slot.log.warn({ code: ErrorCodes.MEMORY_HARD_LIMIT, ...fields }, msg);
     const hard = this.cfg.maxMemoryHard ?? 0;
@@ -313,6 +315,10 @@ export class Supervisor {
         return;
       case 'unhold':
         if (!this.hooks.unhold(slot)) this.fire(slot, 'suspect', {});
+        return;
+      case 'shut':
+        slot.endpoint?.closeIdle();
+        ctx.stopped = slot.worker.stop(ctx.reason!);
         return;
       case 'none':
         return;
@@ -630,8 +636,9 @@ export class Supervisor {
     this.groups?.dispose();
     const exits: Array<Promise<unknown>> = [];
     for (const slot of [...this.slots]) {
-      slot.endpoint?.closeIdle();
-      exits.push(slot.worker.stop(reason));
+      const ctx: SlotEventContext = { reason };
+      this.fire(slot, 'shutdown', ctx);
+      if (ctx.stopped !== undefined) exits.push(ctx.stopped);
     }
     if (this.slots.size > 0) {
       await new Promise<void>((resolve) => {

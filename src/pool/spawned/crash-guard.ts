@@ -5,10 +5,10 @@
  * pool answers 503 at once; after a pause (growing with the crashes) one worker is tried
  * again, and its readiness ends the state.
  */
-import { ErrorCodes, ProxyError } from '../errors.js';
-import type { Logger } from '../log/log.js';
-import { backoffDelay, BACKOFF_MAX_MS, CrashWindow } from '../worker/exit-policy.js';
-import { OneTimer, type Clock } from '../util/clock.js';
+import { ErrorCodes, ProxyError } from '../../errors.js';
+import type { Logger } from '../../log/log.js';
+import { backoffDelay, BACKOFF_MAX_MS, CrashWindow } from '../../worker/exit-policy.js';
+import { OneTimer, type Clock } from '../../util/clock.js';
 
 /** Shortest pause before a failing pool tries a worker again. */
 export const MIN_FAILING_PAUSE_MS = 1000;

@@ -21,21 +21,22 @@
  * own) OOM-kill counter rose was killed by the kernel: logged ERR_WORKER_OOM_KILLED,
  * its request answered 503.
  */
-import type { PoolConfig } from '../config/types.js';
-import { ErrorCodes } from '../errors.js';
-import type { Logger } from '../log/log.js';
-import { estimateWorker, PeakHistory, type Estimate } from '../memory/estimate.js';
-import { formatBytes } from '../memory/format.js';
-import { readCgroupUsed } from '../memory/cgroup-files.js';
-import { checkWorker, chargeOf, fitCount, planRelief, type WorkerCaps } from '../memory/governor.js';
-import { boxHeadroom, type MemoryGovernor } from '../memory/host-governor.js';
-import { setOomScoreAdj, WORKER_OOM_SCORE_ADJ } from '../memory/oom-score.js';
-import { PoolCgroup } from '../memory/pool-cgroup.js';
-import type { BudgetMember, MemorySample, PoolMemoryFigures, WorkerMemoryFigures, WorkerRef } from '../memory/types.js';
-import type { RetireReason } from '../worker/types.js';
-import { OneTimer, type Clock } from '../util/clock.js';
+import type { PoolConfig } from '../../config/types.js';
+import { ErrorCodes } from '../../errors.js';
+import type { Logger } from '../../log/log.js';
+import { estimateWorker, PeakHistory, type Estimate } from '../../memory/estimate.js';
+import { formatBytes } from '../../memory/format.js';
+import { readCgroupUsed } from '../../memory/cgroup-files.js';
+import { checkWorker, chargeOf, fitCount, planRelief, type WorkerCaps } from '../../memory/governor.js';
+import { boxHeadroom, type MemoryGovernor } from '../../memory/host-governor.js';
+import { setOomScoreAdj, WORKER_OOM_SCORE_ADJ } from '../../memory/oom-score.js';
+import { PoolCgroup } from '../../memory/pool-cgroup.js';
+import type { BudgetMember, MemorySample, PoolMemoryFigures, WorkerRef } from '../../memory/types.js';
+import type { RetireReason } from '../../worker/types.js';
+import { OneTimer, type Clock } from '../../util/clock.js';
 import { scriptOf, type Slot } from './slot.js';
-import type { PoolSnapshot } from './types.js';
+import { WorkerMemory } from './worker-memory.js';
+import type { PoolSnapshot } from '../types.js';
 
 /** One refused-spawn line per this many ms per pool; the rest are counted into the next. */
 const REFUSAL_LOG_INTERVAL_MS = 1000;
@@ -49,36 +50,6 @@ export const MIN_WORKER_MEMORY = 4 * 1024 * 1024;
  * and let it start eight at once.
  */
 export const LEARN_WORKERS = 3;
-
-/** Per worker: its samples and whether it is near a cap. */
-export class WorkerMemory {
-  last: MemorySample | undefined;
-  peak = 0;
-  /** Epoch ms of the last sample, for status. */
-  sampledAt = 0;
-  /** At NEAR_SHARE of a cap: re-measured right after each request. */
-  near = false;
-  /** The kernel's OOM killer killed it. */
-  oomKilled = false;
-
-  record(s: MemorySample): void {
-    this.last = s;
-    if (s.value > this.peak) this.peak = s.value;
-    this.sampledAt = Date.now();
-  }
-
-  /** A sample of the worker before it served: its charge, not a peak (a fresh process is smaller than one that ran the application). */
-  recordFresh(s: MemorySample): void {
-    this.last = s;
-    this.sampledAt = Date.now();
-  }
-
-  figures(): WorkerMemoryFigures | undefined {
-    const s = this.last;
-    if (s === undefined) return undefined;
-    return { pss: s.pss, rss: s.rss, anon: s.anon, cpu: Math.round(s.cpu * 10) / 10, measure: s.measure, peak: this.peak, sampledAt: this.sampledAt };
-  }
-}
 
 /** What the memory part asks of its pool. */
 export interface PoolMemoryHooks {

@@ -4,8 +4,8 @@
  * timer each, O(1) start and stop per request. The holder keeps its nodes and reuses
  * them for every request (a worker runs one at a time).
  */
-import type { Clock } from '../util/clock.js';
-import { DeadlineList, DeadlineNode } from '../util/deadline-list.js';
+import type { Clock } from '../../util/clock.js';
+import { DeadlineList, DeadlineNode } from '../../util/deadline-list.js';
 
 export class RequestNodes<T> {
   readonly timeout: DeadlineNode<T>;

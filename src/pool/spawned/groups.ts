@@ -8,19 +8,19 @@
  * its group runs no request. The parent forks the replacement. The group as a whole is
  * recycled by the supervisor (max_requests, max_lifetime, idle stops).
  */
-import { ErrorCodes } from '../errors.js';
-import type { Logger } from '../log/log.js';
-import type { PoolConfig } from '../config/types.js';
-import { formatBytes } from '../memory/format.js';
-import { checkWorker, type WorkerCaps } from '../memory/governor.js';
-import type { MemoryGovernor } from '../memory/host-governor.js';
-import type { MemorySample } from '../memory/types.js';
-import { childrenOf } from '../worker/children.js';
-import { OneTimer, type Clock } from '../util/clock.js';
+import { ErrorCodes } from '../../errors.js';
+import type { Logger } from '../../log/log.js';
+import type { PoolConfig } from '../../config/types.js';
+import { formatBytes } from '../../memory/format.js';
+import { checkWorker, type WorkerCaps } from '../../memory/governor.js';
+import type { MemoryGovernor } from '../../memory/host-governor.js';
+import type { MemorySample } from '../../memory/types.js';
+import { childrenOf } from '../../worker/children.js';
+import { OneTimer, type Clock } from '../../util/clock.js';
 import { signalChildOf } from './hard-kill.js';
-import { WorkerMemory } from './pool-memory.js';
+import { WorkerMemory } from './worker-memory.js';
 import type { Slot } from './slot.js';
-import type { PoolStats } from './stats.js';
+import type { PoolStats } from '../stats.js';
 
 export interface GroupChildrenDeps {
   host: MemoryGovernor | undefined;

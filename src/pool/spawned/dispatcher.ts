@@ -2,7 +2,7 @@
  * A pool of worker processes fcgi-pm spawns itself, PHP-FPM style: static / dynamic /
  * ondemand (scaling.ts decides how many). This file is the pool's Dispatcher: the
  * queue, the most-recently-used idle stack of seats, the endpoints, the request timers
- * and the handling of a worker that dies under a request (spawned-failures.ts). The
+ * and the handling of a worker that dies under a request (failures.ts). The
  * worker processes belong to its Supervisor (supervisor.ts); the two meet at
  * SupervisorHooks and the load signal (waiting requests, busy seats per worker).
  *
@@ -16,20 +16,19 @@
  * (request-timer.ts); the supervisor's for idle stops, spawn rounds and back-off, and
  * the failing probe. Nothing scans once a second.
  */
-import { ErrorCodes, ProxyError } from '../errors.js';
-import type { PoolConfig } from '../config/types.js';
-import type { Exchange } from '../protocol/exchange.js';
-import type { UpstreamOptions, UpstreamOutcome } from '../upstream/types.js';
-import type { ForkServer } from '../worker/fork-server.js';
-import type { EndpointFactory } from './external-pool.js';
-import { PoolBase } from './pool-base.js';
+import { ErrorCodes, ProxyError } from '../../errors.js';
+import type { PoolConfig } from '../../config/types.js';
+import type { Exchange } from '../../protocol/exchange.js';
+import type { UpstreamOptions, UpstreamOutcome } from '../../upstream/types.js';
+import type { ForkServer } from '../../worker/fork-server.js';
+import { PoolBase } from '../pool-base.js';
 import { RequestTimer } from './request-timer.js';
 import { scriptOf, workerSnapshot, type Seat, type Slot } from './slot.js';
-import { WorkerFailures } from './spawned-failures.js';
+import { WorkerFailures } from './failures.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from './supervisor.js';
-import type { PoolActionReport, PoolSnapshot, WarmStart } from './types.js';
+import type { EndpointFactory, PoolActionReport, PoolSnapshot, WarmStart } from '../types.js';
 
-export { EXIT_GRACE_MS } from './spawned-failures.js';
+export { EXIT_GRACE_MS } from './failures.js';
 
 export interface SpawnedPoolDeps extends SupervisorDeps {
   endpointFactory: EndpointFactory;
@@ -323,7 +322,7 @@ export class SpawnedPool extends PoolBase {
     }
   }
 
-  /** A worker alive but unreachable (spawned-failures.ts): its request goes to another worker, and it is replaced. */
+  /** A worker alive but unreachable (failures.ts): its request goes to another worker, and it is replaced. */
   private replaceUnreachable(seat: Seat, ex: Exchange, err: ProxyError): void {
     // Its request is over: busy → idle (draining → stopping) first, else the retire below
     // would leave it draining for a release that never comes, holding a max_children slot.

@@ -5,17 +5,14 @@
  * skipped for backend_down_time and the request, which never reached it, goes to the
  * next one; after its down time the next request probes it.
  */
-import { ErrorCodes, ProxyError } from '../errors.js';
-import type { Logger } from '../log/log.js';
-import type { PoolConfig } from '../config/types.js';
-import type { SocketAddress } from '../protocol/address.js';
-import type { Exchange } from '../protocol/exchange.js';
-import type { Endpoint, UpstreamOptions, UpstreamOutcome } from '../upstream/types.js';
-import { OneTimer, type Clock } from '../util/clock.js';
-import { PoolBase } from './pool-base.js';
-import type { PoolSnapshot } from './types.js';
-
-export type EndpointFactory = (address: SocketAddress, opts: UpstreamOptions, logger: Logger) => Endpoint;
+import { ErrorCodes, ProxyError } from '../../errors.js';
+import type { Logger } from '../../log/log.js';
+import type { PoolConfig } from '../../config/types.js';
+import type { Exchange } from '../../protocol/exchange.js';
+import type { Endpoint, UpstreamOptions, UpstreamOutcome } from '../../upstream/types.js';
+import { OneTimer, type Clock } from '../../util/clock.js';
+import { PoolBase } from '../pool-base.js';
+import type { EndpointFactory, PoolSnapshot } from '../types.js';
 
 class Backend {
   readonly index: number;

@@ -5,14 +5,14 @@
  * offers one seat; a php-cgi group (group_size k) offers k on one socket.
  * Small pure helpers over slots that the pool and its memory part share live here too.
  */
-import type { Logger } from '../log/log.js';
-import type { Exchange } from '../protocol/exchange.js';
-import type { Endpoint, UpstreamOutcome } from '../upstream/types.js';
-import type { ManagedWorker, WorkerExit, WorkerSpawnFailure } from '../worker/types.js';
-import type { WorkerMemory } from './pool-memory.js';
+import type { Logger } from '../../log/log.js';
+import type { Exchange } from '../../protocol/exchange.js';
+import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
+import type { ManagedWorker, WorkerExit, WorkerSpawnFailure } from '../../worker/types.js';
+import type { WorkerMemory } from './worker-memory.js';
 import { RequestNodes } from './request-timer.js';
 import type { SlotState } from './supervisor-table.js';
-import type { WorkerSnapshot } from './types.js';
+import type { WorkerSnapshot } from '../types.js';
 
 export type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
 
@@ -71,7 +71,7 @@ export class Slot {
   graceTimer: unknown;
   /** Samples and the memory governor's state (pools with a governor only). */
   mem: WorkerMemory | undefined;
-  /** A group's children by pid (group-children.ts), with their samples. */
+  /** A group's children by pid (groups.ts), with their samples. */
   children: Map<number, WorkerMemory> | undefined;
 
   constructor(onOutcome: (seat: Seat, o: UpstreamOutcome) => void, worker: ManagedWorker, now: number, maxRequests: number, log: Logger, seats = 1) {

@@ -15,12 +15,12 @@
  * The pool calls hold / graceOver / exited / clear / lost; it carries out what this
  * decides through WorkerFailureHooks. The exit grace timer lives on the Seat (exitTimer).
  */
-import { ErrorCodes, ProxyError } from '../errors.js';
-import type { Exchange } from '../protocol/exchange.js';
-import { mayRetryElsewhere } from '../upstream/retry.js';
-import type { UpstreamOutcome } from '../upstream/types.js';
-import type { WorkerExit } from '../worker/types.js';
-import type { Clock } from '../util/clock.js';
+import { ErrorCodes, ProxyError } from '../../errors.js';
+import type { Exchange } from '../../protocol/exchange.js';
+import { mayRetryElsewhere } from '../../upstream/retry.js';
+import type { UpstreamOutcome } from '../../upstream/types.js';
+import type { WorkerExit } from '../../worker/types.js';
+import type { Clock } from '../../util/clock.js';
 import { exitText, scriptOf, type FailedOutcome, type Seat } from './slot.js';
 
 /**
