@@ -65,7 +65,7 @@ export function dashboardCommand(): Command {
       if (given !== undefined && given.length < 16) usage('--token: at least 16 characters');
       const token = given ?? randomBytes(16).toString('hex');
       const peers = o.peers.map((p) => (p.startsWith('unix:') ? p.slice(5) : p));
-      const cfg: DashboardConfig = { address, token, peers, peerToken: o.peerToken, history, sampleInterval: interval };
+      const cfg: DashboardConfig = { address, token, peers, peerToken: o.peerToken, history, sampleInterval: interval, idleSampleInterval: 10_000 };
       const logger = createLogger({ level: 'info' });
       const server = new DashboardServer({ config: () => cfg, logger, warnings: recentWarnings });
       const at = await server.listen();

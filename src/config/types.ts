@@ -261,4 +261,6 @@ export interface DashboardConfig {
   history: number;
   /** ms */
   sampleInterval: number;
+  /** ms between samples while no page is open (0: none). */
+  idleSampleInterval: number;
 }

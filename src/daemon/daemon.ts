@@ -19,6 +19,7 @@ import { createHostGovernor, readBox, type HostGovernor } from '../memory/host-g
 import { adjustOwnOomScore } from '../memory/oom-score.js';
 import type { BudgetSnapshot } from '../memory/types.js';
 import type { SitesView } from '../control/types.js';
+import type { SiteEditTarget } from '../dashboard/actions.js';
 import type { Logger } from '../log/log.js';
 import { logListener, logPool } from '../log/startup.js';
 import { assertPreflight, preflightSite } from './preflight.js';
@@ -136,6 +137,10 @@ export class Daemon {
   }
 
   /** Defined, active and broken vhost sites for status (undefined without vhosts); `all`: every site too. */
+  siteEditTarget(id: string): SiteEditTarget | undefined {
+    return this.sites?.editTarget(id);
+  }
+
   sitesView(all: boolean): SitesView | undefined {
     const s = this.sites;
     if (s === undefined) return undefined;

@@ -4,8 +4,9 @@
  * reopened by a reload that adds, removes or moves it (other settings are read live).
  */
 import type { Config, DashboardConfig } from '../config/types.js';
-import type { PoolVerb } from '../dashboard/actions.js';
+import type { PoolVerb, SiteEditTarget } from '../dashboard/actions.js';
 import { DashboardServer } from '../dashboard/server.js';
+import type { ReadWhat } from '../dashboard/peers.js';
 import type { StatusSnapshot } from '../control/types.js';
 import { ErrorCodes } from '../errors.js';
 import type { Logger } from '../log/log.js';
@@ -13,9 +14,10 @@ import { recentWarnings } from '../log/warning-ring.js';
 
 export interface DashboardOwner {
   config(): Config;
-  snapshot(): Promise<StatusSnapshot>;
+  snapshot(what: ReadWhat): Promise<StatusSnapshot>;
   reload(): Promise<unknown>;
   poolAction(pool: string, verb: PoolVerb): Promise<unknown>;
+  site(id: string): SiteEditTarget | undefined;
 }
 
 export class DashboardHost {
@@ -45,7 +47,7 @@ export class DashboardHost {
     const server = new DashboardServer({
       config: () => this.cfg!,
       logger: this.logger,
-      self: { snapshot: () => this.owner.snapshot(), configPath: () => this.owner.config().source, reload: () => this.owner.reload(), poolAction: (pool, verb) => this.owner.poolAction(pool, verb) },
+      self: { snapshot: (what) => this.owner.snapshot(what), configPath: () => this.owner.config().source, reload: () => this.owner.reload(), poolAction: (pool, verb) => this.owner.poolAction(pool, verb), site: (id) => this.owner.site(id) },
       warnings: recentWarnings,
     });
     await server.listen();

@@ -53,6 +53,11 @@ export interface PreflightResult {
 
 const QUICK_SOURCE = '<command line>';
 
+/** 127.0.0.0/8, ::1 and localhost: reachable from this host only. */
+function isLoopback(host: string): boolean {
+  return /^127\./.test(host) || host === '::1' || host === 'localhost' || host === '[::1]';
+}
+
 /** `into`: a list that already holds the file's schema problems (check), so all come out in file order. */
 export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Problems): PreflightResult {
   const label = cfg.origin?.label ?? cfg.source;
@@ -95,6 +100,10 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Probl
   }
 
   checkOpcacheRoot(cfg, self, problems);
+  const dash = cfg.dashboard?.address;
+  if (dash !== undefined && dash.kind === 'tcp' && !isLoopback(dash.host)) {
+    notices.add(['dashboard', 'address'], `the dashboard answers plain HTTP on ${dash.text}, not only on this host: its token, passwords and session cookie cross the network in clear; bind it to 127.0.0.1 and put a TLS proxy (nginx) in front (docs/dashboard.md)`);
+  }
 
   return { problems: problems.texts(), rootRefusals, notices: notices.texts() };
 }

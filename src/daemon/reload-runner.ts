@@ -8,6 +8,7 @@ import * as nodePath from 'node:path';
 import { loadConfig } from '../config/load.js';
 import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import type { DaemonStatus, SitesView } from '../control/types.js';
+import type { SiteEditTarget } from '../dashboard/actions.js';
 import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { Logger } from '../log/log.js';
@@ -25,6 +26,8 @@ export interface DaemonView {
   readonly listeners: readonly Listener[];
   memorySnapshot?(): unknown;
   sitesView?(all: boolean): SitesView | undefined;
+  /** A vhosts site's definition, for the dashboard's edits. */
+  siteEditTarget?(id: string): SiteEditTarget | undefined;
 }
 
 /** What a reload may change, handed in by Daemon.reload (its private parts). */

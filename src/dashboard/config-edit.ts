@@ -90,30 +90,59 @@ function blockSplices(text: string, map: YAMLMap, settings: PoolSettings): Splic
   return splices;
 }
 
+/** A config file's pool: `pools.NAME`. */
+export const configPoolPath = (pool: string): string[] => ['pools', pool];
+/** A vhosts site file's pool settings: `pool` (made when the file has none). */
+export const SITE_POOL_PATH: readonly string[] = ['pool'];
+
 export function editPoolText(text: string, label: string, source: string, pool: string, settings: PoolSettings): EditResult {
+  return editSettingsText(text, label, configPoolPath(pool), settings, (next) => {
+    try {
+      parseConfigText(next, label, source);
+      return [];
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return err.problems;
+    }
+  });
+}
+
+/**
+ * The settings of the mapping at `path` changed in `text` (only those bytes), then the
+ * new text judged by `validate` (the checks the daemon makes when it loads that file).
+ */
+export function editSettingsText(text: string, label: string, path: readonly string[], settings: PoolSettings, validate: (next: string) => string[]): EditResult {
+  const where = path.join('.');
   const bad = Object.keys(settings).filter((k) => !(EDITABLE_KEYS as readonly string[]).includes(k));
-  if (bad.length > 0) return { text, diff: [], problems: bad.map((k) => `${label}: pools.${pool}.${k}: not editable from the dashboard (editable: ${EDITABLE_KEYS.join(', ')})`) };
+  if (bad.length > 0) return { text, diff: [], problems: bad.map((k) => `${label}: ${where}.${k}: not editable from the dashboard (editable: ${EDITABLE_KEYS.join(', ')})`) };
   const doc = parseDocument(text, { merge: true, uniqueKeys: true });
-  const map = doc.getIn(['pools', pool], true);
-  if (!isMap(map)) return { text, diff: [], problems: [`${label}: pools.${pool}: no such pool in this file`] };
+  const map = doc.getIn(path, true);
+  const create = map === undefined && path === SITE_POOL_PATH;
+  if (!isMap(map) && !create) return { text, diff: [], problems: [`${label}: ${where}: no such pool in this file`] };
   let next: string;
-  const splices = blockSplices(text, map, settings);
+  const splices = isMap(map) ? blockSplices(text, map, settings) : undefined;
   if (splices !== undefined) {
     next = text;
     for (const s of splices.sort((a, b) => b.at - a.at)) next = next.slice(0, s.at) + s.text + next.slice(s.end);
   } else {
     for (const [k, v] of Object.entries(settings)) {
-      if (v === null || v === '') doc.deleteIn(['pools', pool, k]);
-      else doc.setIn(['pools', pool, k], typed(v));
+      if (v === null || v === '') doc.deleteIn([...path, k]);
+      else doc.setIn([...path, k], typed(v));
     }
     next = doc.toString();
   }
-  let problems: string[] = [];
-  try {
-    parseConfigText(next, label, source);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    problems = err.problems;
+  return { text: next, diff: lineDiff(text, next), problems: validate(next) };
+}
+
+/** The editable settings written at `path` (as text, the way the file says them); {} when none are. */
+export function settingsAt(text: string, path: readonly string[]): Record<string, string> {
+  const map = parseDocument(text, { merge: true }).getIn(path, true);
+  const out: Record<string, string> = {};
+  if (!isMap(map)) return out;
+  for (const p of map.items) {
+    if (!isPair(p) || !isScalar(p.key) || !isScalar(p.value)) continue;
+    const k = String(p.key.value);
+    if ((EDITABLE_KEYS as readonly string[]).includes(k)) out[k] = String(p.value.value);
   }
-  return { text: next, diff: lineDiff(text, next), problems };
+  return out;
 }

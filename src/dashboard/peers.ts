@@ -57,17 +57,24 @@ export function httpJson(url: string, token: string | undefined, body?: unknown,
   });
 }
 
-export async function readPeer(id: string, peerToken: string | undefined, self?: () => Promise<StatusSnapshot>): Promise<PeerRead> {
+/** What a read asks beyond the pools: every worker's CPU and memory sampled (a pool's details), every defined vhosts site (the page's search). */
+export interface ReadWhat {
+  processes?: boolean;
+  allSites?: boolean;
+}
+
+export async function readPeer(id: string, peerToken: string | undefined, self?: (what: ReadWhat) => Promise<StatusSnapshot>, what: ReadWhat = {}): Promise<PeerRead> {
   const kind = peerKind(id);
   try {
     let snapshot: StatusSnapshot;
     if (kind === 'self') {
       if (self === undefined) throw new Error('no local daemon');
-      snapshot = await self();
+      snapshot = await self(what);
     } else if (kind === 'http') {
-      snapshot = (await httpJson(new URL('api/snapshot', id.endsWith('/') ? id : id + '/').href, peerToken)) as StatusSnapshot;
+      const q = [what.processes === true ? 'processes=1' : '', what.allSites === true ? 'all_sites=1' : ''].filter((x) => x !== '').join('&');
+      snapshot = (await httpJson(new URL(`api/snapshot${q === '' ? '' : `?${q}`}`, id.endsWith('/') ? id : id + '/').href, peerToken)) as StatusSnapshot;
     } else {
-      const s = await controlRequest(id, { cmd: 'status', processes: true }, PEER_TIMEOUT_MS);
+      const s = await controlRequest(id, { cmd: 'status', processes: what.processes === true, all_sites: what.allSites === true }, PEER_TIMEOUT_MS);
       s.end();
       const r = s.response;
       if (!r.ok) throw new Error(r.error.message);

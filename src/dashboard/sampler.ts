@@ -1,15 +1,15 @@
 /**
- * Samples the cluster while somebody watches: a timer runs only while at least one page
- * is subscribed (server-sent events), so an unwatched daemon does no dashboard work. Each
- * tick reads every daemon, merges (merge.ts), adds one chart point per daemon and pool to
- * its ring (bounded: history / sample_interval points), and hands the result to the
- * subscribers. The rings stay between visits, so a page opened again shows the last
- * watched stretch.
+ * Samples the cluster: every sample_interval while at least one page is subscribed
+ * (server-sent events), else every idle_sample_interval (a low rate, so a page opened
+ * later has history; 0: no work at all while nobody watches). Each tick reads every
+ * daemon, merges (merge.ts), adds one chart point per daemon and pool to its ring
+ * (bounded: history / sample_interval points, whatever the rate), and hands the result
+ * to the subscribers.
  */
 import type { PoolStatus, StatusSnapshot } from '../control/types.js';
 import { mergeCluster, type Cluster } from './merge.js';
 import type { WarningEntry } from '../log/warning-ring.js';
-import { readPeer, readWarnings } from './peers.js';
+import { readPeer, readWarnings, type ReadWhat } from './peers.js';
 import { poolPoint, type PoolPoint } from './points.js';
 import { SampleRing } from './ring.js';
 
@@ -17,11 +17,13 @@ export interface SamplerSource {
   /** Ids to read: 'self' (when there is a local daemon) then the peers. */
   ids(): string[];
   peerToken(): string | undefined;
-  self?: (() => Promise<StatusSnapshot>) | undefined;
+  self?: ((what: ReadWhat) => Promise<StatusSnapshot>) | undefined;
   /** This process's warnings ring, shown as the 'self' daemon's. */
   warnings?: (() => WarningEntry[]) | undefined;
   history(): number;
   interval(): number;
+  /** ms between samples while nobody watches; 0: none. */
+  idleInterval(): number;
 }
 
 export interface Tick {
@@ -43,6 +45,8 @@ export class ClusterSampler {
   private readonly prev = new Map<string, { t: number; pool: PoolStatus }>();
   private readonly subscribers = new Set<(t: Tick) => void>();
   private timer: NodeJS.Timeout | undefined;
+  /** ms between samples now (0: not sampling). */
+  rate = 0;
   private running: Promise<Tick> | undefined;
   latest: Tick | undefined;
 
@@ -54,26 +58,44 @@ export class ClusterSampler {
   }
 
   get watching(): boolean {
-    return this.timer !== undefined;
+    return this.subscribers.size > 0;
+  }
+
+  /** The low-rate sampling while nobody watches (call once the dashboard is open). */
+  start(): void {
+    this.pace();
+  }
+
+  /** The timer at the rate for who watches now. */
+  private pace(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    const ms = this.subscribers.size > 0 ? this.src.interval() : this.src.idleInterval();
+    this.rate = Math.max(0, ms);
+    if (ms <= 0) return;
+    this.timer = setInterval(() => void this.tick(), ms);
+    this.timer.unref();
   }
 
   subscribe(fn: (t: Tick) => void): () => void {
+    const first = this.subscribers.size === 0;
     this.subscribers.add(fn);
-    if (this.timer === undefined) {
-      this.timer = setInterval(() => void this.tick(), this.src.interval());
+    if (first) {
+      this.pace();
       void this.tick();
     } else if (this.latest !== undefined) fn(this.latest);
     return () => {
-      this.subscribers.delete(fn);
-      if (this.subscribers.size === 0 && this.timer !== undefined) {
-        clearInterval(this.timer);
-        this.timer = undefined;
-      }
+      if (this.subscribers.delete(fn) && this.subscribers.size === 0) this.pace();
     };
   }
 
   history(): Record<string, PoolPoint[]> {
     return Object.fromEntries([...this.rings].map(([k, r]) => [k, r.toArray()]));
+  }
+
+  /** One pool's points (the page's details on demand). */
+  pointsOf(daemon: string, pool: string): PoolPoint[] {
+    return this.rings.get(ringKey(daemon, pool))?.toArray() ?? [];
   }
 
   /** Reads the cluster now (one read at a time: a slow peer does not pile up reads). */
@@ -85,8 +107,9 @@ export class ClusterSampler {
   }
 
   /** The cluster without adding chart points (API calls while nobody watches). */
-  async cluster(): Promise<Cluster> {
-    const reads = await Promise.all(this.src.ids().map((id) => readPeer(id, this.src.peerToken(), this.src.self)));
+  async cluster(only?: string, what: ReadWhat = {}): Promise<Cluster> {
+    const ids = only === undefined ? this.src.ids() : [only];
+    const reads = await Promise.all(ids.map((id) => readPeer(id, this.src.peerToken(), this.src.self, what)));
     return mergeCluster(reads, Date.now());
   }
 
@@ -130,7 +153,8 @@ export class ClusterSampler {
   }
 
   stop(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
+    clearInterval(this.timer);
+    this.rate = 0;
     this.timer = undefined;
     this.subscribers.clear();
   }

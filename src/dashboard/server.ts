@@ -10,9 +10,15 @@
  *   GET  /api/cluster      every daemon's snapshot, merged (merge.ts)
  *   GET  /api/snapshot     this daemon's own snapshot (how a peer dashboard reads us)
  *   GET  /api/warnings     this process's recent warnings (how a peer dashboard reads them)
- *   GET  /api/events       server-sent events: history once, then a tick per sample (and
- *                          the cluster's warnings when they changed)
- *   POST /api/edit         {targets, pool, settings, dryRun} → per-daemon diff, problems, reload
+ *   GET  /api/events       server-sent events: the settings once, then per sample the table
+ *                          (rows.ts: one small row per daemon and pool) and the cluster's
+ *                          warnings when they changed
+ *   GET  /api/pool?daemon=ID&pool=NAME
+ *                          one pool on demand: its full status, chart points, and the edit
+ *                          form's current values with where they live (poolForm)
+ *   GET  /favicon.ico      the icon
+ *   POST /api/edit         {targets, pool, settings, dryRun, expect} → per-daemon diff, problems,
+ *                          reload; `expect`: the file hashes the form was loaded with
  *   POST /api/reload       {targets}
  *   POST /api/restart      {targets, pool, rolling}: fresh workers for the pool, no request failed;
  *                          rolling: one at a time, each once its replacement is ready
@@ -29,21 +35,25 @@ import { listeningFd, listenOn, releaseUnixPath } from '../frontend/listen.js';
 import { EpisodeLimiter } from '../log/episode-limiter.js';
 import type { Logger } from '../log/log.js';
 import type { WarningRing } from '../log/warning-ring.js';
-import { editPools, reloadTargets, type ActionContext, type EditRequest, type LocalDaemon } from './actions.js';
+import { editPools, poolForm, reloadTargets, type ActionContext, type EditRequest, type LocalDaemon } from './actions.js';
 import { COOKIE, DashboardAuth, SESSION_MS } from './auth.js';
 import { EDITABLE_KEYS } from './config-edit.js';
+import { tableOf } from './rows.js';
 import { ClusterSampler, type Tick } from './sampler.js';
+import type { ReadWhat } from './peers.js';
 
 export interface DashboardDeps {
   config(): DashboardConfig;
   logger: Logger;
   /** The daemon serving the page; absent for `fcgi-pm dashboard` on its own. */
-  self?: (LocalDaemon & { snapshot(): Promise<StatusSnapshot> }) | undefined;
+  self?: (LocalDaemon & { snapshot(what: ReadWhat): Promise<StatusSnapshot> }) | undefined;
   warnings?: WarningRing | undefined;
 }
 
 const STATIC: Record<string, string> = { '/': 'index.html', '/app.js': 'app.js', '/app.css': 'app.css' };
 const TYPES: Record<string, string> = { html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
+/** Two bars of a gauge; browsers take SVG at /favicon.ico by its content type. */
+const FAVICON = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#234"/><rect x="3" y="8" width="3" height="5" fill="#6c6"/><rect x="7" y="5" width="3" height="8" fill="#6c6"/><rect x="11" y="3" width="2" height="10" fill="#fc6"/></svg>');
 const MAX_BODY = 64 * 1024;
 /** Refused credentials: one line, then one count per minute while they go on. */
 const REFUSAL_LOG_MS = 60_000;
@@ -77,10 +87,11 @@ export class DashboardServer {
     this.sampler = new ClusterSampler({
       ids: () => [...(deps.self ? ['self'] : []), ...deps.config().peers],
       peerToken: () => deps.config().peerToken,
-      self: deps.self ? () => deps.self!.snapshot() : undefined,
+      self: deps.self ? (what) => deps.self!.snapshot(what) : undefined,
       warnings: deps.self && deps.warnings ? () => deps.warnings!.list() : undefined,
       history: () => deps.config().history,
       interval: () => deps.config().sampleInterval,
+      idleInterval: () => deps.config().idleSampleInterval,
     });
     this.actions = { self: deps.self, peerToken: () => deps.config().peerToken };
     this.refusals = new EpisodeLimiter({
@@ -104,6 +115,7 @@ export class DashboardServer {
   async listen(): Promise<string> {
     this.address = await listenOn(this.server, this.deps.config().address);
     this.deps.logger.info({ kind: 'dashboard', address: this.address }, `dashboard on http://${this.address}/`);
+    this.sampler.start();
     return this.address;
   }
 
@@ -114,6 +126,10 @@ export class DashboardServer {
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('x-frame-options', 'DENY');
     if (path === '/login' && req.method === 'POST') return this.login(req, res);
+    if (path === '/favicon.ico' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'image/svg+xml', 'cache-control': 'max-age=86400' });
+      return void res.end(FAVICON);
+    }
     if (!(await this.auth.allowed(req))) return this.refuse(req, res, path);
     if (req.method === 'GET' && STATIC[path] !== undefined) {
       const f = STATIC[path]!;
@@ -123,9 +139,15 @@ export class DashboardServer {
     if (req.method === 'GET' && path === '/api/cluster') return json(res, 200, { ...(await this.sampler.cluster()), editable: EDITABLE_KEYS });
     if (req.method === 'GET' && path === '/api/snapshot') {
       if (this.deps.self === undefined) return json(res, 404, { error: 'this dashboard runs without a local daemon' });
-      return json(res, 200, await this.deps.self.snapshot());
+      return json(res, 200, await this.deps.self.snapshot({ processes: url.searchParams.has('processes'), allSites: url.searchParams.has('all_sites') }));
     }
     if (req.method === 'GET' && path === '/api/events') return this.events(req, res);
+    if (req.method === 'GET' && path === '/api/pool') {
+      const daemon = url.searchParams.get('daemon') ?? '';
+      const pool = url.searchParams.get('pool') ?? '';
+      if (!this.sampler.ids().includes(daemon) || pool === '') return json(res, 400, { error: `?daemon= one of ${this.sampler.ids().join(', ')} and ?pool=NAME` });
+      return json(res, 200, await this.poolDetails(daemon, pool));
+    }
     if (req.method === 'GET' && path === '/api/warnings') return json(res, 200, this.deps.warnings?.list() ?? []);
     if (req.method === 'POST' && (path === '/api/edit' || path === '/api/reload' || path === '/api/restart' || path === '/api/drain')) {
       if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return json(res, 415, { error: 'send JSON (content-type: application/json)' });
@@ -144,6 +166,7 @@ export class DashboardServer {
         return json(res, 200, { results });
       }
       if (typeof body.pool !== 'string' || typeof body.settings !== 'object' || body.settings === null) return json(res, 400, { error: 'body needs "pool" and "settings"' });
+      if (body.expect !== undefined && (typeof body.expect !== 'object' || body.expect === null || !Object.values(body.expect).every((h) => typeof h === 'string'))) return json(res, 400, { error: '"expect" maps daemon ids to file hashes' });
       const out = await editPools(body as EditRequest, this.actions);
       if (out.applied) this.deps.logger.info({ kind: 'dashboard', pool: body.pool, targets: body.targets, settings: body.settings }, `dashboard: pool ${body.pool} changed on ${body.targets.length} daemon(s)`);
       return json(res, 200, out);
@@ -184,10 +207,22 @@ export class DashboardServer {
     res.writeHead(200, { 'content-type': 'text/event-stream', connection: 'keep-alive' });
     this.streams.add(res);
     const send = (event: string, data: unknown): void => void res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    send('history', { intervalMs: this.deps.config().sampleInterval, historyMs: this.deps.config().history, rings: this.sampler.history(), editable: EDITABLE_KEYS });
+    send('hello', { intervalMs: this.deps.config().sampleInterval, historyMs: this.deps.config().history, editable: EDITABLE_KEYS });
     let warned = '';
-    const unsubscribe = this.sampler.subscribe(({ warnings, ...t }: Tick) => {
-      send('tick', t);
+    // Every defined site once (the search finds idle ones too), again when a daemon's count changes.
+    let defined = '';
+    const sendSites = async (): Promise<void> => {
+      const c = await this.sampler.cluster(undefined, { allSites: true });
+      const sites = c.daemons.filter((d) => d.snapshot?.sites?.list !== undefined).map((d) => ({ d: d.id, sites: d.snapshot!.sites!.list!.map((s) => [s.id, s.names.join(' ')]) }));
+      send('sites', sites);
+    };
+    const unsubscribe = this.sampler.subscribe(({ warnings, cluster, points }: Tick) => {
+      const counts = cluster.daemons.map((d) => `${d.id}:${d.snapshot?.sites?.defined ?? '-'}`).join(',');
+      if (counts !== defined) {
+        defined = counts;
+        void sendSites().catch(() => undefined);
+      }
+      send('tick', { at: cluster.at, ...tableOf(cluster, points) });
       const w = JSON.stringify(warnings);
       if (w !== warned) {
         warned = w;
@@ -200,6 +235,13 @@ export class DashboardServer {
     };
     req.on('close', done);
     res.on('error', done);
+  }
+
+  /** A row opened on the page: the pool's status with its workers, its chart points, the edit form's values. */
+  private async poolDetails(daemon: string, pool: string): Promise<unknown> {
+    const [cluster, form] = await Promise.all([this.sampler.cluster(daemon, { processes: true }), poolForm(daemon, pool, this.actions)]);
+    const d = cluster.daemons[0];
+    return { daemon, pool, status: d?.snapshot?.pools.find((p) => p.name === pool), points: this.sampler.pointsOf(daemon, pool), form };
   }
 
   private fail(res: ServerResponse, err: unknown): void {

@@ -35,7 +35,7 @@ const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 
 };
 
 const DASHBOARD_FIELDS: Record<keyof DashboardConfig, true> = {
-  address: true, allowedClients: true, token: true, users: true, peers: true, peerToken: true, history: true, sampleInterval: true,
+  address: true, allowedClients: true, token: true, users: true, peers: true, peerToken: true, history: true, sampleInterval: true, idleSampleInterval: true,
 };
 
 const camel = (snake: string): string => snake.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());

@@ -1,22 +1,25 @@
-// Dashboard acceptance in real headless Chromium (puppeteer-core, Debian's chromium):
-// three daemons with spawned php-cgi pools, the first serving the dashboard with the two
-// others as peers (control sockets), one of them stopped. Without the token every page
-// and API call gets 401; after the login form the page shows each daemon and pool, a
-// load run moves the req/s chart and the busy-worker count, the stopped daemon is down
-// with its reason, warnings of the serving daemon and of a peer show in the panel; a max_children edit on two daemons that one of them refuses shows the
-// error and writes nothing; a valid one is written (comments kept), reloaded, and is what
-// `fcgi-pm status` of both says; a pool's workers are restarted from the page (at once; one by one on every daemon that has the pool), and drained. The screenshot goes to a temp dir (its path is printed).
+// Dashboard acceptance in real headless Chromium (puppeteer-core, Debian's chromium), at
+// shared-host scale: daemon a serves the dashboard and 1,000 vhosts sites from a
+// directory (php-cgi as nobody), daemons b and c are its peers (control sockets). Without
+// the token every page and API call gets 401. On the page: a search finds site 517 among
+// the idle sites; with load on site 517, sorting by req/s puts it first; its row opens
+// with charts and an edit form holding the site file's current values; a bad value is
+// refused with the load's own message and nothing written; a good one is written
+// atomically (new inode, .bak kept, comments kept) and served without a restart; an edit
+// racing a hand edit of the file is refused and the hand edit stays. A config pool of
+// peer b is edited and reloaded there, its workers restarted and drained from the page.
+// The screenshot goes to a temp dir (its path is printed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
-import { readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { runBin } from '../cli/helpers.js';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
-import { PHP_FIXTURES } from '../helpers/paths.js';
+import { PHP_CGI, PHP_FIXTURES, PHP_FLAGS } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { trackPid, untrackPid, type Scope } from '../helpers/scope.js';
 import { phpCommand } from '../helpers/spawned.js';
@@ -29,6 +32,8 @@ declare const document: { querySelector(s: string): any; querySelectorAll(s: str
 /** Outside the checkout, kept after the run (overwritten by the next one) for docs/dashboard.png. */
 const SHOT = join(tmpdir(), 'fcgi-pm-dashboard.png');
 const TOKEN = 'dash-test-token-0123456789abcdef';
+const SITES = 1000;
+const skip = process.geteuid?.() !== 0 && 'runs as root (the sites run as nobody)';
 
 interface Node {
   daemon: Daemon;
@@ -54,14 +59,14 @@ ${extra}`;
   return { daemon, control, port };
 }
 
-/** `clients` loops of GET /sleep.php until stopped. */
-function load(port: number, clients: number): { stop(): Promise<void>; ok(): number } {
+/** `clients` loops of GET /sleep.php on a site until stopped. */
+function load(port: number, host: string, clients: number): { stop(): Promise<void>; ok(): number } {
   const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
   let running = true;
   let ok = 0;
   const loop = async (): Promise<void> => {
     while (running) {
-      const r = await httpRequest(`http://127.0.0.1:${port}/sleep.php?ms=150`, { agent }).catch(() => undefined);
+      const r = await httpRequest(`http://127.0.0.1:${port}/sleep.php?ms=50`, { agent, headers: { host } }).catch(() => undefined);
       if (r?.status === 200) ok++;
     }
   };
@@ -77,7 +82,8 @@ function load(port: number, clients: number): { stop(): Promise<void>; ok(): num
 }
 
 async function launch(scope: Scope): Promise<Browser> {
-  const profile = makeTempDir(scope, 'fpm-dash-chrome-');
+  // Removed once the browser has exited (it writes there until then).
+  const profile = mkdtempSync(join(tmpdir(), 'fpm-dash-chrome-'));
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -88,168 +94,202 @@ async function launch(scope: Scope): Promise<Browser> {
   scope.after(async () => {
     await browser.close().catch(() => undefined);
     if (pid !== undefined) untrackPid(pid);
+    rmSync(profile, { recursive: true, force: true });
   });
   return browser;
 }
 
-/** [id, up, reason] of every daemon on the page. */
-function daemonsOnPage(page: Page): Promise<Array<[string, string, string]>> {
-  return page.$$eval('[data-daemon]', (els) => els.map((e) => [e.getAttribute('data-daemon') ?? '', e.getAttribute('data-up') ?? '', e.querySelector('.reason')?.textContent ?? ''] as [string, string, string]));
+/** The document root every site shares: world-readable, as the sites run as nobody. */
+function siteRoot(scope: Scope): string {
+  const base = makeTempDir(scope, 'fpm-dash-sites-');
+  chmodSync(base, 0o755);
+  const root = join(base, 'www');
+  mkdirSync(root, { mode: 0o755 });
+  for (const f of ['sleep.php', 'pid.php']) {
+    copyFileSync(join(PHP_FIXTURES, f), join(root, f));
+    chmodSync(join(root, f), 0o644);
+  }
+  return base;
 }
 
-async function editOnPage(page: Page, value: string): Promise<void> {
-  await page.$eval('#edit-result', (e) => (e.innerHTML = ''));
-  const input = await page.waitForSelector('#edit-fields input[data-key="max_children"]');
+async function statusOf(control: string): Promise<{ daemon: { pid: number }; pools: Array<{ name: string; maxChildren?: number; workers: Array<{ pid: number }> }> }> {
+  const r = await runBin(['status', '--json', '--control', control]);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+const rowSel = (daemon: string, pool: string): string => `tr.row[data-daemon="${daemon}"][data-pool="${pool}"]`;
+const detailsSel = (daemon: string, pool: string): string => `tr.details[data-daemon="${daemon}"][data-pool="${pool}"]`;
+
+/** Opens a row (when closed) and waits for its details and form. */
+async function openRow(page: Page, daemon: string, pool: string): Promise<void> {
+  if ((await page.$(detailsSel(daemon, pool))) === null) await page.click(rowSel(daemon, pool));
+  await page.waitForSelector(`${detailsSel(daemon, pool)}[data-loaded="true"]`, { timeout: 20_000 });
+}
+
+async function editRow(page: Page, daemon: string, pool: string, value: string): Promise<Array<[string | null, string | null, string | null]>> {
+  const sel = detailsSel(daemon, pool);
+  await page.$eval(`${sel} .edit-result`, (e) => (e.innerHTML = ''));
+  const input = await page.waitForSelector(`${sel} input[data-key="max_children"]`);
   await input!.click({ clickCount: 3 });
   await input!.press('Backspace');
   await input!.type(value);
-  await page.click('#edit-apply');
-  await page.waitForFunction(() => document.querySelector('#edit-result [data-result]') !== null, { timeout: 60_000 });
+  await page.click(`${sel} button.edit-apply`);
+  await page.waitForFunction((s) => document.querySelector(`${s} .edit-result [data-result]`) !== null, { timeout: 60_000 }, sel);
+  return page.$$eval(`${sel} .edit-result [data-result]`, (els) => els.map((e) => [e.getAttribute('data-ok'), e.getAttribute('data-conflict'), e.textContent] as [string | null, string | null, string | null]));
 }
 
-async function statusMaxChildren(control: string): Promise<number | undefined> {
-  const r = await runBin(['status', '--json', '--control', control]);
-  assert.equal(r.code, 0, r.stderr);
-  return (JSON.parse(r.stdout) as { pools: Array<{ name: string; maxChildren?: number }> }).pools.find((p) => p.name === 'www')?.maxChildren;
-}
-
-test('dashboard over three daemons in headless Chromium', { timeout: 170_000 }, async (t) => {
+test('dashboard for 1,000 sites over three daemons in headless Chromium', { skip, timeout: 170_000 }, async (t) => {
+  const base = siteRoot(t);
+  const root = join(base, 'www');
+  const sitesDir = join(base, 'sites');
+  mkdirSync(sitesDir);
+  const siteText = (i: number, max: number): string =>
+    `# Site ${i}: this comment must survive an edit from the page.\nnames: [site${i}.test, www.site${i}.test]\ndocument_root: ${root}\npool:\n  user: nobody\n  max_children: ${max}  # two per site\n  idle_timeout: 60s\n`;
+  for (let i = 0; i < SITES; i++) writeFileSync(join(sitesDir, `site${i}.yaml`), siteText(i, 2));
   const b = await startNode(t, 'b', '    pm: dynamic\n    max_children: 3\n    min_spare: 1\n    max_spare: 3');
   const c = await startNode(t, 'c', '    pm: ondemand\n    max_children: 2');
-  await c.daemon.stop();
   const dport = await freePort();
-  const dash = `dashboard:\n  address: "127.0.0.1:${dport}"\n  token: ${TOKEN}\n  sample_interval: 400ms\n  peers: [${b.control}, ${c.control}]  # the stopped one stays listed\n`;
-  const a = await startNode(t, 'a', '    pm: ondemand\n    max_children: 3\n    idle_timeout: 30s', dash);
+  const sport = await freePort();
+  const adir = makeTempDir(t, 'fpm-dash-a-');
+  const aControl = join(adir, 'control.sock');
+  const aText = `# Daemon a of the dashboard test: the sites and the dashboard.
+control_socket: ${aControl}
+listen:
+  - { protocol: http, address: "127.0.0.1:${sport}", vhosts: true }
+vhosts:
+  dir: ${sitesDir}
+  poll_interval: 300ms
+  defaults: { command: ${JSON.stringify([PHP_CGI, ...PHP_FLAGS])} }
+dashboard:
+  address: "127.0.0.1:${dport}"
+  token: ${TOKEN}
+  sample_interval: 400ms
+  peers: [${b.control}, ${c.control}]
+log: { level: info, access: false }
+`;
+  const a = await startDaemon(t, aText, { dir: adir, allowRoot: false, readyTimeout: 60_000 });
+  await a.waitForLog((l) => l.kind === 'ready', { timeout: 60_000 });
   await waitFor(() => canConnect({ port: dport, host: '127.0.0.1' }), { what: 'the dashboard port' });
-  const base = `http://127.0.0.1:${dport}`;
+  const dash = `http://127.0.0.1:${dport}`;
+  const site = (i: number, path = '/pid.php') => httpRequest(`http://127.0.0.1:${sport}${path}`, { headers: { host: `site${i}.test` }, timeout: 20_000 });
 
   // Without the token (or with a wrong one), every page and API call is refused.
-  for (const path of ['/', '/app.js', '/app.css', '/api/cluster', '/api/snapshot', '/api/events']) {
-    assert.equal((await httpRequest(base + path)).status, 401, `GET ${path}`);
-    assert.equal((await httpRequest(base + path, { headers: { authorization: 'Bearer wrong-token-wrong-token' } })).status, 401, `GET ${path} with a wrong token`);
+  for (const path of ['/', '/app.js', '/api/cluster', '/api/snapshot', '/api/events', '/api/pool?daemon=self&pool=site517']) {
+    assert.equal((await httpRequest(dash + path)).status, 401, `GET ${path}`);
+    assert.equal((await httpRequest(dash + path, { headers: { authorization: 'Bearer wrong-token-wrong-token' } })).status, 401, `GET ${path} with a wrong token`);
   }
-  for (const path of ['/api/edit', '/api/reload']) {
-    const r = await httpRequest(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ targets: ['self'], pool: 'www', settings: { max_children: 9 } }) });
-    assert.equal(r.status, 401, `POST ${path}`);
-  }
-  assert.equal((await httpRequest(base + '/api/cluster', { headers: { authorization: `Bearer ${TOKEN}` } })).status, 200, 'the token opens the API');
-  const aBefore = readFileSync(a.daemon.configPath, 'utf8');
-  assert.match(aBefore, /max_children: 3/, 'nothing was changed by the refused calls');
+  const edit = await httpRequest(dash + '/api/edit', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ targets: ['self'], pool: 'site517', settings: { max_children: 9 } }) });
+  assert.equal(edit.status, 401);
+  const icon = await httpRequest(dash + '/favicon.ico');
+  assert.equal(icon.status, 200);
+  assert.match(String(icon.headers['content-type']), /^image\/svg\+xml/);
+
+  // A few sites in use before the page opens.
+  for (const i of [3, 42, 517]) assert.equal((await site(i)).status, 200);
 
   const browser = await launch(t);
   const page = await browser.newPage();
   await page.setViewport({ width: 1360, height: 1000 });
-  const first = await page.goto(base + '/');
-  assert.equal(first?.status(), 401, 'the page itself needs the login');
+  assert.equal((await page.goto(dash + '/'))?.status(), 401, 'the page itself needs the login');
   await page.type('input[name=token]', TOKEN);
   const [after] = await Promise.all([page.waitForNavigation(), page.click('button')]);
   assert.equal(after?.status(), 200);
 
-  // Each daemon and pool; the stopped one down with a reason.
-  await page.waitForFunction((n) => document.querySelectorAll('[data-daemon]').length === n && document.querySelectorAll('[data-pool]').length === 2, { timeout: 20_000 }, 3);
-  const shown = await daemonsOnPage(page);
-  assert.deepEqual(shown.map(([id, up]) => [id, up]), [['self', 'true'], [b.control, 'true'], [c.control, 'false']]);
-  assert.match(shown[2]![2], /no such socket|connection refused/);
+  // Three daemons; the table has every pool and, idle, every defined site.
+  await page.waitForFunction((n) => document.querySelectorAll('[data-daemon-id][data-up="true"]').length === 3 && document.querySelectorAll('tr.row').length >= n, { timeout: 30_000 }, 300);
+  // Search: site 517 among 1,000, by its host name too.
+  await page.type('#search', 'www.site517.t');
+  await page.waitForFunction(() => document.querySelectorAll('tr.row').length === 1, { timeout: 10_000 });
+  assert.equal(await page.$eval('tr.row', (e) => e.getAttribute('data-pool')), 'site517');
+  await page.$eval('#search', (e) => (e.value = ''));
+  await page.type('#search', 'site');
 
-  // Warnings of daemon a and of peer b (a script that does not exist) reach the panel.
-  for (const n of [a, b]) assert.equal((await httpRequest(`http://127.0.0.1:${n.port}/missing.php`)).status, 404);
-  await page.waitForFunction(
-    (ids) => ids.every((id: string) => Array.from(document.querySelectorAll('#warnings li'), (li: { getAttribute(n: string): string; textContent: string }) => li.getAttribute('data-warning-daemon') === id && /ERR_SCRIPT_NOT_FOUND/.test(li.textContent)).includes(true)),
-    { timeout: 20_000 },
-    ['self', b.control],
-  );
-
-  // A load run on daemon a moves its req/s chart and busy-worker count.
-  const poolSel = '[data-daemon="self"] [data-pool="www"]';
-  const rpsBefore = await page.$eval(`${poolSel} svg.chart-rps`, (e) => Number(e.getAttribute('data-max')));
-  assert.equal(rpsBefore, 0, 'no traffic yet');
-  const run = load(a.port, 3);
+  // Load on site 517: sorted by req/s (after sorting by name first), it comes first.
+  const run = load(sport, 'site517.test', 3);
   try {
-    // The busy count is read where it was seen: the next update may already show 0 again.
-    const seen = await page.waitForFunction(
-      (sel) => {
-        const busy = Number(document.querySelector(`${sel} .busy`)?.textContent);
-        return Number(document.querySelector(`${sel} svg.chart-rps`)?.getAttribute('data-max')) > 0 && busy > 0 ? busy : false;
-      },
-      { timeout: 30_000, polling: 100 },
-      poolSel,
-    );
-    const busy = (await seen.jsonValue()) as number;
-    assert.ok(busy >= 1 && busy <= 3, `busy workers within max_children: ${busy}`);
-    // A few points of load on the chart for the screenshot.
-    await page.waitForFunction((sel) => Number(document.querySelector(`${sel} svg.chart-rps`)?.getAttribute('data-nonzero')) >= 5 && document.querySelectorAll(`${sel} table.workers tbody tr`).length > 0, { timeout: 20_000, polling: 100 }, poolSel);
-    await page.screenshot({ path: SHOT, fullPage: true });
+    await page.click('th[data-sort="pool"]');
+    await page.click('th[data-sort="rps"]');
+    assert.equal(await page.$eval('th[data-sort="rps"]', (e) => e.getAttribute('aria-sort')), 'descending');
+    await page.waitForFunction(() => document.querySelector('tr.row')?.getAttribute('data-pool') === 'site517' && Number(document.querySelector('tr.row .rps')?.textContent) > 0, { timeout: 30_000, polling: 100 });
+    // Its details on demand: charts that moved, workers.
+    await openRow(page, 'self', 'site517');
+    await page.waitForFunction((s) => Number(document.querySelector(`${s} svg.chart-rps`)?.getAttribute('data-points')) >= 3 && document.querySelectorAll(`${s} table.workers tbody tr[data-pid]`).length > 0, { timeout: 30_000, polling: 200 }, detailsSel('self', 'site517'));
+    await page.screenshot({ path: SHOT, fullPage: false });
     t.diagnostic(`screenshot: ${SHOT}`);
   } finally {
     await run.stop();
   }
   assert.ok(run.ok() > 0);
 
-  // max_children 2: fine for a (ondemand), refused for b (max_spare 3): nothing is written anywhere.
-  const bBefore = readFileSync(b.daemon.configPath, 'utf8');
-  await page.select('#edit-pool', 'www');
-  const targets = await page.$$eval('#edit-targets input', (els) => els.map((e) => [(e as unknown as { value: string }).value, (e as unknown as { checked: boolean }).checked]));
-  assert.deepEqual(targets, [['self', true], [b.control, true]]);
-  await editOnPage(page, '2');
-  const refused = await page.$eval('#edit-result', (e) => e.textContent ?? '');
-  assert.match(refused, /Nothing was changed on any daemon/);
-  assert.match(refused, new RegExp(`${b.daemon.configPath.replace(/[.]/g, '\\.')}:\\d+: pools\\.www\\.max_spare: must be ≤ max_children \\(2\\), got 3`));
-  assert.equal(readFileSync(a.daemon.configPath, 'utf8'), aBefore, 'a unchanged');
-  assert.equal(readFileSync(b.daemon.configPath, 'utf8'), bBefore, 'b unchanged');
-  assert.equal(await statusMaxChildren(a.control), 3);
+  // The form shows the site file's current values and where it lives.
+  const file = join(sitesDir, 'site517.yaml');
+  const d517 = detailsSel('self', 'site517');
+  assert.equal(await page.$eval(`${d517} input[data-key="max_children"]`, (e) => e.value), '2');
+  assert.equal(await page.$eval(`${d517} input[data-key="idle_timeout"]`, (e) => e.value), '60s');
+  assert.equal(await page.$eval(`${d517} code.edit-file`, (e) => e.textContent), file);
 
-  // max_children 5 on both: written with comments kept, reloaded, visible in fcgi-pm status.
-  await editOnPage(page, '5');
-  const results = await page.$$eval('#edit-result [data-result]', (els) => els.map((e) => [e.getAttribute('data-result'), e.getAttribute('data-ok'), e.querySelector('.status')?.textContent]));
-  assert.deepEqual(results, [['self', 'true', 'written and reloaded'], [b.control, 'true', 'written and reloaded']]);
-  const diffs = await page.$$eval('#edit-result pre.diff', (els) => els.map((e) => e.textContent ?? ''));
-  assert.equal(diffs.length, 2);
-  for (const d of diffs) {
-    assert.match(d, /^-\s+max_children: 3$/m, 'the diff shows the old line');
-    assert.match(d, /^\+\s+max_children: 5$/m, 'and the new one');
-  }
-  for (const n of [a, b]) {
-    const text = readFileSync(n.daemon.configPath, 'utf8');
-    assert.match(text, /^# Daemon . of the dashboard test: these comments must survive an edit\.$/m);
-    assert.match(text, /# load arrives here/);
-    assert.match(text, /# Small on purpose\./);
-    assert.match(text, /^    max_children: 5$/m);
-    assert.equal(await statusMaxChildren(n.control), 5);
-  }
-  assert.match(readFileSync(a.daemon.configPath, 'utf8'), /# the stopped one stays listed/);
-  await page.waitForFunction(() => Array.from(document.querySelectorAll('.max-children'), (e: { textContent: string }) => e.textContent).join() === '5,5', { timeout: 10_000 });
+  // A value the load would refuse: the same message, nothing written.
+  const original = readFileSync(file, 'utf8');
+  const inode = statSync(file).ino;
+  let res = await editRow(page, 'self', 'site517', '-1');
+  assert.equal(res[0]![0], 'false');
+  assert.match(res[0]![2]!, /site517\.yaml:\d+: pool\.max_children: must be a whole number/);
+  assert.equal(readFileSync(file, 'utf8'), original);
 
-  // Restart b's workers from the page: fresh pids, the old worker gone, no reload of the file.
-  const before = await workerPids(b.control);
-  assert.ok(before.length >= 1, 'dynamic pool b keeps a spare worker');
-  await page.$eval('#edit-result', (e) => (e.innerHTML = ''));
-  await page.click(`[data-daemon="${b.control}"] button.restart[data-restart-pool="www"]`);
-  await page.waitForFunction(() => document.querySelector('#edit-result [data-result]') !== null, { timeout: 60_000 });
-  assert.equal(await page.$eval('#edit-result [data-result] .status', (e) => e.textContent), 'workers replaced');
+  // A good one: written atomically (a new file renamed over, the old one kept as .bak, the
+  // comments kept) and served without a restart: the site's next pool has it.
+  const pidBefore = (await statusOf(aControl)).daemon.pid;
+  res = await editRow(page, 'self', 'site517', '3');
+  assert.equal(res[0]![0], 'true', res[0]![2]!);
+  const written = readFileSync(file, 'utf8');
+  assert.equal(written, original.replace('max_children: 2  # two per site', 'max_children: 3  # two per site'));
+  assert.notEqual(statSync(file).ino, inode, 'renamed over, not written in place');
+  assert.equal(readFileSync(`${file}.bak`, 'utf8'), original);
   await waitFor(async () => {
-    const now = await workerPids(b.control);
+    await site(517);
+    return (await statusOf(aControl)).pools.find((p) => p.name === 'site517')?.maxChildren === 3;
+  }, { timeout: 20_000, interval: 200, what: 'site 517 served with max_children 3' });
+  assert.equal((await statusOf(aControl)).daemon.pid, pidBefore, 'no restart');
+  assert.equal(await page.$eval(`${d517} input[data-key="max_children"]`, (e) => e.value), '3', 'the form reloaded with the file as written');
+
+  // A hand edit after the form was loaded: the page's edit is refused, the hand edit stays.
+  const hand = written.replace('idle_timeout: 60s', 'idle_timeout: 90s  # by hand');
+  writeFileSync(file, hand);
+  res = await editRow(page, 'self', 'site517', '4');
+  assert.deepEqual(res.map((r) => [r[0], r[1]]), [['false', 'true']]);
+  assert.match(res[0]![2]!, /changed since the form was loaded/);
+  assert.equal(readFileSync(file, 'utf8'), hand);
+
+  // A config pool of peer b: written and reloaded there, comments kept.
+  await page.$eval('#search', (e) => (e.value = ''));
+  await page.type('#search', 'www');
+  await openRow(page, b.control, 'www');
+  assert.equal(await page.$eval(`${detailsSel(b.control, 'www')} input[data-key="max_children"]`, (e) => e.value), '3');
+  res = await editRow(page, b.control, 'www', '5');
+  assert.equal(res[0]![0], 'true', res[0]![2]!);
+  assert.match(res[0]![2]!, /written and reloaded/);
+  const bText = readFileSync(b.daemon.configPath, 'utf8');
+  assert.match(bText, /# Small on purpose\./);
+  assert.match(bText, /^ {4}max_children: 5$/m);
+  assert.ok(existsSync(`${b.daemon.configPath}.bak`));
+  assert.equal((await statusOf(b.control)).pools.find((p) => p.name === 'www')?.maxChildren, 5);
+
+  // Its workers restarted from the page: fresh pids.
+  const before = (await statusOf(b.control)).pools[0]!.workers.map((w) => w.pid);
+  assert.ok(before.length >= 1, 'dynamic pool b keeps a spare worker');
+  const db = detailsSel(b.control, 'www');
+  await page.click(`${db} button.pool-action[data-verb="restart"]`);
+  await page.waitForFunction((s) => document.querySelector(`${s} .action-result [data-result]`) !== null, { timeout: 60_000 }, db);
+  assert.equal(await page.$eval(`${db} .action-result [data-result] .status`, (e) => e.textContent), 'workers replaced');
+  await waitFor(async () => {
+    const now = (await statusOf(b.control)).pools[0]!.workers.map((w) => w.pid);
     return now.length >= 1 && now.every((p) => !before.includes(p));
   }, { timeout: 20_000, what: "b's workers replaced" });
-  assert.equal(await statusMaxChildren(b.control), 5);
 
-  // A rolling restart on every daemon that has the pool (self and b; c is down), each daemon's result shown.
-  const beforeRolling = await workerPids(b.control);
-  await page.$eval('#edit-result', (e) => (e.innerHTML = ''));
-  await page.click(`[data-daemon="${b.control}"] .actions-all button[data-verb="rolling"]`);
-  await page.waitForFunction(() => document.querySelectorAll('#edit-result [data-result]').length === 2, { timeout: 60_000 });
-  const rolled = await page.$$eval('#edit-result [data-result]', (els) => els.map((e) => [e.getAttribute('data-result'), e.getAttribute('data-ok'), e.querySelector('.status')?.textContent]));
-  assert.deepEqual(rolled.map((r) => [r[0], r[1]]), [['self', 'true'], [b.control, 'true']]);
-  assert.match(String(rolled[1]![2]), /^\d+ worker\(s\) replaced one by one$/);
-  assert.deepEqual((await workerPids(b.control)).filter((p) => beforeRolling.includes(p)), [], "b's workers replaced one by one");
-
-  // Drain b alone: its workers are retired, the page says how many.
-  await page.$eval('#edit-result', (e) => (e.innerHTML = ''));
-  await page.click(`[data-daemon="${b.control}"] .pool-head > .actions > button[data-verb="drain"]`);
-  await page.waitForFunction(() => document.querySelector('#edit-result [data-result]') !== null, { timeout: 60_000 });
-  assert.match(await page.$eval('#edit-result [data-result] .status', (e) => e.textContent), /^[1-9]\d* worker\(s\) retired$/);
+  // The log tail: a missing script on a site shows, and the level filter hides a warning.
+  assert.equal((await site(42, '/missing.php')).status, 404);
+  await page.waitForFunction(() => Array.from(document.querySelectorAll('#warnings li'), (li: { getAttribute(n: string): string }) => li.getAttribute('data-code')).includes('ERR_SCRIPT_NOT_FOUND'), { timeout: 20_000 });
+  await page.select('#log-level', 'error');
+  assert.equal(await page.$$eval('#warnings li[data-code="ERR_SCRIPT_NOT_FOUND"]', (els) => els.length), 0);
 });
-
-async function workerPids(control: string): Promise<number[]> {
-  const r = await runBin(['status', '--json', '--control', control]);
-  return (JSON.parse(r.stdout) as { pools: Array<{ workers: Array<{ pid: number }> }> }).pools[0]!.workers.map((w) => w.pid);
-}

@@ -3,10 +3,15 @@
 // refuses), the line diff, password hashes, the warnings ring.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { editPoolText } from '../../src/dashboard/config-edit.js';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EditConflict, hashText, writeIfUnchanged } from '../../src/dashboard/atomic-write.js';
+import { editPoolText, editSettingsText, settingsAt, SITE_POOL_PATH } from '../../src/dashboard/config-edit.js';
 import { lineDiff } from '../../src/dashboard/diff.js';
 import { mergeCluster } from '../../src/dashboard/merge.js';
 import { percentile } from '../../src/control/histogram.js';
+import { waitFor } from '../helpers/wait.js';
 import { poolPoint } from '../../src/dashboard/points.js';
 import { SampleRing } from '../../src/dashboard/ring.js';
 import { hashPassword, verifyPassword } from '../../src/dashboard/auth.js';
@@ -170,9 +175,10 @@ test('control protocol: restart and drain name a pool', () => {
   assert.deepEqual(parseRequest('{"cmd":"drain","pool":"www"}'), { cmd: 'drain', processes: false, all_sites: false, timeout_ms: undefined, pool: 'www', rolling: false });
 });
 
-test('sampler: a timer only while someone watches; rings bounded by history / interval; a gone pool loses its ring', async () => {
+test('sampler: fast while someone watches, the idle rate otherwise; rings bounded by history / interval; a gone pool loses its ring', async () => {
   let pools = [pool('www', { completed: 0 }), pool('api')];
   let reads = 0;
+  let idle = 0;
   const sampler = new ClusterSampler({
     ids: () => ['self'],
     peerToken: () => undefined,
@@ -182,19 +188,31 @@ test('sampler: a timer only while someone watches; rings bounded by history / in
     },
     history: () => 3000,
     interval: () => 1000,
+    idleInterval: () => idle,
   });
+  sampler.start();
+  assert.equal(sampler.rate, 0, 'idle_sample_interval 0: no sampling while nobody watches');
   assert.equal(sampler.watching, false);
   for (let i = 0; i < 5; i++) await sampler.tick();
   assert.equal(sampler.history()[ringKey('self', 'www')]!.length, 3, 'history 3 s at 1 s: three points');
   const ticks: number[] = [];
+  idle = 20;
   const stop = sampler.subscribe((t) => ticks.push(t.cluster.daemons.length));
   assert.equal(sampler.watching, true);
+  assert.equal(sampler.rate, 1000);
   const n = reads;
   await sampler.tick(); // joins the read subscribe() started rather than doubling it
   assert.equal(reads, n);
   assert.deepEqual(ticks, [1]);
   stop();
-  assert.equal(sampler.watching, false, 'the last page gone: no timer');
+  assert.equal(sampler.watching, false, 'the last page gone');
+  assert.equal(sampler.rate, 20, 'back to the idle rate');
+  // Samples go on with no page open: history before the next visit.
+  const idleFrom = reads;
+  await waitFor(() => reads >= idleFrom + 2, { timeout: 10_000, interval: 5, what: 'samples at the idle rate' });
+  sampler.stop();
+  assert.equal(sampler.rate, 0);
+  await sampler.tick(); // settles a read the idle timer may have started
   const before = reads;
   pools = [pool('www', { completed: 10 })];
   await sampler.tick();
@@ -219,4 +237,39 @@ test('outcomes: counted per pool as exchanges finish, in the snapshot once, so t
   assert.match(renderText(s), /responses.*2xx.*2/);
   c.forget(new Set());
   assert.equal(c.of('www'), undefined);
+});
+
+test('writeIfUnchanged: renamed over the file with its mode, the old text kept as .bak; a file changed since it was read is not written', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'fpm-atomic-'));
+  try {
+    const file = join(dir, 'site1.yaml');
+    writeFileSync(file, 'names: [a.test]\n', { mode: 0o640 });
+    const read = readFileSync(file, 'utf8');
+    const ino = statSync(file).ino;
+    assert.equal(writeIfUnchanged(file, hashText(read), 'names: [b.test]\n'), `${file}.bak`);
+    assert.equal(readFileSync(file, 'utf8'), 'names: [b.test]\n');
+    assert.equal(readFileSync(`${file}.bak`, 'utf8'), read);
+    assert.notEqual(statSync(file).ino, ino, 'a new file renamed over the old one');
+    assert.equal(statSync(file).mode & 0o777, 0o640);
+    assert.deepEqual(readdirSync(dir).sort(), ['site1.yaml', 'site1.yaml.bak'], 'no temp file left');
+    // The hash the edit was made from no longer matches: refused, nothing touched.
+    writeFileSync(file, 'names: [hand.test]\n');
+    assert.throws(() => writeIfUnchanged(file, hashText(read), 'names: [c.test]\n'), EditConflict);
+    assert.equal(readFileSync(file, 'utf8'), 'names: [hand.test]\n');
+    assert.equal(readFileSync(`${file}.bak`, 'utf8'), read);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('site files: current values read from pool:, edited there (made when missing), judged by the given checks', () => {
+  const text = '# a site\nnames: [a.test]\ndocument_root: /srv/a\npool:\n  max_children: 2  # keep\n  user: nobody\n';
+  assert.deepEqual(settingsAt(text, SITE_POOL_PATH), { max_children: '2' }, 'only editable keys');
+  const r = editSettingsText(text, 'a.yaml', SITE_POOL_PATH, { max_children: '3', queue_limit: '10' }, () => []);
+  assert.equal(r.text, '# a site\nnames: [a.test]\ndocument_root: /srv/a\npool:\n  max_children: 3  # keep\n  user: nobody\n  queue_limit: 10\n');
+  const bare = editSettingsText('names: [b.test]\ndocument_root: /srv/b\n', 'b.yaml', SITE_POOL_PATH, { max_children: '4' }, () => []);
+  assert.deepEqual(settingsAt(bare.text, SITE_POOL_PATH), { max_children: '4' }, 'a site without pool: gets one');
+  const judged = editSettingsText(text, 'a.yaml', SITE_POOL_PATH, { max_children: '-1' }, (next) => (next.includes('-1') ? ['a.yaml:5: pool.max_children: must be a whole number ≥ 1'] : []));
+  assert.deepEqual(judged.problems, ['a.yaml:5: pool.max_children: must be a whole number ≥ 1']);
+  assert.deepEqual(settingsAt('pools: {}\n', ['pools', 'x']), {});
 });

@@ -119,7 +119,7 @@ async function exercise(f: Fixture, ops: OpsDaemon, url: string, http: number, w
   // Status: one pool per active site (site43 has one without a worker: its pool's
   // limit_extensions said the file is static); the defined ones counted, listed only when asked.
   const st = JSON.parse((await ops.ctl(['status', '--json'])).stdout) as { sites: { defined: number; active: number; list?: unknown[] }; pools: Array<{ name: string }> };
-  assert.deepEqual({ ...st.sites, source: undefined }, { source: undefined, defined: SITES, active: 3, broken: 0 });
+  assert.deepEqual({ ...st.sites, source: undefined }, { source: undefined, defined: SITES, active: 3, broken: 0, brokenSites: [] });
   assert.deepEqual(st.pools.map((p) => p.name).sort(), ['site42', 'site43', 'site517']);
   const all = (await ops.ctl(['status', '--all-sites'])).stdout;
   assert.equal(all.split('\n').filter((l) => /^ {2}site\d+/.test(l)).length, SITES);
@@ -149,6 +149,10 @@ async function exercise(f: Fixture, ops: OpsDaemon, url: string, http: number, w
   breakOne(SITES + 2);
   const bad = await d.waitForLog((l) => l.code === 'ERR_VHOST_INVALID' && l.site === `site${SITES + 2}`, { since: before, timeout: 5000 });
   assert.match(String(bad.msg), where, String(bad.msg));
+  // Status names it, with what is wrong.
+  const named = JSON.parse((await ops.ctl(['status', '--json'])).stdout) as { sites: { broken: number; brokenSites: Array<{ id: string; error: string }> } };
+  assert.equal(named.sites.broken, 1);
+  assert.match(named.sites.brokenSites.find((x) => x.id === `site${SITES + 2}`)?.error ?? '', where);
   assert.equal((await get(url, 'site3.test')).status, 200);
   assert.equal((await get(url, `site${SITES + 2}.test`)).status, 404);
 }

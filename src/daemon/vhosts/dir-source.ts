@@ -88,6 +88,22 @@ export class DirSource implements SiteSource {
     return c;
   }
 
+  get baseDir(): string {
+    return this.dir;
+  }
+
+  fileOf(id: string): string | undefined {
+    for (const ext of ['yaml', 'yml', 'json']) {
+      const path = nodePath.join(this.dir, `${id}.${ext}`);
+      try {
+        if (statSync(path).isFile()) return path;
+      } catch {
+        // not this one
+      }
+    }
+    return undefined;
+  }
+
   watch(changed: () => void): void {
     const soon = (): void => {
       // An editor's save is several events; one read after they settle.

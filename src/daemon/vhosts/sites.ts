@@ -11,14 +11,15 @@ import { mkdirSync, rmSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import type { SiteConfig, VhostsConfig } from '../../config/types.js';
 import type { SitesView } from '../../control/types.js';
-import { ErrorCodes } from '../../errors.js';
+import type { SiteEditTarget } from '../../dashboard/actions.js';
+import { ConfigError, ErrorCodes } from '../../errors.js';
 import { EpisodeLimiter } from '../../log/episode-limiter.js';
 import type { Logger } from '../../log/log.js';
 import type { Pool } from '../../pool/types.js';
 import type { CgiParams } from '../../protocol/params.js';
 import type { PoolRegistry } from '../pool-registry.js';
 import type { SiteCheckMemo } from '../preflight.js';
-import { sitePool } from '../../config/site.js';
+import { siteFromText, sitePool } from '../../config/site.js';
 import { stable } from '../reload.js';
 import { SiteIndex } from './site-index.js';
 import type { SiteSource, SourceRead } from './source.js';
@@ -127,6 +128,33 @@ export class Sites {
   /** Every defined site, for status --all-sites. */
   list(): NonNullable<SitesView['list']> {
     return [...this.defs.values()].map((s) => ({ id: s.id, names: s.names, documentRoot: s.documentRoot, active: this.lastUsed.has(s.id) }));
+  }
+
+  /**
+   * Where site `id` is defined, for the dashboard's edits: its file and the checks a
+   * load makes (schema, host checks, a name another site has), or why it is not edited
+   * here (a database table). undefined: no such site.
+   */
+  editTarget(id: string): SiteEditTarget | undefined {
+    if (!this.defs.has(id) && !this.broken.has(id)) return undefined;
+    const file = this.source.fileOf?.(id);
+    if (file === undefined) return { readOnly: `site ${id} is defined in ${this.source.label}: change it there (the dashboard edits only site files)` };
+    return { file, validate: (text) => this.problemsOf(id, text, file) };
+  }
+
+  private problemsOf(id: string, text: string, file: string): string[] {
+    let site: SiteConfig;
+    try {
+      site = siteFromText(id, text, this.cfg.defaults, file, this.source.baseDir ?? nodePath.dirname(file));
+    } catch (err) {
+      if (err instanceof ConfigError) return err.problems;
+      return [`${file}: ${(err as Error).message}`];
+    }
+    if (this.deps.staticPools().has(id)) return [`${site.origin}: site id ${id} is also a pool of the config file; rename one`];
+    const host = this.deps.check(site, new Map());
+    if (host.length > 0) return host;
+    const others = [...this.defs.values()].filter((s) => s.id !== id);
+    return SiteIndex.build([...others, site]).problems.filter((p) => p.site.id === id).map((p) => p.message);
   }
 
   /** The site `host` names, else default_site; no pool is made. */

@@ -19,6 +19,10 @@ export interface SiteSource {
   /** Calls `changed` when a read may find something new (a watch event, a poll tick). */
   watch(changed: () => void): void;
   close(): void;
+  /** The file that defines site `id`, for a source of files (the dashboard edits it there); undefined otherwise. */
+  fileOf?(id: string): string | undefined;
+  /** The directory a site's relative paths start from. */
+  readonly baseDir?: string;
 }
 
 export type SourceFactory = (cfg: VhostsConfig) => SiteSource;

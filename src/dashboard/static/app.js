@@ -1,14 +1,27 @@
-// fcgi-pm dashboard page: renders the cluster from server-sent events (/api/events) and
-// sends edits and reloads as JSON. No framework, no build step.
+// fcgi-pm dashboard page: a table of every pool and vhosts site of the cluster, fed by
+// server-sent events (/api/events: small rows per tick), searchable and sortable; a row
+// opened shows that pool's figures, charts, workers, actions and edit form, fetched on
+// demand (/api/pool). No framework, no build step.
 'use strict';
 (() => {
-  const $ = (sel) => document.querySelector(sel);
+  const $ = (sel, el = document) => el.querySelector(sel);
   const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
-  const SEP = '\u0000';
-  const rings = new Map(); // "daemon\0pool" -> points
-  let capacity = 450;
+  // Joins daemon id and pool in a row key; HTML turns a NUL in an attribute into U+FFFD.
+  const SEP = '\u241f';
+  /** Rows drawn at most; a search narrows the rest. */
+  const MAX_ROWS = 300;
+  /** An open row's details are fetched again at most this often. */
+  const DETAILS_MS = 5000;
+  const NUMERIC = new Set(['busy', 'idle', 'max', 'queue', 'rps', 'p99', 'mem', 'errors', 'refused']);
+
   let editable = [];
-  let cluster;
+  let daemons = [];
+  let rows = [];
+  /** daemon id → [[site id, names]] */
+  let sites = new Map();
+  let warnings = [];
+  let sort = { key: 'rps', dir: -1 };
+  const open = new Map(); // key → { tr, fetchedAt, form }
 
   const size = (b) => {
     if (b === undefined || b === null) return '–';
@@ -17,242 +30,326 @@
     while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
     return `${b.toFixed(i === 0 ? 0 : 1)} ${u[i]}`;
   };
-  const age = (ms) => {
-    const s = Math.max(0, Math.round(ms / 1000));
+  const ms = (v) => (v === undefined || v === null ? '–' : v >= 1000 ? `≤${v / 1000} s` : `≤${v} ms`);
+  const age = (t) => {
+    const s = Math.max(0, Math.round((Date.now() - t) / 1000));
     return s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : `${Math.round(s / 3600)}h`;
   };
-  const num = (v, unit = '') => (v === undefined || v === null ? '–' : `${v}${unit}`);
+  const keyOf = (r) => r.d + SEP + r.pool;
 
-  function chart(points, field, cls, label, extra) {
+  // ---- the table ----------------------------------------------------------------------
+
+  /** Active pools, then (when asked) the defined sites that have no pool now. */
+  function allRows() {
+    const out = rows.slice();
+    if ($('#show-idle').checked) {
+      const active = new Set(rows.map(keyOf));
+      for (const [d, list] of sites) for (const [id, names] of list) if (!active.has(d + SEP + id)) out.push({ d, pool: id, names, state: 'idle', idleSite: true });
+    }
+    const names = new Map();
+    for (const [d, list] of sites) for (const [id, n] of list) names.set(d + SEP + id, n);
+    for (const r of out) if (r.names === undefined) r.names = names.get(keyOf(r)) ?? '';
+    return out;
+  }
+
+  function value(r, k) {
+    if (k === 'errors') return (r.e4 ?? 0) + (r.e5 ?? 0);
+    const v = r[k];
+    if (NUMERIC.has(k)) return v === undefined || v === null ? -1 : v;
+    return String(v ?? '');
+  }
+
+  function matches(r, q) {
+    if (q === '') return true;
+    return r.pool.toLowerCase().includes(q) || r.d.toLowerCase().includes(q) || r.names.toLowerCase().includes(q);
+  }
+
+  /** The cells of a row; the row element itself is kept from tick to tick (a click on it is never lost to a redraw). */
+  function cellsHtml(r) {
+    const dn = daemons.find((x) => x.id === r.d);
+    const state = r.idleSite ? '<span class="muted">idle (no pool)</span>' : `<span class="pill ${r.state === 'running' ? '' : 'warn'}">${esc(r.state)}</span>`;
+    const n = (v) => (r.idleSite ? '' : esc(v ?? '–'));
+    return `<td><b>${esc(r.pool)}</b>${r.names ? ` <span class="muted">${esc(r.names.length > 60 ? r.names.slice(0, 60) + '…' : r.names)}</span>` : ''}</td>
+      <td class="muted">${esc(dn ? dn.label : r.d)}</td><td>${state}</td>
+      <td class="num busy">${n(r.busy)}</td><td class="num">${n(r.idle)}</td><td class="num">${n(r.max)}</td>
+      <td class="num">${r.idleSite ? '' : `${r.queue}/${r.limit}`}</td><td class="num rps">${r.idleSite ? '' : esc((r.rps ?? 0).toFixed(1))}</td>
+      <td class="num">${r.idleSite ? '' : ms(r.p99)}</td><td class="num">${r.idleSite ? '' : size(r.mem)}</td>
+      <td class="num${(r.e5 ?? 0) > 0 ? ' bad' : ''}">${r.idleSite ? '' : `${r.e4} / ${r.e5}`}</td><td class="num">${n(r.refused)}</td>`;
+  }
+
+  const rowEls = new Map(); // key → { tr, html }
+
+  function renderTable() {
+    const q = $('#search').value.trim().toLowerCase();
+    const everything = allRows();
+    const list = everything.filter((r) => matches(r, q));
+    const { key, dir } = sort;
+    list.sort((a, b) => {
+      const x = value(a, key), y = value(b, key);
+      const c = typeof x === 'number' ? x - y : x.localeCompare(y);
+      return c * dir || a.pool.localeCompare(b.pool);
+    });
+    const shown = list.slice(0, MAX_ROWS);
+    // An open row stays on the page when it sorts past the limit (the form being edited with it).
+    for (const r of list.slice(MAX_ROWS)) if (open.has(keyOf(r))) shown.push(r);
+    const tbody = $('#pools tbody');
+    const want = new Set();
+    let prev = null;
+    const place = (el) => {
+      const at = prev ? prev.nextSibling : tbody.firstChild;
+      if (at !== el) tbody.insertBefore(el, at);
+      prev = el;
+    };
+    for (const r of shown) {
+      const k = keyOf(r);
+      want.add(k);
+      let e = rowEls.get(k);
+      if (!e) {
+        const tr = document.createElement('tr');
+        tr.dataset.key = k;
+        tr.dataset.pool = r.pool;
+        tr.dataset.daemon = r.d;
+        tr.tabIndex = 0;
+        e = { tr, html: '' };
+        rowEls.set(k, e);
+      }
+      const html = cellsHtml(r);
+      if (e.html !== html) {
+        e.tr.innerHTML = html;
+        e.html = html;
+      }
+      e.tr.className = `row${open.has(k) ? ' open' : ''}${r.idleSite ? ' idle-site' : ''}`;
+      e.tr.setAttribute('aria-expanded', String(open.has(k)));
+      place(e.tr);
+      // An open row keeps its details element (and what is typed in its form).
+      const o = open.get(k);
+      if (o) place(o.tr);
+    }
+    for (const [k, e] of rowEls) if (!want.has(k)) {
+      e.tr.remove();
+      rowEls.delete(k);
+    }
+    while (prev ? prev.nextSibling : tbody.firstChild) (prev ? prev.nextSibling : tbody.firstChild).remove();
+    $('#count').textContent = `${list.length} shown of ${everything.length} (${rows.length} active)`;
+    $('#more').textContent = list.length > shown.length ? `${list.length - shown.length} more: narrow the search` : '';
+    for (const th of document.querySelectorAll('#pools th')) th.setAttribute('aria-sort', th.dataset.sort === key ? (dir < 0 ? 'descending' : 'ascending') : 'none');
+  }
+
+  function renderDaemons() {
+    $('#daemons').innerHTML = daemons.map((d) => {
+      const s = d.sites;
+      const broken = s && s.broken > 0 ? ` <details class="broken"><summary>${s.broken} broken</summary><ul>${s.brokenSites.map((b) => `<li><b>${esc(b.id)}</b>: ${esc(b.error)}</li>`).join('')}</ul></details>` : '';
+      return `<span class="daemon${d.up ? '' : ' is-down'}" data-daemon-id="${esc(d.id)}" data-up="${d.up}"><b>${esc(d.label)}</b> ${d.up ? `<span class="muted">${esc(d.state)}${s ? ` · sites ${s.defined} defined, ${s.active} active` : ''}</span>${broken}` : `<span class="reason">${esc(d.reason)}</span>`}</span>`;
+    }).join('');
+  }
+
+  // ---- a row's details ----------------------------------------------------------------
+
+  function chart(points, field, label, unit = '') {
     const w = 300, h = 48;
     const vals = points.map((p) => p[field] ?? 0);
-    const vals2 = extra ? points.map((p) => p[extra] ?? 0) : [];
-    const max = Math.max(1, ...vals, ...vals2);
-    // From the oldest point kept (at most the history), so a young ring fills the chart.
-    const t1 = Date.now(), t0 = Math.max(t1 - capacity * intervalMs, points.length ? Math.min(points[0].t, t1 - 10 * intervalMs) : t1 - capacity * intervalMs);
-    const line = (vs) => points.map((p, i) => `${(((p.t - t0) / (t1 - t0)) * w).toFixed(1)},${(h - (vs[i] / max) * (h - 2) - 1).toFixed(1)}`).join(' ');
+    const max = Math.max(1, ...vals);
+    const t0 = points.length ? points[0].t : 0, t1 = points.length ? points[points.length - 1].t : 1;
+    const line = points.map((p, i) => `${(((p.t - t0) / Math.max(1, t1 - t0)) * w).toFixed(1)},${(h - (vals[i] / max) * (h - 2) - 1).toFixed(1)}`).join(' ');
     const last = vals.length ? vals[vals.length - 1] : 0;
-    return `<div class="chart"><span class="muted">${esc(label)}</span> <b>${esc(last)}</b>${extra ? ` / <b>${esc(vals2[vals2.length - 1] ?? 0)}</b>` : ''} <span class="muted">max ${esc(max)}${points.length ? ` · since ${new Date(points[0].t).toLocaleTimeString()}` : ''}</span>
-      <svg class="chart-${cls}" viewBox="0 0 ${w} ${h}" preserveAspectRatio="none" data-last="${esc(last)}" data-max="${esc(Math.max(...vals, 0))}" data-nonzero="${vals.filter((v) => v > 0).length}" role="img" aria-label="${esc(label)} over the last minutes">
-      <polyline points="${line(vals)}"/>${extra ? `<polyline class="p99" points="${line(vals2)}"/>` : ''}</svg></div>`;
+    return `<div class="chart"><span class="muted">${esc(label)}</span> <b>${esc(last)}${unit}</b> <span class="muted">max ${esc(max)}${points.length ? ` · since ${new Date(t0).toLocaleTimeString()}` : ''}</span>
+      <svg class="chart-${field}" viewBox="0 0 ${w} ${h}" preserveAspectRatio="none" data-last="${esc(last)}" data-points="${points.length}" role="img" aria-label="${esc(label)}"><polyline points="${line}"/></svg></div>`;
   }
 
-  const POOL_ACTIONS = [
-    ['restart', 'Restart workers', 'fresh workers all at once; the old ones finish their requests'],
-    ['rolling', 'Rolling restart', 'one worker at a time, the next once its replacement is ready'],
-    ['drain', 'Drain', 'retire the workers after their requests; new requests start workers on demand (static: a rolling restart)'],
-  ];
-
-  // The pool's actions on this daemon, and on every daemon that has the pool when there are several.
-  function poolActions(d, p) {
-    const holders = cluster.daemons.filter((x) => (x.snapshot?.pools ?? []).some((q) => q.name === p.name && q.kind === 'spawned')).map((x) => x.id);
-    const row = (targets, suffix) => POOL_ACTIONS.map(([verb, label, title]) =>
-      `<button type="button" class="pool-action${verb === 'restart' ? ' restart' : ''}" data-verb="${verb}" data-targets="${esc(JSON.stringify(targets))}" data-restart-pool="${esc(p.name)}" title="${esc(title)}">${label}${suffix}</button>`).join('');
-    return `<span class="actions">${row([d.id], '')}${holders.length > 1 ? `<span class="actions-all">${row(holders, ` (all ${holders.length})`)}</span>` : ''}</span>`;
-  }
-
-  function poolView(d, p) {
-    const pts = rings.get(d.id + SEP + p.name) ?? [];
-    const last = pts[pts.length - 1] ?? {};
-    const q = p.queue;
-    const waits = q.waits && q.waits.count ? `${Math.round(q.waits.totalMs / q.waits.count)} ms avg, ${Math.round(q.waits.maxMs)} max` : '–';
-    const r = p.rejected;
-    const st = p.outcomes ? p.outcomes.status : {};
-    const mem = p.memory ?? {};
-    const recycles = Object.entries(p.recycles).map(([k, v]) => `${k} ${v}`).join(', ') || '0';
-    // Until the governor measured the pool, the workers' own figures (RSS) add up instead.
-    const memTotal = mem.total || p.workers.reduce((n, w) => n + (w.memory ?? 0), 0) || undefined;
-    const limitPct = mem.limit ? Math.min(100, Math.round(((memTotal ?? 0) / mem.limit) * 100)) : 0;
-    const now = d.snapshot.daemon.now;
-    const workers = p.workers.map((w) => `<tr data-pid="${w.pid}"><td>${w.pid}</td><td>${esc(w.state)}${w.retiring ? ` (${esc(w.retiring)})` : ''}</td><td>${w.requests}</td><td>${age(now - w.startedAt)}</td><td>${size(w.memory)}${w.measure && w.measure !== 'pss' ? ` ${esc(w.measure)}` : ''}</td><td>${esc(w.request ? `${w.request.method} ${w.request.uri}` : '')}</td></tr>`).join('');
-    return `<div class="pool" data-pool="${esc(p.name)}" data-daemon-id="${esc(d.id)}">
-      <div class="pool-head"><h3>${esc(p.name)}</h3><span class="pill ${p.state === 'running' ? '' : 'warn'}">${esc(p.state)}</span>
-        <span class="muted">${esc(p.kind)} · pm ${esc(p.pm)}${p.maxChildren ? ` · max_children <b class="max-children">${p.maxChildren}</b>` : ''} · up ${age(now - p.startedAt)}${p.generations > 1 ? ` · ${p.generations - 1} generation(s) draining` : ''}</span>
-        ${p.kind === 'spawned' ? poolActions(d, p) : ''}</div>
-      <div class="figures">
-        <div><span class="muted">req/s</span><b class="rps">${num(last.rps ?? 0)}</b></div>
-        <div><span class="muted">latency p50 / p99</span><b>${num(last.p50, ' ms')} / ${num(last.p99, ' ms')}</b></div>
-        <div><span class="muted">workers busy / idle / starting</span><b><span class="busy">${p.processes.busy}</span> / <span class="idle">${p.processes.idle}</span> / ${p.processes.spawning}</b></div>
-        <div><span class="muted">queue (limit ${q.limit})</span><b class="queue">${q.length}</b><span class="muted">oldest ${q.oldestWaitMs} ms; waits ${esc(waits)}</span></div>
-        <div><span class="muted">responses 2xx / 3xx / 4xx / 5xx</span><b>${st['2xx'] ?? 0} / ${st['3xx'] ?? 0} / ${st['4xx'] ?? 0} / ${st['5xx'] ?? 0}</b></div>
-        <div><span class="muted">503: queue full / timeout / failing / stopping</span><b>${r.queueFull} / ${r.queueTimeout} / ${r.failing} / ${r.shuttingDown}</b></div>
-        <div><span class="muted">crashes · recycles</span><b>${p.crashes}</b><span class="muted">${esc(recycles)}</span></div>
-        <div><span class="muted">memory${mem.limit ? ` of ${size(mem.limit)}` : ''}</span><b>${size(memTotal)}</b>${mem.limit ? `<div class="bar"><i style="width:${limitPct}%"></i></div>` : ''}</div>
-        <div><span class="muted">requests</span><b>${p.completed}</b><span class="muted">${p.active} active</span></div>
+  function figuresHtml(det) {
+    const p = det.status;
+    if (!p) return '<p class="muted">No pool now: the site gets one on its next request.</p>';
+    const o = p.outcomes ?? { status: {}, refusals: {} };
+    const refusals = Object.entries(o.refusals ?? {}).map(([c, n]) => `${esc(c)} ${n}`).join(', ') || 'none';
+    const workers = p.workers.map((w) => `<tr data-pid="${w.pid}"><td>${w.pid}</td><td>${esc(w.state)}</td><td>${w.requests}</td><td>${age(w.startedAt)}</td><td>${size(w.memory)}</td><td>${esc(w.cpu ?? '–')}</td><td>${esc(w.request ? `${w.request.method} ${w.request.uri}` : '')}</td></tr>`).join('');
+    return `<div class="figures">
+        <div><span class="muted">pm · max_children</span><b>${esc(p.pm)} · <span class="max-children">${esc(p.maxChildren ?? '–')}</span></b></div>
+        <div><span class="muted">queue (limit)</span><b>${p.queue.length} (${p.queue.limit})</b></div>
+        <div><span class="muted">responses 2xx / 4xx / 5xx</span><b>${o.status['2xx'] ?? 0} / ${o.status['4xx'] ?? 0} / ${o.status['5xx'] ?? 0}</b></div>
+        <div><span class="muted">answered by fcgi-pm</span><b class="small">${refusals}</b></div>
+        <div><span class="muted">crashes</span><b>${p.crashes}</b></div>
+        <div><span class="muted">up</span><b>${age(p.startedAt)}</b></div>
       </div>
-      <div class="charts">${chart(pts, 'rps', 'rps', 'req/s')}${chart(pts, 'busy', 'busy', 'busy workers')}${chart(pts, 'p50', 'latency', 'p50 / p99 ms', 'p99')}${chart(pts, 'queue', 'queue', 'queued')}</div>
-      <details${p.workers.length <= 8 ? ' open' : ''}><summary>${p.workers.length} worker(s)</summary>
-        <table class="workers"><thead><tr><th>pid</th><th>state</th><th>requests</th><th>age</th><th>PSS</th><th>request</th></tr></thead><tbody>${workers}</tbody></table></details>
-    </div>`;
+      <div class="charts">${chart(det.points, 'rps', 'req/s')}${chart(det.points, 'p99', 'p99', ' ms')}${chart(det.points, 'busy', 'busy workers')}${chart(det.points, 'queue', 'queue')}</div>
+      <table class="workers"><thead><tr><th>pid</th><th>state</th><th>requests</th><th>up</th><th>memory</th><th>cpu %</th><th>request</th></tr></thead><tbody>${workers || '<tr><td colspan="7" class="muted">no workers</td></tr>'}</tbody></table>`;
   }
 
-  function daemonView(d) {
-    if (!d.up) {
-      return `<article class="daemon is-down" data-daemon="${esc(d.id)}" data-up="false"><div class="daemon-head"><h2>${esc(d.label)}</h2><span class="pill down">down</span>
-        <span class="reason">${esc(d.reason)}</span></div></article>`;
+  const ACTIONS = [['restart', 'Restart workers'], ['rolling', 'Rolling restart'], ['drain', 'Drain']];
+
+  function formHtml(k, det) {
+    const f = det.form;
+    if (f.readOnly) return `<p class="read-only muted" data-read-only>${esc(f.readOnly)}</p>`;
+    const fields = editable.map((key) => `<label>${esc(key)} <input data-key="${esc(key)}" value="${esc(f.values[key] ?? '')}" placeholder="(default)"></label>`).join('');
+    const holders = rows.filter((r) => r.pool === det.pool).map((r) => r.d);
+    const also = f.kind === 'config' && holders.length > 1 ? `<label class="inline"><input type="checkbox" class="edit-all"> on every daemon with pool ${esc(det.pool)} (${holders.length})</label>` : '';
+    return `<form class="edit" data-for="${esc(k)}" data-hash="${esc(f.hash)}" data-kind="${esc(f.kind)}">
+        <p class="muted">${f.kind === 'site' ? 'Site file' : 'Config file'} <code class="edit-file">${esc(f.file)}</code>: current values; an emptied field goes back to its default.</p>
+        <div class="fields">${fields}</div>${also}
+        <button type="button" class="edit-preview">Preview diff</button> <button type="submit" class="edit-apply">Write${f.kind === 'config' ? ' and reload' : ''}</button>
+        <div class="edit-result" aria-live="polite"></div></form>`;
+  }
+
+  function detailsHtml(k, det) {
+    const p = det.status;
+    const acts = p && p.kind !== 'external' ? `<span class="actions">${ACTIONS.map(([v, l]) => `<button type="button" class="pool-action" data-verb="${v}">${l}</button>`).join('')}</span>` : '';
+    return `<td colspan="12"><div class="details-body"><div class="details-status">${figuresHtml(det)}</div>${acts}<div class="action-result" aria-live="polite"></div>
+      <h3>Settings</h3><div class="details-form">${formHtml(k, det)}</div></div></td>`;
+  }
+
+  async function fetchDetails(k, withForm) {
+    const [d, pool] = k.split(SEP);
+    const o = open.get(k);
+    if (!o) return;
+    o.fetchedAt = Date.now();
+    const r = await fetch(`api/pool?daemon=${encodeURIComponent(d)}&pool=${encodeURIComponent(pool)}`);
+    const det = await r.json();
+    if (!open.has(k)) return;
+    if (!o.tr.firstChild || withForm) o.tr.innerHTML = detailsHtml(k, det);
+    else $('.details-status', o.tr).innerHTML = figuresHtml(det);
+    o.tr.dataset.loaded = 'true';
+  }
+
+  function toggle(k) {
+    if (open.has(k)) {
+      open.get(k).tr.remove();
+      open.delete(k);
+    } else {
+      const tr = document.createElement('tr');
+      tr.className = 'details';
+      tr.dataset.key = k;
+      [tr.dataset.daemon, tr.dataset.pool] = k.split(SEP);
+      open.set(k, { tr, fetchedAt: 0 });
+      void fetchDetails(k, true);
     }
-    const s = d.snapshot;
-    const m = s.memory;
-    const host = m && m.budget ? ` · host budget ${size(m.used)} of ${size(m.budget)}` : '';
-    return `<article class="daemon" data-daemon="${esc(d.id)}" data-up="true">
-      <div class="daemon-head"><h2>${esc(d.label)}</h2><span class="pill">${esc(s.daemon.state)}</span>
-        <span class="muted">${esc(d.id === 'self' ? 'this daemon' : d.id)} · v${esc(s.daemon.version)} · up ${age(s.daemon.now - s.daemon.startedAt)} · reloads ${s.daemon.reloads.ok} ok, ${s.daemon.reloads.failed} failed${host}</span>
-        <button type="button" class="reload" data-target="${esc(d.id)}">Reload</button></div>
-      ${s.pools.map((p) => poolView(d, p)).join('')}</article>`;
+    renderTable();
   }
 
-  // Brings `el` to the new markup in place: nodes that stay keep their identity, so a
-  // button being clicked or a <details> the user opened survives the next tick.
-  function morph(el, next) {
-    if (el.nodeType !== next.nodeType || el.nodeName !== next.nodeName) return void el.replaceWith(next);
-    if (el.nodeType === 3) {
-      if (el.nodeValue !== next.nodeValue) el.nodeValue = next.nodeValue;
-      return;
-    }
-    if (el.nodeType !== 1) return;
-    for (const a of [...el.attributes]) if (!next.hasAttribute(a.name) && a.name !== 'open') el.removeAttribute(a.name);
-    for (const a of next.attributes) if (el.getAttribute(a.name) !== a.value && !(a.name === 'open' && el.fcgipmSeen)) el.setAttribute(a.name, a.value);
-    if (el.nodeName === 'DETAILS') el.fcgipmSeen = true;
-    morphChildren(el, next);
-  }
-
-  function morphChildren(el, next) {
-    const want = [...next.childNodes];
-    while (el.childNodes.length > want.length) el.lastChild.remove();
-    want.forEach((n, i) => {
-      const cur = el.childNodes[i];
-      if (cur === undefined) el.appendChild(n);
-      else morph(cur, n);
-    });
-  }
-
-  function renderCluster() {
-    if (!cluster) return;
-    const t = document.createElement('template');
-    t.innerHTML = cluster.daemons.map(daemonView).join('');
-    morphChildren($('#daemons'), t.content);
-    $('#updated').textContent = `updated ${new Date(cluster.at).toLocaleTimeString()}`;
-    renderEditChoices();
-  }
-
-  function renderEditChoices() {
-    const sel = $('#edit-pool');
-    const names = Object.keys(cluster.pools).sort();
-    const cur = sel.value;
-    if (sel.dataset.names !== names.join(',')) {
-      sel.innerHTML = names.map((n) => `<option>${esc(n)}</option>`).join('');
-      sel.dataset.names = names.join(',');
-      if (names.includes(cur)) sel.value = cur;
-    }
-    const ids = cluster.pools[sel.value] ?? [];
-    const box = $('#edit-targets');
-    if (box.dataset.ids !== ids.join(',')) {
-      const checked = new Set([...box.querySelectorAll('input:checked')].map((i) => i.value));
-      box.innerHTML = '<legend>On daemons</legend>' + ids.map((id) => {
-        const d = cluster.daemons.find((x) => x.id === id);
-        return `<label><input type="checkbox" name="target" value="${esc(id)}"${checked.size === 0 || checked.has(id) ? ' checked' : ''}> ${esc(d ? d.label : id)}</label>`;
-      }).join('');
-      box.dataset.ids = ids.join(',');
-    }
-    const fields = $('#edit-fields');
-    if (fields.dataset.keys !== editable.join(',')) {
-      fields.innerHTML = editable.map((k) => `<label>${esc(k)} <input name="${esc(k)}" data-key="${esc(k)}" autocomplete="off"></label>`).join('');
-      fields.dataset.keys = editable.join(',');
-    }
-  }
-
-  function renderWarnings(list) {
-    const ol = $('#warnings');
-    if (!list.length) return void (ol.innerHTML = '<li class="muted">none</li>');
-    const label = (id) => (cluster?.daemons.find((d) => d.id === id)?.label ?? id).replace(/ \(pid \d+\)$/, '');
-    ol.innerHTML = list.map((w) => `<li data-warning-daemon="${esc(w.daemon)}"><span class="muted">${new Date(w.last).toLocaleTimeString()} ${esc(label(w.daemon))}</span><br><code>${esc(w.code)}</code>${w.pool ? ` [${esc(w.pool)}]` : ''} ${esc(w.msg)}${w.count > 1 ? ` <b>×${w.count}</b>` : ''}</li>`).join('');
-  }
-
-  // mode: preview | edit | reload | restart | rolling | drain
-  function renderResults(out, mode) {
-    const preview = mode === 'preview';
-    const done = { edit: 'written and reloaded', reload: 'reloaded', restart: 'workers replaced' }[mode] ?? 'done';
-    // A rolling restart's or drain's report: what it did on that daemon.
+  // mode: preview | edit | site (a site file: its directory's watch applies it) | restart | rolling | drain
+  function resultHtml(out, mode) {
+    const done = { edit: 'written and reloaded', site: 'written; the site picks it up', restart: 'workers replaced' }[mode] ?? 'done';
     const did = (rep) => (rep?.action === 'restart' ? `${rep.started.length} worker(s) replaced one by one` : rep?.action === 'drain' ? `${rep.retired.length} worker(s) retired` : done);
-    const html = out.results.map((r) => {
-      const d = cluster?.daemons.find((x) => x.id === r.id);
-      const diff = (r.diff ?? []).map((l) => `<span class="${l.op === '+' ? 'add' : l.op === '-' ? 'del' : ''}">${esc(l.op)} ${esc(l.text)}</span>`).join('\n');
-      const probs = [...(r.problems ?? []), ...(r.reload?.problems ?? [])];
-      const status = r.error ? esc(r.error) : r.reload ? (r.reload.ok ? did(r.reload.report) : `${mode === 'rolling' || mode === 'drain' ? mode : 'reload'} failed: ${esc(r.reload.error)}`) : r.ok ? (preview ? 'valid' : 'valid; not written') : 'invalid';
-      return `<div class="result ${r.ok ? '' : 'bad'}" data-result="${esc(r.id)}" data-ok="${r.ok}"><b>${esc(d ? d.label : r.id)}</b>: <span class="status">${status}</span>
+    const html = (out.results || []).map((r) => {
+      const d = daemons.find((x) => x.id === r.id);
+      const diff = (r.diff || []).map((l) => `<span class="${l.op === '+' ? 'add' : l.op === '-' ? 'del' : ''}">${esc(l.op)} ${esc(l.text)}</span>`).join('\n');
+      const probs = [...(r.problems || []), ...(r.reload?.problems || [])];
+      const status = r.error ? esc(r.error) : r.reload ? (r.reload.ok ? did(r.reload.report) : `${mode === 'rolling' || mode === 'drain' ? mode : 'reload'} failed: ${esc(r.reload.error)}`) : r.ok ? (mode === 'preview' ? 'valid' : 'valid; not written') : 'invalid';
+      return `<div class="result ${r.ok ? '' : 'bad'}" data-result="${esc(r.id)}" data-ok="${r.ok}" data-conflict="${r.conflict === true}"><b>${esc(d ? d.label : r.id)}</b>: <span class="status">${status}</span>
         ${probs.length ? `<ul class="problems">${probs.map((p) => `<li>${esc(p)}</li>`).join('')}</ul>` : ''}${diff ? `<pre class="diff">${diff}</pre>` : ''}</div>`;
     }).join('');
-    const head = out.applied ? '<p>Applied.</p>' : preview ? '<p>Preview: nothing written.</p>' : mode === 'edit' ? '<p class="reason">Nothing was changed on any daemon.</p>' : '<p class="reason">Failed.</p>';
-    $('#edit-result').innerHTML = head + html;
+    const head = out.error ? `<p class="reason">${esc(out.error)}</p>` : out.applied ? '<p>Applied.</p>' : mode === 'preview' ? '<p>Preview: nothing written.</p>' : mode === 'edit' || mode === 'site' ? '<p class="reason">Nothing was changed on any daemon.</p>' : '';
+    return head + html;
   }
 
   async function post(path, body) {
-    const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), credentials: 'same-origin' });
-    const v = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
-    if (!res.ok) throw new Error(v.error ?? `HTTP ${res.status}`);
-    return v;
+    const r = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), credentials: 'same-origin' });
+    return r.json().catch(() => ({ error: `HTTP ${r.status}` }));
   }
 
-  function editBody(dryRun) {
+  async function submitEdit(form, dry) {
+    const k = form.dataset.for;
+    const [d, pool] = k.split(SEP);
     const settings = {};
-    for (const i of document.querySelectorAll('#edit-fields input')) {
-      const v = i.value.trim();
-      if (v === '-') settings[i.dataset.key] = null;
-      else if (v !== '') settings[i.dataset.key] = v;
+    for (const input of form.querySelectorAll('input[data-key]')) {
+      const was = input.defaultValue, now = input.value.trim();
+      if (now !== was) settings[input.dataset.key] = now === '' ? null : now;
     }
-    const targets = [...document.querySelectorAll('#edit-targets input:checked')].map((i) => i.value);
-    return { pool: $('#edit-pool').value, targets, settings, dryRun };
+    const res = $('.edit-result', form);
+    if (Object.keys(settings).length === 0) {
+      res.innerHTML = '<div class="result" data-result="none">nothing changed</div>';
+      return;
+    }
+    const all = $('.edit-all', form);
+    const targets = all && all.checked ? [...new Set(rows.filter((r) => r.pool === pool).map((r) => r.d))] : [d];
+    res.innerHTML = '<span class="muted">working…</span>';
+    const out = await post('api/edit', { targets, pool, settings, dryRun: dry, expect: { [d]: form.dataset.hash } });
+    res.innerHTML = resultHtml(out, dry ? 'preview' : form.dataset.kind === 'site' ? 'site' : 'edit');
+    // Written: the form shows the file as it is now (and its new hash).
+    if (!dry && out.applied && (out.results || []).every((r) => r.ok)) {
+      const keep = res.innerHTML;
+      await fetchDetails(k, true);
+      const o = open.get(k);
+      if (o) $('.edit-result', o.tr).innerHTML = keep;
+    }
   }
 
-  async function edit(dryRun) {
-    $('#edit-result').innerHTML = '<p class="muted">working…</p>';
-    try {
-      renderResults(await post('api/edit', editBody(dryRun)), dryRun ? 'preview' : 'edit');
-    } catch (err) {
-      $('#edit-result').innerHTML = `<p class="reason">${esc(err.message)}</p>`;
-    }
+  // ---- warnings -----------------------------------------------------------------------
+
+  function renderWarnings() {
+    const level = $('#log-level').value;
+    const pool = $('#log-pool').value.trim().toLowerCase();
+    const list = warnings.filter((w) => (level === 'error' ? w.level !== 'warn' : true) && (pool === '' || (w.pool ?? '').toLowerCase().includes(pool) || w.msg.toLowerCase().includes(pool)));
+    $('#warnings').innerHTML = list.length === 0 ? '<li class="muted">none</li>' : list.map((w) => `<li class="${esc(w.level)}" data-code="${esc(w.code)}" data-warning-daemon="${esc(w.daemon)}"><code>${esc(w.code)}</code> ${esc(w.msg)}${w.count > 1 ? ` <span class="muted">×${w.count}</span>` : ''} <span class="muted">${esc(w.daemon)}${w.pool ? ` · ${esc(w.pool)}` : ''} · ${age(w.last)} ago</span></li>`).join('');
   }
 
-  $('#edit-form').addEventListener('submit', (e) => { e.preventDefault(); void edit(false); });
-  $('#edit-preview').addEventListener('click', () => void edit(true));
-  $('#edit-pool').addEventListener('change', () => cluster && renderEditChoices());
-  $('#daemons').addEventListener('click', async (e) => {
-    const b = e.target.closest('button.reload, button.pool-action');
-    if (!b) return;
-    b.disabled = true;
-    $('#edit-result').innerHTML = '<p class="muted">working…</p>';
-    try {
-      const verb = b.dataset.verb ?? 'reload';
-      const body = verb === 'reload' ? { targets: [b.dataset.target] } : { targets: JSON.parse(b.dataset.targets), pool: b.dataset.restartPool, rolling: verb === 'rolling' };
-      const out = await post(verb === 'reload' ? 'api/reload' : verb === 'drain' ? 'api/drain' : 'api/restart', body);
-      renderResults({ applied: out.results.every((r) => r.ok), results: out.results }, verb);
-    } catch (err) {
-      $('#edit-result').innerHTML = `<p class="reason">${esc(err.message)}</p>`;
+  // ---- wiring -------------------------------------------------------------------------
+
+  $('#pools thead').addEventListener('click', (e) => {
+    const th = e.target.closest('th[data-sort]');
+    if (!th) return;
+    const k = th.dataset.sort;
+    sort = sort.key === k ? { key: k, dir: -sort.dir } : { key: k, dir: NUMERIC.has(k) ? -1 : 1 };
+    renderTable();
+  });
+  $('#pools tbody').addEventListener('click', (e) => {
+    const act = e.target.closest('.pool-action');
+    if (act) {
+      const k = act.closest('tr.details').dataset.key;
+      const [d, pool] = k.split(SEP);
+      const out = $('.action-result', act.closest('tr.details'));
+      out.textContent = 'working…';
+      void post(act.dataset.verb === 'drain' ? 'api/drain' : 'api/restart', { targets: [d], pool, rolling: act.dataset.verb === 'rolling' }).then((r) => {
+        out.innerHTML = resultHtml(r, act.dataset.verb);
+      });
+      return;
+    }
+    if (e.target.closest('.edit-preview')) return void submitEdit(e.target.closest('form'), true);
+    const row = e.target.closest('tr.row');
+    if (row) toggle(row.dataset.key);
+  });
+  $('#pools tbody').addEventListener('submit', (e) => {
+    e.preventDefault();
+    void submitEdit(e.target, false);
+  });
+  $('#pools tbody').addEventListener('keydown', (e) => {
+    const row = e.target.closest('tr.row');
+    if (row && (e.key === 'Enter' || e.key === ' ')) {
+      e.preventDefault();
+      toggle(row.dataset.key);
     }
   });
+  $('#search').addEventListener('input', renderTable);
+  $('#show-idle').addEventListener('change', renderTable);
+  $('#log-level').addEventListener('change', renderWarnings);
+  $('#log-pool').addEventListener('input', renderWarnings);
 
-  let intervalMs = 2000;
   const es = new EventSource('api/events');
-  es.addEventListener('open', () => { $('#conn').textContent = 'live'; $('#conn').className = 'pill'; });
-  es.addEventListener('error', () => { $('#conn').textContent = 'reconnecting…'; $('#conn').className = 'pill down'; });
-  es.addEventListener('history', (e) => {
-    const h = JSON.parse(e.data);
-    intervalMs = h.intervalMs;
-    capacity = Math.max(1, Math.ceil(h.historyMs / h.intervalMs));
-    editable = h.editable;
-    rings.clear();
-    for (const [k, pts] of Object.entries(h.rings)) rings.set(k, pts);
+  es.addEventListener('hello', (e) => {
+    editable = JSON.parse(e.data).editable;
+  });
+  es.addEventListener('sites', (e) => {
+    sites = new Map(JSON.parse(e.data).map((x) => [x.d, x.sites]));
+    renderTable();
   });
   es.addEventListener('tick', (e) => {
     const t = JSON.parse(e.data);
-    for (const [k, p] of Object.entries(t.points)) {
-      const r = rings.get(k) ?? [];
-      if (!r.length || r[r.length - 1].t !== p.t) r.push(p);
-      if (r.length > capacity) r.splice(0, r.length - capacity);
-      rings.set(k, r);
-    }
-    cluster = t.cluster;
-    renderCluster();
+    daemons = t.daemons;
+    rows = t.rows;
+    renderDaemons();
+    renderTable();
+    $('#updated').textContent = `updated ${new Date(t.at).toLocaleTimeString()}`;
+    document.body.dataset.ticks = String(Number(document.body.dataset.ticks || 0) + 1);
+    for (const [k, o] of open) if (Date.now() - o.fetchedAt > DETAILS_MS) void fetchDetails(k, false);
   });
-  es.addEventListener('warnings', (e) => renderWarnings(JSON.parse(e.data)));
+  es.addEventListener('warnings', (e) => {
+    warnings = JSON.parse(e.data);
+    renderWarnings();
+  });
+  es.onopen = () => {
+    $('#conn').textContent = 'live';
+    $('#conn').className = 'pill';
+  };
+  es.onerror = () => {
+    $('#conn').textContent = 'reconnecting…';
+    $('#conn').className = 'pill down';
+  };
 })();

@@ -1,0 +1,186 @@
+/**
+ * Figures for issue 24's targets (docs/BENCHMARKS.md). Prints figures, asserts nothing.
+ *
+ *   npx tsc -p . && node dist/bench/observability.js [--sites 1000] [--active 200] [--cpu-seconds 30]
+ *
+ * As root (the sites run as nobody). Three daemons: a (the dashboard, `--sites` vhosts
+ * sites from a directory behind an HTTP listener with status_path) and two peers b, c
+ * with one php-cgi pool each. `--active` sites get one request (one php-cgi each), then:
+ *  - `fcgi-pm status` (compact) line count, and `status --pool` of one site;
+ *  - a Prometheus scrape of /status?prometheus: time (median of 20) and size, and its
+ *    series count with the sites active against with them all idle (after eviction);
+ *  - the dashboard in headless Chromium: first render (navigation to the table drawn with
+ *    every active row), bytes the page loaded (documents, scripts, the event stream up to
+ *    then), daemon a's CPU over `--cpu-seconds` with the page open against with none.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
+
+const arg = (name: string, def: string): string => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1]! : def;
+};
+const SITES = Number(arg('--sites', '1000'));
+const ACTIVE = Number(arg('--active', '200'));
+const CPU_S = Number(arg('--cpu-seconds', '30'));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'fcgi-pm');
+const FIXTURES = join(ROOT, 'test', 'fixtures', 'php');
+const TOKEN = 'bench-token-0123456789abcdef';
+/** USER_HZ: the unit of /proc/PID/stat times (getconf CLK_TCK). */
+const TICKS = 100;
+let port = 21_000 + (process.pid % 500) * 10;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; ms: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, ms: performance.now() - t0 }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function cpuTicks(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return Number(rest[11]) + Number(rest[12]); // utime + stime
+}
+
+function run(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    p.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`fcgi-pm ${args.join(' ')}: exit ${code}`))));
+  });
+}
+
+async function daemon(dir: string, text: string, allowRoot = false): Promise<{ proc: ChildProcess; control: string }> {
+  const file = join(dir, 'fcgi-pm.yaml');
+  writeFileSync(file, text);
+  const proc = spawn(BIN, ['run', '-c', file, ...(allowRoot ? ['--allow-root'] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let buf = '';
+    proc.stdout!.setEncoding('utf8').on('data', (c: string) => {
+      buf += c;
+      if (/"kind":"ready"/.test(buf)) resolve();
+    });
+    proc.on('exit', (code) => reject(new Error(`daemon exited ${code}: ${buf.slice(-500)}`)));
+  });
+  proc.stdout!.resume();
+  return { proc, control: join(dir, 'control.sock') };
+}
+
+async function main(): Promise<void> {
+  const base = mkdtempSync(join(tmpdir(), 'fpm-obs-'));
+  chmodSync(base, 0o755);
+  const procs: ChildProcess[] = [];
+  try {
+    const root = join(base, 'www');
+    mkdirSync(root, { mode: 0o755 });
+    for (const f of ['pid.php', 'sleep.php']) {
+      copyFileSync(join(FIXTURES, f), join(root, f));
+      chmodSync(join(root, f), 0o644);
+    }
+    const sites = join(base, 'sites');
+    mkdirSync(sites);
+    for (let i = 0; i < SITES; i++) writeFileSync(join(sites, `site${i}.yaml`), `names: [site${i}.test]\ndocument_root: ${root}\npool: { user: nobody, max_children: 2, idle_timeout: 1h }\n`);
+    const peers: string[] = [];
+    for (const name of ['b', 'c']) {
+      const dir = join(base, name);
+      mkdirSync(dir);
+      const d = await daemon(dir, `control_socket: ${join(dir, 'control.sock')}\nlisten:\n  - { protocol: http, address: "127.0.0.1:${port++}", pool: www, document_root: ${FIXTURES} }\npools:\n  www: { command: [php-cgi], pm: static, max_children: 2 }\nlog: { access: false }\n`, true);
+      procs.push(d.proc);
+      peers.push(d.control);
+    }
+    const adir = join(base, 'a');
+    mkdirSync(adir);
+    const http = port++;
+    const dash = port++;
+    const t0 = performance.now();
+    const a = await daemon(
+      adir,
+      `control_socket: ${join(adir, 'control.sock')}\nlisten:\n  - { protocol: http, address: "127.0.0.1:${http}", vhosts: true, status_path: /status }\nvhosts:\n  dir: ${sites}\n  defaults: { command: [php-cgi] }\ndashboard:\n  address: "127.0.0.1:${dash}"\n  token: ${TOKEN}\n  peers: [${peers.join(', ')}]\nlog: { access: false }\n`,
+    );
+    procs.push(a.proc);
+    console.log(`${SITES} sites, daemon a ready in ${Math.round(performance.now() - t0)} ms`);
+
+    // Idle: the scrape's series with no site active.
+    const idleScrape = await get(`http://127.0.0.1:${http}/status?prometheus`);
+    const seriesOf = (t: string): number => t.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
+    const siteSeries = (t: string): number => t.split('\n').filter((l) => /pool="site\d+"/.test(l)).length;
+    console.log(`scrape with ${SITES} idle sites: ${seriesOf(idleScrape.body)} series, ${siteSeries(idleScrape.body)} of them sites', ${idleScrape.body.length} bytes`);
+
+    // ACTIVE sites get a request each (10 at a time).
+    const t1 = performance.now();
+    for (let i = 0; i < ACTIVE; i += 10) {
+      await Promise.all(Array.from({ length: Math.min(10, ACTIVE - i) }, (_, k) => get(`http://127.0.0.1:${http}/pid.php`, { host: `site${i + k}.test` })));
+    }
+    console.log(`${ACTIVE} sites activated (one php-cgi each) in ${Math.round(performance.now() - t1)} ms`);
+
+    const status = await run(['status', '--control', a.control]);
+    console.log(`fcgi-pm status (compact) with ${ACTIVE} active sites: ${status.trimEnd().split('\n').length} lines (target ≤ 220)`);
+    const one = await run(['status', '--site', 'site7', '--control', a.control]);
+    console.log(`fcgi-pm status --site site7: ${one.trimEnd().split('\n').length} lines`);
+
+    const times: number[] = [];
+    let body = '';
+    for (let i = 0; i < 20; i++) {
+      const r = await get(`http://127.0.0.1:${http}/status?prometheus`);
+      times.push(r.ms);
+      body = r.body;
+    }
+    console.log(`scrape with ${ACTIVE} active pools: median ${median(times).toFixed(1)} ms (min ${Math.min(...times).toFixed(1)}, max ${Math.max(...times).toFixed(1)}), ${(body.length / 1024).toFixed(0)} KiB, ${seriesOf(body)} series (${siteSeries(body)} of sites) (targets ≤ 50 ms, ≤ 1 MB)`);
+
+    // CPU of daemon a with no page open (the idle sampler runs every 10 s).
+    const pid = a.proc.pid!;
+    let c0 = cpuTicks(pid);
+    await sleep(CPU_S * 1000);
+    const idleCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
+
+    const profile = mkdtempSync(join(tmpdir(), 'fpm-obs-chrome-'));
+    const browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', `--user-data-dir=${profile}`] });
+    try {
+      const page = await browser.newPage();
+      await page.setViewport({ width: 1360, height: 1000 });
+      await page.setExtraHTTPHeaders({ authorization: `Bearer ${TOKEN}` });
+      let bytes = 0;
+      const cdp = await page.createCDPSession();
+      await cdp.send('Network.enable');
+      cdp.on('Network.dataReceived', (e: { encodedDataLength: number; dataLength: number }) => (bytes += e.encodedDataLength || e.dataLength));
+      cdp.on('Network.responseReceived', () => undefined);
+      const t2 = performance.now();
+      await page.goto(`http://127.0.0.1:${dash}/`);
+      await page.waitForFunction((n: number) => (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } }).document.querySelectorAll('tr.row:not(.idle-site)').length >= n, { timeout: 60_000, polling: 10 }, ACTIVE + 2);
+      const render = performance.now() - t2;
+      const loaded = bytes;
+      console.log(`dashboard first render (navigation to ${ACTIVE + 2} active rows drawn, ${SITES} sites listed): ${Math.round(render)} ms (target ≤ 1000 ms); page weight until then ${(loaded / 1024).toFixed(0)} KiB (target ≤ 300 KB)`);
+      c0 = cpuTicks(pid);
+      const b0 = bytes;
+      await sleep(CPU_S * 1000);
+      const openCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
+      console.log(`daemon a CPU over ${CPU_S} s: ${idleCpu.toFixed(2)} % of a core with no page open, ${openCpu.toFixed(2)} % with one page open (target ≤ 1 %); the page received ${((bytes - b0) / 1024 / CPU_S).toFixed(1)} KiB/s`);
+    } finally {
+      await browser.close();
+      rmSync(profile, { recursive: true, force: true });
+    }
+  } finally {
+    for (const p of procs.reverse()) p.kill('SIGTERM');
+    await sleep(3000);
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,76 @@
+/**
+ * The page's table (pure): one small row per daemon and pool, from a tick's cluster and
+ * points, so a page watching 200 active pools gets a few dozen bytes per pool per tick;
+ * a pool's full status, workers and chart points come on demand for the rows opened.
+ */
+import { percentile } from '../control/histogram.js';
+import type { PoolStatus } from '../control/types.js';
+import type { Cluster } from './merge.js';
+import type { PoolPoint } from './points.js';
+import { ringKey } from './sampler.js';
+
+export interface PoolRow {
+  /** Daemon id. */
+  d: string;
+  pool: string;
+  state: string;
+  pm: string;
+  busy: number;
+  idle: number;
+  max: number | undefined;
+  queue: number;
+  limit: number;
+  /** Requests per second over the last tick (else the daemon's 10 s figure). */
+  rps: number;
+  /** Upper bucket bound of the 99th percentile since the pool started, ms. */
+  p99: number | undefined;
+  mem: number | undefined;
+  /** 4xx and 5xx answers since the pool started, and refusals by fcgi-pm. */
+  e4: number;
+  e5: number;
+  refused: number;
+}
+
+export interface DaemonRow {
+  id: string;
+  up: boolean;
+  reason?: string | undefined;
+  label: string;
+  state?: string | undefined;
+  version?: string | undefined;
+  sites?: { defined: number; active: number; broken: number; brokenSites: Array<{ id: string; error: string }> } | undefined;
+}
+
+function poolRow(d: string, p: PoolStatus, pt: PoolPoint | undefined): PoolRow {
+  const o = p.outcomes;
+  const mem = p.memory?.total ?? p.workers.reduce((n, w) => n + (w.memory ?? 0), 0);
+  return {
+    d,
+    pool: p.name,
+    state: p.state,
+    pm: p.pm,
+    busy: p.kind === 'external' ? p.active : p.processes.busy + p.processes.draining,
+    idle: p.processes.idle,
+    max: p.maxChildren,
+    queue: p.queue.length,
+    limit: p.queue.limit,
+    rps: pt?.rps ?? p.rps ?? 0,
+    p99: o === undefined ? undefined : percentile(undefined, o.latency, 0.99),
+    mem: mem > 0 ? mem : undefined,
+    e4: o?.status['4xx'] ?? 0,
+    e5: o?.status['5xx'] ?? 0,
+    refused: o === undefined ? 0 : Object.values(o.refusals).reduce((a, b) => a + b, 0),
+  };
+}
+
+export function tableOf(cluster: Cluster, points: Record<string, PoolPoint>): { daemons: DaemonRow[]; rows: PoolRow[] } {
+  const daemons: DaemonRow[] = [];
+  const rows: PoolRow[] = [];
+  for (const d of cluster.daemons) {
+    const s = d.snapshot;
+    const sites = s?.sites === undefined ? undefined : { defined: s.sites.defined, active: s.sites.active, broken: s.sites.broken, brokenSites: s.sites.brokenSites };
+    daemons.push({ id: d.id, up: d.up, reason: d.reason, label: d.label, state: s?.daemon.state, version: s?.daemon.version, sites });
+    for (const p of s?.pools ?? []) rows.push(poolRow(d.id, p, points[ringKey(d.id, p.name)]));
+  }
+  return { daemons, rows };
+}
