@@ -23,7 +23,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { start, stopAll, waitReady, type Started } from './compare-procs.js';
-import { findPhpFpm, REPO } from './compare-stacks.js';
+import { findPhpFpm, REPO, runNginx } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 import { djangoDatabase, freePort, machineLine, startFcgiPmDjango, startUwsgi } from './django.js';
 
@@ -153,7 +153,6 @@ interface Site {
 }
 
 async function startNginx(dir: string, sites: Site[]): Promise<Started> {
-  for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
   const blocks = sites.map((s, i) => {
     const up = `upstream up${i} { server unix:${s.sock}; keepalive 32; }`;
     const loc =
@@ -166,26 +165,7 @@ async function startNginx(dir: string, sites: Site[]): Promise<Started> {
     return `${s.kind === 'uwsgi' ? '' : up}
   server { listen 127.0.0.1:${s.port} backlog=4096; ${loc} }`;
   });
-  const conf = `${process.getuid?.() === 0 ? 'user root root;' : ''}
-daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log crit;
-events { worker_connections 16384; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/client_body;
-  fastcgi_temp_path ${dir}/fastcgi;
-  scgi_temp_path ${dir}/scgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  proxy_temp_path ${dir}/proxy;
-  ${blocks.join('\n  ')}
-}
-`;
-  writeFileSync(join(dir, 'nginx.conf'), conf);
-  const p = start('nginx', '/usr/sbin/nginx', ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', join(dir, 'nginx.conf')]);
-  for (const s of sites) await waitReady('nginx', { port: s.port }, p);
-  return p;
+  return runNginx(dir, blocks, sites.map((s) => s.port));
 }
 
 async function suite(name: string, tag: string, dir: string, sites: Site[], peer: string, path: string, workers: number, rates: number[], seconds: number, timeoutMs: number): Promise<void> {
