@@ -16,21 +16,20 @@
  * uWSGI as external backends, a new connection per request), so no web server is in the
  * path. p99 of 20 tries is the slowest of them.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { PoolConfig } from '../src/config/types.js';
-import type { ProxyError } from '../src/errors.js';
 import type { Logger } from '../src/log/log.js';
 import { parseSmapsRollup } from '../src/memory/proc.js';
 import { createPool, type Pool } from '../src/pool/index.js';
-import { Exchange, type ResponseSink } from '../src/protocol/exchange.js';
+import { Exchange } from '../src/protocol/exchange.js';
 import { CgiParams } from '../src/protocol/params.js';
 import { childrenOf } from '../src/worker/children.js';
 import { generatePhpApp } from './php-app.js';
+import { benchPoolConfig, djangoExample, Sink, SYSTEM_PYTHON } from './pool-client.js';
 
 const arg = (name: string, def: string): string => {
   const i = process.argv.indexOf(name);
@@ -39,39 +38,12 @@ const arg = (name: string, def: string): string => {
 const TRIES = Number(arg('--tries', '20'));
 const CLASSES = Number(arg('--classes', '400'));
 const ONLY = arg('--only', 'all');
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const PY = '/usr/bin/python3';
+const PY = SYSTEM_PYTHON;
 const MiB = 1024 * 1024;
 const IS_ROOT = process.geteuid?.() === 0;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 // ---- client ---------------------------------------------------------------------------
-
-class Sink implements ResponseSink {
-  status = 0;
-  text = '';
-  readonly done: Promise<void>;
-  private resolve!: () => void;
-  constructor() {
-    this.done = new Promise((r) => (this.resolve = r));
-  }
-  head(h: { status: number }): void {
-    this.status = h.status;
-  }
-  body(chunk: Buffer): boolean {
-    if (this.text.length < 4096) this.text += chunk.toString('latin1');
-    return true;
-  }
-  stderr(): void {}
-  end(): void {
-    this.resolve();
-  }
-  fail(err: ProxyError): number {
-    this.status = err.status;
-    this.resolve();
-    return 0;
-  }
-}
 
 const CGI = { SERVER_PROTOCOL: 'HTTP/1.1', SERVER_NAME: 'localhost', SERVER_PORT: '80', REMOTE_ADDR: '127.0.0.1', GATEWAY_INTERFACE: 'CGI/1.1' };
 
@@ -222,13 +194,7 @@ async function measure(app: string, v: Variant, page: Record<string, string>, ho
 }
 
 function poolConfig(over: Partial<PoolConfig>): PoolConfig {
-  return {
-    name: 'bench', backend: 'fastcgi', backends: [], maxConnsPerBackend: 16, backendDownTime: 5000, connectTimeout: 5000, readTimeout: 60_000, keepAlive: true,
-    command: undefined, socket: 'fd0', env: {}, inheritEnv: [], cwd: undefined, user: undefined, group: undefined,
-    pm: 'ondemand', maxChildren: 4, startChildren: 0, minSpare: 1, maxSpare: 3, maxSpawnRate: 32, spawnTimeout: 30_000, idleTimeout: 300,
-    maxRequests: 0, maxRequestsJitter: 0, maxLifetime: 0, requestTimeout: 0, slowRequest: 0, killTimeout: 2000, crashLimit: 50, crashWindow: 60_000,
-    queueLimit: 1024, queueTimeout: 30_000, ...over,
-  } as PoolConfig;
+  return benchPoolConfig({ idleTimeout: 300, crashLimit: 50, ...over });
 }
 
 function fcgiPmVariant(label: string, cfg: PoolConfig, runtimeDir: string, opts: { zero: boolean; parentGone?: boolean } = { zero: true }): Variant {
@@ -366,15 +332,7 @@ async function parkedGroupParent(sock: string, runtimeDir: string): Promise<Vari
 // ---- Django ---------------------------------------------------------------------------
 
 async function django(rows: Row[]): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'fpm-cold-dj-'));
-  const run = join(dir, 'run');
-  mkdirSync(run, { mode: 0o700 });
-  const db = join(dir, 'db.sqlite3');
-  const app = join(ROOT, 'examples', 'django');
-  const env = { PATH: '/usr/bin:/bin', DJANGO_SETTINGS_MODULE: 'mysite.settings', DJANGO_DB_PATH: db, PYTHONDONTWRITEBYTECODE: '1', LANG: 'C.UTF-8' };
-  execFileSync(PY, ['-B', 'manage.py', 'migrate', '--noinput', '-v', '0'], { cwd: app, env });
-  const adapter = join(ROOT, 'bin', 'fcgi-pm-wsgi');
-  const page = { SCRIPT_NAME: '/app', PATH_INFO: '/page/', REQUEST_URI: '/app/page/' };
+  const { dir, run, app, env, adapter, page } = djangoExample('fpm-cold-dj-');
   const holdPage: HoldPage = { params: { SCRIPT_NAME: '/app', PATH_INFO: '/stream/', QUERY_STRING: 'mb=16', REQUEST_URI: '/app/stream/?mb=16' }, how: 'response' };
   let n = 0;
   const variant = (label: string, preload: boolean, over: Partial<PoolConfig> = {}): Variant => {

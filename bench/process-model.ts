@@ -13,20 +13,19 @@
  * Pools are driven in-process through createPool (the same client cost for every
  * variant); nginx is not in the path.
  */
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { PoolConfig } from '../src/config/types.js';
-import type { ProxyError } from '../src/errors.js';
 import { pino } from 'pino';
 import type { Logger } from '../src/log/log.js';
 import { createPool, type Pool } from '../src/pool/index.js';
 import { CgiParams } from '../src/protocol/params.js';
-import { Exchange, type ResponseSink } from '../src/protocol/exchange.js';
+import { Exchange } from '../src/protocol/exchange.js';
 import { parseSmapsRollup } from '../src/memory/proc.js';
 import { childrenOf } from '../src/worker/children.js';
+import { benchPoolConfig, djangoExample, Sink, SYSTEM_PYTHON } from './pool-client.js';
 
 const arg = (name: string, def: number): number => {
   const i = process.argv.indexOf(name);
@@ -34,8 +33,7 @@ const arg = (name: string, def: number): number => {
 };
 const ROUNDS = arg('--rounds', 5);
 const SECONDS = arg('--seconds', 8);
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const PY = '/usr/bin/python3';
+const PY = SYSTEM_PYTHON;
 const MiB = 1024 * 1024;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const mib = (n: number): string => (n / MiB).toFixed(1);
@@ -52,30 +50,6 @@ function logged(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   return { logger, lines };
 }
 
-class Sink implements ResponseSink {
-  status = 0;
-  readonly done: Promise<void>;
-  private resolve!: () => void;
-  constructor() {
-    this.done = new Promise((r) => (this.resolve = r));
-  }
-  head(h: { status: number }): void {
-    this.status = h.status;
-  }
-  body(): boolean {
-    return true;
-  }
-  stderr(): void {}
-  end(): void {
-    this.resolve();
-  }
-  fail(err: ProxyError): number {
-    this.status = err.status;
-    this.resolve();
-    return 0;
-  }
-}
-
 async function get(pool: Pool, params: Record<string, string>): Promise<number> {
   const sink = new Sink();
   const ex = new Exchange(CgiParams.fromObject({ REQUEST_METHOD: 'GET', CONTENT_LENGTH: '0', SERVER_PROTOCOL: 'HTTP/1.1', SERVER_NAME: 'localhost', SERVER_PORT: '80', REMOTE_ADDR: '127.0.0.1', ...params }), sink, 'bench', performance.now());
@@ -85,28 +59,12 @@ async function get(pool: Pool, params: Record<string, string>): Promise<number> 
   return sink.status;
 }
 
-function base(over: Partial<PoolConfig>): PoolConfig {
-  return {
-    name: 'bench', backend: 'fastcgi', backends: [], maxConnsPerBackend: 16, backendDownTime: 5000, connectTimeout: 5000, readTimeout: 60_000, keepAlive: true,
-    command: undefined, socket: 'fd0', env: {}, inheritEnv: [], cwd: undefined, user: undefined, group: undefined,
-    pm: 'ondemand', maxChildren: 4, startChildren: 0, minSpare: 1, maxSpare: 3, maxSpawnRate: 32, spawnTimeout: 30_000, idleTimeout: 600_000,
-    maxRequests: 0, maxRequestsJitter: 0, maxLifetime: 0, requestTimeout: 0, slowRequest: 0, killTimeout: 2000, crashLimit: 5, crashWindow: 60_000,
-    queueLimit: 1024, queueTimeout: 30_000, inheritEnvNames: undefined, ...over,
-  } as unknown as PoolConfig;
-}
+const base = benchPoolConfig;
 
 // ---- Django ---------------------------------------------------------------------------
 
 async function django(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'fpm-pm-bench-'));
-  const run = join(dir, 'run');
-  mkdirSync(run, { mode: 0o700 });
-  const db = join(dir, 'db.sqlite3');
-  const app = join(ROOT, 'examples', 'django');
-  const env = { PATH: '/usr/bin:/bin', DJANGO_SETTINGS_MODULE: 'mysite.settings', DJANGO_DB_PATH: db, PYTHONDONTWRITEBYTECODE: '1', LANG: 'C.UTF-8' };
-  execFileSync(PY, ['-B', 'manage.py', 'migrate', '--noinput', '-v', '0'], { cwd: app, env });
-  const adapter = join(ROOT, 'bin', 'fcgi-pm-wsgi');
-  const page = { SCRIPT_NAME: '/app', PATH_INFO: '/page/', REQUEST_URI: '/app/page/' };
+  const { dir, run, app, env, adapter, page } = djangoExample('fpm-pm-bench-');
   const dbPage = { SCRIPT_NAME: '/app', PATH_INFO: '/db/', REQUEST_URI: '/app/db/' };
   const make = (preload: boolean, extra: Partial<PoolConfig> = {}) => {
     const { logger, lines } = logged();

@@ -137,6 +137,17 @@ static napi_value is_nonblocking(napi_env env, napi_callback_info info) {
   return b;
 }
 
+/* A socket systemd passed us with NonBlocking=yes: php-cgi needs it blocking. */
+static napi_value make_blocking(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int fd = arg_int(env, argv[0]);
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) return throw_errno(env, "fcntl", errno);
+  return NULL;
+}
+
 /* Unix listener: sock_diag by inode, UNIX_DIAG_RQLEN = {queued, backlog}. */
 static int unix_queue(int fd, uint32_t *queued, uint32_t *limit) {
   struct stat st;
@@ -300,6 +311,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"listenTcp", NULL, listen_tcp, NULL, NULL, NULL, napi_default, NULL},
       {"close", NULL, close_fd, NULL, NULL, NULL, napi_default, NULL},
       {"isNonBlocking", NULL, is_nonblocking, NULL, NULL, NULL, napi_default, NULL},
+      {"makeBlocking", NULL, make_blocking, NULL, NULL, NULL, napi_default, NULL},
       {"queued", NULL, queued, NULL, NULL, NULL, napi_default, NULL},
       {"watch", NULL, watch, NULL, NULL, NULL, napi_default, NULL},
   };

@@ -20,8 +20,12 @@ if (include === undefined) {
 }
 fs.mkdirSync(path.dirname(out), { recursive: true });
 const cc = process.env.CC ?? 'cc';
-const r = spawnSync(cc, ['-O2', '-Wall', '-shared', '-fPIC', '-DNODE_GYP_MODULE_NAME=direct_socket', `-I${include}`, '-o', out, src], { stdio: 'inherit' });
-if (r.status !== 0) {
+// Built beside and renamed over: a running daemon keeps the file it mapped.
+const tmp = `${out}.${process.pid}.tmp`;
+const r = spawnSync(cc, ['-O2', '-Wall', '-shared', '-fPIC', '-DNODE_GYP_MODULE_NAME=direct_socket', `-I${include}`, '-o', tmp, src], { stdio: 'inherit' });
+if (r.status === 0) {
+  fs.renameSync(tmp, out);
+} else {
   console.warn(`fcgi-pm: could not build native/direct-socket.c (${r.error?.message ?? `${cc} exited ${r.status}`}); accept: direct pools will run through their proxy listener`);
-  fs.rmSync(out, { force: true });
+  fs.rmSync(tmp, { force: true });
 }

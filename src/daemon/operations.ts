@@ -29,6 +29,7 @@ import { RequestObservers } from './request-observers.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
 import { startSuccessor, tellPredecessor, upgradeAddress, UpgradeError, type HandedSocket, type Successor } from './upgrade.js';
+import { SharedSocket } from '../worker/shared-socket.js';
 
 export { AlreadyRunningError } from './control-endpoint.js';
 export type { DaemonView, ReloadParts } from './reload-runner.js';
@@ -183,9 +184,12 @@ export class Operations {
     const sockets = takeInheritedSockets();
     if (sockets.length === 0) return;
     const fromSystemd: InheritedSocket[] = [];
+    const directByAddress = new Map([...cfg.pools.values()].filter((p) => p.accept === 'direct' && p.directListen !== undefined).map((p) => [p.directListen!.text, p.directListen!]));
     for (const s of sockets) {
       const address = upgradeAddress(s.name);
+      const direct = address === undefined ? undefined : directByAddress.get(address);
       if (address === undefined) fromSystemd.push(s);
+      else if (direct !== undefined) SharedSocket.adopt(direct, s.fd);
       else {
         adoptListeningFd(address, s.fd);
         this.inherited.add(address);
@@ -197,7 +201,18 @@ export class Operations {
       this.inherited.add(l.address.text);
       this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, listener: l.address.text }, `listener ${l.protocol} ${l.address.text} takes over ${describeInherited(s)} from systemd`);
     }
-    for (const s of unmatched) {
+    // The rest may be accept: direct pools' sockets (FileDescriptorName= the pool's name, or its direct_listen).
+    const directs = [...cfg.pools.values()].filter((p) => p.accept === 'direct' && p.directListen !== undefined).map((p) => ({ address: p.directListen!, name: p.name }));
+    const forPools = matchInherited(unmatched, directs);
+    for (const [d, s] of forPools.byListener) {
+      try {
+        SharedSocket.adopt(d.address, s.fd);
+        this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, pool: d.name }, `pool ${d.name}'s direct socket ${d.address.text} is ${describeInherited(s)} from systemd`);
+      } catch (e) {
+        this.logger.error({ code: ErrorCodes.DIRECT_SOCKET, kind: 'socket-activation', fd: s.fd, pool: d.name, err: e }, `pool ${d.name} cannot take ${describeInherited(s)} from systemd: ${(e as Error).message}`);
+      }
+    }
+    for (const s of forPools.unmatched) {
       this.unclaimed.push(s);
       this.logger.warn({ code: ErrorCodes.SOCKET_UNMATCHED, kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
     }
@@ -221,6 +236,8 @@ export class Operations {
     const d = this.dashboard.handoff;
     if (d !== undefined) out.push(d);
     for (const s of this.unclaimed) out.push({ fd: s.fd, name: s.name });
+    // accept: direct pools' sockets: the new daemon's workers accept on them while the old ones drain.
+    for (const s of SharedSocket.held()) out.push({ fd: s.fd, address: s.address.text });
     return out;
   }
 
@@ -254,6 +271,7 @@ export class Operations {
       this.logger.info({ kind: 'upgrade', sockets: sockets.length }, `upgrade: starting a new daemon with ${sockets.length} listening socket(s)`);
       const next = await startSuccessor(sockets);
       this.handedOver = true;
+      SharedSocket.handOn();
       keepUnixPaths();
       // New control connections go to the new daemon.
       this.control.handOver();

@@ -69,6 +69,11 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Probl
 
   for (const pool of cfg.pools.values()) {
     if (checkPool(pool, ['pools', pool.name], self, opts.allowRoot === true, cfg.source === QUICK_SOURCE, problems, notices)) rootRefusals++;
+    const direct = pool.accept === 'direct' ? pool.directListen : undefined;
+    if (direct?.kind === 'unix') {
+      const why = dirProblem(nodePath.dirname(direct.path), cfg.runtimeDir, daemon);
+      if (why !== undefined) problems.add(['pools', pool.name, 'direct_listen'], `cannot create ${direct.text}: ${why}`);
+    }
   }
 
   cfg.listen.forEach((l, i) => {

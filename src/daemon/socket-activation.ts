@@ -116,7 +116,10 @@ export function takeInheritedSockets(env: NodeJS.ProcessEnv = process.env, pid =
 
 const WILDCARDS = new Set(['0.0.0.0', '::', '*']);
 
-function sameAddress(s: InheritedSocket, l: ListenerConfig): boolean {
+/** What a socket is matched on: a listener, or an accept: direct pool's socket (named after the pool). */
+export type SocketUser = Pick<ListenerConfig, 'address' | 'name'>;
+
+function sameAddress(s: InheritedSocket, l: SocketUser): boolean {
   const a = l.address;
   if (a.kind === 'unix') return s.unixPath !== undefined && s.unixPath === a.path;
   if (s.tcp === undefined || s.tcp.port !== a.port) return false;
@@ -125,14 +128,14 @@ function sameAddress(s: InheritedSocket, l: ListenerConfig): boolean {
   return !isIp || s.tcp.host === a.host || (WILDCARDS.has(a.host) && WILDCARDS.has(s.tcp.host));
 }
 
-export interface ActivationMatch {
-  byListener: Map<ListenerConfig, InheritedSocket>;
+export interface ActivationMatch<L extends SocketUser = ListenerConfig> {
+  byListener: Map<L, InheritedSocket>;
   unmatched: InheritedSocket[];
 }
 
 /** Pairs sockets with listeners: by name first, then by address; each used once. */
-export function matchInherited(sockets: readonly InheritedSocket[], listeners: readonly ListenerConfig[]): ActivationMatch {
-  const byListener = new Map<ListenerConfig, InheritedSocket>();
+export function matchInherited<L extends SocketUser>(sockets: readonly InheritedSocket[], listeners: readonly L[]): ActivationMatch<L> {
+  const byListener = new Map<L, InheritedSocket>();
   const used = new Set<InheritedSocket>();
   for (const l of listeners) {
     if (l.name === undefined) continue;

@@ -21,6 +21,7 @@ interface Addon {
   listenTcp(host: string, port: number, backlog: number): number;
   close(fd: number): void;
   isNonBlocking(fd: number): boolean;
+  makeBlocking(fd: number): void;
   queued(fd: number): [number, number];
   watch(fd: number, onWake: (status: number) => void): () => void;
 }
@@ -65,11 +66,28 @@ export class SharedSocket {
   readonly fd: number;
   private refs = 0;
   private readonly lib: Addon;
+  /** Passed in by systemd: its file and descriptor are systemd's to remove. */
+  private readonly inherited: boolean;
 
-  private constructor(lib: Addon, address: SocketAddress, fd: number) {
+  private constructor(lib: Addon, address: SocketAddress, fd: number, inherited: boolean) {
     this.lib = lib;
     this.address = address;
     this.fd = fd;
+    this.inherited = inherited;
+  }
+
+  /**
+   * A listening socket systemd passed us (socket activation) for `address`: the pool that
+   * acquires that address takes it instead of binding. Made blocking if the unit said
+   * NonBlocking=yes. Kept open for the daemon's life, as systemd expects.
+   */
+  static adopt(address: SocketAddress, fd: number): void {
+    const lib = loadAddon();
+    if (lib === undefined) throw new Error(addonProblem);
+    if (lib.isNonBlocking(fd)) lib.makeBlocking(fd);
+    const s = new SharedSocket(lib, address, fd, true);
+    s.refs = 1;
+    SharedSocket.open.set(address.text, s);
   }
 
   /** Connections waiting in the accept queue, and the queue's limit (the backlog). */
@@ -97,7 +115,7 @@ export class SharedSocket {
     if (lib === undefined) throw new Error(addonProblem);
     let s = SharedSocket.open.get(address.text);
     if (s === undefined) {
-      s = new SharedSocket(lib, address, SharedSocket.listen(lib, address, opts));
+      s = new SharedSocket(lib, address, SharedSocket.listen(lib, address, opts), false);
       SharedSocket.open.set(address.text, s);
     }
     s.refs++;
@@ -105,11 +123,23 @@ export class SharedSocket {
   }
 
   release(): void {
-    if (--this.refs > 0) return;
+    if (--this.refs > 0 || this.inherited) return;
     SharedSocket.open.delete(this.address.text);
     this.lib.close(this.fd);
-    if (this.address.kind === 'unix') unlinkSocket(this.address.path);
+    if (this.address.kind === 'unix' && !SharedSocket.handedOn) unlinkSocket(this.address.path);
   }
+
+  /** The sockets held now, for an upgrade in place to hand on. */
+  static held(): SharedSocket[] {
+    return [...SharedSocket.open.values()];
+  }
+
+  /** After an upgrade in place handed the sockets to a new daemon: their files are its now. */
+  static handOn(): void {
+    SharedSocket.handedOn = true;
+  }
+
+  private static handedOn = false;
 
   private static listen(lib: Addon, address: SocketAddress, opts: SocketOptions): number {
     if (address.kind === 'tcp') return lib.listenTcp(address.host, address.port, opts.backlog);

@@ -47,3 +47,13 @@ test('check: a direct pool without the addon gets a notice naming ERR_DIRECT_SOC
   assert.equal(withAddon.code, 0, withAddon.stderr + withAddon.stdout);
   assert.doesNotMatch(withAddon.stdout + withAddon.stderr, /accept: direct is not available/);
 });
+
+test('check: a direct socket in a directory that does not exist is a problem at its line', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'fpm-direct-check-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'c.yaml');
+  writeFileSync(file, `listen:\n  - { protocol: fastcgi, address: "unix:${dir}/over.sock", pool: app }\npools:\n  app:\n    command: [/usr/bin/php-cgi]\n    accept: direct\n    direct_listen: "unix:${dir}/missing/direct.sock"\ncontrol_socket: off\n`);
+  const r = await runBin(['check', '-c', file, '--allow-root']);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stdout + r.stderr, /c\.yaml:7: pools\.app\.direct_listen: cannot create unix:.*missing\/direct\.sock: .*no such directory/);
+});

@@ -40,6 +40,8 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     for (const f of ['hello.php', 'pid.php', 'sleep.php', 'alloc.php']) copyFileSync(join(PHP_FIXTURES, f), join(root, f));
     // An "image" an attacker uploaded: PHP code that must never run.
     writeFileSync(join(root, 'image.jpg'), '<?php echo "EXECUTED-IMAGE"; ?>\n');
+    // Holds ?mb= MiB for ?ms= ms however often a signal cuts its sleep short (an idle stop's SIGTERM may reach a worker that just took it).
+    writeFileSync(join(root, 'hold.php'), '<?php $s = str_repeat("x", (int)$_GET["mb"] * 1048576); $end = microtime(true) + (int)$_GET["ms"] / 1000; while (microtime(true) < $end) usleep(20000); echo strlen($s);\n');
     const port = await freePort();
     ops = await opsDaemon(scope, {
       listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'app' }],
@@ -149,7 +151,7 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
 
   it('kills a worker over max_memory_hard', async () => {
     const mark = ops.daemon.mark();
-    const r = await get('/alloc.php?mb=96&ms=3000');
+    const r = await get('/hold.php?mb=96&ms=4000');
     assert.notEqual(r.status, 200);
     const line = await ops.daemon.waitForLog((l) => l['code'] === 'ERR_MEMORY_HARD_LIMIT', { since: mark, timeout: 5000 });
     assert.match(String(line.msg), /max_memory_hard: killed/);
@@ -170,6 +172,22 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     assert.ok(failed.length <= 1, `failed: ${JSON.stringify(failed)}`);
     for (const r of results.filter((x) => x.status === 200)) assert.match(r.text, /^slept 300 pid \d+/);
     assert.ok(Date.now() - started < 15_000);
+  });
+
+  it('a rolling restart replaces the workers while requests go on', async () => {
+    const load = Array.from({ length: 6 }, (_, i) => get(`/sleep.php?ms=${200 + i * 50}`));
+    await waitFor(() => workers().length >= MAX_CHILDREN, { timeout: 5000, what: 'both workers busy' });
+    const old = workers();
+    const r = await ops.ctl(['restart', '--pool', 'app', '--rolling'], 60_000);
+    assert.equal(r.code, 0, r.stderr + r.stdout);
+    // Not old.length: the process list may still show a worker of the test before on its way out.
+    assert.match(r.stdout, /restarted pool app \([1-9]\d* retired/);
+    await waitFor(() => old.every((pid) => !workers().includes(pid)), { timeout: 10_000, what: 'the old workers gone' });
+    const results = await Promise.all(load);
+    assert.deepEqual(results.map((x) => x.status), results.map(() => 200), 'no request failed');
+    const after = await get('/pid.php');
+    assert.equal(after.status, 200);
+    assert.ok(!old.includes(Number(after.text)), `served by a new worker, not ${old}`);
   });
 
   it('past capacity the overflow queues, then answers 503; nothing else fails', async () => {

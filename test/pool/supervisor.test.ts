@@ -12,7 +12,7 @@ import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
 import { classifyExit } from '../../src/worker/exit-policy.js';
 import { EXIT_GRACE_MS } from '../../src/pool/spawned/failures.js';
 import { PoolStats } from '../../src/pool/stats.js';
-import { Supervisor, type SupervisorHooks } from '../../src/pool/spawned/supervisor.js';
+import { Supervisor, type SlotEventContext, type SupervisorHooks } from '../../src/pool/spawned/supervisor.js';
 import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/spawned/supervisor-table.js';
 import type { Slot } from '../../src/pool/spawned/slot.js';
 import { FakeClock } from './fake-clock.js';
@@ -312,6 +312,37 @@ test('up + suspect, then exit → gone: bury, and the wait ends without a grace'
   e.clock.advance(EXIT_GRACE_MS * 2);
   assert.ok(!e.names().includes('unhold'), 'the exit answered the held failures (lost), no grace after it');
   assert.ok(e.names().includes('lost'));
+});
+
+for (const state of ['starting', 'up', 'retiring', 'stopping'] as const) {
+  test(`${state} + shutdown → stopping: shut (SIGTERM asked with the pool's reason; no hook, no recycle counted, no spawn)`, () => {
+    const e = into(state);
+    const spawned = e.wf.workers.length;
+    const stops = e.worker.stopCalls.length;
+    const recycles = { ...e.stats.recycles };
+    const ctx: SlotEventContext = { reason: 'shutdown' };
+    e.sup.fire(e.slot, 'shutdown', ctx);
+    assert.equal(e.slot.state, 'stopping');
+    assert.deepEqual(e.worker.stopCalls.slice(stops), ['shutdown']);
+    assert.ok(ctx.stopped instanceof Promise, 'its exit can be awaited');
+    assert.deepEqual(e.names(), []);
+    assert.deepEqual(e.killed, []);
+    assert.deepEqual(e.stats.recycles, recycles);
+    assert.equal(e.wf.workers.length, spawned);
+  });
+}
+
+test('shutdown fires the table for every worker: each is stopping, and all are gone when it resolves', async () => {
+  const e = into('up', { maxChildren: 3 });
+  for (const w of e.wf.workers) if (w.state === 'spawning') w.becomeReady();
+  const slots = [...e.sup.slots];
+  assert.equal(slots.length, 3);
+  const done = e.sup.shutdown('shutdown');
+  assert.deepEqual(slots.map((s) => s.state), ['stopping', 'stopping', 'stopping']);
+  e.clock.advance(1000); // the fake workers exit a second after their stop
+  await done;
+  assert.deepEqual(slots.map((s) => s.state), ['gone', 'gone', 'gone']);
+  assert.equal(e.sup.slots.size, 0);
 });
 
 // Every other cell changes nothing: no hook, no signal, no spawn, same state.

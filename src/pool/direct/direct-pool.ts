@@ -38,7 +38,7 @@ import type { RetireReason, WorkerExit, WorkerSpec } from '../../worker/types.js
 import { Worker } from '../../worker/worker.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { PoolBase } from '../pool-base.js';
-import type { EndpointFactory, PoolSnapshot, WorkerSnapshot } from '../types.js';
+import type { EndpointFactory, PoolActionReport, PoolSnapshot, WorkerSnapshot } from '../types.js';
 import { writeGuard } from './php-guard.js';
 
 /** How often each worker's /proc state is read: idle stops land within this of idle_timeout. */
@@ -62,6 +62,8 @@ class DirectWorker {
   /** Connections seen by sampling: a lower bound of what it served. */
   conns = 0;
   memory: WorkerMemoryFigures | undefined;
+  /** SIGKILL sent: nothing more to decide about it. */
+  killed = false;
 
   constructor(w: Worker, now: number) {
     this.w = w;
@@ -270,16 +272,17 @@ export class DirectPool extends PoolBase {
     const mayStopIdle = (): boolean => cfg.pm === 'ondemand' || (cfg.pm === 'dynamic' && this.live() > cfg.minSpare);
     for (const dw of this.workers.values()) {
       const pid = dw.w.pid;
-      if (dw.state === 'stopping' || pid === undefined) continue;
+      if (pid === undefined || dw.killed) continue;
       const s = readAcceptState(pid, this.listenIno);
       if (s.gone) continue;
       if (s.cpuNs !== dw.cpuNs && dw.cpuNs >= 0) dw.activeAt = now;
       dw.cpuNs = s.cpuNs;
+      const stopping = dw.state === 'stopping';
       if (s.accepting === true) {
-        dw.state = 'idle';
+        if (!stopping) dw.state = 'idle';
         dw.conn = undefined;
       } else if (s.conn !== undefined) {
-        dw.state = 'busy';
+        if (!stopping) dw.state = 'busy';
         dw.activeAt = now;
         if (s.conn !== dw.conn) {
           dw.conn = s.conn;
@@ -288,21 +291,35 @@ export class DirectPool extends PoolBase {
           dw.w.requests = dw.conns;
         }
       } else if (s.accepting === undefined) {
-        dw.state = 'unknown';
-      } else if (dw.state !== 'spawning') {
+        if (!stopping) dw.state = 'unknown';
+      } else if (dw.state !== 'spawning' && !stopping) {
         dw.state = 'busy';
       }
+      // A retired worker may still run a request it took before the SIGTERM: the hard limits still hold.
       if (sampleMemory && this.checkMemory(dw, pid, now)) continue;
       if (cfg.requestTimeout > 0 && dw.conn !== undefined && now - dw.connSince > cfg.requestTimeout) {
         this.kill(dw, 'request_timeout', `worker ${pid} ran one request for over request_timeout (${cfg.requestTimeout} ms): killed`);
+      } else if (stopping) {
+        continue;
       } else if (cfg.maxLifetime > 0 && now - dw.startedAt >= cfg.maxLifetime) {
         this.retire(dw, 'max_lifetime');
-      } else if (dw.state === 'idle' && now - dw.activeAt >= cfg.idleTimeout && mayStopIdle()) {
+      } else if (dw.state === 'idle' && now - dw.activeAt >= cfg.idleTimeout && mayStopIdle() && this.stillIdle(dw, pid)) {
         this.retire(dw, 'idle_timeout');
       }
     }
     this.scale();
     if (this.workers.size > 0) this.tickTimer.armAt(now + SAMPLE_MS);
+  }
+
+  /**
+   * Read again right before an idle stop: the sample may be up to SAMPLE_MS old, and a
+   * worker that took a connection since would get the SIGTERM mid-request (php-cgi then
+   * finishes it, but a sleep in the script is cut short). Narrows that window to the
+   * microseconds between this read and the signal.
+   */
+  private stillIdle(dw: DirectWorker, pid: number): boolean {
+    const s = readAcceptState(pid, this.listenIno);
+    return s.accepting === true && s.cpuNs === dw.cpuNs;
   }
 
   /** max_memory: retire (it finishes its request); max_memory_hard: kill now. True when it goes. */
@@ -316,7 +333,7 @@ export class DirectPool extends PoolBase {
       this.kill(dw, 'memory_hard', `worker ${pid} uses ${sample.value} bytes (${sample.measure}), over max_memory_hard: killed`);
       return true;
     }
-    if (verdict === 'soft') {
+    if (verdict === 'soft' && dw.state !== 'stopping') {
       this.log.info({ wpid: pid, value: sample.value, measure: sample.measure, maxMemory: this.cfg.maxMemory }, `worker ${pid} is over max_memory: recycling it after its request`);
       this.retire(dw, 'memory');
       return true;
@@ -340,6 +357,7 @@ export class DirectPool extends PoolBase {
   private kill(dw: DirectWorker, reason: 'memory_hard' | 'request_timeout', msg: string): void {
     const pid = dw.w.pid!;
     dw.state = 'stopping';
+    dw.killed = true;
     this.log.warn({ code: reason === 'memory_hard' ? ErrorCodes.MEMORY_HARD_LIMIT : ErrorCodes.REQUEST_TIMEOUT, wpid: pid }, msg);
     void dw.w.stop(reason);
     try {
@@ -347,6 +365,43 @@ export class DirectPool extends PoolBase {
     } catch {
       /* gone */
     }
+  }
+
+  // ---- operator actions ---------------------------------------------------------------
+
+  /** Retires every worker (php-cgi finishes the request it runs); static and dynamic pools start their floor again. */
+  async drain(): Promise<PoolActionReport> {
+    const before = new Set(this.workers.keys());
+    const retired: number[] = [];
+    for (const dw of [...this.workers.values()]) {
+      if (dw.state === 'stopping' || dw.w.pid === undefined) continue;
+      retired.push(dw.w.pid);
+      this.retire(dw, 'drain');
+    }
+    return { pool: this.name, action: 'drain', retired, started: this.startedSince(before) };
+  }
+
+  /**
+   * Replaces the workers one at a time: each is retired and its exit awaited before the
+   * next, so the pool keeps all but one of them accepting (connections wait in the
+   * backlog meanwhile, none is refused).
+   */
+  async rollingRestart(): Promise<PoolActionReport> {
+    const before = new Set(this.workers.keys());
+    const retired: number[] = [];
+    for (const dw of [...this.workers.values()]) {
+      if (dw.state === 'stopping' || dw.w.pid === undefined || this.state !== 'running') continue;
+      retired.push(dw.w.pid);
+      this.retire(dw, 'restart');
+      await dw.w.exited;
+    }
+    return { pool: this.name, action: 'restart', retired, started: this.startedSince(before) };
+  }
+
+  private startedSince(before: ReadonlySet<number>): number[] {
+    const out: number[] = [];
+    for (const [id, dw] of this.workers) if (!before.has(id) && dw.w.pid !== undefined) out.push(dw.w.pid);
+    return out;
   }
 
   // ---- the overflow --------------------------------------------------------------------

@@ -10,6 +10,7 @@
  *   starting --exit--> gone (start_failed)        up|retiring --stop|kill--> stopping
  *   starting|up|retiring|stopping --killed--> gone (bury: replaced at once)
  *   up|retiring|stopping --suspect--> (same): hold; --grace--> (same): unhold
+ *   starting|up|retiring|stopping --shutdown--> stopping (shut: the pool stops)
  *
  * The worker's own lifecycle (src/worker/lifecycle.ts: idle ⇄ busy, draining) is the
  * process side of the same story; this table is the pool's side: which actions it owes
@@ -21,7 +22,7 @@ export type SlotState = 'starting' | 'up' | 'retiring' | 'stopping' | 'gone';
  * `exit` is the process ending by itself or as asked; `killed` is its end by a signal
  * fcgi-pm did not send (exit-policy.ts `outside`): not a start failure even before ready.
  */
-export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'exit' | 'killed' | 'suspect' | 'grace';
+export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'exit' | 'killed' | 'suspect' | 'grace' | 'shutdown';
 
 /**
  * offer        ready: count its spawn time, end the crash back-off, hand its slots to the dispatcher
@@ -37,9 +38,12 @@ export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'exit' | 'killed'
  *              EXIT_GRACE_MS for its exit (one timer per worker), so the client learns how it went
  * unhold       that wait is over and it did not exit (`grace`): its held failures are answered,
  *              or, when it is alive but unreachable, their requests go to another worker
+ * shut         the pool stops (shutdown, or a reload that replaced it): close its idle
+ *              connections and SIGTERM it (SIGKILL after kill_timeout); its requests were
+ *              answered by the dispatcher, nothing is counted as a recycle, nothing respawned
  * none         nothing (the event changes nothing in this state)
  */
-export type SlotAction = 'offer' | 'retire' | 'stop' | 'kill' | 'start_failed' | 'bury' | 'hold' | 'unhold' | 'none';
+export type SlotAction = 'offer' | 'retire' | 'stop' | 'kill' | 'start_failed' | 'bury' | 'hold' | 'unhold' | 'shut' | 'none';
 
 export interface Cell {
   readonly next: SlotState;
@@ -47,17 +51,17 @@ export interface Cell {
 }
 
 export const SLOT_STATES: readonly SlotState[] = ['starting', 'up', 'retiring', 'stopping', 'gone'];
-export const SLOT_EVENTS: readonly SlotEvent[] = ['ready', 'retire', 'stop', 'kill', 'exit', 'killed', 'suspect', 'grace'];
+export const SLOT_EVENTS: readonly SlotEvent[] = ['ready', 'retire', 'stop', 'kill', 'exit', 'killed', 'suspect', 'grace', 'shutdown'];
 
 const cell = (next: SlotState, action: SlotAction): Cell => Object.freeze({ next, action });
 const same = (s: SlotState): Cell => cell(s, 'none');
 
 export const SUPERVISOR_TABLE: Readonly<Record<SlotState, Readonly<Record<SlotEvent, Cell>>>> = {
-  starting: { ready: cell('up', 'offer'), retire: cell('stopping', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'start_failed'), killed: cell('gone', 'bury'), suspect: same('starting'), grace: same('starting') },
-  up: { ready: same('up'), retire: cell('retiring', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('up', 'hold'), grace: cell('up', 'unhold') },
-  retiring: { ready: same('retiring'), retire: same('retiring'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('retiring', 'hold'), grace: cell('retiring', 'unhold') },
-  stopping: { ready: same('stopping'), retire: same('stopping'), stop: same('stopping'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('stopping', 'hold'), grace: cell('stopping', 'unhold') },
-  gone: { ready: same('gone'), retire: same('gone'), stop: same('gone'), kill: same('gone'), exit: same('gone'), killed: same('gone'), suspect: same('gone'), grace: same('gone') },
+  starting: { ready: cell('up', 'offer'), retire: cell('stopping', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'start_failed'), killed: cell('gone', 'bury'), suspect: same('starting'), grace: same('starting'), shutdown: cell('stopping', 'shut') },
+  up: { ready: same('up'), retire: cell('retiring', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('up', 'hold'), grace: cell('up', 'unhold'), shutdown: cell('stopping', 'shut') },
+  retiring: { ready: same('retiring'), retire: same('retiring'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('retiring', 'hold'), grace: cell('retiring', 'unhold'), shutdown: cell('stopping', 'shut') },
+  stopping: { ready: same('stopping'), retire: same('stopping'), stop: same('stopping'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('stopping', 'hold'), grace: cell('stopping', 'unhold'), shutdown: cell('stopping', 'shut') },
+  gone: { ready: same('gone'), retire: same('gone'), stop: same('gone'), kill: same('gone'), exit: same('gone'), killed: same('gone'), suspect: same('gone'), grace: same('gone'), shutdown: same('gone') },
 };
 
 /** A retiring or stopping worker still holds its place under max_children. */

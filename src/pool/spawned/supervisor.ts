@@ -83,6 +83,8 @@ export interface SlotEventContext {
   why?: { fields: Record<string, unknown>; msg: string };
   exit?: WorkerExit;
   verdict?: ExitVerdict;
+  /** Set by `shut`: resolves when the process has exited. */
+  stopped?: Promise<WorkerExit>;
 }
 
 export class Supervisor {
@@ -313,6 +315,10 @@ export class Supervisor {
         return;
       case 'unhold':
         if (!this.hooks.unhold(slot)) this.fire(slot, 'suspect', {});
+        return;
+      case 'shut':
+        slot.endpoint?.closeIdle();
+        ctx.stopped = slot.worker.stop(ctx.reason!);
         return;
       case 'none':
         return;
@@ -630,8 +636,9 @@ export class Supervisor {
     this.groups?.dispose();
     const exits: Array<Promise<unknown>> = [];
     for (const slot of [...this.slots]) {
-      slot.endpoint?.closeIdle();
-      exits.push(slot.worker.stop(reason));
+      const ctx: SlotEventContext = { reason };
+      this.fire(slot, 'shutdown', ctx);
+      if (ctx.stopped !== undefined) exits.push(ctx.stopped);
     }
     if (this.slots.size > 0) {
       await new Promise<void>((resolve) => {
