@@ -37,7 +37,7 @@ describe('bad input on every listener', { timeout: 60_000 }, () => {
       listen: [
         { protocol: 'fastcgi', address: `127.0.0.1:${fcgi.port}`, pool: 'php', idle_timeout: '500ms' },
         { protocol: 'scgi', address: `unix:${scgi.path}`, pool: 'php', idle_timeout: '500ms' },
-        { protocol: 'http', address: `127.0.0.1:${http.port}`, pool: 'php', idle_timeout: '500ms', document_root: PHP_FIXTURES, index: 'index.php' },
+        { protocol: 'http', address: `127.0.0.1:${http.port}`, pool: 'php', idle_timeout: '500ms', body_timeout: '500ms', document_root: PHP_FIXTURES, index: 'index.php' },
       ],
       limits: { max_params_bytes: '2KiB' },
       pools: {

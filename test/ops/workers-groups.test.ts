@@ -26,9 +26,10 @@ test('workers lists a group\'s children: pid, state, memory', { timeout: 60_000 
   }, { timeout: 15_000, what: 'a php-cgi parent with 4 children' });
   // Status measures the children on its memory sampling; wait until it lists all four.
   await waitFor(async () => {
-    const j = JSON.parse((await d.ctl(['workers', '--json'])).stdout) as Array<{ children?: Array<{ pid: number }> }>;
-    return j[0]?.children?.length === 4;
-  }, { timeout: 15_000, what: 'the status snapshot to know the 4 children' });
+    const j = JSON.parse((await d.ctl(['workers', '--json'])).stdout) as Array<{ children?: Array<{ pid: number; memory?: number }> }>;
+    const children = j[0]?.children ?? [];
+    return children.length === 4 && children.every((c) => c.memory !== undefined);
+  }, { timeout: 15_000, what: 'the status snapshot to know and measure the 4 children' });
 
   const r = await d.ctl(['workers']);
   assert.equal(r.code, 0, r.stderr);
