@@ -1,7 +1,10 @@
 /**
  * `fcgi-pm workers`: one line per worker with pool, pid, state, requests served, memory,
  * CPU, uptime and the request it runs now with its age. Columns are data (COLUMNS), the
- * widths follow the content.
+ * widths follow the content. A php-cgi group (group_size > 1) is its parent's line, its
+ * state and requests counted over the group's seats ("busy 2/4"), then one line per
+ * child: pid, its memory, and "child of PID" (php-cgi hands requests to its children
+ * itself, so which child runs which request is not known outside).
  */
 import { formatSize } from '../config/units.js';
 import type { PoolStatus, StatusSnapshot, WorkerStatus } from './types.js';
@@ -24,7 +27,7 @@ function age(ms: number): string {
 export const WORKER_COLUMNS: readonly Column[] = [
   { title: 'POOL', cell: (p) => p.name },
   { title: 'PID', right: true, cell: (_p, w) => String(w.pid) },
-  { title: 'STATE', cell: (_p, w) => (w.retiring ? `${w.state}(${w.retiring})` : w.state) },
+  { title: 'STATE', cell: (_p, w) => stateText(w) },
   { title: 'REQS', right: true, cell: (_p, w) => (w.sampled === true ? `≥${w.requests}` : String(w.requests)) },
   { title: 'MEMORY', right: true, cell: (_p, w) => (w.memory === undefined ? '-' : formatSize(w.memory)) },
   { title: 'CPU', right: true, cell: (_p, w) => (w.cpu === undefined ? '-' : `${w.cpu.toFixed(1)}%`) },
@@ -39,11 +42,45 @@ export const WORKER_COLUMNS: readonly Column[] = [
   },
 ];
 
+function stateText(w: WorkerStatus): string {
+  const seats = w.slots !== undefined && w.slots > 1 ? ` ${w.busySlots ?? 0}/${w.slots}` : '';
+  return (w.retiring ? `${w.state}(${w.retiring})` : w.state) + seats;
+}
+
+type Child = NonNullable<WorkerStatus['children']>[number];
+
+/** A group child's line: the columns a child has a figure for, "-" for the rest. */
+function childRow(p: PoolStatus, w: WorkerStatus, c: Child): string[] {
+  const cells: Record<string, string> = {
+    POOL: p.name,
+    PID: `└ ${c.pid}`,
+    STATE: `child of ${w.pid}`,
+    MEMORY: c.memory === undefined ? '-' : formatSize(c.memory),
+  };
+  return WORKER_COLUMNS.map((col) => cells[col.title] ?? '-');
+}
+
+/** A preload pool's parent: the process its workers are forked from. */
+function parentRow(p: PoolStatus, pre: NonNullable<PoolStatus['preload']>): string[] {
+  const cells: Record<string, string> = {
+    POOL: p.name,
+    PID: String(pre.pid),
+    STATE: `preload parent${pre.ready ? '' : ' (starting)'}`,
+    REQS: `${pre.forks} forks`,
+    MEMORY: pre.memory === undefined ? '-' : formatSize(pre.memory),
+  };
+  return WORKER_COLUMNS.map((col) => cells[col.title] ?? '-');
+}
+
 export function renderWorkers(s: StatusSnapshot, opts: { pool?: string | undefined } = {}): string {
   const rows: string[][] = [WORKER_COLUMNS.map((c) => c.title)];
   for (const p of s.pools) {
     if (opts.pool !== undefined && p.name !== opts.pool) continue;
-    for (const w of p.workers) rows.push(WORKER_COLUMNS.map((c) => c.cell(p, w, s.daemon.now)));
+    if (p.preload !== undefined) rows.push(parentRow(p, p.preload));
+    for (const w of p.workers) {
+      rows.push(WORKER_COLUMNS.map((c) => c.cell(p, w, s.daemon.now)));
+      for (const c of w.children ?? []) rows.push(childRow(p, w, c));
+    }
   }
   if (rows.length === 1) return 'no workers\n';
   const widths = WORKER_COLUMNS.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));

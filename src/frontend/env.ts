@@ -13,6 +13,6 @@ export interface FrontendEnv {
   readonly override: ParamsOverride;
   /** Checks SCRIPT_FILENAME for pools with script rules (limit_extensions, script_roots). */
   readonly scripts: ScriptGate;
-  /** header_timeout and body_timeout (FastCGI and SCGI listeners; HTTP has node's own). */
+  /** header_timeout and body_timeout (FastCGI and SCGI listeners; HTTP has node's headersTimeout and its socket timer). */
   readonly deadlines?: ClientDeadlines | undefined;
 }

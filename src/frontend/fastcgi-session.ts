@@ -32,7 +32,7 @@ import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-d
 import type { FrontendEnv } from './env.js';
 import { FcgiRequest, RequestTable, fcgiBodyDrained } from './fastcgi-request.js';
 import { FcgiWriter } from './fastcgi-writer.js';
-import type { Session } from './listener-base.js';
+import { FRESH_CONNECTION_GRACE_MS, type Session } from './listener-base.js';
 import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
@@ -62,6 +62,8 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
   private readonly decoder: FcgiDecoder;
   private readonly requests = new RequestTable();
   private state: SessionState = 'open';
+  /** The client sent bytes: from then on, no request in flight means idle (listener-base.ts FRESH_CONNECTION_GRACE_MS). */
+  private heard = false;
   /** Requests whose body the exchange asked us to stop reading. */
   private pausedBy = 0;
   /** Where responses are written, coalesced per tick. */
@@ -89,7 +91,14 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
   drain(): void {
     if (this.state !== 'open') return;
     this.state = 'draining';
-    if (this.requests.size === 0) this.closeGracefully();
+    if (this.requests.size > 0) return;
+    if (this.heard) this.closeGracefully();
+    else setTimeout(closeIfSilent, FRESH_CONNECTION_GRACE_MS, this).unref();
+  }
+
+  /** @internal timer target: a draining connection that still sent nothing is closed. */
+  closeIfSilent(): void {
+    if (!this.heard && this.state === 'draining' && this.requests.size === 0) this.closeGracefully();
   }
 
   destroy(): void {
@@ -101,6 +110,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
   /** @internal socket listener (session-socket.ts). */
   onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
+    this.heard = true;
     // Bytes with no request begun: one must begin within header_timeout.
     if (this.requests.size === 0 && this.deadline.list === null) this.deadlines.header.push(this.deadline);
     try {
@@ -498,4 +508,8 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner {
     }
     this.closeGracefully();
   }
+}
+
+function closeIfSilent(s: FcgiSession): void {
+  s.closeIfSilent();
 }

@@ -28,7 +28,7 @@ type WithConn = { [kConn]?: HttpConnection };
 /** Response headers that describe one hop; node sets its own. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
 
-/** One client connection, for graceful close and the idle/stall timeout. */
+/** One client connection, for graceful close and the idle/stall and head timeouts. */
 export class HttpConnection implements Session {
   listenerSlot = -1;
   readonly env: FrontendEnv;
@@ -61,7 +61,20 @@ export class HttpConnection implements Session {
     this.socket.destroy();
   }
 
-  /** The socket saw no traffic for idleTimeout. */
+  /**
+   * A request body is due (true) or no longer (false): the socket timer runs at
+   * body_timeout while the client owes body bytes, at idle_timeout otherwise.
+   */
+  bodyDue(due: boolean): void {
+    if (due === this.awaitingBody) return;
+    this.awaitingBody = due;
+    const cfg = this.env.cfg;
+    this.socket.setTimeout(due ? cfg.bodyTimeout : cfg.idleTimeout);
+  }
+
+  private awaitingBody = false;
+
+  /** The socket saw no traffic for idle_timeout (body_timeout while a body is due). */
   onTimeout(): void {
     const log = this.env.listener.log;
     if (this.calls.size === 0) {
@@ -132,6 +145,7 @@ export class HttpCall implements ResponseSink {
     // same write as the last bytes, before a backend can answer and close (php-cgi
     // exiting at PHP_FCGI_MAX_REQUESTS), which would make that write fail and lose the answer.
     if (this.bodyLeft === 0) ex.endBody();
+    else this.conn.bodyDue(true);
     this.req.on('data', onReqData);
     this.req.on('end', onReqEnd);
   }
@@ -248,7 +262,10 @@ function onReqData(this: IncomingMessage, chunk: Buffer): void {
   const more = ex.pushBody(chunk);
   if (c.bodyLeft > 0) {
     c.bodyLeft -= chunk.length;
-    if (c.bodyLeft <= 0) ex.endBody();
+    if (c.bodyLeft <= 0) {
+      c.conn.bodyDue(false);
+      ex.endBody();
+    }
   }
   if (!more && !c.bodyPaused && !ex.finished) {
     c.bodyPaused = true;
@@ -259,6 +276,7 @@ function onReqData(this: IncomingMessage, chunk: Buffer): void {
 function onReqEnd(this: IncomingMessage): void {
   const c = (this as IncomingMessage & WithCall)[kCall]!;
   c.bodyDone = true;
+  c.conn.bodyDue(false);
   c.exchange!.endBody();
 }
 
@@ -281,6 +299,7 @@ function onResClose(this: ServerResponse): void {
   const c = (this as ServerResponse & WithCall)[kCall]!;
   const conn = c.conn;
   conn.calls.delete(c);
+  conn.bodyDue(false); // answered before its whole body came: the rest is not waited for
   c.buffered?.discard();
   const ex = c.exchange;
   if (ex === undefined) c.gone = true;

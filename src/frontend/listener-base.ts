@@ -11,6 +11,15 @@ import { ErrorCodes } from '../errors.js';
 import { DenseSet } from '../util/dense-set.js';
 import { listeningFd, releaseUnixPath } from './listen.js';
 
+/**
+ * On drain, how long a connection that was accepted but has sent nothing yet may take to
+ * send its first request. It is not idle: its client connected before the stop (or the
+ * upgrade) and its request may already be on the wire; closing it unread would be a 502
+ * (nginx does not retry a fresh connection). nginx, stopping, likewise serves a new
+ * connection's first request.
+ */
+export const FRESH_CONNECTION_GRACE_MS = 1000;
+
 /** One front-end connection as the listener sees it. */
 export interface Session {
   /** Close once no request is in flight (at once when idle); new requests are still served meanwhile. */

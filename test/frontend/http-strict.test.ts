@@ -103,8 +103,8 @@ describe('HTTP listener: a chunked body that stalls while it is buffered', { tim
   const scope = new Cleanup();
   after(() => scope.run());
 
-  it(`closes after idle_timeout with ${ErrorCodes.HTTP_BODY_TIMEOUT}, without answering or dispatching`, async () => {
-    const rig = await startRig(scope, 'http', '127.0.0.1:0', { cfg: { idleTimeout: 300 } });
+  it(`closes after body_timeout (not the longer idle_timeout) with ${ErrorCodes.HTTP_BODY_TIMEOUT}, without answering or dispatching`, async () => {
+    const rig = await startRig(scope, 'http', '127.0.0.1:0', { cfg: { idleTimeout: 30_000, bodyTimeout: 300 } });
     const r = await rawExchange(rig.target, ['POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n100\r\nonly-part'], { waitMs: 10_000 });
     assert.equal(r.ended, 'end');
     assert.deepEqual(statuses(r.received), []);

@@ -93,7 +93,8 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       writeFileSync(join(root, 'sub', 'page.php'), '<?php');
       mkdirSync(join(root, 'empty'));
       rig = await startRig(scope, 'http', addressFor(scope, transport), {
-        cfg: { documentRoot: root, params: { FROM_LISTENER: 'yes', SERVER_SOFTWARE: 'overridden' } },
+        // A stalled body is cut by body_timeout on HTTP too: as short as the rig's idle_timeout.
+        cfg: { documentRoot: root, params: { FROM_LISTENER: 'yes', SERVER_SOFTWARE: 'overridden' }, bodyTimeout: 300 },
         limits: { maxBytes: 8192, maxCount: 60 },
       });
     });

@@ -90,12 +90,12 @@ test(`SIGTERM after mixed traffic (${kind} pool): the running request finishes a
   const uploads = await Promise.all(Array.from({ length: 8 }, () => httpRequest(`${ngx.url}/upload-hash.php`, { method: 'POST', body: Buffer.alloc(300_000, 7), agent })));
   for (const r of uploads) assert.equal(r.status, 200);
 
-  const params = phpParams(PHP_FIXTURES, 'hello.php');
+  const params = phpParams(PHP_FIXTURES, '/hello.php');
   const target = { host: '127.0.0.1', port };
   // FCGI_ABORT_REQUEST from a kept connection, which then stays open.
   const aborting = await FcgiClient.connect(target);
   t.after(() => aborting.socket.destroy());
-  aborting.request(1, phpParams(PHP_FIXTURES, 'sleep.php', { QUERY_STRING: 'ms=300' }), undefined, { keepConn: true });
+  aborting.request(1, phpParams(PHP_FIXTURES, '/sleep.php', { QUERY_STRING: 'ms=300' }), undefined, { keepConn: true });
   aborting.abort(1);
   await aborting.waitRecord((r) => r.type === RecordType.EndRequest && r.requestId === 1);
 
@@ -140,4 +140,26 @@ test(`SIGTERM after mixed traffic (${kind} pool): the running request finishes a
   clearTimeout(timer);
   assert.deepEqual(exit, { code: 0, signal: null }, `daemon did not exit after its last request:\n${daemon.dump(since)}`);
   assert.equal(daemon.findLog((l) => l.code === 'ERR_SHUTDOWN_FORCED', since), undefined, daemon.dump(since));
+});
+
+test('SIGTERM: a connection accepted before the stop whose request comes just after is served, not closed unread', { timeout: 60_000 }, async (t) => {
+  const dir = makeTempDir(t);
+  const port = await freePort();
+  const daemon = await startDaemon(t, {
+    listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'php' }],
+    pools: { php: { command: phpCommand(dir, 'sigterm-fresh'), pm: 'static', max_children: 1, kill_timeout: '1s' } },
+    log: { level: 'info' },
+  });
+  await daemon.waitForLog((l) => l.kind === 'ready', { what: 'ready' });
+  // Connected, nothing sent yet (nginx opening a connection as the stop begins).
+  const fresh = await FcgiClient.connect({ host: '127.0.0.1', port });
+  t.after(() => fresh.socket.destroy());
+  const since = daemon.mark();
+  daemon.signal('SIGTERM');
+  await daemon.waitForLog((l) => l.msg === 'listener closing', { since, what: 'listener closing' });
+  fresh.request(1, phpParams(PHP_FIXTURES, '/hello.php'), undefined, { keepConn: false });
+  await fresh.waitRecord((r) => r.type === RecordType.EndRequest && r.requestId === 1, 10_000);
+  const out = Buffer.concat(fresh.records.filter((r) => r.type === RecordType.Stdout).map((r) => r.content)).toString();
+  assert.match(out, /Hello from PHP/);
+  assert.deepEqual(await daemon.child.exited, { code: 0, signal: null });
 });
