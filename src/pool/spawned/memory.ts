@@ -63,6 +63,8 @@ export interface PoolMemoryHooks {
   /** Spawns what waiting requests need. */
   scale(): void;
   queued(): number;
+  /** preload: the parent's pid; it is measured with the workers and counts in memory_limit and the budget. */
+  preloadParent?(): number | undefined;
 }
 
 export class PoolMemory implements BudgetMember {
@@ -82,6 +84,8 @@ export class PoolMemory implements BudgetMember {
   private learnedFrom = 0;
   private sampling = false;
   private disposed = false;
+  /** preload: the parent's latest sample (undefined: none runs, or not measured yet). */
+  private parent: { pid: number; sample: MemorySample } | undefined;
   private refusalLog = { at: -Infinity, suppressed: 0 };
   private warnedFresh = false;
   /** Spare (non-demand) spawns are being refused: said once, until a spawn is admitted again. */
@@ -252,9 +256,22 @@ export class PoolMemory implements BudgetMember {
   }
 
   measured(): number {
-    let sum = 0;
+    let sum = this.parentValue();
     for (const slot of this.hooks.slots()) sum += slot.mem?.last?.value ?? 0;
     return sum;
+  }
+
+  /** The preload parent's latest measure, while it is the one running (0 without). */
+  private parentValue(): number {
+    const p = this.parent;
+    return p !== undefined && p.pid === this.hooks.preloadParent?.() ? p.sample.value : 0;
+  }
+
+  /** The preload parent's pid and latest measure, for status. */
+  preloadParent(): { pid: number; memory: number; measure: string } | undefined {
+    const p = this.parent;
+    if (p === undefined || p.pid !== this.hooks.preloadParent?.()) return undefined;
+    return { pid: p.pid, memory: p.sample.value, measure: p.sample.measure };
   }
 
   freeing(): number {
@@ -343,8 +360,9 @@ export class PoolMemory implements BudgetMember {
   }
 
   figures(): PoolMemoryFigures {
-    let total = 0;
-    let committed = 0;
+    // The preload parent's pages are the pool's too (its children share them copy-on-write; PSS splits them).
+    let total = this.parentValue();
+    let committed = total;
     let sampled = 0;
     let pss = 0;
     for (const slot of this.hooks.slots()) {
@@ -381,22 +399,30 @@ export class PoolMemory implements BudgetMember {
     const now = this.clock.now();
     const sampler = this.host.sampler;
     const slots = [...this.hooks.slots()].filter((s) => s.pid !== undefined && s.worker.state !== 'exited');
+    const parent = this.hooks.preloadParent?.();
+    const keepParent = (s: MemorySample | undefined): void => {
+      this.parent = parent !== undefined && s !== undefined ? { pid: parent, sample: s } : undefined;
+    };
     if (sampler.syncRounds === true) {
       for (const slot of slots) {
         const s = sampler.readNow(slot.pid!, now);
         if (s !== undefined) this.apply(slot, s);
       }
+      keepParent(parent === undefined ? undefined : sampler.readNow(parent, now));
       this.afterRound();
       return;
     }
     this.sampling = true;
+    const pids = slots.map((s) => s.pid!);
+    if (parent !== undefined) pids.push(parent);
     void sampler
-      .read(slots.map((s) => s.pid!), now)
+      .read(pids, now)
       .then((got) => {
         for (const slot of slots) {
           const s = got.get(slot.pid!);
           if (s !== undefined && slot.exit === undefined) this.apply(slot, s);
         }
+        keepParent(parent === undefined ? undefined : got.get(parent));
       })
       .catch((err: unknown) => this.log.debug({ err }, 'memory sampling failed'))
       .finally(() => {
