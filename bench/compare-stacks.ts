@@ -160,7 +160,6 @@ export interface NginxServer {
 }
 
 export async function startNginx(dir: string, doc: string, servers: NginxServer[]): Promise<{ pid: number; stop(): Promise<void> }> {
-  for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
   const blocks = servers.map((s, i) => {
     const up = s.backup !== undefined ? `upstream up${i} { server ${s.upstream} max_fails=0; server ${s.backup} backup; }` : s.keepAlive ? `upstream up${i} { server ${s.upstream}; keepalive 64; }` : '';
     const pass = s.backup !== undefined ? `fastcgi_pass up${i};` : s.keepAlive ? `fastcgi_pass up${i}; fastcgi_keep_conn on;` : `fastcgi_pass ${s.upstream};`;
@@ -175,13 +174,23 @@ export async function startNginx(dir: string, doc: string, servers: NginxServer[
     }
   }`;
   });
+  const p = await runNginx(dir, blocks, servers.map((s) => s.port));
+  return { pid: p.pid, stop: () => p.stop() };
+}
+
+/**
+ * nginx in the foreground with its own prefix `dir` (temp paths, pid, error log) and
+ * `blocks` (upstream and server blocks) in http {}; ready once every port accepts.
+ */
+export async function runNginx(dir: string, blocks: string[], ports: number[]): Promise<Started> {
+  for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
   const conf = `${process.getuid?.() === 0 ? 'user root root;' : ''}
 daemon off;
 master_process on;
 worker_processes 1;
 pid ${dir}/nginx.pid;
 error_log ${dir}/logs/error.log warn;
-events { worker_connections 8192; }
+events { worker_connections 16384; }
 http {
   access_log off;
   client_body_temp_path ${dir}/client_body;
@@ -195,8 +204,8 @@ http {
 `;
   writeFileSync(join(dir, 'nginx.conf'), conf);
   const p = start('nginx', '/usr/sbin/nginx', ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', join(dir, 'nginx.conf')]);
-  for (const s of servers) await waitReady('nginx', { port: s.port }, p);
-  return { pid: p.pid, stop: () => p.stop() };
+  for (const port of ports) await waitReady('nginx', { port }, p);
+  return p;
 }
 
 export function nginxErrors(dir: string): string {

@@ -43,9 +43,10 @@ export function parseWrk(out: string): WrkResult {
   return { rps: Number(rps[1]), requests: Number(req[1]), p50Ms: pct('50'), p99Ms: pct('99'), errors, non2xx: non ? Number(non[1]) : 0 };
 }
 
-export function runWrk(url: string, connections: number, seconds: number): Promise<WrkResult> {
+/** `close`: a new connection per request (Connection: close), as an open-loop load makes them. */
+export function runWrk(url: string, connections: number, seconds: number, close = false): Promise<WrkResult> {
   return new Promise((resolve, reject) => {
-    const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '--latency', url];
+    const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '--latency', ...(close ? ['-H', 'Connection: close'] : []), url];
     const child = execFile('wrk', args, { timeout: (seconds + 30) * 1000, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
       if (child.pid !== undefined) untrack(child.pid);
       if (err) {

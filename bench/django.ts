@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { cpuSeconds, processTree } from '../src/bench/proc-info.js';
 import { summarise } from './cpuprofile-top.js';
 import { sleep, start, stopAll, waitReady, type Started } from './compare-procs.js';
-import { REPO } from './compare-stacks.js';
+import { REPO, runNginx } from './compare-stacks.js';
 import { runWrk, type WrkResult } from './compare-wrk.js';
 
 const PYTHON = '/usr/bin/python3';
@@ -130,7 +130,6 @@ export interface DjangoSite {
 
 /** One nginx, a server per site, Django mounted under /app as in examples/django. */
 export async function startNginxDjango(dir: string, sites: DjangoSite[]): Promise<Started> {
-  for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
   const blocks = sites.map((s, i) => {
     let loc: string;
     let up = '';
@@ -164,28 +163,7 @@ export async function startNginxDjango(dir: string, sites: DjangoSite[]): Promis
     ${loc}
   }`;
   });
-  const conf = `${process.getuid?.() === 0 ? 'user root root;' : ''}
-daemon off;
-master_process on;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log warn;
-events { worker_connections 8192; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/client_body;
-  fastcgi_temp_path ${dir}/fastcgi;
-  scgi_temp_path ${dir}/scgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  proxy_temp_path ${dir}/proxy;
-  keepalive_requests 1000000;
-  ${blocks.join('\n  ')}
-}
-`;
-  writeFileSync(join(dir, 'nginx.conf'), conf);
-  const p = start('nginx', '/usr/sbin/nginx', ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', join(dir, 'nginx.conf')]);
-  for (const s of sites) await waitReady('nginx', { port: s.port }, p);
-  return p;
+  return runNginx(dir, blocks, sites.map((s) => s.port));
 }
 
 /** Load average and the hour, for the record. */

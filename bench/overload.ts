@@ -3,15 +3,17 @@
  * connection each, whatever happened to the earlier ones) at 0.5-2× capacity, through
  * one nginx, for
  *   php:    examples/php's SQLite workload page (db.php): fcgi-pm (php-cgi) beside php-fpm;
- *   django: the Django example's SQLite workload view (/db/): fcgi-pm with an exec pool
+ *   django: a view of the Django example (--django-path, default its 8,750-byte /page/;
+ *           /app/db/ is its SQLite workload): fcgi-pm with an exec pool
  *           and with a preload pool (FastCGI workers, nginx keep-alive) beside uWSGI.
  * Every server runs with its defaults for queueing (fcgi-pm: queue_max_wait, queue_limit,
  * queue_timeout; php-fpm: listen.backlog; uWSGI: listen 100), `--workers` workers each.
- * Capacity is the peer's (php-fpm, uWSGI) closed-loop rate (wrk, 2 connections per worker);
+ * Capacity is the peer's (php-fpm, uWSGI) closed-loop rate (wrk, 2 connections per worker,
+ * a new connection per request as in the open loop);
  * the rates are multiples of it, the same for every stack, windows interleaved.
  *
  *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
- *       [--rates 0.5,1,1.5,2] [--timeout 10]
+ *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/]
  *
  * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
  * latency percentiles of the served requests and of the 503s.
@@ -21,7 +23,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { start, stopAll, waitReady, type Started } from './compare-procs.js';
-import { findPhpFpm, REPO } from './compare-stacks.js';
+import { findPhpFpm, REPO, runNginx } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 import { djangoDatabase, freePort, machineLine, startFcgiPmDjango, startUwsgi } from './django.js';
 
@@ -38,6 +40,8 @@ export interface OpenLoopResult {
   refused: number;
   other: number;
   errors: number;
+  /** Client errors by kind (timeout, ECONNRESET, ...). */
+  errorKinds: Record<string, number>;
   servedMs: number[];
   refusedMs: number[];
 }
@@ -45,7 +49,12 @@ export interface OpenLoopResult {
 /** `rate` requests a second for `seconds`, each on a new connection; resolves once every one is answered or failed. */
 export async function openLoop(url: string, rate: number, seconds: number, timeoutMs: number): Promise<OpenLoopResult> {
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
-  const r: OpenLoopResult = { sent: 0, served: 0, refused: 0, other: 0, errors: 0, servedMs: [], refusedMs: [] };
+  const r: OpenLoopResult = { sent: 0, served: 0, refused: 0, other: 0, errors: 0, errorKinds: {}, servedMs: [], refusedMs: [] };
+  const failed = (err: NodeJS.ErrnoException): void => {
+    r.errors++;
+    const kind = err.code ?? err.message;
+    r.errorKinds[kind] = (r.errorKinds[kind] ?? 0) + 1;
+  };
   const total = Math.round(rate * seconds);
   const pending: Array<Promise<void>> = [];
   const one = (): Promise<void> =>
@@ -65,14 +74,14 @@ export async function openLoop(url: string, rate: number, seconds: number, timeo
           } else r.other++;
           resolve();
         });
-        res.on('error', () => {
-          r.errors++;
+        res.on('error', (err) => {
+          failed(err);
           resolve();
         });
       });
       req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', () => {
-        r.errors++;
+      req.on('error', (err) => {
+        failed(err);
         resolve();
       });
     });
@@ -144,7 +153,6 @@ interface Site {
 }
 
 async function startNginx(dir: string, sites: Site[]): Promise<Started> {
-  for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
   const blocks = sites.map((s, i) => {
     const up = `upstream up${i} { server unix:${s.sock}; keepalive 32; }`;
     const loc =
@@ -157,26 +165,7 @@ async function startNginx(dir: string, sites: Site[]): Promise<Started> {
     return `${s.kind === 'uwsgi' ? '' : up}
   server { listen 127.0.0.1:${s.port} backlog=4096; ${loc} }`;
   });
-  const conf = `${process.getuid?.() === 0 ? 'user root root;' : ''}
-daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/logs/error.log crit;
-events { worker_connections 16384; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/client_body;
-  fastcgi_temp_path ${dir}/fastcgi;
-  scgi_temp_path ${dir}/scgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  proxy_temp_path ${dir}/proxy;
-  ${blocks.join('\n  ')}
-}
-`;
-  writeFileSync(join(dir, 'nginx.conf'), conf);
-  const p = start('nginx', '/usr/sbin/nginx', ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', join(dir, 'nginx.conf')]);
-  for (const s of sites) await waitReady('nginx', { port: s.port }, p);
-  return p;
+  return runNginx(dir, blocks, sites.map((s) => s.port));
 }
 
 async function suite(name: string, tag: string, dir: string, sites: Site[], peer: string, path: string, workers: number, rates: number[], seconds: number, timeoutMs: number): Promise<void> {
@@ -185,10 +174,10 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
     const url = (s: Site): string => `http://127.0.0.1:${s.port}${path}`;
     for (const s of sites) await runWrk(url(s), workers * 2, 3); // warm-up
     const caps = new Map<string, number>();
-    for (const s of sites) caps.set(s.name, (await runWrk(url(s), workers * 2, 5)).rps);
+    for (const s of sites) caps.set(s.name, (await runWrk(url(s), workers * 2, 5, true)).rps);
     const capacity = caps.get(peer)!;
     process.stdout.write(
-      `\n${name}: ${path}, ${workers} workers each; closed-loop capacity (wrk -c${workers * 2}, 5 s): ${[...caps].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')} req/s; rates are multiples of ${peer}'s; ${machineLine()}\n`,
+      `\n${name}: ${path}, ${workers} workers each; closed-loop capacity (wrk -c${workers * 2} -H 'Connection: close', 5 s): ${[...caps].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')} req/s; rates are multiples of ${peer}'s; ${machineLine()}\n`,
     );
     process.stdout.write('| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n');
     for (const m of rates) {
@@ -196,7 +185,7 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
         const rate = Math.round(capacity * m);
         const r = await openLoop(url(s), rate, seconds, timeoutMs);
         process.stdout.write(
-          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors} | ${pct(r.servedMs, 50).toFixed(0)} | ${pct(r.servedMs, 99).toFixed(0)} | ${r.refused > 0 ? pct(r.refusedMs, 99).toFixed(0) : '–'} |\n`,
+          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors}${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''} | ${pct(r.servedMs, 50).toFixed(0)} | ${pct(r.servedMs, 99).toFixed(0)} | ${r.refused > 0 ? pct(r.refusedMs, 99).toFixed(0) : '–'} |\n`,
         );
         // Let the queues empty before the next window.
         await new Promise((res) => setTimeout(res, 2000));
@@ -247,7 +236,8 @@ async function main(): Promise<void> {
           { name: 'fcgi-pm preload', port: await freePort(), kind: 'fastcgi', sock: pre },
           { name: 'uWSGI', port: await freePort(), kind: 'uwsgi', sock: uwsgi.sock },
         ];
-        await suite('Django + SQLite (examples/django /db/)', 'django', dir, sites, 'uWSGI', '/app/db/', workers, rates, seconds, timeoutMs);
+        const path = arg('--django-path', '/app/page/');
+        await suite(`Django (examples/django ${path})`, 'django', dir, sites, 'uWSGI', path, workers, rates, seconds, timeoutMs);
       } finally {
         await fpm.stop(10_000);
         await uwsgi.stop();

@@ -26,6 +26,11 @@ function show(f: Field<PoolStatus>, v: number | string): string {
 function poolLines(p: PoolStatus, now: number): string[] {
   const head = `pool ${p.name}: ${p.kind}${p.kind !== 'external' ? ` (pm ${p.pm})` : ''}, ${p.state}, up ${ago(now - p.startedAt)}` + (p.generations > 1 ? `, ${p.generations - 1} older generation(s) draining` : '');
   const out = [head];
+  const pre = p.preload;
+  if (pre !== undefined) {
+    const mem = pre.memory === undefined ? 'memory not sampled yet' : `${formatSize(pre.memory)} (${pre.measure ?? 'pss'}), counted in the pool's memory`;
+    out.push(`  preload parent ${pre.pid}: ${pre.ready ? 'ready' : 'starting'}, ${pre.forks} worker(s) forked, ${mem}`);
+  }
   const d = p.direct;
   if (d !== undefined) {
     const queue = d.waiting === undefined ? 'accept queue not known' : `${d.waiting} of ${d.backlog} waiting in the accept queue`;

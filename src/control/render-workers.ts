@@ -60,10 +60,23 @@ function childRow(p: PoolStatus, w: WorkerStatus, c: Child): string[] {
   return WORKER_COLUMNS.map((col) => cells[col.title] ?? '-');
 }
 
+/** A preload pool's parent: the process its workers are forked from. */
+function parentRow(p: PoolStatus, pre: NonNullable<PoolStatus['preload']>): string[] {
+  const cells: Record<string, string> = {
+    POOL: p.name,
+    PID: String(pre.pid),
+    STATE: `preload parent${pre.ready ? '' : ' (starting)'}`,
+    REQS: `${pre.forks} forks`,
+    MEMORY: pre.memory === undefined ? '-' : formatSize(pre.memory),
+  };
+  return WORKER_COLUMNS.map((col) => cells[col.title] ?? '-');
+}
+
 export function renderWorkers(s: StatusSnapshot, opts: { pool?: string | undefined } = {}): string {
   const rows: string[][] = [WORKER_COLUMNS.map((c) => c.title)];
   for (const p of s.pools) {
     if (opts.pool !== undefined && p.name !== opts.pool) continue;
+    if (p.preload !== undefined) rows.push(parentRow(p, p.preload));
     for (const w of p.workers) {
       rows.push(WORKER_COLUMNS.map((c) => c.cell(p, w, s.daemon.now)));
       for (const c of w.children ?? []) rows.push(childRow(p, w, c));

@@ -6,6 +6,7 @@
  */
 
 export const SNAPSHOT_FORMAT = 'fcgi-pm-status/1';
+import type { PreloadParentStatus } from '../pool/types.js';
 import type { PoolCounters, Summary } from '../pool/counters.js';
 import type { DirectSnapshot, PoolSnapshot } from '../pool/types.js';
 
@@ -115,6 +116,8 @@ export interface PoolStatus {
   rps?: number | undefined;
   /** Finished responses by status class and by latency (outcomes.ts), once any finished. */
   outcomes?: PoolOutcomes | undefined;
+  /** preload: the parent the workers are forked from (pid, forks served, memory: counted in the pool's). */
+  preload?: PreloadParentStatus | undefined;
   workers: WorkerStatus[];
 }
 

@@ -230,6 +230,7 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
   }
 
   if (next.runtimeDir !== t.current.runtimeDir) notes.push('runtime_dir changed: that takes a restart');
+  if (next.opcacheDir !== t.current.opcacheDir) notes.push('opcache_dir changed: pools started after this reload use it; running ones keep their cache until they are replaced');
 
   return {
     pools: {

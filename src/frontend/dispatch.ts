@@ -118,7 +118,12 @@ function sitePool(env: FrontendEnv, ex: Exchange): { pool: Pool | undefined; sit
   const root = latin1Path(routed.site.documentRoot);
   const p = ex.params;
   p.set('DOCUMENT_ROOT', root);
-  const script = p.get('SCRIPT_NAME');
+  let script = p.get('SCRIPT_NAME');
+  if (script !== undefined && script.endsWith('/')) {
+    // A directory URL runs its index, as on the HTTP listener (nginx's fastcgi_index).
+    script += env.cfg.index;
+    p.set('SCRIPT_NAME', script);
+  }
   if (script !== undefined) p.set('SCRIPT_FILENAME', root + script);
   const info = p.get('PATH_INFO');
   if (info !== undefined && info !== '') p.set('PATH_TRANSLATED', root + info);

@@ -33,7 +33,7 @@ const NO_FILENAME: ScriptRefusal = { status: 404, code: ErrorCodes.SCRIPT_NOT_FO
 const NOT_FOUND: ScriptRefusal = { status: 404, code: ErrorCodes.SCRIPT_NOT_FOUND, reason: 'SCRIPT_FILENAME names no file' };
 const NOTHING: ResolvedPath = { kind: 'none', real: undefined };
 const NOT_ABSOLUTE = forbidden('SCRIPT_FILENAME is not an absolute path');
-const BAD_EXTENSION = forbidden('extension not in limit_extensions');
+const BAD_EXTENSION = forbidden('extension not in limit_extensions: not a script this pool runs (a static file or a directory is for the web server to serve; docs/vhosts.md)');
 const NOT_A_FILE = forbidden('SCRIPT_FILENAME is not a regular file');
 const OUTSIDE = forbidden('SCRIPT_FILENAME resolves outside the script roots');
 

@@ -68,7 +68,18 @@ export interface PoolSnapshot extends PoolCounters {
   memory?: PoolMemoryFigures;
   /** group_size > 1: requests each worker takes at once. */
   slotsPerWorker?: number;
+  /** preload: the parent the workers are forked from (counted in the pool's memory). */
+  preload?: PreloadParentStatus;
   direct?: DirectSnapshot;
+}
+
+/** A preload pool's parent: pid, forks served, its latest measure once sampled. */
+export interface PreloadParentStatus {
+  pid: number;
+  ready: boolean;
+  forks: number;
+  memory?: number | undefined;
+  measure?: string | undefined;
 }
 
 /** Which files a pool may run (limit_extensions, script_roots); the front ends check SCRIPT_FILENAME against it. */

@@ -58,6 +58,8 @@ type Message =
 class Parent {
   readonly child: ChildProcess;
   ready = false;
+  /** Workers it forked. */
+  forks = 0;
   /** Asked to stop (idle, renew, shutdown): its exit is no failure. */
   stopping = false;
   gone = false;
@@ -148,6 +150,12 @@ export class ForkServer {
   /** Parent pid, for status and tests (undefined while none runs). */
   get pid(): number | undefined {
     return this.current?.pid;
+  }
+
+  /** The parent forks come from now: its pid, whether it is ready, and the workers it forked. */
+  get parent(): { pid: number; ready: boolean; forks: number } | undefined {
+    const p = this.current;
+    return p?.pid === undefined ? undefined : { pid: p.pid, ready: p.ready, forks: p.forks };
   }
 
   /**
@@ -243,6 +251,7 @@ export class ForkServer {
       if (req === undefined) return;
       p.forking.delete(m.forked);
       p.children.set(m.forked, { pid: m.pid, waiter: req.waiter });
+      p.forks++;
       req.waiter.forked(m.pid);
     } else if ('failed' in m) {
       const req = p.forking.get(m.failed);

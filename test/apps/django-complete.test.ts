@@ -62,7 +62,8 @@ interface Route {
   prefix: string;
   protocol: 'fastcgi' | 'scgi';
   pool: 'django' | 'django-scgi';
-  port: number;
+  /** fcgi-pm's listener: a Unix socket (no TCP port to race other tests for while the pools start). */
+  address: string;
 }
 
 describe('Django page through nginx: full responses are complete, kept-alive FastCGI connections reused', { timeout: 150_000 }, () => {
@@ -90,27 +91,27 @@ describe('Django page through nginx: full responses are complete, kept-alive Fas
       ['/ss', 'scgi', 'django-scgi'],
       ['/sf', 'scgi', 'django'],
     ] as const) {
-      routes.push({ prefix, protocol, pool, port: await freePort() });
+      routes.push({ prefix, protocol, pool, address: `unix:${join(dir, `${prefix.slice(1)}.sock`)}` });
     }
     const [ff, , ss] = routes;
     writeFileSync(join(dir, 'slow_close.py'), SLOW_CLOSE_APP);
     const pool = { env: { DJANGO_DB_PATH: db, PYTHONPATH: dir }, pm: 'static', max_children: 2 };
     const cfg = exampleConfig('django/fcgi-pm.yaml', {
-      listen: { '127.0.0.1:9001': `127.0.0.1:${ff!.port}`, '127.0.0.1:9002': `127.0.0.1:${ss!.port}` },
+      listen: { '127.0.0.1:9001': ff!.address, '127.0.0.1:9002': ss!.address },
       pools: { django: pool, 'django-scgi': pool },
     });
     for (const p of Object.values(cfg.pools as Record<string, { command: string[] }>)) {
       assert.equal(p.command.at(-1), 'mysite.wsgi:application');
       p.command[p.command.length - 1] = 'slow_close:application';
     }
-    for (const r of routes) if (r !== ff && r !== ss) cfg.listen.push({ protocol: r.protocol, address: `127.0.0.1:${r.port}`, pool: r.pool });
+    for (const r of routes) if (r !== ff && r !== ss) cfg.listen.push({ protocol: r.protocol, address: r.address, pool: r.pool });
     cfg.control_socket = control;
     daemon = await startDaemon(scope, cfg);
 
     const webPort = await freePort();
     const upstreams = routes
       .filter((r) => r.protocol === 'fastcgi')
-      .map((r) => `upstream up${r.port} { server 127.0.0.1:${r.port}; keepalive ${KEEPALIVE}; }`)
+      .map((r) => `upstream up${r.prefix.slice(1)} { server ${r.address}; keepalive ${KEEPALIVE}; }`)
       .join('\n');
     const locations = routes
       .map((r) =>
@@ -120,13 +121,13 @@ describe('Django page through nginx: full responses are complete, kept-alive Fas
       include fastcgi_params;
       fastcgi_param PATH_INFO $fastcgi_path_info;
       fastcgi_keep_conn on;
-      fastcgi_pass up${r.port};
+      fastcgi_pass up${r.prefix.slice(1)};
     }`
           : `location ~ ^(?<p>${r.prefix})(?<rest>/.*)$ {
       include scgi_params;
       scgi_param SCRIPT_NAME $p;
       scgi_param PATH_INFO $rest;
-      scgi_pass 127.0.0.1:${r.port};
+      scgi_pass ${r.address};
     }`,
       )
       .join('\n    ');
@@ -176,12 +177,12 @@ describe('Django page through nginx: full responses are complete, kept-alive Fas
   it(`nginx reuses its kept-alive FastCGI connections (at most ${KEEPALIVE} accepted per listener)`, async () => {
     const s = await snapshot();
     for (const r of routes.filter((x) => x.protocol === 'fastcgi')) {
-      const l = s.listeners.find((x) => x.address === `127.0.0.1:${r.port}`)!;
+      const l = s.listeners.find((x) => x.address === r.address)!;
       assert.ok(l.accepted >= 1 && l.accepted <= KEEPALIVE, `${r.prefix}: ${l.accepted} connections accepted for ${REQUESTS} requests`);
     }
     // SCGI has no keep-alive: one connection per request, and the count says so.
     for (const r of routes.filter((x) => x.protocol === 'scgi')) {
-      const l = s.listeners.find((x) => x.address === `127.0.0.1:${r.port}`)!;
+      const l = s.listeners.find((x) => x.address === r.address)!;
       assert.ok(l.accepted >= REQUESTS, `${r.prefix}: ${l.accepted}`);
     }
   });

@@ -24,11 +24,12 @@ interface Front {
   pool: 'django' | 'django-scgi' | 'django-mounted';
   /** nginx location block(s); PASS is replaced by the listener's address. */
   location: string;
-  port: number;
+  /** fcgi-pm's listener: a Unix socket (no TCP port to race other tests for while the pools start). */
+  sock: string;
   web: FrontEnd | undefined;
 }
 
-const FRONTS: Array<Omit<Front, 'port' | 'web'>> = [
+const FRONTS: Array<Omit<Front, 'sock' | 'web'>> = [
   { name: 'FastCGI, stock fastcgi_params, Django at the root', prefix: '', protocol: 'fastcgi', pool: 'django', location: 'location / { include fastcgi_params; fastcgi_pass PASS; }' },
   { name: 'SCGI, stock scgi_params, Django at the root', prefix: '', protocol: 'scgi', pool: 'django-scgi', location: 'location / { include scgi_params; scgi_pass PASS; }' },
   {
@@ -56,20 +57,20 @@ describe('Django paths through nginx: the page the client asked for, under every
     const dir = makeTempDir(scope, 'fpm-djp-');
     const db = join(dir, 'db.sqlite3');
     migrateDjango(db);
-    for (const f of FRONTS) fronts.push({ ...f, port: await freePort(), web: undefined });
+    for (const [i, f] of FRONTS.entries()) fronts.push({ ...f, sock: join(dir, `front-${i}.sock`), web: undefined });
     const env = { env: { DJANGO_DB_PATH: db }, pm: 'static', max_children: 1 };
     const cfg = exampleConfig('django/fcgi-pm.yaml', {
-      listen: { '127.0.0.1:9001': `127.0.0.1:${fronts[0]!.port}`, '127.0.0.1:9002': `127.0.0.1:${fronts[1]!.port}` },
+      listen: { '127.0.0.1:9001': `unix:${fronts[0]!.sock}`, '127.0.0.1:9002': `unix:${fronts[1]!.sock}` },
       pools: { django: env, 'django-scgi': env },
     });
     const command = [...(cfg.pools.django.command as string[])];
     command.splice(command.indexOf('--fastcgi') + 1, 0, '--script-name', '/app');
     cfg.pools['django-mounted'] = { ...cfg.pools.django, command };
-    for (const f of fronts.slice(2)) cfg.listen.push({ protocol: f.protocol, address: `127.0.0.1:${f.port}`, pool: f.pool });
+    for (const f of fronts.slice(2)) cfg.listen.push({ protocol: f.protocol, address: `unix:${f.sock}`, pool: f.pool });
     await startDaemon(scope, cfg);
     for (const f of fronts) {
       const web = await freePort();
-      f.web = await startNginxSite(scope, `server {\n  listen 127.0.0.1:${web};\n  ${f.location.replace('PASS', `127.0.0.1:${f.port}`)}\n}\n`, web);
+      f.web = await startNginxSite(scope, `server {\n  listen 127.0.0.1:${web};\n  ${f.location.replace('PASS', `unix:${f.sock}`)}\n}\n`, web);
     }
   });
   after(() => scope.run());

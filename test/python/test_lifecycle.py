@@ -154,6 +154,12 @@ class InstalledTest(unittest.TestCase):
         os.symlink(os.path.join(prefix, 'bin', 'fcgi-pm-wsgi'), link)
         self.serves_hello([sys.executable, link])
 
+    def test_as_a_module(self):
+        env = {'PATH': os.environ.get('PATH', '/usr/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'PYTHONPATH': REPO}
+        r = subprocess.run([sys.executable, '-m', 'fcgi_pm_wsgi', '--help'], capture_output=True, timeout=20, env=env, cwd=self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b'usage: fcgi-pm-wsgi', r.stdout)
+
     def test_as_a_zipapp(self):
         staging = os.path.join(self.dir, 'staging')
         shutil.copytree(os.path.join(REPO, 'fcgi_pm_wsgi'), os.path.join(staging, 'fcgi_pm_wsgi'))

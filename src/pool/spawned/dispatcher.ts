@@ -168,6 +168,11 @@ export class SpawnedPool extends PoolBase {
     }
     for (const slot of this.supervisor.slots) s.workers.push(workerSnapshot(slot));
     this.supervisor.fill(s);
+    const parent = this.deps.forkServer?.parent;
+    if (parent !== undefined) {
+      const m = this.supervisor.mem?.preloadParent();
+      s.preload = { ...parent, memory: m?.pid === parent.pid ? m.memory : undefined, measure: m?.pid === parent.pid ? m.measure : undefined };
+    }
   }
 
   // ---- what the supervisor asks -----------------------------------------------------

@@ -16,8 +16,9 @@
  * pool's estimate is then what it measured. Estimates are not kept between runs.
  *
  * Each started worker gets oom_score_adj; with memory_limit and a cgroup fcgi-pm may
- * create, it goes into the pool's own memory cgroup (pool-cgroup.ts), where the kernel
- * enforces memory_limit. A worker killed by SIGKILL while that cgroup's (or fcgi-pm's
+ * create, it goes into the pool's own memory cgroup, where the kernel enforces
+ * memory_limit (memory-placement.ts, the glue to the kernel; one worker's samples are
+ * worker-memory.ts). A worker killed by SIGKILL while that cgroup's (or fcgi-pm's
  * own) OOM-kill counter rose was killed by the kernel: logged ERR_WORKER_OOM_KILLED,
  * its request answered 503.
  */
@@ -26,15 +27,15 @@ import { ErrorCodes } from '../../errors.js';
 import type { Logger } from '../../log/log.js';
 import { estimateWorker, PeakHistory, type Estimate } from '../../memory/estimate.js';
 import { formatBytes } from '../../memory/format.js';
-import { readCgroupUsed } from '../../memory/cgroup-files.js';
 import { checkWorker, chargeOf, fitCount, planRelief, type WorkerCaps } from '../../memory/governor.js';
 import { boxHeadroom, type MemoryGovernor } from '../../memory/host-governor.js';
-import { setOomScoreAdj, WORKER_OOM_SCORE_ADJ } from '../../memory/oom-score.js';
-import { PoolCgroup } from '../../memory/pool-cgroup.js';
+import { WORKER_OOM_SCORE_ADJ } from '../../memory/oom-score.js';
+import type { PoolCgroup } from '../../memory/pool-cgroup.js';
 import type { BudgetMember, MemorySample, PoolMemoryFigures, WorkerRef } from '../../memory/types.js';
 import type { RetireReason } from '../../worker/types.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { scriptOf, type Slot } from './slot.js';
+import { WorkerPlacement } from './memory-placement.js';
 import { WorkerMemory } from './worker-memory.js';
 import type { PoolSnapshot } from '../types.js';
 
@@ -62,6 +63,8 @@ export interface PoolMemoryHooks {
   /** Spawns what waiting requests need. */
   scale(): void;
   queued(): number;
+  /** preload: the parent's pid; it is measured with the workers and counts in memory_limit and the budget. */
+  preloadParent?(): number | undefined;
 }
 
 export class PoolMemory implements BudgetMember {
@@ -81,14 +84,15 @@ export class PoolMemory implements BudgetMember {
   private learnedFrom = 0;
   private sampling = false;
   private disposed = false;
+  /** preload: the parent's latest sample (undefined: none runs, or not measured yet). */
+  private parent: { pid: number; sample: MemorySample } | undefined;
   private refusalLog = { at: -Infinity, suppressed: 0 };
   private warnedFresh = false;
   /** Spare (non-demand) spawns are being refused: said once, until a spawn is admitted again. */
   private refusingSpares = false;
+  /** Where its workers run: the pool's memory cgroup and their oom_score_adj (memory-placement.ts). */
+  private readonly placement: WorkerPlacement;
   private readonly cgroup: PoolCgroup | undefined;
-  private readonly oomScoreAdj: number;
-  /** Placing a worker in the cgroup or setting its oom_score_adj failed: said once. */
-  private warnedPlace = false;
   refused = 0;
   oomKills = 0;
   recycled = 0;
@@ -107,25 +111,11 @@ export class PoolMemory implements BudgetMember {
     this.interval = cfg.memorySampleInterval ?? host.sampleInterval;
     this.est = { bytes: cfg.expectedWorkerMemory ?? 32 * 1024 * 1024, source: 'configured' };
     this.timer = new OneTimer(clock, () => this.round());
-    this.oomScoreAdj = cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ;
-    this.cgroup = this.makeCgroup();
+    this.placement = new WorkerPlacement(cfg.name, this.limit, cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ, host, log);
+    this.cgroup = this.placement.cgroup;
     host.join(this);
   }
 
-  /** The pool's own memory cgroup when it has memory_limit and fcgi-pm may create one; one line either way. */
-  private makeCgroup(): PoolCgroup | undefined {
-    const parent = this.host.cgroup;
-    if (this.limit <= 0 || parent === undefined) return undefined;
-    try {
-      const cg = PoolCgroup.create(parent, this.name, this.limit);
-      this.log.info({ cgroup: cg.cg.dir, memoryLimit: this.limit, version: cg.cg.version }, `pool ${this.name}: workers run in memory cgroup ${cg.cg.dir}, kernel limit ${formatBytes(this.limit)} (memory_limit)`);
-      return cg;
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code ?? String(e);
-      this.log.info({ parent: parent.dir, errno: code }, `pool ${this.name}: no memory cgroup of its own (cannot create one under ${parent.dir}: ${code}); memory_limit is enforced by sampling only`);
-      return undefined;
-    }
-  }
 
   // ---- what the pool calls ------------------------------------------------------------
 
@@ -136,14 +126,7 @@ export class PoolMemory implements BudgetMember {
 
   /** The process started (not yet ready): into the pool's cgroup, and its oom_score_adj, before it can serve. */
   started(pid: number): void {
-    const errs: string[] = [];
-    const inCg = this.cgroup?.add(pid);
-    if (inCg !== undefined) errs.push(`cannot move it into ${this.cgroup!.cg.dir}: ${inCg}`);
-    const adj = setOomScoreAdj(pid, this.oomScoreAdj);
-    if (adj !== undefined) errs.push(`cannot set its oom_score_adj to ${this.oomScoreAdj}: ${adj}`);
-    if (errs.length === 0 || this.warnedPlace) return;
-    this.warnedPlace = true;
-    this.log.warn({ code: ErrorCodes.MEMORY_CGROUP, wpid: pid }, `pool ${this.name}: worker ${pid}: ${errs.join('; ')}`);
+    this.placement.place(pid);
   }
 
   /** Ready: measured at once, so its charge is what it is rather than the guess. */
@@ -156,27 +139,12 @@ export class PoolMemory implements BudgetMember {
 
   /** Removes the pool's cgroup once its workers are gone. */
   removeCgroup(): void {
-    const cg = this.cgroup;
-    if (cg === undefined) return;
-    const err = cg.remove();
-    if (err !== undefined) this.log.warn({ code: ErrorCodes.MEMORY_CGROUP, cgroup: cg.cg.dir, errno: err }, `pool ${this.name}: cannot remove memory cgroup ${cg.cg.dir}: ${err}`);
-  }
-
-  /**
-   * Whether the kernel's OOM killer killed this worker: SIGKILL that fcgi-pm did not
-   * send (max_memory_hard, request_timeout escalations name a reason) while the pool's
-   * cgroup, or fcgi-pm's own, counted a new OOM kill.
-   */
-  private oomKilled(slot: Slot): boolean {
-    const exit = slot.exit;
-    if (exit === undefined || exit.signal !== 'SIGKILL' || exit.reason === 'memory_hard') return false;
-    // The pool's limit, or fcgi-pm's cgroup's (a kill there may take a pool cgroup's worker).
-    return this.cgroup?.oom.claim() === true || this.host.oomKilledHere();
+    this.placement.remove();
   }
 
   exited(slot: Slot): void {
     const m = slot.mem;
-    if (m !== undefined && this.oomKilled(slot)) {
+    if (m !== undefined && this.placement.oomKilled(slot.exit)) {
       m.oomKilled = true;
       this.oomKills++;
       const ex = slot.current;
@@ -218,7 +186,7 @@ export class PoolMemory implements BudgetMember {
       }
     }
     // The kernel charges the pool's cgroup more than the PSS it is planned at (whole shared pages, page tables).
-    const cgRoom = this.cgroupRoom();
+    const cgRoom = this.placement.room();
     if (cgRoom !== undefined) {
       let fit = fitCount(cgRoom, this.est.bytes);
       if (fit === 0 && probe !== undefined && this.workerCount() === 0 && cgRoom >= probe) fit = 1;
@@ -244,12 +212,6 @@ export class PoolMemory implements BudgetMember {
       `pool ${this.name}: starting ${admitted} of ${wanted} worker(s) while its worker size is learnt (${this.learnedFrom} of ${LEARN_WORKERS} measured)`);
   }
 
-  /** What the pool's cgroup can still take above its headroom, read now; undefined without one. */
-  private cgroupRoom(): number | undefined {
-    const cg = this.cgroup;
-    const used = cg && readCgroupUsed(cg.cg);
-    return used === undefined ? undefined : cg!.limit - boxHeadroom(cg!.limit) - used;
-  }
 
   /**
    * After a request: a worker near a cap, or after its first request, is measured again
@@ -294,9 +256,22 @@ export class PoolMemory implements BudgetMember {
   }
 
   measured(): number {
-    let sum = 0;
+    let sum = this.parentValue();
     for (const slot of this.hooks.slots()) sum += slot.mem?.last?.value ?? 0;
     return sum;
+  }
+
+  /** The preload parent's latest measure, while it is the one running (0 without). */
+  private parentValue(): number {
+    const p = this.parent;
+    return p !== undefined && p.pid === this.hooks.preloadParent?.() ? p.sample.value : 0;
+  }
+
+  /** The preload parent's pid and latest measure, for status. */
+  preloadParent(): { pid: number; memory: number; measure: string } | undefined {
+    const p = this.parent;
+    if (p === undefined || p.pid !== this.hooks.preloadParent?.()) return undefined;
+    return { pid: p.pid, memory: p.sample.value, measure: p.sample.measure };
   }
 
   freeing(): number {
@@ -369,7 +344,7 @@ export class PoolMemory implements BudgetMember {
       this.updateEstimate();
     }
     const cg = this.cgroup;
-    const room = this.cgroupRoom();
+    const room = this.placement.room();
     if (cg === undefined || room === undefined) return false;
     if (room < 0) {
       for (const v of planRelief(-room, this.idleWorkers(), [])) {
@@ -385,8 +360,9 @@ export class PoolMemory implements BudgetMember {
   }
 
   figures(): PoolMemoryFigures {
-    let total = 0;
-    let committed = 0;
+    // The preload parent's pages are the pool's too (its children share them copy-on-write; PSS splits them).
+    let total = this.parentValue();
+    let committed = total;
     let sampled = 0;
     let pss = 0;
     for (const slot of this.hooks.slots()) {
@@ -423,22 +399,30 @@ export class PoolMemory implements BudgetMember {
     const now = this.clock.now();
     const sampler = this.host.sampler;
     const slots = [...this.hooks.slots()].filter((s) => s.pid !== undefined && s.worker.state !== 'exited');
+    const parent = this.hooks.preloadParent?.();
+    const keepParent = (s: MemorySample | undefined): void => {
+      this.parent = parent !== undefined && s !== undefined ? { pid: parent, sample: s } : undefined;
+    };
     if (sampler.syncRounds === true) {
       for (const slot of slots) {
         const s = sampler.readNow(slot.pid!, now);
         if (s !== undefined) this.apply(slot, s);
       }
+      keepParent(parent === undefined ? undefined : sampler.readNow(parent, now));
       this.afterRound();
       return;
     }
     this.sampling = true;
+    const pids = slots.map((s) => s.pid!);
+    if (parent !== undefined) pids.push(parent);
     void sampler
-      .read(slots.map((s) => s.pid!), now)
+      .read(pids, now)
       .then((got) => {
         for (const slot of slots) {
           const s = got.get(slot.pid!);
           if (s !== undefined && slot.exit === undefined) this.apply(slot, s);
         }
+        keepParent(parent === undefined ? undefined : got.get(parent));
       })
       .catch((err: unknown) => this.log.debug({ err }, 'memory sampling failed'))
       .finally(() => {

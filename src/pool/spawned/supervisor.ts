@@ -16,6 +16,7 @@
  * backs off restarts; a worker killed from outside (whenever) or after it served is
  * replaced at once; the breaker stops spawning, not serving.
  */
+import type { ForkServer } from '../../worker/fork-server.js';
 import { ErrorCodes, ProxyError } from '../../errors.js';
 import type { Logger } from '../../log/log.js';
 import type { PoolConfig } from '../../config/types.js';
@@ -49,6 +50,8 @@ export interface SupervisorDeps {
   memory?: MemoryGovernor;
   /** SIGKILL now (max_memory_hard); defaults to hard-kill.ts, which signals only our own children. */
   killNow?: (pid: number) => void;
+  /** preload: the parent the workers are forked from (its memory is the pool's too). */
+  forkServer?: ForkServer;
 }
 
 /** What the supervisor asks of the dispatcher. */
@@ -157,6 +160,7 @@ export class Supervisor {
       kill: (slot, fields, msg) => this.killForMemory(slot, fields, msg),
       scale: () => this.scale(),
       queued: () => hooks.waiting(),
+      preloadParent: () => deps.forkServer?.parent?.pid,
     }, clock, this.log);
     this.spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid) => this.mem!.started(pid) };
     if (k > 1) {

@@ -1,0 +1,88 @@
+/**
+ * Where a spawned pool's workers run, as the kernel sees them: the pool's own memory
+ * cgroup (with memory_limit, where fcgi-pm may create one; pool-cgroup.ts), each
+ * worker's oom_score_adj, whether the kernel's OOM killer took one, and how much room the
+ * cgroup has left. The memory part (memory.ts) decides; this is its glue to the kernel.
+ */
+import { ErrorCodes } from '../../errors.js';
+import type { Logger } from '../../log/log.js';
+import { readCgroupUsed } from '../../memory/cgroup-files.js';
+import { formatBytes } from '../../memory/format.js';
+import { boxHeadroom, type MemoryGovernor } from '../../memory/host-governor.js';
+import { setOomScoreAdj } from '../../memory/oom-score.js';
+import { PoolCgroup } from '../../memory/pool-cgroup.js';
+import type { WorkerExit } from '../../worker/types.js';
+
+export class WorkerPlacement {
+  /** The pool's own memory cgroup, when it has one. */
+  readonly cgroup: PoolCgroup | undefined;
+  private readonly name: string;
+  private readonly limit: number;
+  private readonly oomScoreAdj: number;
+  private readonly host: MemoryGovernor;
+  private readonly log: Logger;
+  /** Placing a worker in the cgroup or setting its oom_score_adj failed: said once. */
+  private warnedPlace = false;
+
+  constructor(name: string, limit: number, oomScoreAdj: number, host: MemoryGovernor, log: Logger) {
+    this.name = name;
+    this.limit = limit;
+    this.oomScoreAdj = oomScoreAdj;
+    this.host = host;
+    this.log = log;
+    this.cgroup = this.makeCgroup();
+  }
+
+  /** The pool's own memory cgroup when it has memory_limit and fcgi-pm may create one; one line either way. */
+  private makeCgroup(): PoolCgroup | undefined {
+    const parent = this.host.cgroup;
+    if (this.limit <= 0 || parent === undefined) return undefined;
+    try {
+      const cg = PoolCgroup.create(parent, this.name, this.limit);
+      this.log.info({ cgroup: cg.cg.dir, memoryLimit: this.limit, version: cg.cg.version }, `pool ${this.name}: workers run in memory cgroup ${cg.cg.dir}, kernel limit ${formatBytes(this.limit)} (memory_limit)`);
+      return cg;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? String(e);
+      this.log.info({ parent: parent.dir, errno: code }, `pool ${this.name}: no memory cgroup of its own (cannot create one under ${parent.dir}: ${code}); memory_limit is enforced by sampling only`);
+      return undefined;
+    }
+  }
+
+  /** A process that started (not yet ready): into the pool's cgroup, and its oom_score_adj, before it can serve. */
+  place(pid: number): void {
+    const errs: string[] = [];
+    const inCg = this.cgroup?.add(pid);
+    if (inCg !== undefined) errs.push(`cannot move it into ${this.cgroup!.cg.dir}: ${inCg}`);
+    const adj = setOomScoreAdj(pid, this.oomScoreAdj);
+    if (adj !== undefined) errs.push(`cannot set its oom_score_adj to ${this.oomScoreAdj}: ${adj}`);
+    if (errs.length === 0 || this.warnedPlace) return;
+    this.warnedPlace = true;
+    this.log.warn({ code: ErrorCodes.MEMORY_CGROUP, wpid: pid }, `pool ${this.name}: worker ${pid}: ${errs.join('; ')}`);
+  }
+
+  /** Removes the pool's cgroup once its workers are gone. */
+  remove(): void {
+    const cg = this.cgroup;
+    if (cg === undefined) return;
+    const err = cg.remove();
+    if (err !== undefined) this.log.warn({ code: ErrorCodes.MEMORY_CGROUP, cgroup: cg.cg.dir, errno: err }, `pool ${this.name}: cannot remove memory cgroup ${cg.cg.dir}: ${err}`);
+  }
+
+  /**
+   * Whether the kernel's OOM killer killed this worker: SIGKILL that fcgi-pm did not
+   * send (max_memory_hard, request_timeout escalations name a reason) while the pool's
+   * cgroup, or fcgi-pm's own, counted a new OOM kill.
+   */
+  oomKilled(exit: WorkerExit | undefined): boolean {
+    if (exit === undefined || exit.signal !== 'SIGKILL' || exit.reason === 'memory_hard') return false;
+    // The pool's limit, or fcgi-pm's cgroup's (a kill there may take a pool cgroup's worker).
+    return this.cgroup?.oom.claim() === true || this.host.oomKilledHere();
+  }
+
+  /** What the pool's cgroup can still take above its headroom, read now; undefined without one. */
+  room(): number | undefined {
+    const cg = this.cgroup;
+    const used = cg && readCgroupUsed(cg.cg);
+    return used === undefined ? undefined : cg!.limit - boxHeadroom(cg!.limit) - used;
+  }
+}
