@@ -53,6 +53,14 @@ static int arg_int(napi_env env, napi_value v) {
   return n;
 }
 
+/* The first argument, a descriptor. */
+static int fd_arg(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  return arg_int(env, argv[0]);
+}
+
 static napi_value make_int(napi_env env, int64_t n) {
   napi_value v;
   napi_create_int64(env, n, &v);
@@ -118,19 +126,13 @@ static napi_value listen_tcp(napi_env env, napi_callback_info info) {
 }
 
 static napi_value close_fd(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  close(arg_int(env, argv[0]));
+  close(fd_arg(env, info));
   return NULL;
 }
 
 /* Whether the file is in O_NONBLOCK mode (tests check we never set it). */
 static napi_value is_nonblocking(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  int fl = fcntl(arg_int(env, argv[0]), F_GETFL);
+  int fl = fcntl(fd_arg(env, info), F_GETFL);
   if (fl < 0) return throw_errno(env, "fcntl", errno);
   napi_value b;
   napi_get_boolean(env, (fl & O_NONBLOCK) != 0, &b);
@@ -139,10 +141,7 @@ static napi_value is_nonblocking(napi_env env, napi_callback_info info) {
 
 /* A socket systemd passed us with NonBlocking=yes: php-cgi needs it blocking. */
 static napi_value make_blocking(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  int fd = arg_int(env, argv[0]);
+  int fd = fd_arg(env, info);
   int fl = fcntl(fd, F_GETFL);
   if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) return throw_errno(env, "fcntl", errno);
   return NULL;
@@ -200,10 +199,7 @@ static int unix_queue(int fd, uint32_t *queued, uint32_t *limit) {
 
 /* queued(fd) -> [waiting connections, backlog limit] */
 static napi_value queued(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  int fd = arg_int(env, argv[0]);
+  int fd = fd_arg(env, info);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
   if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) return throw_errno(env, "getsockname", errno);

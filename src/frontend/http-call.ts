@@ -14,7 +14,7 @@ import type { Socket } from 'node:net';
 import { ErrorCodes, type ProxyError } from '../errors.js';
 import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchange.js';
 import type { FrontendEnv } from './env.js';
-import type { Session } from './listener-base.js';
+import { FRESH_CONNECTION_GRACE_MS, type Session } from './listener-base.js';
 import { remoteText } from './listen.js';
 import type { BufferedBody } from './request-body.js';
 import { HttpRejectCodes, errorText } from './request-errors.js';
@@ -27,6 +27,13 @@ type WithConn = { [kConn]?: HttpConnection };
 
 /** Response headers that describe one hop; node sets its own. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
+
+/** After our FIN, how long a draining connection waits for the client's. */
+const FIN_WAIT_MS = 2000;
+
+function finishIfSilent(c: HttpConnection): void {
+  c.finishIfSilent();
+}
 
 /** One client connection, for graceful close and the idle/stall and head timeouts. */
 export class HttpConnection implements Session {
@@ -54,7 +61,26 @@ export class HttpConnection implements Session {
 
   drain(): void {
     this.draining = true;
-    if (this.calls.size === 0) this.socket.end();
+    if (this.calls.size > 0) return;
+    // Accepted but silent: its first request may be on the wire (listener-base.ts).
+    if (this.requests === 0 && this.socket.bytesRead === 0) setTimeout(finishIfSilent, FRESH_CONNECTION_GRACE_MS, this).unref();
+    else this.finish();
+  }
+
+  /** @internal timer target. */
+  finishIfSilent(): void {
+    if (this.calls.size === 0 && this.requests === 0 && this.socket.bytesRead === 0) this.finish();
+  }
+
+  /**
+   * Draining and nothing in flight: our side closes and the listener stops counting us at
+   * once; only the client's FIN is left, and a client that never sends it is cut after
+   * FIN_WAIT_MS (a stop must not wait on it).
+   */
+  finish(): void {
+    this.socket.end();
+    this.socket.setTimeout(FIN_WAIT_MS);
+    this.env.listener.remove(this);
   }
 
   destroy(): void {
@@ -307,5 +333,5 @@ function onResClose(this: ServerResponse): void {
     conn.env.listener.log.debug({ remote: conn.remote }, 'HTTP client went away mid-request');
     ex.abort();
   }
-  if (conn.draining && conn.calls.size === 0) conn.socket.end();
+  if (conn.draining && conn.calls.size === 0) conn.finish();
 }

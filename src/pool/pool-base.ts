@@ -234,12 +234,12 @@ export abstract class PoolBase implements Pool {
     this.log.info({ queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name} stopping`);
     if (this.queue.length > 0 || this.stats.active > 0) {
       await new Promise<void>((resolve) => {
-        const t = setTimeout(() => {
+        const t = this.clock.setTimer(() => {
           this.drained = undefined;
           resolve();
         }, Math.max(0, timeoutMs));
         this.drained = () => {
-          clearTimeout(t);
+          this.clock.clearTimer(t);
           resolve();
         };
       });

@@ -175,19 +175,23 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
   });
 
   it('a rolling restart replaces the workers while requests go on', async () => {
-    const load = Array.from({ length: 6 }, (_, i) => get(`/sleep.php?ms=${200 + i * 50}`));
-    await waitFor(() => workers().length >= MAX_CHILDREN, { timeout: 5000, what: 'both workers busy' });
-    const old = workers();
+    const load = Array.from({ length: 6 }, (_, i) => get(`/sleep.php?ms=${600 + i * 50}`));
+    // The workers the pool itself has busy now (the process list may still show one of the test before on its way out).
+    const busy = await waitFor(async () => {
+      const r = await ops.ctl(['status', '--json']);
+      const pool = JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
+      const pids = pool.workers.filter((w: { state: string }) => w.state === 'busy').map((w: { pid: number }) => w.pid);
+      return pids.length > 0 ? (pids as number[]) : undefined;
+    }, { timeout: 10_000, what: 'a worker sampled busy' });
     const r = await ops.ctl(['restart', '--pool', 'app', '--rolling'], 60_000);
     assert.equal(r.code, 0, r.stderr + r.stdout);
-    // Not old.length: the process list may still show a worker of the test before on its way out.
     assert.match(r.stdout, /restarted pool app \([1-9]\d* retired/);
-    await waitFor(() => old.every((pid) => !workers().includes(pid)), { timeout: 10_000, what: 'the old workers gone' });
+    await waitFor(() => busy.every((pid) => !workers().includes(pid)), { timeout: 10_000, what: 'the busy workers replaced' });
     const results = await Promise.all(load);
     assert.deepEqual(results.map((x) => x.status), results.map(() => 200), 'no request failed');
     const after = await get('/pid.php');
     assert.equal(after.status, 200);
-    assert.ok(!old.includes(Number(after.text)), `served by a new worker, not ${old}`);
+    assert.ok(!busy.includes(Number(after.text)), `served by a new worker, not ${busy}`);
   });
 
   it('past capacity the overflow queues, then answers 503; nothing else fails', async () => {

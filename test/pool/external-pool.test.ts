@@ -204,7 +204,7 @@ test('stop: new requests 503 SHUTTING_DOWN, running and queued ones finish', asy
 });
 
 test('stop: after the timeout queued requests get 503 and running ones are cut', async () => {
-  const { pool, eps } = setup({ maxConnsPerBackend: 1 }, 1);
+  const { pool, eps, clock } = setup({ maxConnsPerBackend: 1 }, 1);
   const a = makeRequest();
   const b = makeRequest();
   pool.dispatch(a.ex);
@@ -216,7 +216,12 @@ test('stop: after the timeout queued requests get 503 and running ones are cut',
       r.done(endpointClosed('127.0.0.1:9001', true));
     }
   };
-  await pool.stop(20);
+  const stopped = pool.stop(20);
+  clock.advance(19);
+  await new Promise((r) => setImmediate(r));
+  assert.ok(a.sink.answeredAt === 0 && b.sink.answeredAt === 0, 'not before the timeout');
+  clock.advance(1);
+  await stopped;
   assert.equal(b.sink.error?.code, ErrorCodes.SHUTTING_DOWN);
   assert.equal(a.sink.error?.code, ErrorCodes.SHUTTING_DOWN);
 });
