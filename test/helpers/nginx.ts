@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ManagedChild } from './child.js';
-import { NGINX } from './paths.js';
+import { NGINX, PHP_FIXTURES } from './paths.js';
 import { freePort } from './ports.js';
 import type { Scope } from './scope.js';
 import { makeTempDir } from './tmp.js';
@@ -119,6 +119,25 @@ export function startNginxForSites(scope: Scope, port: number): Promise<Nginx> {
       fastcgi_pass 127.0.0.1:${port};
       ${fastcgiParams()}
     }`,
+  );
+}
+
+/**
+ * nginx serving PHP_FIXTURES' .php pages through kept-alive FastCGI connections
+ * (`fastcgi_keep_conn`, an upstream with `keepalive`) to a fcgi-pm listener on `port`;
+ * `locations` go before the .php one (nginx picks the first regex that matches).
+ */
+export function startNginxKeptAlive(scope: Scope, port: number, opts: { keepalive: number; readTimeout?: string; locations?: string }): Promise<Nginx> {
+  return startNginx(
+    scope,
+    `root ${PHP_FIXTURES};${opts.locations ?? ''}
+    location ~ \\.php$ {
+      fastcgi_pass fcgipm;
+      fastcgi_keep_conn on;${opts.readTimeout === undefined ? '' : `
+      fastcgi_read_timeout ${opts.readTimeout};`}
+      ${fastcgiParams()}
+    }`,
+    { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive ${opts.keepalive}; }` },
   );
 }
 

@@ -4,8 +4,7 @@
  */
 import { join } from 'node:path';
 import { startDaemon } from '../helpers/daemon.js';
-import { fastcgiParams, startNginx } from '../helpers/nginx.js';
-import { PHP_FIXTURES } from '../helpers/paths.js';
+import { startNginxKeptAlive } from '../helpers/nginx.js';
 import { startPhpCgi } from '../helpers/php.js';
 import { freePort } from '../helpers/ports.js';
 import { makeTempDir } from '../helpers/tmp.js';
@@ -28,16 +27,6 @@ webSuite('nginx fastcgi_pass → fcgi-pm (FastCGI listener) → php-cgi', async 
     },
     log: { level: 'info', access: true },
   });
-  const ngx = await startNginx(
-    scope,
-    `root ${PHP_FIXTURES};
-    location ~ \\.php$ {
-      fastcgi_pass fcgipm;
-      fastcgi_keep_conn on;
-      fastcgi_read_timeout 30s;
-      ${fastcgiParams()}
-    }`,
-    { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive 16; }` },
-  );
+  const ngx = await startNginxKeptAlive(scope, port, { keepalive: 16, readTimeout: '30s' });
   return { url: ngx.url, daemon };
 });

@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { startDaemon } from '../helpers/daemon.js';
 import { FcgiClient, phpParams, requestRecords } from '../helpers/fcgi-client.js';
 import { httpRequest, keepAliveAgent } from '../helpers/http-client.js';
-import { fastcgiParams, startNginx } from '../helpers/nginx.js';
+import { startNginxKeptAlive } from '../helpers/nginx.js';
 import { PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { join } from 'node:path';
@@ -35,17 +35,7 @@ test(`SIGTERM after mixed traffic (${kind} pool): the running request finishes a
     shutdown_timeout: `${SHUTDOWN_MS / 1000}s`,
     log: { level: 'info' },
   });
-  const ngx = await startNginx(
-    t,
-    `root ${PHP_FIXTURES};
-    location ~ \\.php$ {
-      fastcgi_pass fcgipm;
-      fastcgi_keep_conn on;
-      fastcgi_read_timeout 30s;
-      ${fastcgiParams()}
-    }`,
-    { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive 16; }` },
-  );
+  const ngx = await startNginxKeptAlive(t, port, { keepalive: 16, readTimeout: '30s' });
 
   // Kept-alive upstream connections: 16 clients at once, several rounds.
   const agent = keepAliveAgent(16);

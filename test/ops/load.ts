@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import type { TestContext } from 'node:test';
-import { fastcgiParams, startNginx, type Nginx } from '../helpers/nginx.js';
-import { PHP_FIXTURES } from '../helpers/paths.js';
+import { startNginxKeptAlive, type Nginx } from '../helpers/nginx.js';
 import type { OpsDaemon } from './helpers.js';
 
 export interface Load {
@@ -79,16 +78,7 @@ export async function poolPids(d: OpsDaemon, pool: string): Promise<number[]> {
 
 /** nginx in front of the FastCGI listener on `port` (kept-alive upstream connections), and `clients` loops of load through it. */
 export async function loadThroughNginx(t: TestContext, port: number, clients: number, page?: LoadPage): Promise<{ ngx: Nginx; load: Load }> {
-  const ngx = await startNginx(
-    t,
-    `root ${PHP_FIXTURES};
-    location ~ \\.php$ {
-      fastcgi_pass fcgipm;
-      fastcgi_keep_conn on;
-      ${fastcgiParams()}
-    }`,
-    { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive 8; }` },
-  );
+  const ngx = await startNginxKeptAlive(t, port, { keepalive: 8 });
   const load = startLoad(ngx.url, clients, page);
   t.after(() => load.stop());
   return { ngx, load };

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
-import { fastcgiParams, startNginx } from '../helpers/nginx.js';
+import { startNginxKeptAlive } from '../helpers/nginx.js';
 import { FCGI_PM_BIN, PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { isAlive } from '../helpers/proc.js';
@@ -54,21 +54,15 @@ async function phpBehindNginx(t: Scope, marker: string, extra: Record<string, un
   };
   const d = await startDaemon(t, config, { dir });
   await d.waitForLog((l) => l.kind === 'ready', { what: 'ready', timeout: 15_000 });
-  const ngx = await startNginx(
-    t,
-    `root ${PHP_FIXTURES};
+  const ngx = await startNginxKeptAlive(t, port, {
+    keepalive: 8,
+    locations: `
     location ~ ^/unix/(.*\\.php)$ {
       fastcgi_pass unix:${sock};
       include /etc/nginx/fastcgi_params;
       fastcgi_param SCRIPT_FILENAME $document_root/$1;
-    }
-    location ~ \\.php$ {
-      fastcgi_pass fcgipm;
-      fastcgi_keep_conn on;
-      ${fastcgiParams()}
     }`,
-    { httpExtra: `upstream fcgipm { server 127.0.0.1:${port}; keepalive 8; }` },
-  );
+  });
   return { d, dir, port, ngx, pidFile: join(dir, 'fcgi-pm.pid') };
 }
 
