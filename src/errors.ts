@@ -72,6 +72,7 @@ export const ErrorCodes = {
   SPAWN_FAILED: 'ERR_SPAWN_FAILED',
   DIRECT_SOCKET: 'ERR_DIRECT_SOCKET', // accept: direct: the shared socket could not be opened or watched (no native addon): the pool serves through its proxy listener
   PRELOAD_PARENT_EXITED: 'ERR_PRELOAD_PARENT_EXITED',
+  PRELOAD_PARENT_EVICTED: 'ERR_PRELOAD_PARENT_EVICTED',
   START_FAILED: 'ERR_START_FAILED',
   VHOST_INVALID: 'ERR_VHOST_INVALID', // a site file or row that does not validate: skipped, the others serve
   VHOST_SOURCE: 'ERR_VHOST_SOURCE', // the sites directory or database could not be read: the sites known keep serving

@@ -128,9 +128,9 @@ export function decideSpawn(ask: SpawnAsk): SpawnDecision {
   const unmet = demand - admitDemand;
   if (unmet === 0) return { admit, limitedBy, evict: [], retire: [], covered: 0, unmetDemand: 0 };
 
-  // Memory already on its way back, then idle workers of other pools, oldest first.
+  // Memory already on its way back, then idle preload parents, then idle workers of other pools, oldest first.
   const have = free - admitDemand * est + host.freeing;
-  const lru = [...host.idle].sort((a, b) => a.since - b.since);
+  const lru = evictionOrder(host.idle);
   const evict: WorkerRef[] = [];
   let got = 0;
   let covered = 0;
@@ -153,14 +153,28 @@ export function decideSpawn(ask: SpawnAsk): SpawnDecision {
 }
 
 /**
- * Workers to retire so that `excess` bytes of measured use come back: idle ones first,
- * least recently used first; then busy ones (after their request), largest first.
+ * Idle processes in the order they are given back: preload parents of pools with no
+ * worker first (a parent serves nothing; the next request of its pool starts a new one),
+ * then workers, least recently used first.
+ */
+export function evictionOrder(idle: readonly WorkerRef[]): WorkerRef[] {
+  return [...idle].sort((a, b) => (a.parent === b.parent ? a.since - b.since : a.parent ? -1 : 1));
+}
+
+/** How a log line names an idle process it gives back. */
+export function idleName(v: WorkerRef): string {
+  return `${v.parent ? 'idle preload parent' : 'idle worker'} ${v.pid} of pool ${v.pool}`;
+}
+
+/**
+ * Workers to retire so that `excess` bytes of measured use come back: idle ones first
+ * (evictionOrder); then busy ones (after their request), largest first.
  */
 export function planRelief(excess: number, idle: readonly WorkerRef[], busy: readonly WorkerRef[]): WorkerRef[] {
   const out: WorkerRef[] = [];
   if (excess <= 0) return out;
   let freed = 0;
-  for (const w of [...idle].sort((a, b) => a.since - b.since)) {
+  for (const w of evictionOrder(idle)) {
     if (freed >= excess) return out;
     out.push(w);
     freed += w.value ?? w.charge;

@@ -22,7 +22,7 @@ import { readMeminfo, resolveBudget, type MemInfo, type ResolvedBudget } from '.
 import { locateMemoryCgroup, readCgroupUsed, readMemoryBox, type MemoryBox, type MemoryCgroup } from './cgroup-files.js';
 import { formatBytes } from './format.js';
 import { OomCounter } from './pool-cgroup.js';
-import { decideSpawn, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
+import { decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
 import { createSampler, type MemorySampler } from './sampler.js';
 import type { BudgetMember, BudgetSnapshot, MemoryClock, MemorySample, WorkerRef } from './types.js';
 import { ErrorCodes } from '../errors.js';
@@ -226,9 +226,10 @@ export class HostGovernor implements MemoryGovernor {
     const cap = budget !== undefined ? `budget ${formatBytes(budget)}` : `the cgroup limit ${formatBytes(this.box!.limit)}`;
     for (const v of d.evict) {
       this.evictions++;
-      const idleMs = Math.round(this.clock.now() - v.since);
+      const idleMs = v.parent ? undefined : Math.round(this.clock.now() - v.since);
+      const why = v.parent ? 'its pool has no worker' : `least recently used, idle ${idleMs} ms`;
       owners.get(v)?.evict(v, 'memory_budget', { ...numbers, forPool: m.name, victimPool: v.pool, victimPid: v.pid, charge: v.charge, value: v.value, idleMs },
-        `evicting idle worker ${v.pid} of pool ${v.pool} (least recently used, idle ${idleMs} ms, ${formatBytes(v.charge)} counted) to make room for pool ${m.name}: ` +
+        `evicting ${idleName(v)} (${why}, ${formatBytes(v.charge)} counted) to make room for pool ${m.name}: ` +
           `${formatBytes(committed)} committed + ${formatBytes(ask.estimate)} needed > ${cap}`);
     }
     for (const v of d.retire) {
@@ -276,7 +277,7 @@ export class HostGovernor implements MemoryGovernor {
       const busyOne = busy.includes(v);
       owners.get(v)?.evict(v, 'memory_budget', { budget, measured, freeing, excess, victimPool: v.pool, victimPid: v.pid, value: v.value, measure: self.measure, busy: busyOne },
         `memory use ${formatBytes(measured)} is over the budget ${formatBytes(budget)} by ${formatBytes(excess)}: ` +
-          `retiring ${busyOne ? 'busy worker (after its request)' : 'idle worker'} ${v.pid} of pool ${v.pool} (${formatBytes(v.value ?? v.charge)})`);
+          `retiring ${busyOne ? `busy worker (after its request) ${v.pid} of pool ${v.pool}` : idleName(v)} (${formatBytes(v.value ?? v.charge)})`);
     }
   }
 
@@ -414,7 +415,7 @@ export class HostGovernor implements MemoryGovernor {
       this.shedding = true;
       for (const v of victims) {
         this.evictions++;
-        owners.get(v)?.evict(v, 'memory_budget', { victimPool: v.pool, victimPid: v.pid, value: v.value }, `retiring idle worker ${v.pid} of pool ${v.pool}: the memory cgroup is near its limit`);
+        owners.get(v)?.evict(v, 'memory_budget', { victimPool: v.pool, victimPid: v.pid, value: v.value }, `retiring ${idleName(v)}: the memory cgroup is near its limit`);
       }
     } else if (this.shedding) {
       this.shedding = false;

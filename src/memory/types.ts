@@ -122,6 +122,8 @@ export interface WorkerRef {
   value: number | undefined;
   /** Monotonic ms it went idle (idle workers) or started its request (busy ones). */
   since: number;
+  /** The preload parent of a pool with no worker: under pressure it is given back before any worker. */
+  parent?: true;
 }
 
 /** One pool's part in the host budget; src/pool/spawned/memory.ts implements it. */

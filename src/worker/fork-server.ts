@@ -170,6 +170,20 @@ export class ForkServer {
     return p instanceof Parent ? p.settled : false;
   }
 
+  /**
+   * Memory pressure: stops the parent now if it has no worker and no fork pending, as
+   * preload_idle_timeout would later. Resolves when it has exited; undefined when there
+   * is no such parent. The next fork starts a new one.
+   */
+  stopIdle(): Promise<void> | undefined {
+    const p = this.current;
+    if (p === undefined || !p.empty || p.stopping) return undefined;
+    this.cancelIdle();
+    this.current = undefined;
+    this.stopParent(p);
+    return p.exited;
+  }
+
   /** Stops every parent (shutdown: fcgi-pm has stopped the children already). */
   async stop(): Promise<void> {
     this.closed = true;

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { checkWorker, chargeOf, decideSpawn, fitCount, planRelief, recommendMaxChildren, type HostView, type SpawnAsk } from '../../src/memory/governor.js';
+import { checkWorker, chargeOf, decideSpawn, evictionOrder, fitCount, planRelief, recommendMaxChildren, type HostView, type SpawnAsk } from '../../src/memory/governor.js';
 import { estimateWorker, PeakHistory, percentile } from '../../src/memory/estimate.js';
 import type { WorkerRef } from '../../src/memory/types.js';
 
@@ -80,6 +80,19 @@ test('eviction: idle workers of other pools, least recently used first, exactly 
   assert.deepEqual(one.evict.map((w) => w.id), [2]);
 });
 
+test('eviction: the idle preload parent of a pool with no worker goes first, before older idle workers; alone when it frees enough', () => {
+  // The parent went idle last (since 900) and is still first; the workers follow, least recently used first.
+  const parent: WorkerRef = { ...ref('py', -1, 30 * MiB, 900), parent: true };
+  const idle = [ref('b', 1, 12 * MiB, 300), parent, ref('c', 2, 8 * MiB, 100)];
+  const one = decideSpawn(ask({ want: 1, demand: 1, host: host({ committed: 95 * MiB, idle }) }));
+  assert.deepEqual(one.evict, [parent], 'the parent alone covers the 5 MiB short');
+  assert.equal(one.covered, 1);
+  // Four spawns need 35 MiB more: the parent (30), then the oldest worker (c#2, 8).
+  const four = decideSpawn(ask({ want: 4, demand: 4, host: host({ committed: 95 * MiB, idle }) }));
+  assert.deepEqual(four.evict.map((w) => w.pid), [parent.pid, 1002]);
+  assert.deepEqual(evictionOrder(idle).map((w) => w.id), [-1, 2, 1]);
+});
+
 test('eviction: memory already being freed counts first; spare spawns never evict', () => {
   const idle = [ref('b', 1, 12 * MiB, 100)];
   const d = decideSpawn(ask({ want: 1, demand: 1, host: host({ committed: 95 * MiB, freeing: 10 * MiB, idle }) }));
@@ -139,6 +152,13 @@ test('admission never plans past the budget, and evicts no more than the spawns 
     }),
     { numRuns: 500 },
   );
+});
+
+test('relief: an idle preload parent before any idle worker', () => {
+  const parent: WorkerRef = { ...ref('py', -1, 10, 99, 25), parent: true };
+  const idle = [ref('a', 1, 10, 50), parent, ref('b', 2, 10, 10)];
+  assert.deepEqual(planRelief(20, idle, []).map((w) => w.id), [-1], 'its 25 measured cover 20');
+  assert.deepEqual(planRelief(30, idle, []).map((w) => w.id), [-1, 2]);
 });
 
 test('relief: idle workers first, least recently used; then busy ones, largest first', () => {

@@ -1,12 +1,17 @@
 // A preload pool's parent shows in status and workers (pid, forks served, memory) and
-// its memory counts in the pool's, which memory_limit and the budget judge.
+// its memory counts in the pool's, which memory_limit and the budget judge; under memory
+// pressure the idle parent of a pool with no worker is the first thing given back.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PoolStatus } from '../../src/control/types.js';
+import type { PoolStatus, StatusSnapshot } from '../../src/control/types.js';
+import { fixtureCommand } from '../fixtures/workers/index.js';
+import { httpRequest } from '../helpers/http-client.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
-import { listProcesses } from '../helpers/proc.js';
+import { isAlive, listProcesses } from '../helpers/proc.js';
+import { makeTempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 import { opsDaemon } from './helpers.js';
 
@@ -47,4 +52,88 @@ test('the preload parent in status and workers, counted in the pool\'s memory', 
   assert.match(text.stdout, new RegExp(`preload parent ${pre.pid}: ready, \\d+ worker\\(s\\) forked, \\d`));
   const table = await d.ctl(['workers']);
   assert.match(table.stdout, new RegExp(`^py\\s+${pre.pid}\\s+preload parent\\s+\\d+ forks\\s+\\d`, 'm'), table.stdout);
+});
+
+const BIG_PARENT_APP = `
+BLOB = b'x' * (48 << 20)
+def application(env, start):
+    start('200 OK', [('Content-Type', 'text/plain')])
+    return [b'ok']
+`;
+
+test('memory pressure: the idle preload parent of a pool scaled to zero is evicted first (ERR_PRELOAD_PARENT_EVICTED), no idle worker of a third pool; the next request starts a new parent', { timeout: 90_000 }, async (t) => {
+  const MiB = 1024 * 1024;
+  const ports = { py: await freePort(), keep: await freePort(), other: await freePort() };
+  const app = makeTempDir(t, 'fpm-preevict-');
+  writeFileSync(join(app, 'app.py'), BIG_PARENT_APP);
+  const config = (budget: string): Record<string, unknown> => ({
+    listen: [
+      { protocol: 'http', address: `127.0.0.1:${ports.py}`, pool: 'py' },
+      { protocol: 'http', address: `127.0.0.1:${ports.keep}`, pool: 'keep', document_root: REPO_ROOT },
+      { protocol: 'http', address: `127.0.0.1:${ports.other}`, pool: 'other', document_root: REPO_ROOT },
+    ],
+    memory_budget: budget,
+    memory_sample_interval: '100ms',
+    pools: {
+      // The parent holds 48 MiB it made at import: far more than the budget falls short by.
+      py: {
+        command: ['/usr/bin/python3', join(REPO_ROOT, 'bin', 'fcgi-pm-wsgi'), '--path', app, 'app:application'],
+        preload: true, pm: 'ondemand', max_children: 1, idle_timeout: '1s',
+      },
+      // Never asked: its worker stays charged at this estimate, far above what it measures,
+      // so the budget can sit below what is counted and well above what is used.
+      keep: { command: fixtureCommand('responder'), pm: 'static', max_children: 1, expected_worker_memory: '200MiB', inherit_env: ['PATH'] },
+      other: { command: fixtureCommand('responder'), pm: 'ondemand', max_children: 1, expected_worker_memory: '4MiB', inherit_env: ['PATH'], queue_timeout: '20s' },
+    },
+  });
+  const d = await opsDaemon(t, config('4GiB'));
+  const status = async (): Promise<StatusSnapshot> => JSON.parse((await d.ctl(['status', '--json'])).stdout) as StatusSnapshot;
+  const pool = (s: StatusSnapshot, name: string): PoolStatus => s.pools.find((p) => p.name === name)!;
+
+  assert.equal((await httpRequest(`http://127.0.0.1:${ports.py}/`)).status, 200);
+  // Scaled to zero: the worker stops after idle_timeout, the parent stays, measured and counted.
+  const before = await waitFor(async () => {
+    const s = await status();
+    const py = pool(s, 'py');
+    const keep = pool(s, 'keep');
+    return py.workers.length === 0 && py.preload?.memory !== undefined && keep.workers.length === 1 && keep.workers[0]!.state === 'idle' ? s : undefined;
+  }, { timeout: 20_000, what: 'py scaled to zero with its parent, keep idle' });
+  const parent = pool(before, 'py').preload!;
+  const keepPid = pool(before, 'keep').workers[0]!.pid!;
+  assert.ok(isAlive(parent.pid));
+  assert.ok(parent.memory! >= 24 * MiB, `the parent measures ${parent.memory} bytes: it holds 48 MiB (split with its fork while that lived)`);
+  assert.ok((pool(before, 'py').memory as { committed: number }).committed >= parent.memory!, 'the parent counts in the pool');
+
+  // A budget 16 MiB short of what is counted now (and far above what is used): other's
+  // demand cannot fit beside the parent, and the parent alone makes room for it.
+  const budget = Math.floor((before.memory!.committed! - 16 * MiB) / MiB);
+  d.rewrite(config(`${budget}MiB`));
+  const since = d.daemon.mark();
+  assert.equal((await d.ctl(['reload'])).code, 0);
+  // The reload renewed the parent (it imports the code as it is now): the new one is measured and counted too.
+  const renewed = await waitFor(async () => pool(await status(), 'py').preload, { timeout: 10_000, what: 'the renewed parent measured' });
+  assert.ok(renewed.memory! > 0);
+
+  const r = await httpRequest(`http://127.0.0.1:${ports.other}/app`, { timeout: 30_000 });
+  assert.equal(r.status, 200, r.text + d.daemon.dump(since));
+  const line = await d.daemon.waitForLog((l) => l.code === 'ERR_PRELOAD_PARENT_EVICTED', { since, what: 'the parent evicted' });
+  assert.equal(line.wpid, renewed.pid);
+  assert.equal(line.forPool, 'other');
+  await waitFor(() => !isAlive(renewed.pid), { timeout: 10_000, what: 'the parent gone' });
+  const evictions = d.daemon.logsSince(since).filter((l) => l.victimPool !== undefined);
+  assert.deepEqual(evictions.map((l) => l.victimPid), [renewed.pid], `only the parent was given back:\n${d.daemon.dump(since)}`);
+  assert.ok(isAlive(keepPid), "keep's idle worker was left alone");
+  const after = await status();
+  assert.equal(pool(after, 'py').preload, undefined);
+  assert.equal((pool(after, 'py').memory as { evicted: number }).evicted, 1);
+  assert.ok(after.memory!.evictions! >= 1);
+  assert.equal(pool(after, 'keep').workers[0]?.pid, keepPid);
+
+  // Room again: py's next request forks from a new parent.
+  d.rewrite(config('4GiB'));
+  assert.equal((await d.ctl(['reload'])).code, 0);
+  assert.equal((await httpRequest(`http://127.0.0.1:${ports.py}/`, { timeout: 30_000 })).status, 200);
+  const fresh = pool(await status(), 'py');
+  assert.ok(fresh.preload !== undefined && fresh.preload.pid !== renewed.pid, `a new parent: ${JSON.stringify(fresh.preload)}`);
+  assert.equal(listProcesses().find((x) => x.pid === fresh.workers[0]?.pid)?.ppid, fresh.preload.pid, 'the worker is its fork');
 });

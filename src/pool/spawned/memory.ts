@@ -27,7 +27,7 @@ import { ErrorCodes } from '../../errors.js';
 import type { Logger } from '../../log/log.js';
 import { estimateWorker, PeakHistory, type Estimate } from '../../memory/estimate.js';
 import { formatBytes } from '../../memory/format.js';
-import { checkWorker, chargeOf, fitCount, planRelief, type WorkerCaps } from '../../memory/governor.js';
+import { checkWorker, chargeOf, fitCount, idleName, planRelief, type WorkerCaps } from '../../memory/governor.js';
 import { boxHeadroom, type MemoryGovernor } from '../../memory/host-governor.js';
 import { WORKER_OOM_SCORE_ADJ } from '../../memory/oom-score.js';
 import type { PoolCgroup } from '../../memory/pool-cgroup.js';
@@ -65,6 +65,8 @@ export interface PoolMemoryHooks {
   queued(): number;
   /** preload: the parent's pid; it is measured with the workers and counts in memory_limit and the budget. */
   preloadParent?(): number | undefined;
+  /** preload: stops the parent now if it has no worker and no fork pending; resolves once it exited (undefined: nothing stopped). */
+  stopPreloadParent?(): Promise<void> | undefined;
 }
 
 export class PoolMemory implements BudgetMember {
@@ -86,6 +88,8 @@ export class PoolMemory implements BudgetMember {
   private disposed = false;
   /** preload: the parent's latest sample (undefined: none runs, or not measured yet). */
   private parent: { pid: number; sample: MemorySample } | undefined;
+  /** Parents stopped for memory that have not exited yet: still counted, and freeing. */
+  private parentsStopping = 0;
   private refusalLog = { at: -Infinity, suppressed: 0 };
   private warnedFresh = false;
   /** Spare (non-demand) spawns are being refused: said once, until a spawn is admitted again. */
@@ -250,38 +254,48 @@ export class PoolMemory implements BudgetMember {
   // ---- BudgetMember -------------------------------------------------------------------
 
   committed(): number {
-    let sum = 0;
+    let sum = this.parentValue() + this.parentsStopping;
     for (const slot of this.hooks.slots()) sum += chargeOf(slot.mem?.last?.value, this.est.bytes);
     return sum;
   }
 
   measured(): number {
-    let sum = this.parentValue();
+    let sum = this.parentValue() + this.parentsStopping;
     for (const slot of this.hooks.slots()) sum += slot.mem?.last?.value ?? 0;
     return sum;
   }
 
-  /** The preload parent's latest measure, while it is the one running (0 without). */
+  /**
+   * The preload parent's latest measure, while it is the one running (0 without). With no
+   * worker no sampling round runs: a parent not measured yet (a reload renewed it) or
+   * measured longer than a sample interval ago (while it was importing) is measured now.
+   */
   private parentValue(): number {
-    const p = this.parent;
-    return p !== undefined && p.pid === this.hooks.preloadParent?.() ? p.sample.value : 0;
+    const pid = this.hooks.preloadParent?.();
+    if (pid === undefined) return 0;
+    const now = this.clock.now();
+    if ((this.parent?.pid !== pid || now - this.parent.sample.at >= this.interval) && this.host.sampler.sync) {
+      const s = this.host.sampler.readNow(pid, now, true);
+      this.parent = s && { pid, sample: s };
+    }
+    return this.parent?.pid === pid ? this.parent.sample.value : 0;
   }
 
   /** The preload parent's pid and latest measure, for status. */
   preloadParent(): { pid: number; memory: number; measure: string } | undefined {
-    const p = this.parent;
-    if (p === undefined || p.pid !== this.hooks.preloadParent?.()) return undefined;
+    if (this.parentValue() === 0) return undefined;
+    const p = this.parent!;
     return { pid: p.pid, memory: p.sample.value, measure: p.sample.measure };
   }
 
   freeing(): number {
-    let sum = 0;
+    let sum = this.parentsStopping;
     for (const slot of this.hooks.slots()) if (retiring(slot)) sum += chargeOf(slot.mem?.last?.value, this.est.bytes);
     return sum;
   }
 
   freeingMeasured(): number {
-    let sum = 0;
+    let sum = this.parentsStopping;
     for (const slot of this.hooks.slots()) if (retiring(slot)) sum += slot.mem?.last?.value ?? 0;
     return sum;
   }
@@ -303,6 +317,8 @@ export class PoolMemory implements BudgetMember {
 
   idleWorkers(): WorkerRef[] {
     const out: WorkerRef[] = [];
+    const parent = this.idleParent();
+    if (parent !== undefined) out.push(parent);
     for (const slot of this.hooks.slots()) if (slot.inIdle && slot.worker.state === 'idle') out.push(this.ref(slot, slot.idleSince));
     return out;
   }
@@ -314,6 +330,7 @@ export class PoolMemory implements BudgetMember {
   }
 
   evict(w: WorkerRef, reason: RetireReason, fields: Record<string, unknown>, msg: string): void {
+    if (w.parent) return this.evictParent(w, reason, fields, msg);
     for (const slot of this.hooks.slots()) {
       if (slot.worker.id !== w.id) continue;
       const st = slot.worker.state;
@@ -326,6 +343,28 @@ export class PoolMemory implements BudgetMember {
 
   retry(): void {
     this.hooks.scale();
+  }
+
+  /** The preload parent, while it is measured and the pool has no worker: the first thing to give back. */
+  private idleParent(): WorkerRef | undefined {
+    const v = this.parentValue();
+    if (v === 0 || this.hooks.stopPreloadParent === undefined || this.workerCount() > 0) return undefined;
+    return { pool: this.name, id: -1, pid: this.parent!.pid, charge: v, value: v, since: 0, parent: true };
+  }
+
+  private evictParent(w: WorkerRef, reason: RetireReason, fields: Record<string, unknown>, msg: string): void {
+    const value = this.parentValue();
+    if (value === 0 || this.parent!.pid !== w.pid || this.workerCount() > 0) return;
+    const exited = this.hooks.stopPreloadParent?.();
+    if (exited === undefined) return;
+    this.evicted++;
+    this.parent = undefined;
+    this.parentsStopping += value;
+    this.log.info({ code: ErrorCodes.PRELOAD_PARENT_EVICTED, wpid: w.pid, reason, ...fields, evicted: this.evicted }, msg);
+    void exited.then(() => {
+      this.parentsStopping -= value;
+      this.host.released();
+    });
   }
 
   hasCgroup(): boolean {
@@ -349,7 +388,7 @@ export class PoolMemory implements BudgetMember {
     if (room < 0) {
       for (const v of planRelief(-room, this.idleWorkers(), [])) {
         this.evict(v, 'memory_budget', { cgroup: cg.cg.dir, memoryLimit: cg.limit, victimPid: v.pid, value: v.value },
-          `pool ${this.name}: its memory cgroup is within ${formatBytes(boxHeadroom(cg.limit))} of its ${formatBytes(cg.limit)} limit: retiring idle worker ${v.pid}`);
+          `pool ${this.name}: its memory cgroup is within ${formatBytes(boxHeadroom(cg.limit))} of its ${formatBytes(cg.limit)} limit: retiring ${idleName(v)}`);
       }
     }
     return cg.limit - boxHeadroom(cg.limit) - room > cg.limit * share;
@@ -361,7 +400,7 @@ export class PoolMemory implements BudgetMember {
 
   figures(): PoolMemoryFigures {
     // The preload parent's pages are the pool's too (its children share them copy-on-write; PSS splits them).
-    let total = this.parentValue();
+    let total = this.parentValue() + this.parentsStopping;
     let committed = total;
     let sampled = 0;
     let pss = 0;

@@ -161,6 +161,7 @@ export class Supervisor {
       scale: () => this.scale(),
       queued: () => hooks.waiting(),
       preloadParent: () => deps.forkServer?.parent?.pid,
+      stopPreloadParent: () => deps.forkServer?.stopIdle(),
     }, clock, this.log);
     this.spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid) => this.mem!.started(pid) };
     if (k > 1) {
