@@ -3,9 +3,10 @@
  * JSON log lines (pino, stdout) parsed and searchable, ready once every listener in
  * the config accepts connections, and stopped by pid when the scope ends.
  */
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { opcacheRoot } from '../../src/config/opcache-path.js';
 import { ManagedChild, type ExitInfo } from './child.js';
 import { FCGI_PM_BIN, REPO_ROOT } from './paths.js';
 import { descendantsMatching } from './proc.js';
@@ -185,7 +186,13 @@ export async function startDaemon(
     env: opts.env ?? process.env,
   });
   const d = new Daemon(child, configPath, parsed);
-  scope.after(() => d.stop());
+  scope.after(async () => {
+    await d.stop();
+    // As root, php-cgi pools keep their opcache file cache under /var/cache/fcgi-pm, one
+    // directory per config file: this daemon's went with its temp config.
+    const cache = parsed.opcache_dir === undefined ? opcacheRoot({ source: configPath }) : undefined;
+    if (typeof cache === 'string') rmSync(cache, { recursive: true, force: true });
+  });
   if (opts.noWait) return d;
 
   const listeners: Array<{ address: string }> = Array.isArray(parsed.listen) ? parsed.listen : [];
