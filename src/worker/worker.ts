@@ -76,6 +76,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   private spawnTimer: NodeJS.Timeout | undefined;
   private killTimer: NodeJS.Timeout | undefined;
   private termSent = false;
+  private killSent = false;
   private failureEmitted = false;
   private finished = false;
   private socketPath: string | undefined;
@@ -307,6 +308,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       this.killTimer = undefined;
       if (this.finished) return;
       this.log.warn({ code: ErrorCodes.KILL_TIMEOUT, killTimeout: this.spec.killTimeout }, 'worker did not exit within kill_timeout after SIGTERM; sending SIGKILL');
+      this.killSent = true;
       this.signalGroup('SIGKILL');
     }, this.spec.killTimeout);
   }
@@ -372,7 +374,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     const exit: WorkerExit = {
       code,
       signal,
-      reason: this.lc.reason,
+      reason: this.sentSignal(signal) ? this.lc.reason : undefined,
       uptime: Date.now() - this.startedAt,
       ready: this.readyAt !== undefined,
       served: this.requests - (wasBusy ? 1 : 0),
@@ -389,6 +391,20 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   }
 
   // ---- helpers ----------------------------------------------------------------------
+
+  /**
+   * Whether an end by `signal` can be fcgi-pm's stop. A retire reason explains a SIGTERM or
+   * SIGKILL death only when fcgi-pm sent that signal (max_memory_hard's SIGKILL is sent by
+   * the pool): a worker retired but still draining, or one just sent SIGTERM, that dies of
+   * a SIGKILL nobody here sent was killed from outside (an operator, the OOM killer), and
+   * its exit is counted as such. A retire decided after the outside kill, before its exit
+   * was reaped (its request failed first), must not hide that kill either.
+   */
+  private sentSignal(signal: NodeJS.Signals | null): boolean {
+    if (signal === 'SIGTERM') return this.termSent;
+    if (signal === 'SIGKILL') return this.killSent || this.lc.reason === 'memory_hard';
+    return true;
+  }
 
   private apply(event: LifecycleEvent, reason?: RetireReason): void {
     try {

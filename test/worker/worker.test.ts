@@ -212,6 +212,40 @@ test('SIGKILL from outside after the worker served: a crash, but not an early on
   assert.deepEqual([verdict.crash, verdict.early, verdict.restart], [true, false, true]);
 });
 
+test('SIGKILL from outside in the instant before fcgi-pm retires the worker (its exit not reaped yet): still an outside kill, no retire reason', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
+  await once(r.w, 'ready');
+  r.w.assign('/one');
+  await fcgiRequest(r.w.address, { REQUEST_URI: '/one' });
+  r.w.release();
+  // As the pool does when a request on a just-killed worker fails and the exit event is
+  // late (a loaded machine): the retire's SIGTERM reaches a process already dead.
+  process.kill(r.w.pid!, 'SIGKILL');
+  r.w.retire('scale_down');
+  assert.equal(r.w.state, 'stopping');
+  const [exit, verdict] = await r.exit;
+  assert.equal(exit.signal, 'SIGKILL');
+  assert.equal(exit.reason, undefined, 'fcgi-pm sent no SIGKILL: the retire did not end it');
+  assert.deepEqual([verdict.crash, verdict.outside, verdict.early, verdict.restart], [true, true, false, true]);
+});
+
+test('SIGKILL from outside on a draining worker (retired, no signal sent yet): an outside kill, not the planned stop', async (t) => {
+  const dir = tempDir(t);
+  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
+  await once(r.w, 'ready');
+  r.w.assign('/slow');
+  const reply = fcgiRequest(r.w.address, { QUERY_STRING: 'sleep=5000', REQUEST_URI: '/slow' }).catch(() => undefined);
+  r.w.retire('max_requests');
+  assert.equal(r.w.state, 'draining');
+  process.kill(r.w.pid!, 'SIGKILL');
+  const [exit, verdict] = await r.exit;
+  await reply;
+  assert.equal(exit.signal, 'SIGKILL');
+  assert.equal(exit.reason, undefined);
+  assert.deepEqual([verdict.crash, verdict.outside, verdict.code], [true, true, ErrorCodes.WORKER_KILLED]);
+});
+
 test('retire while spawning stops it without a spawn failure', async (t) => {
   const dir = tempDir(t);
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('never-ready'), { spawnTimeout: 10_000 }));
