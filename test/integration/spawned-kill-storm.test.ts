@@ -105,7 +105,11 @@ async function storm(t: TestContext, s: Storm): Promise<void> {
   // A busy machine may skip ticks; a quarter of them is still a storm.
   assert.ok(killed.size >= STORM_MS / KILL_EVERY_MS / 4, `the storm killed ${killed.size} workers`);
   assert.ok(bad <= killed.size, `${bad} × 502 for ${killed.size} kills`);
-  // Each 502 names the worker it ran on: one we killed, and no worker twice.
+  // Each 502 names the worker it ran on: one we killed, and no worker twice. The daemon's
+  // access lines come through its stdout pipe and may trail the last answers: all of them first.
+  const accessLines = (): number => daemon.logs.filter((l: LogLine) => l.kind === 'access').length;
+  await waitFor(() => accessLines() >= sent, { timeout: 5000, interval: 20, what: `an access line for each of the ${sent} requests` });
+  assert.equal(accessLines(), sent);
   const access502 = daemon.logs.filter((l: LogLine) => l.kind === 'access' && l.status === 502);
   assert.equal(access502.length, bad);
   const on = new Set<number>();
