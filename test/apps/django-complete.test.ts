@@ -18,8 +18,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { controlRequest } from '../../src/control/client.js';
 import type { StatusSnapshot } from '../../src/control/types.js';
+import { statusOf } from '../helpers/control-status.js';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
 import { freePort } from '../helpers/ports.js';
@@ -73,12 +73,7 @@ describe('Django page through nginx: full responses are complete, kept-alive Fas
   let control: string;
   const routes: Route[] = [];
 
-  const snapshot = async (): Promise<StatusSnapshot> => {
-    const c = await controlRequest(control, { cmd: 'status' }, 5000);
-    c.end();
-    assert.ok(c.response.ok, JSON.stringify(c.response));
-    return c.response.result as StatusSnapshot;
-  };
+  const snapshot = (): Promise<StatusSnapshot> => statusOf(control, 5000);
 
   before(async () => {
     const dir = makeTempDir(scope, 'fpm-djc-');

@@ -9,8 +9,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { join } from 'node:path';
-import { controlRequest } from '../../src/control/client.js';
-import type { PoolStatus, StatusSnapshot } from '../../src/control/types.js';
+import type { PoolStatus } from '../../src/control/types.js';
+import { poolStatusOf } from '../helpers/control-status.js';
 import { startDaemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
 import { PHP_FIXTURES } from '../helpers/paths.js';
@@ -38,12 +38,7 @@ test(`default queue under 2× open-loop load (${RATE} req/s for ${SECONDS} s): f
     pools: { app: { command: phpCommand(dir, 'queue-overload'), pm: 'static', max_children: WORKERS } },
     log: { level: 'warn' },
   });
-  const pool = async (): Promise<PoolStatus> => {
-    const c = await controlRequest(control, { cmd: 'status' }, 5000);
-    c.end();
-    assert.ok(c.response.ok, JSON.stringify(c.response));
-    return (c.response.result as StatusSnapshot).pools.find((p) => p.name === 'app')!;
-  };
+  const pool = (): Promise<PoolStatus> => poolStatusOf(control, 'app', 5000);
   const url = `http://127.0.0.1:${port}/sleep.php?ms=${PAGE_MS}`;
   // A few requests one after another: the pool has measured its service time before the load.
   for (let i = 0; i < 4; i++) assert.equal((await httpRequest(url)).status, 200);

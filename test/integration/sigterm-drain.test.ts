@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { connect } from 'node:net';
+import { poolStatusOf } from '../helpers/control-status.js';
 import { startDaemon } from '../helpers/daemon.js';
 import { FcgiClient, phpParams, requestRecords } from '../helpers/fcgi-client.js';
 import { httpRequest, keepAliveAgent } from '../helpers/http-client.js';
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { startPhpCgi } from '../helpers/php.js';
 import { phpCommand } from '../helpers/spawned.js';
 import { makeTempDir } from '../helpers/tmp.js';
+import { waitFor } from '../helpers/wait.js';
 import { RecordType, encodeRecord } from '../../src/protocol/fastcgi.js';
 
 const SHUTDOWN_MS = 60_000;
@@ -32,6 +34,7 @@ test(`SIGTERM after mixed traffic (${kind} pool): the running request finishes a
   const daemon = await startDaemon(t, {
     listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'php' }],
     pools: { php: pool },
+    control_socket: join(dir, 'control.sock'),
     shutdown_timeout: `${SHUTDOWN_MS / 1000}s`,
     log: { level: 'info' },
   });
@@ -120,7 +123,7 @@ test(`SIGTERM after mixed traffic (${kind} pool): the running request finishes a
   // One request in flight, then SIGTERM.
   const since = daemon.mark();
   const running = httpRequest(`${ngx.url}/sleep.php?ms=1500`);
-    await new Promise((r) => setTimeout(r, 300));
+  await waitFor(async () => (await poolStatusOf(join(dir, 'control.sock'), 'php')).active === 1, { timeout: 10_000, what: 'the request running in the pool' });
   daemon.signal('SIGTERM');
   const answer = await running;
   assert.equal(answer.status, 200, answer.text);

@@ -3,8 +3,7 @@
 // narrower than before the reload (sampled from status all along), and no request fails.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { controlRequest } from '../../src/control/client.js';
-import type { StatusSnapshot } from '../../src/control/types.js';
+import { poolStatusOf } from '../helpers/control-status.js';
 import { freePort } from '../helpers/ports.js';
 import { isAlive } from '../helpers/proc.js';
 import { phpCommand } from '../helpers/spawned.js';
@@ -31,10 +30,7 @@ test('reloading a changed pool under load: never fewer ready workers than before
 
   /** Workers of pool a that take requests (idle or busy), from the daemon's status. */
   const ready = async (): Promise<number> => {
-    const s = await controlRequest(d.control, { cmd: 'status' }, 10_000);
-    s.end();
-    assert.ok(s.response.ok, JSON.stringify(s.response));
-    const pool = (s.response.result as StatusSnapshot).pools.find((p) => p.name === 'a')!;
+    const pool = await poolStatusOf(d.control, 'a');
     return pool.processes.idle + pool.processes.busy;
   };
   await waitFor(async () => (await ready()) === WIDTH, { timeout: 30_000, what: `${WIDTH} workers under load` });

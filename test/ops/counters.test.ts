@@ -10,12 +10,12 @@ import * as net from 'node:net';
 import { join } from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
 import type { StatusSnapshot } from '../../src/control/types.js';
+import { statusOf } from '../helpers/control-status.js';
 import { FcgiClient, parseCgiOutput, phpParams } from '../helpers/fcgi-client.js';
 import { httpRequest } from '../helpers/http-client.js';
 import { PHP_FIXTURES, PHP_FLAGS, PHP_CGI } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { controlRequest } from '../../src/control/client.js';
 import { waitFor } from '../helpers/wait.js';
 import { opsDaemon } from './helpers.js';
 import { checkExposition, promtool, sampleValue } from './prom-check.js';
@@ -139,9 +139,5 @@ test('refusals of every kind are counted per listener and per pool, in status an
 
 /** Polls the daemon's snapshot through its control socket, in-process (a CLI per poll is slow on a loaded machine). */
 async function waitUntil(control: string, ok: (s: StatusSnapshot) => boolean, what: string): Promise<void> {
-  await waitFor(async () => {
-    const session = await controlRequest(control, { cmd: 'status' }, 10_000);
-    session.end();
-    return session.response.ok && ok(session.response.result as StatusSnapshot);
-  }, { timeout: 30_000, interval: 20, what });
+  await waitFor(async () => ok(await statusOf(control)), { timeout: 30_000, interval: 20, what });
 }

@@ -11,6 +11,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { poolStatusOf } from '../helpers/control-status.js';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
 import { startNginxKeptAlive } from '../helpers/nginx.js';
@@ -80,11 +81,11 @@ function load(scope: Scope, url: string, pages: LoadPage[]): { stop(): Promise<{
 const readPid = (path: string): number => Number(readFileSync(path, 'utf8').trim());
 
 test('SIGQUIT under load: running requests finish, the daemon exits 0 and removes its pid file and runtime dir', { timeout: 90_000 }, async (t) => {
-  const { d, ngx, pidFile } = await phpBehindNginx(t, 'quit-test');
+  const { d, dir, ngx, pidFile } = await phpBehindNginx(t, 'quit-test');
   assert.equal(readPid(pidFile), d.pid);
   const ready = d.findLog((l) => l.kind === 'ready')!;
   const running = Promise.all([1, 2, 3].map(() => httpRequest(`${ngx.url}/sleep.php?ms=1200`)));
-  await new Promise((r) => setTimeout(r, 400));
+  await waitFor(async () => (await poolStatusOf(join(dir, 'control.sock'), 'php')).active === 3, { timeout: 10_000, what: 'three requests running' });
   d.signal('SIGQUIT');
   for (const r of await running) assert.equal(r.status, 200, r.text);
   const exit = await d.child.exited;
