@@ -59,8 +59,8 @@ function admitted(env: FrontendEnv, pool: Pool, ex: Exchange, site: SiteView | u
   // The HTTP listener rewrote the URL itself, before splitting it.
   const rewrite = env.cfg.protocol === 'http' ? undefined : rulesOf(env, site);
   const rewritten = rewrite === undefined ? undefined : rewriteParams(ex.params, rewrite, env.scripts.cache);
-  if (rewritten instanceof Promise) void rewritten.then(() => guard(env, pool, ex));
-  else guard(env, pool, ex);
+  if (rewritten instanceof Promise) void rewritten.then(() => guard(env, pool, ex, serveLocal));
+  else guard(env, pool, ex, serveLocal);
 }
 
 /** Site rules first, then the listener's; undefined when there are none. */
@@ -79,26 +79,37 @@ function rulesOf(env: FrontendEnv, site: SiteView | undefined): readonly Rewrite
 const combined = new WeakMap<SiteView, readonly RewriteRule[]>();
 
 /** A pool with script rules gets only what the listener's ScriptGate lets through. */
-function guard(env: FrontendEnv, pool: Pool, ex: Exchange): void {
+function guard(env: FrontendEnv, pool: Pool, ex: Exchange, serveLocal: ((pool: Pool) => boolean) | undefined): void {
   if (ex.finished) return; // the client left while the file was looked up
   const rules = pool.scriptRules;
   if (rules === undefined) {
-    pool.dispatch(ex);
+    deliver(env, pool, ex, serveLocal);
     return;
   }
   // A pool with `script` runs that file whatever the request named.
   const verdict = env.scripts.check(pool.script ?? ex.params.get('SCRIPT_FILENAME'), rules);
-  if (verdict instanceof Promise) void verdict.then((v) => admit(env, pool, ex, v));
-  else admit(env, pool, ex, verdict);
+  if (verdict instanceof Promise) void verdict.then((v) => admit(env, pool, ex, v, serveLocal));
+  else admit(env, pool, ex, verdict, serveLocal);
 }
 
-function admit(env: FrontendEnv, pool: Pool, ex: Exchange, refusal: ScriptVerdict): void {
+function admit(env: FrontendEnv, pool: Pool, ex: Exchange, refusal: ScriptVerdict, serveLocal: ((pool: Pool) => boolean) | undefined): void {
   if (ex.finished) return; // the client left while the file was looked up
-  if (refusal === undefined) pool.dispatch(ex);
+  if (refusal === undefined) deliver(env, pool, ex, serveLocal);
   else {
     ex.pool = pool.name; // counted as the pool's refusal, though the pool never saw it
     env.scripts.refuse(env.listener.log, ex, refusal);
   }
+}
+
+/**
+ * The authorizer, a rewrite or the script check may have waited for I/O since the pool
+ * was looked up: a reload that replaced the pool meanwhile has begun stopping it, and it
+ * would answer 503. The request is routed again, to the pool now in service.
+ */
+function deliver(env: FrontendEnv, pool: Pool, ex: Exchange, serveLocal: ((pool: Pool) => boolean) | undefined): void {
+  const now = env.ctx.getPool(pool.name);
+  if (now !== undefined && now !== pool) routeExchange(env, ex, serveLocal);
+  else pool.dispatch(ex);
 }
 
 /**
