@@ -1,7 +1,7 @@
 /**
  * Worker behaviour with the fixture programs (test/fixtures/workers/).
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import fs from 'node:fs';
@@ -198,13 +198,18 @@ test('a crash while busy is reported as possible request loss', async (t) => {
   assert.deepEqual([exit.ready, exit.served, verdict.early], [true, 0, true], 'died under its first request, just started');
 });
 
-test('SIGKILL from outside after the worker served: a crash, but not an early one', async (t) => {
-  const dir = tempDir(t);
-  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
+/** A responder worker that has served one request and is idle again. */
+async function servedOnce(t: TestContext): Promise<Recorded> {
+  const r = spawnRecorded(t, makeSpec(tempDir(t), fixtureCommand('responder')));
   await once(r.w, 'ready');
   r.w.assign('/one');
   await fcgiRequest(r.w.address, { REQUEST_URI: '/one' });
   r.w.release();
+  return r;
+}
+
+test('SIGKILL from outside after the worker served: a crash, but not an early one', async (t) => {
+  const r = await servedOnce(t);
   process.kill(r.w.pid!, 'SIGKILL');
   const [exit, verdict] = await r.exit;
   assert.equal(exit.signal, 'SIGKILL');
@@ -213,12 +218,7 @@ test('SIGKILL from outside after the worker served: a crash, but not an early on
 });
 
 test('SIGKILL from outside in the instant before fcgi-pm retires the worker (its exit not reaped yet): still an outside kill, no retire reason', async (t) => {
-  const dir = tempDir(t);
-  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
-  await once(r.w, 'ready');
-  r.w.assign('/one');
-  await fcgiRequest(r.w.address, { REQUEST_URI: '/one' });
-  r.w.release();
+  const r = await servedOnce(t);
   // As the pool does when a request on a just-killed worker fails and the exit event is
   // late (a loaded machine): the retire's SIGTERM reaches a process already dead.
   process.kill(r.w.pid!, 'SIGKILL');
