@@ -61,3 +61,21 @@ export class OneTimer {
     this.at = Infinity;
   }
 }
+
+/**
+ * Epoch milliseconds for the pool's monotonic times, from one epoch taken when made: the
+ * wall-clock times a status shows (a worker's start, its last request) all derive from
+ * the one clock the pool decides by, so they agree with each other.
+ */
+export class WallClock {
+  private readonly offset: number;
+
+  constructor(clock: Clock) {
+    this.offset = Date.now() - clock.now();
+  }
+
+  /** Epoch ms of monotonic time `t`. */
+  at(t: number): number {
+    return Math.round(this.offset + t);
+  }
+}

@@ -15,6 +15,8 @@ import { PoolStats } from '../../src/pool/stats.js';
 import { Supervisor, type SlotEventContext, type SupervisorHooks } from '../../src/pool/spawned/supervisor.js';
 import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/spawned/supervisor-table.js';
 import type { Slot } from '../../src/pool/spawned/slot.js';
+import type { Exchange } from '../../src/protocol/exchange.js';
+import type { Endpoint } from '../../src/upstream/types.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeWorkerFactory, type FakeWorker } from './fake-worker.js';
 import { poolConfig, recordingLogger } from './helpers.js';
@@ -76,6 +78,27 @@ function setup(over: Partial<PoolConfig> = {}) {
 
 type Env = ReturnType<typeof setup>;
 
+/** The dispatcher gives `n` of the worker's seats a request (busy is read from the seats). */
+function occupy(slot: Slot, n = 1): void {
+  for (const seat of slot.seats.slice(0, n)) {
+    seat.current = {} as Exchange;
+    slot.requests++;
+  }
+}
+
+/** The dispatcher's seats end their requests, then tell the supervisor. */
+function vacate(e: Env): void {
+  for (const seat of e.slot.seats) seat.current = undefined;
+  e.sup.released(e.slot);
+}
+
+/** An endpoint that counts closeIdle calls. */
+function countingEndpoint(slot: Slot): { closed: number } {
+  const c = { closed: 0 };
+  slot.endpoint = { closeIdle: () => void c.closed++ } as unknown as Endpoint;
+  return c;
+}
+
 const err = new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, 'too long');
 
 /** Puts the one worker into `state` the way the pool would. */
@@ -85,8 +108,7 @@ function into(state: SlotState, over: Partial<PoolConfig> = {}): Env {
   e.worker.becomeReady();
   if (state === 'retiring') {
     // A busy worker retired: it finishes its request first.
-    e.worker.assign('/busy');
-    e.slot.busy = 1;
+    occupy(e.slot);
     e.sup.retire(e.slot, 'max_requests');
   } else if (state === 'stopping') e.sup.stop(e.slot, 'request_timeout', err);
   else if (state === 'gone') e.worker.exit(0, null);
@@ -165,8 +187,7 @@ test('starting + exit → gone: start_failed (SPAWN_FAILED logged once, early cr
 
 test('up + retire → retiring: retire (idle seats withdrawn, process retires after its request)', () => {
   const e = into('up');
-  e.worker.assign('/x');
-  e.slot.busy = 1;
+  occupy(e.slot);
   e.sup.retire(e.slot, 'max_requests');
   assert.equal(e.slot.state, 'retiring');
   assert.deepEqual(e.names(), ['withdraw']);
@@ -212,8 +233,7 @@ test('starting + killed → gone: bury (a kill from outside before ready: no SPA
 
 test('up + killed → gone: bury (a kill from outside soon after start is replaced at once, not a breaker crash)', () => {
   const e = into('up', { crashLimit: 1 });
-  e.worker.assign('/first');
-  e.slot.busy = 1;
+  occupy(e.slot);
   e.worker.exit(null, 'SIGKILL');
   assert.equal(e.slot.state, 'gone');
   assert.deepEqual(e.names(), ['withdraw', 'lost', 'pump', 'checkDrained']);
@@ -242,6 +262,72 @@ test('up + exit → gone: bury (requests to failure handling, a crash long after
   assert.equal(e.stats.crashes, 1);
   assert.equal(e.wf.workers.length, 2, 'replaced at once, no back-off');
   assert.equal(e.sup.failing, false);
+});
+
+test('retiring + idle → retiring: drained (its last request ended: kept-alive connections closed, SIGTERM with the retire reason)', () => {
+  const e = into('retiring');
+  const ep = countingEndpoint(e.slot);
+  assert.equal(e.worker.state, 'draining');
+  vacate(e);
+  assert.equal(e.slot.state, 'retiring');
+  assert.equal(ep.closed, 1);
+  assert.deepEqual(e.worker.stopCalls, ['max_requests']);
+  assert.deepEqual(e.names(), [], 'nothing to withdraw or answer: it ran its last request');
+  assert.equal(e.slot.workerState, 'stopping');
+  e.clock.advance(1000);
+  assert.equal(e.slot.state, 'gone');
+  assert.equal(e.slot.exit?.reason, 'max_requests');
+  assert.equal(e.slot.exit?.served, 1, 'the request it finished counts');
+});
+
+test('up + retire with no request running → retiring: retire (SIGTERM at once, no idle to wait for)', () => {
+  const e = into('up');
+  e.sup.retire(e.slot, 'idle_timeout');
+  assert.equal(e.slot.state, 'retiring');
+  assert.deepEqual(e.worker.stopCalls, ['idle_timeout']);
+  assert.equal(e.slot.workerState, 'stopping');
+});
+
+test('the reason a worker is wanted gone: the first asked stays, a stop of one still serving replaces it', () => {
+  const e = into('retiring'); // busy, retired for max_requests
+  e.sup.retire(e.slot, 'idle_timeout');
+  assert.equal(e.slot.reason, 'max_requests', 'a second retire does not change it');
+  e.sup.stop(e.slot, 'request_timeout', err);
+  assert.equal(e.slot.reason, 'request_timeout', 'the forced stop is what ends it');
+  e.sup.fire(e.slot, 'shutdown', { reason: 'shutdown' });
+  assert.equal(e.slot.reason, 'request_timeout', 'already on its way out');
+  const idle = into('up');
+  idle.sup.retire(idle.slot, 'idle_timeout');
+  idle.sup.stop(idle.slot, 'request_timeout', err);
+  assert.equal(idle.slot.reason, 'idle_timeout', 'retired with no request: already signalled, the reason stays');
+});
+
+test('what status shows of a worker is read from its table state and its seats', () => {
+  const e = into('starting', { groupSize: 2, maxChildren: 2 });
+  assert.equal(e.slot.workerState, 'spawning');
+  e.worker.becomeReady();
+  assert.equal(e.slot.workerState, 'idle');
+  occupy(e.slot);
+  assert.equal(e.slot.workerState, 'busy', 'one seat of two busy: the process is busy');
+  e.sup.retire(e.slot, 'drain');
+  assert.equal(e.slot.workerState, 'draining');
+  vacate(e);
+  assert.equal(e.slot.workerState, 'stopping');
+  e.clock.advance(1000);
+  assert.equal(e.slot.workerState, 'exited');
+  const t = into('starting');
+  t.sup.stop(t.slot, 'request_timeout', err);
+  assert.equal(t.slot.workerState, 'stopping');
+});
+
+test('a spawn that timed out shows stopping until it exits', () => {
+  const e = setup();
+  const slot = e.slot;
+  assert.equal(slot.workerState, 'spawning');
+  // A worker past spawn_timeout reports it, then stops itself and exits.
+  e.worker.emit('spawnFailed', Object.assign(new Error('timed out'), { code: ErrorCodes.SPAWN_FAILED, errno: 'TIMEOUT' }));
+  assert.equal(slot.workerState, 'stopping');
+  assert.equal(slot.state, 'starting', 'still the table\'s starting: its exit is the start failure');
 });
 
 test('retiring + stop → stopping: stop (a retired worker past request_timeout is signalled)', () => {
@@ -323,7 +409,8 @@ for (const state of ['starting', 'up', 'retiring', 'stopping'] as const) {
     const ctx: SlotEventContext = { reason: 'shutdown' };
     e.sup.fire(e.slot, 'shutdown', ctx);
     assert.equal(e.slot.state, 'stopping');
-    assert.deepEqual(e.worker.stopCalls.slice(stops), ['shutdown']);
+    // A worker already stopped keeps the reason it was stopped for; any other goes for shutdown.
+    assert.deepEqual(e.worker.stopCalls.slice(stops), [state === 'stopping' ? 'request_timeout' : 'shutdown']);
     assert.ok(ctx.stopped instanceof Promise, 'its exit can be awaited');
     assert.deepEqual(e.names(), []);
     assert.deepEqual(e.killed, []);
@@ -382,7 +469,7 @@ test('the load signal in seats: a group with 1 of 4 seats busy counts 3 idle, an
   assert.equal(e.wf.workers.length, 2, '5 waiting requests need two groups of 4');
   for (const w of e.wf.workers) w.becomeReady();
   const [a] = [...e.sup.slots];
-  a!.busy = 1;
+  occupy(a!);
   e.setWaiting(0);
   assert.deepEqual(e.sup.counts(), { idle: 7, busy: 1, spawning: 0, retiring: 0, queued: 0 });
 });

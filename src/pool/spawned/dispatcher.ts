@@ -166,7 +166,7 @@ export class SpawnedPool extends PoolBase {
       s.slotsPerWorker = k;
       this.supervisor.refreshChildren();
     }
-    for (const slot of this.supervisor.slots) s.workers.push(workerSnapshot(slot));
+    for (const slot of this.supervisor.slots) s.workers.push(workerSnapshot(slot, this.wall));
     this.supervisor.fill(s);
     const parent = this.deps.forkServer?.parent;
     if (parent !== undefined) {
@@ -216,7 +216,7 @@ export class SpawnedPool extends PoolBase {
     const out: Slot[] = [];
     for (const seat of this.idle) {
       const slot = seat.slot;
-      if (slot.busy === 0 && slot.worker.state === 'idle' && !out.includes(slot)) out.push(slot);
+      if (slot.busy === 0 && slot.state === 'up' && !out.includes(slot)) out.push(slot);
     }
     return out.sort((a, b) => a.idleSince - b.idleSince);
   }
@@ -225,8 +225,6 @@ export class SpawnedPool extends PoolBase {
 
   private assign(seat: Seat, ex: Exchange): void {
     const slot = seat.slot;
-    // The process is busy while any of its seats is.
-    if (slot.busy++ === 0) slot.worker.assign(ex.params.get('REQUEST_URI') ?? ex.params.get('SCRIPT_NAME') ?? '');
     slot.requests++;
     seat.current = ex;
     seat.busySince = this.clock.now();
@@ -274,26 +272,16 @@ export class SpawnedPool extends PoolBase {
   /** Clears the seat's request: timers, held failure. */
   private detach(seat: Seat): void {
     seat.current = undefined;
-    seat.slot.busy--;
     if (seat.held !== undefined || seat.exitTimer !== undefined) this.failures.clear(seat);
     this.requestTimer.stop(seat.timerNodes);
-  }
-
-  /** The process is idle once no seat is busy: busy → idle, or draining → stopping (it stops itself). */
-  private release(slot: Slot): void {
-    if (slot.busy > 0) return;
-    // Draining: its kept-alive connection closes first, or php-cgi waiting on it would sit out SIGTERM until kill_timeout.
-    if (slot.worker.state === 'draining') slot.endpoint?.closeIdle();
-    slot.worker.release();
   }
 
   /** The worker is alive after a request ended on this seat: recycle it, or give the seat the next request. */
   private afterRequest(seat: Seat, o: UpstreamOutcome): void {
     const slot = seat.slot;
-    this.release(slot);
-    const st = slot.worker.state;
+    this.supervisor.released(slot);
     // Retiring or stopping (request_timeout, shutdown): the seat stays out.
-    if (slot.state !== 'up' || (st !== 'idle' && st !== 'busy')) return;
+    if (slot.state !== 'up') return;
     if (slot.busy === 0) this.supervisor.groupIdle(slot);
     if (this.supervisor.recycleAfterRequest(slot, o)) {
       this.supervisor.scale();
@@ -329,10 +317,10 @@ export class SpawnedPool extends PoolBase {
 
   /** A worker alive but unreachable (failures.ts): its request goes to another worker, and it is replaced. */
   private replaceUnreachable(seat: Seat, ex: Exchange, err: ProxyError): void {
-    // Its request is over: busy → idle (draining → stopping) first, else the retire below
-    // would leave it draining for a release that never comes, holding a max_children slot.
+    // Its request is over: released first (a retired worker then goes), else the retire
+    // below would leave it draining for a release that never comes, holding a max_children slot.
     this.detach(seat);
-    this.release(seat.slot);
+    this.supervisor.released(seat.slot);
     this.requestEnded();
     if (ex.rewind()) this.queue.unshift(ex);
     else this.fail(ex, err);

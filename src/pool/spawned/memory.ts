@@ -153,10 +153,10 @@ export class PoolMemory implements BudgetMember {
       this.oomKills++;
       const ex = slot.current;
       const where = this.cgroup !== undefined ? `its pool's memory cgroup (limit ${formatBytes(this.limit)})` : `fcgi-pm's memory cgroup`;
-      this.log.error({ code: ErrorCodes.WORKER_OOM_KILLED, wpid: slot.pid, cgroup: this.cgroup?.cg.dir, peak: m.peak, requests: slot.worker.requests, uri: ex?.params.get('REQUEST_URI'), oomKills: this.oomKills },
+      this.log.error({ code: ErrorCodes.WORKER_OOM_KILLED, wpid: slot.pid, cgroup: this.cgroup?.cg.dir, peak: m.peak, requests: slot.requests, uri: ex?.params.get('REQUEST_URI'), oomKills: this.oomKills },
         `worker ${slot.pid} of pool ${this.name} was killed by the kernel's OOM killer in ${where}` + (ex !== undefined ? `; its request to ${scriptOf(ex)} gets 503 ${ErrorCodes.WORKER_OOM_KILLED}` : ''));
     }
-    if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) this.history.record(m.peak);
+    if (m !== undefined && m.peak > 0 && slot.requests > 0) this.history.record(m.peak);
     if (slot.pid !== undefined) this.host.sampler.forget(slot.pid);
     this.updateEstimate();
     this.host.released();
@@ -180,7 +180,7 @@ export class PoolMemory implements BudgetMember {
     let held = 0;
     if (capped && this.learning() && admit > 0) {
       let unproven = 0;
-      for (const slot of this.hooks.slots()) if (slot.worker.requests === 0 || (slot.worker.requests === 1 && slot.worker.state === 'busy')) unproven++;
+      for (const slot of this.hooks.slots()) if (slot.requests === 0 || (slot.requests === 1 && slot.workerState === 'busy')) unproven++;
       const learning = Math.max(0, 1 - unproven);
       if (learning < admit) {
         // Not a refusal: the next one starts once this one has shown its size.
@@ -225,7 +225,7 @@ export class PoolMemory implements BudgetMember {
   afterRequest(slot: Slot): boolean {
     const m = slot.mem;
     const pid = slot.pid;
-    const first = slot.worker.requests === 1;
+    const first = slot.requests === 1;
     if (m === undefined || (!m.near && !first) || pid === undefined || !this.host.sampler.sync) return false;
     const s = this.host.sampler.readNow(pid, this.clock.now(), true);
     if (s === undefined) return false;
@@ -319,13 +319,13 @@ export class PoolMemory implements BudgetMember {
     const out: WorkerRef[] = [];
     const parent = this.idleParent();
     if (parent !== undefined) out.push(parent);
-    for (const slot of this.hooks.slots()) if (slot.inIdle && slot.worker.state === 'idle') out.push(this.ref(slot, slot.idleSince));
+    for (const slot of this.hooks.slots()) if (slot.inIdle && slot.workerState === 'idle') out.push(this.ref(slot, slot.idleSince));
     return out;
   }
 
   busyWorkers(): WorkerRef[] {
     const out: WorkerRef[] = [];
-    for (const slot of this.hooks.slots()) if (slot.worker.state === 'busy') out.push(this.ref(slot, slot.busySince));
+    for (const slot of this.hooks.slots()) if (slot.workerState === 'busy') out.push(this.ref(slot, slot.busySince));
     return out;
   }
 
@@ -333,7 +333,7 @@ export class PoolMemory implements BudgetMember {
     if (w.parent) return this.evictParent(w, reason, fields, msg);
     for (const slot of this.hooks.slots()) {
       if (slot.worker.id !== w.id) continue;
-      const st = slot.worker.state;
+      const st = slot.workerState;
       if (st !== 'idle' && st !== 'busy') return;
       this.evicted++;
       this.hooks.retire(slot, reason, fields, msg);
@@ -376,7 +376,7 @@ export class PoolMemory implements BudgetMember {
     if (measureBusy && sampler.sync) {
       const now = this.clock.now();
       for (const slot of this.hooks.slots()) {
-        if (slot.worker.state !== 'busy' || slot.pid === undefined) continue;
+        if (slot.workerState !== 'busy' || slot.pid === undefined) continue;
         const s = sampler.readNow(slot.pid, now);
         if (s !== undefined) this.apply(slot, s);
       }
@@ -437,7 +437,7 @@ export class PoolMemory implements BudgetMember {
     if (this.disposed || this.sampling) return;
     const now = this.clock.now();
     const sampler = this.host.sampler;
-    const slots = [...this.hooks.slots()].filter((s) => s.pid !== undefined && s.worker.state !== 'exited');
+    const slots = [...this.hooks.slots()].filter((s) => s.pid !== undefined && s.state !== 'gone');
     const parent = this.hooks.preloadParent?.();
     const keepParent = (s: MemorySample | undefined): void => {
       this.parent = parent !== undefined && s !== undefined ? { pid: parent, sample: s } : undefined;
@@ -505,11 +505,11 @@ export class PoolMemory implements BudgetMember {
   /** Applies max_memory / max_memory_hard to one fresh sample. True when the worker was recycled or killed. */
   private enforce(slot: Slot, s: MemorySample): boolean {
     const m = slot.mem!;
-    const st = slot.worker.state;
+    const st = slot.workerState;
     const verdict = checkWorker(s.value, this.caps);
     m.near = verdict === 'near';
     if (st === 'stopping' || st === 'exited') return false;
-    const base = { wpid: slot.pid, value: s.value, measure: s.measure, rss: s.rss, pss: s.pss, requests: slot.worker.requests };
+    const base = { wpid: slot.pid, value: s.value, measure: s.measure, rss: s.rss, pss: s.pss, requests: slot.requests };
     if (verdict === 'hard') {
       this.killed++;
       const ex = slot.current;
@@ -519,7 +519,7 @@ export class PoolMemory implements BudgetMember {
       return true;
     }
     if (verdict !== 'soft' || st === 'draining') return false;
-    if (slot.worker.requests === 0) {
+    if (slot.requests === 0) {
       // Recycling a worker that is this big before serving anything would only loop.
       if (!this.warnedFresh) {
         this.warnedFresh = true;
@@ -552,7 +552,7 @@ export class PoolMemory implements BudgetMember {
     const live: number[] = [];
     for (const slot of this.hooks.slots()) {
       const m = slot.mem;
-      if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) live.push(m.peak);
+      if (m !== undefined && m.peak > 0 && slot.requests > 0) live.push(m.peak);
     }
     this.learnedFrom = this.history.values().length + live.length;
     this.est = estimateWorker(this.history.values(), live, this.cfg.expectedWorkerMemory ?? this.est.bytes, this.caps.hard > 0 ? this.caps.hard : Infinity);
@@ -602,6 +602,6 @@ export class PoolMemory implements BudgetMember {
 }
 
 function retiring(slot: Slot): boolean {
-  const st = slot.worker.state;
+  const st = slot.workerState;
   return st === 'draining' || st === 'stopping';
 }

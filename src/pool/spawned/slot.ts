@@ -1,6 +1,7 @@
 /**
- * A spawned pool's record of one worker process (`Slot`: the process, its endpoint, its
- * supervisor state, its memory samples) and of each request place it offers (`Seat`:
+ * A spawned pool's record of one worker process (`Slot`: the process handle, its endpoint,
+ * its state in the supervisor's table and why it is wanted gone, the requests it was
+ * given, its memory samples) and of each request place it offers (`Seat`:
  * the request it runs, its timers, a failure held for the exit event). A plain worker
  * offers one seat; a php-cgi group (group_size k) offers k on one socket.
  * Small pure helpers over slots that the pool and its memory part share live here too.
@@ -8,10 +9,11 @@
 import type { Logger } from '../../log/log.js';
 import type { Exchange } from '../../protocol/exchange.js';
 import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
-import type { ManagedWorker, WorkerExit, WorkerSpawnFailure } from '../../worker/types.js';
+import type { ManagedWorker, RetireReason, WorkerExit, WorkerOwner, WorkerSpawnFailure } from '../../worker/types.js';
+import type { Clock, WallClock } from '../../util/clock.js';
 import type { WorkerMemory } from './worker-memory.js';
 import { RequestNodes } from './request-timer.js';
-import type { SlotState } from './supervisor-table.js';
+import { workerState, type SlotState, type WorkerState } from './supervisor-table.js';
 import type { WorkerSnapshot } from '../types.js';
 
 export type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
@@ -57,12 +59,14 @@ export class Slot {
   endpoint: Endpoint | undefined;
   /** The supervisor's state (supervisor-table.ts). */
   state: SlotState = 'starting';
+  /** Why it is wanted gone (supervisor-table.ts replacesReason); undefined while wanted. */
+  reason: RetireReason | undefined;
   /** Tried while the pool is failing: its readiness ends the failing state. */
   probe = false;
-  /** Seats running a request. */
-  busy = 0;
   /** Requests assigned to it (all seats). */
   requests = 0;
+  /** Monotonic ms it became ready (0 before). */
+  readyAt = 0;
   exit: WorkerExit | undefined;
   spawnFailure: WorkerSpawnFailure | undefined;
   /** Resolves start()'s wait for this worker (ready or gone). */
@@ -74,14 +78,27 @@ export class Slot {
   /** A group's children by pid (groups.ts), with their samples. */
   children: Map<number, WorkerMemory> | undefined;
 
-  constructor(onOutcome: (seat: Seat, o: UpstreamOutcome) => void, worker: ManagedWorker, now: number, maxRequests: number, log: Logger, seats = 1) {
-    this.worker = worker;
-    this.spawnedAt = now;
+  /** `spawn` makes its process, which reads what it needs at its exit through the owner given. */
+  constructor(onOutcome: (seat: Seat, o: UpstreamOutcome) => void, spawn: (owner: WorkerOwner) => ManagedWorker, clock: Clock, maxRequests: number, log: Logger, seats = 1) {
+    this.spawnedAt = clock.now();
     this.maxRequests = maxRequests;
     this.log = log;
     const s: Seat[] = [];
     for (let i = 0; i < seats; i++) s.push(new Seat(this, onOutcome));
     this.seats = s;
+    this.worker = spawn({ clock, busy: () => this.busy > 0, requests: () => this.requests, reason: () => this.reason });
+  }
+
+  /** Seats running a request. */
+  get busy(): number {
+    let n = 0;
+    for (const s of this.seats) if (s.current !== undefined) n++;
+    return n;
+  }
+
+  /** Its state as status shows it (supervisor-table.ts workerState). */
+  get workerState(): WorkerState {
+    return workerState(this.state, this.busy, this.spawnFailure !== undefined);
   }
 
   get pid(): number | undefined {
@@ -116,6 +133,13 @@ export class Slot {
     for (const s of this.seats) if (s.idleSince > t) t = s.idleSince;
     return t;
   }
+
+  /** When it last started or finished a request (or became ready, or was spawned). */
+  get lastUsedAt(): number {
+    let t = Math.max(this.spawnedAt, this.readyAt);
+    for (const s of this.seats) t = Math.max(t, s.idleSince, s.busySince);
+    return t;
+  }
 }
 
 export function scriptOf(ex: Exchange): string {
@@ -128,9 +152,16 @@ export function exitText(exit: WorkerExit): string {
   return 'could not be started';
 }
 
-export function workerSnapshot(slot: Slot): WorkerSnapshot {
-  const w = slot.worker;
-  const s: WorkerSnapshot = { pid: w.pid ?? 0, state: w.state, requests: slot.requests, startedAt: w.startedAt, lastUsedAt: w.lastUsedAt, current: w.current };
+/** The URI status shows for a request a worker runs. */
+function uriOf(ex: Exchange): string {
+  return ex.params.get('REQUEST_URI') ?? ex.params.get('SCRIPT_NAME') ?? '';
+}
+
+export function workerSnapshot(slot: Slot, wall: WallClock): WorkerSnapshot {
+  let oldest: Seat | undefined;
+  for (const seat of slot.seats) if (seat.current !== undefined && (oldest === undefined || seat.busySince < oldest.busySince)) oldest = seat;
+  const current = oldest === undefined ? undefined : { uri: uriOf(oldest.current!), startedAt: wall.at(oldest.busySince) };
+  const s: WorkerSnapshot = { pid: slot.pid ?? 0, state: slot.workerState, requests: slot.requests, startedAt: wall.at(slot.spawnedAt), lastUsedAt: wall.at(slot.lastUsedAt), current };
   if (slot.seats.length > 1) {
     s.slots = slot.seats.length;
     s.busySlots = slot.busy;

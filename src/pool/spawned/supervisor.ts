@@ -1,10 +1,11 @@
 /**
- * A spawned pool's Supervisor: it owns the worker processes (birth and burial, as
- * PHP-FPM's fpm_children.c) and the policy of how many there are (fpm_process_ctl.c):
- * spawn, readiness, retire, stop, crash back-off and the `failing` breaker, idle stops,
- * recycling, the memory part, the operator's drain and rolling restart. Every worker's
- * state is one cell of supervisor-table.ts, and each cell names the action carried out
- * here (`act`).
+ * A spawned pool's Supervisor: the policy of its worker processes, as PHP-FPM's
+ * fpm_process_ctl.c: how many there are (scaling), readiness, retire, stop, crash
+ * back-off and the `failing` breaker, idle stops, recycling, the memory part's
+ * decisions, the operator's drain and rolling restart. Birth and burial (making a
+ * worker, signalling it, reaping it, the shutdown wait) are process-ctl.ts's, as
+ * fpm_children.c's. Every worker's state is one cell of supervisor-table.ts, and each
+ * cell names the action carried out here (`act`).
  *
  * The Dispatcher (dispatcher.ts) owns the requests: queue, idle stack of seats,
  * endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
@@ -22,19 +23,18 @@ import type { Logger } from '../../log/log.js';
 import type { PoolConfig } from '../../config/types.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
 import type { UpstreamOutcome } from '../../upstream/types.js';
-import type { ExitVerdict } from '../../worker/exit-policy.js';
-import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
+import type { ExitVerdict, RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
 import { GroupChildren } from './groups.js';
-import { killChildNow } from './hard-kill.js';
 import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
-import { exitText, Slot, type Seat } from './slot.js';
+import { exitText, type Seat, type Slot } from './slot.js';
+import { ProcessCtl } from './process-ctl.js';
 import { EXIT_GRACE_MS } from './failures.js';
 import type { PoolStats } from '../stats.js';
-import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
+import { replacesReason, SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
 import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from '../types.js';
 
 export interface SupervisorDeps {
@@ -100,10 +100,8 @@ export class Supervisor {
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly scaling: ScalingConfig;
-  /** Live workers (not yet exited). */
-  readonly slots = new Set<Slot>();
+  private readonly procs: ProcessCtl;
   private readonly inState: Record<SlotState, number> = { starting: 0, up: 0, retiring: 0, stopping: 0, gone: 0 };
-  private nextId = 1;
   private round: SpawnRound = NO_ROUND;
   private atMaxChildren = false;
   private readonly crashes: CrashGuard;
@@ -115,17 +113,13 @@ export class Supervisor {
   private readonly scaleTimer: OneTimer;
   /** How long after going idle a worker may first be due to stop (Infinity: never). */
   private readonly firstIdleDue: number;
-  private allExited: (() => void) | undefined;
   /** start() is bringing up workers that take no request yet: none of them is idle for the policy. */
   private warming = false;
   /** When start() finished: idle time counts from then at the earliest. */
   private inServiceAt = 0;
   readonly mem: PoolMemory | undefined;
-  /** deps.spec, with the memory part's hook that places each worker (cgroup, oom_score_adj) right after spawn. */
-  private readonly spec: WorkerSpec;
   /** group_size > 1: each group's children, seen and measured one by one. */
   private readonly groups: GroupChildren | undefined;
-  private readonly onOutcome: (seat: Seat, o: UpstreamOutcome) => void;
 
   constructor(cfg: PoolConfig, deps: SupervisorDeps, hooks: SupervisorHooks, stats: PoolStats, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
     this.cfg = cfg;
@@ -135,7 +129,6 @@ export class Supervisor {
     this.stats = stats;
     this.log = deps.logger;
     this.clock = deps.clock;
-    this.onOutcome = onOutcome;
     const k = Math.max(1, cfg.groupSize ?? 1);
     this.slotsPerWorker = k;
     // The policy counts seats (with group_size, php processes), rounded up to whole groups.
@@ -163,7 +156,12 @@ export class Supervisor {
       preloadParent: () => deps.forkServer?.parent?.pid,
       stopPreloadParent: () => deps.forkServer?.stopIdle(),
     }, clock, this.log);
-    this.spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid) => this.mem!.started(pid) };
+    // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
+    const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
+    this.procs = new ProcessCtl(
+      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, slotsPerWorker: k, onOutcome },
+      { ready: (slot) => this.fire(slot, 'ready', {}), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
+    );
     if (k > 1) {
       this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.slots });
     }
@@ -203,6 +201,11 @@ export class Supervisor {
       this.inServiceAt = this.clock.now();
       if (this.firstIdleDue !== Infinity) this.idleTimer.armAt(this.inServiceAt + this.firstIdleDue);
     }
+  }
+
+  /** Live workers (not yet exited). */
+  get slots(): ReadonlySet<Slot> {
+    return this.procs.slots;
   }
 
   get failing(): boolean {
@@ -286,9 +289,15 @@ export class Supervisor {
     });
   }
 
+  /** The last request running on the worker ended: a retired worker may go now. */
+  released(slot: Slot): void {
+    if (slot.busy === 0) this.fire(slot, 'idle', {});
+  }
+
   /** @internal The one entry for events: the worker's (ready, exit), the dispatcher's and the memory part's. */
   fire(slot: Slot, event: SlotEvent, ctx: SlotEventContext): void {
     const cell = SUPERVISOR_TABLE[slot.state][event];
+    if (ctx.reason !== undefined && replacesReason(slot.state, slot.reason, event, slot.busy)) slot.reason = ctx.reason;
     this.inState[slot.state]--;
     this.inState[cell.next]++;
     slot.state = cell.next;
@@ -303,10 +312,15 @@ export class Supervisor {
         return this.doRetire(slot, ctx.reason!, ctx.why);
       case 'stop':
         return this.doStop(slot, ctx.reason!, ctx.err!);
+      case 'drained':
+        // Its kept-alive connection closes first, or php-cgi waiting on it would sit out SIGTERM until kill_timeout.
+        slot.endpoint?.closeIdle();
+        void this.procs.signal(slot);
+        return;
       case 'kill':
         this.doStop(slot, ctx.reason!, ctx.err!);
         // The kernel frees its memory only when it is gone: no SIGTERM grace.
-        if (slot.pid !== undefined && slot.exit === undefined) (this.deps.killNow ?? killChildNow)(slot.pid);
+        this.procs.killNow(slot);
         return;
       case 'start_failed':
       case 'bury':
@@ -323,7 +337,7 @@ export class Supervisor {
         return;
       case 'shut':
         slot.endpoint?.closeIdle();
-        ctx.stopped = slot.worker.stop(ctx.reason!);
+        ctx.stopped = this.procs.signal(slot);
         return;
       case 'none':
         return;
@@ -337,11 +351,12 @@ export class Supervisor {
     slot.log = this.log.child({ wpid: w.pid });
     slot.log.info({ spawnMs, workers: this.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
     this.reportedStartError = undefined;
+    slot.readyAt = this.clock.now();
     this.crashes.ready(w.pid);
     this.mem?.ready(slot);
     const settle = slot.settle;
     slot.settle = undefined;
-    if (w.state === 'idle' && !this.shuttingDown) this.hooks.offer(slot);
+    if (!this.shuttingDown) this.hooks.offer(slot);
     this.groups?.started();
     this.scale();
     settle?.();
@@ -355,22 +370,22 @@ export class Supervisor {
     if (why !== undefined) slot.log.info({ ...fields, ...why.fields }, why.msg);
     else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
     slot.endpoint?.closeIdle();
-    w.retire(reason);
+    // A worker running requests finishes them first (`idle`: drained).
+    if (slot.busy === 0) void this.procs.signal(slot);
   }
 
   private doStop(slot: Slot, reason: RetireReason, err: ProxyError): void {
     this.hooks.cut(slot, err);
     this.hooks.withdraw(slot);
     this.stats.recycled(reason);
-    void slot.worker.stop(reason);
+    void this.procs.signal(slot);
     this.scale();
   }
 
   private bury(slot: Slot, exit: WorkerExit, verdict: ExitVerdict, beforeReady: boolean): void {
-    slot.exit = exit;
+    this.procs.reap(slot, exit);
     if (slot.graceTimer !== undefined) this.clock.clearTimer(slot.graceTimer);
     slot.graceTimer = undefined;
-    this.slots.delete(slot);
     this.hooks.withdraw(slot);
     this.mem?.exited(slot);
     // Counted before its requests are answered: answering may spawn a replacement, which
@@ -387,24 +402,17 @@ export class Supervisor {
     settle?.();
     this.hooks.pump();
     this.scale();
-    this.checkAllExited();
     this.hooks.checkDrained();
   }
 
   // ---- workers ----------------------------------------------------------------------
 
   private spawn(): Slot {
-    const id = this.nextId++;
     const cfg = this.cfg;
     const maxRequests = cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
-    const w = this.deps.workerFactory(this.spec, this.deps.workerLogger, id);
-    const slot = new Slot(this.onOutcome, w, this.clock.now(), maxRequests, this.log, this.slotsPerWorker);
-    this.slots.add(slot);
+    const slot = this.procs.birth(maxRequests);
     this.inState.starting++;
     this.mem?.spawned(slot);
-    w.on('ready', () => this.fire(slot, 'ready', {}));
-    w.on('spawnFailed', (f) => (slot.spawnFailure = f));
-    w.on('exit', (exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }));
     return slot;
   }
 
@@ -449,7 +457,7 @@ export class Supervisor {
     }
     // Waiting requests get 503 now unless some worker may still take them.
     let serving = 0;
-    for (const s of this.slots) if (s.ready || s.worker.state === 'spawning') serving++;
+    for (const s of this.slots) if (s.ready || s.spawnFailure === undefined) serving++;
     if (serving === 0 && this.hooks.waiting() > 0) {
       this.hooks.refuseQueued(new ProxyError(ErrorCodes.POOL_FAILING, 503, `pool ${this.name} cannot start workers: ${message}`, 1));
     }
@@ -471,7 +479,7 @@ export class Supervisor {
     const c: WorkerCounts = { idle: 0, busy: 0, spawning: 0, retiring: 0, queued: this.hooks.waiting() };
     for (const s of this.slots) {
       if (s.state === 'starting') c.spawning += k;
-      else if (s.state === 'up' && s.worker.state !== 'stopping') {
+      else if (s.state === 'up') {
         c.busy += s.busy;
         c.idle += k - s.busy;
       } else c.retiring += k;
@@ -645,22 +653,9 @@ export class Supervisor {
       this.fire(slot, 'shutdown', ctx);
       if (ctx.stopped !== undefined) exits.push(ctx.stopped);
     }
-    if (this.slots.size > 0) {
-      await new Promise<void>((resolve) => {
-        this.allExited = resolve;
-        this.checkAllExited();
-      });
-    }
+    await this.procs.reaped();
     await Promise.all(exits);
     this.mem?.removeCgroup();
-  }
-
-  private checkAllExited(): void {
-    if (this.allExited !== undefined && this.slots.size === 0) {
-      const r = this.allExited;
-      this.allExited = undefined;
-      r();
-    }
   }
 
   /** Groups' children as /proc has them now (for status). */
