@@ -14,14 +14,14 @@ import { EXIT_GRACE_MS } from '../../src/pool/spawned/failures.js';
 import { PoolStats } from '../../src/pool/stats.js';
 import { Supervisor, type SlotEventContext, type SupervisorHooks } from '../../src/pool/spawned/supervisor.js';
 import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/spawned/supervisor-table.js';
-import type { Slot } from '../../src/pool/spawned/slot.js';
+import type { SeatView, Slot } from '../../src/pool/spawned/slot.js';
 import type { Exchange } from '../../src/protocol/exchange.js';
 import type { Endpoint } from '../../src/upstream/types.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeWorkerFactory, type FakeWorker } from './fake-worker.js';
 import { poolConfig, recordingLogger } from './helpers.js';
 
-type HookName = Exclude<keyof SupervisorHooks, 'waiting' | 'poolState' | 'idleWorkers'>;
+type HookName = Exclude<keyof SupervisorHooks, 'waiting' | 'poolState' | 'idleWorkers' | 'seats'>;
 
 /** What the recording dispatcher's unhold answers: true = no held failure still waits. */
 let unholdAnswers: boolean[] = [];
@@ -40,6 +40,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   const hooks: SupervisorHooks = {
     waiting: () => waiting,
     poolState: () => 'running',
+    seats: (_slot, n) => Array.from({ length: n }, () => ({ inIdle: false, idleSince: 0, current: undefined, busySince: 0 })),
     offer: rec('offer'),
     withdraw: rec('withdraw'),
     cut: rec('cut'),
@@ -59,7 +60,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   const sup = new Supervisor(cfg, {
     logger, clock, spec: buildWorkerSpec(cfg, '/tmp'), workerFactory: wf.create, workerLogger: logger, random: () => 0,
     killNow: (pid) => void killed.push(pid),
-  }, hooks, stats, () => {});
+  }, hooks, stats);
   void sup.start();
   first = [...sup.slots][0];
   return {
@@ -78,9 +79,12 @@ function setup(over: Partial<PoolConfig> = {}) {
 
 type Env = ReturnType<typeof setup>;
 
+/** The recording dispatcher's seats, which the tests write as the dispatcher would. */
+type TestSeat = { -readonly [K in keyof SeatView]: SeatView[K] };
+
 /** The dispatcher gives `n` of the worker's seats a request (busy is read from the seats). */
 function occupy(slot: Slot, n = 1): void {
-  for (const seat of slot.seats.slice(0, n)) {
+  for (const seat of slot.seats.slice(0, n) as TestSeat[]) {
     seat.current = {} as Exchange;
     slot.requests++;
   }
@@ -88,7 +92,7 @@ function occupy(slot: Slot, n = 1): void {
 
 /** The dispatcher's seats end their requests, then tell the supervisor. */
 function vacate(e: Env): void {
-  for (const seat of e.slot.seats) seat.current = undefined;
+  for (const seat of e.slot.seats as TestSeat[]) seat.current = undefined;
   e.sup.released(e.slot);
 }
 

@@ -23,7 +23,8 @@ import type { UpstreamOptions, UpstreamOutcome } from '../../upstream/types.js';
 import type { ForkServer } from '../../worker/fork-server.js';
 import { PoolBase } from '../pool-base.js';
 import { RequestTimer } from './request-timer.js';
-import { scriptOf, workerSnapshot, type Seat, type Slot } from './slot.js';
+import { scriptOf, workerSnapshot, type Slot } from './slot.js';
+import { Seat } from './seats.js';
 import { WorkerFailures } from './failures.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from './supervisor.js';
 import type { EndpointFactory, PoolActionReport, PoolSnapshot, WarmStart } from '../types.js';
@@ -45,6 +46,8 @@ export class SpawnedPool extends PoolBase {
   private readonly requestTimer: RequestTimer<Seat>;
   /** @internal The worker processes (exposed for tests that look at them). */
   readonly supervisor: Supervisor;
+  /** Each worker's seats, made when it is spawned. */
+  private readonly seatsOf = new WeakMap<Slot, readonly Seat[]>();
   private readonly outcome = (seat: Seat, o: UpstreamOutcome): void => this.onOutcome(seat, o);
 
   constructor(cfg: PoolConfig, deps: SpawnedPoolDeps) {
@@ -54,17 +57,18 @@ export class SpawnedPool extends PoolBase {
     const hooks: SupervisorHooks = {
       waiting: () => this.queue.length,
       poolState: () => this.state,
+      seats: (slot, n) => this.makeSeats(slot, n),
       offer: (slot) => this.offer(slot),
       withdraw: (slot) => this.withdraw(slot),
       cut: (slot, err) => this.cut(slot, err),
       lost: (slot) => this.lost(slot),
-      unhold: (slot) => this.failures.graceOver(slot.seats),
+      unhold: (slot) => this.failures.graceOver(this.seats(slot)),
       refuseQueued: (err) => this.rejectQueued('failing', err),
       idleWorkers: () => this.idleWorkers(),
       pump: () => this.pump(),
       checkDrained: () => this.checkDrained(),
     };
-    this.supervisor = new Supervisor(cfg, deps, hooks, this.stats, this.outcome);
+    this.supervisor = new Supervisor(cfg, deps, hooks, this.stats);
     const k = this.supervisor.slotsPerWorker;
     this.queue.setSeats(cfg.maxChildren * k);
     this.upstreamOpts = {
@@ -177,14 +181,25 @@ export class SpawnedPool extends PoolBase {
 
   // ---- what the supervisor asks -----------------------------------------------------
 
+  private makeSeats(slot: Slot, n: number): readonly Seat[] {
+    const seats: Seat[] = [];
+    for (let i = 0; i < n; i++) seats.push(new Seat(slot, this.outcome));
+    this.seatsOf.set(slot, seats);
+    return seats;
+  }
+
+  private seats(slot: Slot): readonly Seat[] {
+    return this.seatsOf.get(slot)!;
+  }
+
   /** A worker is ready: its endpoint, and its seats on top of the idle stack. */
   private offer(slot: Slot): void {
     slot.endpoint = this.deps.endpointFactory(slot.worker.address, this.upstreamOpts, slot.log);
-    for (const seat of slot.seats) this.free(seat);
+    for (const seat of this.seats(slot)) this.free(seat);
   }
 
   private withdraw(slot: Slot): void {
-    for (const seat of slot.seats) {
+    for (const seat of this.seats(slot)) {
       if (!seat.inIdle) continue;
       seat.inIdle = false;
       const i = this.idle.indexOf(seat);
@@ -194,7 +209,7 @@ export class SpawnedPool extends PoolBase {
 
   /** Answers the worker's running requests with `err`. */
   private cut(slot: Slot, err: ProxyError): void {
-    for (const seat of slot.seats) {
+    for (const seat of this.seats(slot)) {
       const ex = seat.current;
       if (ex === undefined) continue;
       this.detach(seat);
@@ -205,7 +220,7 @@ export class SpawnedPool extends PoolBase {
 
   /** The worker exited: each running request ends with its held failure or after the exit grace. */
   private lost(slot: Slot): void {
-    for (const seat of slot.seats) {
+    for (const seat of this.seats(slot)) {
       const ex = seat.current;
       if (ex !== undefined) this.failures.exited(seat, ex);
     }

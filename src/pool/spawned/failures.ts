@@ -18,10 +18,12 @@
 import { ErrorCodes, ProxyError } from '../../errors.js';
 import type { Exchange } from '../../protocol/exchange.js';
 import { mayRetryElsewhere } from '../../upstream/retry.js';
+import type { FailedOutcome } from '../../upstream/failures.js';
 import type { UpstreamOutcome } from '../../upstream/types.js';
 import type { WorkerExit } from '../../worker/types.js';
 import type { Clock } from '../../util/clock.js';
-import { exitText, scriptOf, type FailedOutcome, type Seat } from './slot.js';
+import { exitText, scriptOf } from './slot.js';
+import type { Seat } from './seats.js';
 
 /**
  * A failure that may mean the worker is dying (connection closed, connect refused) waits

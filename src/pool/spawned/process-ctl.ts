@@ -7,11 +7,10 @@
  * SIGKILL now), reaped from the live set, and waited for at shutdown.
  */
 import type { Logger } from '../../log/log.js';
-import type { UpstreamOutcome } from '../../upstream/types.js';
 import type { Clock } from '../../util/clock.js';
 import type { ExitVerdict, ManagedWorker, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from '../../worker/types.js';
 import { killChildNow } from './hard-kill.js';
-import { Slot, type Seat } from './slot.js';
+import { Slot, type SeatView } from './slot.js';
 
 /** What becomes of a worker's events: the supervisor fires its table. */
 export interface ProcessEvents {
@@ -29,8 +28,8 @@ export interface ProcessCtlDeps {
   workerLogger: Logger;
   /** SIGKILL now; defaults to hard-kill.ts, which signals only our own children. */
   killNow?: ((pid: number) => void) | undefined;
-  slotsPerWorker: number;
-  onOutcome: (seat: Seat, o: UpstreamOutcome) => void;
+  /** Makes a worker's request places (the Dispatcher's). */
+  seats: (slot: Slot) => readonly SeatView[];
 }
 
 export class ProcessCtl {
@@ -51,7 +50,7 @@ export class ProcessCtl {
     const d = this.deps;
     const id = this.nextId++;
     const spawn = (owner: WorkerOwner): ManagedWorker => d.workerFactory(d.spec, d.workerLogger, id, owner);
-    const slot = new Slot(d.onOutcome, spawn, d.clock, maxRequests, d.log, d.slotsPerWorker);
+    const slot = new Slot(spawn, d.clock, maxRequests, d.log, d.seats);
     this.slots.add(slot);
     const w = slot.worker;
     w.on('ready', () => this.events.ready(slot));

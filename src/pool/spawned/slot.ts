@@ -1,52 +1,29 @@
 /**
  * A spawned pool's record of one worker process (`Slot`: the process handle, its endpoint,
  * its state in the supervisor's table and why it is wanted gone, the requests it was
- * given, its memory samples) and of each request place it offers (`Seat`:
- * the request it runs, its timers, a failure held for the exit event). A plain worker
- * offers one seat; a php-cgi group (group_size k) offers k on one socket.
+ * given, its memory samples), and what others read of the request places it
+ * offers (`SeatView`; the seats are the Dispatcher's, seats.ts). A plain worker offers
+ * one seat; a php-cgi group (group_size k) offers k on one socket.
  * Small pure helpers over slots that the pool and its memory part share live here too.
  */
 import type { Logger } from '../../log/log.js';
 import type { Exchange } from '../../protocol/exchange.js';
-import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
+import type { Endpoint } from '../../upstream/types.js';
 import type { ManagedWorker, RetireReason, WorkerExit, WorkerOwner, WorkerSpawnFailure } from '../../worker/types.js';
 import type { Clock, WallClock } from '../../util/clock.js';
 import type { WorkerMemory } from './worker-memory.js';
-import { RequestNodes } from './request-timer.js';
 import { workerState, type SlotState, type WorkerState } from './supervisor-table.js';
 import type { WorkerSnapshot } from '../types.js';
 
-export type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
-
-/** One request place on a worker. */
-export class Seat {
-  readonly slot: Slot;
-  readonly timerNodes: RequestNodes<Seat>;
-  /** The endpoint's callback, made once per seat rather than per request. */
-  readonly done: (o: UpstreamOutcome) => void;
-  inIdle = false;
-  idleSince = 0;
-  current: Exchange | undefined;
-  busySince = 0;
-  /** A failure waiting for the exit event (the supervisor's hold: EXIT_GRACE_MS). */
-  held: FailedOutcome | undefined;
-  heldAt = 0;
-  /** Waits for the endpoint's report after the worker exited under a request. */
-  exitTimer: unknown;
-
-  constructor(slot: Slot, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
-    this.slot = slot;
-    this.timerNodes = new RequestNodes<Seat>(this);
-    this.done = (o) => onOutcome(this, o);
-  }
-
-  get log(): Logger {
-    return this.slot.log;
-  }
-
-  get pid(): number | undefined {
-    return this.slot.pid;
-  }
+/** What the supervisor, the memory part and the snapshot read of a seat (seats.ts; the Dispatcher writes it). */
+export interface SeatView {
+  /** On the idle stack. */
+  readonly inIdle: boolean;
+  /** When it last went idle. */
+  readonly idleSince: number;
+  /** The request it runs. */
+  readonly current: Exchange | undefined;
+  readonly busySince: number;
 }
 
 export class Slot {
@@ -54,7 +31,7 @@ export class Slot {
   /** Monotonic ms it was spawned. */
   readonly spawnedAt: number;
   readonly maxRequests: number;
-  readonly seats: readonly Seat[];
+  readonly seats: readonly SeatView[];
   log: Logger;
   endpoint: Endpoint | undefined;
   /** The supervisor's state (supervisor-table.ts). */
@@ -78,14 +55,15 @@ export class Slot {
   /** A group's children by pid (groups.ts), with their samples. */
   children: Map<number, WorkerMemory> | undefined;
 
-  /** `spawn` makes its process, which reads what it needs at its exit through the owner given. */
-  constructor(onOutcome: (seat: Seat, o: UpstreamOutcome) => void, spawn: (owner: WorkerOwner) => ManagedWorker, clock: Clock, maxRequests: number, log: Logger, seats = 1) {
+  /**
+   * `seats` makes its request places (the Dispatcher's); `spawn` its process, which reads
+   * what it needs at its exit through the owner it is given.
+   */
+  constructor(spawn: (owner: WorkerOwner) => ManagedWorker, clock: Clock, maxRequests: number, log: Logger, seats: (slot: Slot) => readonly SeatView[]) {
     this.spawnedAt = clock.now();
     this.maxRequests = maxRequests;
     this.log = log;
-    const s: Seat[] = [];
-    for (let i = 0; i < seats; i++) s.push(new Seat(this, onOutcome));
-    this.seats = s;
+    this.seats = seats(this);
     this.worker = spawn({ clock, busy: () => this.busy > 0, requests: () => this.requests, reason: () => this.reason });
   }
 
@@ -158,7 +136,7 @@ function uriOf(ex: Exchange): string {
 }
 
 export function workerSnapshot(slot: Slot, wall: WallClock): WorkerSnapshot {
-  let oldest: Seat | undefined;
+  let oldest: SeatView | undefined;
   for (const seat of slot.seats) if (seat.current !== undefined && (oldest === undefined || seat.busySince < oldest.busySince)) oldest = seat;
   const current = oldest === undefined ? undefined : { uri: uriOf(oldest.current!), startedAt: wall.at(oldest.busySince) };
   const s: WorkerSnapshot = { pid: slot.pid ?? 0, state: slot.workerState, requests: slot.requests, startedAt: wall.at(slot.spawnedAt), lastUsedAt: wall.at(slot.lastUsedAt), current };

@@ -30,7 +30,7 @@ import { GroupChildren } from './groups.js';
 import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
-import { exitText, type Seat, type Slot } from './slot.js';
+import { exitText, type SeatView, type Slot } from './slot.js';
 import { ProcessCtl } from './process-ctl.js';
 import { EXIT_GRACE_MS } from './failures.js';
 import type { PoolStats } from '../stats.js';
@@ -59,6 +59,8 @@ export interface SupervisorHooks {
   /** Requests waiting in the queue (the load signal; busy seats are on each Slot). */
   waiting(): number;
   poolState(): PoolState;
+  /** A new worker's `n` request places (made once, at spawn). */
+  seats(slot: Slot, n: number): readonly SeatView[];
   /** A worker is ready: make its endpoint and put its seats on the idle stack. */
   offer(slot: Slot): void;
   /** Take the worker's idle seats off the idle stack. */
@@ -121,7 +123,7 @@ export class Supervisor {
   /** group_size > 1: each group's children, seen and measured one by one. */
   private readonly groups: GroupChildren | undefined;
 
-  constructor(cfg: PoolConfig, deps: SupervisorDeps, hooks: SupervisorHooks, stats: PoolStats, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
+  constructor(cfg: PoolConfig, deps: SupervisorDeps, hooks: SupervisorHooks, stats: PoolStats) {
     this.cfg = cfg;
     this.name = cfg.name;
     this.deps = deps;
@@ -159,7 +161,7 @@ export class Supervisor {
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
     const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
     this.procs = new ProcessCtl(
-      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, slotsPerWorker: k, onOutcome },
+      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k) },
       { ready: (slot) => this.fire(slot, 'ready', {}), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );
     if (k > 1) {
