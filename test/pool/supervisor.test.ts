@@ -14,7 +14,7 @@ import { EXIT_GRACE_MS } from '../../src/pool/spawned/failures.js';
 import { PoolStats } from '../../src/pool/stats.js';
 import { Supervisor, type SlotEventContext, type SupervisorHooks } from '../../src/pool/spawned/supervisor.js';
 import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/spawned/supervisor-table.js';
-import type { SeatView, Slot } from '../../src/pool/spawned/slot.js';
+import type { SeatView, SlotView } from '../../src/pool/spawned/slot.js';
 import type { Exchange } from '../../src/protocol/exchange.js';
 import type { Endpoint } from '../../src/upstream/types.js';
 import { FakeClock } from './fake-clock.js';
@@ -33,14 +33,17 @@ function setup(over: Partial<PoolConfig> = {}) {
   wf.plan = { readyAfter: undefined, exitAfterStop: 1000 };
   const { logger, lines } = recordingLogger();
   const cfg = poolConfig({ command: ['/fake/app'], pm: 'static', maxChildren: 1, ...over });
-  const calls: Array<[HookName, Slot | ProxyError | undefined]> = [];
+  const calls: Array<[HookName, SlotView | ProxyError | undefined]> = [];
   const killed: number[] = [];
   let waiting = 0;
-  const rec = (name: HookName) => (arg?: Slot | ProxyError) => void calls.push([name, arg]);
+  let closedIdle = 0;
+  const rec = (name: HookName) => (arg?: SlotView | ProxyError) => void calls.push([name, arg]);
   const hooks: SupervisorHooks = {
     waiting: () => waiting,
     poolState: () => 'running',
     seats: (_slot, n) => Array.from({ length: n }, () => ({ inIdle: false, idleSince: 0, current: undefined, busySince: 0 })),
+    // The endpoint the dispatcher makes when a worker is offered: it counts closeIdle.
+    connect: () => ({ closeIdle: () => void closedIdle++ }) as unknown as Endpoint,
     offer: rec('offer'),
     withdraw: rec('withdraw'),
     cut: rec('cut'),
@@ -56,7 +59,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   };
   const stats = new PoolStats();
   // The first worker's record, kept once it has left the live set.
-  let first: Slot | undefined;
+  let first: SlotView | undefined;
   const sup = new Supervisor(cfg, {
     logger, clock, spec: buildWorkerSpec(cfg, '/tmp'), workerFactory: wf.create, workerLogger: logger, random: () => 0,
     killNow: (pid) => void killed.push(pid),
@@ -65,7 +68,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   first = [...sup.slots][0];
   return {
     clock, wf, sup, calls, killed, lines, stats,
-    get slot(): Slot {
+    get slot(): SlotView {
       first ??= [...sup.slots][0];
       return first!;
     },
@@ -73,6 +76,10 @@ function setup(over: Partial<PoolConfig> = {}) {
       return wf.workers[0]!;
     },
     names: () => calls.map((c) => c[0]),
+    /** closeIdle calls on the worker's endpoint. */
+    get closedIdle(): number {
+      return closedIdle;
+    },
     setWaiting: (n: number) => (waiting = n),
   };
 }
@@ -83,10 +90,10 @@ type Env = ReturnType<typeof setup>;
 type TestSeat = { -readonly [K in keyof SeatView]: SeatView[K] };
 
 /** The dispatcher gives `n` of the worker's seats a request (busy is read from the seats). */
-function occupy(slot: Slot, n = 1): void {
+function occupy(sup: Supervisor, slot: SlotView, n = 1): void {
   for (const seat of slot.seats.slice(0, n) as TestSeat[]) {
     seat.current = {} as Exchange;
-    slot.requests++;
+    sup.assigned(slot);
   }
 }
 
@@ -94,13 +101,6 @@ function occupy(slot: Slot, n = 1): void {
 function vacate(e: Env): void {
   for (const seat of e.slot.seats as TestSeat[]) seat.current = undefined;
   e.sup.released(e.slot);
-}
-
-/** An endpoint that counts closeIdle calls. */
-function countingEndpoint(slot: Slot): { closed: number } {
-  const c = { closed: 0 };
-  slot.endpoint = { closeIdle: () => void c.closed++ } as unknown as Endpoint;
-  return c;
 }
 
 const err = new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, 'too long');
@@ -112,7 +112,7 @@ function into(state: SlotState, over: Partial<PoolConfig> = {}): Env {
   e.worker.becomeReady();
   if (state === 'retiring') {
     // A busy worker retired: it finishes its request first.
-    occupy(e.slot);
+    occupy(e.sup, e.slot);
     e.sup.retire(e.slot, 'max_requests');
   } else if (state === 'stopping') e.sup.stop(e.slot, 'request_timeout', err);
   else if (state === 'gone') e.worker.exit(0, null);
@@ -191,7 +191,7 @@ test('starting + exit → gone: start_failed (SPAWN_FAILED logged once, early cr
 
 test('up + retire → retiring: retire (idle seats withdrawn, process retires after its request)', () => {
   const e = into('up');
-  occupy(e.slot);
+  occupy(e.sup, e.slot);
   e.sup.retire(e.slot, 'max_requests');
   assert.equal(e.slot.state, 'retiring');
   assert.deepEqual(e.names(), ['withdraw']);
@@ -237,7 +237,7 @@ test('starting + killed → gone: bury (a kill from outside before ready: no SPA
 
 test('up + killed → gone: bury (a kill from outside soon after start is replaced at once, not a breaker crash)', () => {
   const e = into('up', { crashLimit: 1 });
-  occupy(e.slot);
+  occupy(e.sup, e.slot);
   e.worker.exit(null, 'SIGKILL');
   assert.equal(e.slot.state, 'gone');
   assert.deepEqual(e.names(), ['withdraw', 'lost', 'pump', 'checkDrained']);
@@ -270,11 +270,11 @@ test('up + exit → gone: bury (requests to failure handling, a crash long after
 
 test('retiring + idle → retiring: drained (its last request ended: kept-alive connections closed, SIGTERM with the retire reason)', () => {
   const e = into('retiring');
-  const ep = countingEndpoint(e.slot);
+  const closed = e.closedIdle;
   assert.equal(e.worker.state, 'draining');
   vacate(e);
   assert.equal(e.slot.state, 'retiring');
-  assert.equal(ep.closed, 1);
+  assert.equal(e.closedIdle - closed, 1, 'its kept-alive connections closed');
   assert.deepEqual(e.worker.stopCalls, ['max_requests']);
   assert.deepEqual(e.names(), [], 'nothing to withdraw or answer: it ran its last request');
   assert.equal(e.slot.workerState, 'stopping');
@@ -311,7 +311,7 @@ test('what status shows of a worker is read from its table state and its seats',
   assert.equal(e.slot.workerState, 'spawning');
   e.worker.becomeReady();
   assert.equal(e.slot.workerState, 'idle');
-  occupy(e.slot);
+  occupy(e.sup, e.slot);
   assert.equal(e.slot.workerState, 'busy', 'one seat of two busy: the process is busy');
   e.sup.retire(e.slot, 'drain');
   assert.equal(e.slot.workerState, 'draining');
@@ -473,7 +473,7 @@ test('the load signal in seats: a group with 1 of 4 seats busy counts 3 idle, an
   assert.equal(e.wf.workers.length, 2, '5 waiting requests need two groups of 4');
   for (const w of e.wf.workers) w.becomeReady();
   const [a] = [...e.sup.slots];
-  occupy(a!);
+  occupy(e.sup, a!);
   e.setWaiting(0);
   assert.deepEqual(e.sup.counts(), { idle: 7, busy: 1, spawning: 0, retiring: 0, queued: 0 });
 });

@@ -23,7 +23,7 @@ import type { UpstreamOptions, UpstreamOutcome } from '../../upstream/types.js';
 import type { ForkServer } from '../../worker/fork-server.js';
 import { PoolBase } from '../pool-base.js';
 import { RequestTimer } from './request-timer.js';
-import { scriptOf, workerSnapshot, type Slot } from './slot.js';
+import { scriptOf, workerSnapshot, type SlotView } from './slot.js';
 import { Seat } from './seats.js';
 import { WorkerFailures } from './failures.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from './supervisor.js';
@@ -47,7 +47,7 @@ export class SpawnedPool extends PoolBase {
   /** @internal The worker processes (exposed for tests that look at them). */
   readonly supervisor: Supervisor;
   /** Each worker's seats, made when it is spawned. */
-  private readonly seatsOf = new WeakMap<Slot, readonly Seat[]>();
+  private readonly seatsOf = new WeakMap<SlotView, readonly Seat[]>();
   private readonly outcome = (seat: Seat, o: UpstreamOutcome): void => this.onOutcome(seat, o);
 
   constructor(cfg: PoolConfig, deps: SpawnedPoolDeps) {
@@ -58,6 +58,7 @@ export class SpawnedPool extends PoolBase {
       waiting: () => this.queue.length,
       poolState: () => this.state,
       seats: (slot, n) => this.makeSeats(slot, n),
+      connect: (slot) => this.deps.endpointFactory(slot.worker.address, this.upstreamOpts, slot.log),
       offer: (slot) => this.offer(slot),
       withdraw: (slot) => this.withdraw(slot),
       cut: (slot, err) => this.cut(slot, err),
@@ -181,24 +182,23 @@ export class SpawnedPool extends PoolBase {
 
   // ---- what the supervisor asks -----------------------------------------------------
 
-  private makeSeats(slot: Slot, n: number): readonly Seat[] {
+  private makeSeats(slot: SlotView, n: number): readonly Seat[] {
     const seats: Seat[] = [];
     for (let i = 0; i < n; i++) seats.push(new Seat(slot, this.outcome));
     this.seatsOf.set(slot, seats);
     return seats;
   }
 
-  private seats(slot: Slot): readonly Seat[] {
+  private seats(slot: SlotView): readonly Seat[] {
     return this.seatsOf.get(slot)!;
   }
 
-  /** A worker is ready: its endpoint, and its seats on top of the idle stack. */
-  private offer(slot: Slot): void {
-    slot.endpoint = this.deps.endpointFactory(slot.worker.address, this.upstreamOpts, slot.log);
+  /** A worker is ready (its endpoint made): its seats on top of the idle stack. */
+  private offer(slot: SlotView): void {
     for (const seat of this.seats(slot)) this.free(seat);
   }
 
-  private withdraw(slot: Slot): void {
+  private withdraw(slot: SlotView): void {
     for (const seat of this.seats(slot)) {
       if (!seat.inIdle) continue;
       seat.inIdle = false;
@@ -208,7 +208,7 @@ export class SpawnedPool extends PoolBase {
   }
 
   /** Answers the worker's running requests with `err`. */
-  private cut(slot: Slot, err: ProxyError): void {
+  private cut(slot: SlotView, err: ProxyError): void {
     for (const seat of this.seats(slot)) {
       const ex = seat.current;
       if (ex === undefined) continue;
@@ -219,7 +219,7 @@ export class SpawnedPool extends PoolBase {
   }
 
   /** The worker exited: each running request ends with its held failure or after the exit grace. */
-  private lost(slot: Slot): void {
+  private lost(slot: SlotView): void {
     for (const seat of this.seats(slot)) {
       const ex = seat.current;
       if (ex !== undefined) this.failures.exited(seat, ex);
@@ -227,8 +227,8 @@ export class SpawnedPool extends PoolBase {
     if (slot.busy === 0) slot.endpoint?.destroy();
   }
 
-  private idleWorkers(): Slot[] {
-    const out: Slot[] = [];
+  private idleWorkers(): SlotView[] {
+    const out: SlotView[] = [];
     for (const seat of this.idle) {
       const slot = seat.slot;
       if (slot.busy === 0 && slot.state === 'up' && !out.includes(slot)) out.push(slot);
@@ -240,7 +240,7 @@ export class SpawnedPool extends PoolBase {
 
   private assign(seat: Seat, ex: Exchange): void {
     const slot = seat.slot;
-    slot.requests++;
+    this.supervisor.assigned(slot);
     seat.current = ex;
     seat.busySince = this.clock.now();
     ex.workerPid = slot.worker.pid;

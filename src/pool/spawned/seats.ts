@@ -9,11 +9,11 @@ import type { Exchange } from '../../protocol/exchange.js';
 import type { FailedOutcome } from '../../upstream/failures.js';
 import type { UpstreamOutcome } from '../../upstream/types.js';
 import { RequestNodes } from './request-timer.js';
-import type { SeatView, Slot } from './slot.js';
+import type { SeatView, SlotView } from './slot.js';
 
 /** One request place on a worker. */
 export class Seat implements SeatView {
-  readonly slot: Slot;
+  readonly slot: SlotView;
   readonly timerNodes: RequestNodes<Seat>;
   /** The endpoint's callback, made once per seat rather than per request. */
   readonly done: (o: UpstreamOutcome) => void;
@@ -27,7 +27,7 @@ export class Seat implements SeatView {
   /** Waits for the endpoint's report after the worker exited under a request. */
   exitTimer: unknown;
 
-  constructor(slot: Slot, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
+  constructor(slot: SlotView, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
     this.slot = slot;
     this.timerNodes = new RequestNodes<Seat>(this);
     this.done = (o) => onOutcome(this, o);

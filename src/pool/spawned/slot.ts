@@ -4,6 +4,10 @@
  * given, its memory samples), and what others read of the request places it
  * offers (`SeatView`; the seats are the Dispatcher's, seats.ts). A plain worker offers
  * one seat; a php-cgi group (group_size k) offers k on one socket.
+ * The Slot is the Supervisor's: it (and process-ctl.ts through it) alone writes one.
+ * The Dispatcher, the memory part and the snapshot get a `SlotView`, read-only; what
+ * they change goes through the Supervisor (a request counted: `assigned`, its end:
+ * `released`).
  * Small pure helpers over slots that the pool and its memory part share live here too.
  */
 import type { Logger } from '../../log/log.js';
@@ -26,7 +30,46 @@ export interface SeatView {
   readonly busySince: number;
 }
 
-export class Slot {
+/** What the Dispatcher, the memory part and the snapshot read of a worker's record. */
+export interface SlotView {
+  readonly worker: ManagedWorker;
+  readonly pid: number | undefined;
+  /** Monotonic ms it was spawned, and became ready (0 before). */
+  readonly spawnedAt: number;
+  readonly readyAt: number;
+  readonly maxRequests: number;
+  readonly seats: readonly SeatView[];
+  readonly log: Logger;
+  /** Made when it is offered (SupervisorHooks.connect). */
+  readonly endpoint: Endpoint | undefined;
+  /** Its cell of the supervisor's table. */
+  readonly state: SlotState;
+  /** Why it is wanted gone; undefined while wanted. */
+  readonly reason: RetireReason | undefined;
+  /** What status shows of it (supervisor-table.ts workerState). */
+  readonly workerState: WorkerState;
+  /** Past starting. */
+  readonly ready: boolean;
+  /** Requests it was given (all seats): the one count (max_requests, status, its exit line). */
+  readonly requests: number;
+  /** Seats running a request. */
+  readonly busy: number;
+  /** The first request it runs (the one a memory line names), and since when any seat is busy. */
+  readonly current: Exchange | undefined;
+  readonly busySince: number;
+  /** Every seat is on the idle stack, and when the last went idle. */
+  readonly inIdle: boolean;
+  readonly idleSince: number;
+  readonly lastUsedAt: number;
+  /** Set by its exit. */
+  readonly exit: WorkerExit | undefined;
+  readonly spawnFailure: WorkerSpawnFailure | undefined;
+  /** The memory part's samples of it, and of a group's children (its objects: the memory part writes in them). */
+  readonly mem: WorkerMemory | undefined;
+  readonly children: Map<number, WorkerMemory> | undefined;
+}
+
+export class Slot implements SlotView {
   readonly worker: ManagedWorker;
   /** Monotonic ms it was spawned. */
   readonly spawnedAt: number;
@@ -135,7 +178,7 @@ function uriOf(ex: Exchange): string {
   return ex.params.get('REQUEST_URI') ?? ex.params.get('SCRIPT_NAME') ?? '';
 }
 
-export function workerSnapshot(slot: Slot, wall: WallClock): WorkerSnapshot {
+export function workerSnapshot(slot: SlotView, wall: WallClock): WorkerSnapshot {
   let oldest: SeatView | undefined;
   for (const seat of slot.seats) if (seat.current !== undefined && (oldest === undefined || seat.busySince < oldest.busySince)) oldest = seat;
   const current = oldest === undefined ? undefined : { uri: uriOf(oldest.current!), startedAt: wall.at(oldest.busySince) };

@@ -30,7 +30,8 @@ import { GroupChildren } from './groups.js';
 import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
-import { exitText, type SeatView, type Slot } from './slot.js';
+import { exitText, type SeatView, type Slot, type SlotView } from './slot.js';
+import type { Endpoint } from '../../upstream/types.js';
 import { ProcessCtl } from './process-ctl.js';
 import { EXIT_GRACE_MS } from './failures.js';
 import type { PoolStats } from '../stats.js';
@@ -54,27 +55,29 @@ export interface SupervisorDeps {
   forkServer?: ForkServer;
 }
 
-/** What the supervisor asks of the dispatcher. */
+/** What the supervisor asks of the dispatcher, which reads a worker's record as a SlotView. */
 export interface SupervisorHooks {
   /** Requests waiting in the queue (the load signal; busy seats are on each Slot). */
   waiting(): number;
   poolState(): PoolState;
   /** A new worker's `n` request places (made once, at spawn). */
-  seats(slot: Slot, n: number): readonly SeatView[];
-  /** A worker is ready: make its endpoint and put its seats on the idle stack. */
-  offer(slot: Slot): void;
+  seats(slot: SlotView, n: number): readonly SeatView[];
+  /** A worker is ready: the endpoint its requests go through (the upstream options are the dispatcher's). */
+  connect(slot: SlotView): Endpoint;
+  /** A worker is ready, its endpoint made: put its seats on the idle stack. */
+  offer(slot: SlotView): void;
   /** Take the worker's idle seats off the idle stack. */
-  withdraw(slot: Slot): void;
+  withdraw(slot: SlotView): void;
   /** Answer the requests the worker runs with `err` (it is being stopped). */
-  cut(slot: Slot, err: ProxyError): void;
+  cut(slot: SlotView, err: ProxyError): void;
   /** The worker exited: its running requests go to failure handling, its endpoint closes. */
-  lost(slot: Slot): void;
+  lost(slot: SlotView): void;
   /** The wait for the worker's exit is over and it lives: answer or replace its held failures; false while one held later still waits. */
-  unhold(slot: Slot): boolean;
+  unhold(slot: SlotView): boolean;
   /** Answer every waiting request with `err` (counted as refused because failing). */
   refuseQueued(err: ProxyError): void;
   /** Idle workers (every seat idle), longest idle first. */
-  idleWorkers(): Slot[];
+  idleWorkers(): SlotView[];
   /** Requests put back in the queue go to idle seats. */
   pump(): void;
   /** A request ended or left the queue: stop()'s drain wait may be over. */
@@ -90,6 +93,11 @@ export interface SlotEventContext {
   verdict?: ExitVerdict;
   /** Set by `shut`: resolves when the process has exited. */
   stopped?: Promise<WorkerExit>;
+}
+
+/** Every view the others hand back is one of the supervisor's own slots: it made them all. */
+function own(view: SlotView): Slot {
+  return view as Slot;
 }
 
 export class Supervisor {
@@ -150,7 +158,7 @@ export class Supervisor {
     const idleTimeout = cfg.idleTimeout > 0 ? cfg.idleTimeout : Infinity;
     this.firstIdleDue = cfg.pm === 'static' ? Infinity : cfg.pm === 'dynamic' ? Math.min(SURPLUS_IDLE_MS, idleTimeout) : idleTimeout;
     this.mem = deps.memory && new PoolMemory(cfg, deps.memory, {
-      slots: () => this.slots,
+      slots: () => this.procs.slots,
       retire: (slot, reason, fields, msg) => this.retire(slot, reason, { fields, msg }),
       kill: (slot, fields, msg) => this.killForMemory(slot, fields, msg),
       scale: () => this.scale(),
@@ -165,7 +173,7 @@ export class Supervisor {
       { ready: (slot) => this.fire(slot, 'ready', {}), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );
     if (k > 1) {
-      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.slots });
+      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.procs.slots });
     }
   }
 
@@ -205,8 +213,8 @@ export class Supervisor {
     }
   }
 
-  /** Live workers (not yet exited). */
-  get slots(): ReadonlySet<Slot> {
+  /** Live workers (not yet exited), as the others read them. */
+  get slots(): ReadonlySet<SlotView> {
     return this.procs.slots;
   }
 
@@ -226,7 +234,7 @@ export class Supervisor {
   /** Seats that may still be started for waiting requests (room under max_children). */
   growableSeats(): number {
     // Live processes, retiring ones included: they hold their place under max_children.
-    return this.crashes.failing ? 0 : Math.max(0, this.scaling.maxChildren - this.slots.size * this.slotsPerWorker);
+    return this.crashes.failing ? 0 : Math.max(0, this.scaling.maxChildren - this.procs.slots.size * this.slotsPerWorker);
   }
 
   /** A seat went idle: the idle timer may have a worker to stop later. */
@@ -236,12 +244,17 @@ export class Supervisor {
   }
 
   /** A group runs no request now: its children over max_memory may go. */
-  groupIdle(slot: Slot): void {
+  groupIdle(slot: SlotView): void {
     this.groups?.idle(slot);
   }
 
+  /** A request starts on one of the worker's seats: counted (max_requests, status, its exit line). */
+  assigned(slot: SlotView): void {
+    own(slot).requests++;
+  }
+
   /** A worker is alive and idle after a request: recycle it (true) or let it serve on (false). */
-  recycleAfterRequest(slot: Slot, o: UpstreamOutcome): boolean {
+  recycleAfterRequest(slot: SlotView, o: UpstreamOutcome): boolean {
     if (o.kind === 'failed' && o.error.code === ErrorCodes.BACKEND_TIMEOUT) {
       // No byte for read_timeout: the script still runs and would hold the next request.
       this.retire(slot, 'request_timeout');
@@ -260,29 +273,29 @@ export class Supervisor {
     return true;
   }
 
-  pastLifetime(slot: Slot): boolean {
+  pastLifetime(slot: SlotView): boolean {
     return this.cfg.maxLifetime > 0 && this.clock.now() - slot.spawnedAt >= this.cfg.maxLifetime;
   }
 
   // ---- the events ---------------------------------------------------------------------
 
   /** Retires a worker (its running requests finish first). `why`: the memory governor's line instead of the usual one. */
-  retire(slot: Slot, reason: RetireReason, why?: { fields: Record<string, unknown>; msg: string }): void {
+  retire(slot: SlotView, reason: RetireReason, why?: { fields: Record<string, unknown>; msg: string }): void {
     this.fire(slot, 'retire', { reason, why });
   }
 
   /** A request of the worker failed in a way that may mean it is dying: wait for its exit before answering. */
-  suspect(slot: Slot): void {
+  suspect(slot: SlotView): void {
     this.fire(slot, 'suspect', {});
   }
 
   /** Stops a worker now; the requests it runs are answered with `err`. */
-  stop(slot: Slot, reason: RetireReason, err: ProxyError): void {
+  stop(slot: SlotView, reason: RetireReason, err: ProxyError): void {
     this.fire(slot, 'stop', { reason, err });
   }
 
   /** max_memory_hard (memory.ts decided and wrote the message): SIGKILL now, its requests get 503. */
-  private killForMemory(slot: Slot, fields: Record<string, unknown>, msg: string): void {
+  private killForMemory(slot: SlotView, fields: Record<string, unknown>, msg: string): void {
     slot.log.warn({ code: ErrorCodes.MEMORY_HARD_LIMIT, ...fields }, msg);
     const hard = this.cfg.maxMemoryHard ?? 0;
     this.fire(slot, 'kill', {
@@ -292,12 +305,13 @@ export class Supervisor {
   }
 
   /** The last request running on the worker ended: a retired worker may go now. */
-  released(slot: Slot): void {
+  released(slot: SlotView): void {
     if (slot.busy === 0) this.fire(slot, 'idle', {});
   }
 
   /** @internal The one entry for events: the worker's (ready, exit), the dispatcher's and the memory part's. */
-  fire(slot: Slot, event: SlotEvent, ctx: SlotEventContext): void {
+  fire(view: SlotView, event: SlotEvent, ctx: SlotEventContext): void {
+    const slot = own(view);
     const cell = SUPERVISOR_TABLE[slot.state][event];
     if (ctx.reason !== undefined && replacesReason(slot.state, slot.reason, event, slot.busy)) slot.reason = ctx.reason;
     this.inState[slot.state]--;
@@ -351,14 +365,17 @@ export class Supervisor {
     const spawnMs = Math.round(this.clock.now() - slot.spawnedAt);
     this.stats.spawned(spawnMs);
     slot.log = this.log.child({ wpid: w.pid });
-    slot.log.info({ spawnMs, workers: this.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
+    slot.log.info({ spawnMs, workers: this.procs.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
     this.reportedStartError = undefined;
     slot.readyAt = this.clock.now();
     this.crashes.ready(w.pid);
     this.mem?.ready(slot);
     const settle = slot.settle;
     slot.settle = undefined;
-    if (!this.shuttingDown) this.hooks.offer(slot);
+    if (!this.shuttingDown) {
+      slot.endpoint = this.hooks.connect(slot);
+      this.hooks.offer(slot);
+    }
     this.groups?.started();
     this.scale();
     settle?.();
@@ -368,7 +385,7 @@ export class Supervisor {
     const w = slot.worker;
     this.hooks.withdraw(slot);
     this.stats.recycled(reason);
-    const fields = { reason, requests: slot.requests, uptimeMs: Math.round(this.clock.now() - slot.spawnedAt), workers: this.slots.size };
+    const fields = { reason, requests: slot.requests, uptimeMs: Math.round(this.clock.now() - slot.spawnedAt), workers: this.procs.slots.size };
     if (why !== undefined) slot.log.info({ ...fields, ...why.fields }, why.msg);
     else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
     slot.endpoint?.closeIdle();
@@ -414,7 +431,9 @@ export class Supervisor {
     const maxRequests = cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
     const slot = this.procs.birth(maxRequests);
     this.inState.starting++;
-    this.mem?.spawned(slot);
+    slot.mem = this.mem?.spawned();
+    // A group's children, found and measured by groups.ts.
+    if (this.groups !== undefined) slot.children = new Map();
     return slot;
   }
 
@@ -459,7 +478,7 @@ export class Supervisor {
     }
     // Waiting requests get 503 now unless some worker may still take them.
     let serving = 0;
-    for (const s of this.slots) if (s.ready || s.spawnFailure === undefined) serving++;
+    for (const s of this.procs.slots) if (s.ready || s.spawnFailure === undefined) serving++;
     if (serving === 0 && this.hooks.waiting() > 0) {
       this.hooks.refuseQueued(new ProxyError(ErrorCodes.POOL_FAILING, 503, `pool ${this.name} cannot start workers: ${message}`, 1));
     }
@@ -479,7 +498,7 @@ export class Supervisor {
   counts(): WorkerCounts {
     const k = this.slotsPerWorker;
     const c: WorkerCounts = { idle: 0, busy: 0, spawning: 0, retiring: 0, queued: this.hooks.waiting() };
-    for (const s of this.slots) {
+    for (const s of this.procs.slots) {
       if (s.state === 'starting') c.spawning += k;
       else if (s.state === 'up') {
         c.busy += s.busy;
@@ -517,7 +536,7 @@ export class Supervisor {
     // Memory may allow fewer; those for waiting requests are retried when memory comes back.
     const n = this.mem ? this.mem.admit(workers, forDemand) : workers;
     // Memory refusing the spawns logged its own reason: max_children holds back only once it is reached.
-    this.noteMaxChildren(plan.atMaxChildren && (this.slots.size + n) * k >= this.scaling.maxChildren, c);
+    this.noteMaxChildren(plan.atMaxChildren && (this.procs.slots.size + n) * k >= this.scaling.maxChildren, c);
     if (n > 0) {
       this.log.info(
         { spawn: n, idle: c.idle, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, maxChildren: this.scaling.maxChildren },
@@ -569,7 +588,7 @@ export class Supervisor {
   async drain(): Promise<ActionReport> {
     if (this.cfg.pm === 'static') return this.rollingRestart();
     const retired: number[] = [];
-    for (const slot of [...this.slots]) {
+    for (const slot of [...this.procs.slots]) {
       if (slot.state !== 'up') continue;
       retired.push(slot.pid ?? 0);
       this.retire(slot, 'drain');
@@ -593,7 +612,7 @@ export class Supervisor {
   }
 
   private async roll(): Promise<ActionReport> {
-    const old = [...this.slots].filter((s) => s.state === 'up');
+    const old = [...this.procs.slots].filter((s) => s.state === 'up');
     const report: ActionReport = { pool: this.name, action: 'restart', retired: [], started: [] };
     this.log.info({ kind: 'restart', workers: old.length }, `pool ${this.name}: rolling restart of ${old.length} worker(s)`);
     const fresh = new Set<Slot>();
@@ -607,7 +626,7 @@ export class Supervisor {
         this.retire(slot, 'restart');
         await this.settled(slot);
         // The mode may have started the replacement itself when the old one exited (static).
-        next = [...this.slots].find((s) => s.state === 'starting' && !fresh.has(s)) ?? (this.growableSeats() >= this.slotsPerWorker ? this.spawn() : undefined);
+        next = [...this.procs.slots].find((s) => s.state === 'starting' && !fresh.has(s)) ?? (this.growableSeats() >= this.slotsPerWorker ? this.spawn() : undefined);
       }
       if (next === undefined) continue;
       fresh.add(next);
@@ -650,7 +669,7 @@ export class Supervisor {
     this.mem?.dispose();
     this.groups?.dispose();
     const exits: Array<Promise<unknown>> = [];
-    for (const slot of [...this.slots]) {
+    for (const slot of [...this.procs.slots]) {
       const ctx: SlotEventContext = { reason };
       this.fire(slot, 'shutdown', ctx);
       if (ctx.stopped !== undefined) exits.push(ctx.stopped);
@@ -662,7 +681,7 @@ export class Supervisor {
 
   /** Groups' children as /proc has them now (for status). */
   refreshChildren(): void {
-    if (this.groups !== undefined) for (const slot of this.slots) this.groups.refresh(slot);
+    if (this.groups !== undefined) for (const slot of this.procs.slots) this.groups.refresh(slot);
   }
 
   fill(s: PoolSnapshot): void {
