@@ -32,7 +32,7 @@ import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
 import { exitText, Slot, type SeatView } from './slot.js';
-import { EXIT_GRACE_MS } from './failures.js';
+import { EXIT_GRACE_MS } from './seat-table.js';
 import type { PoolStats } from '../stats.js';
 import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
 import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from '../types.js';
