@@ -33,7 +33,7 @@ import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, t
 import { exitText, type SeatView, type Slot, type SlotView } from './slot.js';
 import type { Endpoint } from '../../upstream/types.js';
 import { ProcessCtl } from './process-ctl.js';
-import { EXIT_GRACE_MS } from './failures.js';
+import { EXIT_GRACE_MS } from './seat-table.js';
 import type { PoolStats } from '../stats.js';
 import { replacesReason, SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
 import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from '../types.js';
