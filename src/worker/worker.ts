@@ -327,8 +327,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.killTimer = undefined;
     if (this.socketPath !== undefined) unlinkQuiet(this.socketPath);
     this.out.flush();
-    // A process that was never started ran no request.
-    const busy = this.pid !== undefined && this.owner.busy();
+    const busy = this.owner.busy();
     const requests = this.owner.requests();
     const exit: WorkerExit = {
       code,

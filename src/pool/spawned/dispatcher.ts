@@ -192,7 +192,7 @@ export class SpawnedPool extends PoolBase {
     return this.seatsOf.get(slot)!;
   }
 
-  /** A worker is ready: its endpoint, and its seats on top of the idle stack. */
+  /** A worker is ready (its endpoint made through `connect`): its seats on top of the idle stack. */
   private offer(slot: SlotView): void {
     for (const seat of this.seats(slot)) this.free(seat);
   }

@@ -35,7 +35,8 @@ export interface SeatView {
 
 /** What the Dispatcher, the memory part and the snapshot read of a worker's record. */
 export interface SlotView {
-  readonly worker: ManagedWorker;
+  /** The process's facts; signalling it is the Supervisor's (process-ctl.ts). */
+  readonly worker: Pick<ManagedWorker, 'id' | 'pid' | 'address'>;
   readonly pid: number | undefined;
   /** Monotonic ms it was spawned, and became ready (0 before). */
   readonly spawnedAt: number;

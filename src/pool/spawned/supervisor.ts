@@ -7,8 +7,8 @@
  * fpm_children.c's. Every worker's state is one cell of supervisor-table.ts, and each
  * cell names the action carried out here (`act`).
  *
- * The Dispatcher (dispatcher.ts) owns the requests: queue, idle stack of seats,
- * endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
+ * The Dispatcher (dispatcher.ts) owns the requests: queue, seats (seat-table.ts) and
+ * their idle stack, endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
  * of the dispatcher) and at the load signal: requests waiting, and each worker's busy
  * seats (`Slot.busy`) out of `slotsPerWorker`. The scaling policy (scaling.ts) counts
  * seats; workers are spawned in whole units of slotsPerWorker.
@@ -22,7 +22,7 @@ import { ErrorCodes, ProxyError } from '../../errors.js';
 import type { Logger } from '../../log/log.js';
 import type { PoolConfig } from '../../config/types.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
-import type { UpstreamOutcome } from '../../upstream/types.js';
+import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
 import type { ExitVerdict, RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
@@ -31,7 +31,6 @@ import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
 import { exitText, type SeatView, type Slot, type SlotView } from './slot.js';
-import type { Endpoint } from '../../upstream/types.js';
 import { ProcessCtl } from './process-ctl.js';
 import { EXIT_GRACE_MS } from './seat-table.js';
 import type { PoolStats } from '../stats.js';
@@ -70,7 +69,7 @@ export interface SupervisorHooks {
   withdraw(slot: SlotView): void;
   /** Answer the requests the worker runs with `err` (it is being stopped). */
   cut(slot: SlotView, err: ProxyError): void;
-  /** The worker exited: its running requests go to failure handling, its endpoint closes. */
+  /** The worker exited: its seats get `exit` (seat-table.ts), its endpoint closes. */
   lost(slot: SlotView): void;
   /** The wait for the worker's exit is over and it lives: answer or replace its held failures; false while one held later still waits. */
   unhold(slot: SlotView): boolean;
