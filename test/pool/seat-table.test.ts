@@ -220,18 +220,22 @@ test('running + exit → ending: await_report (the endpoint may still report; th
   assert.equal(e.req!.sink.done, false);
 });
 
-test('running + cut → closed: cut (a worker stopped under its request: answered with the stop\'s error now)', () => {
-  const e = into('running');
-  e.pool.supervisor.stop(e.slot, 'request_timeout', cutErr);
-  mark('running', 'cut');
-  assert.equal(e.seat.state, 'closed');
-  assert.equal(e.req!.sink.error, cutErr);
-  assert.equal(e.seat.current, undefined);
-  assert.equal(e.pool.snapshot().active, 0);
-  // The endpoint's late report changes nothing (closed + outcome: none).
-  e.ep(e.w).finish(closed);
-  assert.equal(e.req!.sink.error, cutErr);
-});
+for (const state of ['running', 'held'] as const) {
+  test(`${state} + cut → closed: cut (a worker stopped under its request: answered with the stop's error now, nothing after)`, () => {
+    const e = into(state);
+    e.pool.supervisor.stop(e.slot, 'request_timeout', cutErr);
+    mark(state, 'cut');
+    assert.equal(e.seat.state, 'closed');
+    assert.equal(e.req!.sink.error, cutErr);
+    assert.equal(e.seat.current, undefined);
+    assert.equal(e.seat.held, undefined);
+    assert.equal(e.pool.snapshot().active, 0);
+    // The endpoint's late report and the end of the supervisor's wait change nothing.
+    if (e.ep(e.w).active > 0) e.ep(e.w).finish(closed);
+    e.clock.advance(EXIT_GRACE_MS);
+    assert.equal(e.req!.sink.error, cutErr);
+  });
+}
 
 test('held + exit → closed: answer_held (the held failure, told how the worker went: 502 WORKER_CRASHED at once)', () => {
   const e = into('held');
@@ -303,17 +307,6 @@ test('held + grace: a failure held later than the grace\'s start waits on (the s
   assert.equal(seat2.state, 'held');
   e.clock.advance(1);
   assert.equal(b!.sink.error?.code, ErrorCodes.BACKEND_CLOSED);
-});
-
-test('held + cut → closed: cut (a worker stopped while a failure is held: answered with the stop\'s error, no grace after)', () => {
-  const e = into('held');
-  e.pool.supervisor.stop(e.slot, 'request_timeout', cutErr);
-  mark('held', 'cut');
-  assert.equal(e.seat.state, 'closed');
-  assert.equal(e.req!.sink.error, cutErr);
-  assert.equal(e.seat.held, undefined);
-  e.clock.advance(EXIT_GRACE_MS);
-  assert.equal(e.req!.sink.error, cutErr);
 });
 
 test('ending + outcome → closed: end (the endpoint\'s report after the exit: a finished response is delivered, the exit grace dropped)', () => {
