@@ -10,12 +10,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCodes, ProxyError } from '../../src/errors.js';
 import type { PoolConfig } from '../../src/config/types.js';
-import { protocolFault } from '../../src/upstream/failures.js';
+import { closedEarly, protocolFault } from '../../src/upstream/failures.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
 import { EXIT_GRACE_MS, SEAT_EVENTS, SEAT_STATES, SEAT_TABLE, type SeatEvent, type SeatState } from '../../src/pool/spawned/seat-table.js';
 import type { Seat } from '../../src/pool/spawned/seats.js';
 import type { Slot, SlotView } from '../../src/pool/spawned/slot.js';
 import { makeRequest, type FakeEndpoint, type TestRequest } from './helpers.js';
+
+/** FakeClock's timer handle: whether it was cleared. */
+interface FakeTimer {
+  cleared: boolean;
+}
 import { closed, refused, setup } from './spawned-harness.js';
 
 /** The cells the tests below drove, checked against the table at the end. */
@@ -215,18 +220,22 @@ test('running + exit → ending: await_report (the endpoint may still report; th
   assert.equal(e.req!.sink.done, false);
 });
 
-test('running + cut → closed: cut (a worker stopped under its request: answered with the stop\'s error now)', () => {
-  const e = into('running');
-  e.pool.supervisor.stop(e.slot, 'request_timeout', cutErr);
-  mark('running', 'cut');
-  assert.equal(e.seat.state, 'closed');
-  assert.equal(e.req!.sink.error, cutErr);
-  assert.equal(e.seat.current, undefined);
-  assert.equal(e.pool.snapshot().active, 0);
-  // The endpoint's late report changes nothing (closed + outcome: none).
-  e.ep(e.w).finish(closed);
-  assert.equal(e.req!.sink.error, cutErr);
-});
+for (const state of ['running', 'held'] as const) {
+  test(`${state} + cut → closed: cut (a worker stopped under its request: answered with the stop's error now, nothing after)`, () => {
+    const e = into(state);
+    e.pool.supervisor.stop(e.slot, 'request_timeout', cutErr);
+    mark(state, 'cut');
+    assert.equal(e.seat.state, 'closed');
+    assert.equal(e.req!.sink.error, cutErr);
+    assert.equal(e.seat.current, undefined);
+    assert.equal(e.seat.held, undefined);
+    assert.equal(e.pool.snapshot().active, 0);
+    // The endpoint's late report and the end of the supervisor's wait change nothing.
+    if (e.ep(e.w).active > 0) e.ep(e.w).finish(closed);
+    e.clock.advance(EXIT_GRACE_MS);
+    assert.equal(e.req!.sink.error, cutErr);
+  });
+}
 
 test('held + exit → closed: answer_held (the held failure, told how the worker went: 502 WORKER_CRASHED at once)', () => {
   const e = into('held');
@@ -300,24 +309,15 @@ test('held + grace: a failure held later than the grace\'s start waits on (the s
   assert.equal(b!.sink.error?.code, ErrorCodes.BACKEND_CLOSED);
 });
 
-test('held + cut → closed: cut (a worker stopped while a failure is held: answered with the stop\'s error, no grace after)', () => {
-  const e = into('held');
-  e.pool.supervisor.stop(e.slot, 'request_timeout', cutErr);
-  mark('held', 'cut');
-  assert.equal(e.seat.state, 'closed');
-  assert.equal(e.req!.sink.error, cutErr);
-  assert.equal(e.seat.held, undefined);
-  e.clock.advance(EXIT_GRACE_MS);
-  assert.equal(e.req!.sink.error, cutErr);
-});
-
 test('ending + outcome → closed: end (the endpoint\'s report after the exit: a finished response is delivered, the exit grace dropped)', () => {
   const e = into('ending');
+  const timer = e.seat.exitTimer as FakeTimer;
   e.ep(e.w).finish();
   mark('ending', 'outcome');
   assert.equal(e.seat.state, 'closed');
   assert.equal(e.req!.sink.status, 200);
   assert.equal(e.seat.exitTimer, undefined);
+  assert.equal(timer.cleared, true);
   assert.equal(e.ep(e.w).destroyed, true, 'the dead worker\'s endpoint is closed once no seat waits on it');
   e.clock.advance(EXIT_GRACE_MS);
   assert.equal(e.req!.sink.error, undefined, 'no exit grace after the report');
@@ -325,11 +325,13 @@ test('ending + outcome → closed: end (the endpoint\'s report after the exit: a
 
 test('ending + suspect → closed: end (a closed connection after the exit is not held again: 502 WORKER_CRASHED at once)', () => {
   const e = into('ending');
+  const timer = e.seat.exitTimer as FakeTimer;
   e.ep(e.w).finish(closed);
   mark('ending', 'suspect');
   assert.equal(e.seat.state, 'closed');
   assert.equal(e.req!.sink.error?.code, ErrorCodes.WORKER_CRASHED);
   assert.equal(e.seat.exitTimer, undefined);
+  assert.equal(timer.cleared, true);
 });
 
 test('ending + exit_grace → ending: close (the endpoint is closed; without a report the request ends as closed: 502 WORKER_CRASHED)', () => {
@@ -342,28 +344,33 @@ test('ending + exit_grace → ending: close (the endpoint is closed; without a r
 });
 
 test('ending + exit_grace → ending: close (closing the endpoint makes it report, and its report is the answer)', () => {
-  const e = into('running');
+  const e = into('running', { maxChildren: 2 });
   const ep = e.ep(e.w);
-  // A real endpoint reports its running requests when destroyed: here, refused (never reached).
+  // A real endpoint reports its running requests when destroyed: here, the response had begun.
+  const begun = closedEarly('unix:/fake/w1.sock', undefined, true, { failure: 'closed', headSent: true, responseBytes: true, reused: false, reset: false, idempotent: false });
   ep.destroy = () => {
     ep.destroyed = true;
-    while (ep.active > 0) ep.finish(refused);
+    while (ep.active > 0) ep.finish(begun);
   };
-  e.w.exit(0, null); // a clean exit: a request that never reached it may go elsewhere
+  e.wf.workers[1]!.becomeReady(); // another worker a rewound request would go to
+  // A clean exit: without the endpoint's word, "closed before any response byte" would go elsewhere.
+  e.w.exit(0, null);
   assert.equal(e.seat.state, 'ending');
   e.clock.advance(EXIT_GRACE_MS);
   assert.equal(e.seat.state, 'closed');
-  assert.equal(e.req!.sink.done, false, 'rewound, not answered as closed');
-  assert.equal(e.pool.snapshot().queued, 1);
+  assert.equal(e.req!.sink.error?.code, ErrorCodes.WORKER_CRASHED, 'the application had started answering: not run twice');
+  assert.equal(e.req!.ex.workerPid, e.w.pid);
 });
 
 test('ending + cut → closed: cut (answered with the error, the exit grace dropped)', () => {
   const e = into('ending');
+  const timer = e.seat.exitTimer as FakeTimer;
   e.pool.fire(e.seat, 'cut', cutErr);
   mark('ending', 'cut');
   assert.equal(e.seat.state, 'closed');
   assert.equal(e.req!.sink.error, cutErr);
   assert.equal(e.seat.exitTimer, undefined);
+  assert.equal(timer.cleared, true);
   assert.equal(e.ep(e.w).destroyed, false, 'the exit grace did not run');
   e.clock.advance(EXIT_GRACE_MS);
   assert.equal(e.ep(e.w).destroyed, false);

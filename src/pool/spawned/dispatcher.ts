@@ -435,7 +435,7 @@ export class SpawnedPool extends PoolBase {
       error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'worker exited'),
       retryable: false,
       backendDown: true,
-      // Only a clean exit makes it safe elsewhere.
+      // The endpoint saw no response byte by now: only a clean exit makes it safe elsewhere.
       facts: { failure: 'closed', headSent: true, responseBytes: false, reused: false, reset: false, idempotent: false },
     });
   }
