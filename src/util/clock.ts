@@ -63,19 +63,21 @@ export class OneTimer {
 }
 
 /**
- * Epoch milliseconds for the pool's monotonic times, from one epoch taken when made: the
- * wall-clock times a status shows (a worker's start, its last request) all derive from
- * the one clock the pool decides by, so they agree with each other.
+ * Epoch milliseconds for the pool's monotonic times: the one conversion the status's
+ * wall-clock times (a worker's start, its last request) go through. Read against the
+ * wall clock at the time of asking, so they agree with the `now` the status is rendered
+ * against even after the system clock was stepped (NTP, an operator); the pool itself
+ * decides by the monotonic clock only.
  */
 export class WallClock {
-  private readonly offset: number;
+  private readonly clock: Clock;
 
   constructor(clock: Clock) {
-    this.offset = Date.now() - clock.now();
+    this.clock = clock;
   }
 
   /** Epoch ms of monotonic time `t`. */
   at(t: number): number {
-    return Math.round(this.offset + t);
+    return Math.round(Date.now() - (this.clock.now() - t));
   }
 }
