@@ -161,3 +161,10 @@ test('no import circle in src/, but the known ones, and each of those still exis
   assert.deepEqual(found.filter((c) => !known.includes(c)), [], 'new import circles');
   assert.deepEqual(known.filter((c) => !found.includes(c)), [], 'circles gone: delete them from KNOWN_CIRCLES');
 });
+
+test("a spawned pool's seats (spawned/seats.ts) are the dispatcher's alone: others read them as slot.ts's SeatView", () => {
+  const seats = join(SRC, 'pool/spawned/seats.ts');
+  const importers: string[] = [];
+  for (const [f, deps] of importGraph()) if (deps.includes(seats)) importers.push(rel(f));
+  assert.deepEqual(importers, ['pool/spawned/dispatcher.ts']);
+});
