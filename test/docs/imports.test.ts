@@ -4,7 +4,8 @@
  * src/version.ts, src/util/), the ground floor imports nothing above it, src/bench
  * imports protocol only, the rooms of src/pool (spawned/, external/, direct/) do not
  * reach into each other, and no file of src/ is part of an import circle (but the known
- * circles listed below, a list that may only shrink).
+ * circles listed below, a list that may only shrink), and only the dispatcher imports a
+ * spawned pool's seats.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
