@@ -10,7 +10,7 @@ import { ErrorCodes, ProxyError } from '../../src/errors.js';
 import type { PoolConfig } from '../../src/config/types.js';
 import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
 import { classifyExit } from '../../src/worker/exit-policy.js';
-import { EXIT_GRACE_MS } from '../../src/pool/spawned/failures.js';
+import { EXIT_GRACE_MS } from '../../src/pool/spawned/seat-table.js';
 import { PoolStats } from '../../src/pool/stats.js';
 import { Supervisor, type SlotEventContext, type SupervisorHooks } from '../../src/pool/spawned/supervisor.js';
 import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/spawned/supervisor-table.js';
@@ -38,7 +38,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   const hooks: SupervisorHooks = {
     waiting: () => waiting,
     poolState: () => 'running',
-    seats: (_slot, n) => Array.from({ length: n }, () => ({ inIdle: false, idleSince: 0, current: undefined, busySince: 0 })),
+    seats: (_slot, n) => Array.from({ length: n }, () => ({ state: 'closed' as const, inIdle: false, idleSince: 0, current: undefined, busySince: 0 })),
     offer: rec('offer'),
     withdraw: rec('withdraw'),
     cut: rec('cut'),

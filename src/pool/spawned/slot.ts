@@ -10,12 +10,15 @@ import type { Exchange } from '../../protocol/exchange.js';
 import type { Endpoint } from '../../upstream/types.js';
 import type { ManagedWorker, WorkerExit, WorkerSpawnFailure } from '../../worker/types.js';
 import type { WorkerMemory } from './worker-memory.js';
+import type { SeatState } from './seat-table.js';
 import type { SlotState } from './supervisor-table.js';
 import type { WorkerSnapshot } from '../types.js';
 
 /** What the supervisor, the memory part and the snapshot read of a seat (seats.ts; the Dispatcher writes it). */
 export interface SeatView {
-  /** On the idle stack. */
+  /** Its cell in seat-table.ts. */
+  readonly state: SeatState;
+  /** On the idle stack (state free). */
   readonly inIdle: boolean;
   /** When it last went idle. */
   readonly idleSince: number;

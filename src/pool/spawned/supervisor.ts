@@ -6,8 +6,8 @@
  * state is one cell of supervisor-table.ts, and each cell names the action carried out
  * here (`act`).
  *
- * The Dispatcher (dispatcher.ts) owns the requests: queue, idle stack of seats,
- * endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
+ * The Dispatcher (dispatcher.ts) owns the requests: queue, seats (seat-table.ts) and
+ * their idle stack, endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
  * of the dispatcher) and at the load signal: requests waiting, and each worker's busy
  * seats (`Slot.busy`) out of `slotsPerWorker`. The scaling policy (scaling.ts) counts
  * seats; workers are spawned in whole units of slotsPerWorker.
@@ -32,7 +32,7 @@ import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
 import { exitText, Slot, type SeatView } from './slot.js';
-import { EXIT_GRACE_MS } from './failures.js';
+import { EXIT_GRACE_MS } from './seat-table.js';
 import type { PoolStats } from '../stats.js';
 import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
 import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from '../types.js';
@@ -67,7 +67,7 @@ export interface SupervisorHooks {
   withdraw(slot: Slot): void;
   /** Answer the requests the worker runs with `err` (it is being stopped). */
   cut(slot: Slot, err: ProxyError): void;
-  /** The worker exited: its running requests go to failure handling, its endpoint closes. */
+  /** The worker exited: its seats get `exit` (seat-table.ts), its endpoint closes. */
   lost(slot: Slot): void;
   /** The wait for the worker's exit is over and it lives: answer or replace its held failures; false while one held later still waits. */
   unhold(slot: Slot): boolean;
