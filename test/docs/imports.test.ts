@@ -4,7 +4,8 @@
  * src/version.ts, src/util/), the ground floor imports nothing above it, src/bench
  * imports protocol only, the rooms of src/pool (spawned/, external/, direct/) do not
  * reach into each other, and no file of src/ is part of an import circle (but the known
- * circles listed below, a list that may only shrink).
+ * circles listed below, a list that may only shrink), and only the dispatcher imports a
+ * spawned pool's seats.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -157,4 +158,11 @@ test('no import circle in src/, but the known ones, and each of those still exis
   const known = KNOWN_CIRCLES.map(key).sort();
   assert.deepEqual(found.filter((c) => !known.includes(c)), [], 'new import circles');
   assert.deepEqual(known.filter((c) => !found.includes(c)), [], 'circles gone: delete them from KNOWN_CIRCLES');
+});
+
+test("a spawned pool's seats (spawned/seats.ts) are the dispatcher's alone: others read them as slot.ts's SeatView", () => {
+  const seats = join(SRC, 'pool/spawned/seats.ts');
+  const importers: string[] = [];
+  for (const [f, deps] of importGraph()) if (deps.includes(seats)) importers.push(rel(f));
+  assert.deepEqual(importers, ['pool/spawned/dispatcher.ts']);
 });
