@@ -24,7 +24,7 @@ import type { FrontendEnv } from './env.js';
 import { HttpCall, HttpConnection } from './http-call.js';
 import { buildHttpCgiParams, paramsBytes, splitTarget, type HttpCgiOptions } from './http-cgi.js';
 import type { CgiParams } from '../protocol/params.js';
-import type { FrontendContext, Listener } from './index.js';
+import type { FrontendContext, Listener } from './types.js';
 import { remoteText } from './listen.js';
 import { BufferedBody } from './request-body.js';
 import { HttpRejectCodes } from './request-errors.js';

@@ -10,7 +10,7 @@ import { ErrorCodes, ProxyError } from '../../src/errors.js';
 import type { PoolConfig } from '../../src/config/types.js';
 import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
 import { classifyExit } from '../../src/worker/exit-policy.js';
-import { EXIT_GRACE_MS } from '../../src/pool/spawned/failures.js';
+import { EXIT_GRACE_MS } from '../../src/pool/spawned/seat-table.js';
 import { PoolStats } from '../../src/pool/stats.js';
 import { Supervisor, type SlotEventContext, type SupervisorHooks } from '../../src/pool/spawned/supervisor.js';
 import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/spawned/supervisor-table.js';
@@ -19,7 +19,7 @@ import { FakeClock } from './fake-clock.js';
 import { FakeWorkerFactory, type FakeWorker } from './fake-worker.js';
 import { poolConfig, recordingLogger } from './helpers.js';
 
-type HookName = Exclude<keyof SupervisorHooks, 'waiting' | 'poolState' | 'idleWorkers'>;
+type HookName = Exclude<keyof SupervisorHooks, 'waiting' | 'poolState' | 'idleWorkers' | 'seats'>;
 
 /** What the recording dispatcher's unhold answers: true = no held failure still waits. */
 let unholdAnswers: boolean[] = [];
@@ -38,6 +38,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   const hooks: SupervisorHooks = {
     waiting: () => waiting,
     poolState: () => 'running',
+    seats: (_slot, n) => Array.from({ length: n }, () => ({ state: 'closed' as const, inIdle: false, idleSince: 0, current: undefined, busySince: 0 })),
     offer: rec('offer'),
     withdraw: rec('withdraw'),
     cut: rec('cut'),
@@ -57,7 +58,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   const sup = new Supervisor(cfg, {
     logger, clock, spec: buildWorkerSpec(cfg, '/tmp'), workerFactory: wf.create, workerLogger: logger, random: () => 0,
     killNow: (pid) => void killed.push(pid),
-  }, hooks, stats, () => {});
+  }, hooks, stats);
   void sup.start();
   first = [...sup.slots][0];
   return {

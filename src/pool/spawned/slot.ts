@@ -1,50 +1,30 @@
 /**
  * A spawned pool's record of one worker process (`Slot`: the process, its endpoint, its
- * supervisor state, its memory samples) and of each request place it offers (`Seat`:
- * the request it runs, its timers, a failure held for the exit event). A plain worker
- * offers one seat; a php-cgi group (group_size k) offers k on one socket.
+ * supervisor state, its memory samples), and what others read of the request places it
+ * offers (`SeatView`; the seats are the Dispatcher's, seats.ts). A plain worker offers
+ * one seat; a php-cgi group (group_size k) offers k on one socket.
  * Small pure helpers over slots that the pool and its memory part share live here too.
  */
 import type { Logger } from '../../log/log.js';
 import type { Exchange } from '../../protocol/exchange.js';
-import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
+import type { Endpoint } from '../../upstream/types.js';
 import type { ManagedWorker, WorkerExit, WorkerSpawnFailure } from '../../worker/types.js';
 import type { WorkerMemory } from './worker-memory.js';
-import { RequestNodes } from './request-timer.js';
+import type { SeatState } from './seat-table.js';
 import type { SlotState } from './supervisor-table.js';
 import type { WorkerSnapshot } from '../types.js';
 
-export type FailedOutcome = Extract<UpstreamOutcome, { kind: 'failed' }>;
-
-/** One request place on a worker. */
-export class Seat {
-  readonly slot: Slot;
-  readonly timerNodes: RequestNodes<Seat>;
-  /** The endpoint's callback, made once per seat rather than per request. */
-  readonly done: (o: UpstreamOutcome) => void;
-  inIdle = false;
-  idleSince = 0;
-  current: Exchange | undefined;
-  busySince = 0;
-  /** A failure waiting for the exit event (the supervisor's hold: EXIT_GRACE_MS). */
-  held: FailedOutcome | undefined;
-  heldAt = 0;
-  /** Waits for the endpoint's report after the worker exited under a request. */
-  exitTimer: unknown;
-
-  constructor(slot: Slot, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
-    this.slot = slot;
-    this.timerNodes = new RequestNodes<Seat>(this);
-    this.done = (o) => onOutcome(this, o);
-  }
-
-  get log(): Logger {
-    return this.slot.log;
-  }
-
-  get pid(): number | undefined {
-    return this.slot.pid;
-  }
+/** What the supervisor, the memory part and the snapshot read of a seat (seats.ts; the Dispatcher writes it). */
+export interface SeatView {
+  /** Its cell in seat-table.ts. */
+  readonly state: SeatState;
+  /** On the idle stack (state free). */
+  readonly inIdle: boolean;
+  /** When it last went idle. */
+  readonly idleSince: number;
+  /** The request it runs. */
+  readonly current: Exchange | undefined;
+  readonly busySince: number;
 }
 
 export class Slot {
@@ -52,7 +32,7 @@ export class Slot {
   /** Monotonic ms it was spawned. */
   readonly spawnedAt: number;
   readonly maxRequests: number;
-  readonly seats: readonly Seat[];
+  readonly seats: readonly SeatView[];
   log: Logger;
   endpoint: Endpoint | undefined;
   /** The supervisor's state (supervisor-table.ts). */
@@ -74,14 +54,13 @@ export class Slot {
   /** A group's children by pid (groups.ts), with their samples. */
   children: Map<number, WorkerMemory> | undefined;
 
-  constructor(onOutcome: (seat: Seat, o: UpstreamOutcome) => void, worker: ManagedWorker, now: number, maxRequests: number, log: Logger, seats = 1) {
+  /** `seats` makes its request places (the Dispatcher's). */
+  constructor(worker: ManagedWorker, now: number, maxRequests: number, log: Logger, seats: (slot: Slot) => readonly SeatView[]) {
     this.worker = worker;
     this.spawnedAt = now;
     this.maxRequests = maxRequests;
     this.log = log;
-    const s: Seat[] = [];
-    for (let i = 0; i < seats; i++) s.push(new Seat(this, onOutcome));
-    this.seats = s;
+    this.seats = seats(this);
   }
 
   get pid(): number | undefined {

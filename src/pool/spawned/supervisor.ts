@@ -6,8 +6,8 @@
  * state is one cell of supervisor-table.ts, and each cell names the action carried out
  * here (`act`).
  *
- * The Dispatcher (dispatcher.ts) owns the requests: queue, idle stack of seats,
- * endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
+ * The Dispatcher (dispatcher.ts) owns the requests: queue, seats (seat-table.ts) and
+ * their idle stack, endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
  * of the dispatcher) and at the load signal: requests waiting, and each worker's busy
  * seats (`Slot.busy`) out of `slotsPerWorker`. The scaling policy (scaling.ts) counts
  * seats; workers are spawned in whole units of slotsPerWorker.
@@ -31,8 +31,8 @@ import { killChildNow } from './hard-kill.js';
 import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
-import { exitText, Slot, type Seat } from './slot.js';
-import { EXIT_GRACE_MS } from './failures.js';
+import { exitText, Slot, type SeatView } from './slot.js';
+import { EXIT_GRACE_MS } from './seat-table.js';
 import type { PoolStats } from '../stats.js';
 import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
 import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from '../types.js';
@@ -59,13 +59,15 @@ export interface SupervisorHooks {
   /** Requests waiting in the queue (the load signal; busy seats are on each Slot). */
   waiting(): number;
   poolState(): PoolState;
+  /** A new worker's `n` request places (made once, at spawn). */
+  seats(slot: Slot, n: number): readonly SeatView[];
   /** A worker is ready: make its endpoint and put its seats on the idle stack. */
   offer(slot: Slot): void;
   /** Take the worker's idle seats off the idle stack. */
   withdraw(slot: Slot): void;
   /** Answer the requests the worker runs with `err` (it is being stopped). */
   cut(slot: Slot, err: ProxyError): void;
-  /** The worker exited: its running requests go to failure handling, its endpoint closes. */
+  /** The worker exited: its seats get `exit` (seat-table.ts), its endpoint closes. */
   lost(slot: Slot): void;
   /** The wait for the worker's exit is over and it lives: answer or replace its held failures; false while one held later still waits. */
   unhold(slot: Slot): boolean;
@@ -125,9 +127,9 @@ export class Supervisor {
   private readonly spec: WorkerSpec;
   /** group_size > 1: each group's children, seen and measured one by one. */
   private readonly groups: GroupChildren | undefined;
-  private readonly onOutcome: (seat: Seat, o: UpstreamOutcome) => void;
+  private readonly seatsFor: (slot: Slot) => readonly SeatView[];
 
-  constructor(cfg: PoolConfig, deps: SupervisorDeps, hooks: SupervisorHooks, stats: PoolStats, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
+  constructor(cfg: PoolConfig, deps: SupervisorDeps, hooks: SupervisorHooks, stats: PoolStats) {
     this.cfg = cfg;
     this.name = cfg.name;
     this.deps = deps;
@@ -135,9 +137,9 @@ export class Supervisor {
     this.stats = stats;
     this.log = deps.logger;
     this.clock = deps.clock;
-    this.onOutcome = onOutcome;
     const k = Math.max(1, cfg.groupSize ?? 1);
     this.slotsPerWorker = k;
+    this.seatsFor = (slot) => hooks.seats(slot, k);
     // The policy counts seats (with group_size, php processes), rounded up to whole groups.
     this.scaling = {
       pm: cfg.pm,
@@ -398,7 +400,7 @@ export class Supervisor {
     const cfg = this.cfg;
     const maxRequests = cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
     const w = this.deps.workerFactory(this.spec, this.deps.workerLogger, id);
-    const slot = new Slot(this.onOutcome, w, this.clock.now(), maxRequests, this.log, this.slotsPerWorker);
+    const slot = new Slot(w, this.clock.now(), maxRequests, this.log, this.seatsFor);
     this.slots.add(slot);
     this.inState.starting++;
     this.mem?.spawned(slot);
