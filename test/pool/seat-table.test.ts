@@ -14,7 +14,7 @@ import { closedEarly, protocolFault } from '../../src/upstream/failures.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
 import { EXIT_GRACE_MS, SEAT_EVENTS, SEAT_STATES, SEAT_TABLE, type SeatEvent, type SeatState } from '../../src/pool/spawned/seat-table.js';
 import type { Seat } from '../../src/pool/spawned/seats.js';
-import type { Slot } from '../../src/pool/spawned/slot.js';
+import type { Slot, SlotView } from '../../src/pool/spawned/slot.js';
 import { makeRequest, type FakeEndpoint, type TestRequest } from './helpers.js';
 
 /** FakeClock's timer handle: whether it was cleared. */
@@ -35,7 +35,7 @@ function into(state: SeatState, over: Partial<PoolConfig> = {}) {
   p.wf.plan = { readyAfter: undefined };
   void p.pool.start();
   const w = p.wf.workers[0]!;
-  const slot: Slot = [...p.pool.supervisor.slots][0]!;
+  const slot: SlotView = [...p.pool.supervisor.slots][0]!;
   let seat = slot.seats[0] as Seat;
   let req: TestRequest | undefined;
   if (state !== 'closed') {
@@ -203,7 +203,7 @@ test('running + suspect → held: hold (the failure waits, the supervisor\'s one
   assert.equal(e.req!.sink.done, false, 'not answered yet');
   assert.equal(e.seat.held, closed);
   assert.equal(e.seat.heldAt, e.clock.now());
-  assert.notEqual(e.slot.graceTimer, undefined, 'the supervisor waits for the exit');
+  assert.notEqual((e.slot as Slot).graceTimer, undefined, 'the supervisor waits for the exit');
   assert.equal(e.clock.pending, pending + 1);
   assert.equal(e.pool.snapshot().active, 1);
 });
