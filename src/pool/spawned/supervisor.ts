@@ -291,7 +291,7 @@ export class Supervisor {
     this.fire(slot, 'stop', { reason, err });
   }
 
-  /** max_memory_hard (memory.ts decided and wrote the message): SIGKILL now, its requests get 503. */
+  /** max_memory_hard (memory-caps.ts decided and wrote the message): SIGKILL now, its requests get 503. */
   private killForMemory(slot: SlotView, fields: Record<string, unknown>, msg: string): void {
     slot.log.warn({ code: ErrorCodes.MEMORY_HARD_LIMIT, ...fields }, msg);
     const hard = this.cfg.maxMemoryHard ?? 0;
