@@ -6,7 +6,7 @@
  * plain stop and start of the daemon under the same load, for comparison. Prints
  * figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/upgrade-under-load.js [--seconds 20] [--connections 10] [--upgrades 5]
+ *   npx tsc -p . && node dist/bench/upgrade-under-load.js [--seconds 20] [--connections 10] [--upgrades 5] [--pm static|dynamic|ondemand]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +24,7 @@ const arg = (name: string, def: number): number => {
 const SECONDS = arg('--seconds', 20);
 const CONNECTIONS = arg('--connections', 10);
 const UPGRADES = arg('--upgrades', 5);
+const PM = process.argv.includes('--pm') ? process.argv[process.argv.indexOf('--pm') + 1]! : 'static';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const randomPort = (): number => 20_000 + Math.floor(Math.random() * 20_000);
@@ -41,7 +42,7 @@ writeFileSync(file, stringify({
   pid_file: pidFile,
   log: { access: false, level: 'warn' },
   listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${fcgiPort}`, pool: 'php' }],
-  pools: { php: { command: ['php-cgi'], pm: 'static', max_children: 4, kill_timeout: '2s' } },
+  pools: { php: { command: ['php-cgi'], pm: PM, max_children: 4, kill_timeout: '2s' } },
 }));
 const bin = join(ROOT, 'bin', 'fcgi-pm');
 const startDaemon = (): ChildProcess => spawn(process.execPath, [bin, 'run', '--allow-root', '-c', file], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -82,7 +83,7 @@ await waitServing();
 await sleep(500);
 
 const row = (what: string, r: WrkResult): string => `| ${what} | ${r.requests} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.non2xx} | ${r.errors} |`;
-console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; nginx → fcgi-pm (FastCGI, static 4 php-cgi) → 400-class app`);
+console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; nginx → fcgi-pm (FastCGI, ${PM} 4 php-cgi) → 400-class app`);
 const lines = ['| run | requests | req/s | p50 ms | p99 ms | non-2xx | socket errors |', '|---|---|---|---|---|---|---|'];
 await runWrk(url, CONNECTIONS, 3); // warm-up
 lines.push(row('steady', await runWrk(url, CONNECTIONS, SECONDS)));

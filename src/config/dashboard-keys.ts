@@ -2,7 +2,7 @@
  * The `dashboard:` section: a web page watching this daemon and its peers (src/dashboard/).
  * Present = on; the daemon serves it on `address` itself.
  */
-import type { KeySpec } from './keys.js';
+import type { KeySpec } from './key-spec.js';
 
 export const DASHBOARD_KEYS: readonly KeySpec[] = [
   { key: 'address', field: 'address', type: { kind: 'address' }, default: '127.0.0.1:9910', doc: 'Where the dashboard answers HTTP (TCP; loopback by default: put nginx in front for TLS).' },

@@ -2,7 +2,7 @@
  * Keys of the `vhosts` section (where site definitions come from) and of one site
  * definition (a file in vhosts.dir, or a table row); docs/vhosts.md describes both.
  */
-import type { KeySpec } from './keys.js';
+import type { KeySpec } from './key-spec.js';
 
 export const VHOSTS_KEYS: readonly KeySpec[] = [
   { key: 'dir', field: 'dir', type: { kind: 'path' }, doc: 'Directory of site files, one NAME.yaml (or .yml, .json) per site; NAME is the site id and its pool name. Added, changed and removed files apply without a restart.' },

@@ -15,7 +15,8 @@ import type { PoolDeps } from '../pool/index.js';
 import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { readMeminfo } from '../memory/budget.js';
-import { createHostGovernor, readBox, type HostGovernor } from '../memory/host-governor.js';
+import { readBox } from '../memory/box-watch.js';
+import { createHostGovernor, type HostGovernor } from '../memory/host-governor.js';
 import { adjustOwnOomScore } from '../memory/oom-score.js';
 import type { BudgetSnapshot } from '../memory/types.js';
 import type { SitesView } from '../control/types.js';
@@ -27,10 +28,10 @@ import { PoolRegistry } from './pool-registry.js';
 import { Sites } from './vhosts/sites.js';
 import { openSiteSource } from './vhosts/open-source.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
-import { UpgradeError, type Successor } from './upgrade.js';
+import { takeReadySeats, UpgradeError, type Successor } from './upgrade.js';
 import { opcacheRoot } from '../config/opcache-path.js';
 import { Operations, type OperationsOptions } from './operations.js';
-import type { ReloadReport } from './reload.js';
+import { warmStartOf, type ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
 import { ErrorCodes } from '../errors.js';
 import { formatDuration } from '../config/units.js';
@@ -195,7 +196,9 @@ export class Daemon {
         logPool(this.logger, p);
         this.registry.put(this.registry.make(p), (old) => old.stop(0));
       }
-      await Promise.all([...this.registry.pools.values()].map((p) => p.start()));
+      // After an upgrade in place, as many workers as the daemon we replace had ready.
+      const handedSeats = takeReadySeats();
+      await Promise.all([...this.registry.pools.values()].map((p) => p.start(warmStartOf(handedSeats.get(p.name) ?? 0))));
       if (cfg.vhosts !== undefined) await this.startSites(cfg.vhosts);
       for (const l of cfg.listen) {
         if (this.stopping) break; // a signal arrived while starting

@@ -98,26 +98,21 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
   };
   const onExit = (): void => daemon.cleanupSync();
 
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  process.on('SIGQUIT', onSignal);
-  process.on('SIGHUP', onHup);
-  process.on('SIGUSR1', onUsr1);
-  process.on('SIGUSR2', onUsr2);
+  // One list for on and off, so a handler added later is also removed.
+  const signalHandlers: Array<[NodeJS.Signals, NodeJS.SignalsListener]> = [
+    ['SIGTERM', onSignal], ['SIGINT', onSignal], ['SIGQUIT', onSignal],
+    ['SIGHUP', onHup], ['SIGUSR1', onUsr1], ['SIGUSR2', onUsr2],
+  ];
+  for (const [sig, fn] of signalHandlers) process.on(sig, fn);
   process.on('uncaughtException', onUncaught);
   process.on('unhandledRejection', onRejection);
   process.on('exit', onExit);
   return () => {
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
-    process.off('SIGQUIT', onSignal);
-    process.off('SIGHUP', onHup);
-    process.off('SIGUSR1', onUsr1);
-    process.off('SIGUSR2', onUsr2);
-    daemon.onStopRequest = undefined;
-    daemon.onHandedOver = undefined;
+    for (const [sig, fn] of signalHandlers) process.off(sig, fn);
     process.off('uncaughtException', onUncaught);
     process.off('unhandledRejection', onRejection);
     process.off('exit', onExit);
+    daemon.onStopRequest = undefined;
+    daemon.onHandedOver = undefined;
   };
 }

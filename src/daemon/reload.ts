@@ -138,13 +138,22 @@ export interface ReloadTarget {
   restart?: ReadonlySet<string> | undefined;
 }
 
-/** What the generation a pool replaces has ready (idle or busy seats); undefined for a new pool. */
-export function warmStart(old: Pool | undefined): WarmStart | undefined {
-  if (old === undefined) return undefined;
+/** The seats a pool has ready (idle or busy workers, a group's each). */
+export function readySeats(pool: Pool): number {
   let seats = 0;
-  for (const w of old.snapshot().workers) if (w.state === 'idle' || w.state === 'busy') seats += w.slots ?? 1;
+  for (const w of pool.snapshot().workers) if (w.state === 'idle' || w.state === 'busy') seats += w.slots ?? 1;
+  return seats;
+}
+
+/** A start that brings `seats` up before the first request; undefined for none. */
+export function warmStartOf(seats: number): WarmStart | undefined {
   // A step per core: the replacements' start-up shares the cores with the requests the old ones serve.
-  return seats === 0 ? undefined : { seats, step: Math.max(1, Math.floor(availableParallelism() / 2)) };
+  return seats > 0 ? { seats, step: Math.max(1, Math.floor(availableParallelism() / 2)) } : undefined;
+}
+
+/** What the generation a pool replaces has ready; undefined for a new pool. */
+export function warmStart(old: Pool | undefined): WarmStart | undefined {
+  return old === undefined ? undefined : warmStartOf(readySeats(old));
 }
 
 function name(l: Listener | ListenerConfig): string {

@@ -8,6 +8,10 @@
  * (a line on an inherited socketpair, after its READY=1 with its MAINPID went to systemd);
  * then the old one stops gracefully. A new daemon that exits or is not ready within
  * UPGRADE_READY_MS changes nothing: the old one keeps serving.
+ *
+ * The new daemon is also told how many workers each pool had ready (UPGRADE_WARM_ENV),
+ * and starts that many before it says it is ready, as a reload's chain start does: the
+ * requests it takes over do not wait for cold workers.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, writeSync } from 'node:fs';
@@ -19,6 +23,9 @@ export const UPGRADE_READY_MS = 60_000;
 
 /** The variable that tells a new daemon which fd to report readiness on. */
 export const UPGRADE_FD_ENV = 'FCGI_PM_UPGRADE_FD';
+
+/** The variable that tells a new daemon how many seats each pool had ready: JSON { pool: seats }. */
+export const UPGRADE_WARM_ENV = 'FCGI_PM_UPGRADE_WARM';
 
 /** LISTEN_FDNAMES prefix of a socket handed on by an upgrade; the rest is the address text, base64url. */
 const NAME_PREFIX = 'fcgi-pm.addr.';
@@ -58,9 +65,14 @@ export interface Successor {
  * it is ready, rejects (UpgradeError, the new daemon stopped) when it exits first or is
  * not ready in time.
  */
-export function startSuccessor(sockets: readonly HandedSocket[], argv: readonly string[] = [process.execPath, ...process.execArgv, ...process.argv.slice(1)], readyMs = UPGRADE_READY_MS): Promise<Successor> {
+export function startSuccessor(
+  sockets: readonly HandedSocket[],
+  readySeats: ReadonlyMap<string, number> = new Map(),
+  argv: readonly string[] = [process.execPath, ...process.execArgv, ...process.argv.slice(1)],
+  readyMs = UPGRADE_READY_MS,
+): Promise<Successor> {
   const n = sockets.length;
-  const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_FD_ENV]: String(3 + n) };
+  const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_FD_ENV]: String(3 + n), [UPGRADE_WARM_ENV]: JSON.stringify(Object.fromEntries(readySeats)) };
   delete env['LISTEN_PID'];
   if (n > 0) {
     env['LISTEN_FDS'] = String(n);
@@ -117,4 +129,24 @@ export function tellPredecessor(env: NodeJS.ProcessEnv = process.env): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * In a daemon started by an upgrade: the seats each pool of the daemon it replaces had
+ * ready (empty otherwise, or when the variable is not ours). Read once: a later upgrade
+ * of this daemon passes its own.
+ */
+export function takeReadySeats(env: NodeJS.ProcessEnv = process.env): Map<string, number> {
+  const v = env[UPGRADE_WARM_ENV];
+  delete env[UPGRADE_WARM_ENV];
+  const out = new Map<string, number>();
+  if (v === undefined) return out;
+  try {
+    const parsed: unknown = JSON.parse(v);
+    if (typeof parsed !== 'object' || parsed === null) return out;
+    for (const [pool, seats] of Object.entries(parsed)) if (Number.isInteger(seats) && (seats as number) > 0) out.set(pool, seats as number);
+  } catch {
+    // Not ours: start cold.
+  }
+  return out;
 }

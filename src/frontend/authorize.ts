@@ -16,7 +16,7 @@ import { Role } from '../protocol/fastcgi.js';
 import type { CgiParams } from '../protocol/params.js';
 import type { AuthorizerRules, Pool } from '../pool/types.js';
 import { AuthorizerCache } from './authorizer-cache.js';
-import type { FrontendContext } from './index.js';
+import type { FrontendContext } from './types.js';
 
 /** A deny's body is held to be sent whole; one larger than this is not an answer we relay. */
 export const MAX_DENY_BODY = 64 * 1024;

@@ -10,7 +10,7 @@ import { Role } from '../protocol/fastcgi.js';
 import type { Pool } from '../pool/types.js';
 import type { FrontendEnv } from './env.js';
 import type { RewriteRule } from '../config/types.js';
-import type { SiteView } from './index.js';
+import type { SiteView } from './types.js';
 import { authorize } from './authorize.js';
 import { rewriteParams } from './rewrite-params.js';
 import { latin1Path, type ScriptVerdict } from './script-gate.js';

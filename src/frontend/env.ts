@@ -1,7 +1,7 @@
 /** What a listener hands each of its sessions; built once per listener. */
 import type { ListenerConfig } from '../config/types.js';
 import type { ClientDeadlines } from './client-deadlines.js';
-import type { FrontendContext } from './index.js';
+import type { FrontendContext } from './types.js';
 import type { SessionListener } from './listener-base.js';
 import type { ParamsOverride } from './params-override.js';
 import type { ScriptGate } from './script-gate.js';

@@ -7,7 +7,25 @@ import type { ProxyError } from '../errors.js';
 import { RecordType, type ParamsCollector } from '../protocol/fastcgi.js';
 import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchange.js';
 import { DeadlineNode, type ClientTimed } from './client-deadlines.js';
-import type { FcgiSession } from './fastcgi-session.js';
+
+/** What a request asks of its connection; FcgiSession implements it. */
+export interface FcgiConnection {
+  readonly writer: FcgiOutput;
+  endRequest(r: FcgiRequest): void;
+  headerTimedOut(r?: FcgiRequest): void;
+  bodyTimedOut(r?: FcgiRequest): void;
+  answerError(r: FcgiRequest, status: number, code: string, retryAfter: number | undefined): number;
+  cutResponse(r: FcgiRequest, err: ProxyError): void;
+  bodyDrained(r: FcgiRequest): void;
+}
+
+/** The writes a request makes on its connection's output; FcgiWriter (fastcgi-writer.ts) implements it. */
+export interface FcgiOutput {
+  head(r: FcgiRequest, raw: Buffer): void;
+  body(r: FcgiRequest, chunk: Buffer): boolean;
+  record(r: FcgiRequest, raw: Buffer): boolean;
+  stream(type: number, id: number, data: Buffer): boolean;
+}
 
 /**
  * params:  collecting PARAMS records, no exchange yet
@@ -20,7 +38,7 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
   readonly id: number;
   readonly role: number;
   readonly keepConn: boolean;
-  readonly session: FcgiSession;
+  readonly session: FcgiConnection;
   state: FcgiRequestState = 'params';
   collector: ParamsCollector | undefined;
   exchange: Exchange | undefined;
@@ -39,7 +57,7 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
   /** On the header list from BEGIN_REQUEST to the end of PARAMS, then on the body list until the end of STDIN. */
   readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
 
-  constructor(session: FcgiSession, id: number, role: number, keepConn: boolean, collector: ParamsCollector) {
+  constructor(session: FcgiConnection, id: number, role: number, keepConn: boolean, collector: ParamsCollector) {
     this.session = session;
     this.id = id;
     this.role = role;

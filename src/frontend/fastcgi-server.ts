@@ -3,7 +3,7 @@
  */
 import { createServer } from 'node:net';
 import type { ListenerConfig } from '../config/types.js';
-import type { FrontendContext, Listener } from './index.js';
+import type { FrontendContext, Listener } from './types.js';
 import { FcgiSession } from './fastcgi-session.js';
 import { startSessionListener } from './stream-listener.js';
 

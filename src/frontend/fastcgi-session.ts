@@ -30,7 +30,7 @@ import { Exchange } from '../protocol/exchange.js';
 import { CgiParams } from '../protocol/params.js';
 import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
 import type { FrontendEnv } from './env.js';
-import { FcgiRequest, RequestTable, fcgiBodyDrained } from './fastcgi-request.js';
+import { FcgiRequest, RequestTable, fcgiBodyDrained, type FcgiConnection } from './fastcgi-request.js';
 import { FcgiWriter } from './fastcgi-writer.js';
 import { FRESH_CONNECTION_GRACE_MS, type Session } from './listener-base.js';
 import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
@@ -54,7 +54,7 @@ export const MAX_REQUESTS_PER_CONNECTION = 256;
 
 type SessionState = 'open' | 'draining' | 'closed';
 
-export class FcgiSession implements Session, ClientTimed, SocketOwner {
+export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConnection {
   listenerSlot = -1;
   private readonly env: FrontendEnv;
   private readonly socket: Socket;

@@ -7,7 +7,7 @@
  */
 import type { Socket } from 'node:net';
 import { RecordType, encodeRecordsAndEnd, encodeStdout, encodeStream } from '../protocol/fastcgi.js';
-import type { FcgiRequest } from './fastcgi-request.js';
+import type { FcgiOutput, FcgiRequest } from './fastcgi-request.js';
 
 /** A head with body bytes up to this size is held for the tick, so that head, body and end can leave together. */
 const HOLD_LIMIT = 64 * 1024;
@@ -16,7 +16,7 @@ const SMALL_RECORD = 1024;
 
 const EMPTY = Buffer.alloc(0);
 
-export class FcgiWriter {
+export class FcgiWriter implements FcgiOutput {
   private readonly socket: Socket;
   /** The session closed: nothing more is written. */
   private readonly closed: () => boolean;

@@ -6,7 +6,7 @@ import type { Server } from 'node:net';
 import type { Logger } from '../log/log.js';
 import type { ListenerConfig } from '../config/types.js';
 import { ClientGate } from './client-gate.js';
-import type { Listener } from './index.js';
+import type { Listener } from './types.js';
 import { ErrorCodes } from '../errors.js';
 import { DenseSet } from '../util/dense-set.js';
 import { listeningFd, releaseUnixPath } from './listen.js';

@@ -5,7 +5,7 @@
 import type { Server, Socket } from 'node:net';
 import type { ListenerConfig } from '../config/types.js';
 import type { FrontendEnv } from './env.js';
-import type { FrontendContext, Listener } from './index.js';
+import type { FrontendContext, Listener } from './types.js';
 import { listenOn } from './listen.js';
 import { SessionListener } from './listener-base.js';
 import { ClientDeadlines } from './client-deadlines.js';

@@ -1,6 +1,6 @@
 /**
  * The memory governor's decisions, as pure functions of samples, limits and counts.
- * No timers, no I/O: host-governor.ts and src/pool/spawned/memory.ts gather the numbers,
+ * No timers, no I/O: host-governor.ts, box-watch.ts and src/pool/spawned/memory*.ts gather the numbers,
  * call these, and carry out (and log) what they return.
  *
  * Accounting. Every live worker is charged max(its latest sample, its pool's estimate):
@@ -17,7 +17,7 @@
  * in a memory cgroup, no spawn may take the box's measured anonymous memory into its
  * headroom (`room`).
  */
-import type { WorkerRef } from './types.js';
+import type { BudgetMember, WorkerRef } from './types.js';
 
 /** A worker at this share of its cap is re-measured right after each request. */
 export const NEAR_SHARE = 0.8;
@@ -203,4 +203,12 @@ export function recommendMaxChildren(r: RecommendInput): number | undefined {
   if (room === Infinity) return undefined;
   const n = fitCount(room, r.estimate);
   return n === Infinity ? undefined : n;
+}
+
+/** Gathers one pool's workers into `into`, remembering whose each is (by reference: in a reload the old and new pool share a name). */
+export function collectWorkers(owner: BudgetMember, refs: WorkerRef[], into: WorkerRef[], owners: Map<WorkerRef, BudgetMember>): void {
+  for (const r of refs) {
+    into.push(r);
+    owners.set(r, owner);
+  }
 }

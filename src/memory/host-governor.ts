@@ -9,20 +9,17 @@
  * (never from inside another pool's event handler): after any worker exit, and when a
  * worker of another pool goes idle (it can then be evicted).
  *
- * In a memory cgroup with a limit (the box: a container, a unit's MemoryMax, a board's
- * cgroup) it also watches the box itself: what the kernel cannot reclaim (usage minus
- * file pages, two small file reads) is read before every spawn decision and, while
- * workers live, every sample interval; every WATCH_FAST_MS while a worker is busy and
- * the box is above WATCH_SHARE of its limit. Past the limit minus its headroom no
- * worker is spawned and idle workers are retired, before the kernel's OOM killer acts.
+ * In a memory cgroup with a limit it also watches the box itself (box-watch.ts): its room
+ * is read before every spawn decision, and the watch runs while workers live.
  */
 import type { Config, MemoryBudgetSetting } from '../config/types.js';
 import type { Logger } from '../log/log.js';
 import { readMeminfo, resolveBudget, type MemInfo, type ResolvedBudget } from './budget.js';
-import { locateMemoryCgroup, readCgroupUsed, readMemoryBox, type MemoryBox, type MemoryCgroup } from './cgroup-files.js';
+import { boxHeadroom, BoxWatch, readBox } from './box-watch.js';
+import type { MemoryBox, MemoryCgroup } from './cgroup-files.js';
 import { formatBytes } from './format.js';
 import { OomCounter } from './pool-cgroup.js';
-import { decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
+import { collectWorkers, decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
 import { createSampler, type MemorySampler } from './sampler.js';
 import type { BudgetMember, BudgetSnapshot, MemoryClock, MemorySample, WorkerRef } from './types.js';
 import { ErrorCodes } from '../errors.js';
@@ -79,15 +76,6 @@ export interface MemoryGovernor {
 }
 
 export const DEFAULT_SAMPLE_INTERVAL = 2000;
-/** The box is re-read this often while a worker is busy and it is above WATCH_SHARE of its limit. */
-export const WATCH_FAST_MS = 250;
-export const WATCH_SHARE = 0.5;
-export const MIN_BOX_HEADROOM = 4 * 1024 * 1024;
-
-/** What stays free under a cgroup limit: a sixteenth of it, at least MIN_BOX_HEADROOM. */
-export function boxHeadroom(limit: number): number {
-  return Math.max(MIN_BOX_HEADROOM, Math.floor(limit / 16));
-}
 
 const systemClock: MemoryClock = {
   now: () => performance.now(),
@@ -108,14 +96,9 @@ export class HostGovernor implements MemoryGovernor {
   readonly cgroup: MemoryCgroup | undefined;
   private resolved: ResolvedBudget | undefined;
   private meminfo: MemInfo | undefined;
-  private box: MemoryBox | undefined;
-  /** The cgroup that sets the box's limit: its usage is what the limit applies to. */
-  private boxCg: MemoryCgroup | undefined;
+  /** The memory cgroup with a limit that fcgi-pm runs in, watched (box-watch.ts). */
+  private readonly box: BoxWatch;
   private readonly oom: OomCounter | undefined;
-  private watchHandle: unknown;
-  /** The watch runs at WATCH_FAST_MS: busy workers are measured at each tick too. */
-  private watchFast = false;
-  private shedding = false;
   private readonly log: Logger;
   private readonly members = new Set<BudgetMember>();
   /** Pools whose queued requests wait for the budget, in the order they began waiting. */
@@ -136,10 +119,11 @@ export class HostGovernor implements MemoryGovernor {
     this.resolved = opts.budget;
     this.meminfo = opts.meminfo;
     this.cgroup = opts.cgroup ?? opts.box?.cgroup;
-    this.setBox(opts.box);
     this.oom = this.cgroup && new OomCounter(this.cgroup);
     this.sampler = opts.sampler ?? createSampler();
     this.clock = opts.clock ?? systemClock;
+    const owner = { members: () => this.members, checkBudget: () => this.checkBudget(), retry: () => this.scheduleRetry(), evicted: () => void this.evictions++ };
+    this.box = new BoxWatch(owner, opts.box, this.clock, this.log, this.sampleInterval);
     this.disposeWhenEmpty = opts.disposeWhenEmpty === true;
   }
 
@@ -150,14 +134,14 @@ export class HostGovernor implements MemoryGovernor {
 
   /** The box's limit, or undefined outside a limited cgroup. */
   get boxLimit(): number | undefined {
-    return this.box?.limit;
+    return this.box.limit;
   }
 
   /** On reload: memory_budget resolved again against the host and the cgroup limit now. */
   rebudget(setting: MemoryBudgetSetting | undefined, meminfo: MemInfo, box: MemoryBox | undefined): void {
     const before = this.resolved;
     this.meminfo = meminfo;
-    this.setBox(box);
+    this.box.setBox(box);
     this.resolved = setting === undefined ? undefined : resolveBudget(setting, meminfo, box && { limit: box.limit, dir: box.limitDir });
     if (before?.bytes === this.resolved?.bytes && before?.derivation === this.resolved?.derivation) return;
     const r = this.resolved;
@@ -187,8 +171,8 @@ export class HostGovernor implements MemoryGovernor {
    */
   decide(m: BudgetMember, ask: AdmitAsk): HostDecision {
     const budget = this.budget;
-    const room = this.boxRoom();
-    this.watch();
+    const room = this.box.room();
+    this.box.start();
     if ((budget === undefined && room === undefined) || this.disposed) {
       const d = decideSpawn({ want: ask.want, demand: ask.demand, estimate: ask.estimate, poolCommitted: ask.committed, poolLimit: ask.limit, probe: ask.probe, host: undefined });
       return { ...d, budget: undefined, hostCommitted: undefined, room: undefined };
@@ -205,8 +189,8 @@ export class HostGovernor implements MemoryGovernor {
       committed += o.committed();
       freeing += o.freeing();
       if (o === m) continue;
-      collect(o, o.idleWorkers(), idle, owners);
-      if (o.workerCount() > 1) collect(o, o.busyWorkers(), busy, owners);
+      collectWorkers(o, o.idleWorkers(), idle, owners);
+      if (o.workerCount() > 1) collectWorkers(o, o.busyWorkers(), busy, owners);
       if (this.waiters.has(o) && o.hasDemand()) othersWaiting = true;
     }
     const d = decideSpawn({
@@ -223,7 +207,7 @@ export class HostGovernor implements MemoryGovernor {
     else this.waiters.delete(m);
     if (d.unmetDemand > 0 && m.workerCount() === 0 && d.evict.length + d.retire.length === 0) this.recheckStalled();
     const numbers = { budget, committed, freeing, estimate: ask.estimate, measure: self.measure, room };
-    const cap = budget !== undefined ? `budget ${formatBytes(budget)}` : `the cgroup limit ${formatBytes(this.box!.limit)}`;
+    const cap = budget !== undefined ? `budget ${formatBytes(budget)}` : `the cgroup limit ${formatBytes(this.box.limit!)}`;
     for (const v of d.evict) {
       this.evictions++;
       const idleMs = v.parent ? undefined : Math.round(this.clock.now() - v.since);
@@ -265,8 +249,8 @@ export class HostGovernor implements MemoryGovernor {
     for (const o of this.members) {
       measured += o.measured();
       freeing += o.freeingMeasured();
-      collect(o, o.idleWorkers(), idle, owners);
-      collect(o, o.busyWorkers(), busy, owners);
+      collectWorkers(o, o.idleWorkers(), idle, owners);
+      collectWorkers(o, o.busyWorkers(), busy, owners);
     }
     const excess = measured - freeing - budget;
     if (excess <= 0) return;
@@ -340,7 +324,7 @@ export class HostGovernor implements MemoryGovernor {
       overBudget: this.overBudget,
       memTotal: this.meminfo?.memTotal,
       memAvailableAtStart: this.meminfo?.memAvailable,
-      cgroup: this.box === undefined ? undefined : { dir: this.box.limitDir, limit: this.box.limit, headroom: boxHeadroom(this.box.limit), used: readCgroupUsed(this.boxCg!) },
+      cgroup: this.box.snapshot(),
     };
   }
 
@@ -357,77 +341,11 @@ export class HostGovernor implements MemoryGovernor {
     this.disposed = true;
     if (this.retryHandle !== undefined) this.clock.clearTimer(this.retryHandle);
     this.retryHandle = undefined;
-    if (this.watchHandle !== undefined) this.clock.clearTimer(this.watchHandle);
-    this.watchHandle = undefined;
+    this.box.dispose();
     if (this.stallHandle !== undefined) this.clock.clearTimer(this.stallHandle);
     this.stallHandle = undefined;
     this.waiters.clear();
     this.sampler.close();
-  }
-
-  // ---- the box ------------------------------------------------------------------------
-
-  private setBox(box: MemoryBox | undefined): void {
-    this.box = box;
-    this.boxCg = box && { ...box.cgroup, dir: box.limitDir };
-  }
-
-  /** What the box can still take before its headroom, read now; undefined outside a limited cgroup. */
-  boxRoom(): number | undefined {
-    const box = this.box;
-    if (box === undefined) return undefined;
-    const used = readCgroupUsed(this.boxCg!);
-    return used === undefined ? undefined : box.limit - boxHeadroom(box.limit) - used;
-  }
-
-  /** Keeps the cgroup watch running while any pool has a worker (inside a limited cgroup, or for pool cgroups). */
-  private watch(): void {
-    if (this.watchHandle !== undefined || this.disposed) return;
-    if (this.box === undefined && ![...this.members].some((m) => m.hasCgroup())) return;
-    this.watchHandle = this.clock.setTimer(() => this.onWatch(), WATCH_FAST_MS);
-  }
-
-  private onWatch(): void {
-    this.watchHandle = undefined;
-    if (this.disposed) return;
-    let poolsFull = false;
-    for (const o of this.members) if (o.watchTick(WATCH_SHARE, this.watchFast)) poolsFull = true;
-    this.checkBudget();
-    const box = this.box;
-    const room = this.boxRoom();
-    const idle: WorkerRef[] = [];
-    const owners = new Map<WorkerRef, BudgetMember>();
-    let live = 0;
-    let busy = 0;
-    for (const o of this.members) {
-      live += o.workerCount();
-      busy += o.busyWorkers().length;
-      collect(o, o.idleWorkers(), idle, owners);
-    }
-    if (box !== undefined && room !== undefined && room < 0) {
-      const victims = planRelief(-room, idle, []);
-      if (!this.shedding || victims.length > 0) {
-        const used = box.limit - boxHeadroom(box.limit) - room;
-        const fields = { limit: box.limit, cgroup: box.limitDir, used, headroom: boxHeadroom(box.limit), busy, idle: idle.length };
-        this.log.warn({ code: ErrorCodes.MEMORY_BOX_FULL, ...fields }, `memory cgroup ${box.limitDir} holds ${formatBytes(used)} of its ${formatBytes(box.limit)} limit, inside the ${formatBytes(boxHeadroom(box.limit))} headroom: ` +
-          (victims.length > 0 ? `retiring ${victims.length} idle worker(s) and` : 'no idle worker to retire;') + ' spawning nothing until it is back under');
-      }
-      this.shedding = true;
-      for (const v of victims) {
-        this.evictions++;
-        owners.get(v)?.evict(v, 'memory_budget', { victimPool: v.pool, victimPid: v.pid, value: v.value }, `retiring ${idleName(v)}: the memory cgroup is near its limit`);
-      }
-    } else if (this.shedding) {
-      this.shedding = false;
-      this.scheduleRetry();
-    }
-    if (live === 0) {
-      this.watchFast = false;
-      return;
-    }
-    const used = box === undefined || room === undefined ? 0 : box.limit - boxHeadroom(box.limit) - room;
-    this.watchFast = busy > 0 && (poolsFull || (box !== undefined && used > box.limit * WATCH_SHARE));
-    this.watchHandle = this.clock.setTimer(() => this.onWatch(), this.watchFast ? WATCH_FAST_MS : this.sampleInterval);
   }
 
   /**
@@ -456,19 +374,6 @@ export class HostGovernor implements MemoryGovernor {
       }
     }, 0);
   }
-}
-
-function collect(owner: BudgetMember, refs: WorkerRef[], into: WorkerRef[], owners: Map<WorkerRef, BudgetMember>): void {
-  for (const r of refs) {
-    into.push(r);
-    owners.set(r, owner);
-  }
-}
-
-/** The memory cgroup fcgi-pm runs in and the tightest limit on it, read now. */
-export function readBox(): { cgroup: MemoryCgroup | undefined; box: MemoryBox | undefined } {
-  const cgroup = locateMemoryCgroup();
-  return { cgroup, box: cgroup && readMemoryBox(cgroup) };
 }
 
 /** The daemon's governor: memory_budget resolved against /proc/meminfo and the cgroup limit now, one start-up line. */

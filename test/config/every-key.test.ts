@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config/load.js';
-import { LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, TOP_KEYS, type KeySpec } from '../../src/config/keys.js';
+import type { KeySpec } from '../../src/config/key-spec.js';
+import { LIMITS_KEYS, LISTENER_KEYS, LOG_KEYS, POOL_KEYS, TOP_KEYS } from '../../src/config/keys.js';
 import { fixture, problemsOf, tempDir } from './helpers.js';
 
 /** A YAML value of the wrong type or shape for each kind of key. */

@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { poolStatusOf } from '../helpers/control-status.js';
+import { poolStatusOf, statusOf } from '../helpers/control-status.js';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
 import { startNginxKeptAlive } from '../helpers/nginx.js';
@@ -21,7 +21,7 @@ import { isAlive } from '../helpers/proc.js';
 import { trackPid, untrackPid, type Scope } from '../helpers/scope.js';
 import { phpCommand } from '../helpers/spawned.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor, withTimeout } from '../helpers/wait.js';
 import { startLoad, type LoadPage } from './load.js';
 
 const run = promisify(execFile);
@@ -37,7 +37,7 @@ function adopt(scope: Scope, pid: number): void {
   });
 }
 
-async function phpBehindNginx(t: Scope, marker: string, extra: Record<string, unknown> = {}) {
+async function phpBehindNginx(t: Scope, marker: string, extra: Record<string, unknown> = {}, poolExtra: Record<string, unknown> = {}) {
   const dir = makeTempDir(t, 'fpm-up-');
   const port = await freePort();
   const sock = join(dir, 'fcgi.sock');
@@ -46,7 +46,7 @@ async function phpBehindNginx(t: Scope, marker: string, extra: Record<string, un
       { protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'php' },
       { protocol: 'fastcgi', address: `unix:${sock}`, pool: 'php', mode: '0666' },
     ],
-    pools: { php: { command: phpCommand(dir, marker), pm: 'static', max_children: 3, kill_timeout: '1s' } },
+    pools: { php: { command: phpCommand(dir, marker), pm: 'static', max_children: 3, kill_timeout: '1s', ...poolExtra } },
     runtime_dir: join(dir, 'run'),
     pid_file: join(dir, 'fcgi-pm.pid'),
     control_socket: join(dir, 'control.sock'),
@@ -68,14 +68,17 @@ async function phpBehindNginx(t: Scope, marker: string, extra: Record<string, un
 }
 
 /** Kept-alive clients on each page until stopped (test/ops/load.ts); stopped at the test's end at the latest. */
-function load(scope: Scope, url: string, pages: LoadPage[]): { stop(): Promise<{ ok: number; failures: string[] }> } {
+function load(scope: Scope, url: string, pages: LoadPage[]): { served(n: number, what: string): Promise<void>; stop(): Promise<{ ok: number; failures: string[] }> } {
   const loads = pages.map((p) => startLoad(url, 2, p));
   const stop = async (): Promise<{ ok: number; failures: string[] }> => {
     await Promise.all(loads.map((l) => l.stop()));
     return { ok: loads.reduce((n, l) => n + l.ok, 0), failures: loads.flatMap((l) => l.failures) };
   };
   scope.after(stop);
-  return { stop };
+  /** Resolves once every page was served `n` more times from now. */
+  const served = (n: number, what: string): Promise<void> =>
+    withTimeout(Promise.all(loads.map((l) => l.more(n))).then(() => undefined), 30_000, `${what}: ${loads.map((l) => `${l.ok} served, ${l.failures.length} failed`).join('; ')}`);
+  return { served, stop };
 }
 
 const readPid = (path: string): number => Number(readFileSync(path, 'utf8').trim());
@@ -106,7 +109,7 @@ async function upgradeUnderLoad(t: Scope, how: 'SIGUSR2' | 'command'): Promise<v
     { path: '/unix/hello.php', expect: hello },
     { path: '/unix/sleep.php?ms=30', expect: slept },
   ]);
-  await new Promise((r) => setTimeout(r, 500));
+  await traffic.served(5, 'every page served by the old daemon');
   const since = d.mark();
   if (how === 'SIGUSR2') d.signal('SIGUSR2');
   else {
@@ -120,10 +123,9 @@ async function upgradeUnderLoad(t: Scope, how: 'SIGUSR2' | 'command'): Promise<v
   const exit = await d.child.exited;
   assert.deepEqual(exit, { code: 0, signal: null }, d.dump(since));
   // The new daemon serves on the same sockets, TCP and Unix, after the old one left.
-  await new Promise((r) => setTimeout(r, 500));
-  const { ok, failures } = await traffic.stop();
+  await traffic.served(5, 'every page served by the new daemon');
+  const { failures } = await traffic.stop();
   assert.deepEqual(failures, [], 'requests failed across the upgrade');
-  assert.ok(ok > 50, `only ${ok} requests ran`);
   assert.equal(isAlive(oldPid), false);
   assert.ok(isAlive(newPid));
   assert.equal(readPid(pidFile), newPid, 'the pid file names the new daemon');
@@ -137,6 +139,24 @@ async function upgradeUnderLoad(t: Scope, how: 'SIGUSR2' | 'command'): Promise<v
 
 test('SIGUSR2 under load: a new daemon takes the sockets, no request fails, the old one exits 0', { timeout: 120_000 }, (t) => upgradeUnderLoad(t, 'SIGUSR2'));
 test('fcgi-pm upgrade -c FILE does the same through the control socket', { timeout: 120_000 }, (t) => upgradeUnderLoad(t, 'command'));
+
+test('an upgrade starts as many workers as the old daemon had ready before the new one takes a request', { timeout: 90_000 }, async (t) => {
+  // ondemand: a cold start has no worker at all, so the handed count is the only reason for any.
+  const { d, dir, ngx } = await phpBehindNginx(t, 'upgrade-warm', {}, { pm: 'ondemand', idle_timeout: '60s' });
+  const control = join(dir, 'control.sock');
+  assert.equal((await poolStatusOf(control, 'php')).processes.total, 0);
+  await Promise.all([1, 2, 3].map(() => httpRequest(`${ngx.url}/sleep.php?ms=300`)));
+  assert.equal((await poolStatusOf(control, 'php')).processes.idle, 3);
+  const out = await run(process.execPath, [FCGI_PM_BIN, 'upgrade', '-c', d.configPath]);
+  const newPid = Number(/pid (\d+) serves/.exec(out.stdout)?.[1]);
+  adopt(t, newPid);
+  // No request has reached the new daemon yet.
+  const st = await statusOf(control);
+  assert.equal(st.daemon.pid, newPid);
+  const pool = st.pools.find((p) => p.name === 'php')!;
+  assert.equal(pool.processes.idle, 3, JSON.stringify(pool.processes));
+  assert.equal(pool.accepted, 0);
+});
 
 test('an upgrade whose new daemon cannot start leaves the old one serving', { timeout: 90_000 }, async (t) => {
   const { d, ngx, pidFile } = await phpBehindNginx(t, 'upgrade-fail');

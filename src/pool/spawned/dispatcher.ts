@@ -1,10 +1,11 @@
 /**
  * A pool of worker processes fcgi-pm spawns itself, PHP-FPM style: static / dynamic /
  * ondemand (scaling.ts decides how many). This file is the pool's Dispatcher: the
- * queue, the most-recently-used idle stack of seats, the endpoints, the request timers
- * and the handling of a worker that dies under a request (failures.ts). The
- * worker processes belong to its Supervisor (supervisor.ts); the two meet at
- * SupervisorHooks and the load signal (waiting requests, busy seats per worker).
+ * queue, the seats (seats.ts) and their most-recently-used idle stack, the endpoints,
+ * the request timers. Each seat's state is one cell of seat-table.ts, whose cells name
+ * the action carried out here (`act`), among them the handling of a worker that dies
+ * under a request. The worker processes belong to its Supervisor (supervisor.ts); the
+ * two meet at SupervisorHooks and the load signal (waiting requests, busy seats per worker).
  *
  * A worker offers one seat, or k (group_size: one php-cgi parent whose k children
  * accept on one socket); each seat runs one request on its own connection of the
@@ -13,22 +14,27 @@
  * request running longer than request_timeout gets 504 and its worker is stopped.
  *
  * Timers: one for the queue, one each for request timeouts and slow requests
- * (request-timer.ts); the supervisor's for idle stops, spawn rounds and back-off, and
- * the failing probe. Nothing scans once a second.
+ * (request-timer.ts), a seat's exit grace (seat-table.ts `ending`); the supervisor's for
+ * idle stops, spawn rounds and back-off, the failing probe, and the wait for a dying
+ * worker's exit. Nothing scans once a second.
  */
 import { ErrorCodes, ProxyError } from '../../errors.js';
 import type { PoolConfig } from '../../config/types.js';
 import type { Exchange } from '../../protocol/exchange.js';
+import type { FailedOutcome } from '../../upstream/failures.js';
+import { mayRetryElsewhere } from '../../upstream/retry.js';
 import type { UpstreamOptions, UpstreamOutcome } from '../../upstream/types.js';
+import type { WorkerExit } from '../../worker/types.js';
 import type { ForkServer } from '../../worker/fork-server.js';
 import { PoolBase } from '../pool-base.js';
 import { RequestTimer } from './request-timer.js';
-import { scriptOf, workerSnapshot, type Seat, type Slot } from './slot.js';
-import { WorkerFailures } from './failures.js';
+import { exitText, scriptOf, workerSnapshot, type SlotView } from './slot.js';
+import { Seat } from './seats.js';
+import { EXIT_GRACE_MS, SEAT_TABLE, type SeatAction, type SeatEvent } from './seat-table.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from './supervisor.js';
 import type { EndpointFactory, PoolActionReport, PoolSnapshot, WarmStart } from '../types.js';
 
-export { EXIT_GRACE_MS } from './failures.js';
+export { EXIT_GRACE_MS } from './seat-table.js';
 
 export interface SpawnedPoolDeps extends SupervisorDeps {
   endpointFactory: EndpointFactory;
@@ -41,10 +47,11 @@ export class SpawnedPool extends PoolBase {
   private readonly upstreamOpts: UpstreamOptions;
   /** Idle seats; the end is the most recently used (taken first), index 0 the longest idle. */
   private readonly idle: Seat[] = [];
-  private readonly failures: WorkerFailures;
   private readonly requestTimer: RequestTimer<Seat>;
   /** @internal The worker processes (exposed for tests that look at them). */
   readonly supervisor: Supervisor;
+  /** Each worker's seats, made when it is spawned. */
+  private readonly seatsOf = new WeakMap<SlotView, readonly Seat[]>();
   private readonly outcome = (seat: Seat, o: UpstreamOutcome): void => this.onOutcome(seat, o);
 
   constructor(cfg: PoolConfig, deps: SpawnedPoolDeps) {
@@ -54,17 +61,19 @@ export class SpawnedPool extends PoolBase {
     const hooks: SupervisorHooks = {
       waiting: () => this.queue.length,
       poolState: () => this.state,
+      seats: (slot, n) => this.makeSeats(slot, n),
+      connect: (slot) => this.deps.endpointFactory(slot.worker.address, this.upstreamOpts, slot.log),
       offer: (slot) => this.offer(slot),
       withdraw: (slot) => this.withdraw(slot),
       cut: (slot, err) => this.cut(slot, err),
       lost: (slot) => this.lost(slot),
-      unhold: (slot) => this.failures.graceOver(slot.seats),
+      unhold: (slot) => this.graceOver(slot),
       refuseQueued: (err) => this.rejectQueued('failing', err),
       idleWorkers: () => this.idleWorkers(),
       pump: () => this.pump(),
       checkDrained: () => this.checkDrained(),
     };
-    this.supervisor = new Supervisor(cfg, deps, hooks, this.stats, this.outcome);
+    this.supervisor = new Supervisor(cfg, deps, hooks, this.stats);
     const k = this.supervisor.slotsPerWorker;
     this.queue.setSeats(cfg.maxChildren * k);
     this.upstreamOpts = {
@@ -78,11 +87,6 @@ export class SpawnedPool extends PoolBase {
       // One request per seat: after a client abort it stays busy until its script ends.
       drainOnAbort: true,
     };
-    this.failures = new WorkerFailures(cfg.name, clock, {
-      endRequest: (seat, ex, o) => this.endRequest(seat, ex, o),
-      replace: (seat, ex, err) => this.replaceUnreachable(seat, ex, err),
-      suspect: (seat) => this.supervisor.suspect(seat.slot),
-    });
     this.requestTimer = new RequestTimer<Seat>(
       clock,
       cfg.requestTimeout,
@@ -111,14 +115,14 @@ export class SpawnedPool extends PoolBase {
 
   protected startNow(ex: Exchange): boolean {
     const idle = this.idle;
-    for (let seat = idle.pop(); seat !== undefined; seat = idle.pop()) {
-      seat.inIdle = false;
+    for (let seat = idle.at(-1); seat !== undefined; seat = idle.at(-1)) {
       const slot = seat.slot;
       if (slot.busy === 0 && this.supervisor.pastLifetime(slot)) {
-        this.supervisor.retire(slot, 'max_lifetime');
+        this.supervisor.retire(slot, 'max_lifetime'); // withdraws its seats
+        this.fire(seat, 'withdraw');
         continue;
       }
-      this.assign(seat, ex);
+      this.fire(seat, 'assign', ex);
       if (this.cfg.pm === 'dynamic' && idle.length < this.cfg.minSpare) this.supervisor.scale();
       return true;
     }
@@ -166,7 +170,7 @@ export class SpawnedPool extends PoolBase {
       s.slotsPerWorker = k;
       this.supervisor.refreshChildren();
     }
-    for (const slot of this.supervisor.slots) s.workers.push(workerSnapshot(slot));
+    for (const slot of this.supervisor.slots) s.workers.push(workerSnapshot(slot, this.wall));
     this.supervisor.fill(s);
     const parent = this.deps.forkServer?.parent;
     if (parent !== undefined) {
@@ -177,57 +181,137 @@ export class SpawnedPool extends PoolBase {
 
   // ---- what the supervisor asks -----------------------------------------------------
 
-  /** A worker is ready: its endpoint, and its seats on top of the idle stack. */
-  private offer(slot: Slot): void {
-    slot.endpoint = this.deps.endpointFactory(slot.worker.address, this.upstreamOpts, slot.log);
-    for (const seat of slot.seats) this.free(seat);
+  private makeSeats(slot: SlotView, n: number): readonly Seat[] {
+    const seats: Seat[] = [];
+    for (let i = 0; i < n; i++) seats.push(new Seat(slot, this.outcome));
+    this.seatsOf.set(slot, seats);
+    return seats;
   }
 
-  private withdraw(slot: Slot): void {
-    for (const seat of slot.seats) {
-      if (!seat.inIdle) continue;
-      seat.inIdle = false;
-      const i = this.idle.indexOf(seat);
-      if (i >= 0) this.idle.splice(i, 1);
-    }
+  private seats(slot: SlotView): readonly Seat[] {
+    return this.seatsOf.get(slot)!;
+  }
+
+  /** A worker is ready (its endpoint made through `connect`): its seats on top of the idle stack. */
+  private offer(slot: SlotView): void {
+    for (const seat of this.seats(slot)) this.free(seat);
+  }
+
+  private withdraw(slot: SlotView): void {
+    for (const seat of this.seats(slot)) this.fire(seat, 'withdraw');
   }
 
   /** Answers the worker's running requests with `err`. */
-  private cut(slot: Slot, err: ProxyError): void {
-    for (const seat of slot.seats) {
-      const ex = seat.current;
-      if (ex === undefined) continue;
-      this.detach(seat);
-      this.fail(ex, err);
-      this.requestEnded();
-    }
+  private cut(slot: SlotView, err: ProxyError): void {
+    for (const seat of this.seats(slot)) this.fire(seat, 'cut', err);
   }
 
   /** The worker exited: each running request ends with its held failure or after the exit grace. */
-  private lost(slot: Slot): void {
-    for (const seat of slot.seats) {
-      const ex = seat.current;
-      if (ex !== undefined) this.failures.exited(seat, ex);
-    }
+  private lost(slot: SlotView): void {
+    for (const seat of this.seats(slot)) this.fire(seat, 'exit');
     if (slot.busy === 0) slot.endpoint?.destroy();
   }
 
-  private idleWorkers(): Slot[] {
-    const out: Slot[] = [];
+  /**
+   * The supervisor's wait for the worker's exit is over and it lives: each failure held
+   * that long is answered or its request replaced. False when one held later still waits.
+   */
+  private graceOver(slot: SlotView): boolean {
+    let waiting = false;
+    const now = this.clock.now();
+    for (const seat of this.seats(slot)) {
+      if (seat.state !== 'held') continue;
+      if (now - seat.heldAt >= EXIT_GRACE_MS) this.fire(seat, 'grace');
+      else waiting = true;
+    }
+    return !waiting;
+  }
+
+  private idleWorkers(): SlotView[] {
+    const out: SlotView[] = [];
     for (const seat of this.idle) {
       const slot = seat.slot;
-      if (slot.busy === 0 && slot.worker.state === 'idle' && !out.includes(slot)) out.push(slot);
+      if (slot.busy === 0 && slot.state === 'up' && !out.includes(slot)) out.push(slot);
     }
     return out.sort((a, b) => a.idleSince - b.idleSince);
+  }
+
+  // ---- the seat table -----------------------------------------------------------------
+
+  /** @internal The one entry for a seat's events: the endpoint's reports, the supervisor's hooks, the queue, its timer. */
+  fire(seat: Seat, event: 'assign', ex: Exchange): void;
+  fire(seat: Seat, event: 'outcome' | 'suspect', o: UpstreamOutcome): void;
+  fire(seat: Seat, event: 'cut', err: ProxyError): void;
+  fire(seat: Seat, event: 'free' | 'withdraw' | 'exit' | 'grace' | 'exit_grace'): void;
+  fire(seat: Seat, event: SeatEvent, arg?: Exchange | UpstreamOutcome | ProxyError): void {
+    const cell = SEAT_TABLE[seat.state][event];
+    seat.state = cell.next;
+    this.act(cell.action, seat, arg);
+  }
+
+  private act(action: SeatAction, seat: Seat, arg: Exchange | UpstreamOutcome | ProxyError | undefined): void {
+    switch (action) {
+      case 'list':
+        return this.list(seat);
+      case 'unlist':
+        return this.unlist(seat);
+      case 'take':
+        this.unlist(seat);
+        return this.assign(seat, arg as Exchange);
+      case 'run':
+        return this.assign(seat, arg as Exchange);
+      case 'end':
+        return this.endRequest(seat, seat.current!, arg as UpstreamOutcome);
+      case 'hold':
+        seat.held = arg as FailedOutcome;
+        seat.heldAt = this.clock.now();
+        return this.supervisor.suspect(seat.slot);
+      case 'answer_held':
+        return this.endRequest(seat, seat.current!, seat.held!);
+      case 'give_up':
+        return this.giveUp(seat, seat.current!, seat.held!);
+      case 'await_report':
+        seat.exitTimer = this.clock.setTimer(() => {
+          seat.exitTimer = undefined;
+          this.fire(seat, 'exit_grace');
+        }, EXIT_GRACE_MS);
+        return;
+      case 'close':
+        return this.closeExited(seat);
+      case 'cut': {
+        const ex = seat.current!;
+        this.detach(seat);
+        this.fail(ex, arg as ProxyError);
+        this.requestEnded();
+        return;
+      }
+      case 'none':
+        return;
+    }
+  }
+
+  private list(seat: Seat): void {
+    const now = this.clock.now();
+    seat.idleSince = now;
+    this.idle.push(seat);
+    this.supervisor.wentIdle(now);
+  }
+
+  private unlist(seat: Seat): void {
+    const idle = this.idle;
+    // Taken from the top (most recently used) but for a worker that stops.
+    if (idle[idle.length - 1] === seat) idle.pop();
+    else {
+      const i = idle.indexOf(seat);
+      if (i >= 0) idle.splice(i, 1);
+    }
   }
 
   // ---- requests ---------------------------------------------------------------------
 
   private assign(seat: Seat, ex: Exchange): void {
     const slot = seat.slot;
-    // The process is busy while any of its seats is.
-    if (slot.busy++ === 0) slot.worker.assign(ex.params.get('REQUEST_URI') ?? ex.params.get('SCRIPT_NAME') ?? '');
-    slot.requests++;
+    this.supervisor.assigned(slot);
     seat.current = ex;
     seat.busySince = this.clock.now();
     ex.workerPid = slot.worker.pid;
@@ -237,12 +321,10 @@ export class SpawnedPool extends PoolBase {
     slot.endpoint!.run(ex, seat.done);
   }
 
-  /** @internal The endpoint finished a request on this seat. */
-  onOutcome(seat: Seat, o: UpstreamOutcome): void {
-    const ex = seat.current;
-    if (ex === undefined || seat.held !== undefined) return; // already answered (request_timeout, shutdown)
-    if (o.kind === 'failed' && !this.forced && this.failures.hold(seat, o)) return;
-    this.endRequest(seat, ex, o);
+  /** The endpoint finished a request on this seat; a failure that may mean the worker is dying is suspect. */
+  private onOutcome(seat: Seat, o: UpstreamOutcome): void {
+    const suspect = o.kind === 'failed' && !this.forced && (o.retryable || o.error.code === ErrorCodes.BACKEND_CLOSED);
+    this.fire(seat, suspect ? 'suspect' : 'outcome', o);
   }
 
   private endRequest(seat: Seat, ex: Exchange, o: UpstreamOutcome): void {
@@ -253,7 +335,7 @@ export class SpawnedPool extends PoolBase {
     else if (o.kind === 'aborted') this.stats.aborted++;
     else if (this.forced) this.fail(ex, new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1));
     else if (slot.exit !== undefined) {
-      const err = this.failures.lost(seat, ex, o, slot.exit);
+      const err = this.lostAnswer(seat, ex, o, slot.exit);
       if (err === undefined) this.queue.unshift(ex);
       else this.fail(ex, err);
     } else this.fail(ex, o.error);
@@ -271,29 +353,23 @@ export class SpawnedPool extends PoolBase {
     }
   }
 
-  /** Clears the seat's request: timers, held failure. */
+  /** Clears the seat's request: timers, held failure, exit grace. */
   private detach(seat: Seat): void {
     seat.current = undefined;
-    seat.slot.busy--;
-    if (seat.held !== undefined || seat.exitTimer !== undefined) this.failures.clear(seat);
+    seat.held = undefined;
+    if (seat.exitTimer !== undefined) {
+      this.clock.clearTimer(seat.exitTimer);
+      seat.exitTimer = undefined;
+    }
     this.requestTimer.stop(seat.timerNodes);
-  }
-
-  /** The process is idle once no seat is busy: busy → idle, or draining → stopping (it stops itself). */
-  private release(slot: Slot): void {
-    if (slot.busy > 0) return;
-    // Draining: its kept-alive connection closes first, or php-cgi waiting on it would sit out SIGTERM until kill_timeout.
-    if (slot.worker.state === 'draining') slot.endpoint?.closeIdle();
-    slot.worker.release();
   }
 
   /** The worker is alive after a request ended on this seat: recycle it, or give the seat the next request. */
   private afterRequest(seat: Seat, o: UpstreamOutcome): void {
     const slot = seat.slot;
-    this.release(slot);
-    const st = slot.worker.state;
+    this.supervisor.released(slot);
     // Retiring or stopping (request_timeout, shutdown): the seat stays out.
-    if (slot.state !== 'up' || (st !== 'idle' && st !== 'busy')) return;
+    if (slot.state !== 'up') return;
     if (slot.busy === 0) this.supervisor.groupIdle(slot);
     if (this.supervisor.recycleAfterRequest(slot, o)) {
       this.supervisor.scale();
@@ -305,15 +381,8 @@ export class SpawnedPool extends PoolBase {
   /** An idle seat takes the oldest waiting request, or goes on top of the idle stack. */
   private free(seat: Seat): void {
     const ex = this.queue.shift();
-    if (ex !== undefined) {
-      this.assign(seat, ex);
-      return;
-    }
-    const now = this.clock.now();
-    seat.idleSince = now;
-    seat.inIdle = true;
-    this.idle.push(seat);
-    this.supervisor.wentIdle(now);
+    if (ex !== undefined) this.fire(seat, 'assign', ex);
+    else this.fire(seat, 'free');
   }
 
   /** Gives requests put back at the head of the queue to idle seats. */
@@ -327,18 +396,69 @@ export class SpawnedPool extends PoolBase {
     }
   }
 
-  /** A worker alive but unreachable (failures.ts): its request goes to another worker, and it is replaced. */
+  /**
+   * The worker did not exit within the grace after a held failure: a plain failure is
+   * answered; a worker alive but unreachable cannot serve, its request goes to another one.
+   */
+  private giveUp(seat: Seat, ex: Exchange, o: FailedOutcome): void {
+    if (!o.retryable) {
+      this.endRequest(seat, ex, o);
+      return;
+    }
+    seat.log.warn({ code: o.error.code }, `worker is alive but unreachable (${o.error.message}); replacing it`);
+    this.replaceUnreachable(seat, ex, o.error);
+  }
+
+  /** A worker alive but unreachable: its request goes to another worker, and it is replaced. */
   private replaceUnreachable(seat: Seat, ex: Exchange, err: ProxyError): void {
-    // Its request is over: busy → idle (draining → stopping) first, else the retire below
-    // would leave it draining for a release that never comes, holding a max_children slot.
+    // Its request is over: released first (a retired worker then goes), else the retire
+    // below would leave it draining for a release that never comes, holding a max_children slot.
     this.detach(seat);
-    this.release(seat.slot);
+    this.supervisor.released(seat.slot);
     this.requestEnded();
     if (ex.rewind()) this.queue.unshift(ex);
     else this.fail(ex, err);
     this.supervisor.retire(seat.slot, 'scale_down');
     this.pump();
     this.supervisor.scale();
+  }
+
+  /**
+   * The endpoint did not report within the exit grace: closing it makes it report (at
+   * once); without a report the request ends as closed before any response byte.
+   */
+  private closeExited(seat: Seat): void {
+    seat.slot.endpoint?.destroy();
+    if (seat.state !== 'ending') return;
+    this.fire(seat, 'outcome', {
+      kind: 'failed',
+      error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'worker exited'),
+      retryable: false,
+      backendDown: true,
+      // The endpoint saw no response byte by now: only a clean exit makes it safe elsewhere.
+      facts: { failure: 'closed', headSent: true, responseBytes: false, reused: false, reset: false, idempotent: false },
+    });
+  }
+
+  /**
+   * The worker died while running `ex`. Undefined: `ex` never reached the application
+   * and was rewound, to go first in the queue. Otherwise the error to answer.
+   */
+  private lostAnswer(seat: Seat, ex: Exchange, o: FailedOutcome, exit: WorkerExit): ProxyError | undefined {
+    // A worker that exits cleanly by itself (php-cgi after PHP_FCGI_MAX_REQUESTS) does so
+    // between requests: retry.ts takes that as proof (cleanExit). A crash is different:
+    // the endpoint's "retryable" may follow its replay of a request that the application
+    // did run (and crashed on) on the kept-alive connection, so the request is not given
+    // to another worker: a crashing page must not run twice.
+    const cleanSelfExit = exit.code === 0 && exit.signal === null && exit.reason === undefined;
+    if (cleanSelfExit && o.facts !== undefined && mayRetryElsewhere({ ...o.facts, cleanExit: true }).retry && ex.rewind()) {
+      seat.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
+      return undefined;
+    }
+    if (seat.slot.mem?.oomKilled === true) {
+      return new ProxyError(ErrorCodes.WORKER_OOM_KILLED, 503, `worker ${seat.pid ?? '?'} of pool ${this.name} was killed by the kernel's OOM killer while serving ${scriptOf(ex)}`);
+    }
+    return new ProxyError(ErrorCodes.WORKER_CRASHED, 502, `worker ${seat.pid ?? '?'} of pool ${this.name} ${exitText(exit)} while serving ${scriptOf(ex)}`);
   }
 
   private onRequestTimeout(seat: Seat): void {

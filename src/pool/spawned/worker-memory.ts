@@ -1,6 +1,6 @@
 /**
  * One worker's memory as its pool sees it: the latest sample, the peak, and whether it is
- * near a cap. Kept on the worker's Slot; the pool's memory part (memory.ts) records and
+ * near a cap. Kept on the worker's Slot; the pool's memory part (memory-caps.ts) records and
  * reads it, status reads its figures.
  */
 import type { MemorySample, WorkerMemoryFigures } from '../../memory/types.js';

@@ -1,0 +1,92 @@
+/**
+ * A preload pool's parent (fork-server.ts) as its pool's memory counts it: its pages are
+ * the pool's too (its children share them copy-on-write; PSS splits them), so it is
+ * measured with the workers and counts in memory_limit and the budget. While the pool has
+ * no worker it is the first thing given back under pressure; a parent stopped for memory
+ * counts as freeing until it exited.
+ */
+import type { MemoryGovernor } from '../../memory/host-governor.js';
+import type { MemorySample, WorkerRef } from '../../memory/types.js';
+import type { Clock } from '../../util/clock.js';
+
+export interface PreloadParentHooks {
+  /** The parent's pid while one runs. */
+  preloadParent?(): number | undefined;
+  /** Stops the parent now if it has no worker and no fork pending; resolves once it exited (undefined: nothing stopped). */
+  stopPreloadParent?(): Promise<void> | undefined;
+}
+
+export class PreloadParentMemory {
+  private readonly pool: string;
+  private readonly host: MemoryGovernor;
+  private readonly hooks: PreloadParentHooks;
+  private readonly clock: Clock;
+  private readonly interval: number;
+  /** The latest sample of the parent that runs (undefined: none runs, or not measured yet). */
+  private parent: { pid: number; sample: MemorySample } | undefined;
+  /** Parents stopped for memory that have not exited yet: still counted, and freeing. */
+  stopping = 0;
+
+  constructor(pool: string, host: MemoryGovernor, hooks: PreloadParentHooks, clock: Clock, interval: number) {
+    this.pool = pool;
+    this.host = host;
+    this.hooks = hooks;
+    this.clock = clock;
+    this.interval = interval;
+  }
+
+  /** The parent's pid while one runs: a sampling round measures it with the workers. */
+  pid(): number | undefined {
+    return this.hooks.preloadParent?.();
+  }
+
+  /** A sampling round's reading of `pid` (the pid() it was asked for). */
+  keep(pid: number | undefined, s: MemorySample | undefined): void {
+    this.parent = pid !== undefined && s !== undefined ? { pid, sample: s } : undefined;
+  }
+
+  /**
+   * The parent's latest measure, while it is the one running (0 without). With no
+   * worker no sampling round runs: a parent not measured yet (a reload renewed it) or
+   * measured longer than a sample interval ago (while it was importing) is measured now.
+   */
+  value(): number {
+    const pid = this.pid();
+    if (pid === undefined) return 0;
+    const now = this.clock.now();
+    if ((this.parent?.pid !== pid || now - this.parent.sample.at >= this.interval) && this.host.sampler.sync) {
+      const s = this.host.sampler.readNow(pid, now, true);
+      this.parent = s && { pid, sample: s };
+    }
+    return this.parent?.pid === pid ? this.parent.sample.value : 0;
+  }
+
+  /** The parent's pid and latest measure, for status. */
+  status(): { pid: number; memory: number; measure: string } | undefined {
+    if (this.value() === 0) return undefined;
+    const p = this.parent!;
+    return { pid: p.pid, memory: p.sample.value, measure: p.sample.measure };
+  }
+
+  /** The parent, while it is measured and the pool has no worker: the first thing to give back. */
+  idleRef(workers: number): WorkerRef | undefined {
+    const v = this.value();
+    if (v === 0 || this.hooks.stopPreloadParent === undefined || workers > 0) return undefined;
+    return { pool: this.pool, id: -1, pid: this.parent!.pid, charge: v, value: v, since: 0, parent: true };
+  }
+
+  /** Stops the parent `w` names for memory, when it still runs and the pool has no worker. True when it was stopped. */
+  stop(w: WorkerRef, workers: number): boolean {
+    const value = this.value();
+    if (value === 0 || this.parent!.pid !== w.pid || workers > 0) return false;
+    const exited = this.hooks.stopPreloadParent?.();
+    if (exited === undefined) return false;
+    this.parent = undefined;
+    this.stopping += value;
+    void exited.then(() => {
+      this.stopping -= value;
+      this.host.released();
+    });
+    return true;
+  }
+}
