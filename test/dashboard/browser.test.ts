@@ -119,6 +119,13 @@ async function statusOf(control: string): Promise<{ daemon: { pid: number }; poo
   return JSON.parse(r.stdout);
 }
 
+/** What the page shows, for the message of a wait that ran out. */
+function pageState(page: Page): Promise<string> {
+  return page
+    .evaluate(() => JSON.stringify({ conn: document.querySelector('#conn')?.textContent, daemons: document.querySelector('#daemons')?.textContent, rows: document.querySelectorAll('tr.row').length, ticks: document.querySelector('body')?.dataset.ticks }))
+    .catch((err: Error) => `(unreadable: ${err.message})`);
+}
+
 const rowSel = (daemon: string, pool: string): string => `tr.row[data-daemon="${daemon}"][data-pool="${pool}"]`;
 const detailsSel = (daemon: string, pool: string): string => `tr.details[data-daemon="${daemon}"][data-pool="${pool}"]`;
 
@@ -203,7 +210,9 @@ log: { level: info, access: false }
   assert.equal(after?.status(), 200);
 
   // Three daemons; the table has every pool and, idle, every defined site.
-  await page.waitForFunction((n) => document.querySelectorAll('[data-daemon-id][data-up="true"]').length === 3 && document.querySelectorAll('tr.row').length >= n, { timeout: 30_000 }, 300);
+  await page.waitForFunction((n) => document.querySelectorAll('[data-daemon-id][data-up="true"]').length === 3 && document.querySelectorAll('tr.row').length >= n, { timeout: 30_000 }, 300).catch(async (err: Error) => {
+    throw new Error(`${err.message}; the page shows ${await pageState(page)}`);
+  });
   // Search: site 517 among 1,000, by its host name too.
   await page.type('#search', 'www.site517.t');
   await page.waitForFunction(() => document.querySelectorAll('tr.row').length === 1, { timeout: 10_000 });
