@@ -298,12 +298,19 @@ function onClientError(env: FrontendEnv, err: NodeJS.ErrnoException, socket: Soc
     socket.destroy();
     return;
   }
+  const conn = HttpConnection.of(socket);
+  if (code === 'HPE_INVALID_EOF_STATE' && conn?.calls.snapshot().some((c) => c.exchange !== undefined && !c.exchange.finished && !c.req.complete)) {
+    // The client closed its side owing a body: none can come, so its request ends now
+    // (499, as when the client vanishes) rather than at body_timeout.
+    env.listener.log.debug({ remote, parserCode: code }, 'HTTP client closed its connection in the middle of a request body');
+    socket.destroy();
+    return;
+  }
   env.listener.log.warn({ code: ErrorCodes.HTTP_BAD_REQUEST, remote, parserCode: code, err: err.message }, 'bad HTTP request; closing connection');
   // One answer per request: a request already answered, complete (its body parsed) or
   // whose response a backend may still send keeps that answer, then the connection
   // closes; otherwise the bad bytes are in a body still being read (that request is
   // dropped) or begin a new request, and get the 400.
-  const conn = HttpConnection.of(socket);
   // node answers some requests itself (HTTP/1.1 without Host: 400, Connection: close)
   // and never shows them to us; the bytes after such a head must not get a second answer.
   let answered = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage?.headersSent === true;

@@ -77,10 +77,13 @@ export class StatCache {
   private readonly maxEntries: number;
   private readonly kinds = new Map<string, { value: PathKind; until: number }>();
   private readonly resolved = new Map<string, { value: ResolvedPath; until: number }>();
+  /** The clock entries expire by (tests give a fake one). */
+  readonly now: () => number;
 
-  constructor(ttlMs = 2000, maxEntries = 10_000) {
+  constructor(ttlMs = 2000, maxEntries = 10_000, now: () => number = Date.now) {
     this.ttlMs = ttlMs;
     this.maxEntries = maxEntries;
+    this.now = now;
   }
 
   peek(path: string, now: number): PathKind | undefined {
@@ -120,7 +123,7 @@ export class StatCache {
   private put<V>(map: Map<string, { value: V; until: number }>, path: string, value: V): V {
     // Unique URLs (scanners) must not grow this without bound.
     if (map.size >= this.maxEntries) map.clear();
-    map.set(path, { value, until: Date.now() + this.ttlMs });
+    map.set(path, { value, until: this.now() + this.ttlMs });
     return value;
   }
 }
@@ -145,7 +148,7 @@ export function splitScript(root: string, path: string, index: string, cache: St
   const norm = normalizePath(path);
   if (norm === undefined) return undefined;
   const { segs, trailingSlash } = norm;
-  const now = Date.now();
+  const now = cache.now();
   const w = walk(root, segs, trailingSlash, index, (p) => cache.peek(p, now));
   if (!('missing' in w)) return w;
   return walkAsync(root, segs, trailingSlash, index, cache, w.missing);
@@ -154,7 +157,7 @@ export function splitScript(root: string, path: string, index: string, cache: St
 async function walkAsync(root: string, segs: string[], trailingSlash: boolean, index: string, cache: StatCache, first: string): Promise<ScriptSplit> {
   // Results of this resolution, so an entry expiring meanwhile cannot make it loop.
   const local = new Map<string, PathKind>();
-  const now = Date.now();
+  const now = cache.now();
   let missing = first;
   for (;;) {
     local.set(missing, await cache.stat(missing));

@@ -93,7 +93,7 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
 
 /** Exec'd workers; forks of the preload parent; php-cgi groups, whose children must die with the daemon too. */
 function workerFactoryFor(cfg: PoolConfig, forks: ForkServer | undefined): WorkerFactory {
-  if (forks !== undefined) return (s, l, id) => Worker.spawn(s, l, id, { forkServer: forks });
-  if ((cfg.groupSize ?? 1) > 1) return (s, l, id) => Worker.spawn(s, l, id, { deathGuard: processGroupDeathGuard() });
+  if (forks !== undefined) return (s, l, id, owner) => Worker.spawn(s, l, id, owner, { forkServer: forks });
+  if ((cfg.groupSize ?? 1) > 1) return (s, l, id, owner) => Worker.spawn(s, l, id, owner, { deathGuard: processGroupDeathGuard() });
   return spawnWorker;
 }

@@ -9,7 +9,7 @@ import { EpisodeLimiter } from '../log/episode-limiter.js';
 import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
-import type { Clock } from '../util/clock.js';
+import { WallClock, type Clock } from '../util/clock.js';
 import { RequestQueue } from './queue.js';
 import { countersOf } from './counters.js';
 import { PoolStats } from './stats.js';
@@ -27,6 +27,8 @@ export abstract class PoolBase implements Pool {
   protected readonly cfg: PoolConfig;
   protected readonly log: Logger;
   protected readonly clock: Clock;
+  /** Epoch times in the status, from the monotonic clock. */
+  protected readonly wall: WallClock;
   protected readonly queue: RequestQueue;
   readonly stats = new PoolStats();
   readonly scriptRules: ScriptRules | undefined;
@@ -47,6 +49,7 @@ export abstract class PoolBase implements Pool {
     this.cfg = cfg;
     this.log = log;
     this.clock = clock;
+    this.wall = new WallClock(clock);
     const extensions = cfg.limitExtensions ?? [];
     const roots = cfg.scriptRoots ?? [];
     this.scriptRules = extensions.length > 0 || roots.length > 0 ? { extensions, roots } : undefined;

@@ -61,3 +61,23 @@ export class OneTimer {
     this.at = Infinity;
   }
 }
+
+/**
+ * Epoch milliseconds for the pool's monotonic times: the one conversion the status's
+ * wall-clock times (a worker's start, its last request) go through. Read against the
+ * wall clock at the time of asking, so they agree with the `now` the status is rendered
+ * against even after the system clock was stepped (NTP, an operator); the pool itself
+ * decides by the monotonic clock only.
+ */
+export class WallClock {
+  private readonly clock: Clock;
+
+  constructor(clock: Clock) {
+    this.clock = clock;
+  }
+
+  /** Epoch ms of monotonic time `t`. */
+  at(t: number): number {
+    return Math.round(Date.now() - (this.clock.now() - t));
+  }
+}

@@ -11,9 +11,7 @@
  * the pool `failing` when crash_limit of them fall in crash_window.
  */
 import { ErrorCodes, type ErrorCode } from '../errors.js';
-import type { RetireReason, WorkerExit } from './types.js';
-
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+import type { ExitVerdict, LogLevel, RetireReason, WorkerExit } from './types.js';
 
 /**
  * "Soon after start": a worker that dies within this long of its spawn without having
@@ -22,27 +20,6 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
  */
 export const EARLY_EXIT_MS = 5000;
 
-interface VerdictBase {
-  /** Not asked for (counted as a worker crash in status). */
-  crash: boolean;
-  /**
-   * A crash before the worker was ready, or within EARLY_EXIT_MS of its start before it
-   * finished a request, whatever the exit code: it counts toward crash_limit/crash_window
-   * and the restart back-off. Any other crash is replaced at once.
-   */
-  early: boolean;
-  /**
-   * Killed from outside (SIGKILL or SIGTERM that fcgi-pm did not send), before or after
-   * ready: never early, never a start failure; replaced at once.
-   */
-  outside: boolean;
-  /** The pool should replace it (after restartDelay when early). Scaling may still decide not to. */
-  restart: boolean;
-  message: string;
-}
-
-/** Quiet exits have no code; a warn or error line names its stable code. */
-export type ExitVerdict = VerdictBase & ({ level: 'debug' | 'info'; code?: undefined } | { level: 'warn' | 'error'; code: ErrorCode });
 
 interface PlannedRule {
   restart: boolean;
@@ -94,7 +71,7 @@ function uptimeText(ms: number): string {
   return ms < 10_000 ? `${(ms / 1000).toFixed(2)}s` : `${Math.round(ms / 1000)}s`;
 }
 
-function verdict(base: VerdictBase, level: LogLevel, code: ErrorCode): ExitVerdict {
+function verdict(base: Omit<ExitVerdict, 'level' | 'code'>, level: LogLevel, code: ErrorCode): ExitVerdict {
   return level === 'warn' || level === 'error' ? { ...base, level, code } : { ...base, level };
 }
 

@@ -1,17 +1,14 @@
 /**
- * The contract between a pool and the worker processes it spawns.
- * A worker's lifecycle (src/worker/lifecycle.ts owns the table):
- *   spawning → idle ⇄ busy → draining → stopping → exited
- *   spawning → stopping|exited (spawn timeout, spawn failure)
- * `draining` = retired (reason set) but still finishing its request.
+ * The contract between a pool and the worker processes it spawns. A worker is a process
+ * handle (spawn, ready, signal, exit); its state in the pool (idle, busy, retiring) is the
+ * pool's table (src/pool/spawned/supervisor-table.ts), which the worker reads at its exit
+ * through its WorkerOwner.
  */
 
 import type { SocketAddress } from '../protocol/address.js';
 import type { ErrorCode } from '../errors.js';
 import type { Logger } from '../log/log.js';
-import type { ExitVerdict } from './exit-policy.js';
-
-export type WorkerState = 'spawning' | 'idle' | 'busy' | 'draining' | 'stopping' | 'exited';
+import type { Clock } from '../util/clock.js';
 
 /** Why the manager retired a worker; undefined while it is wanted. */
 export type RetireReason =
@@ -66,9 +63,29 @@ export interface WorkerSpec {
   onStarted?: ((pid: number) => void) | undefined;
 }
 
-// ---------------------------------------------------------------------------------
-// Additions by the worker owner (backwards compatible): what a pool drives, so pool
-// unit tests can inject fake workers through a WorkerFactory.
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+interface VerdictBase {
+  /** Not asked for (counted as a worker crash in status). */
+  crash: boolean;
+  /**
+   * A crash before the worker was ready, or within EARLY_EXIT_MS of its start before it
+   * finished a request, whatever the exit code: it counts toward crash_limit/crash_window
+   * and the restart back-off. Any other crash is replaced at once.
+   */
+  early: boolean;
+  /**
+   * Killed from outside (SIGKILL or SIGTERM that fcgi-pm did not send), before or after
+   * ready: never early, never a start failure; replaced at once.
+   */
+  outside: boolean;
+  /** The pool should replace it (after restartDelay when early). Scaling may still decide not to. */
+  restart: boolean;
+  message: string;
+}
+
+/** What an exit means (exit-policy.ts classifyExit). Quiet exits have no code; a warn or error line names its stable code. */
+export type ExitVerdict = VerdictBase & ({ level: 'debug' | 'info'; code?: undefined } | { level: 'warn' | 'error'; code: ErrorCode });
 
 /** Why a worker never became ready. Emitted at most once, always before `exit`. */
 export interface WorkerSpawnFailure extends Error {
@@ -79,10 +96,10 @@ export interface WorkerSpawnFailure extends Error {
 
 /**
  * Events, in the order they can happen:
- *   ready        once, spawning → idle (its socket accepts; the pool may assign)
+ *   ready        once (its socket accepts; the pool may send it requests)
  *   spawnFailed  at most once, instead of ready (command missing, exited early, timed out)
  *   exit         exactly once, last; also after spawnFailed (then code/signal may be null).
- *                `verdict` = classifyExit(exit, wasBusy): crash? early? restart? The worker has
+ *                `verdict` = classifyExit(exit, busy): crash? early? restart? The worker has
  *                already logged it at verdict.level; the pool should not log it again.
  */
 export interface WorkerEventMap {
@@ -91,33 +108,36 @@ export interface WorkerEventMap {
   exit: [exit: WorkerExit, verdict: ExitVerdict];
 }
 
-/** What a pool sees of one worker. src/worker/worker.ts implements it. */
+/**
+ * What the pool that owns a worker tells it: the pool's clock, and what the pool knows
+ * that the worker's exit line and classification need, read when it exits.
+ */
+export interface WorkerOwner {
+  readonly clock: Clock;
+  /** A request runs on it now (its exit may lose it). */
+  busy(): boolean;
+  /** Requests the pool gave it. */
+  requests(): number;
+  /** Why the pool wants it gone (s6's "want"); undefined while it is wanted. */
+  reason(): RetireReason | undefined;
+}
+
+/** A worker process as a pool drives it. src/worker/worker.ts implements it. */
 export interface ManagedWorker {
   readonly id: number;
   /** OS pid; undefined only when the process could not be started at all. */
   readonly pid: number | undefined;
   /** Where the upstream connects. */
   readonly address: SocketAddress;
-  readonly state: WorkerState;
-  readonly retireReason: RetireReason | undefined;
-  /** Requests assigned so far. */
-  readonly requests: number;
-  readonly startedAt: number; // epoch ms
-  readonly lastUsedAt: number; // epoch ms (start, assign, release)
-  /** URI of the running request and when it was assigned (busy/draining only). */
-  readonly current: { uri: string; startedAt: number } | undefined;
-  /** idle → busy. Throws (in development) unless idle. */
-  assign(uri?: string): void;
-  /** busy → idle, or draining → stopping (it is then stopped). No-op once stopping/exited. */
-  release(): void;
-  /** Graceful: idle/spawning → stopping now; busy → draining (stopped at release). */
-  retire(reason: RetireReason): void;
-  /** Stop now even if busy: SIGTERM, SIGKILL after killTimeout. Idempotent; resolves with the one exit. */
-  stop(reason: RetireReason): Promise<WorkerExit>;
+  /**
+   * SIGTERM now (to a process not started yet: it is not started), SIGKILL after
+   * killTimeout. Idempotent; resolves with the one exit. The owner's `reason()` says why.
+   */
+  stop(): Promise<WorkerExit>;
   on<K extends keyof WorkerEventMap>(event: K, listener: (...args: WorkerEventMap[K]) => void): this;
   once<K extends keyof WorkerEventMap>(event: K, listener: (...args: WorkerEventMap[K]) => void): this;
   off<K extends keyof WorkerEventMap>(event: K, listener: (...args: WorkerEventMap[K]) => void): this;
 }
 
 /** How a pool creates workers; `Worker.spawn` is the real one. */
-export type WorkerFactory = (spec: WorkerSpec, logger: Logger, id: number) => ManagedWorker;
+export type WorkerFactory = (spec: WorkerSpec, logger: Logger, id: number, owner: WorkerOwner) => ManagedWorker;

@@ -1,10 +1,12 @@
 /**
- * One spawned backend process from spawn to exit, driven by a pool.
- *
- * Every state change goes through the lifecycle table (lifecycle.ts). Events: `ready`
- * once, or `spawnFailed` at most once; then `exit` exactly once, last (see types.ts).
- * The worker logs its own exit (classifyExit) and its stdout/stderr (rate-limited);
- * it removes its socket file and kills stray members of its process group on exit.
+ * One spawned backend process from spawn to exit: a process handle. It spawns (or forks,
+ * with preload), probes its socket for readiness, stops with escalation (SIGTERM, SIGKILL
+ * after kill_timeout), classifies and logs its own exit (classifyExit, with what its
+ * WorkerOwner knows of its requests and why it was wanted gone), and logs its
+ * stdout/stderr (rate-limited). Whether it is idle, busy or retiring is the pool's table,
+ * not the worker's. Events: `ready` once, or `spawnFailed` at most once; then `exit`
+ * exactly once, last (see types.ts). On exit it removes its socket file and kills stray
+ * members of its process group.
  */
 import { EventEmitter } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
@@ -12,7 +14,6 @@ import { childLogger, type Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import { defaultDeathGuard, type DeathGuard } from './death-guard.js';
 import { classifyExit, isOutsideKill } from './exit-policy.js';
-import { LIFECYCLE_STRICT, LifecycleError, nextState, transition, type Lifecycle, type LifecycleEvent } from './lifecycle.js';
 import { captureOutput, RateLimitedLog } from './output.js';
 import { TokenBucket } from '../util/token-bucket.js';
 import { probeAccept, probeConnect, type ReadyProbe } from './ready-probe.js';
@@ -31,7 +32,8 @@ import {
 import type { ForkServer } from './fork-server.js';
 import { WorkerSpawnError } from './spawn-error.js';
 import { checkCwd, resolveCommand, startProcess } from './spawn.js';
-import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerFactory, WorkerSpec, WorkerState } from './types.js';
+import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from './types.js';
+import { systemClock, type Clock } from '../util/clock.js';
 import { ErrorCodes } from '../errors.js';
 
 export interface WorkerOptions {
@@ -43,14 +45,13 @@ export interface WorkerOptions {
   forkServer?: ForkServer;
 }
 
-// Shared, allocation-free lifecycle values for the per-request path (idle/busy never carry a reason).
-const LC_IDLE: Lifecycle = Object.freeze({ state: 'idle', reason: undefined });
-const LC_BUSY: Lifecycle = Object.freeze({ state: 'busy', reason: undefined });
+/** A worker nobody gives requests (tests, tools): the system clock, no requests, stopped without a reason. */
+const NO_OWNER: WorkerOwner = { clock: systemClock, busy: () => false, requests: () => 0, reason: () => undefined };
 
 export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorker {
   /** Starts the process on the next tick, so listeners attached now see every event. */
-  static spawn(spec: WorkerSpec, logger: Logger, id: number, opts: WorkerOptions = {}): Worker {
-    const w = new Worker(spec, logger, id, opts);
+  static spawn(spec: WorkerSpec, logger: Logger, id: number, owner: WorkerOwner = NO_OWNER, opts: WorkerOptions = {}): Worker {
+    const w = new Worker(spec, logger, id, owner, opts);
     process.nextTick(() => void w.start());
     return w;
   }
@@ -60,13 +61,16 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   pid: number | undefined;
   /** Known at once for Unix sockets; for argv `{port}` the port is filled in before spawn. */
   address: SocketAddress;
-  requests = 0;
+  /** Monotonic ms (the owner's clock) it was spawned and became ready. */
   readonly startedAt: number;
-  lastUsedAt: number;
-  /** When it became ready (epoch ms). */
   readyAt: number | undefined;
 
-  private lc: Lifecycle = { state: 'spawning', reason: undefined };
+  private readonly owner: WorkerOwner;
+  private readonly clock: Clock;
+  /** Asked to stop (or timed out) before or after ready: no more start, no ready. */
+  private stopping = false;
+  /** Its own reason to stop (spawn_timeout), which outranks the owner's. */
+  private ownReason: RetireReason | undefined;
   private log: Logger;
   private readonly out: RateLimitedLog;
   private readonly guard: DeathGuard;
@@ -80,35 +84,21 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   private failureEmitted = false;
   private finished = false;
   private socketPath: string | undefined;
-  private currentUri = '';
-  private currentSince = 0;
   private readonly forkServer: ForkServer | undefined;
 
-  private constructor(spec: WorkerSpec, logger: Logger, id: number, opts: WorkerOptions) {
+  private constructor(spec: WorkerSpec, logger: Logger, id: number, owner: WorkerOwner, opts: WorkerOptions) {
     super();
     this.id = id;
     this.spec = spec;
-    this.startedAt = Date.now();
-    this.lastUsedAt = this.startedAt;
+    this.owner = owner;
+    this.clock = owner.clock;
+    this.startedAt = this.clock.now();
     this.guard = opts.deathGuard ?? defaultDeathGuard();
     this.forkServer = opts.forkServer;
     this.log = childLogger(logger, { pool: spec.pool, worker: id });
     this.out = new RateLimitedLog(this.log, opts.outputLimiter ?? new TokenBucket());
     this.address = unixAddress('');
     this.exitPromise = new Promise((resolve) => (this.resolveExit = resolve));
-  }
-
-  get state(): WorkerState {
-    return this.lc.state;
-  }
-
-  get retireReason(): RetireReason | undefined {
-    return this.lc.reason;
-  }
-
-  get current(): { uri: string; startedAt: number } | undefined {
-    const s = this.lc.state;
-    return s === 'busy' || s === 'draining' ? { uri: this.currentUri, startedAt: this.currentSince } : undefined;
   }
 
   /** Resolves with the one exit (also after a spawn failure). */
@@ -118,40 +108,9 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
   // ---- what the pool calls ----------------------------------------------------------
 
-  assign(uri = ''): void {
-    // The table decides; the shared constant only avoids an allocation per request.
-    if (nextState(this.lc.state, 'assign') !== 'busy') return this.illegal('assign');
-    this.lc = LC_BUSY;
-    this.requests++;
-    const now = Date.now();
-    this.lastUsedAt = now;
-    this.currentUri = uri;
-    this.currentSince = now;
-  }
-
-  release(): void {
-    const from = this.lc.state;
-    const to = nextState(from, 'release');
-    if (to === 'idle') {
-      this.lc = LC_IDLE;
-      this.lastUsedAt = Date.now();
-      this.currentUri = '';
-      return;
-    }
-    if (to === undefined) return this.illegal('release');
-    this.apply('release');
-    this.currentUri = '';
-    if (from === 'draining') this.terminate();
-  }
-
-  retire(reason: RetireReason): void {
-    this.apply('retire', reason);
-    if (this.lc.state === 'stopping') this.terminate();
-  }
-
-  stop(reason: RetireReason): Promise<WorkerExit> {
+  stop(): Promise<WorkerExit> {
     if (!this.finished) {
-      this.apply('stop', reason);
+      this.stopping = true;
       this.terminate();
     }
     return this.exitPromise;
@@ -163,7 +122,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     const spec = this.spec;
     const cmd = spec.command[0] ?? '';
     this.spawnTimer = setTimeout(() => this.onSpawnTimeout(), spec.spawnTimeout);
-    if (this.lc.state !== 'spawning') return this.finish(null, null, false);
+    if (this.stopping) return this.finish(null, null);
 
     const setupProblem = checkRuntimeDir(spec.runtimeDir) ?? checkCwd(spec.cwd);
     if (setupProblem !== undefined) return this.failWithoutProcess('SETUP', `cannot start ${cmd}: ${setupProblem}`);
@@ -195,10 +154,10 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       fd0?.abort();
       return this.failWithoutProcess('SETUP', `cannot start ${cmd}: socket setup failed: ${(e as Error).message}`);
     }
-    if (this.lc.state !== 'spawning') {
-      // Retired or stopped while the socket was being prepared.
+    if (this.stopping) {
+      // Stopped while the socket was being prepared.
       fd0?.abort();
-      return this.finish(null, null, false);
+      return this.finish(null, null);
     }
 
     let child: ChildProcess;
@@ -255,7 +214,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
         this.out.logger = this.log;
         this.log.debug({ address: this.address.text }, 'worker forked');
         // The socket listens already: connections wait in its backlog for the child's accept.
-        if (this.lc.state === 'spawning') this.onReady();
+        if (!this.stopping) this.onReady();
         else this.terminate();
       },
       failed: (errno, message) => this.failWithoutProcess(errno, message),
@@ -265,20 +224,19 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
   private onReady(): void {
     this.probe = undefined;
-    if (this.lc.state !== 'spawning') return;
+    if (this.stopping || this.readyAt !== undefined) return;
     this.clearSpawnTimer();
-    this.lc = transition(this.lc, 'ready');
-    const now = Date.now();
+    const now = this.clock.now();
     this.readyAt = now;
-    this.lastUsedAt = now;
-    this.log.debug({ ms: now - this.startedAt }, 'worker ready');
+    this.log.debug({ ms: Math.round(now - this.startedAt) }, 'worker ready');
     this.emit('ready');
   }
 
   private onSpawnTimeout(): void {
     this.spawnTimer = undefined;
-    if (this.lc.state !== 'spawning') return;
-    this.apply('spawn_timeout');
+    if (this.stopping || this.readyAt !== undefined) return;
+    this.stopping = true;
+    this.ownReason = 'spawn_timeout';
     this.emitFailure('TIMEOUT', `${this.spec.command[0]} did not accept connections on ${this.address.text} within spawn_timeout (${this.spec.spawnTimeout} ms)`);
     this.terminate();
   }
@@ -331,9 +289,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.finished) return;
-    const s = this.lc.state;
     // Killed from outside before ready is no failure to start (exit-policy.ts): the exit line says it.
-    if (s === 'spawning' && !isOutsideKill(signal, this.lc.reason)) {
+    if (!this.stopping && this.readyAt === undefined && !isOutsideKill(signal, this.reason())) {
       const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
       const hint = code === 126 || code === 127 ? ' (the command could not be executed)' : '';
       this.emitFailure('EXITED', `${this.spec.command[0]} ${how} before accepting connections${hint}; see its output above`);
@@ -346,12 +303,12 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       /* none left */
     }
     if (this.forkServer === undefined) this.guard.exited(pid);
-    this.finish(code, signal, s === 'busy' || s === 'draining');
+    this.finish(code, signal);
   }
 
   private failWithoutProcess(errno: string, message: string): void {
     this.emitFailure(errno, message);
-    this.finish(null, null, false);
+    this.finish(null, null);
   }
 
   private emitFailure(errno: string, message: string): void {
@@ -361,7 +318,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.emit('spawnFailed', new WorkerSpawnError(this.spec.command[0] ?? '', errno, message));
   }
 
-  private finish(code: number | null, signal: NodeJS.Signals | null, wasBusy: boolean): void {
+  private finish(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.finished) return;
     this.finished = true;
     this.cancelProbe();
@@ -370,18 +327,19 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.killTimer = undefined;
     if (this.socketPath !== undefined) unlinkQuiet(this.socketPath);
     this.out.flush();
-    this.lc = transition(this.lc, 'exit');
+    const busy = this.owner.busy();
+    const requests = this.owner.requests();
     const exit: WorkerExit = {
       code,
       signal,
-      reason: this.sentSignal(signal) ? this.lc.reason : undefined,
-      uptime: Date.now() - this.startedAt,
+      reason: this.sentSignal(signal) ? this.reason() : undefined,
+      uptime: Math.round(this.clock.now() - this.startedAt),
       ready: this.readyAt !== undefined,
-      served: this.requests - (wasBusy ? 1 : 0),
+      served: requests - (busy ? 1 : 0),
     };
-    const verdict = classifyExit(exit, wasBusy);
+    const verdict = classifyExit(exit, busy);
     // After a spawn failure the failure line already said it all.
-    const fields = { exitCode: code, signal, reason: exit.reason, uptime: exit.uptime, requests: this.requests, early: verdict.early };
+    const fields = { exitCode: code, signal, reason: exit.reason, uptime: exit.uptime, requests, early: verdict.early };
     const msg = `worker ${verdict.message}`;
     if (this.failureEmitted) this.log.debug(fields, msg);
     else if (verdict.code === undefined) this.log[verdict.level](fields, msg);
@@ -402,23 +360,12 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
    */
   private sentSignal(signal: NodeJS.Signals | null): boolean {
     if (signal === 'SIGTERM') return this.termSent;
-    if (signal === 'SIGKILL') return this.killSent || this.lc.reason === 'memory_hard';
+    if (signal === 'SIGKILL') return this.killSent || this.reason() === 'memory_hard';
     return true;
   }
 
-  private apply(event: LifecycleEvent, reason?: RetireReason): void {
-    try {
-      this.lc = transition(this.lc, event, reason);
-    } catch (e) {
-      if (!(e instanceof LifecycleError) || LIFECYCLE_STRICT) throw e;
-      this.log.error({ code: ErrorCodes.INTERNAL, err: e }, e.message);
-    }
-  }
-
-  private illegal(event: LifecycleEvent): void {
-    const e = new LifecycleError(this.lc.state, event);
-    if (LIFECYCLE_STRICT) throw e;
-    this.log.error({ code: ErrorCodes.INTERNAL, err: e }, e.message);
+  private reason(): RetireReason | undefined {
+    return this.ownReason ?? this.owner.reason();
   }
 
   private cancelProbe(): void {
@@ -433,4 +380,4 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 }
 
 /** The real WorkerFactory for pools. */
-export const spawnWorker: WorkerFactory = (spec, logger, id) => Worker.spawn(spec, logger, id);
+export const spawnWorker: WorkerFactory = (spec, logger, id, owner) => Worker.spawn(spec, logger, id, owner);

@@ -73,7 +73,7 @@ async function startExample(t: TestContext, dir: string, command: string[]): Pro
   mkdirSync(run, { mode: 0o700 });
   const env = { PATH: '/usr/bin:/bin', AUTH_TOKENS: TOKENS, PHP_FCGI_CHILDREN: '0', PYTHONDONTWRITEBYTECODE: '1' };
   const w = Worker.spawn(makeSpec(run, command, { env }), silentLogger(), 1);
-  t.after(async () => void (await w.stop('shutdown')));
+  t.after(async () => void (await w.stop()));
   await once(w, 'ready');
   return { path: (w.address as { path: string }).path };
 }

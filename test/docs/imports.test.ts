@@ -3,8 +3,8 @@
  * those to their left on its arrow line (and the ground floor: src/errors.ts,
  * src/version.ts, src/util/), the ground floor imports nothing above it, src/bench
  * imports protocol only, the rooms of src/pool (spawned/, external/, direct/) do not
- * reach into each other, and no file of src/ is part of an import circle (but the known
- * circles listed below, a list that may only shrink).
+ * reach into each other, no file of src/ is part of an import circle, and only the
+ * dispatcher imports a spawned pool's seats.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -94,15 +94,6 @@ test("src/pool's rooms (spawned/, external/, direct/) import only the pool's sha
   assert.deepEqual(wrong, []);
 });
 
-/**
- * Circles still in src/, each as its files sorted. The list may only shrink: a circle not
- * listed fails the test, and so does a listed one that is gone (delete it here).
- */
-const KNOWN_CIRCLES: readonly (readonly string[])[] = [
-  // worker/types.ts's events carry exit-policy.ts's ExitVerdict; exit-policy.ts reads WorkerExit from types.ts.
-  ['worker/exit-policy.ts', 'worker/types.ts'],
-];
-
 /** Tarjan's strongly connected components of the import graph: each of more than one file is a circle. */
 function importCircles(graph: Map<string, string[]>): string[][] {
   let index = 0;
@@ -152,12 +143,15 @@ test('the circle finder finds a circle, and only in files that import each other
   assert.deepEqual(importCircles(graph), []);
 });
 
-test('no import circle in src/, but the known ones, and each of those still exists', () => {
+test('no import circle in src/', () => {
   const graph = importGraph();
   assert.ok(graph.size > 100, `${graph.size} files read`);
-  const key = (c: readonly string[]): string => c.join(' ↔ ');
-  const found = importCircles(graph).map(key).sort();
-  const known = KNOWN_CIRCLES.map(key).sort();
-  assert.deepEqual(found.filter((c) => !known.includes(c)), [], 'new import circles');
-  assert.deepEqual(known.filter((c) => !found.includes(c)), [], 'circles gone: delete them from KNOWN_CIRCLES');
+  assert.deepEqual(importCircles(graph).map((c) => c.join(' ↔ ')), []);
+});
+
+test("a spawned pool's seats (spawned/seats.ts) are the dispatcher's alone: others read them as slot.ts's SeatView", () => {
+  const seats = join(SRC, 'pool/spawned/seats.ts');
+  const importers: string[] = [];
+  for (const [f, deps] of importGraph()) if (deps.includes(seats)) importers.push(rel(f));
+  assert.deepEqual(importers, ['pool/spawned/dispatcher.ts']);
 });

@@ -271,8 +271,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       const recs = requestRecords(9, PARAMS, Buffer.alloc(100, 1));
       raw.write(Buffer.concat(recs.slice(0, -2))); // BEGIN + PARAMS: dispatched
       const ex = await rig.pool.nth(n + 1);
-      raw.write(recs.at(-2)!.subarray(0, 20)); // half a STDIN record
-      await new Promise((r) => setTimeout(r, 20));
+      raw.write(recs.at(-2)!.subarray(0, 20)); // half a STDIN record, then the FIN behind it
       raw.end();
       await rig.pool.abortedP(ex);
       await rig.logged((l) => l.code === ErrorCodes.FCGI_TRUNCATED);

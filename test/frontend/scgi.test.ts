@@ -12,7 +12,8 @@ import { seededBytes, sha256 } from '../helpers/payload.js';
 import { RawConn } from '../helpers/raw-socket.js';
 import { encodeScgiRequest, scgiRequest } from '../helpers/scgi-client.js';
 import { Cleanup } from '../helpers/scope.js';
-import { DEBUG, addressFor, pendingBody, startRig, type Rig, type Transport } from './support.js';
+import { waitFor } from '../helpers/wait.js';
+import { DEBUG, addressFor, frontendPaused, pendingBody, startRig, watchBodyPauses, type Rig, type Transport } from './support.js';
 
 const PARAMS = { REQUEST_METHOD: 'GET', SCRIPT_NAME: '/x.py', QUERY_STRING: 'a=1' };
 
@@ -62,15 +63,21 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
     it('streams 10 MB up and back down with back-pressure (sha256)', async (t) => {
       // Its own listener: the client stops reading for longer than the shared one's idle timeout.
       const rig = await startRig(t, 'scgi', addressFor(t, transport), { cfg: { idleTimeout: 10_000 } });
-      rig.pool.behaviour = echoBody;
+      let pushes: ReturnType<typeof watchBodyPauses> | undefined;
+      rig.pool.behaviour = (ex, pool) => {
+        pushes = watchBodyPauses(ex);
+        echoBody(ex, pool);
+      };
       const before = rig.pool.responsePauses;
       const upload = seededBytes(10 * 1024 * 1024, 3);
       const c = new RawConn(rig.target);
       await c.connected;
+      // The client does not read until the server's writes have backed up all the way to the body.
       c.socket.pause();
       c.write(encodeScgiRequest({ ...PARAMS, REQUEST_METHOD: 'POST' }, upload));
-      await new Promise((r) => setTimeout(r, 300));
-      assert.ok(pendingBody(rig.pool.dispatched.at(-1)!) < 1024 * 1024, 'the listener stopped reading instead of buffering the body');
+      const ex = await waitFor(() => rig.pool.dispatched.at(-1), { what: 'the request' });
+      await waitFor(() => frontendPaused(ex), { timeout: 30_000, what: 'the exchange to ask the listener to pause' });
+      assert.ok(pendingBody(ex) < 1024 * 1024, 'the listener stopped reading instead of buffering the body');
       c.socket.resume();
       const res = await c.waitClose(30_000);
       assert.equal(res.ended, 'end');
@@ -78,6 +85,9 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       assert.equal(out.body.length, upload.length);
       assert.equal(sha256(out.body), sha256(upload));
       assert.ok(rig.pool.responsePauses > before, 'the response hit back-pressure');
+      // Each pause held: past it, only the rest of the read being decoded arrived.
+      assert.ok(pushes!.pauses > 0);
+      assert.ok(pushes!.maxWhilePaused <= 256 * 1024, `${pushes!.maxWhilePaused} body bytes pushed during one pause (${pushes!.bytesWhilePaused} in ${pushes!.pauses} pauses)`);
     });
 
     it('treats a client that closes its side before the response as gone (like nginx)', async () => {
@@ -130,8 +140,7 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
     it('a truncated header then close is logged', async () => {
       const c = new RawConn(rig.target);
       await c.connected;
-      c.write(encodeScgiRequest(PARAMS).subarray(0, 15));
-      await new Promise((r) => setTimeout(r, 20));
+      c.write(encodeScgiRequest(PARAMS).subarray(0, 15)); // then the FIN behind it
       c.end();
       const res = await c.waitClose(3000);
       assert.notEqual(res.ended, 'timeout');

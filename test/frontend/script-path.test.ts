@@ -72,10 +72,13 @@ describe('splitScript', () => {
   });
 
   it('sees changes on disk once the cache entry expired', async () => {
-    const cache = new StatCache(0);
+    let now = 1000;
+    const cache = new StatCache(50, 10_000, () => now);
     assert.equal((await splitScript(root, '/new.php', 'index.php', cache))!.found, false);
     writeFileSync(join(root, 'new.php'), '');
-    await new Promise((r) => setTimeout(r, 5));
+    now += 50;
+    assert.equal((await splitScript(root, '/new.php', 'index.php', cache))!.found, false, 'cached until its ttl has passed');
+    now += 1;
     assert.equal((await splitScript(root, '/new.php', 'index.php', cache))!.found, true);
     rmSync(join(root, 'new.php'));
   });

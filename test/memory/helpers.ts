@@ -113,8 +113,8 @@ export function world(budget?: number): World {
         logger: logger.child({ pool: name }),
         clock,
         spec: buildWorkerSpec(cfg, '/tmp'),
-        workerFactory: (spec, log, id) => {
-          const fw = create(spec, log, id);
+        workerFactory: (spec, log, id, workerOwner) => {
+          const fw = create(spec, log, id, workerOwner);
           owner.set(fw, name);
           return fw;
         },

@@ -62,8 +62,8 @@ test('ready_path and fcgi-pm ready: 200 serving, 503 for a full pool, 404 for no
 });
 
 /** GETs through `url` until told to stop; every status seen, and when each answered. */
-function loadLoop(url: string, stopAt: () => boolean): Promise<Array<{ status: number; pid: string; at: number }>> {
-  const seen: Array<{ status: number; pid: string; at: number }> = [];
+/** GETs /pid.php one at a time until `stopAt()`, each answer pushed into `seen` as it comes. */
+function loadLoop(url: string, stopAt: () => boolean, seen: Array<{ status: number; pid: string; at: number }>): Promise<void> {
   const one = (): Promise<void> =>
     new Promise((resolve) => {
       const req = http.get(`${url}/pid.php`, { agent: false, timeout: 15_000 }, (res) => {
@@ -85,7 +85,6 @@ function loadLoop(url: string, stopAt: () => boolean): Promise<Array<{ status: n
     });
   return (async () => {
     while (!stopAt()) await one();
-    return seen;
   })();
 }
 
@@ -128,22 +127,21 @@ test('HAProxy with option httpchk on ready_path takes a stopping daemon out of r
   }, { timeout: 20_000, interval: 20, what: 'workers of both daemons to answer through HAProxy' });
 
   let done = false;
-  const loops = Promise.all([0, 1, 2].map(() => loadLoop(url, () => done)));
-  await new Promise((r) => setTimeout(r, 500));
+  const seen: Array<{ status: number; pid: string; at: number }> = [];
+  const loops = Promise.all([0, 1, 2].map(() => loadLoop(url, () => done, seen)));
+  await waitFor(() => seen.length >= 10, { timeout: 20_000, what: 'requests through HAProxy before the signal' });
   const signalled = Date.now();
   a.daemon.signal('SIGTERM');
   const aExit = await a.daemon.child.exited;
   const aGone = Date.now();
   assert.equal(aExit.code, 0);
   // A while longer on b alone.
-  await new Promise((r) => setTimeout(r, 500));
+  await waitFor(() => seen.filter((s) => s.at > aGone).length >= 10, { timeout: 20_000, what: 'requests through HAProxy after a stopped' });
   done = true;
-  const seen = (await loops).flat();
+  await loops;
   const failed = seen.filter((s) => s.status !== 200);
   assert.deepEqual(failed, [], `${failed.length} of ${seen.length} requests failed; HAProxy: ${hap.log().slice(-2000)}`);
   assert.ok(aGone - signalled >= 3000, 'a served on for its shutdown_delay');
-  assert.ok(seen.some((s) => s.at > aGone), 'requests went on after a stopped');
-  assert.ok(seen.some((s) => s.at < signalled), 'requests before the signal');
   // HAProxy saw a's readiness fail (Layer7 wrong status), not a refused connection.
   assert.match(hap.log(), /Server be\/a is DOWN, reason: Layer7 wrong status/);
   await b.daemon.stop();

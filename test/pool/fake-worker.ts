@@ -1,13 +1,18 @@
 /**
  * A ManagedWorker without a process, driven by the test through a FakeClock: it
  * becomes ready after `readyAfter` ms (unless told otherwise) and exits `exitAfter` ms
- * after it was asked to stop. Exits are classified by the real exit policy.
+ * after it was asked to stop. Exits are classified by the real exit policy, with what its
+ * owner (the pool's slot) says of its requests, as a real worker's are.
+ *
+ * `state`, `requests` and `retireReason` are what status would show of it: its process
+ * facts (ready, signalled, exited) read together with its owner's (busy, why wanted gone).
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../../src/log/log.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { classifyExit } from '../../src/worker/exit-policy.js';
-import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerSpec, WorkerState } from '../../src/worker/types.js';
+import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerOwner, WorkerSpec } from '../../src/worker/types.js';
+import type { WorkerState } from '../../src/pool/spawned/supervisor-table.js';
 import type { SocketAddress } from '../../src/protocol/address.js';
 import type { FakeClock } from './fake-clock.js';
 
@@ -26,24 +31,23 @@ export class FakeWorker extends EventEmitter<WorkerEventMap> implements ManagedW
   readonly id: number;
   readonly pid: number | undefined;
   readonly address: SocketAddress;
-  state: WorkerState = 'spawning';
-  retireReason: RetireReason | undefined;
-  requests = 0;
-  readonly startedAt = Date.now();
-  lastUsedAt = Date.now();
-  current: { uri: string; startedAt: number } | undefined;
-  stopCalls: RetireReason[] = [];
+  /** The owner's reason at each stop() (undefined: stopped without one). */
+  stopCalls: Array<RetireReason | undefined> = [];
   private readonly clock: FakeClock;
   private readonly plan: FakeWorkerPlan;
+  private readonly owner: WorkerOwner;
+  private exited = false;
+  private signalled = false;
   private exitResolve!: (e: WorkerExit) => void;
   private readonly exitPromise = new Promise<WorkerExit>((r) => (this.exitResolve = r));
   private readonly born: number;
   private exiting = false;
   private wasReady = false;
 
-  constructor(clock: FakeClock, id: number, plan: FakeWorkerPlan) {
+  constructor(clock: FakeClock, id: number, plan: FakeWorkerPlan, owner: WorkerOwner) {
     super();
     this.clock = clock;
+    this.owner = owner;
     this.id = id;
     this.plan = plan;
     this.pid = plan.spawnFailAfter !== undefined && plan.spawnErrno === 'ENOENT' ? undefined : nextPid++;
@@ -51,7 +55,7 @@ export class FakeWorker extends EventEmitter<WorkerEventMap> implements ManagedW
     this.born = clock.now();
     if (plan.spawnFailAfter !== undefined) {
       clock.setTimer(() => {
-        if (this.state !== 'spawning') return;
+        if (this.wasReady || this.signalled || this.exited) return;
         this.emit('spawnFailed', Object.assign(new Error(`cannot execute /nope: ${plan.spawnErrno ?? 'EXITED'}`), { code: ErrorCodes.SPAWN_FAILED, errno: plan.spawnErrno ?? 'EXITED' }));
         this.exit(plan.spawnErrno === 'ENOENT' ? null : 1, null);
       }, plan.spawnFailAfter);
@@ -60,50 +64,32 @@ export class FakeWorker extends EventEmitter<WorkerEventMap> implements ManagedW
     }
   }
 
-  get retiring(): boolean {
-    return this.state === 'draining' || this.state === 'stopping';
+  get state(): WorkerState {
+    if (this.exited) return 'exited';
+    if (this.signalled) return 'stopping';
+    if (!this.wasReady) return 'spawning';
+    if (this.owner.busy()) return this.owner.reason() !== undefined ? 'draining' : 'busy';
+    return this.owner.reason() !== undefined ? 'stopping' : 'idle';
+  }
+
+  get requests(): number {
+    return this.owner.requests();
+  }
+
+  get retireReason(): RetireReason | undefined {
+    return this.owner.reason();
   }
 
   becomeReady(): void {
-    if (this.state !== 'spawning') return;
-    this.state = 'idle';
+    if (this.wasReady || this.signalled || this.exited) return;
     this.wasReady = true;
     this.emit('ready');
   }
 
-  assign(uri = ''): void {
-    if (this.state !== 'idle') throw new Error(`assign in ${this.state}`);
-    this.state = 'busy';
-    this.requests++;
-    this.current = { uri, startedAt: Date.now() };
-  }
-
-  release(): void {
-    if (this.state === 'busy') {
-      this.state = 'idle';
-      this.current = undefined;
-    } else if (this.state === 'draining') {
-      this.state = 'stopping';
-      this.current = undefined;
-      this.scheduleExit();
-    } else if (this.state !== 'stopping' && this.state !== 'exited') throw new Error(`release in ${this.state}`);
-  }
-
-  retire(reason: RetireReason): void {
-    if (this.state === 'exited' || this.state === 'stopping') return;
-    this.retireReason ??= reason;
-    if (this.state === 'busy') this.state = 'draining';
-    else if (this.state === 'idle' || this.state === 'spawning') {
-      this.state = 'stopping';
-      this.scheduleExit();
-    }
-  }
-
-  stop(reason: RetireReason): Promise<WorkerExit> {
-    this.stopCalls.push(reason);
-    if (this.state !== 'exited') {
-      if (this.state !== 'stopping' || this.retireReason === undefined) this.retireReason = reason;
-      this.state = 'stopping';
+  stop(): Promise<WorkerExit> {
+    this.stopCalls.push(this.owner.reason());
+    if (!this.exited) {
+      this.signalled = true;
       this.scheduleExit();
     }
     return this.exitPromise;
@@ -111,16 +97,16 @@ export class FakeWorker extends EventEmitter<WorkerEventMap> implements ManagedW
 
   /** The process dies (crash when no reason was given). */
   exit(code: number | null, signal: NodeJS.Signals | null): void {
-    if (this.state === 'exited') return;
-    const wasBusy = this.state === 'busy' || this.state === 'draining';
-    this.state = 'exited';
+    if (this.exited) return;
+    const wasBusy = this.owner.busy();
+    this.exited = true;
     const exit: WorkerExit = {
       code,
       signal,
-      reason: this.retireReason,
+      reason: this.owner.reason(),
       uptime: this.clock.now() - this.born,
       ready: this.wasReady,
-      served: this.requests - (wasBusy ? 1 : 0),
+      served: this.owner.requests() - (wasBusy ? 1 : 0),
     };
     this.emit('exit', exit, classifyExit(exit, wasBusy));
     this.exitResolve(exit);
@@ -143,8 +129,8 @@ export class FakeWorkerFactory {
     this.clock = clock;
   }
 
-  readonly create = (_spec: WorkerSpec, _logger: Logger, id: number): FakeWorker => {
-    const w = new FakeWorker(this.clock, id, { ...this.plan });
+  readonly create = (_spec: WorkerSpec, _logger: Logger, id: number, owner: WorkerOwner): FakeWorker => {
+    const w = new FakeWorker(this.clock, id, { ...this.plan }, owner);
     this.workers.push(w);
     return w;
   };

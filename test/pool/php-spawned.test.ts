@@ -151,8 +151,11 @@ test('stop: running requests finish, then every worker process exits before stop
   await p.pool.start();
   const pids = p.processes();
   assert.equal(pids.length, 2);
-  const running = p.request('sleep.php', 'ms=300');
-  await new Promise((r) => setTimeout(r, 50));
+  // Says it started, then runs on for 300 ms: stop comes while PHP runs it.
+  writeFileSync(join(p.dir, 'mark-sleep.php'), `<?php file_put_contents(__DIR__ . '/started', getmypid()); usleep(300000); header('Content-Type: text/plain'); echo getmypid();`);
+  const running = p.request('mark-sleep.php');
+  await waitFor(() => existsSync(join(p.dir, 'started')), { timeout: 10_000, what: 'the script to start' });
+  assert.equal(running.sink.status, 0, 'not answered before stop');
   await p.pool.stop(5000);
   assert.equal(running.sink.status, 200);
   for (const pid of pids) assert.equal(isAlive(pid), false);

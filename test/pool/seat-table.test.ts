@@ -14,7 +14,7 @@ import { closedEarly, protocolFault } from '../../src/upstream/failures.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
 import { EXIT_GRACE_MS, SEAT_EVENTS, SEAT_STATES, SEAT_TABLE, type SeatEvent, type SeatState } from '../../src/pool/spawned/seat-table.js';
 import type { Seat } from '../../src/pool/spawned/seats.js';
-import type { Slot } from '../../src/pool/spawned/slot.js';
+import type { Slot, SlotView } from '../../src/pool/spawned/slot.js';
 import { makeRequest, type FakeEndpoint, type TestRequest } from './helpers.js';
 
 /** FakeClock's timer handle: whether it was cleared. */
@@ -35,7 +35,7 @@ function into(state: SeatState, over: Partial<PoolConfig> = {}) {
   p.wf.plan = { readyAfter: undefined };
   void p.pool.start();
   const w = p.wf.workers[0]!;
-  const slot: Slot = [...p.pool.supervisor.slots][0]!;
+  const slot: SlotView = [...p.pool.supervisor.slots][0]!;
   let seat = slot.seats[0] as Seat;
   let req: TestRequest | undefined;
   if (state !== 'closed') {
@@ -203,7 +203,7 @@ test('running + suspect → held: hold (the failure waits, the supervisor\'s one
   assert.equal(e.req!.sink.done, false, 'not answered yet');
   assert.equal(e.seat.held, closed);
   assert.equal(e.seat.heldAt, e.clock.now());
-  assert.notEqual(e.slot.graceTimer, undefined, 'the supervisor waits for the exit');
+  assert.notEqual((e.slot as Slot).graceTimer, undefined, 'the supervisor waits for the exit');
   assert.equal(e.clock.pending, pending + 1);
   assert.equal(e.pool.snapshot().active, 1);
 });
@@ -220,18 +220,22 @@ test('running + exit → ending: await_report (the endpoint may still report; th
   assert.equal(e.req!.sink.done, false);
 });
 
-test('running + cut → closed: cut (a worker stopped under its request: answered with the stop\'s error now)', () => {
-  const e = into('running');
-  e.pool.supervisor.stop(e.slot, 'request_timeout', cutErr);
-  mark('running', 'cut');
-  assert.equal(e.seat.state, 'closed');
-  assert.equal(e.req!.sink.error, cutErr);
-  assert.equal(e.seat.current, undefined);
-  assert.equal(e.pool.snapshot().active, 0);
-  // The endpoint's late report changes nothing (closed + outcome: none).
-  e.ep(e.w).finish(closed);
-  assert.equal(e.req!.sink.error, cutErr);
-});
+for (const state of ['running', 'held'] as const) {
+  test(`${state} + cut → closed: cut (a worker stopped under its request: answered with the stop's error now, nothing after)`, () => {
+    const e = into(state);
+    e.pool.supervisor.stop(e.slot, 'request_timeout', cutErr);
+    mark(state, 'cut');
+    assert.equal(e.seat.state, 'closed');
+    assert.equal(e.req!.sink.error, cutErr);
+    assert.equal(e.seat.current, undefined);
+    assert.equal(e.seat.held, undefined);
+    assert.equal(e.pool.snapshot().active, 0);
+    // The endpoint's late report and the end of the supervisor's wait change nothing.
+    if (e.ep(e.w).active > 0) e.ep(e.w).finish(closed);
+    e.clock.advance(EXIT_GRACE_MS);
+    assert.equal(e.req!.sink.error, cutErr);
+  });
+}
 
 test('held + exit → closed: answer_held (the held failure, told how the worker went: 502 WORKER_CRASHED at once)', () => {
   const e = into('held');
@@ -303,17 +307,6 @@ test('held + grace: a failure held later than the grace\'s start waits on (the s
   assert.equal(seat2.state, 'held');
   e.clock.advance(1);
   assert.equal(b!.sink.error?.code, ErrorCodes.BACKEND_CLOSED);
-});
-
-test('held + cut → closed: cut (a worker stopped while a failure is held: answered with the stop\'s error, no grace after)', () => {
-  const e = into('held');
-  e.pool.supervisor.stop(e.slot, 'request_timeout', cutErr);
-  mark('held', 'cut');
-  assert.equal(e.seat.state, 'closed');
-  assert.equal(e.req!.sink.error, cutErr);
-  assert.equal(e.seat.held, undefined);
-  e.clock.advance(EXIT_GRACE_MS);
-  assert.equal(e.req!.sink.error, cutErr);
 });
 
 test('ending + outcome → closed: end (the endpoint\'s report after the exit: a finished response is delivered, the exit grace dropped)', () => {

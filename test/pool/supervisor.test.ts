@@ -14,7 +14,9 @@ import { EXIT_GRACE_MS } from '../../src/pool/spawned/seat-table.js';
 import { PoolStats } from '../../src/pool/stats.js';
 import { Supervisor, type SlotEventContext, type SupervisorHooks } from '../../src/pool/spawned/supervisor.js';
 import { SLOT_EVENTS, SLOT_STATES, SUPERVISOR_TABLE, type SlotEvent, type SlotState } from '../../src/pool/spawned/supervisor-table.js';
-import type { Slot } from '../../src/pool/spawned/slot.js';
+import type { SeatView, SlotView } from '../../src/pool/spawned/slot.js';
+import type { Exchange } from '../../src/protocol/exchange.js';
+import type { Endpoint } from '../../src/upstream/types.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeWorkerFactory, type FakeWorker } from './fake-worker.js';
 import { poolConfig, recordingLogger } from './helpers.js';
@@ -31,14 +33,17 @@ function setup(over: Partial<PoolConfig> = {}) {
   wf.plan = { readyAfter: undefined, exitAfterStop: 1000 };
   const { logger, lines } = recordingLogger();
   const cfg = poolConfig({ command: ['/fake/app'], pm: 'static', maxChildren: 1, ...over });
-  const calls: Array<[HookName, Slot | ProxyError | undefined]> = [];
+  const calls: Array<[HookName, SlotView | ProxyError | undefined]> = [];
   const killed: number[] = [];
   let waiting = 0;
-  const rec = (name: HookName) => (arg?: Slot | ProxyError) => void calls.push([name, arg]);
+  let closedIdle = 0;
+  const rec = (name: HookName) => (arg?: SlotView | ProxyError) => void calls.push([name, arg]);
   const hooks: SupervisorHooks = {
     waiting: () => waiting,
     poolState: () => 'running',
     seats: (_slot, n) => Array.from({ length: n }, () => ({ state: 'closed' as const, inIdle: false, idleSince: 0, current: undefined, busySince: 0 })),
+    // The endpoint the dispatcher makes when a worker is offered: it counts closeIdle.
+    connect: () => ({ closeIdle: () => void closedIdle++ }) as unknown as Endpoint,
     offer: rec('offer'),
     withdraw: rec('withdraw'),
     cut: rec('cut'),
@@ -54,7 +59,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   };
   const stats = new PoolStats();
   // The first worker's record, kept once it has left the live set.
-  let first: Slot | undefined;
+  let first: SlotView | undefined;
   const sup = new Supervisor(cfg, {
     logger, clock, spec: buildWorkerSpec(cfg, '/tmp'), workerFactory: wf.create, workerLogger: logger, random: () => 0,
     killNow: (pid) => void killed.push(pid),
@@ -63,7 +68,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   first = [...sup.slots][0];
   return {
     clock, wf, sup, calls, killed, lines, stats,
-    get slot(): Slot {
+    get slot(): SlotView {
       first ??= [...sup.slots][0];
       return first!;
     },
@@ -71,11 +76,32 @@ function setup(over: Partial<PoolConfig> = {}) {
       return wf.workers[0]!;
     },
     names: () => calls.map((c) => c[0]),
+    /** closeIdle calls on the worker's endpoint. */
+    get closedIdle(): number {
+      return closedIdle;
+    },
     setWaiting: (n: number) => (waiting = n),
   };
 }
 
 type Env = ReturnType<typeof setup>;
+
+/** The recording dispatcher's seats, which the tests write as the dispatcher would. */
+type TestSeat = { -readonly [K in keyof SeatView]: SeatView[K] };
+
+/** The dispatcher gives `n` of the worker's seats a request (busy is read from the seats). */
+function occupy(sup: Supervisor, slot: SlotView, n = 1): void {
+  for (const seat of slot.seats.slice(0, n) as TestSeat[]) {
+    seat.current = {} as Exchange;
+    sup.assigned(slot);
+  }
+}
+
+/** The dispatcher's seats end their requests, then tell the supervisor. */
+function vacate(e: Env): void {
+  for (const seat of e.slot.seats as TestSeat[]) seat.current = undefined;
+  e.sup.released(e.slot);
+}
 
 const err = new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, 'too long');
 
@@ -86,8 +112,7 @@ function into(state: SlotState, over: Partial<PoolConfig> = {}): Env {
   e.worker.becomeReady();
   if (state === 'retiring') {
     // A busy worker retired: it finishes its request first.
-    e.worker.assign('/busy');
-    e.slot.busy = 1;
+    occupy(e.sup, e.slot);
     e.sup.retire(e.slot, 'max_requests');
   } else if (state === 'stopping') e.sup.stop(e.slot, 'request_timeout', err);
   else if (state === 'gone') e.worker.exit(0, null);
@@ -166,8 +191,7 @@ test('starting + exit → gone: start_failed (SPAWN_FAILED logged once, early cr
 
 test('up + retire → retiring: retire (idle seats withdrawn, process retires after its request)', () => {
   const e = into('up');
-  e.worker.assign('/x');
-  e.slot.busy = 1;
+  occupy(e.sup, e.slot);
   e.sup.retire(e.slot, 'max_requests');
   assert.equal(e.slot.state, 'retiring');
   assert.deepEqual(e.names(), ['withdraw']);
@@ -213,8 +237,7 @@ test('starting + killed → gone: bury (a kill from outside before ready: no SPA
 
 test('up + killed → gone: bury (a kill from outside soon after start is replaced at once, not a breaker crash)', () => {
   const e = into('up', { crashLimit: 1 });
-  e.worker.assign('/first');
-  e.slot.busy = 1;
+  occupy(e.sup, e.slot);
   e.worker.exit(null, 'SIGKILL');
   assert.equal(e.slot.state, 'gone');
   assert.deepEqual(e.names(), ['withdraw', 'lost', 'pump', 'checkDrained']);
@@ -243,6 +266,72 @@ test('up + exit → gone: bury (requests to failure handling, a crash long after
   assert.equal(e.stats.crashes, 1);
   assert.equal(e.wf.workers.length, 2, 'replaced at once, no back-off');
   assert.equal(e.sup.failing, false);
+});
+
+test('retiring + idle → retiring: drained (its last request ended: kept-alive connections closed, SIGTERM with the retire reason)', () => {
+  const e = into('retiring');
+  const closed = e.closedIdle;
+  assert.equal(e.worker.state, 'draining');
+  vacate(e);
+  assert.equal(e.slot.state, 'retiring');
+  assert.equal(e.closedIdle - closed, 1, 'its kept-alive connections closed');
+  assert.deepEqual(e.worker.stopCalls, ['max_requests']);
+  assert.deepEqual(e.names(), [], 'nothing to withdraw or answer: it ran its last request');
+  assert.equal(e.slot.workerState, 'stopping');
+  e.clock.advance(1000);
+  assert.equal(e.slot.state, 'gone');
+  assert.equal(e.slot.exit?.reason, 'max_requests');
+  assert.equal(e.slot.exit?.served, 1, 'the request it finished counts');
+});
+
+test('up + retire with no request running → retiring: retire (SIGTERM at once, no idle to wait for)', () => {
+  const e = into('up');
+  e.sup.retire(e.slot, 'idle_timeout');
+  assert.equal(e.slot.state, 'retiring');
+  assert.deepEqual(e.worker.stopCalls, ['idle_timeout']);
+  assert.equal(e.slot.workerState, 'stopping');
+});
+
+test('the reason a worker is wanted gone: the first asked stays, a stop of one still serving replaces it', () => {
+  const e = into('retiring'); // busy, retired for max_requests
+  e.sup.retire(e.slot, 'idle_timeout');
+  assert.equal(e.slot.reason, 'max_requests', 'a second retire does not change it');
+  e.sup.stop(e.slot, 'request_timeout', err);
+  assert.equal(e.slot.reason, 'request_timeout', 'the forced stop is what ends it');
+  e.sup.fire(e.slot, 'shutdown', { reason: 'shutdown' });
+  assert.equal(e.slot.reason, 'request_timeout', 'already on its way out');
+  const idle = into('up');
+  idle.sup.retire(idle.slot, 'idle_timeout');
+  idle.sup.stop(idle.slot, 'request_timeout', err);
+  assert.equal(idle.slot.reason, 'idle_timeout', 'retired with no request: already signalled, the reason stays');
+});
+
+test('what status shows of a worker is read from its table state and its seats', () => {
+  const e = into('starting', { groupSize: 2, maxChildren: 2 });
+  assert.equal(e.slot.workerState, 'spawning');
+  e.worker.becomeReady();
+  assert.equal(e.slot.workerState, 'idle');
+  occupy(e.sup, e.slot);
+  assert.equal(e.slot.workerState, 'busy', 'one seat of two busy: the process is busy');
+  e.sup.retire(e.slot, 'drain');
+  assert.equal(e.slot.workerState, 'draining');
+  vacate(e);
+  assert.equal(e.slot.workerState, 'stopping');
+  e.clock.advance(1000);
+  assert.equal(e.slot.workerState, 'exited');
+  const t = into('starting');
+  t.sup.stop(t.slot, 'request_timeout', err);
+  assert.equal(t.slot.workerState, 'stopping');
+});
+
+test('a spawn that timed out shows stopping until it exits', () => {
+  const e = setup();
+  const slot = e.slot;
+  assert.equal(slot.workerState, 'spawning');
+  // A worker past spawn_timeout reports it, then stops itself and exits.
+  e.worker.emit('spawnFailed', Object.assign(new Error('timed out'), { code: ErrorCodes.SPAWN_FAILED, errno: 'TIMEOUT' }));
+  assert.equal(slot.workerState, 'stopping');
+  assert.equal(slot.state, 'starting', 'still the table\'s starting: its exit is the start failure');
 });
 
 test('retiring + stop → stopping: stop (a retired worker past request_timeout is signalled)', () => {
@@ -324,7 +413,8 @@ for (const state of ['starting', 'up', 'retiring', 'stopping'] as const) {
     const ctx: SlotEventContext = { reason: 'shutdown' };
     e.sup.fire(e.slot, 'shutdown', ctx);
     assert.equal(e.slot.state, 'stopping');
-    assert.deepEqual(e.worker.stopCalls.slice(stops), ['shutdown']);
+    // A worker already stopped keeps the reason it was stopped for; any other goes for shutdown.
+    assert.deepEqual(e.worker.stopCalls.slice(stops), [state === 'stopping' ? 'request_timeout' : 'shutdown']);
     assert.ok(ctx.stopped instanceof Promise, 'its exit can be awaited');
     assert.deepEqual(e.names(), []);
     assert.deepEqual(e.killed, []);
@@ -383,7 +473,7 @@ test('the load signal in seats: a group with 1 of 4 seats busy counts 3 idle, an
   assert.equal(e.wf.workers.length, 2, '5 waiting requests need two groups of 4');
   for (const w of e.wf.workers) w.becomeReady();
   const [a] = [...e.sup.slots];
-  a!.busy = 1;
+  occupy(e.sup, a!);
   e.setWaiting(0);
   assert.deepEqual(e.sup.counts(), { idle: 7, busy: 1, spawning: 0, retiring: 0, queued: 0 });
 });

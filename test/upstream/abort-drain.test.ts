@@ -156,8 +156,25 @@ test('read_timeout does not run while the client still owes body bytes', async (
   let reported: UpstreamOutcome | undefined;
   void outcome.then((o) => (reported = o));
   await waitFor(() => backend.open === 1, { timeout: 5000, what: 'the request at the backend' });
-  // Several read timeouts long; a backend waiting for the body is not silent.
-  await new Promise((r) => setTimeout(r, 800));
+  // A control started later with the same read_timeout, to a backend that never answers:
+  // once its timeout fired, the stalled request's would have fired too, had it run.
+  const dir = makeTempDir(t, 'fpm-silent-');
+  const held = new Set<Socket>();
+  const silent = createServer((s) => {
+    held.add(s);
+    s.on('error', () => {});
+  });
+  await new Promise<void>((r) => silent.listen(join(dir, 's.sock'), r));
+  const control = new UpstreamEndpoint({ kind: 'unix', path: join(dir, 's.sock'), text: 'silent' }, { protocol: 'fastcgi', connectTimeout: 2000, readTimeout: 200, keepAlive: false, maxIdle: 0, drainOnAbort: false }, silentLogger());
+  t.after(() => {
+    control.destroy();
+    for (const s of held) s.destroy();
+    silent.close();
+  });
+  // The endpoints' sockets are unref'd: this keeps the test's event loop alive meanwhile.
+  const keepAlive = setInterval(() => {}, 1000);
+  const timedOut = await withTimeout(runExchange(control, { REQUEST_METHOD: 'GET', SCRIPT_NAME: '/silent.php' }), 10_000, 'the control request').finally(() => clearInterval(keepAlive));
+  assert.equal(timedOut.outcome.kind === 'failed' && timedOut.outcome.facts.failure, 'read_timeout', JSON.stringify(timedOut.outcome));
   assert.equal(reported, undefined, `no outcome while the body is owed, got ${JSON.stringify(reported)}`);
   ex.pushBody(Buffer.alloc(90));
   ex.endBody();

@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createDeathGuard, findSetpriv, WATCHDOG_SCRIPT } from '../../src/worker/death-guard.js';
@@ -17,6 +18,18 @@ interface Started {
   worker: number;
   guard: string;
   watchdog?: number;
+}
+
+/** SIGHUP, SIGINT, SIGQUIT and SIGTERM in a /proc/PID/status signal mask (bit n-1 for signal n). */
+const STOP_SIGNALS = (1n << 0n) | (1n << 1n) | (1n << 2n) | (1n << 14n);
+
+function ignoredSignals(pid: number): bigint {
+  try {
+    const m = /^SigIgn:\s*([0-9a-f]+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m === null ? 0n : BigInt(`0x${m[1]}`);
+  } catch {
+    return 0n;
+  }
 }
 
 function childrenOf(pid: number): number[] {
@@ -83,18 +96,22 @@ test('watchdog fallback: SIGKILL of the daemon kills the worker and its children
 
 test('watchdog: SIGTERM/SIGINT do not stop it; only EOF on its pipe does, and it forgets exited groups', async (t) => {
   const sh = spawn('/bin/sh', ['-c', WATCHDOG_SCRIPT, 'wd'], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  // Listened for before any signal is sent: however it ends, the test hears it.
+  const exited = once(sh, 'exit');
   const victim = spawn('/bin/sleep', ['30'], { detached: true, stdio: 'ignore' });
   const spared = spawn('/bin/sleep', ['30'], { detached: true, stdio: 'ignore' });
   t.after(() => [sh.pid, victim.pid, spared.pid].forEach((p) => killQuiet(p)));
+  // The trap is the script's first line; a signal before the shell has run it kills the
+  // shell as it would any process just started. From then on the kernel drops these signals.
+  assert.ok(await waitFor(() => (ignoredSignals(sh.pid!) & STOP_SIGNALS) === STOP_SIGNALS, 5000), 'the watchdog ignores HUP, INT, QUIT and TERM');
   sh.stdin.write(`+${victim.pid}\n+${spared.pid}\n-${spared.pid}\nnot-a-number\n`);
   sh.kill('SIGTERM');
   sh.kill('SIGINT');
-  await new Promise((r) => setTimeout(r, 100));
-  assert.equal(sh.exitCode, null, 'still running');
   assert.equal(processGone(victim.pid!), false);
-  const exited = new Promise((r) => sh.once('exit', r));
   sh.stdin.end();
-  await exited;
+  // Had a signal stopped it, it would have ended by that signal before reading the EOF.
+  const [, signal] = await exited;
+  assert.equal(signal, null, 'ended by EOF on its pipe, not by a signal');
   assert.ok(await waitFor(() => victim.exitCode !== null || victim.signalCode !== null, 3000));
   assert.equal(victim.signalCode, 'SIGKILL');
   assert.equal(processGone(spared.pid!), false, 'an unregistered group is left alone');

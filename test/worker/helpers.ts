@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../src/log/log.js';
 import { lineLogger } from '../helpers/log.js';
-import type { WorkerSpec } from '../../src/worker/types.js';
+import type { RetireReason, WorkerOwner, WorkerSpec } from '../../src/worker/types.js';
+import { systemClock } from '../../src/util/clock.js';
 
 /** A fresh 0700 temp dir, removed after the test. */
 export function tempDir(t: { after: (fn: () => void) => void }, prefix = 'fcgi-pm-worker-'): string {
@@ -75,5 +76,40 @@ export function killQuiet(pid: number | undefined, sig: NodeJS.Signals = 'SIGKIL
     process.kill(pid, sig);
   } catch {
     /* gone */
+  }
+}
+
+/** The pool's side of a worker (its WorkerOwner), played by a test: requests given and running, why it is wanted gone. */
+export class PoolSide implements WorkerOwner {
+  readonly clock = systemClock;
+  running = 0;
+  given = 0;
+  want: RetireReason | undefined;
+
+  busy(): boolean {
+    return this.running > 0;
+  }
+
+  requests(): number {
+    return this.given;
+  }
+
+  reason(): RetireReason | undefined {
+    return this.want;
+  }
+
+  /** A request starts on the worker. */
+  start(): void {
+    this.running++;
+    this.given++;
+  }
+
+  end(): void {
+    this.running--;
+  }
+
+  /** Wanted gone for `reason`; the first reason asked stays. */
+  retire(reason: RetireReason): void {
+    this.want ??= reason;
   }
 }

@@ -10,7 +10,7 @@ import { silentLogger } from '../../src/log/log.js';
 import { Worker } from '../../src/worker/worker.js';
 import type { WorkerExit } from '../../src/worker/types.js';
 import { fcgiRequest } from './fcgi-raw.js';
-import { makeSpec, processGone, tempDir, waitFor } from './helpers.js';
+import { makeSpec, PoolSide, processGone, tempDir, waitFor } from './helpers.js';
 
 const PHP = '/usr/bin/php-cgi';
 
@@ -38,10 +38,10 @@ async function serveOne(t: { after: (fn: () => void | Promise<void>) => void }, 
   const run = path.join(dir, 'run');
   fs.mkdirSync(run, { mode: 0o700 });
   const script = phpScript(dir);
-  const w = Worker.spawn(makeSpec(run, command, { socket }), silentLogger(), 1);
-  t.after(async () => void (await w.stop('shutdown')));
+  const pool = new PoolSide();
+  const w = Worker.spawn(makeSpec(run, command, { socket }), silentLogger(), 1, pool);
+  t.after(async () => void (await w.stop()));
   await once(w, 'ready');
-  assert.equal(w.state, 'idle');
   assert.equal(w.address.kind, 'unix');
   const sockPath = (w.address as { path: string }).path;
   assert.equal(path.dirname(sockPath), run);
@@ -49,26 +49,23 @@ async function serveOne(t: { after: (fn: () => void | Promise<void>) => void }, 
   assert.equal(fs.statSync(run).mode & 0o777, 0o700);
 
   for (let n = 1; n <= 3; n++) {
-    w.assign(`/hello.php?n=${n}`);
-    assert.equal(w.state, 'busy');
-    assert.deepEqual(w.current?.uri, `/hello.php?n=${n}`);
+    pool.start();
     const res = await fcgiRequest(w.address, params(script, `n=${n}`));
-    w.release();
+    pool.end();
     const text = res.stdout.toString('latin1');
     assert.match(text, new RegExp(`X-Worker-Pid: ${w.pid}\\r\\n`));
     assert.ok(text.endsWith(`hello from php ${n}`), text);
     assert.equal(res.appStatus, 0);
   }
-  assert.equal(w.requests, 3);
-  assert.equal(w.state, 'idle');
 
   const exitP = once(w, 'exit') as Promise<[WorkerExit, { crash: boolean }]>;
-  const exit = await w.stop('shutdown');
+  pool.retire('shutdown');
+  const exit = await w.stop();
   const [evExit, verdict] = await exitP;
   assert.equal(evExit, exit);
   assert.equal(exit.reason, 'shutdown');
+  assert.equal(exit.served, 3);
   assert.equal(verdict.crash, false);
-  assert.equal(w.state, 'exited');
   assert.equal(fs.existsSync(sockPath), false, 'socket file removed');
   assert.ok(await waitFor(() => processGone(w.pid!), 2000));
 }
@@ -87,7 +84,7 @@ test('fd0 socket file mode is 0600 and only spec.env reaches the process', async
   process.env['FCGI_PM_TEST_LEAK'] = 'should-not-pass';
   t.after(() => void delete process.env['FCGI_PM_TEST_LEAK']);
   const w = Worker.spawn(makeSpec(dir, ['php-cgi'], { env, cwd: '/tmp' }), silentLogger(), 7);
-  t.after(async () => void (await w.stop('shutdown')));
+  t.after(async () => void (await w.stop()));
   await once(w, 'ready');
   const sockPath = (w.address as { path: string }).path;
   assert.equal(fs.statSync(sockPath).mode & 0o777, 0o600);
@@ -102,7 +99,7 @@ test('php-cgi with its own children: a crash of the master also ends the orphans
   const dir = tempDir(t);
   const env = { PATH: '/usr/bin:/bin', PHP_FCGI_CHILDREN: '2' };
   const w = Worker.spawn(makeSpec(dir, ['php-cgi'], { env }), silentLogger(), 3);
-  t.after(async () => void (await w.stop('shutdown')));
+  t.after(async () => void (await w.stop()));
   await once(w, 'ready');
   const pid = w.pid!;
   let kids: number[] = [];

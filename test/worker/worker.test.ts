@@ -8,16 +8,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { silentLogger } from '../../src/log/log.js';
 import { ErrorCodes } from '../../src/errors.js';
-import { LifecycleError } from '../../src/worker/lifecycle.js';
 import { Worker } from '../../src/worker/worker.js';
-import type { ExitVerdict } from '../../src/worker/exit-policy.js';
-import type { WorkerExit, WorkerSpawnFailure, WorkerSpec } from '../../src/worker/types.js';
+import type { ExitVerdict, WorkerExit, WorkerSpawnFailure, WorkerSpec } from '../../src/worker/types.js';
 import { fixtureCommand } from '../fixtures/workers/index.js';
 import { fcgiRequest } from './fcgi-raw.js';
-import { captureLogger, makeSpec, processGone, tempDir, waitFor, type LogRecord } from './helpers.js';
+import { captureLogger, makeSpec, PoolSide, processGone, tempDir, waitFor, type LogRecord } from './helpers.js';
 
 interface Recorded {
   w: Worker;
+  /** What the pool tells the worker: the test plays the pool. */
+  pool: PoolSide;
   events: string[];
   failures: WorkerSpawnFailure[];
   exit: Promise<[WorkerExit, ExitVerdict]>;
@@ -25,7 +25,8 @@ interface Recorded {
 
 /** Spawns and records every event; always stopped after the test. */
 function spawnRecorded(t: { after: (fn: () => void | Promise<void>) => void }, spec: WorkerSpec, logger = silentLogger()): Recorded {
-  const w = Worker.spawn(spec, logger, 1);
+  const pool = new PoolSide();
+  const w = Worker.spawn(spec, logger, 1, pool);
   const events: string[] = [];
   const failures: WorkerSpawnFailure[] = [];
   w.on('ready', () => events.push('ready'));
@@ -36,12 +37,13 @@ function spawnRecorded(t: { after: (fn: () => void | Promise<void>) => void }, s
   w.on('exit', () => events.push('exit'));
   const exit = once(w, 'exit') as Promise<[WorkerExit, ExitVerdict]>;
   t.after(async () => {
-    await w.stop('shutdown');
+    pool.retire('shutdown');
+    await w.stop();
     // Nothing follows the exit: every timer and probe ended with it, and a second
     // failure, a late ready or a second exit are refused by the worker's own guards.
     assert.equal(events.indexOf('exit'), events.length - 1, `events after the exit: ${events.join(', ')}`);
   });
-  return { w, events, failures, exit };
+  return { w, pool, events, failures, exit };
 }
 
 test('never-ready (accepts nothing on fd 0): spawn timeout, one failure, killed, reason spawn_timeout', async (t) => {
@@ -82,7 +84,7 @@ test('a missing command is reported once, by name and errno, and nothing is spaw
   assert.equal(verdict.crash, true);
   assert.equal(records.filter((x) => x.level === 50).length, 1, 'one error line');
   // stop() after the fact resolves with the same exit.
-  assert.equal(await r.w.stop('shutdown'), exit);
+  assert.equal(await r.w.stop(), exit);
 });
 
 test('a command that is not executable: EACCES', async (t) => {
@@ -120,75 +122,56 @@ test('stop escalates SIGTERM → SIGKILL after killTimeout for a worker that ign
   const { logger, records } = captureLogger();
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('ignore-sigterm'), { killTimeout: 300 }), logger);
   await once(r.w, 'ready');
-  const p1 = r.w.stop('shutdown');
-  const p2 = r.w.stop('reload');
+  r.pool.retire('shutdown');
+  const p1 = r.w.stop();
+  const p2 = r.w.stop();
   assert.equal(p1, p2);
-  assert.equal(r.w.state, 'stopping');
   const exit = await p1;
   assert.equal(exit.signal, 'SIGKILL');
-  assert.equal(exit.reason, 'shutdown', 'the first reason stays');
+  assert.equal(exit.reason, 'shutdown', 'the pool\'s reason: its own SIGKILL is no outside kill');
   assert.ok(records.some((x) => x['stream'] === 'stdout' && /SIGTERM ignored/.test(x.msg)), 'it did get SIGTERM first');
   assert.ok(records.some((x) => /did not exit within kill_timeout/.test(x.msg)));
   assert.deepEqual(r.events, ['ready', 'exit']);
-  assert.equal(await r.w.stop('shutdown'), exit);
+  assert.equal(await r.w.stop(), exit);
 });
 
-test('retire while busy drains: it keeps serving, and stops at release with the reason kept', async (t) => {
+test('a worker retired while it served is stopped after its request: the exit carries the pool\'s reason and the request served', async (t) => {
   const dir = tempDir(t);
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
   await once(r.w, 'ready');
-  r.w.assign('/slow');
+  r.pool.start();
   const reply = fcgiRequest(r.w.address, { QUERY_STRING: 'sleep=200', REQUEST_URI: '/slow' });
-  r.w.retire('max_requests');
-  assert.equal(r.w.state, 'draining');
-  assert.equal(r.w.retireReason, 'max_requests');
+  r.pool.retire('max_requests');
   const res = await reply;
   assert.match(res.stdout.toString(), /hello pid=\d+ n=1 uri=\/slow/);
-  assert.equal(processGone(r.w.pid!), false, 'not stopped while draining');
-  r.w.release();
-  assert.equal(r.w.state, 'stopping');
+  assert.equal(processGone(r.w.pid!), false, 'a retire alone sends nothing: the pool stops it');
+  r.pool.end();
+  void r.w.stop();
   const [exit, verdict] = await r.exit;
   assert.equal(exit.reason, 'max_requests');
   assert.deepEqual([exit.ready, exit.served], [true, 1]);
   assert.deepEqual([verdict.crash, verdict.restart, verdict.level], [false, true, 'debug']);
-  // A late release (the request's connection closed after the exit) is harmless.
-  r.w.release();
-  assert.equal(r.w.state, 'exited');
 });
 
-test('retire on an idle worker stops it at once', async (t) => {
+test('a worker stopped when idle after a request on TCP: exit with the pool\'s reason', async (t) => {
   const dir = tempDir(t);
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder', '--port', '{port}'), { socket: 'argv' }));
   await once(r.w, 'ready');
   assert.equal(r.w.address.kind, 'tcp');
   const res = await fcgiRequest(r.w.address, { REQUEST_URI: '/tcp' });
   assert.match(res.stdout.toString(), /uri=\/tcp/);
-  r.w.retire('idle_timeout');
-  assert.equal(r.w.state, 'stopping');
+  r.pool.retire('idle_timeout');
+  void r.w.stop();
   const [exit, verdict] = await r.exit;
   assert.equal(exit.reason, 'idle_timeout');
   assert.equal(verdict.restart, false);
-});
-
-test('illegal calls throw a LifecycleError (development mode)', async (t) => {
-  const dir = tempDir(t);
-  const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
-  assert.throws(() => r.w.assign(), LifecycleError, 'assign while spawning');
-  await once(r.w, 'ready');
-  assert.throws(() => r.w.release(), LifecycleError, 'release while idle');
-  r.w.assign();
-  assert.throws(() => r.w.assign(), LifecycleError, 'assign while busy');
-  r.w.retire('reload');
-  assert.throws(() => r.w.assign(), LifecycleError, 'assign while draining');
-  r.w.release();
-  await r.exit;
 });
 
 test('a crash while busy is reported as possible request loss', async (t) => {
   const dir = tempDir(t);
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
   await once(r.w, 'ready');
-  r.w.assign('/crash');
+  r.pool.start();
   const res = await fcgiRequest(r.w.address, { QUERY_STRING: 'crash=1' }).catch(() => undefined);
   assert.equal(res?.appStatus, undefined, 'no END_REQUEST');
   const [exit, verdict] = await r.exit;
@@ -202,9 +185,9 @@ test('a crash while busy is reported as possible request loss', async (t) => {
 async function servedOnce(t: TestContext): Promise<Recorded> {
   const r = spawnRecorded(t, makeSpec(tempDir(t), fixtureCommand('responder')));
   await once(r.w, 'ready');
-  r.w.assign('/one');
+  r.pool.start();
   await fcgiRequest(r.w.address, { REQUEST_URI: '/one' });
-  r.w.release();
+  r.pool.end();
   return r;
 }
 
@@ -222,8 +205,8 @@ test('SIGKILL from outside in the instant before fcgi-pm retires the worker (its
   // As the pool does when a request on a just-killed worker fails and the exit event is
   // late (a loaded machine): the retire's SIGTERM reaches a process already dead.
   process.kill(r.w.pid!, 'SIGKILL');
-  r.w.retire('scale_down');
-  assert.equal(r.w.state, 'stopping');
+  r.pool.retire('scale_down');
+  void r.w.stop();
   const [exit, verdict] = await r.exit;
   assert.equal(exit.signal, 'SIGKILL');
   assert.equal(exit.reason, undefined, 'fcgi-pm sent no SIGKILL: the retire did not end it');
@@ -234,10 +217,9 @@ test('SIGKILL from outside on a draining worker (retired, no signal sent yet): a
   const dir = tempDir(t);
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));
   await once(r.w, 'ready');
-  r.w.assign('/slow');
+  r.pool.start();
   const reply = fcgiRequest(r.w.address, { QUERY_STRING: 'sleep=5000', REQUEST_URI: '/slow' }).catch(() => undefined);
-  r.w.retire('max_requests');
-  assert.equal(r.w.state, 'draining');
+  r.pool.retire('max_requests');
   process.kill(r.w.pid!, 'SIGKILL');
   const [exit, verdict] = await r.exit;
   await reply;
@@ -246,17 +228,19 @@ test('SIGKILL from outside on a draining worker (retired, no signal sent yet): a
   assert.deepEqual([verdict.crash, verdict.outside, verdict.code], [true, true, ErrorCodes.WORKER_KILLED]);
 });
 
-test('retire while spawning stops it without a spawn failure', async (t) => {
+test('stop while spawning stops it without a spawn failure', async (t) => {
   const dir = tempDir(t);
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('never-ready'), { spawnTimeout: 10_000 }));
-  r.w.retire('shutdown'); // before the process even started
+  r.pool.retire('shutdown');
+  void r.w.stop(); // before the process even started
   const [exit] = await r.exit;
   assert.deepEqual(r.events, ['exit']);
   assert.equal(exit.reason, 'shutdown');
   assert.equal(r.w.pid, undefined);
   const r2 = spawnRecorded(t, makeSpec(dir, fixtureCommand('never-ready'), { spawnTimeout: 10_000 }));
   await waitFor(() => r2.w.pid !== undefined, 3000);
-  r2.w.retire('scale_down');
+  r2.pool.retire('scale_down');
+  void r2.w.stop();
   const [exit2] = await r2.exit;
   assert.deepEqual(r2.events, ['exit']);
   assert.deepEqual([exit2.reason, exit2.signal], ['scale_down', 'SIGTERM']);
@@ -298,14 +282,14 @@ test('a noisy worker is rate-limited: the burst of entries is logged, the rest c
   const { TokenBucket } = await import('../../src/util/token-bucket.js');
   const { MAX_ENTRY_LINES } = await import('../../src/log/entries.js');
   // Practically no refill, so the count is exact whatever the machine's speed.
-  const w = Worker.spawn(makeSpec(dir, fixtureCommand('noisy-stderr', '--lines', '1000')), logger, 1, {
+  const w = Worker.spawn(makeSpec(dir, fixtureCommand('noisy-stderr', '--lines', '1000')), logger, 1, new PoolSide(), {
     outputLimiter: new TokenBucket({ ratePerSec: 0.001, burst: 10 }),
   });
-  t.after(async () => void (await w.stop('shutdown')));
+  t.after(async () => void (await w.stop()));
   await once(w, 'ready');
   const entries = (): LogRecord[] => records.filter((x) => x['stream'] === 'stderr');
   const dropped = (): number => records.reduce((n, x) => n + (typeof x['dropped'] === 'number' ? (x['dropped'] as number) : 0), 0);
-  await w.stop('shutdown');
+  await w.stop();
   // 1000 short lines + one long one, in one write: at least 11 capped entries, so the
   // burst of 10 is used up; the report may follow the exit by up to a second.
   assert.ok(await waitFor(() => dropped() > 0, 5000), `entries ${entries().length} dropped ${dropped()}`);

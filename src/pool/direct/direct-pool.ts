@@ -32,9 +32,9 @@ import type { WorkerMemoryFigures } from '../../memory/types.js';
 import type { Exchange } from '../../protocol/exchange.js';
 import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
 import { readAcceptState } from '../../worker/accept-state.js';
-import { CrashWindow, type ExitVerdict } from '../../worker/exit-policy.js';
+import { CrashWindow } from '../../worker/exit-policy.js';
 import { SharedSocket, type QueueWatch } from '../../worker/shared-socket.js';
-import type { RetireReason, WorkerExit, WorkerSpec } from '../../worker/types.js';
+import type { ExitVerdict, RetireReason, WorkerExit, WorkerOwner, WorkerSpec } from '../../worker/types.js';
 import { Worker } from '../../worker/worker.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { PoolBase } from '../pool-base.js';
@@ -64,11 +64,22 @@ class DirectWorker {
   memory: WorkerMemoryFigures | undefined;
   /** SIGKILL sent: nothing more to decide about it. */
   killed = false;
+  /** Why it was stopped (the first reason given). */
+  reason: RetireReason | undefined;
 
-  constructor(w: Worker, now: number) {
-    this.w = w;
+  constructor(spawn: (owner: WorkerOwner) => Worker, clock: Clock) {
+    const now = clock.now();
     this.startedAt = now;
     this.activeAt = now;
+    // It takes its connections itself: the pool never sees it busy; what sampling counted is what it served.
+    this.w = spawn({ clock, busy: () => false, requests: () => this.conns, reason: () => this.reason });
+  }
+
+  /** SIGTERM (SIGKILL after kill_timeout); resolves with its exit. */
+  stop(reason: RetireReason): Promise<WorkerExit> {
+    this.reason ??= reason;
+    this.state = 'stopping';
+    return this.w.stop();
   }
 }
 
@@ -217,8 +228,9 @@ export class DirectPool extends PoolBase {
       return false;
     }
     const id = this.nextId++;
-    const w = Worker.spawn(this.workerSpec(), this.deps.workerLogger, id);
-    const dw = new DirectWorker(w, now);
+    const spec = this.workerSpec();
+    const dw = new DirectWorker((owner) => Worker.spawn(spec, this.deps.workerLogger, id, owner), this.clock);
+    const w = dw.w;
     this.workers.set(id, dw);
     w.once('ready', () => this.stats.spawned(this.clock.now() - dw.startedAt));
     w.once('exit', (exit, verdict) => this.onExit(dw, exit, verdict));
@@ -288,7 +300,6 @@ export class DirectPool extends PoolBase {
           dw.conn = s.conn;
           dw.connSince = now;
           dw.conns++;
-          dw.w.requests = dw.conns;
         }
       } else if (s.accepting === undefined) {
         if (!stopping) dw.state = 'unknown';
@@ -349,17 +360,15 @@ export class DirectPool extends PoolBase {
 
   /** SIGTERM: php-cgi finishes the request it runs, then exits (kill_timeout → SIGKILL). */
   private retire(dw: DirectWorker, reason: RetireReason): void {
-    dw.state = 'stopping';
-    void dw.w.stop(reason);
+    void dw.stop(reason);
   }
 
   /** SIGKILL now: its request's client gets whatever the front end makes of a closed connection (nginx: 502). */
   private kill(dw: DirectWorker, reason: 'memory_hard' | 'request_timeout', msg: string): void {
     const pid = dw.w.pid!;
-    dw.state = 'stopping';
     dw.killed = true;
     this.log.warn({ code: reason === 'memory_hard' ? ErrorCodes.MEMORY_HARD_LIMIT : ErrorCodes.REQUEST_TIMEOUT, wpid: pid }, msg);
-    void dw.w.stop(reason);
+    void dw.stop(reason);
     try {
       process.kill(-pid, 'SIGKILL');
     } catch {
@@ -483,10 +492,7 @@ export class DirectPool extends PoolBase {
     this.respawnTimer.cancel();
     this.retryTimer.cancel();
     this.endpoint?.destroy();
-    const exits = [...this.workers.values()].map((dw) => {
-      dw.state = 'stopping';
-      return dw.w.stop(reason);
-    });
+    const exits = [...this.workers.values()].map((dw) => dw.stop(reason));
     await Promise.all(exits);
     this.sampler.close();
     this.socket?.release();
@@ -514,9 +520,9 @@ export class DirectPool extends PoolBase {
         pid: w.pid ?? 0,
         state: dw.state,
         requests: dw.conns,
-        startedAt: w.startedAt,
-        lastUsedAt: Date.now() - (this.clock.now() - dw.activeAt),
-        current: dw.conn !== undefined ? { uri: '', startedAt: Date.now() - (this.clock.now() - dw.connSince) } : undefined,
+        startedAt: this.wall.at(dw.startedAt),
+        lastUsedAt: this.wall.at(dw.activeAt),
+        current: dw.conn !== undefined ? { uri: '', startedAt: this.wall.at(dw.connSince) } : undefined,
         sampled: true,
       };
       if (dw.memory !== undefined) snap.memory = dw.memory;

@@ -28,7 +28,7 @@ import type { WorkerExit } from '../../worker/types.js';
 import type { ForkServer } from '../../worker/fork-server.js';
 import { PoolBase } from '../pool-base.js';
 import { RequestTimer } from './request-timer.js';
-import { exitText, scriptOf, workerSnapshot, type Slot } from './slot.js';
+import { exitText, scriptOf, workerSnapshot, type SlotView } from './slot.js';
 import { Seat } from './seats.js';
 import { EXIT_GRACE_MS, SEAT_TABLE, type SeatAction, type SeatEvent } from './seat-table.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from './supervisor.js';
@@ -51,7 +51,7 @@ export class SpawnedPool extends PoolBase {
   /** @internal The worker processes (exposed for tests that look at them). */
   readonly supervisor: Supervisor;
   /** Each worker's seats, made when it is spawned. */
-  private readonly seatsOf = new WeakMap<Slot, readonly Seat[]>();
+  private readonly seatsOf = new WeakMap<SlotView, readonly Seat[]>();
   private readonly outcome = (seat: Seat, o: UpstreamOutcome): void => this.onOutcome(seat, o);
 
   constructor(cfg: PoolConfig, deps: SpawnedPoolDeps) {
@@ -62,6 +62,7 @@ export class SpawnedPool extends PoolBase {
       waiting: () => this.queue.length,
       poolState: () => this.state,
       seats: (slot, n) => this.makeSeats(slot, n),
+      connect: (slot) => this.deps.endpointFactory(slot.worker.address, this.upstreamOpts, slot.log),
       offer: (slot) => this.offer(slot),
       withdraw: (slot) => this.withdraw(slot),
       cut: (slot, err) => this.cut(slot, err),
@@ -169,7 +170,7 @@ export class SpawnedPool extends PoolBase {
       s.slotsPerWorker = k;
       this.supervisor.refreshChildren();
     }
-    for (const slot of this.supervisor.slots) s.workers.push(workerSnapshot(slot));
+    for (const slot of this.supervisor.slots) s.workers.push(workerSnapshot(slot, this.wall));
     this.supervisor.fill(s);
     const parent = this.deps.forkServer?.parent;
     if (parent !== undefined) {
@@ -180,34 +181,33 @@ export class SpawnedPool extends PoolBase {
 
   // ---- what the supervisor asks -----------------------------------------------------
 
-  private makeSeats(slot: Slot, n: number): readonly Seat[] {
+  private makeSeats(slot: SlotView, n: number): readonly Seat[] {
     const seats: Seat[] = [];
     for (let i = 0; i < n; i++) seats.push(new Seat(slot, this.outcome));
     this.seatsOf.set(slot, seats);
     return seats;
   }
 
-  private seats(slot: Slot): readonly Seat[] {
+  private seats(slot: SlotView): readonly Seat[] {
     return this.seatsOf.get(slot)!;
   }
 
-  /** A worker is ready: its endpoint, and its seats on top of the idle stack. */
-  private offer(slot: Slot): void {
-    slot.endpoint = this.deps.endpointFactory(slot.worker.address, this.upstreamOpts, slot.log);
+  /** A worker is ready (its endpoint made through `connect`): its seats on top of the idle stack. */
+  private offer(slot: SlotView): void {
     for (const seat of this.seats(slot)) this.free(seat);
   }
 
-  private withdraw(slot: Slot): void {
+  private withdraw(slot: SlotView): void {
     for (const seat of this.seats(slot)) this.fire(seat, 'withdraw');
   }
 
   /** Answers the worker's running requests with `err`. */
-  private cut(slot: Slot, err: ProxyError): void {
+  private cut(slot: SlotView, err: ProxyError): void {
     for (const seat of this.seats(slot)) this.fire(seat, 'cut', err);
   }
 
   /** The worker exited: each running request ends with its held failure or after the exit grace. */
-  private lost(slot: Slot): void {
+  private lost(slot: SlotView): void {
     for (const seat of this.seats(slot)) this.fire(seat, 'exit');
     if (slot.busy === 0) slot.endpoint?.destroy();
   }
@@ -216,7 +216,7 @@ export class SpawnedPool extends PoolBase {
    * The supervisor's wait for the worker's exit is over and it lives: each failure held
    * that long is answered or its request replaced. False when one held later still waits.
    */
-  private graceOver(slot: Slot): boolean {
+  private graceOver(slot: SlotView): boolean {
     let waiting = false;
     const now = this.clock.now();
     for (const seat of this.seats(slot)) {
@@ -227,11 +227,11 @@ export class SpawnedPool extends PoolBase {
     return !waiting;
   }
 
-  private idleWorkers(): Slot[] {
-    const out: Slot[] = [];
+  private idleWorkers(): SlotView[] {
+    const out: SlotView[] = [];
     for (const seat of this.idle) {
       const slot = seat.slot;
-      if (slot.busy === 0 && slot.worker.state === 'idle' && !out.includes(slot)) out.push(slot);
+      if (slot.busy === 0 && slot.state === 'up' && !out.includes(slot)) out.push(slot);
     }
     return out.sort((a, b) => a.idleSince - b.idleSince);
   }
@@ -311,9 +311,7 @@ export class SpawnedPool extends PoolBase {
 
   private assign(seat: Seat, ex: Exchange): void {
     const slot = seat.slot;
-    // The process is busy while any of its seats is.
-    if (slot.busy++ === 0) slot.worker.assign(ex.params.get('REQUEST_URI') ?? ex.params.get('SCRIPT_NAME') ?? '');
-    slot.requests++;
+    this.supervisor.assigned(slot);
     seat.current = ex;
     seat.busySince = this.clock.now();
     ex.workerPid = slot.worker.pid;
@@ -358,7 +356,6 @@ export class SpawnedPool extends PoolBase {
   /** Clears the seat's request: timers, held failure, exit grace. */
   private detach(seat: Seat): void {
     seat.current = undefined;
-    seat.slot.busy--;
     seat.held = undefined;
     if (seat.exitTimer !== undefined) {
       this.clock.clearTimer(seat.exitTimer);
@@ -367,21 +364,12 @@ export class SpawnedPool extends PoolBase {
     this.requestTimer.stop(seat.timerNodes);
   }
 
-  /** The process is idle once no seat is busy: busy → idle, or draining → stopping (it stops itself). */
-  private release(slot: Slot): void {
-    if (slot.busy > 0) return;
-    // Draining: its kept-alive connection closes first, or php-cgi waiting on it would sit out SIGTERM until kill_timeout.
-    if (slot.worker.state === 'draining') slot.endpoint?.closeIdle();
-    slot.worker.release();
-  }
-
   /** The worker is alive after a request ended on this seat: recycle it, or give the seat the next request. */
   private afterRequest(seat: Seat, o: UpstreamOutcome): void {
     const slot = seat.slot;
-    this.release(slot);
-    const st = slot.worker.state;
+    this.supervisor.released(slot);
     // Retiring or stopping (request_timeout, shutdown): the seat stays out.
-    if (slot.state !== 'up' || (st !== 'idle' && st !== 'busy')) return;
+    if (slot.state !== 'up') return;
     if (slot.busy === 0) this.supervisor.groupIdle(slot);
     if (this.supervisor.recycleAfterRequest(slot, o)) {
       this.supervisor.scale();
@@ -423,10 +411,10 @@ export class SpawnedPool extends PoolBase {
 
   /** A worker alive but unreachable: its request goes to another worker, and it is replaced. */
   private replaceUnreachable(seat: Seat, ex: Exchange, err: ProxyError): void {
-    // Its request is over: busy → idle (draining → stopping) first, else the retire below
-    // would leave it draining for a release that never comes, holding a max_children slot.
+    // Its request is over: released first (a retired worker then goes), else the retire
+    // below would leave it draining for a release that never comes, holding a max_children slot.
     this.detach(seat);
-    this.release(seat.slot);
+    this.supervisor.released(seat.slot);
     this.requestEnded();
     if (ex.rewind()) this.queue.unshift(ex);
     else this.fail(ex, err);
@@ -447,7 +435,7 @@ export class SpawnedPool extends PoolBase {
       error: new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, 'worker exited'),
       retryable: false,
       backendDown: true,
-      // Only a clean exit makes it safe elsewhere.
+      // The endpoint saw no response byte by now: only a clean exit makes it safe elsewhere.
       facts: { failure: 'closed', headSent: true, responseBytes: false, reused: false, reset: false, idempotent: false },
     });
   }

@@ -19,7 +19,7 @@ import { childrenOf } from '../../worker/children.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { signalChildOf } from './hard-kill.js';
 import { WorkerMemory } from './worker-memory.js';
-import type { Slot } from './slot.js';
+import type { SlotView } from './slot.js';
 import type { PoolStats } from '../stats.js';
 
 export interface GroupChildrenDeps {
@@ -28,7 +28,7 @@ export interface GroupChildrenDeps {
   log: Logger;
   stats: PoolStats;
   /** Live groups. */
-  groups(): Iterable<Slot>;
+  groups(): Iterable<SlotView>;
   /** Children of a parent pid (tests give a fake /proc). */
   list?: (pid: number) => number[];
   signal?: (parent: number, pid: number, sig: NodeJS.Signals) => boolean;
@@ -61,7 +61,7 @@ export class GroupChildren {
   }
 
   /** The group runs no request now: children marked over max_memory go. */
-  idle(slot: Slot): void {
+  idle(slot: SlotView): void {
     const parent = slot.pid;
     if (parent === undefined || slot.children === undefined) return;
     for (const pid of slot.children.keys()) {
@@ -71,11 +71,12 @@ export class GroupChildren {
   }
 
   /** Refreshes the group's children (pids), dropping those that went. */
-  refresh(slot: Slot): number[] {
+  refresh(slot: SlotView): number[] {
     const parent = slot.pid;
     if (parent === undefined || slot.exit !== undefined) return [];
     const pids = this.list(parent);
-    const kids = (slot.children ??= new Map());
+    const kids = slot.children;
+    if (kids === undefined) return [];
     for (const pid of kids.keys()) {
       if (pids.includes(pid)) continue;
       kids.delete(pid);
@@ -118,7 +119,7 @@ export class GroupChildren {
       });
   }
 
-  private apply(slot: Slot, pid: number, m: WorkerMemory, s: MemorySample): void {
+  private apply(slot: SlotView, pid: number, m: WorkerMemory, s: MemorySample): void {
     m.record(s);
     const verdict = checkWorker(s.value, this.caps);
     const fields = { wpid: slot.pid, child: pid, value: s.value, measure: s.measure, pss: s.pss, rss: s.rss };
@@ -134,7 +135,7 @@ export class GroupChildren {
     }
   }
 
-  private stop(slot: Slot, parent: number, pid: number, reason: 'memory' | 'memory_hard', sig: NodeJS.Signals): void {
+  private stop(slot: SlotView, parent: number, pid: number, reason: 'memory' | 'memory_hard', sig: NodeJS.Signals): void {
     this.marked.delete(pid);
     if (!this.signal(parent, pid, sig)) return;
     this.deps.stats.recycled(reason);

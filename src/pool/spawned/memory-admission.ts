@@ -17,7 +17,7 @@ import type { BudgetMember } from '../../memory/types.js';
 import type { Clock } from '../../util/clock.js';
 import { LEARN_WORKERS, type PoolEstimate } from './memory-estimate.js';
 import type { WorkerPlacement } from './memory-placement.js';
-import type { Slot } from './slot.js';
+import type { SlotView } from './slot.js';
 
 /** One refused-spawn line per this many ms per pool; the rest are counted into the next. */
 const REFUSAL_LOG_INTERVAL_MS = 1000;
@@ -34,7 +34,7 @@ export interface SpawnAdmissionDeps {
   /** memory_limit (0 = off). */
   limit: number;
   /** Live workers (spawned, not yet exited). */
-  slots(): Iterable<Slot>;
+  slots(): Iterable<SlotView>;
   queued(): number;
   clock: Clock;
   log: Logger;
@@ -66,7 +66,7 @@ export class SpawnAdmission {
     let held = 0;
     if (capped && est.learning() && admit > 0) {
       let unproven = 0;
-      for (const slot of this.d.slots()) if (slot.worker.requests === 0 || (slot.worker.requests === 1 && slot.worker.state === 'busy')) unproven++;
+      for (const slot of this.d.slots()) if (slot.requests === 0 || (slot.requests === 1 && slot.workerState === 'busy')) unproven++;
       const learning = Math.max(0, 1 - unproven);
       if (learning < admit) {
         // Not a refusal: the next one starts once this one has shown its size.

@@ -17,16 +17,16 @@ import type { RetireReason } from '../../worker/types.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import type { PoolEstimate } from './memory-estimate.js';
 import type { PreloadParentMemory } from './memory-parent.js';
-import { scriptOf, type Slot } from './slot.js';
+import { scriptOf, type SlotView } from './slot.js';
 
 /** What applying the caps asks of its pool. */
 export interface MemoryCapsHooks {
   /** Live workers (spawned, not yet exited). */
-  slots(): Iterable<Slot>;
+  slots(): Iterable<SlotView>;
   /** Retires a worker (busy ones after their request), logging `msg` with `fields` as its one line. */
-  retire(slot: Slot, reason: RetireReason, fields: Record<string, unknown>, msg: string): void;
+  retire(slot: SlotView, reason: RetireReason, fields: Record<string, unknown>, msg: string): void;
   /** Stops a worker now with SIGKILL; a request it runs is answered 503 MEMORY_HARD_LIMIT. Logs `msg` at warn. */
-  kill(slot: Slot, fields: Record<string, unknown>, msg: string): void;
+  kill(slot: SlotView, fields: Record<string, unknown>, msg: string): void;
   /** Spawns what waiting requests need. */
   scale(): void;
   queued(): number;
@@ -67,7 +67,7 @@ export class MemoryCaps {
   }
 
   /** Ready: measured at once, so its charge is what it is rather than the guess. */
-  ready(slot: Slot): void {
+  ready(slot: SlotView): void {
     const pid = slot.pid;
     const sampler = this.d.host.sampler;
     if (pid === undefined || slot.mem === undefined || !sampler.sync) return;
@@ -80,10 +80,10 @@ export class MemoryCaps {
    * now (the first one teaches the pool its real worker size). True when it was
    * recycled or killed.
    */
-  afterRequest(slot: Slot): boolean {
+  afterRequest(slot: SlotView): boolean {
     const m = slot.mem;
     const pid = slot.pid;
-    const first = slot.worker.requests === 1;
+    const first = slot.requests === 1;
     const { host, estimate: est, hooks } = this.d;
     if (m === undefined || (!m.near && !first) || pid === undefined || !host.sampler.sync) return false;
     const s = host.sampler.readNow(pid, this.d.clock.now(), true);
@@ -106,7 +106,7 @@ export class MemoryCaps {
     if (!sampler.sync) return;
     const now = this.d.clock.now();
     for (const slot of this.d.hooks.slots()) {
-      if (slot.worker.state !== 'busy' || slot.pid === undefined) continue;
+      if (slot.workerState !== 'busy' || slot.pid === undefined) continue;
       const s = sampler.readNow(slot.pid, now);
       if (s !== undefined) this.apply(slot, s);
     }
@@ -122,7 +122,7 @@ export class MemoryCaps {
     if (this.disposed || this.sampling) return;
     const now = this.d.clock.now();
     const sampler = this.d.host.sampler;
-    const slots = [...this.d.hooks.slots()].filter((s) => s.pid !== undefined && s.worker.state !== 'exited');
+    const slots = [...this.d.hooks.slots()].filter((s) => s.pid !== undefined && s.state !== 'gone');
     const parent = this.d.parent.pid();
     if (sampler.syncRounds === true) {
       for (const slot of slots) {
@@ -166,7 +166,7 @@ export class MemoryCaps {
     if (live) this.timer.armAt(this.d.clock.now() + this.d.interval);
   }
 
-  private apply(slot: Slot, s: MemorySample): void {
+  private apply(slot: SlotView, s: MemorySample): void {
     this.record(slot, s);
     this.enforce(slot, s);
   }
@@ -176,7 +176,7 @@ export class MemoryCaps {
    * high-water mark (VmHWM) less its shared part now (RSS - PSS): a request's peak that
    * fell between two samples still counts in the estimate.
    */
-  private record(slot: Slot, s: MemorySample): void {
+  private record(slot: SlotView, s: MemorySample): void {
     const m = slot.mem;
     if (m === undefined) return;
     m.record(s);
@@ -185,15 +185,15 @@ export class MemoryCaps {
   }
 
   /** Applies max_memory / max_memory_hard to one fresh sample. True when the worker was recycled or killed. */
-  private enforce(slot: Slot, s: MemorySample): boolean {
+  private enforce(slot: SlotView, s: MemorySample): boolean {
     const m = slot.mem!;
     const caps = this.d.caps;
     const name = this.d.member.name;
-    const st = slot.worker.state;
+    const st = slot.workerState;
     const verdict = checkWorker(s.value, caps);
     m.near = verdict === 'near';
     if (st === 'stopping' || st === 'exited') return false;
-    const base = { wpid: slot.pid, value: s.value, measure: s.measure, rss: s.rss, pss: s.pss, requests: slot.worker.requests };
+    const base = { wpid: slot.pid, value: s.value, measure: s.measure, rss: s.rss, pss: s.pss, requests: slot.requests };
     if (verdict === 'hard') {
       this.killed++;
       const ex = slot.current;
@@ -203,7 +203,7 @@ export class MemoryCaps {
       return true;
     }
     if (verdict !== 'soft' || st === 'draining') return false;
-    if (slot.worker.requests === 0) {
+    if (slot.requests === 0) {
       // Recycling a worker that is this big before serving anything would only loop.
       if (!this.warnedFresh) {
         this.warnedFresh = true;

@@ -7,7 +7,7 @@
  */
 import type { PoolConfig } from '../../config/types.js';
 import { estimateWorker, PeakHistory, type Estimate } from '../../memory/estimate.js';
-import type { Slot } from './slot.js';
+import type { SlotView } from './slot.js';
 
 /**
  * While its estimate rests on fewer workers than this and is below expected_worker_memory,
@@ -46,17 +46,17 @@ export class PoolEstimate {
   }
 
   /** A worker that served exited: its peak joins the history. */
-  exited(slot: Slot): void {
+  exited(slot: SlotView): void {
     const m = slot.mem;
-    if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) this.history.record(m.peak);
+    if (m !== undefined && m.peak > 0 && slot.requests > 0) this.history.record(m.peak);
   }
 
   /** Recomputed from the history and the live workers that served. */
-  update(slots: Iterable<Slot>): void {
+  update(slots: Iterable<SlotView>): void {
     const live: number[] = [];
     for (const slot of slots) {
       const m = slot.mem;
-      if (m !== undefined && m.peak > 0 && slot.worker.requests > 0) live.push(m.peak);
+      if (m !== undefined && m.peak > 0 && slot.requests > 0) live.push(m.peak);
     }
     this.learnedFrom = this.history.values().length + live.length;
     this.est = estimateWorker(this.history.values(), live, this.configured ?? this.est.bytes, this.cap);

@@ -28,7 +28,7 @@ import type { PoolCgroup } from '../../memory/pool-cgroup.js';
 import type { BudgetMember, PoolMemoryFigures, WorkerRef } from '../../memory/types.js';
 import type { RetireReason } from '../../worker/types.js';
 import type { Clock } from '../../util/clock.js';
-import { scriptOf, type Slot } from './slot.js';
+import { scriptOf, type SlotView } from './slot.js';
 import { SpawnAdmission } from './memory-admission.js';
 import { MemoryCaps, type MemoryCapsHooks } from './memory-caps.js';
 import { PoolEstimate } from './memory-estimate.js';
@@ -72,7 +72,7 @@ export class PoolMemory implements BudgetMember {
     this.parent = new PreloadParentMemory(cfg.name, host, hooks, clock, this.interval);
     this.placement = new WorkerPlacement(cfg.name, this.limit, cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ, host, log);
     this.cgroup = this.placement.cgroup;
-    const slots = (): Iterable<Slot> => hooks.slots();
+    const slots = (): Iterable<SlotView> => hooks.slots();
     const queued = (): number => hooks.queued();
     this.admission = new SpawnAdmission({ member: this, host, estimate: this.est, placement: this.placement, limit: this.limit, slots, queued, clock, log });
     this.sampling = new MemoryCaps({ member: this, host, estimate: this.est, parent: this.parent, hooks, caps: this.caps, limit: this.limit, interval: this.interval, clock, log });
@@ -81,9 +81,10 @@ export class PoolMemory implements BudgetMember {
 
   // ---- what the pool calls ------------------------------------------------------------
 
-  spawned(slot: Slot): void {
-    slot.mem = new WorkerMemory();
+  /** A worker was spawned: its samples' record (the supervisor keeps it on the slot). */
+  spawned(): WorkerMemory {
     this.sampling.spawned();
+    return new WorkerMemory();
   }
 
   /** The process started (not yet ready): into the pool's cgroup, and its oom_score_adj, before it can serve. */
@@ -92,7 +93,7 @@ export class PoolMemory implements BudgetMember {
   }
 
   /** Ready: measured at once, so its charge is what it is rather than the guess. */
-  ready(slot: Slot): void {
+  ready(slot: SlotView): void {
     this.sampling.ready(slot);
   }
 
@@ -101,14 +102,14 @@ export class PoolMemory implements BudgetMember {
     this.placement.remove();
   }
 
-  exited(slot: Slot): void {
+  exited(slot: SlotView): void {
     const m = slot.mem;
     if (m !== undefined && this.placement.oomKilled(slot.exit)) {
       m.oomKilled = true;
       this.oomKills++;
       const ex = slot.current;
       const where = this.cgroup !== undefined ? `its pool's memory cgroup (limit ${formatBytes(this.limit)})` : `fcgi-pm's memory cgroup`;
-      this.log.error({ code: ErrorCodes.WORKER_OOM_KILLED, wpid: slot.pid, cgroup: this.cgroup?.cg.dir, peak: m.peak, requests: slot.worker.requests, uri: ex?.params.get('REQUEST_URI'), oomKills: this.oomKills },
+      this.log.error({ code: ErrorCodes.WORKER_OOM_KILLED, wpid: slot.pid, cgroup: this.cgroup?.cg.dir, peak: m.peak, requests: slot.requests, uri: ex?.params.get('REQUEST_URI'), oomKills: this.oomKills },
         `worker ${slot.pid} of pool ${this.name} was killed by the kernel's OOM killer in ${where}` + (ex !== undefined ? `; its request to ${scriptOf(ex)} gets 503 ${ErrorCodes.WORKER_OOM_KILLED}` : ''));
     }
     this.est.exited(slot);
@@ -127,7 +128,7 @@ export class PoolMemory implements BudgetMember {
   }
 
   /** After a request: re-measured near a cap or after its first request (memory-caps.ts). True when it was recycled or killed. */
-  afterRequest(slot: Slot): boolean {
+  afterRequest(slot: SlotView): boolean {
     return this.sampling.afterRequest(slot);
   }
 
@@ -190,13 +191,13 @@ export class PoolMemory implements BudgetMember {
     const out: WorkerRef[] = [];
     const parent = this.parent.idleRef(this.workerCount());
     if (parent !== undefined) out.push(parent);
-    for (const slot of this.hooks.slots()) if (slot.inIdle && slot.worker.state === 'idle') out.push(this.ref(slot, slot.idleSince));
+    for (const slot of this.hooks.slots()) if (slot.inIdle && slot.workerState === 'idle') out.push(this.ref(slot, slot.idleSince));
     return out;
   }
 
   busyWorkers(): WorkerRef[] {
     const out: WorkerRef[] = [];
-    for (const slot of this.hooks.slots()) if (slot.worker.state === 'busy') out.push(this.ref(slot, slot.busySince));
+    for (const slot of this.hooks.slots()) if (slot.workerState === 'busy') out.push(this.ref(slot, slot.busySince));
     return out;
   }
 
@@ -209,7 +210,7 @@ export class PoolMemory implements BudgetMember {
     }
     for (const slot of this.hooks.slots()) {
       if (slot.worker.id !== w.id) continue;
-      const st = slot.worker.state;
+      const st = slot.workerState;
       if (st !== 'idle' && st !== 'busy') return;
       this.evicted++;
       this.hooks.retire(slot, reason, fields, msg);
@@ -276,13 +277,13 @@ export class PoolMemory implements BudgetMember {
     };
   }
 
-  private ref(slot: Slot, since: number): WorkerRef {
+  private ref(slot: SlotView, since: number): WorkerRef {
     const value = slot.mem?.last?.value;
     return { pool: this.name, id: slot.worker.id, pid: slot.pid, charge: chargeOf(value, this.est.bytes), value, since };
   }
 }
 
-function retiring(slot: Slot): boolean {
-  const st = slot.worker.state;
+function retiring(slot: SlotView): boolean {
+  const st = slot.workerState;
   return st === 'draining' || st === 'stopping';
 }

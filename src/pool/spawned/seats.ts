@@ -11,11 +11,11 @@ import type { FailedOutcome } from '../../upstream/failures.js';
 import type { UpstreamOutcome } from '../../upstream/types.js';
 import { RequestNodes } from './request-timer.js';
 import type { SeatState } from './seat-table.js';
-import type { SeatView, Slot } from './slot.js';
+import type { SeatView, SlotView } from './slot.js';
 
 /** One request place on a worker. */
 export class Seat implements SeatView {
-  readonly slot: Slot;
+  readonly slot: SlotView;
   readonly timerNodes: RequestNodes<Seat>;
   /** The endpoint's callback, made once per seat rather than per request. */
   readonly done: (o: UpstreamOutcome) => void;
@@ -29,7 +29,7 @@ export class Seat implements SeatView {
   /** `ending`: the wait for the endpoint's report after the worker exited under the request. */
   exitTimer: unknown;
 
-  constructor(slot: Slot, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
+  constructor(slot: SlotView, onOutcome: (seat: Seat, o: UpstreamOutcome) => void) {
     this.slot = slot;
     this.timerNodes = new RequestNodes<Seat>(this);
     this.done = (o) => onOutcome(this, o);

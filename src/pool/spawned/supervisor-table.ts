@@ -1,35 +1,41 @@
 /**
- * A supervisor's record of one worker process as one table, s6-supervise style:
+ * A worker's state in its pool, as one table, s6-supervise style:
  * `SUPERVISOR_TABLE[state][event]` names the next state AND the action the supervisor
- * takes. Pure; supervisor.ts carries the actions out.
+ * takes. Pure; supervisor.ts carries the actions out. It is the one place a worker's
+ * state is kept: the process handle (src/worker/worker.ts) has none, and whether it is
+ * busy is its seats' business (a seat runs a request or not), never a second state.
  *
- * What is true (`state`) is kept apart from what was asked: a worker retired while it
- * serves is `retiring` (its requests end first); a worker stopped is `stopping`.
+ * What is true (`state`) is kept apart from what was asked (`Slot.reason`, s6's "want"):
+ * a worker retired while it serves is `retiring` and goes once its last request ends
+ * (`idle`: drained); a worker stopped is `stopping`.
  *
- *   starting --ready--> up --retire--> retiring --exit--> gone
+ *   starting --ready--> up --retire--> retiring --idle--> retiring (drained) --exit--> gone
  *   starting --exit--> gone (start_failed)        up|retiring --stop|kill--> stopping
  *   starting|up|retiring|stopping --killed--> gone (bury: replaced at once)
  *   up|retiring|stopping --suspect--> (same): hold; --grace--> (same): unhold
  *   starting|up|retiring|stopping --shutdown--> stopping (shut: the pool stops)
  *
- * The worker's own lifecycle (src/worker/lifecycle.ts: idle ⇄ busy, draining) is the
- * process side of the same story; this table is the pool's side: which actions it owes
- * the dispatcher, the crash guard and the scaling policy at each step.
+ * What operators see of it (`workerState`: spawning, idle, busy, draining, stopping,
+ * exited) is read from the state and the seats, never stored.
  */
+import type { RetireReason } from '../../worker/types.js';
 
 export type SlotState = 'starting' | 'up' | 'retiring' | 'stopping' | 'gone';
 /**
  * `exit` is the process ending by itself or as asked; `killed` is its end by a signal
  * fcgi-pm did not send (exit-policy.ts `outside`): not a start failure even before ready.
  */
-export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'exit' | 'killed' | 'suspect' | 'grace' | 'shutdown';
+export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'idle' | 'exit' | 'killed' | 'suspect' | 'grace' | 'shutdown';
 
 /**
  * offer        ready: count its spawn time, end the crash back-off, hand its slots to the dispatcher
- * retire       withdraw its idle slots, close idle connections, ask the process to retire
- *              (it finishes the requests it runs, then stops)
+ * retire       withdraw its idle seats, close idle connections; SIGTERM now when no seat
+ *              runs a request, else it finishes them first (`idle`: drained)
  * stop         answer the requests it runs, withdraw its slots, SIGTERM (SIGKILL after kill_timeout)
  * kill         as stop, then SIGKILL now (max_memory_hard: the kernel frees memory only when it is gone)
+ * drained      the last request of a retired worker ended (`idle`): close its kept-alive
+ *              connections (a php-cgi waiting on one would sit out SIGTERM), SIGTERM it
+ *              (SIGKILL after kill_timeout)
  * start_failed it exited before ready: count an early crash, log SPAWN_FAILED once, maybe refuse the queue
  * bury         it exited after ready, or was killed from outside at any time: count the exit
  *              (early ones only back off), hand its requests to failure handling, respawn
@@ -43,7 +49,7 @@ export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'exit' | 'killed'
  *              answered by the dispatcher, nothing is counted as a recycle, nothing respawned
  * none         nothing (the event changes nothing in this state)
  */
-export type SlotAction = 'offer' | 'retire' | 'stop' | 'kill' | 'start_failed' | 'bury' | 'hold' | 'unhold' | 'shut' | 'none';
+export type SlotAction = 'offer' | 'retire' | 'stop' | 'kill' | 'drained' | 'start_failed' | 'bury' | 'hold' | 'unhold' | 'shut' | 'none';
 
 export interface Cell {
   readonly next: SlotState;
@@ -51,20 +57,54 @@ export interface Cell {
 }
 
 export const SLOT_STATES: readonly SlotState[] = ['starting', 'up', 'retiring', 'stopping', 'gone'];
-export const SLOT_EVENTS: readonly SlotEvent[] = ['ready', 'retire', 'stop', 'kill', 'exit', 'killed', 'suspect', 'grace', 'shutdown'];
+export const SLOT_EVENTS: readonly SlotEvent[] = ['ready', 'retire', 'stop', 'kill', 'idle', 'exit', 'killed', 'suspect', 'grace', 'shutdown'];
 
 const cell = (next: SlotState, action: SlotAction): Cell => Object.freeze({ next, action });
 const same = (s: SlotState): Cell => cell(s, 'none');
 
 export const SUPERVISOR_TABLE: Readonly<Record<SlotState, Readonly<Record<SlotEvent, Cell>>>> = {
-  starting: { ready: cell('up', 'offer'), retire: cell('stopping', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'start_failed'), killed: cell('gone', 'bury'), suspect: same('starting'), grace: same('starting'), shutdown: cell('stopping', 'shut') },
-  up: { ready: same('up'), retire: cell('retiring', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('up', 'hold'), grace: cell('up', 'unhold'), shutdown: cell('stopping', 'shut') },
-  retiring: { ready: same('retiring'), retire: same('retiring'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('retiring', 'hold'), grace: cell('retiring', 'unhold'), shutdown: cell('stopping', 'shut') },
-  stopping: { ready: same('stopping'), retire: same('stopping'), stop: same('stopping'), kill: cell('stopping', 'kill'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('stopping', 'hold'), grace: cell('stopping', 'unhold'), shutdown: cell('stopping', 'shut') },
-  gone: { ready: same('gone'), retire: same('gone'), stop: same('gone'), kill: same('gone'), exit: same('gone'), killed: same('gone'), suspect: same('gone'), grace: same('gone'), shutdown: same('gone') },
+  starting: { ready: cell('up', 'offer'), retire: cell('stopping', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), idle: same('starting'), exit: cell('gone', 'start_failed'), killed: cell('gone', 'bury'), suspect: same('starting'), grace: same('starting'), shutdown: cell('stopping', 'shut') },
+  up: { ready: same('up'), retire: cell('retiring', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), idle: same('up'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('up', 'hold'), grace: cell('up', 'unhold'), shutdown: cell('stopping', 'shut') },
+  retiring: { ready: same('retiring'), retire: same('retiring'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), idle: cell('retiring', 'drained'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('retiring', 'hold'), grace: cell('retiring', 'unhold'), shutdown: cell('stopping', 'shut') },
+  stopping: { ready: same('stopping'), retire: same('stopping'), stop: same('stopping'), kill: cell('stopping', 'kill'), idle: same('stopping'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('stopping', 'hold'), grace: cell('stopping', 'unhold'), shutdown: cell('stopping', 'shut') },
+  gone: { ready: same('gone'), retire: same('gone'), stop: same('gone'), kill: same('gone'), idle: same('gone'), exit: same('gone'), killed: same('gone'), suspect: same('gone'), grace: same('gone'), shutdown: same('gone') },
 };
 
 /** A retiring or stopping worker still holds its place under max_children. */
 export function isLive(s: SlotState): boolean {
   return s !== 'gone';
+}
+
+/**
+ * A worker's state as status shows it, read from its table state and its seats:
+ * spawning → idle ⇄ busy → draining (retired, still serving) → stopping → exited.
+ * `failedToStart`: it timed out or exited before ready (it is stopping meanwhile).
+ */
+export type WorkerState = 'spawning' | 'idle' | 'busy' | 'draining' | 'stopping' | 'exited';
+
+export function workerState(state: SlotState, busySeats: number, failedToStart: boolean): WorkerState {
+  switch (state) {
+    case 'starting':
+      return failedToStart ? 'stopping' : 'spawning';
+    case 'up':
+      return busySeats > 0 ? 'busy' : 'idle';
+    case 'retiring':
+      return busySeats > 0 ? 'draining' : 'stopping';
+    case 'stopping':
+      return 'stopping';
+    case 'gone':
+      return 'exited';
+  }
+}
+
+/**
+ * Whether `event` with `reason` replaces the reason a worker is wanted gone for. The
+ * first reason asked is kept, except that a stop of a worker still serving after its
+ * retire (a forced stop: request_timeout, memory_hard, shutdown) is what ends it.
+ */
+export function replacesReason(state: SlotState, current: RetireReason | undefined, event: SlotEvent, busySeats: number): boolean {
+  if (state === 'gone' || state === 'stopping') return false;
+  if (event !== 'retire' && event !== 'stop' && event !== 'kill' && event !== 'shutdown') return false;
+  if (current === undefined) return true;
+  return state === 'retiring' && busySeats > 0 && (event === 'stop' || event === 'kill' || event === 'shutdown');
 }

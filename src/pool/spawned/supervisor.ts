@@ -1,10 +1,11 @@
 /**
- * A spawned pool's Supervisor: it owns the worker processes (birth and burial, as
- * PHP-FPM's fpm_children.c) and the policy of how many there are (fpm_process_ctl.c):
- * spawn, readiness, retire, stop, crash back-off and the `failing` breaker, idle stops,
- * recycling, the memory part, the operator's drain and rolling restart. Every worker's
- * state is one cell of supervisor-table.ts, and each cell names the action carried out
- * here (`act`).
+ * A spawned pool's Supervisor: the policy of its worker processes, as PHP-FPM's
+ * fpm_process_ctl.c: how many there are (scaling), readiness, retire, stop, crash
+ * back-off and the `failing` breaker, idle stops, recycling, the memory part's
+ * decisions, the operator's drain and rolling restart. Birth and burial (making a
+ * worker, signalling it, reaping it, the shutdown wait) are process-ctl.ts's, as
+ * fpm_children.c's. Every worker's state is one cell of supervisor-table.ts, and each
+ * cell names the action carried out here (`act`).
  *
  * The Dispatcher (dispatcher.ts) owns the requests: queue, seats (seat-table.ts) and
  * their idle stack, endpoints, request timers. The two meet at SupervisorHooks (what the supervisor asks
@@ -21,20 +22,19 @@ import { ErrorCodes, ProxyError } from '../../errors.js';
 import type { Logger } from '../../log/log.js';
 import type { PoolConfig } from '../../config/types.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
-import type { UpstreamOutcome } from '../../upstream/types.js';
-import type { ExitVerdict } from '../../worker/exit-policy.js';
-import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
+import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
+import type { ExitVerdict, RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
 import { GroupChildren } from './groups.js';
-import { killChildNow } from './hard-kill.js';
 import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
-import { exitText, Slot, type SeatView } from './slot.js';
+import { exitText, type SeatView, type Slot, type SlotView } from './slot.js';
+import { ProcessCtl } from './process-ctl.js';
 import { EXIT_GRACE_MS } from './seat-table.js';
 import type { PoolStats } from '../stats.js';
-import { SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
+import { replacesReason, SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
 import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from '../types.js';
 
 export interface SupervisorDeps {
@@ -54,27 +54,29 @@ export interface SupervisorDeps {
   forkServer?: ForkServer;
 }
 
-/** What the supervisor asks of the dispatcher. */
+/** What the supervisor asks of the dispatcher, which reads a worker's record as a SlotView. */
 export interface SupervisorHooks {
   /** Requests waiting in the queue (the load signal; busy seats are on each Slot). */
   waiting(): number;
   poolState(): PoolState;
   /** A new worker's `n` request places (made once, at spawn). */
-  seats(slot: Slot, n: number): readonly SeatView[];
-  /** A worker is ready: make its endpoint and put its seats on the idle stack. */
-  offer(slot: Slot): void;
+  seats(slot: SlotView, n: number): readonly SeatView[];
+  /** A worker is ready: the endpoint its requests go through (the upstream options are the dispatcher's). */
+  connect(slot: SlotView): Endpoint;
+  /** A worker is ready, its endpoint made: put its seats on the idle stack. */
+  offer(slot: SlotView): void;
   /** Take the worker's idle seats off the idle stack. */
-  withdraw(slot: Slot): void;
+  withdraw(slot: SlotView): void;
   /** Answer the requests the worker runs with `err` (it is being stopped). */
-  cut(slot: Slot, err: ProxyError): void;
+  cut(slot: SlotView, err: ProxyError): void;
   /** The worker exited: its seats get `exit` (seat-table.ts), its endpoint closes. */
-  lost(slot: Slot): void;
+  lost(slot: SlotView): void;
   /** The wait for the worker's exit is over and it lives: answer or replace its held failures; false while one held later still waits. */
-  unhold(slot: Slot): boolean;
+  unhold(slot: SlotView): boolean;
   /** Answer every waiting request with `err` (counted as refused because failing). */
   refuseQueued(err: ProxyError): void;
   /** Idle workers (every seat idle), longest idle first. */
-  idleWorkers(): Slot[];
+  idleWorkers(): SlotView[];
   /** Requests put back in the queue go to idle seats. */
   pump(): void;
   /** A request ended or left the queue: stop()'s drain wait may be over. */
@@ -92,6 +94,11 @@ export interface SlotEventContext {
   stopped?: Promise<WorkerExit>;
 }
 
+/** Every view the others hand back is one of the supervisor's own slots: it made them all. */
+function own(view: SlotView): Slot {
+  return view as Slot;
+}
+
 export class Supervisor {
   readonly slotsPerWorker: number;
   private readonly cfg: PoolConfig;
@@ -102,10 +109,8 @@ export class Supervisor {
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly scaling: ScalingConfig;
-  /** Live workers (not yet exited). */
-  readonly slots = new Set<Slot>();
+  private readonly procs: ProcessCtl;
   private readonly inState: Record<SlotState, number> = { starting: 0, up: 0, retiring: 0, stopping: 0, gone: 0 };
-  private nextId = 1;
   private round: SpawnRound = NO_ROUND;
   private atMaxChildren = false;
   private readonly crashes: CrashGuard;
@@ -117,17 +122,13 @@ export class Supervisor {
   private readonly scaleTimer: OneTimer;
   /** How long after going idle a worker may first be due to stop (Infinity: never). */
   private readonly firstIdleDue: number;
-  private allExited: (() => void) | undefined;
   /** start() is bringing up workers that take no request yet: none of them is idle for the policy. */
   private warming = false;
   /** When start() finished: idle time counts from then at the earliest. */
   private inServiceAt = 0;
   readonly mem: PoolMemory | undefined;
-  /** deps.spec, with the memory part's hook that places each worker (cgroup, oom_score_adj) right after spawn. */
-  private readonly spec: WorkerSpec;
   /** group_size > 1: each group's children, seen and measured one by one. */
   private readonly groups: GroupChildren | undefined;
-  private readonly seatsFor: (slot: Slot) => readonly SeatView[];
 
   constructor(cfg: PoolConfig, deps: SupervisorDeps, hooks: SupervisorHooks, stats: PoolStats) {
     this.cfg = cfg;
@@ -139,7 +140,6 @@ export class Supervisor {
     this.clock = deps.clock;
     const k = Math.max(1, cfg.groupSize ?? 1);
     this.slotsPerWorker = k;
-    this.seatsFor = (slot) => hooks.seats(slot, k);
     // The policy counts seats (with group_size, php processes), rounded up to whole groups.
     this.scaling = {
       pm: cfg.pm,
@@ -157,7 +157,7 @@ export class Supervisor {
     const idleTimeout = cfg.idleTimeout > 0 ? cfg.idleTimeout : Infinity;
     this.firstIdleDue = cfg.pm === 'static' ? Infinity : cfg.pm === 'dynamic' ? Math.min(SURPLUS_IDLE_MS, idleTimeout) : idleTimeout;
     this.mem = deps.memory && new PoolMemory(cfg, deps.memory, {
-      slots: () => this.slots,
+      slots: () => this.procs.slots,
       retire: (slot, reason, fields, msg) => this.retire(slot, reason, { fields, msg }),
       kill: (slot, fields, msg) => this.killForMemory(slot, fields, msg),
       scale: () => this.scale(),
@@ -165,9 +165,14 @@ export class Supervisor {
       preloadParent: () => deps.forkServer?.parent?.pid,
       stopPreloadParent: () => deps.forkServer?.stopIdle(),
     }, clock, this.log);
-    this.spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid) => this.mem!.started(pid) };
+    // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
+    const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
+    this.procs = new ProcessCtl(
+      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k) },
+      { ready: (slot) => this.fire(slot, 'ready', {}), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
+    );
     if (k > 1) {
-      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.slots });
+      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.procs.slots });
     }
   }
 
@@ -207,6 +212,11 @@ export class Supervisor {
     }
   }
 
+  /** Live workers (not yet exited), as the others read them. */
+  get slots(): ReadonlySet<SlotView> {
+    return this.procs.slots;
+  }
+
   get failing(): boolean {
     return this.crashes.failing;
   }
@@ -223,7 +233,7 @@ export class Supervisor {
   /** Seats that may still be started for waiting requests (room under max_children). */
   growableSeats(): number {
     // Live processes, retiring ones included: they hold their place under max_children.
-    return this.crashes.failing ? 0 : Math.max(0, this.scaling.maxChildren - this.slots.size * this.slotsPerWorker);
+    return this.crashes.failing ? 0 : Math.max(0, this.scaling.maxChildren - this.procs.slots.size * this.slotsPerWorker);
   }
 
   /** A seat went idle: the idle timer may have a worker to stop later. */
@@ -233,12 +243,17 @@ export class Supervisor {
   }
 
   /** A group runs no request now: its children over max_memory may go. */
-  groupIdle(slot: Slot): void {
+  groupIdle(slot: SlotView): void {
     this.groups?.idle(slot);
   }
 
+  /** A request starts on one of the worker's seats: counted (max_requests, status, its exit line). */
+  assigned(slot: SlotView): void {
+    own(slot).requests++;
+  }
+
   /** A worker is alive and idle after a request: recycle it (true) or let it serve on (false). */
-  recycleAfterRequest(slot: Slot, o: UpstreamOutcome): boolean {
+  recycleAfterRequest(slot: SlotView, o: UpstreamOutcome): boolean {
     if (o.kind === 'failed' && o.error.code === ErrorCodes.BACKEND_TIMEOUT) {
       // No byte for read_timeout: the script still runs and would hold the next request.
       this.retire(slot, 'request_timeout');
@@ -257,29 +272,29 @@ export class Supervisor {
     return true;
   }
 
-  pastLifetime(slot: Slot): boolean {
+  pastLifetime(slot: SlotView): boolean {
     return this.cfg.maxLifetime > 0 && this.clock.now() - slot.spawnedAt >= this.cfg.maxLifetime;
   }
 
   // ---- the events ---------------------------------------------------------------------
 
   /** Retires a worker (its running requests finish first). `why`: the memory governor's line instead of the usual one. */
-  retire(slot: Slot, reason: RetireReason, why?: { fields: Record<string, unknown>; msg: string }): void {
+  retire(slot: SlotView, reason: RetireReason, why?: { fields: Record<string, unknown>; msg: string }): void {
     this.fire(slot, 'retire', { reason, why });
   }
 
   /** A request of the worker failed in a way that may mean it is dying: wait for its exit before answering. */
-  suspect(slot: Slot): void {
+  suspect(slot: SlotView): void {
     this.fire(slot, 'suspect', {});
   }
 
   /** Stops a worker now; the requests it runs are answered with `err`. */
-  stop(slot: Slot, reason: RetireReason, err: ProxyError): void {
+  stop(slot: SlotView, reason: RetireReason, err: ProxyError): void {
     this.fire(slot, 'stop', { reason, err });
   }
 
   /** max_memory_hard (memory.ts decided and wrote the message): SIGKILL now, its requests get 503. */
-  private killForMemory(slot: Slot, fields: Record<string, unknown>, msg: string): void {
+  private killForMemory(slot: SlotView, fields: Record<string, unknown>, msg: string): void {
     slot.log.warn({ code: ErrorCodes.MEMORY_HARD_LIMIT, ...fields }, msg);
     const hard = this.cfg.maxMemoryHard ?? 0;
     this.fire(slot, 'kill', {
@@ -288,9 +303,16 @@ export class Supervisor {
     });
   }
 
+  /** The last request running on the worker ended: a retired worker may go now. */
+  released(slot: SlotView): void {
+    if (slot.busy === 0) this.fire(slot, 'idle', {});
+  }
+
   /** @internal The one entry for events: the worker's (ready, exit), the dispatcher's and the memory part's. */
-  fire(slot: Slot, event: SlotEvent, ctx: SlotEventContext): void {
+  fire(view: SlotView, event: SlotEvent, ctx: SlotEventContext): void {
+    const slot = own(view);
     const cell = SUPERVISOR_TABLE[slot.state][event];
+    if (ctx.reason !== undefined && replacesReason(slot.state, slot.reason, event, slot.busy)) slot.reason = ctx.reason;
     this.inState[slot.state]--;
     this.inState[cell.next]++;
     slot.state = cell.next;
@@ -305,10 +327,15 @@ export class Supervisor {
         return this.doRetire(slot, ctx.reason!, ctx.why);
       case 'stop':
         return this.doStop(slot, ctx.reason!, ctx.err!);
+      case 'drained':
+        // Its kept-alive connection closes first, or php-cgi waiting on it would sit out SIGTERM until kill_timeout.
+        slot.endpoint?.closeIdle();
+        void this.procs.signal(slot);
+        return;
       case 'kill':
         this.doStop(slot, ctx.reason!, ctx.err!);
         // The kernel frees its memory only when it is gone: no SIGTERM grace.
-        if (slot.pid !== undefined && slot.exit === undefined) (this.deps.killNow ?? killChildNow)(slot.pid);
+        this.procs.killNow(slot);
         return;
       case 'start_failed':
       case 'bury':
@@ -325,7 +352,7 @@ export class Supervisor {
         return;
       case 'shut':
         slot.endpoint?.closeIdle();
-        ctx.stopped = slot.worker.stop(ctx.reason!);
+        ctx.stopped = this.procs.signal(slot);
         return;
       case 'none':
         return;
@@ -337,13 +364,17 @@ export class Supervisor {
     const spawnMs = Math.round(this.clock.now() - slot.spawnedAt);
     this.stats.spawned(spawnMs);
     slot.log = this.log.child({ wpid: w.pid });
-    slot.log.info({ spawnMs, workers: this.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
+    slot.log.info({ spawnMs, workers: this.procs.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
     this.reportedStartError = undefined;
+    slot.readyAt = this.clock.now();
     this.crashes.ready(w.pid);
     this.mem?.ready(slot);
     const settle = slot.settle;
     slot.settle = undefined;
-    if (w.state === 'idle' && !this.shuttingDown) this.hooks.offer(slot);
+    if (!this.shuttingDown) {
+      slot.endpoint = this.hooks.connect(slot);
+      this.hooks.offer(slot);
+    }
     this.groups?.started();
     this.scale();
     settle?.();
@@ -353,26 +384,26 @@ export class Supervisor {
     const w = slot.worker;
     this.hooks.withdraw(slot);
     this.stats.recycled(reason);
-    const fields = { reason, requests: slot.requests, uptimeMs: Math.round(this.clock.now() - slot.spawnedAt), workers: this.slots.size };
+    const fields = { reason, requests: slot.requests, uptimeMs: Math.round(this.clock.now() - slot.spawnedAt), workers: this.procs.slots.size };
     if (why !== undefined) slot.log.info({ ...fields, ...why.fields }, why.msg);
     else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
     slot.endpoint?.closeIdle();
-    w.retire(reason);
+    // A worker running requests finishes them first (`idle`: drained).
+    if (slot.busy === 0) void this.procs.signal(slot);
   }
 
   private doStop(slot: Slot, reason: RetireReason, err: ProxyError): void {
     this.hooks.cut(slot, err);
     this.hooks.withdraw(slot);
     this.stats.recycled(reason);
-    void slot.worker.stop(reason);
+    void this.procs.signal(slot);
     this.scale();
   }
 
   private bury(slot: Slot, exit: WorkerExit, verdict: ExitVerdict, beforeReady: boolean): void {
-    slot.exit = exit;
+    this.procs.reap(slot, exit);
     if (slot.graceTimer !== undefined) this.clock.clearTimer(slot.graceTimer);
     slot.graceTimer = undefined;
-    this.slots.delete(slot);
     this.hooks.withdraw(slot);
     this.mem?.exited(slot);
     // Counted before its requests are answered: answering may spawn a replacement, which
@@ -389,24 +420,19 @@ export class Supervisor {
     settle?.();
     this.hooks.pump();
     this.scale();
-    this.checkAllExited();
     this.hooks.checkDrained();
   }
 
   // ---- workers ----------------------------------------------------------------------
 
   private spawn(): Slot {
-    const id = this.nextId++;
     const cfg = this.cfg;
     const maxRequests = cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
-    const w = this.deps.workerFactory(this.spec, this.deps.workerLogger, id);
-    const slot = new Slot(w, this.clock.now(), maxRequests, this.log, this.seatsFor);
-    this.slots.add(slot);
+    const slot = this.procs.birth(maxRequests);
     this.inState.starting++;
-    this.mem?.spawned(slot);
-    w.on('ready', () => this.fire(slot, 'ready', {}));
-    w.on('spawnFailed', (f) => (slot.spawnFailure = f));
-    w.on('exit', (exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }));
+    slot.mem = this.mem?.spawned();
+    // A group's children, found and measured by groups.ts.
+    if (this.groups !== undefined) slot.children = new Map();
     return slot;
   }
 
@@ -451,7 +477,7 @@ export class Supervisor {
     }
     // Waiting requests get 503 now unless some worker may still take them.
     let serving = 0;
-    for (const s of this.slots) if (s.ready || s.worker.state === 'spawning') serving++;
+    for (const s of this.procs.slots) if (s.ready || s.spawnFailure === undefined) serving++;
     if (serving === 0 && this.hooks.waiting() > 0) {
       this.hooks.refuseQueued(new ProxyError(ErrorCodes.POOL_FAILING, 503, `pool ${this.name} cannot start workers: ${message}`, 1));
     }
@@ -471,9 +497,9 @@ export class Supervisor {
   counts(): WorkerCounts {
     const k = this.slotsPerWorker;
     const c: WorkerCounts = { idle: 0, busy: 0, spawning: 0, retiring: 0, queued: this.hooks.waiting() };
-    for (const s of this.slots) {
+    for (const s of this.procs.slots) {
       if (s.state === 'starting') c.spawning += k;
-      else if (s.state === 'up' && s.worker.state !== 'stopping') {
+      else if (s.state === 'up') {
         c.busy += s.busy;
         c.idle += k - s.busy;
       } else c.retiring += k;
@@ -509,7 +535,7 @@ export class Supervisor {
     // Memory may allow fewer; those for waiting requests are retried when memory comes back.
     const n = this.mem ? this.mem.admit(workers, forDemand) : workers;
     // Memory refusing the spawns logged its own reason: max_children holds back only once it is reached.
-    this.noteMaxChildren(plan.atMaxChildren && (this.slots.size + n) * k >= this.scaling.maxChildren, c);
+    this.noteMaxChildren(plan.atMaxChildren && (this.procs.slots.size + n) * k >= this.scaling.maxChildren, c);
     if (n > 0) {
       this.log.info(
         { spawn: n, idle: c.idle, busy: c.busy, spawning: c.spawning, retiring: c.retiring, queued: c.queued, maxChildren: this.scaling.maxChildren },
@@ -561,7 +587,7 @@ export class Supervisor {
   async drain(): Promise<ActionReport> {
     if (this.cfg.pm === 'static') return this.rollingRestart();
     const retired: number[] = [];
-    for (const slot of [...this.slots]) {
+    for (const slot of [...this.procs.slots]) {
       if (slot.state !== 'up') continue;
       retired.push(slot.pid ?? 0);
       this.retire(slot, 'drain');
@@ -585,7 +611,7 @@ export class Supervisor {
   }
 
   private async roll(): Promise<ActionReport> {
-    const old = [...this.slots].filter((s) => s.state === 'up');
+    const old = [...this.procs.slots].filter((s) => s.state === 'up');
     const report: ActionReport = { pool: this.name, action: 'restart', retired: [], started: [] };
     this.log.info({ kind: 'restart', workers: old.length }, `pool ${this.name}: rolling restart of ${old.length} worker(s)`);
     const fresh = new Set<Slot>();
@@ -599,7 +625,7 @@ export class Supervisor {
         this.retire(slot, 'restart');
         await this.settled(slot);
         // The mode may have started the replacement itself when the old one exited (static).
-        next = [...this.slots].find((s) => s.state === 'starting' && !fresh.has(s)) ?? (this.growableSeats() >= this.slotsPerWorker ? this.spawn() : undefined);
+        next = [...this.procs.slots].find((s) => s.state === 'starting' && !fresh.has(s)) ?? (this.growableSeats() >= this.slotsPerWorker ? this.spawn() : undefined);
       }
       if (next === undefined) continue;
       fresh.add(next);
@@ -642,32 +668,19 @@ export class Supervisor {
     this.mem?.dispose();
     this.groups?.dispose();
     const exits: Array<Promise<unknown>> = [];
-    for (const slot of [...this.slots]) {
+    for (const slot of [...this.procs.slots]) {
       const ctx: SlotEventContext = { reason };
       this.fire(slot, 'shutdown', ctx);
       if (ctx.stopped !== undefined) exits.push(ctx.stopped);
     }
-    if (this.slots.size > 0) {
-      await new Promise<void>((resolve) => {
-        this.allExited = resolve;
-        this.checkAllExited();
-      });
-    }
+    await this.procs.reaped();
     await Promise.all(exits);
     this.mem?.removeCgroup();
   }
 
-  private checkAllExited(): void {
-    if (this.allExited !== undefined && this.slots.size === 0) {
-      const r = this.allExited;
-      this.allExited = undefined;
-      r();
-    }
-  }
-
   /** Groups' children as /proc has them now (for status). */
   refreshChildren(): void {
-    if (this.groups !== undefined) for (const slot of this.slots) this.groups.refresh(slot);
+    if (this.groups !== undefined) for (const slot of this.procs.slots) this.groups.refresh(slot);
   }
 
   fill(s: PoolSnapshot): void {

@@ -1,0 +1,94 @@
+/**
+ * Birth and burial of a spawned pool's worker processes, as PHP-FPM's fpm_children.c
+ * beside the policy of fpm_process_ctl.c (supervisor.ts): a worker is made through the
+ * WorkerFactory with its Slot as the owner it reads at its exit, its events become the
+ * supervisor's table events (ProcessEvents, handed in: this file never imports the
+ * supervisor), it is signalled (SIGTERM with the worker's kill_timeout escalation, or
+ * SIGKILL now), reaped from the live set, and waited for at shutdown.
+ */
+import type { Logger } from '../../log/log.js';
+import type { Clock } from '../../util/clock.js';
+import type { ExitVerdict, ManagedWorker, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from '../../worker/types.js';
+import { killChildNow } from './hard-kill.js';
+import { Slot, type SeatView } from './slot.js';
+
+/** What becomes of a worker's events: the supervisor fires its table. */
+export interface ProcessEvents {
+  ready(slot: Slot): void;
+  exited(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): void;
+}
+
+export interface ProcessCtlDeps {
+  log: Logger;
+  clock: Clock;
+  /** With the memory part's hook that places each worker right after spawn. */
+  spec: WorkerSpec;
+  workerFactory: WorkerFactory;
+  /** Logger handed to workers (they bind pool and worker id themselves). */
+  workerLogger: Logger;
+  /** SIGKILL now; defaults to hard-kill.ts, which signals only our own children. */
+  killNow?: ((pid: number) => void) | undefined;
+  /** Makes a worker's request places (the Dispatcher's). */
+  seats: (slot: Slot) => readonly SeatView[];
+}
+
+export class ProcessCtl {
+  /** Live workers (not yet reaped). */
+  readonly slots = new Set<Slot>();
+  private readonly deps: ProcessCtlDeps;
+  private readonly events: ProcessEvents;
+  private nextId = 1;
+  private allReaped: (() => void) | undefined;
+
+  constructor(deps: ProcessCtlDeps, events: ProcessEvents) {
+    this.deps = deps;
+    this.events = events;
+  }
+
+  /** A new worker process and its record, in the live set. */
+  birth(maxRequests: number): Slot {
+    const d = this.deps;
+    const id = this.nextId++;
+    const spawn = (owner: WorkerOwner): ManagedWorker => d.workerFactory(d.spec, d.workerLogger, id, owner);
+    const slot = new Slot(spawn, d.clock, maxRequests, d.log, d.seats);
+    this.slots.add(slot);
+    const w = slot.worker;
+    w.on('ready', () => this.events.ready(slot));
+    w.on('spawnFailed', (f) => (slot.spawnFailure = f));
+    w.on('exit', (exit, verdict) => this.events.exited(slot, exit, verdict));
+    return slot;
+  }
+
+  /** SIGTERM now (a process not started yet is not started), SIGKILL after kill_timeout. */
+  signal(slot: Slot): Promise<WorkerExit> {
+    return slot.worker.stop();
+  }
+
+  /** SIGKILL now, after `signal` (max_memory_hard: the kernel frees memory only when it is gone). */
+  killNow(slot: Slot): void {
+    if (slot.pid !== undefined && slot.exit === undefined) (this.deps.killNow ?? killChildNow)(slot.pid);
+  }
+
+  /** Its exit is in: out of the live set; the shutdown wait may be over. */
+  reap(slot: Slot, exit: WorkerExit): void {
+    slot.exit = exit;
+    this.slots.delete(slot);
+    if (this.allReaped !== undefined && this.slots.size === 0) {
+      const r = this.allReaped;
+      this.allReaped = undefined;
+      r();
+    }
+  }
+
+  /** Resolves once every live worker was reaped. */
+  reaped(): Promise<void> {
+    if (this.slots.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const before = this.allReaped;
+      this.allReaped = () => {
+        before?.();
+        resolve();
+      };
+    });
+  }
+}
