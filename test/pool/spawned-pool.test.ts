@@ -16,6 +16,8 @@ test('ondemand: no worker until a request, exactly the spawns needed, never past
   const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 3 });
   await pool.start();
   assert.equal(wf.workers.length, 0);
+  clock.advance(60_000);
+  assert.equal(wf.workers.length, 0, 'nor a minute later without a request');
   const reqs = send(1);
   assert.equal(wf.workers.length, 1, 'one request, one spawn');
   send(1);

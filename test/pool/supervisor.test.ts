@@ -415,7 +415,6 @@ for (const state of ['starting', 'up', 'retiring', 'stopping'] as const) {
     assert.equal(e.slot.state, 'stopping');
     // A worker already stopped keeps the reason it was stopped for; any other goes for shutdown.
     assert.deepEqual(e.worker.stopCalls.slice(stops), [state === 'stopping' ? 'request_timeout' : 'shutdown']);
-    assert.ok(ctx.stopped instanceof Promise, 'its exit can be awaited');
     assert.deepEqual(e.names(), []);
     assert.deepEqual(e.killed, []);
     assert.deepEqual(e.stats.recycles, recycles);

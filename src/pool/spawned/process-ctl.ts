@@ -60,8 +60,8 @@ export class ProcessCtl {
   }
 
   /** SIGTERM now (a process not started yet is not started), SIGKILL after kill_timeout. */
-  signal(slot: Slot): Promise<WorkerExit> {
-    return slot.worker.stop();
+  signal(slot: Slot): void {
+    void slot.worker.stop();
   }
 
   /** SIGKILL now, after `signal` (max_memory_hard: the kernel frees memory only when it is gone). */

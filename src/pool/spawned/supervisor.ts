@@ -90,8 +90,6 @@ export interface SlotEventContext {
   why?: { fields: Record<string, unknown>; msg: string };
   exit?: WorkerExit;
   verdict?: ExitVerdict;
-  /** Set by `shut`: resolves when the process has exited. */
-  stopped?: Promise<WorkerExit>;
 }
 
 /** Every view the others hand back is one of the supervisor's own slots: it made them all. */
@@ -293,7 +291,7 @@ export class Supervisor {
     this.fire(slot, 'stop', { reason, err });
   }
 
-  /** max_memory_hard (memory.ts decided and wrote the message): SIGKILL now, its requests get 503. */
+  /** max_memory_hard (memory-caps.ts decided and wrote the message): SIGKILL now, its requests get 503. */
   private killForMemory(slot: SlotView, fields: Record<string, unknown>, msg: string): void {
     slot.log.warn({ code: ErrorCodes.MEMORY_HARD_LIMIT, ...fields }, msg);
     const hard = this.cfg.maxMemoryHard ?? 0;
@@ -330,7 +328,7 @@ export class Supervisor {
       case 'drained':
         // Its kept-alive connection closes first, or php-cgi waiting on it would sit out SIGTERM until kill_timeout.
         slot.endpoint?.closeIdle();
-        void this.procs.signal(slot);
+        this.procs.signal(slot);
         return;
       case 'kill':
         this.doStop(slot, ctx.reason!, ctx.err!);
@@ -352,7 +350,7 @@ export class Supervisor {
         return;
       case 'shut':
         slot.endpoint?.closeIdle();
-        ctx.stopped = this.procs.signal(slot);
+        this.procs.signal(slot);
         return;
       case 'none':
         return;
@@ -389,14 +387,14 @@ export class Supervisor {
     else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
     slot.endpoint?.closeIdle();
     // A worker running requests finishes them first (`idle`: drained).
-    if (slot.busy === 0) void this.procs.signal(slot);
+    if (slot.busy === 0) this.procs.signal(slot);
   }
 
   private doStop(slot: Slot, reason: RetireReason, err: ProxyError): void {
     this.hooks.cut(slot, err);
     this.hooks.withdraw(slot);
     this.stats.recycled(reason);
-    void this.procs.signal(slot);
+    this.procs.signal(slot);
     this.scale();
   }
 
@@ -667,14 +665,9 @@ export class Supervisor {
     this.crashes.dispose();
     this.mem?.dispose();
     this.groups?.dispose();
-    const exits: Array<Promise<unknown>> = [];
-    for (const slot of [...this.procs.slots]) {
-      const ctx: SlotEventContext = { reason };
-      this.fire(slot, 'shutdown', ctx);
-      if (ctx.stopped !== undefined) exits.push(ctx.stopped);
-    }
+    for (const slot of [...this.procs.slots]) this.fire(slot, 'shutdown', { reason });
+    // The one wait: every worker's exit, reaped through the table (bury).
     await this.procs.reaped();
-    await Promise.all(exits);
     this.mem?.removeCgroup();
   }
 
