@@ -3,7 +3,8 @@
 // directory (php-cgi as nobody), daemons b and c are its peers (control sockets). Without
 // the token every page and API call gets 401. On the page: a search finds site 517 among
 // the idle sites; with load on site 517, sorting by req/s puts it first; its row opens
-// with charts and an edit form holding the site file's current values; a bad value is
+// with charts and an edit form holding the site file's current values (which a busier
+// site sorting above does not move from under the pointer); a bad value is
 // refused with the load's own message and nothing written; a good one is written
 // atomically (new inode, .bak kept, comments kept) and served without a restart; an edit
 // racing a hand edit of the file is refused and the hand edit stays. A config pool of
@@ -127,13 +128,18 @@ async function openRow(page: Page, daemon: string, pool: string): Promise<void> 
   await page.waitForSelector(`${detailsSel(daemon, pool)}[data-loaded="true"]`, { timeout: 20_000 });
 }
 
-async function editRow(page: Page, daemon: string, pool: string, value: string): Promise<Array<[string | null, string | null, string | null]>> {
+/**
+ * Types `value` as the row's max_children and clicks Write; `meanwhile` runs between the
+ * typing and the click (the table redraws then, as it does under an operator's pointer).
+ */
+async function editRow(page: Page, daemon: string, pool: string, value: string, meanwhile?: () => Promise<void>): Promise<Array<[string | null, string | null, string | null]>> {
   const sel = detailsSel(daemon, pool);
   await page.$eval(`${sel} .edit-result`, (e) => (e.innerHTML = ''));
   const input = await page.waitForSelector(`${sel} input[data-key="max_children"]`);
   await input!.click({ clickCount: 3 });
   await input!.press('Backspace');
   await input!.type(value);
+  await meanwhile?.();
   await page.click(`${sel} button.edit-apply`);
   await page.waitForFunction((s) => document.querySelector(`${s} .edit-result [data-result]`) !== null, { timeout: 60_000 }, sel);
   return page.$$eval(`${sel} .edit-result [data-result]`, (els) => els.map((e) => [e.getAttribute('data-ok'), e.getAttribute('data-conflict'), e.textContent] as [string | null, string | null, string | null]));
@@ -232,7 +238,21 @@ log: { level: info, access: false }
   // A value the load would refuse: the same message, nothing written.
   const original = readFileSync(file, 'utf8');
   const inode = statSync(file).ino;
-  let res = await editRow(page, 'self', 'site517', '-1');
+  // Meanwhile site 100 (idle, drawn further down) gets load, which sorts it first by req/s;
+  // but while a row is open the table holds its order: the form, with what was typed,
+  // stays under the pointer and the click lands on Write.
+  const apply = `${d517} button.edit-apply`;
+  let res = await editRow(page, 'self', 'site517', '-1', async () => {
+    const top = await page.$eval(apply, (e) => e.getBoundingClientRect().top);
+    const busy = load(sport, 'site100.test', 2);
+    try {
+      await page.waitForFunction((s) => Number(document.querySelector(`${s} .rps`)?.textContent) > 0, { timeout: 30_000, polling: 100 }, rowSel('self', 'site100'));
+    } finally {
+      await busy.stop();
+    }
+    assert.equal(await page.$eval(apply, (e) => e.getBoundingClientRect().top), top, 'the form stayed under the pointer');
+    assert.equal(await page.$eval(`${d517} input[data-key="max_children"]`, (e) => e.value), '-1');
+  });
   assert.equal(res[0]![0], 'false');
   assert.match(res[0]![2]!, /site517\.yaml:\d+: pool\.max_children: must be a whole number/);
   assert.equal(readFileSync(file, 'utf8'), original);

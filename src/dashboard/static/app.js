@@ -67,19 +67,46 @@
   /** The cells of a row; the row element itself is kept from tick to tick (a click on it is never lost to a redraw). */
   function cellsHtml(r) {
     const dn = daemons.find((x) => x.id === r.d);
-    const state = r.idleSite ? '<span class="muted">idle (no pool)</span>' : `<span class="pill ${r.state === 'running' ? '' : 'warn'}">${esc(r.state)}</span>`;
-    const n = (v) => (r.idleSite ? '' : esc(v ?? '–'));
-    return `<td><b>${esc(r.pool)}</b>${r.names ? ` <span class="muted">${esc(r.names.length > 60 ? r.names.slice(0, 60) + '…' : r.names)}</span>` : ''}</td>
-      <td class="muted">${esc(dn ? dn.label : r.d)}</td><td>${state}</td>
+    const blank = r.idleSite || r.gone;
+    const state = r.gone ? '<span class="muted">gone</span>' : r.idleSite ? '<span class="muted">idle (no pool)</span>' : `<span class="pill ${r.state === 'running' ? '' : 'warn'}">${esc(r.state)}</span>`;
+    const n = (v) => (blank ? '' : esc(v ?? '–'));
+    return `<td title="${esc(r.names || r.pool)}"><b>${esc(r.pool)}</b>${r.names ? ` <span class="muted">${esc(r.names.length > 60 ? r.names.slice(0, 60) + '…' : r.names)}</span>` : ''}</td>
+      <td class="muted" title="${esc(dn ? dn.label : r.d)}">${esc(dn ? dn.label : r.d)}</td><td>${state}</td>
       <td class="num busy">${n(r.busy)}</td><td class="num">${n(r.idle)}</td><td class="num">${n(r.max)}</td>
-      <td class="num">${r.idleSite ? '' : `${r.queue}/${r.limit}`}</td><td class="num rps">${r.idleSite ? '' : esc((r.rps ?? 0).toFixed(1))}</td>
-      <td class="num">${r.idleSite ? '' : ms(r.p99)}</td><td class="num">${r.idleSite ? '' : size(r.mem)}</td>
-      <td class="num${(r.e5 ?? 0) > 0 ? ' bad' : ''}">${r.idleSite ? '' : `${r.e4} / ${r.e5}`}</td><td class="num">${n(r.refused)}</td>`;
+      <td class="num">${blank ? '' : `${r.queue}/${r.limit}`}</td><td class="num rps">${blank ? '' : esc((r.rps ?? 0).toFixed(1))}</td>
+      <td class="num">${blank ? '' : ms(r.p99)}</td><td class="num">${blank ? '' : size(r.mem)}</td>
+      <td class="num${(r.e5 ?? 0) > 0 ? ' bad' : ''}">${blank ? '' : `${r.e4} / ${r.e5}`}</td><td class="num">${n(r.refused)}</td>`;
   }
 
-  const rowEls = new Map(); // key → { tr, html }
+  const rowEls = new Map(); // key → { tr, html, r }
+  /** Row keys in the order drawn last. */
+  let drawn = [];
 
-  function renderTable() {
+  /**
+   * Runs a redraw, then scrolls by as much as it moved what the user works on: the focused
+   * field or row in the table (else its row, when the redraw replaced it), else the first
+   * open row. Whatever changed above (the header, rows, figures), the pointer stays on it.
+   */
+  function steady(redraw) {
+    // Nothing open: the table re-sorts freely and nothing needs to stay put.
+    if (open.size === 0) return void redraw();
+    const f = document.activeElement;
+    const focused = f && $('#pools tbody').contains(f) ? [f, f.closest('tr')] : [];
+    const marks = [...focused, ...[...open.values()].map((o) => o.tr)].filter((e) => e && e.isConnected).map((e) => [e, e.getBoundingClientRect().top]);
+    redraw();
+    const kept = marks.find(([e]) => e.isConnected);
+    if (kept === undefined) return;
+    const moved = kept[0].getBoundingClientRect().top - kept[1];
+    if (moved !== 0) window.scrollBy(0, moved);
+  }
+
+  /**
+   * Draws the table. While a row is open the order is held: values change in place, new
+   * rows come at the end and a row that left stays, marked gone; rows move only when
+   * `reorder` (the user sorted, searched, or nothing is open). A row that changed places
+   * on a tick would take the click meant for its form.
+   */
+  function renderTable(reorder = open.size === 0) {
     const q = $('#search').value.trim().toLowerCase();
     const everything = allRows();
     const list = everything.filter((r) => matches(r, q));
@@ -89,9 +116,18 @@
       const c = typeof x === 'number' ? x - y : x.localeCompare(y);
       return c * dir || a.pool.localeCompare(b.pool);
     });
-    const shown = list.slice(0, MAX_ROWS);
-    // An open row stays on the page when it sorts past the limit (the form being edited with it).
-    for (const r of list.slice(MAX_ROWS)) if (open.has(keyOf(r))) shown.push(r);
+    let shown;
+    if (reorder) {
+      shown = list.slice(0, MAX_ROWS);
+      // An open row stays on the page when it sorts past the limit (the form being edited with it).
+      for (const r of list.slice(MAX_ROWS)) if (open.has(keyOf(r))) shown.push(r);
+    } else {
+      const now = new Map(list.map((r) => [keyOf(r), r]));
+      shown = drawn.map((k) => now.get(k) ?? { ...rowEls.get(k).r, gone: true });
+      const held = new Set(drawn);
+      for (const r of list) if (shown.length < MAX_ROWS && !held.has(keyOf(r))) shown.push(r);
+    }
+    drawn = shown.map(keyOf);
     const tbody = $('#pools tbody');
     const want = new Set();
     let prev = null;
@@ -110,9 +146,10 @@
         tr.dataset.pool = r.pool;
         tr.dataset.daemon = r.d;
         tr.tabIndex = 0;
-        e = { tr, html: '' };
+        e = { tr, html: '', r };
         rowEls.set(k, e);
       }
+      e.r = r;
       const html = cellsHtml(r);
       if (e.html !== html) {
         e.tr.innerHTML = html;
@@ -130,7 +167,7 @@
       rowEls.delete(k);
     }
     while (prev ? prev.nextSibling : tbody.firstChild) (prev ? prev.nextSibling : tbody.firstChild).remove();
-    $('#count').textContent = `${list.length} shown of ${everything.length} (${rows.length} active)`;
+    $('#count').textContent = `${list.length} shown of ${everything.length} (${rows.length} active)${open.size > 0 ? ' · order held while a row is open' : ''}`;
     $('#more').textContent = list.length > shown.length ? `${list.length - shown.length} more: narrow the search` : '';
     for (const th of document.querySelectorAll('#pools th')) th.setAttribute('aria-sort', th.dataset.sort === key ? (dir < 0 ? 'descending' : 'ascending') : 'none');
   }
@@ -156,22 +193,28 @@
       <svg class="chart-${field}" viewBox="0 0 ${w} ${h}" preserveAspectRatio="none" data-last="${esc(last)}" data-points="${points.length}" role="img" aria-label="${esc(label)}"><polyline points="${line}"/></svg></div>`;
   }
 
+  /** Figures and charts: the same shape with a pool or without, so a refresh never moves the form below. */
   function figuresHtml(det) {
     const p = det.status;
-    if (!p) return '<p class="muted">No pool now: the site gets one on its next request.</p>';
-    const o = p.outcomes ?? { status: {}, refusals: {} };
+    const o = p?.outcomes ?? { status: {}, refusals: {} };
     const refusals = Object.entries(o.refusals ?? {}).map(([c, n]) => `${esc(c)} ${n}`).join(', ') || 'none';
-    const workers = p.workers.map((w) => `<tr data-pid="${w.pid}"><td>${w.pid}</td><td>${esc(w.state)}</td><td>${w.requests}</td><td>${age(w.startedAt)}</td><td>${size(w.memory)}</td><td>${esc(w.cpu ?? '–')}</td><td>${esc(w.request ? `${w.request.method} ${w.request.uri}` : '')}</td></tr>`).join('');
+    const v = (html) => (p ? html : '–');
+    const pm = p ? `${esc(p.pm)} · <span class="max-children">${esc(p.maxChildren ?? '–')}</span>` : '<span class="no-pool" title="the site gets one on its next request">no pool now</span>';
     return `<div class="figures">
-        <div><span class="muted">pm · max_children</span><b>${esc(p.pm)} · <span class="max-children">${esc(p.maxChildren ?? '–')}</span></b></div>
-        <div><span class="muted">queue (limit)</span><b>${p.queue.length} (${p.queue.limit})</b></div>
-        <div><span class="muted">responses 2xx / 4xx / 5xx</span><b>${o.status['2xx'] ?? 0} / ${o.status['4xx'] ?? 0} / ${o.status['5xx'] ?? 0}</b></div>
-        <div><span class="muted">answered by fcgi-pm</span><b class="small">${refusals}</b></div>
-        <div><span class="muted">crashes</span><b>${p.crashes}</b></div>
-        <div><span class="muted">up</span><b>${age(p.startedAt)}</b></div>
+        <div><span class="muted">pm · max_children</span><b>${pm}</b></div>
+        <div><span class="muted">queue (limit)</span><b>${v(`${p?.queue.length} (${p?.queue.limit})`)}</b></div>
+        <div><span class="muted">responses 2xx / 4xx / 5xx</span><b>${v(`${o.status['2xx'] ?? 0} / ${o.status['4xx'] ?? 0} / ${o.status['5xx'] ?? 0}`)}</b></div>
+        <div><span class="muted">answered by fcgi-pm</span><b class="small" title="${v(refusals)}">${v(refusals)}</b></div>
+        <div><span class="muted">crashes</span><b>${v(p?.crashes)}</b></div>
+        <div><span class="muted">up</span><b>${v(p && age(p.startedAt))}</b></div>
       </div>
-      <div class="charts">${chart(det.points, 'rps', 'req/s')}${chart(det.points, 'p99', 'p99', ' ms')}${chart(det.points, 'busy', 'busy workers')}${chart(det.points, 'queue', 'queue')}</div>
-      <table class="workers"><thead><tr><th>pid</th><th>state</th><th>requests</th><th>up</th><th>memory</th><th>cpu %</th><th>request</th></tr></thead><tbody>${workers || '<tr><td colspan="7" class="muted">no workers</td></tr>'}</tbody></table>`;
+      <div class="charts">${chart(det.points, 'rps', 'req/s')}${chart(det.points, 'p99', 'p99', ' ms')}${chart(det.points, 'busy', 'busy workers')}${chart(det.points, 'queue', 'queue')}</div>`;
+  }
+
+  /** The workers: as many rows as there are, so they come below the form. */
+  function workersHtml(det) {
+    const workers = (det.status?.workers ?? []).map((w) => `<tr data-pid="${w.pid}"><td>${w.pid}</td><td>${esc(w.state)}</td><td>${w.requests}</td><td>${age(w.startedAt)}</td><td>${size(w.memory)}</td><td>${esc(w.cpu ?? '–')}</td><td>${esc(w.request ? `${w.request.method} ${w.request.uri}` : '')}</td></tr>`).join('');
+    return `<table class="workers"><thead><tr><th>pid</th><th>state</th><th>requests</th><th>up</th><th>memory</th><th>cpu %</th><th>request</th></tr></thead><tbody>${workers || `<tr><td colspan="7" class="muted">${det.status ? 'no workers' : 'no pool now: the site gets one on its next request'}</td></tr>`}</tbody></table>`;
   }
 
   const ACTIONS = [['restart', 'Restart workers'], ['rolling', 'Rolling restart'], ['drain', 'Drain']];
@@ -193,7 +236,8 @@
     const p = det.status;
     const acts = p && p.kind !== 'external' ? `<span class="actions">${ACTIONS.map(([v, l]) => `<button type="button" class="pool-action" data-verb="${v}">${l}</button>`).join('')}</span>` : '';
     return `<td colspan="12"><div class="details-body"><div class="details-status">${figuresHtml(det)}</div>${acts}<div class="action-result" aria-live="polite"></div>
-      <h3>Settings</h3><div class="details-form">${formHtml(k, det)}</div></div></td>`;
+      <h3>Settings</h3><div class="details-form">${formHtml(k, det)}</div>
+      <h3>Workers</h3><div class="details-workers">${workersHtml(det)}</div></div></td>`;
   }
 
   async function fetchDetails(k, withForm) {
@@ -204,8 +248,13 @@
     const r = await fetch(`api/pool?daemon=${encodeURIComponent(d)}&pool=${encodeURIComponent(pool)}`);
     const det = await r.json();
     if (!open.has(k)) return;
-    if (!o.tr.firstChild || withForm) o.tr.innerHTML = detailsHtml(k, det);
-    else $('.details-status', o.tr).innerHTML = figuresHtml(det);
+    steady(() => {
+      if (!o.tr.firstChild || withForm) o.tr.innerHTML = detailsHtml(k, det);
+      else {
+        $('.details-status', o.tr).innerHTML = figuresHtml(det);
+        $('.details-workers', o.tr).innerHTML = workersHtml(det);
+      }
+    });
     o.tr.dataset.loaded = 'true';
   }
 
@@ -221,7 +270,7 @@
       open.set(k, { tr, fetchedAt: 0 });
       void fetchDetails(k, true);
     }
-    renderTable();
+    steady(() => renderTable());
   }
 
   // mode: preview | edit | site (a site file: its directory's watch applies it) | restart | rolling | drain
@@ -288,7 +337,7 @@
     if (!th) return;
     const k = th.dataset.sort;
     sort = sort.key === k ? { key: k, dir: -sort.dir } : { key: k, dir: NUMERIC.has(k) ? -1 : 1 };
-    renderTable();
+    renderTable(true);
   });
   $('#pools tbody').addEventListener('click', (e) => {
     const act = e.target.closest('.pool-action');
@@ -317,8 +366,8 @@
       toggle(row.dataset.key);
     }
   });
-  $('#search').addEventListener('input', renderTable);
-  $('#show-idle').addEventListener('change', renderTable);
+  $('#search').addEventListener('input', () => renderTable(true));
+  $('#show-idle').addEventListener('change', () => renderTable(true));
   $('#log-level').addEventListener('change', renderWarnings);
   $('#log-pool').addEventListener('input', renderWarnings);
 
@@ -328,15 +377,17 @@
   });
   es.addEventListener('sites', (e) => {
     sites = new Map(JSON.parse(e.data).map((x) => [x.d, x.sites]));
-    renderTable();
+    steady(() => renderTable());
   });
   es.addEventListener('tick', (e) => {
     const t = JSON.parse(e.data);
     daemons = t.daemons;
     rows = t.rows;
-    renderDaemons();
-    renderTable();
-    $('#updated').textContent = `updated ${new Date(t.at).toLocaleTimeString()}`;
+    steady(() => {
+      renderDaemons();
+      $('#updated').textContent = `updated ${new Date(t.at).toLocaleTimeString()}`;
+      renderTable();
+    });
     document.body.dataset.ticks = String(Number(document.body.dataset.ticks || 0) + 1);
     for (const [k, o] of open) if (Date.now() - o.fetchedAt > DETAILS_MS) void fetchDetails(k, false);
   });
