@@ -32,7 +32,7 @@ import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-d
 import type { FrontendEnv } from './env.js';
 import { FcgiRequest, RequestTable, fcgiBodyDrained, type FcgiConnection } from './fastcgi-request.js';
 import { FcgiWriter } from './fastcgi-writer.js';
-import { FRESH_CONNECTION_GRACE_MS, type Session } from './listener-base.js';
+import { afterFreshGrace, type Session } from './listener-base.js';
 import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
@@ -62,7 +62,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
   private readonly decoder: FcgiDecoder;
   private readonly requests = new RequestTable();
   private state: SessionState = 'open';
-  /** The client sent bytes: from then on, no request in flight means idle (listener-base.ts FRESH_CONNECTION_GRACE_MS). */
+  /** The client sent bytes: from then on, no request in flight means idle (listener-base.ts afterFreshGrace). */
   private heard = false;
   /** Requests whose body the exchange asked us to stop reading. */
   private pausedBy = 0;
@@ -93,7 +93,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     this.state = 'draining';
     if (this.requests.size > 0) return;
     if (this.heard) this.closeGracefully();
-    else setTimeout(closeIfSilent, FRESH_CONNECTION_GRACE_MS, this).unref();
+    else afterFreshGrace(closeIfSilent, this);
   }
 
   /** @internal timer target: a draining connection that still sent nothing is closed. */

@@ -14,7 +14,7 @@ import type { Socket } from 'node:net';
 import { ErrorCodes, type ProxyError } from '../errors.js';
 import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchange.js';
 import type { FrontendEnv } from './env.js';
-import { FRESH_CONNECTION_GRACE_MS, type Session } from './listener-base.js';
+import { afterFreshGrace, type Session } from './listener-base.js';
 import { remoteText } from './listen.js';
 import type { BufferedBody } from './request-body.js';
 import { HttpRejectCodes, errorText } from './request-errors.js';
@@ -63,7 +63,7 @@ export class HttpConnection implements Session {
     this.draining = true;
     if (this.calls.size > 0) return;
     // Accepted but silent: its first request may be on the wire (listener-base.ts).
-    if (this.requests === 0 && this.socket.bytesRead === 0) setTimeout(finishIfSilent, FRESH_CONNECTION_GRACE_MS, this).unref();
+    if (this.requests === 0 && this.socket.bytesRead === 0) afterFreshGrace(finishIfSilent, this);
     else this.finish();
   }
 

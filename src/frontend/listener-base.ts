@@ -20,6 +20,20 @@ import { listeningFd, releaseUnixPath } from './listen.js';
  */
 export const FRESH_CONNECTION_GRACE_MS = 1000;
 
+/**
+ * Calls `check(session)` once FRESH_CONNECTION_GRACE_MS has passed and the sockets were
+ * polled since. Node runs due timers before it polls: a daemon that was itself stalled
+ * past the grace (a loaded machine, a long stop step) would otherwise judge a connection
+ * silent whose request reached the socket in time, and close it unread.
+ */
+export function afterFreshGrace<S>(check: (session: S) => void, session: S): void {
+  setTimeout(checkAfterPoll<S>, FRESH_CONNECTION_GRACE_MS, check, session).unref();
+}
+
+function checkAfterPoll<S>(check: (session: S) => void, session: S): void {
+  setImmediate(check, session);
+}
+
 /** One front-end connection as the listener sees it. */
 export interface Session {
   /** Close once no request is in flight (at once when idle); new requests are still served meanwhile. */

@@ -16,7 +16,7 @@ import { backendStderrLog } from './backend-stderr.js';
 import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
 import { announceExchange, routeExchange } from './dispatch.js';
 import type { FrontendEnv } from './env.js';
-import { FRESH_CONNECTION_GRACE_MS, type Session } from './listener-base.js';
+import { afterFreshGrace, type Session } from './listener-base.js';
 import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
@@ -64,8 +64,8 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
 
   drain(): void {
     // One request per connection: only a connection that has not started one is idle,
-    // and one that sent nothing yet may have its request on the wire (FRESH_CONNECTION_GRACE_MS).
-    if (this.state === 'head' && this.received === 0) setTimeout(closeIfSilent, FRESH_CONNECTION_GRACE_MS, this).unref();
+    // and one that sent nothing yet may have its request on the wire (listener-base.ts afterFreshGrace).
+    if (this.state === 'head' && this.received === 0) afterFreshGrace(closeIfSilent, this);
   }
 
   /** @internal timer target. */

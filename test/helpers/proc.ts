@@ -70,6 +70,11 @@ export function isAlive(pid: number): boolean {
   return p !== undefined && p.state !== 'Z';
 }
 
+/** The state letter of /proc/PID/stat (R, S, T stopped, Z...); undefined once gone. */
+export function processState(pid: number): string | undefined {
+  return readProc(pid)?.state;
+}
+
 export interface TcpConn {
   localPort: number;
   remotePort: number;

@@ -18,7 +18,11 @@ export function workerPids(daemon: Daemon, marker: string): number[] {
   return daemon.descendants(marker);
 }
 
-/** Live processes anywhere carrying `marker` (also after the daemon died and they were reparented). */
+/**
+ * Live processes anywhere carrying `marker` (also after the daemon died and they were reparented).
+ * Give it something only this run has, such as its temp dir: other sessions and CI clones run the
+ * same test file at the same time, and a shared marker would find (and a cleanup kill) their workers.
+ */
 export function orphanPids(marker: string): number[] {
   return processesMatching(marker).map((p) => p.pid);
 }

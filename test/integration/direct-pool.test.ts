@@ -7,7 +7,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { httpRequest } from '../helpers/http-client.js';
 import { fastcgiParams, startNginx, type Nginx } from '../helpers/nginx.js';
@@ -20,8 +20,19 @@ import { waitFor } from '../helpers/wait.js';
 import { opsDaemon, type OpsDaemon } from '../ops/helpers.js';
 import { directSocketSupport } from '../../src/worker/shared-socket.js';
 
-const MARKER = 'direct-pool-worker';
+const MARKER = 'direct-php';
 const MAX_CHILDREN = 2;
+
+/** A process asleep in nanosleep (php's usleep), where a signal cuts the sleep short. */
+function inSleep(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/wchan`, 'utf8').includes('nanosleep');
+  } catch {
+    return false;
+  }
+}
+
+const pidOf = (text: string): number => Number(/^slept \d+ pid (\d+)/.exec(text)?.[1]);
 
 describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.platform !== 'linux' }, () => {
   const scope = new Cleanup();
@@ -30,22 +41,15 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
   let dir: string;
   let root: string;
   const workers = (): number[] => workerPids(ops.daemon, MARKER);
-  const get = (path: string): Promise<{ status: number; text: string }> => httpRequest(`${ngx.url}${path}`, { timeout: 20_000 });
-  let gates = 0;
-  /** A URL whose requests hold their worker busy until open() (however slow the status reads that look for it). */
-  const gate = (): { url: string; open: () => void } => {
-    const file = join(root, `gate-${++gates}`);
-    writeFileSync(file, '');
-    return { url: `/gate.php?f=${encodeURIComponent(file)}`, open: () => rmSync(file, { force: true }) };
+  const appStatus = async (): Promise<any> => {
+    const r = await ops.ctl(['status', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
   };
-  /** The workers the pool itself has sampled busy (the process list may still show one of the test before on its way out). */
-  const busyWorkers = (): Promise<number[]> =>
-    waitFor(async () => {
-      const r = await ops.ctl(['status', '--json']);
-      const pool = JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
-      const pids = pool.workers.filter((w: { state: string }) => w.state === 'busy').map((w: { pid: number }) => w.pid);
-      return pids.length > 0 ? (pids as number[]) : undefined;
-    }, { timeout: 10_000, what: 'a worker sampled busy' });
+  const get = (path: string): Promise<{ status: number; text: string }> => httpRequest(`${ngx.url}${path}`, { timeout: 20_000 });
+  /** Pids of the workers the pool itself has sampled busy (the process list may still show one of the test before on its way out). */
+  const sampledBusy = async (): Promise<number[]> =>
+    (await appStatus()).workers.filter((w: { state: string }) => w.state === 'busy').map((w: { pid: number }) => w.pid);
 
   before(async () => {
     // The suite builds the addon at npm ci (scripts/build-native.mjs): its absence is a failure here.
@@ -55,8 +59,6 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     for (const f of ['hello.php', 'pid.php', 'sleep.php', 'alloc.php']) copyFileSync(join(PHP_FIXTURES, f), join(root, f));
     // An "image" an attacker uploaded: PHP code that must never run.
     writeFileSync(join(root, 'image.jpg'), '<?php echo "EXECUTED-IMAGE"; ?>\n');
-    // Answers once the file ?f= is gone (20 s at most): a request that holds its worker busy until the test lets it go.
-    writeFileSync(join(root, 'gate.php'), '<?php $end = microtime(true) + 20; while (file_exists($_GET["f"]) && microtime(true) < $end) usleep(20000); echo "released pid ", getmypid(), "\\n";\n');
     // Holds ?mb= MiB for ?ms= ms however often a signal cuts its sleep short (an idle stop's SIGTERM may reach a worker that just took it).
     writeFileSync(join(root, 'hold.php'), '<?php $s = str_repeat("x", (int)$_GET["mb"] * 1048576); $end = microtime(true) + (int)$_GET["ms"] / 1000; while (microtime(true) < $end) usleep(20000); echo strlen($s);\n');
     const port = await freePort();
@@ -93,8 +95,9 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
       }`,
       { httpExtra: `upstream direct { server unix:${dir}/direct.sock max_fails=0; server 127.0.0.1:${port} backup; }` },
     );
+    // By this run's own directory: another run of this file on the machine has workers with the same marker.
     scope.after(() => {
-      for (const pid of orphanPids(MARKER)) process.kill(pid, 'SIGKILL');
+      for (const pid of orphanPids(dir)) process.kill(pid, 'SIGKILL');
     });
   });
   after(() => scope.run());
@@ -110,25 +113,11 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
   });
 
   it('status shows the direct pool and its sampled workers, busy and idle', async () => {
-    const appOf = async (): Promise<any> => {
-      const r = await ops.ctl(['status', '--json']);
-      assert.equal(r.code, 0, r.stderr);
-      return JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
-    };
-    const g = gate();
-    const slow = get(g.url);
-    let busy;
-    let text;
-    try {
-      busy = await waitFor(async () => {
-        const s = await appOf();
-        return s.workers.some((w: { state: string }) => w.state === 'busy') ? s : undefined;
-      }, { timeout: 10_000, what: 'a worker sampled busy' });
-      // Read while the worker is held: once idle, its idle_timeout may stop it before a slow read.
-      text = await ops.ctl(['status', '--full']);
-    } finally {
-      g.open();
-    }
+    const slow = get('/sleep.php?ms=2500');
+    const busy = await waitFor(async () => {
+      const s = await appStatus();
+      return s.workers.some((w: { state: string }) => w.state === 'busy') ? s : undefined;
+    }, { timeout: 5000, what: 'a worker sampled busy' });
     assert.equal(busy.kind, 'direct');
     assert.equal(busy.direct.address, `unix:${dir}/direct.sock`);
     assert.equal(busy.direct.backlog, MAX_CHILDREN);
@@ -140,7 +129,8 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     const b = busy.workers.find((w: { state: string }) => w.state === 'busy');
     assert.ok(b.request !== undefined && b.request.durationMs >= 0, JSON.stringify(b));
     assert.equal((await slow).status, 200);
-    await waitFor(async () => (await appOf()).workers.some((w: { state: string }) => w.state === 'idle'), { timeout: 5000, what: 'the worker sampled idle' });
+    await waitFor(async () => (await appStatus()).workers.some((w: { state: string }) => w.state === 'idle'), { timeout: 5000, what: 'the worker sampled idle' });
+    const text = await ops.ctl(['status', '--full']);
     assert.match(text.stdout, /direct socket: unix:.*direct\.sock, \d+ of 2 waiting/);
     assert.match(text.stdout, /direct requests are not in the access log/);
     assert.match(text.stdout, /≥\d+/, 'REQS of a sampled worker is a lower bound');
@@ -168,10 +158,7 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
   });
 
   it('stops idle workers after idle_timeout', async () => {
-    const idleStops = async (): Promise<number> => {
-      const r = await ops.ctl(['status', '--json']);
-      return JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app').recycles.idle_timeout ?? 0;
-    };
+    const idleStops = async (): Promise<number> => (await appStatus()).recycles.idle_timeout ?? 0;
     // The test before may leave its last worker at max_requests (it then exits by itself):
     // one fresh worker, one request served, then nothing but its idle_timeout stops it.
     await waitFor(() => workers().length === 0, { timeout: 15_000, what: 'the workers of the test before gone' });
@@ -193,49 +180,48 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
 
   it('kill -9 of a worker under load fails only its own request', async () => {
     await waitFor(async () => (await get('/hello.php')).status === 200 && workers().length >= 1, { timeout: 5000 });
+    const started = Date.now();
     // Two running, two waiting in the backlog: within capacity, so only the victim's may fail.
-    // They hold until the gate opens: requests of a fixed length could all be over before a
-    // status read on a loaded machine samples a worker busy.
-    const g = gate();
-    const reqs = Array.from({ length: 4 }, () => get(g.url));
-    try {
-      const victim = (await busyWorkers())[0]!;
-      process.kill(victim, 'SIGKILL');
-    } finally {
-      g.open();
-    }
+    // Long enough that a worker found busy by status (a CLI run, slow under load) is still in its request.
+    const reqs = Array.from({ length: 4 }, () => get('/sleep.php?ms=1500'));
+    const victim = await waitFor(async () => (await sampledBusy()).find(inSleep), { timeout: 10_000, what: 'a worker asleep in a request' });
+    process.kill(victim, 'SIGKILL');
     const results = await Promise.all(reqs);
     const failed = results.filter((r) => r.status !== 200);
     assert.ok(failed.length <= 1, `failed: ${JSON.stringify(failed)}`);
-    for (const r of results.filter((x) => x.status === 200)) assert.match(r.text, /^released pid \d+/);
+    for (const r of results.filter((x) => x.status === 200)) assert.match(r.text, /^slept 1500 pid \d+/);
+    assert.ok(Date.now() - started < 15_000);
   });
 
   it('a rolling restart replaces the workers while requests go on', async () => {
-    // Held until the restart has retired one of the busy workers (which then finishes its request).
-    const g = gate();
-    const load = Array.from({ length: 6 }, () => get(g.url));
-    let busy: number[] = [];
-    let restart: ReturnType<typeof ops.ctl> | undefined;
-    try {
-      busy = await busyWorkers();
-      restart = ops.ctl(['restart', '--pool', 'app', '--rolling'], 60_000);
-      await waitFor(async () => {
-        const r = await ops.ctl(['status', '--json']);
-        const pool = JSON.parse(r.stdout).pools.find((p: { name: string }) => p.name === 'app');
-        return pool.workers.some((w: { pid: number; state: string }) => busy.includes(w.pid) && w.state === 'stopping');
-      }, { timeout: 10_000, what: 'a busy worker retired' });
-    } finally {
-      g.open();
-    }
-    const r = await restart!;
+    // Both workers held in a long sleep that only the restart's SIGTERM cuts short (php-cgi then
+    // answers and exits): neither can recycle itself at max_requests before the restart
+    // reaches it, so the restart has both to retire, whatever the machine's load.
+    const long = Array.from({ length: MAX_CHILDREN }, () => get('/sleep.php?ms=15000'));
+    const held = await waitFor(async () => {
+      const pids = await sampledBusy();
+      return pids.length === MAX_CHILDREN && pids.every(inSleep) ? pids : undefined;
+    }, { timeout: 10_000, what: 'both workers asleep in a request' });
+    // Four more wait behind them, in the direct socket's backlog (Linux lets a Unix listener
+    // hold one more than its backlog) and in the overflow's queue.
+    const waiting = Array.from({ length: 4 }, () => get('/sleep.php?ms=200'));
+    await waitFor(async () => {
+      const s = await appStatus();
+      return s.direct.waiting + s.queue.length === 4;
+    }, { timeout: 10_000, what: 'four requests waiting in the backlog and the overflow queue' });
+    const r = await ops.ctl(['restart', '--pool', 'app', '--rolling'], 60_000);
     assert.equal(r.code, 0, r.stderr + r.stdout);
-    assert.match(r.stdout, /restarted pool app \([1-9]\d* retired/);
-    await waitFor(() => busy.every((pid) => !workers().includes(pid)), { timeout: 10_000, what: 'the busy workers replaced' });
-    const results = await Promise.all(load);
-    assert.deepEqual(results.map((x) => x.status), results.map(() => 200), 'no request failed');
-    const after = await get('/pid.php');
-    assert.equal(after.status, 200);
-    assert.ok(!busy.includes(Number(after.text)), `served by a new worker, not ${busy}`);
+    assert.match(r.stdout, /restarted pool app \(2 retired/);
+    for (const x of await Promise.all(long)) {
+      assert.equal(x.status, 200, x.text);
+      assert.ok(held.includes(pidOf(x.text)), `${x.text} from one of ${held}`);
+    }
+    // None of the connections waiting in the backlog or the queue is lost, and none goes to a retiring worker.
+    for (const x of await Promise.all(waiting)) {
+      assert.equal(x.status, 200, x.text);
+      assert.ok(!held.includes(pidOf(x.text)), `${x.text}: served by a new worker, not ${held}`);
+    }
+    await waitFor(() => held.every((pid) => !workers().includes(pid)), { timeout: 10_000, what: 'the retired workers gone' });
   });
 
   it('past capacity the overflow queues, then answers 503; nothing else fails', async () => {
@@ -243,10 +229,11 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     const mark = ops.daemon.mark();
     const results = await Promise.all(Array.from({ length: 14 }, () => get('/sleep.php?ms=800')));
     const statuses = results.map((r) => r.status);
-    assert.ok(statuses.every((s) => s === 200 || s === 503), JSON.stringify(statuses));
+    // A 502 means a worker died under a request: say which, and why the daemon thinks so.
+    assert.ok(statuses.every((s) => s === 200 || s === 503), `${JSON.stringify(results.map((r) => `${r.status} ${r.text.trim()}`))}\n${ops.daemon.dump(mark)}`);
     assert.ok(statuses.includes(503), JSON.stringify(statuses));
     assert.ok(statuses.filter((s) => s === 200).length >= MAX_CHILDREN * 2, JSON.stringify(statuses));
-    const s = JSON.parse((await ops.ctl(['status', '--json'])).stdout).pools.find((p: { name: string }) => p.name === 'app');
+    const s = await appStatus();
     assert.ok(s.rejected.queueFull >= 1, JSON.stringify(s.rejected));
     assert.ok(s.accepted >= 1, 'the overflow listener took requests');
     const logged = ops.daemon.logsSince(mark).filter((l) => l['kind'] === 'access');

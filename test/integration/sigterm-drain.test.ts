@@ -4,12 +4,12 @@
  * That request finishes, every other front-end session closes at once (idle) or after
  * its request (busy), and the daemon exits 0 long before shutdown_timeout cuts anything.
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { connect } from 'node:net';
-import { poolStatusOf } from '../helpers/control-status.js';
-import { startDaemon } from '../helpers/daemon.js';
+import { poolStatusOf, statusOf } from '../helpers/control-status.js';
+import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { FcgiClient, phpParams, requestRecords } from '../helpers/fcgi-client.js';
 import { httpRequest, keepAliveAgent } from '../helpers/http-client.js';
 import { startNginxKeptAlive } from '../helpers/nginx.js';
@@ -18,9 +18,11 @@ import { freePort } from '../helpers/ports.js';
 import { join } from 'node:path';
 import { startPhpCgi } from '../helpers/php.js';
 import { phpCommand } from '../helpers/spawned.js';
+import { processState } from '../helpers/proc.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 import { RecordType, encodeRecord } from '../../src/protocol/fastcgi.js';
+import { FRESH_CONNECTION_GRACE_MS } from '../../src/frontend/listener-base.js';
 
 const SHUTDOWN_MS = 60_000;
 
@@ -135,22 +137,60 @@ test(`SIGTERM after mixed traffic (${kind} pool): the running request finishes a
   assert.equal(daemon.findLog((l) => l.code === 'ERR_SHUTDOWN_FORCED', since), undefined, daemon.dump(since));
 });
 
-test('SIGTERM: a connection accepted before the stop whose request comes just after is served, not closed unread', { timeout: 60_000 }, async (t) => {
+/**
+ * A daemon with one FastCGI listener and a connection it has accepted, silent: nginx
+ * opening a connection as the stop begins. The client's 'connect' only means the kernel
+ * finished the handshake; until the daemon's accept the connection sits in the backlog,
+ * and a stop then resets it with the listening socket. So wait for the daemon's count.
+ */
+async function freshConnection(t: TestContext, name: string): Promise<{ daemon: Daemon; fresh: FcgiClient }> {
   const dir = makeTempDir(t);
   const port = await freePort();
+  const control = join(dir, 'control.sock');
   const daemon = await startDaemon(t, {
     listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'php' }],
-    pools: { php: { command: phpCommand(dir, 'sigterm-fresh'), pm: 'static', max_children: 1, kill_timeout: '1s' } },
+    pools: { php: { command: phpCommand(dir, name), pm: 'static', max_children: 1, kill_timeout: '1s' } },
+    control_socket: control,
     log: { level: 'info' },
   });
   await daemon.waitForLog((l) => l.kind === 'ready', { what: 'ready' });
-  // Connected, nothing sent yet (nginx opening a connection as the stop begins).
+  const accepted = async (): Promise<number> => (await statusOf(control)).listeners[0]!.accepted;
+  // startDaemon's probe connected once: taken before ours is counted.
+  const before = await waitFor(async () => {
+    const n = await accepted();
+    return n >= 1 ? n : undefined;
+  }, { what: "the daemon to take startDaemon's probe" });
   const fresh = await FcgiClient.connect({ host: '127.0.0.1', port });
   t.after(() => fresh.socket.destroy());
+  await waitFor(async () => (await accepted()) === before + 1, { what: 'the daemon to accept the connection' });
+  return { daemon, fresh };
+}
+
+test('SIGTERM: a connection accepted before the stop whose request comes just after is served, not closed unread', { timeout: 60_000 }, async (t) => {
+  const { daemon, fresh } = await freshConnection(t, 'sigterm-fresh');
   const since = daemon.mark();
   daemon.signal('SIGTERM');
   await daemon.waitForLog((l) => l.msg === 'listener closing', { since, what: 'listener closing' });
   fresh.request(1, phpParams(PHP_FIXTURES, '/hello.php'), undefined, { keepConn: false });
+  await fresh.waitRecord((r) => r.type === RecordType.EndRequest && r.requestId === 1, 10_000);
+  const out = Buffer.concat(fresh.records.filter((r) => r.type === RecordType.Stdout).map((r) => r.content)).toString();
+  assert.match(out, /Hello from PHP/);
+  assert.deepEqual(await daemon.child.exited, { code: 0, signal: null });
+});
+
+test('SIGTERM: a daemon stalled past the fresh-connection grace still reads the request that reached it in time', { timeout: 60_000 }, async (t) => {
+  const { daemon, fresh } = await freshConnection(t, 'sigterm-stalled');
+  const since = daemon.mark();
+  daemon.signal('SIGTERM');
+  await daemon.waitForLog((l) => l.msg === 'listener closing', { since, what: 'listener closing' });
+  // The daemon gets no CPU (a loaded machine) while the request reaches its socket and
+  // the grace runs out; woken, it must read the request before it judges the connection silent.
+  daemon.signal('SIGSTOP');
+  t.after(() => daemon.signal('SIGCONT'));
+  await waitFor(() => processState(daemon.pid) === 'T', { what: 'the daemon to stop' });
+  fresh.request(1, phpParams(PHP_FIXTURES, '/hello.php'), undefined, { keepConn: false });
+  await sleep(FRESH_CONNECTION_GRACE_MS + 500);
+  daemon.signal('SIGCONT');
   await fresh.waitRecord((r) => r.type === RecordType.EndRequest && r.requestId === 1, 10_000);
   const out = Buffer.concat(fresh.records.filter((r) => r.type === RecordType.Stdout).map((r) => r.content)).toString();
   assert.match(out, /Hello from PHP/);

@@ -130,6 +130,11 @@ async function exercise(f: Fixture, ops: OpsDaemon, url: string, http: number, w
 
   // Unknown hosts: 404, one warning per name however many requests.
   for (let k = 0; k < 3; k++) assert.equal((await get(url, 'nowhere.test')).status, 404);
+  // The daemon writes log lines behind its answers (pino's asynchronous destination), so
+  // the lines are counted once a later one arrived: another unknown name's, logged after
+  // the three requests were handled, and lines reach stdout in the order they were logged.
+  assert.equal((await get(url, 'elsewhere.test')).status, 404);
+  await d.waitForLog((l) => l.code === 'ERR_VHOST_UNKNOWN' && l.host === 'elsewhere.test', { since: mark, what: 'the warning for elsewhere.test' });
   assert.equal(d.logsSince(mark).filter((l) => l.code === 'ERR_VHOST_UNKNOWN' && l.host === 'nowhere.test').length, 1);
 
   // Idle eviction, after a reload shortens idle_timeout: the pool stops and its worker exits.
