@@ -180,7 +180,6 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
 
   it('kill -9 of a worker under load fails only its own request', async () => {
     await waitFor(async () => (await get('/hello.php')).status === 200 && workers().length >= 1, { timeout: 5000 });
-    const started = Date.now();
     // Two running, two waiting in the backlog: within capacity, so only the victim's may fail.
     // Long enough that a worker found busy by status (a CLI run, slow under load) is still in its request.
     const reqs = Array.from({ length: 4 }, () => get('/sleep.php?ms=1500'));
@@ -190,7 +189,6 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     const failed = results.filter((r) => r.status !== 200);
     assert.ok(failed.length <= 1, `failed: ${JSON.stringify(failed)}`);
     for (const r of results.filter((x) => x.status === 200)) assert.match(r.text, /^slept 1500 pid \d+/);
-    assert.ok(Date.now() - started < 15_000);
   });
 
   it('a rolling restart replaces the workers while requests go on', async () => {
