@@ -92,6 +92,9 @@ export interface SlotEventContext {
   verdict?: ExitVerdict;
 }
 
+/** For events that carry nothing: `idle` fires after most requests, so no object is made for it. */
+const NO_CONTEXT: Readonly<SlotEventContext> = Object.freeze({});
+
 /** Every view the others hand back is one of the supervisor's own slots: it made them all. */
 function own(view: SlotView): Slot {
   return view as Slot;
@@ -167,7 +170,7 @@ export class Supervisor {
     const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
     this.procs = new ProcessCtl(
       { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k) },
-      { ready: (slot) => this.fire(slot, 'ready', {}), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
+      { ready: (slot) => this.fire(slot, 'ready', NO_CONTEXT), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );
     if (k > 1) {
       this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.procs.slots });
@@ -283,7 +286,7 @@ export class Supervisor {
 
   /** A request of the worker failed in a way that may mean it is dying: wait for its exit before answering. */
   suspect(slot: SlotView): void {
-    this.fire(slot, 'suspect', {});
+    this.fire(slot, 'suspect', NO_CONTEXT);
   }
 
   /** Stops a worker now; the requests it runs are answered with `err`. */
@@ -303,11 +306,11 @@ export class Supervisor {
 
   /** The last request running on the worker ended: a retired worker may go now. */
   released(slot: SlotView): void {
-    if (slot.busy === 0) this.fire(slot, 'idle', {});
+    if (slot.busy === 0) this.fire(slot, 'idle', NO_CONTEXT);
   }
 
   /** @internal The one entry for events: the worker's (ready, exit), the dispatcher's and the memory part's. */
-  fire(view: SlotView, event: SlotEvent, ctx: SlotEventContext): void {
+  fire(view: SlotView, event: SlotEvent, ctx: Readonly<SlotEventContext>): void {
     const slot = own(view);
     const cell = SUPERVISOR_TABLE[slot.state][event];
     if (ctx.reason !== undefined && replacesReason(slot.state, slot.reason, event, slot.busy)) slot.reason = ctx.reason;
@@ -317,7 +320,7 @@ export class Supervisor {
     this.act(cell.action, slot, ctx);
   }
 
-  private act(action: SlotAction, slot: Slot, ctx: SlotEventContext): void {
+  private act(action: SlotAction, slot: Slot, ctx: Readonly<SlotEventContext>): void {
     switch (action) {
       case 'offer':
         return this.offer(slot);
@@ -342,11 +345,11 @@ export class Supervisor {
         // One timer per worker: the exit usually comes within milliseconds.
         slot.graceTimer ??= this.clock.setTimer(() => {
           slot.graceTimer = undefined;
-          this.fire(slot, 'grace', {});
+          this.fire(slot, 'grace', NO_CONTEXT);
         }, EXIT_GRACE_MS);
         return;
       case 'unhold':
-        if (!this.hooks.unhold(slot)) this.fire(slot, 'suspect', {});
+        if (!this.hooks.unhold(slot)) this.fire(slot, 'suspect', NO_CONTEXT);
         return;
       case 'shut':
         slot.endpoint?.closeIdle();
