@@ -89,11 +89,11 @@ export class ProcSampler implements MemorySampler {
       this.forget(pid);
       return undefined;
     }
-    const rss = st.rssPages * this.page;
+    let rss = st.rssPages * this.page;
     if (t.handle.hasRollup && this.rollupDue(t, rss, fresh)) {
       this.rollupReads++;
       const r = t.handle.readRollup();
-      if (r !== undefined) this.rolledUp(t, r, rss);
+      if (r !== undefined) rss = this.rolledUp(t, r);
     }
     return this.sample(t, pid, now, st, rss);
   }
@@ -128,11 +128,11 @@ export class ProcSampler implements MemorySampler {
       if (this.tracked.get(pid) === t) this.forget(pid);
       return undefined;
     }
-    const rss = st.rssPages * this.page;
+    let rss = st.rssPages * this.page;
     if (t.handle.hasRollup && this.rollupDue(t, rss, false)) {
       this.rollupReads++;
       const r = await t.handle.readRollupAsync();
-      if (r !== undefined) this.rolledUp(t, r, rss);
+      if (r !== undefined) rss = this.rolledUp(t, r);
     }
     return this.sample(t, pid, now, st, rss);
   }
@@ -153,11 +153,18 @@ export class ProcSampler implements MemorySampler {
     return false;
   }
 
-  private rolledUp(t: Tracked, r: RollupFields, rss: number): void {
+  /**
+   * Keeps a rollup's PSS with the RSS of the same read, and returns that RSS as the
+   * sample's: the stat read came first, and a request may have allocated in between. A
+   * PSS from after an allocation beside an RSS from before it would read the allocation
+   * twice over (PSS above RSS, and carried forward so until the next rollup).
+   */
+  private rolledUp(t: Tracked, r: RollupFields): number {
     t.pss = r.pss;
     t.anon = r.anon;
-    t.rssAtPss = rss;
+    t.rssAtPss = r.rss;
     t.samplesSincePss = 0;
+    return r.rss;
   }
 
   private sample(t: Tracked, pid: number, now: number, st: StatFields, rss: number): MemorySample {

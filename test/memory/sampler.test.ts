@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readlinkSync } from 'node:fs';
 import { once } from 'node:events';
-import { parseSmapsRollup, parseStat, parseStatus } from '../../src/memory/proc.js';
+import { parseSmapsRollup, parseStat, parseStatus, ProcHandle } from '../../src/memory/proc.js';
 import { PidusageSampler, ProcSampler, PSS_REFRESH_SAMPLES } from '../../src/memory/sampler.js';
 import { AUTO_SHARE, parseMeminfo, resolveBudget } from '../../src/memory/budget.js';
 import { killChildNow } from '../../src/pool/spawned/hard-kill.js';
@@ -104,6 +104,31 @@ test('ProcSampler: PSS and RSS of a real process follow its growth; CPU since th
   await g.kill();
   assert.equal(s.readNow(g.pid, 30_000), undefined);
   assert.equal(procFds(g.pid), 0, 'descriptors of a gone process are closed');
+});
+
+test('ProcSampler: a request that allocates between the stat read and the rollup read is not counted twice (PSS never above RSS)', async (t) => {
+  const g = await grower(t);
+  const s = new ProcSampler();
+  t.after(() => s.close());
+  const before = s.readNow(g.pid, 1000, true)!;
+  // The race cannot be timed on a real process: the rollup is made to answer as it would
+  // after 40 MiB were allocated between the two reads.
+  const realRollup = ProcHandle.prototype.readRollup;
+  ProcHandle.prototype.readRollup = function (this: ProcHandle) {
+    const r = realRollup.call(this);
+    return r === undefined ? r : { ...r, rss: r.rss + 40 * MiB, pss: r.pss + 40 * MiB };
+  };
+  let during;
+  try {
+    during = s.readNow(g.pid, 2000, true)!;
+  } finally {
+    ProcHandle.prototype.readRollup = realRollup;
+  }
+  assert.ok(during.pss! <= during.rss, `pss ${during.pss} above rss ${during.rss}`);
+  // The 40 MiB are gone again: the next samples carry PSS forward from a consistent pair.
+  const after = s.readNow(g.pid, 3000)!;
+  assert.ok(after.pss! <= after.rss, `carried pss ${after.pss} above rss ${after.rss}`);
+  assert.ok(Math.abs(after.pss! - before.pss!) < 4 * MiB, `carried pss ${after.pss} back near ${before.pss}`);
 });
 
 test('ProcSampler.forget closes the descriptors of a live process; self() measures the daemon', async (t) => {
