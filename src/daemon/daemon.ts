@@ -106,6 +106,7 @@ export class Daemon {
       onExchange: (ex: Exchange) => this.ops.onExchange(ex),
       localResponder: this.ops.responder,
       tempDir: () => this.privateDir,
+      listen: this.ops.sockets.listen,
     };
     this.ops.attach(this);
     this.ops.setReloadParts({
