@@ -2,7 +2,7 @@
  * Upgrade in place that keeps the pid: execve(2) for Node 20, which has no
  * process.execve (Node 22.15 has).
  *
- * libuv opens every descriptor close-on-exec, so the listening sockets to keep are first
+ * libuv opens every descriptor close-on-exec (Node's stdin, stdout and stderr too), so the listening sockets to keep are first
  * duplicated (dupForExec: a second descriptor for the same socket, still close-on-exec, so
  * the daemon may close its servers and stop accepting while the kernel keeps queueing
  * connections on the socket), then exec() clears close-on-exec on exactly those and calls
@@ -107,8 +107,8 @@ static napi_value exec_in_place(napi_env env, napi_callback_info info) {
   char **argv = string_array(env, args[1], &nargv);
   char **envp = string_array(env, args[2], &nenv);
   napi_get_array_length(env, args[3], &nkeep);
-  int *keep = calloc(nkeep + 1, sizeof(int));
-  int *flags = calloc(nkeep + 1, sizeof(int));
+  int *keep = calloc(nkeep + 4, sizeof(int));
+  int *flags = calloc(nkeep + 4, sizeof(int));
   if (file == NULL || argv == NULL || envp == NULL || keep == NULL || flags == NULL) {
     free(file);
     free_vector(argv, nargv);
@@ -117,15 +117,21 @@ static napi_value exec_in_place(napi_env env, napi_callback_info info) {
     free(flags);
     return throw_errno(env, "exec: bad arguments", EINVAL);
   }
+  /* Node opens stdin, stdout and stderr close-on-exec too: the new program keeps them. */
   uint32_t cleared = 0;
   int err = 0;
-  for (; cleared < nkeep; cleared++) {
-    napi_value el;
+  for (; cleared < nkeep + 3; cleared++) {
     int32_t fd = -1;
-    napi_get_element(env, args[3], cleared, &el);
-    napi_get_value_int32(env, el, &fd);
+    if (cleared < 3) {
+      fd = (int32_t)cleared;
+    } else {
+      napi_value el;
+      napi_get_element(env, args[3], cleared - 3, &el);
+      napi_get_value_int32(env, el, &fd);
+    }
     keep[cleared] = fd;
     flags[cleared] = fcntl(fd, F_GETFD);
+    if (flags[cleared] < 0 && cleared < 3) continue; /* a closed stdio descriptor stays closed */
     if (flags[cleared] < 0 || fcntl(fd, F_SETFD, flags[cleared] & ~FD_CLOEXEC) < 0) {
       err = errno;
       break;
@@ -140,7 +146,8 @@ static napi_value exec_in_place(napi_env env, napi_callback_info info) {
     err = errno;
     sigprocmask(SIG_SETMASK, &old, NULL);
   }
-  for (uint32_t i = 0; i < cleared; i++) fcntl(keep[i], F_SETFD, flags[i]);
+  for (uint32_t i = 0; i < cleared; i++)
+    if (flags[i] >= 0) fcntl(keep[i], F_SETFD, flags[i]);
   char what[400];
   snprintf(what, sizeof what, "execve %s", file);
   free(file);

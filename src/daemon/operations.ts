@@ -27,7 +27,8 @@ import { ReloadRunner, type DaemonView, type ReloadParts } from './reload-runner
 import { RequestObservers } from './request-observers.js';
 import { SystemdNotifier } from './sd-notify.js';
 import { Sockets } from './sockets.js';
-import { startSuccessor, tellPredecessor, UpgradeError, type Successor } from './upgrade.js';
+import { checkSuccessor, execPlan, startSuccessor, tellPredecessor, UpgradeError, type Successor } from './upgrade.js';
+import { closeDuplicates, dupForExec, execSupport } from './exec-in-place.js';
 
 export { AlreadyRunningError } from './control-endpoint.js';
 export type { DaemonView, ReloadParts } from './reload-runner.js';
@@ -203,16 +204,26 @@ export class Operations {
   private handedOver = false;
   private pidPath: string | undefined;
 
-  /** Starts a new daemon with our sockets (src/daemon/upgrade.ts); resolves once it serves. */
-  upgrade(): Promise<Successor> {
+  /**
+   * Upgrade in place (src/daemon/upgrade.ts). `upgrade: exec` where the process can exec
+   * (`canExec`: a daemon attached to its process): resolves once the new code passed its
+   * check, with the plan the process execs once its requests finished. Otherwise (or
+   * `upgrade: spawn`) starts a new daemon with our sockets and resolves once it serves.
+   */
+  upgrade(canExec = false): Promise<Successor> {
     if (this.handedOver) return Promise.reject(new UpgradeError('this daemon already handed its sockets to a new one'));
     if (this.upgrading !== undefined) return Promise.reject(new UpgradeError('an upgrade is already under way'));
     const run = async (): Promise<Successor> => {
       await this.reloadSettled();
-      const sockets = this.sockets.handOn();
-      this.logger.info({ kind: 'upgrade', sockets: sockets.length }, `upgrade: starting a new daemon with ${sockets.length} listening socket(s)`);
       const seats = new Map<string, number>();
       for (const [name, pool] of this.view.pools) seats.set(name, readySeats(pool));
+      if ((this.view.config.upgrade ?? 'exec') === 'exec') {
+        const why = canExec ? execSupport() : 'this daemon does not own its process';
+        if (why === undefined) return this.prepareExec(seats);
+        this.logger.warn({ code: ErrorCodes.UPGRADE_NO_EXEC, kind: 'upgrade', reason: why }, `upgrade: cannot re-execute in place (${why}); starting the new code with a new pid instead, which a supervisor waiting on pid ${process.pid} sees exit`);
+      }
+      const sockets = this.sockets.handOn();
+      this.logger.info({ kind: 'upgrade', sockets: sockets.length }, `upgrade: starting a new daemon with ${sockets.length} listening socket(s)`);
       const next = await startSuccessor(sockets, seats);
       this.handedOver = true;
       this.sockets.handedOn();
@@ -231,6 +242,30 @@ export class Operations {
     this.upgrading = p;
     void p.finally(() => (this.upgrading = undefined)).catch(() => undefined);
     return p;
+  }
+
+  /**
+   * upgrade: exec, once the new code passed its check: the sockets are duplicated (so they
+   * outlive the servers the stop closes, and connections wait in their queues), the pid
+   * file stays (the pid does), and systemd hears RELOADING=1 (READY=1 comes from the new code).
+   */
+  private async prepareExec(seats: ReadonlyMap<string, number>): Promise<Successor> {
+    this.logger.info({ kind: 'upgrade' }, 'upgrade: checking that the new code on disk starts');
+    await checkSuccessor();
+    const sockets = this.sockets.handOn();
+    const kept: typeof sockets = [];
+    try {
+      for (const s of sockets) kept.push({ ...s, fd: dupForExec(s.fd) });
+    } catch (err) {
+      closeDuplicates(kept.map((s) => s.fd));
+      throw new UpgradeError(`cannot keep the listening sockets for the exec: ${(err as Error).message}; still serving`);
+    }
+    this.handedOver = true;
+    this.sockets.handedOn();
+    this.pidPath = undefined;
+    void this.notifier.reloading();
+    this.logger.info({ kind: 'upgrade', sockets: kept.length, exec: true }, `upgrade: the new code starts; pid ${process.pid} re-executes it once its running requests finish, keeping ${kept.length} listening socket(s) (new connections wait in their queues)`);
+    return { pid: process.pid, exec: execPlan(kept, seats) };
   }
 
   writePidFile(cfg: Config): void {
@@ -265,9 +300,12 @@ export class Operations {
       warnings: () => recentWarnings.list(),
       stop: (ms) => handlers.stop(ms),
       ready: (pool) => this.readiness(pool),
-      upgrade: async () => ({ pid: (await handlers.upgrade()).pid }),
+      upgrade: async () => {
+        const next = await handlers.upgrade();
+        return next.exec === undefined ? { pid: next.pid } : { pid: next.pid, exec: true, started: this.startedAt };
+      },
       reopenLogs: () => ({ files: this.reopenLogs('fcgi-pm reopen-logs') }),
-      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout, shutdown_delay_ms: this.view.config.shutdownDelay }),
+      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, started: this.startedAt, shutdown_timeout_ms: this.view.config.shutdownTimeout, shutdown_delay_ms: this.view.config.shutdownDelay }),
     });
   }
 
