@@ -79,7 +79,11 @@ class BindTest(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
-class ForkServerTest(unittest.TestCase):
+class ForkServerCase(unittest.TestCase):
+    """A fork server started as fcgi-pm starts it; the adapter's options besides
+    --preload --fastcgi are the class's ARGS."""
+    ARGS = []
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix='fpm-pre-')
         self.sockets = os.path.join(self.dir, 'sockets')
@@ -90,7 +94,7 @@ class ForkServerTest(unittest.TestCase):
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'LANG': 'C.UTF-8',
                'FCGI_PM_PRELOAD_FDS': f'0,{rep_w},{dir_fd}'}
         self.stderr = open(os.path.join(self.dir, 'stderr.log'), 'wb')
-        self.proc = subprocess.Popen([sys.executable, ADAPTER, '--preload', '--fastcgi', '--path', HERE, 'wsgi_apps:app'],
+        self.proc = subprocess.Popen([sys.executable, ADAPTER, '--preload', '--fastcgi', *self.ARGS, '--path', HERE, 'wsgi_apps:app'],
                                      pass_fds=[rep_w, dir_fd], stdin=cmd_r, stdout=subprocess.DEVNULL,
                                      stderr=self.stderr, env=env, cwd=self.dir)
         for fd in (cmd_r, rep_w, dir_fd):
@@ -115,12 +119,28 @@ class ForkServerTest(unittest.TestCase):
         self.assertEqual(m['forked'], wid)
         return m['pid'], os.path.join(self.sockets, f'w{wid}.sock')
 
-    def get(self, path):
+    def get(self, path, route='/hello'):
         c = FcgiConn(path)
-        c.request(1, base_params('/hello'))
+        c.request(1, base_params(route))
         body = c.response(1).cgi.body
         c.sock.close()
         return body
+
+    def children(self):
+        """The fork server's live children (pids), from /proc."""
+        with open(f'/proc/{self.proc.pid}/task/{self.proc.pid}/children') as f:
+            return [p for p in map(int, f.read().split()) if alive(p)]
+
+    def wait_for(self, what, cond):
+        deadline = time.monotonic() + TIMEOUT
+        while not cond():
+            if time.monotonic() > deadline:
+                self.fail(f'timed out waiting for {what}')
+            time.sleep(0.01)
+
+
+class ForkServerTest(ForkServerCase):
+    """With the defaults (a spare forked ahead)."""
 
     def test_ready_then_forks_that_serve_and_are_reaped(self):
         ready = self.chan.next()
@@ -192,6 +212,94 @@ class ForkServerTest(unittest.TestCase):
         self.chan.next()
         os.close(self.chan.out)
         self.assertEqual(self.proc.wait(TIMEOUT), 0)
+
+
+def alive(pid):
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
+
+
+class WarmForkTest(ForkServerCase):
+    """The warm fork: the operator's hook and warm-up request run in the parent before the
+    first fork, and a spare child forked ahead (which ran them again: its first request
+    finds the pages it writes already its own) is the worker the next fork hands out."""
+
+    ARGS = ['--warm', 'wsgi_apps:warm_hook', '--warm-request', '/warm-me']
+
+    def warmed(self, path):
+        import json as _json
+        return _json.loads(self.get(path, '/warmed'))
+
+    def test_hook_and_request_run_in_the_parent_then_in_the_spare_which_the_fork_hands_out(self):
+        parent = self.chan.next()['pid']
+        self.wait_for('the spare', lambda: len(self.children()) == 1)
+        spare = self.children()[0]
+        pid, path = self.fork(1)
+        self.assertEqual(pid, spare, 'the worker is the spare forked ahead')
+        seen = self.warmed(path)
+        self.assertEqual(seen['pid'], spare)
+        self.assertEqual([tuple(w) for w in seen['warmed']],
+                         [('hook', parent), ('request', parent), ('hook', spare), ('request', spare)])
+        # A new spare comes once the parent had no command for a while; it is not the worker.
+        self.wait_for('a new spare', lambda: len(self.children()) == 2)
+        spare2 = next(p for p in self.children() if p != pid)
+        pid2, path2 = self.fork(2)
+        self.assertEqual(pid2, spare2)
+        self.assertEqual(self.get(path2), b'hello')
+        with open(f'/proc/{pid2}/stat') as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+        self.assertEqual((int(fields[1]), int(fields[3])), (parent, pid2), "the fork server's child, leading its own session")
+        self.assertEqual(os.readlink(f'/proc/{pid2}/fd/0'), os.devnull)
+
+    def test_a_spare_that_died_is_replaced_by_a_fork_on_the_spot(self):
+        self.chan.next()
+        self.wait_for('the spare', lambda: len(self.children()) == 1)
+        spare = self.children()[0]
+        os.kill(spare, signal.SIGKILL)
+        self.wait_for('the spare to be reaped', lambda: not alive(spare))
+        pid, path = self.fork(1)
+        self.assertNotEqual(pid, spare)
+        self.assertEqual(self.get(path), b'hello')
+        # Its exit was not reported as a worker's: the next message is about worker 1.
+        os.kill(pid, signal.SIGKILL)
+        self.assertEqual(self.chan.next(), {'exited': 1, 'pid': pid, 'code': None, 'signal': 'SIGKILL'})
+
+    def test_the_spare_goes_with_the_parent(self):
+        self.chan.next()
+        self.wait_for('the spare', lambda: len(self.children()) == 1)
+        spare = self.children()[0]
+        os.close(self.chan.out)
+        self.assertEqual(self.proc.wait(TIMEOUT), 0)
+        self.wait_for('the spare to exit', lambda: not alive(spare))
+
+
+class NoSpareTest(ForkServerTest):
+    """The same with --spares 0: each worker forked when asked for."""
+    ARGS = ['--spares', '0', '--warm', 'wsgi_apps:warm_hook']
+
+    def test_without_spares_the_fork_is_made_on_request_and_the_hook_ran_in_the_parent_only(self):
+        import json as _json
+        parent = self.chan.next()['pid']
+        self.assertEqual(self.children(), [])
+        pid, path = self.fork(1)
+        seen = _json.loads(self.get(path, '/warmed'))
+        self.assertEqual([tuple(w) for w in seen['warmed']], [('hook', parent)])
+        self.assertEqual(self.children(), [pid])
+
+
+class ThreadWarningTest(ForkServerCase):
+    ARGS = ['--warm', 'wsgi_apps:start_thread']
+
+    def test_a_thread_left_running_before_the_fork_is_named_in_a_warning(self):
+        self.chan.next()
+        with open(self.stderr.name, 'rb') as f:
+            err = f.read().decode()
+        self.assertIn('started threads before the fork (left-running)', err)
+        _, path = self.fork(1)
+        self.assertEqual(self.get(path), b'hello')
 
 
 class PreloadWithoutFcgiPmTest(unittest.TestCase):
