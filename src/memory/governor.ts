@@ -1,6 +1,6 @@
 /**
  * The memory governor's decisions, as pure functions of samples, limits and counts.
- * No timers, no I/O: host-governor.ts, box-watch.ts and src/pool/spawned/memory*.ts gather the numbers,
+ * No timers, no I/O: host-governor.ts, box-watch.ts and src/pool/workers/memory*.ts gather the numbers,
  * call these, and carry out (and log) what they return.
  *
  * Accounting. Every live worker is charged max(its latest sample, its pool's estimate):

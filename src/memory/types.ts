@@ -1,6 +1,6 @@
 /**
  * What the memory governor measures and reports, and the small interface between the
- * host-wide governor (host-governor.ts) and each pool's share of it (src/pool/spawned/memory.ts).
+ * host-wide governor (host-governor.ts) and each pool's share of it (src/pool/workers/memory.ts).
  *
  * Sizes are bytes. "value" is the figure caps and budgets use: PSS where the kernel
  * gives it (/proc/PID/smaps_rollup), else RSS, and every figure says which (`measure`).
@@ -126,7 +126,7 @@ export interface WorkerRef {
   parent?: true;
 }
 
-/** One pool's part in the host budget; src/pool/spawned/memory.ts implements it. */
+/** One pool's part in the host budget; src/pool/workers/memory.ts implements it. */
 export interface BudgetMember {
   readonly name: string;
   /** Sum of charges of live workers (unsampled ones at the estimate). */

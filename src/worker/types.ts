@@ -1,7 +1,7 @@
 /**
  * The contract between a pool and the worker processes it spawns. A worker is a process
  * handle (spawn, ready, signal, exit); its state in the pool (idle, busy, retiring) is the
- * pool's table (src/pool/spawned/supervisor-table.ts), which the worker reads at its exit
+ * pool's table (src/pool/workers/supervisor-table.ts), which the worker reads at its exit
  * through its WorkerOwner.
  */
 

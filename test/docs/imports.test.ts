@@ -75,7 +75,7 @@ test('imports point one way: nothing runs back up the floors', () => {
   assert.deepEqual(wrong, []);
 });
 
-test("src/pool's rooms (spawned/, external/, direct/) import only the pool's shared files, not each other", () => {
+test("src/pool's rooms (spawned/, external/, direct/) import only the pool's shared files and workers/, not each other; workers/ imports no room", () => {
   const rooms = ['spawned', 'external', 'direct'];
   const roomOf = (f: string): string | undefined => {
     const parts = rel(f).split('/');

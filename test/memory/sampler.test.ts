@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { parseSmapsRollup, parseStat, parseStatus, ProcHandle } from '../../src/memory/proc.js';
 import { PidusageSampler, ProcSampler, PSS_REFRESH_SAMPLES } from '../../src/memory/sampler.js';
 import { AUTO_SHARE, parseMeminfo, resolveBudget } from '../../src/memory/budget.js';
-import { killChildNow } from '../../src/pool/spawned/hard-kill.js';
+import { killChildNow } from '../../src/pool/workers/hard-kill.js';
 import { configFromObject, poolConfigFromObject } from '../../src/config/schema.js';
 import { ConfigError } from '../../src/errors.js';
 import { withTimeout } from '../helpers/wait.js';

@@ -12,7 +12,7 @@ import type { Logger } from '../../src/log/log.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { classifyExit } from '../../src/worker/exit-policy.js';
 import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerOwner, WorkerSpec } from '../../src/worker/types.js';
-import type { WorkerState } from '../../src/pool/spawned/supervisor-table.js';
+import type { WorkerState } from '../../src/pool/workers/supervisor-table.js';
 import type { SocketAddress } from '../../src/protocol/address.js';
 import type { FakeClock } from './fake-clock.js';
 

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { planIdleStops, planSpawns, type ScalingConfig, type SpawnRound } from '../../src/pool/spawned/scaling.js';
+import { planIdleStops, planSpawns, type ScalingConfig, type SpawnRound } from '../../src/pool/workers/scaling.js';
 
 const cfgArb = fc
   .record({

@@ -10,7 +10,7 @@ import {
   type ScalingConfig,
   type SpawnRound,
   type WorkerCounts,
-} from '../../src/pool/spawned/scaling.js';
+} from '../../src/pool/workers/scaling.js';
 import { FakeClock } from './fake-clock.js';
 
 const base: ScalingConfig = { pm: 'ondemand', maxChildren: 5, startChildren: 2, minSpare: 1, maxSpare: 3, maxSpawnRate: 8, idleTimeout: 10_000 };

@@ -14,7 +14,7 @@ import { closedEarly, protocolFault } from '../../src/upstream/failures.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
 import { EXIT_GRACE_MS, SEAT_EVENTS, SEAT_STATES, SEAT_TABLE, type SeatEvent, type SeatState } from '../../src/pool/spawned/seat-table.js';
 import type { Seat } from '../../src/pool/spawned/seats.js';
-import type { Slot, SlotView } from '../../src/pool/spawned/slot.js';
+import type { Slot, SlotView } from '../../src/pool/workers/slot.js';
 import { makeRequest, type FakeEndpoint, type TestRequest } from './helpers.js';
 
 /** FakeClock's timer handle: whether it was cleared. */

@@ -28,10 +28,10 @@ import type { WorkerExit } from '../../worker/types.js';
 import type { ForkServer } from '../../worker/fork-server.js';
 import { PoolBase } from '../pool-base.js';
 import { RequestTimer } from './request-timer.js';
-import { exitText, scriptOf, workerSnapshot, type SlotView } from './slot.js';
+import { exitText, scriptOf, workerSnapshot, type SlotView } from '../workers/slot.js';
 import { Seat } from './seats.js';
 import { EXIT_GRACE_MS, SEAT_TABLE, type SeatAction, type SeatEvent } from './seat-table.js';
-import { Supervisor, type SupervisorDeps, type SupervisorHooks } from './supervisor.js';
+import { Supervisor, type SupervisorDeps, type SupervisorHooks } from '../workers/supervisor.js';
 import type { EndpointFactory, PoolActionReport, PoolSnapshot, WarmStart } from '../types.js';
 
 export { EXIT_GRACE_MS } from './seat-table.js';

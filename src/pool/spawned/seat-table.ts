@@ -74,12 +74,7 @@ export interface SeatCell {
 export const SEAT_STATES: readonly SeatState[] = ['closed', 'free', 'running', 'held', 'ending'];
 export const SEAT_EVENTS: readonly SeatEvent[] = ['free', 'assign', 'withdraw', 'outcome', 'suspect', 'exit', 'grace', 'exit_grace', 'cut'];
 
-/**
- * A failure that may mean the worker is dying waits this long for the exit event, and a
- * request whose worker exited this long for the endpoint's report. The exit usually
- * comes within milliseconds.
- */
-export const EXIT_GRACE_MS = 250;
+export { EXIT_GRACE_MS } from '../workers/supervisor-table.js';
 
 const cell = (next: SeatState, action: SeatAction): SeatCell => Object.freeze({ next, action });
 const same = (s: SeatState): SeatCell => cell(s, 'none');

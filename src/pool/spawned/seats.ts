@@ -11,7 +11,7 @@ import type { FailedOutcome } from '../../upstream/failures.js';
 import type { UpstreamOutcome } from '../../upstream/types.js';
 import { RequestNodes } from './request-timer.js';
 import type { SeatState } from './seat-table.js';
-import type { SeatView, SlotView } from './slot.js';
+import type { SeatView, SlotView } from '../workers/slot.js';
 
 /** One request place on a worker. */
 export class Seat implements SeatView {

@@ -18,7 +18,7 @@ export interface ProcessEvents {
   exited(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): void;
 }
 
-export interface ProcessCtlDeps {
+export interface ChildrenDeps {
   log: Logger;
   clock: Clock;
   /** With the memory part's hook that places each worker right after spawn. */
@@ -32,15 +32,15 @@ export interface ProcessCtlDeps {
   seats: (slot: Slot) => readonly SeatView[];
 }
 
-export class ProcessCtl {
+export class Children {
   /** Live workers (not yet reaped). */
   readonly slots = new Set<Slot>();
-  private readonly deps: ProcessCtlDeps;
+  private readonly deps: ChildrenDeps;
   private readonly events: ProcessEvents;
   private nextId = 1;
   private allReaped: (() => void) | undefined;
 
-  constructor(deps: ProcessCtlDeps, events: ProcessEvents) {
+  constructor(deps: ChildrenDeps, events: ProcessEvents) {
     this.deps = deps;
     this.events = events;
   }

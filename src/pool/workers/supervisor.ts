@@ -3,7 +3,7 @@
  * fpm_process_ctl.c: how many there are (scaling), readiness, retire, stop, crash
  * back-off and the `failing` breaker, idle stops, recycling, the memory part's
  * decisions, the operator's drain and rolling restart. Birth and burial (making a
- * worker, signalling it, reaping it, the shutdown wait) are process-ctl.ts's, as
+ * worker, signalling it, reaping it, the shutdown wait) are children.ts's, as
  * fpm_children.c's. Every worker's state is one cell of supervisor-table.ts, and each
  * cell names the action carried out here (`act`).
  *
@@ -31,10 +31,9 @@ import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
 import { exitText, type SeatView, type Slot, type SlotView } from './slot.js';
-import { ProcessCtl } from './process-ctl.js';
-import { EXIT_GRACE_MS } from './seat-table.js';
+import { Children } from './children.js';
 import type { PoolStats } from '../stats.js';
-import { replacesReason, SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
+import { EXIT_GRACE_MS, replacesReason, SUPERVISOR_TABLE, type SlotAction, type SlotEvent, type SlotState } from './supervisor-table.js';
 import type { PoolActionReport as ActionReport, PoolSnapshot, WarmStart } from '../types.js';
 
 export interface SupervisorDeps {
@@ -110,7 +109,7 @@ export class Supervisor {
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly scaling: ScalingConfig;
-  private readonly procs: ProcessCtl;
+  private readonly procs: Children;
   private readonly inState: Record<SlotState, number> = { starting: 0, up: 0, retiring: 0, stopping: 0, gone: 0 };
   private round: SpawnRound = NO_ROUND;
   private atMaxChildren = false;
@@ -168,7 +167,7 @@ export class Supervisor {
     }, clock, this.log);
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
     const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
-    this.procs = new ProcessCtl(
+    this.procs = new Children(
       { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k) },
       { ready: (slot) => this.fire(slot, 'ready', NO_CONTEXT), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );

@@ -4,7 +4,7 @@
  * given, its memory samples), and what others read of the request places it
  * offers (`SeatView`; the seats are the Dispatcher's, seats.ts). A plain worker offers
  * one seat; a php-cgi group (group_size k) offers k on one socket.
- * The Slot is the Supervisor's: it (and process-ctl.ts through it) alone writes one.
+ * The Slot is the Supervisor's: it (and children.ts through it) alone writes one.
  * The Dispatcher, the memory part and the snapshot get a `SlotView`, read-only; what
  * they change goes through the Supervisor (a request counted: `assigned`, its end:
  * `released`).
@@ -16,14 +16,11 @@ import type { Endpoint } from '../../upstream/types.js';
 import type { ManagedWorker, RetireReason, WorkerExit, WorkerOwner, WorkerSpawnFailure } from '../../worker/types.js';
 import type { Clock, WallClock } from '../../util/clock.js';
 import type { WorkerMemory } from './worker-memory.js';
-import type { SeatState } from './seat-table.js';
 import { workerState, type SlotState, type WorkerState } from './supervisor-table.js';
 import type { WorkerSnapshot } from '../types.js';
 
 /** What the supervisor, the memory part and the snapshot read of a seat (seats.ts; the Dispatcher writes it). */
 export interface SeatView {
-  /** Its cell in seat-table.ts. */
-  readonly state: SeatState;
   /** On the idle stack (state free). */
   readonly inIdle: boolean;
   /** When it last went idle. */
@@ -35,7 +32,7 @@ export interface SeatView {
 
 /** What the Dispatcher, the memory part and the snapshot read of a worker's record. */
 export interface SlotView {
-  /** The process's facts; signalling it is the Supervisor's (process-ctl.ts). */
+  /** The process's facts; signalling it is the Supervisor's (children.ts). */
   readonly worker: Pick<ManagedWorker, 'id' | 'pid' | 'address'>;
   readonly pid: number | undefined;
   /** Monotonic ms it was spawned, and became ready (0 before). */

@@ -20,6 +20,13 @@
  */
 import type { RetireReason } from '../../worker/types.js';
 
+/**
+ * A failure that may mean the worker is dying waits this long for the exit event, and a
+ * request whose worker exited this long for the endpoint's report. The exit usually
+ * comes within milliseconds.
+ */
+export const EXIT_GRACE_MS = 250;
+
 export type SlotState = 'starting' | 'up' | 'retiring' | 'stopping' | 'gone';
 /**
  * `exit` is the process ending by itself or as asked; `killed` is its end by a signal
