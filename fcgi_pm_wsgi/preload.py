@@ -11,8 +11,8 @@ up and run the warm-up again, so the pages a request writes are already its own 
 (each copy-on-write fault costs microseconds, and a Django request's first run makes
 hundreds). Asked for a worker, the parent passes the spare the listening socket
 (SCM_RIGHTS over their socketpair) and it serves at once; the next spare is forked once
-no command came for REFILL_DELAY. Without a spare (it died, or --spares 0) the worker is
-forked on the spot. A spare costs its private pages (about what one request writes).
+no command came for REFILL_DELAY. Without a warm spare (it is still warming up, it died,
+or --spares 0) the worker is forked on the spot. A spare costs its private pages (about what one request writes).
 
 The channel uses only file descriptors fcgi-pm hands over at spawn, named by
 FCGI_PM_PRELOAD_FDS="COMMANDS,REPLIES,DIR" (fcgi-pm passes "0,3,4"):
@@ -49,7 +49,7 @@ from .warm import threads_besides_main, warm_up
 
 PR_SET_PDEATHSIG = 1
 # Seconds without a command before the next spare is forked.
-REFILL_DELAY = 0.25
+REFILL_DELAY = 0.02
 
 
 def die_with_parent(parent: int) -> None:
@@ -129,9 +129,16 @@ class Spare:
         self.pid = pid
         self.sock = sock
 
+    def warmed(self) -> bool:
+        """It finished its warm-up (it says so with one byte) and waits for a socket."""
+        r, _, _ = select.select([self.sock], [], [], 0)
+        return bool(r)
+
     def hand(self, listener: socket.socket) -> bool:
         """Gives it the listener; True once it took it (it acknowledges with one byte)."""
         try:
+            if self.sock.recv(1) != b'W':
+                return False  # it died
             socket.send_fds(self.sock, [b'L'], [listener.fileno()])
             return self.sock.recv(1) == b'S'
         except OSError:
@@ -236,10 +243,12 @@ class ForkServer:
         self.refill_at = time.monotonic() + REFILL_DELAY
 
     def take_spare(self, listener: socket.socket):
-        """The spare's pid once it serves on `listener`; None without a live spare."""
-        spare, self.spare = self.spare, None
-        if spare is None:
+        """The spare's pid once it serves on `listener`; None without a spare that is
+        warm (one still warming up stays the spare: a fork now is the quicker worker)."""
+        spare = self.spare
+        if spare is None or not spare.warmed():
             return None
+        self.spare = None
         if spare.hand(listener):
             return spare.pid
         self.reap()  # it died waiting: the fork below replaces it
@@ -296,6 +305,7 @@ class ForkServer:
             except Exception as e:
                 log(f'preload: a spare\'s warm-up failed: {e!r}')
         try:
+            sock.sendall(b'W')
             _, fds, _, _ = socket.recv_fds(sock, 1, 1)
         except OSError:
             fds = []

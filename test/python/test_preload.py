@@ -92,7 +92,7 @@ class ForkServerCase(unittest.TestCase):
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'LANG': 'C.UTF-8',
-               'FCGI_PM_PRELOAD_FDS': f'0,{rep_w},{dir_fd}'}
+               'FCGI_PM_PRELOAD_FDS': f'0,{rep_w},{dir_fd}', 'HOLD_SPARES': os.path.join(self.dir, 'release')}
         self.stderr = open(os.path.join(self.dir, 'stderr.log'), 'wb')
         self.proc = subprocess.Popen([sys.executable, ADAPTER, '--preload', '--fastcgi', *self.ARGS, '--path', HERE, 'wsgi_apps:app'],
                                      pass_fds=[rep_w, dir_fd], stdin=cmd_r, stdout=subprocess.DEVNULL,
@@ -130,6 +130,23 @@ class ForkServerCase(unittest.TestCase):
         """The fork server's live children (pids), from /proc."""
         with open(f'/proc/{self.proc.pid}/task/{self.proc.pid}/children') as f:
             return [p for p in map(int, f.read().split()) if alive(p)]
+
+    def warm_spare(self):
+        return self.warm_spare_besides()
+
+    def warm_spare_besides(self, *workers):
+        """The spare once it is warm: blocked in recvmsg() (x86-64 syscall 47), waiting for
+        its socket. A fork asked before that is made on the spot."""
+        def blocked_in_recvmsg(pid):
+            try:
+                with open(f'/proc/{pid}/syscall') as f:
+                    return f.read().split()[0] == '47'
+            except (FileNotFoundError, IndexError):
+                return False
+        def spares():
+            return [p for p in self.children() if p not in workers]
+        self.wait_for('a warm spare', lambda: len(spares()) == 1 and blocked_in_recvmsg(spares()[0]))
+        return spares()[0]
 
     def wait_for(self, what, cond):
         deadline = time.monotonic() + TIMEOUT
@@ -235,8 +252,7 @@ class WarmForkTest(ForkServerCase):
 
     def test_hook_and_request_run_in_the_parent_then_in_the_spare_which_the_fork_hands_out(self):
         parent = self.chan.next()['pid']
-        self.wait_for('the spare', lambda: len(self.children()) == 1)
-        spare = self.children()[0]
+        spare = self.warm_spare()
         pid, path = self.fork(1)
         self.assertEqual(pid, spare, 'the worker is the spare forked ahead')
         seen = self.warmed(path)
@@ -244,8 +260,10 @@ class WarmForkTest(ForkServerCase):
         self.assertEqual([tuple(w) for w in seen['warmed']],
                          [('hook', parent), ('request', parent), ('hook', spare), ('request', spare)])
         # A new spare comes once the parent had no command for a while; it is not the worker.
-        self.wait_for('a new spare', lambda: len(self.children()) == 2)
-        spare2 = next(p for p in self.children() if p != pid)
+        os.kill(pid, signal.SIGTERM)
+        self.assertEqual(self.chan.next()['exited'], 1)
+        spare2 = self.warm_spare()
+        self.assertNotEqual(spare2, pid)
         pid2, path2 = self.fork(2)
         self.assertEqual(pid2, spare2)
         self.assertEqual(self.get(path2), b'hello')
@@ -274,6 +292,23 @@ class WarmForkTest(ForkServerCase):
         os.close(self.chan.out)
         self.assertEqual(self.proc.wait(TIMEOUT), 0)
         self.wait_for('the spare to exit', lambda: not alive(spare))
+
+
+class ColdSpareTest(ForkServerCase):
+    ARGS = ['--warm', 'wsgi_apps:hold_spares']
+
+    def test_a_spare_still_warming_up_is_not_waited_for_and_stays_the_spare(self):
+        self.chan.next()
+        self.wait_for('the spare', lambda: len(self.children()) == 1)
+        spare = self.children()[0]
+        pid, path = self.fork(1)
+        self.assertNotEqual(pid, spare, 'forked on the spot')
+        self.assertEqual(self.get(path), b'hello')
+        self.assertEqual(sorted(self.children()), sorted([pid, spare]))
+        open(os.path.join(self.dir, 'release'), 'w').close()
+        self.assertEqual(self.warm_spare_besides(pid), spare)
+        pid2, _ = self.fork(2)
+        self.assertEqual(pid2, spare)
 
 
 class NoSpareTest(ForkServerTest):

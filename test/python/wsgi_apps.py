@@ -157,6 +157,15 @@ def warm_hook(application):
     WARMED.append(('hook' if application is app else 'hook-without-app', os.getpid()))
 
 
+def hold_spares(application):
+    """A --warm hook that, in a spare (run after the parent's), waits for the file named by
+    $HOLD_SPARES before it returns."""
+    first = not any(w == 'held' for w, _ in WARMED)
+    WARMED.append(('held', os.getpid()))
+    while not first and not os.path.exists(os.environ['HOLD_SPARES']):
+        time.sleep(0.01)
+
+
 def start_thread(application):
     """A --warm hook that leaves a thread running in the fork server."""
     import threading
