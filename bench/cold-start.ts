@@ -338,12 +338,16 @@ async function django(rows: Row[]): Promise<void> {
   const { dir, run, app, env, adapter, page } = djangoExample('fpm-cold-dj-');
   const holdPage: HoldPage = { params: { SCRIPT_NAME: '/app', PATH_INFO: '/stream/', QUERY_STRING: 'mb=16', REQUEST_URI: '/app/stream/?mb=16' }, how: 'response' };
   let n = 0;
-  const variant = (label: string, preload: boolean, over: Partial<PoolConfig> = {}): Variant => {
-    const cmd = [PY, adapter, ...(preload ? ['--preload'] : []), '--fastcgi', 'mysite.wsgi:application'];
+  const variant = (label: string, preload: boolean, over: Partial<PoolConfig> = {}, args: string[] = []): Variant => {
+    const cmd = [PY, adapter, ...(preload ? ['--preload'] : []), ...args, '--fastcgi', 'mysite.wsgi:application'];
     return fcgiPmVariant(label, poolConfig({ name: `dj${n++}`, command: cmd, cwd: app, env, preload, preloadIdleTimeout: 600_000, ...over }), run, { zero: true, parentGone: over.preloadIdleTimeout !== undefined });
   };
   rows.push(await measure('Django', variant('fcgi-pm exec', false), page, holdPage, { busy: true }));
-  rows.push(await measure('Django', variant('fcgi-pm preload, parent warm', true), page, holdPage, { busy: true }));
+  // The warm fork's parts: no spare (each worker forked when asked for), the default
+  // spare, and the spare that also ran a request of the page (`--warm-request`).
+  rows.push(await measure('Django', variant('fcgi-pm preload, parent warm, --spares 0', true, {}, ['--spares', '0']), page, holdPage, { busy: true }));
+  rows.push(await measure('Django', variant('fcgi-pm preload, parent warm (a spare)', true), page, holdPage, { busy: true }));
+  rows.push(await measure('Django', variant('fcgi-pm preload, parent warm, --warm-request /page/', true, {}, ['--warm-request', '/page/']), page, holdPage, { busy: true }));
   // The parent stops 50 ms after the last worker: every try starts it again (exec and import).
   rows.push(await measure('Django', variant('fcgi-pm preload, no parent', true, { preloadIdleTimeout: 50 }), page, holdPage, { busy: false }));
 
