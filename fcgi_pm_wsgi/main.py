@@ -8,7 +8,7 @@ import sys
 
 from .errors import PROG
 from .preload import preload_main
-from .server import listener_from_address, listener_from_fd0, serve
+from .server import listener_from_address, listener_from_fd0, max_requests_from_env, serve
 from .warm import warm_up
 
 
@@ -60,4 +60,4 @@ def main(argv=None) -> int:
     # request would do is done.
     warm_up(app, args.warm, args.warm_request, args.script_name)
     listener = listener_from_address(args.socket) if args.socket else listener_from_fd0()
-    return serve(app, listener, args.protocol, args.script_name)
+    return serve(app, listener, args.protocol, args.script_name, max_requests_from_env())

@@ -18,6 +18,7 @@ The channel uses only file descriptors fcgi-pm hands over at spawn, named by
 FCGI_PM_PRELOAD_FDS="COMMANDS,REPLIES,DIR" (fcgi-pm passes "0,3,4"):
 
     COMMANDS  JSON lines from fcgi-pm: {"fork": id, "socket": NAME}
+                                       {"fork": id, "shared": true, "max_requests": N}
     REPLIES   JSON lines to fcgi-pm:   {"ready": true, "pid": N}   application imported
                                        {"forked": id, "pid": N}    the child serves
                                        {"failed": id, "errno": E, "message": M}
@@ -25,6 +26,10 @@ FCGI_PM_PRELOAD_FDS="COMMANDS,REPLIES,DIR" (fcgi-pm passes "0,3,4"):
     DIR       an open directory (private to the pool's user) where NAME is bound; the
               parent reaches it through /proc/self/fd/DIR, so fcgi-pm's runtime
               directory need not let the pool's user in.
+    SHARED    (optional, "COMMANDS,REPLIES,DIR,SHARED") the listening socket of an
+              `accept: direct` pool: a "shared" fork serves on it, as every worker of
+              the pool does, and exits after max_requests (0: never); the parent never
+              accepts on it.
 
 EOF on COMMANDS (fcgi-pm went away) stops the parent.
 """
@@ -134,12 +139,12 @@ class Spare:
         r, _, _ = select.select([self.sock], [], [], 0)
         return bool(r)
 
-    def hand(self, listener: socket.socket) -> bool:
+    def hand(self, listener: socket.socket, max_requests: int) -> bool:
         """Gives it the listener; True once it took it (it acknowledges with one byte)."""
         try:
             if self.sock.recv(1) != b'W':
                 return False  # it died
-            socket.send_fds(self.sock, [b'L'], [listener.fileno()])
+            socket.send_fds(self.sock, [b'%d' % max_requests], [listener.fileno()])
             return self.sock.recv(1) == b'S'
         except OSError:
             return False
@@ -148,12 +153,13 @@ class Spare:
 
 
 class ForkServer:
-    def __init__(self, app, protocol: str, mount, channel: Channel, dir_fd: int, warm=None, spares: int = 1):
+    def __init__(self, app, protocol: str, mount, channel: Channel, dir_fd: int, warm=None, spares: int = 1, shared_fd=None):
         self.app = app
         self.protocol = protocol
         self.mount = mount
         self.chan = channel
         self.dir_fd = dir_fd
+        self.shared_fd = shared_fd
         # Run again in each spare, so that it faults in the pages a request writes.
         self.warm = warm
         self.spares = spares
@@ -219,18 +225,24 @@ class ForkServer:
 
     def handle(self, msg) -> None:
         if isinstance(msg, dict) and 'fork' in msg:
-            self.fork(int(msg['fork']), str(msg.get('socket', '')))
+            self.fork(int(msg['fork']), str(msg.get('socket', '')), msg.get('shared') is True, int(msg.get('max_requests') or 0))
 
-    def fork(self, wid: int, name: str) -> None:
-        try:
-            listener = bind_worker_socket(self.dir_fd, name)
-        except OSError as e:
-            self.chan.send({'failed': wid, 'errno': errno.errorcode.get(e.errno, 'EIO'), 'message': f'cannot bind {name}: {e.strerror or e}'})
-            return
-        pid = self.take_spare(listener)
+    def fork(self, wid: int, name: str, shared: bool = False, max_requests: int = 0) -> None:
+        if shared:
+            if self.shared_fd is None:
+                self.chan.send({'failed': wid, 'errno': 'EINVAL', 'message': 'a shared fork, but no shared socket was handed over (FCGI_PM_PRELOAD_FDS)'})
+                return
+            listener = socket.socket(fileno=os.dup(self.shared_fd))
+        else:
+            try:
+                listener = bind_worker_socket(self.dir_fd, name)
+            except OSError as e:
+                self.chan.send({'failed': wid, 'errno': errno.errorcode.get(e.errno, 'EIO'), 'message': f'cannot bind {name}: {e.strerror or e}'})
+                return
+        pid = self.take_spare(listener, max_requests)
         if pid is None:
             try:
-                pid = self.fork_child(listener)
+                pid = self.fork_child(listener, max_requests)
             except OSError as e:
                 listener.close()
                 self.chan.send({'failed': wid, 'errno': errno.errorcode.get(e.errno, 'EAGAIN'), 'message': str(e)})
@@ -242,19 +254,19 @@ class ForkServer:
         # worker just handed out runs its first request, nor between the forks of a burst.
         self.refill_at = time.monotonic() + REFILL_DELAY
 
-    def take_spare(self, listener: socket.socket):
+    def take_spare(self, listener: socket.socket, max_requests: int):
         """The spare's pid once it serves on `listener`; None without a spare that is
         warm (one still warming up stays the spare: a fork now is the quicker worker)."""
         spare = self.spare
         if spare is None or not spare.warmed():
             return None
         self.spare = None
-        if spare.hand(listener):
+        if spare.hand(listener, max_requests):
             return spare.pid
         self.reap()  # it died waiting: the fork below replaces it
         return None
 
-    def fork_child(self, listener: socket.socket) -> int:
+    def fork_child(self, listener: socket.socket, max_requests: int) -> int:
         """A child serving on `listener` now; its pid once it leads a session of its own
         (fcgi-pm hears of it only then, so the group it signals exists)."""
         parent = os.getpid()
@@ -267,7 +279,7 @@ class ForkServer:
             raise
         if pid == 0:
             os.close(started_r)
-            os._exit(self.child(parent, started_w, lambda: listener))
+            os._exit(self.child(parent, started_w, lambda: (listener, max_requests)))
         os.close(started_w)
         wait_closed(started_r)
         return pid
@@ -298,7 +310,8 @@ class ForkServer:
         self.spare = Spare(pid, ours)
 
     def await_listener(self, sock: socket.socket):
-        """In a spare: warm up, then wait for the listening socket (None: not wanted, exit)."""
+        """In a spare: warm up, then wait for the listening socket and the requests it may
+        serve (None: not wanted, exit)."""
         if self.warm is not None:
             try:
                 self.warm()
@@ -306,9 +319,9 @@ class ForkServer:
                 log(f'preload: a spare\'s warm-up failed: {e!r}')
         try:
             sock.sendall(b'W')
-            _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+            data, fds, _, _ = socket.recv_fds(sock, 32, 1)
         except OSError:
-            fds = []
+            data, fds = b'', []
         if not fds:
             return None  # the parent dropped the spare (stopping)
         listener = socket.socket(fileno=fds[0])
@@ -317,7 +330,7 @@ class ForkServer:
         except OSError:
             pass
         sock.close()
-        return listener
+        return listener, int(data or b'0')
 
     def drop_spare(self) -> None:
         spare, self.spare = self.spare, None
@@ -340,6 +353,8 @@ class ForkServer:
             die_with_parent(parent)
             self.chan.close()
             os.close(self.dir_fd)
+            if self.shared_fd is not None:
+                os.close(self.shared_fd)  # a worker serves on its own duplicate
             # The commands were fd 0: an application reading stdin gets EOF, as in a plain worker.
             null = os.open(os.devnull, os.O_RDONLY)  # fd 0 when the commands were there
             if null != 0:
@@ -349,11 +364,12 @@ class ForkServer:
             self.wake_w.close()
             if self.spare is not None:
                 self.spare.sock.close()  # another child's channel
-            listener = listener_of()
-            if listener is None:
+            got = listener_of()
+            if got is None:
                 return 0
+            listener, max_requests = got
             listener.setblocking(True)
-            code = serve(self.app, listener, self.protocol, self.mount)
+            code = serve(self.app, listener, self.protocol, self.mount, max_requests)
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 0
         except BaseException:
@@ -398,12 +414,16 @@ def wait_closed(fd: int) -> None:
 def preload_main(app, args) -> int:
     fds = os.environ.pop('FCGI_PM_PRELOAD_FDS', None)
     try:
-        commands, replies, dir_fd = (int(f) for f in (fds or '').split(','))
+        numbers = [int(f) for f in (fds or '').split(',')]
+        if len(numbers) not in (3, 4):
+            raise ValueError(fds)
     except ValueError:
         raise SystemExit(f'{PROG}: --preload needs fcgi-pm (preload: true) to start it: '
-                         f'FCGI_PM_PRELOAD_FDS is {fds!r}, not "COMMANDS,REPLIES,DIR"') from None
+                         f'FCGI_PM_PRELOAD_FDS is {fds!r}, not "COMMANDS,REPLIES,DIR[,SHARED]"') from None
+    commands, replies, dir_fd = numbers[:3]
+    shared_fd = numbers[3] if len(numbers) == 4 else None
     def warm() -> None:
         warm_up(app, args.warm, args.warm_request, args.script_name)
     warm()
     return ForkServer(app, args.protocol, args.script_name, Channel(commands, replies), dir_fd,
-                      warm=warm, spares=args.spares).run()
+                      warm=warm, spares=args.spares, shared_fd=shared_fd).run()

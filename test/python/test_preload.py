@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -81,8 +82,10 @@ class BindTest(unittest.TestCase):
 
 class ForkServerCase(unittest.TestCase):
     """A fork server started as fcgi-pm starts it; the adapter's options besides
-    --preload --fastcgi are the class's ARGS."""
+    --preload --fastcgi are the class's ARGS. SHARED: it is handed an accept: direct
+    pool's listening socket too (self.shared, its path)."""
     ARGS = []
+    SHARED = False
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix='fpm-pre-')
@@ -91,13 +94,21 @@ class ForkServerCase(unittest.TestCase):
         dir_fd = os.open(self.sockets, os.O_RDONLY | os.O_DIRECTORY)
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
+        fds = [rep_w, dir_fd]
+        if self.SHARED:
+            self.shared = os.path.join(self.dir, 'shared.sock')
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(self.shared)
+            listener.listen(16)
+            fds.append(os.dup(listener.fileno()))
+            listener.close()
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'LANG': 'C.UTF-8',
-               'FCGI_PM_PRELOAD_FDS': f'0,{rep_w},{dir_fd}', 'HOLD_SPARES': os.path.join(self.dir, 'release')}
+               'FCGI_PM_PRELOAD_FDS': ','.join(map(str, [0, *fds])), 'HOLD_SPARES': os.path.join(self.dir, 'release')}
         self.stderr = open(os.path.join(self.dir, 'stderr.log'), 'wb')
         self.proc = subprocess.Popen([sys.executable, ADAPTER, '--preload', '--fastcgi', *self.ARGS, '--path', HERE, 'wsgi_apps:app'],
-                                     pass_fds=[rep_w, dir_fd], stdin=cmd_r, stdout=subprocess.DEVNULL,
+                                     pass_fds=fds, stdin=cmd_r, stdout=subprocess.DEVNULL,
                                      stderr=self.stderr, env=env, cwd=self.dir)
-        for fd in (cmd_r, rep_w, dir_fd):
+        for fd in (cmd_r, *fds):
             os.close(fd)
         self.chan = Peer(cmd_w, rep_r)
 
@@ -309,6 +320,44 @@ class ColdSpareTest(ForkServerCase):
         self.assertEqual(self.warm_spare_besides(pid), spare)
         pid2, _ = self.fork(2)
         self.assertEqual(pid2, spare)
+
+
+class SharedSocketTest(ForkServerCase):
+    """accept: direct: the workers serve on the pool's socket, which the parent was handed."""
+    SHARED = True
+
+    def fork_shared(self, wid, max_requests=0):
+        self.chan.send({'fork': wid, 'shared': True, 'max_requests': max_requests})
+        m = self.chan.next()
+        self.assertEqual(m['forked'], wid, m)
+        return m['pid']
+
+    def pid_answering(self):
+        return int(self.get(self.shared, '/pid'))
+
+    def test_forks_accept_on_the_shared_socket_and_exit_after_max_requests(self):
+        parent = self.chan.next()['pid']
+        spare = self.warm_spare()
+        pid = self.fork_shared(1, max_requests=2)
+        self.assertEqual(pid, spare, 'the spare took the shared socket')
+        self.assertEqual(self.pid_answering(), pid)
+        self.assertEqual(self.pid_answering(), pid)
+        self.assertEqual(self.chan.next(), {'exited': 1, 'pid': pid, 'code': 0, 'signal': None})
+        # Forked on the spot (the next spare is not warm yet, or is): either way it serves.
+        pid2 = self.fork_shared(2)
+        self.assertNotIn(pid2, (parent, pid))
+        self.assertEqual({self.pid_answering() for _ in range(3)}, {pid2}, 'the parent itself never accepts')
+        with open(f'/proc/{pid2}/stat') as f:
+            self.assertEqual(int(f.read().rsplit(')', 1)[1].split()[3]), pid2, 'leads its own session')
+
+
+class SharedWithoutSocketTest(ForkServerCase):
+    def test_a_shared_fork_is_refused_when_no_socket_was_handed_over(self):
+        self.chan.next()
+        self.chan.send({'fork': 1, 'shared': True})
+        m = self.chan.next()
+        self.assertEqual((m['failed'], m['errno']), (1, 'EINVAL'))
+        self.assertIn('no shared socket', m['message'])
 
 
 class NoSpareTest(ForkServerTest):
