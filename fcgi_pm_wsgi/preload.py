@@ -20,6 +20,7 @@ FCGI_PM_PRELOAD_FDS="COMMANDS,REPLIES,DIR" (fcgi-pm passes "0,3,4"):
     COMMANDS  JSON lines from fcgi-pm: {"fork": id, "socket": NAME}
                                        {"fork": id, "shared": true, "max_requests": N}
     REPLIES   JSON lines to fcgi-pm:   {"ready": true, "pid": N}   application imported
+                                       {"spare": N | null}   the spare forked (or died)
                                        {"forked": id, "pid": N}    the child serves
                                        {"failed": id, "errno": E, "message": M}
                                        {"exited": id, "pid": N, "code": C, "signal": S}
@@ -308,6 +309,7 @@ class ForkServer:
         theirs.close()
         wait_closed(started_r)
         self.spare = Spare(pid, ours)
+        self.chan.send({'spare': pid})
 
     def await_listener(self, sock: socket.socket):
         """In a spare: warm up, then wait for the listening socket and the requests it may
@@ -389,6 +391,7 @@ class ForkServer:
                 return
             if self.spare is not None and pid == self.spare.pid:
                 self.drop_spare()  # made again at the next fork
+                self.chan.send({'spare': None})
                 continue
             wid = self.children.pop(pid, None)
             if wid is None:

@@ -25,11 +25,21 @@ class Peer:
         self.out = out
         self.inp = inp
         self.buf = b''
+        self.spares = []
 
     def send(self, msg):
         os.write(self.out, json.dumps(msg).encode() + b'\n')
 
     def next(self):
+        """The next reply other than a spare's news (kept in self.spares)."""
+        while True:
+            m = self.next_any()
+            if isinstance(m, dict) and set(m) == {'spare'}:
+                self.spares.append(m['spare'])
+                continue
+            return m
+
+    def next_any(self):
         while b'\n' not in self.buf:
             import select
             r, _, _ = select.select([self.inp], [], [], TIMEOUT)
@@ -264,6 +274,7 @@ class WarmForkTest(ForkServerCase):
     def test_hook_and_request_run_in_the_parent_then_in_the_spare_which_the_fork_hands_out(self):
         parent = self.chan.next()['pid']
         spare = self.warm_spare()
+        self.assertEqual(self.chan.spares, [spare], 'fcgi-pm hears of the spare (its memory counts with the parent)')
         pid, path = self.fork(1)
         self.assertEqual(pid, spare, 'the worker is the spare forked ahead')
         seen = self.warmed(path)
@@ -290,6 +301,7 @@ class WarmForkTest(ForkServerCase):
         os.kill(spare, signal.SIGKILL)
         self.wait_for('the spare to be reaped', lambda: not alive(spare))
         pid, path = self.fork(1)
+        self.assertEqual(self.chan.spares, [spare, None], 'fcgi-pm heard the spare is gone')
         self.assertNotEqual(pid, spare)
         self.assertEqual(self.get(path), b'hello')
         # Its exit was not reported as a worker's: the next message is about worker 1.
