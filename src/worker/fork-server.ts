@@ -7,6 +7,8 @@
  *
  *   fcgi-pm → parent   {fork: id, socket: name}   bind name in the directory, fork a child
  *   parent → fcgi-pm   {ready: true}   application imported
+ *                      {spare: pid | null}   the child it keeps forked ahead of need (its
+ *                                            memory counts with the parent's), or none
  *                      {forked: id, pid}   the child serves on that socket
  *                      {failed: id, errno, message}   fork() failed
  *                      {exited: id, pid, code, signal}   the parent reaped a child
@@ -51,6 +53,7 @@ interface Pending {
 
 type Message =
   | { ready: true; pid: number }
+  | { spare: number | null }
   | { forked: number; pid: number }
   | { failed: number; errno: string; message: string }
   | { exited: number; pid: number; code: number | null; signal: NodeJS.Signals | null };
@@ -60,6 +63,8 @@ class Parent {
   ready = false;
   /** Workers it forked. */
   forks = 0;
+  /** The child it keeps forked ahead of need (not a worker yet). */
+  spare: number | undefined;
   /** Asked to stop (idle, renew, shutdown): its exit is no failure. */
   stopping = false;
   gone = false;
@@ -152,10 +157,10 @@ export class ForkServer {
     return this.current?.pid;
   }
 
-  /** The parent forks come from now: its pid, whether it is ready, and the workers it forked. */
-  get parent(): { pid: number; ready: boolean; forks: number } | undefined {
+  /** The parent forks come from now: its pid, whether it is ready, the workers it forked, and its spare. */
+  get parent(): { pid: number; ready: boolean; forks: number; spare: number | undefined } | undefined {
     const p = this.current;
-    return p?.pid === undefined ? undefined : { pid: p.pid, ready: p.ready, forks: p.forks };
+    return p?.pid === undefined ? undefined : { pid: p.pid, ready: p.ready, forks: p.forks, spare: p.spare };
   }
 
   /**
@@ -260,7 +265,10 @@ export class ForkServer {
       this.log.info({ wpid: p.pid }, `preload parent ${p.pid} ready: forking workers`);
       for (const req of p.waiting.splice(0)) this.send(p, req);
       this.checkIdle(p);
+    } else if ('spare' in m) {
+      p.spare = m.spare ?? undefined;
     } else if ('forked' in m) {
+      if (m.pid === p.spare) p.spare = undefined; // the spare became this worker
       const req = p.forking.get(m.forked);
       if (req === undefined) return;
       p.forking.delete(m.forked);
