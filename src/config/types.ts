@@ -145,6 +145,8 @@ export interface PoolConfig {
   scriptRoots?: string[] | undefined;
   /** Workers' oom_score_adj (default 800). */
   oomScoreAdj?: number;
+  /** The pool's CPU weight against other pools (1-10000, default 100; src/memory/cpu-cgroup.ts). */
+  cpuWeight?: number;
 
   // Authorization in front of the pool (src/frontend/authorize.ts).
   /** Pool asked, as a FastCGI authorizer, before each request is dispatched here. */
