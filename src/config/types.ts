@@ -108,6 +108,8 @@ export interface PoolConfig {
   opcacheFileCache?: boolean;
   /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
   groupSize?: number;
+  /** php-cgi: keep the last worker's parent, paused, when the pool scales to zero (warm zero). */
+  residentParent?: boolean;
   startChildren: number; // dynamic; default min_spare
   minSpare: number; // default 1
   maxSpare: number; // default 3
