@@ -110,6 +110,7 @@ export const ErrorCodes = {
   SOCKET_UNMATCHED: 'ERR_SOCKET_UNMATCHED',
   SYSTEMD_NOTIFY: 'ERR_SYSTEMD_NOTIFY',
   UPGRADE_FAILED: 'ERR_UPGRADE_FAILED', // an upgrade in place whose new daemon did not start: the old one keeps serving
+  UPGRADE_NO_EXEC: 'ERR_UPGRADE_NO_EXEC', // upgrade: exec impossible here (no native addon): the new code starts with a new pid
   PID_FILE: 'ERR_PID_FILE', // the pid file could not be written or removed
   INTERNAL: 'ERR_INTERNAL',
 } as const;

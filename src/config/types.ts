@@ -204,6 +204,8 @@ export interface Config {
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
+  /** How an upgrade in place runs the new code (src/daemon/upgrade.ts); default exec. */
+  upgrade?: 'exec' | 'spawn';
   /** pid file path; false = off; undefined = the default (src/daemon/pid-file.ts). */
   pidFile?: string | false | undefined;
   /** Sites defined outside the config file, started on first request (docs/vhosts.md). */
