@@ -23,7 +23,7 @@ const MEMORY_POOL_KEYS: readonly KeySpec[] = [
   { key: 'rlimit_as', field: 'rlimitAs', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Address-space limit (RLIMIT_AS, via prlimit) set on workers; the kernel refuses allocations past it.' },
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, defaultText: '(the top-level memory_sample_interval)', scope: 'spawned', doc: "How often this pool's workers are measured." },
   { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: 800, scope: 'spawned', doc: "Workers' /proc/PID/oom_score_adj, set right after spawn: the kernel's OOM killer takes a worker before fcgi-pm." },
-  { key: 'cpu_weight', field: 'cpuWeight', type: { kind: 'int', min: 1, max: 10000 }, default: 100, scope: 'spawned', doc: "The pool's share of the CPU against other pools when the CPU is busy: its workers run in a CPU cgroup of their own (cgroup v2 cpu.weight; v1 cpu.shares, 100 = 1024), where fcgi-pm may create one (root, or a delegated subtree). Equal weights give each busy pool an equal share, however many workers it runs." },
+  { key: 'cpu_weight', field: 'cpuWeight', type: { kind: 'int', min: 0, max: 10000 }, default: 100, scope: 'spawned', doc: "The pool's share of the CPU against other pools when the CPU is busy: its workers run in a CPU cgroup of their own (cgroup v2 cpu.weight; v1 cpu.shares, 100 = 1024), where fcgi-pm may create one (root, or a delegated subtree). Equal weights give each busy pool an equal share, however many workers it runs (0 = no CPU cgroup: the workers compete as plain processes)." },
 ];
 
 const MEMORY_TOP_KEYS: readonly KeySpec[] = [

@@ -147,7 +147,7 @@ export interface PoolConfig {
   scriptRoots?: string[] | undefined;
   /** Workers' oom_score_adj (default 800). */
   oomScoreAdj?: number;
-  /** The pool's CPU weight against other pools (1-10000, default 100; src/memory/cpu-cgroup.ts). */
+  /** The pool's CPU weight against other pools (1-10000, default 100; 0 = no CPU cgroup; src/memory/cpu-cgroup.ts). */
   cpuWeight?: number;
 
   // Authorization in front of the pool (src/frontend/authorize.ts).
