@@ -27,6 +27,7 @@ const MEMORY_POOL_KEYS: readonly KeySpec[] = [
 ];
 
 const MEMORY_TOP_KEYS: readonly KeySpec[] = [
+  { key: 'max_children_total', field: 'maxChildrenTotal', type: { kind: 'int', min: 0, max: 1_000_000 }, default: 0, defaultText: '0 (off)', doc: "Most workers alive at once across all pools (PHP-FPM's process.max), divided fairly: each pool with workers or waiting requests can always reach max_children_total ÷ those pools; one below its share with requests waiting takes a place from a pool above its share (an idle worker now, else one after its request), and when places come free the pool with fewest workers gets the next." },
   { key: 'memory_budget', field: 'memoryBudget', type: { kind: 'budget' }, defaultText: '(off)', doc: 'Memory shared by all pools and fcgi-pm itself: a size, a percentage ("50%") of the memory cgroup limit fcgi-pm runs under or else of MemTotal, or auto (75% of MemAvailable at start, or of the cgroup limit when smaller).' },
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, default: '2s', doc: "How often workers' memory and CPU are measured (pools may override it)." },
   { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: -500, doc: "fcgi-pm's own oom_score_adj, set at start where it may lower it (root, CAP_SYS_RESOURCE); otherwise left as it is." },

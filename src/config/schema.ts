@@ -758,6 +758,7 @@ export function validateConfig(obj: unknown, source: string, opts: FromObjectOpt
     opcacheDir: top.values.opcacheDir as string | false | undefined,
     memoryBudget: top.values.memoryBudget as MemoryBudgetSetting | undefined,
     memorySampleInterval: top.values.memorySampleInterval as number,
+    maxChildrenTotal: top.values.maxChildrenTotal as number,
     oomScoreAdj: top.values.oomScoreAdj as number,
     controlSocket: top.values.controlSocket as string | false | undefined,
     controlSocketMode: top.values.controlSocketMode as number,

@@ -198,6 +198,8 @@ export interface Config {
   opcacheDir?: string | false | undefined;
   /** Host memory budget shared by all pools (undefined = none). */
   memoryBudget?: MemoryBudgetSetting | undefined;
+  /** max_children_total: workers across all pools, shared fairly (0 / undefined = off). */
+  maxChildrenTotal?: number;
   /** How often workers are measured (default 2s). */
   memorySampleInterval?: number;
   /** fcgi-pm's own oom_score_adj where it may lower it (default -500). */

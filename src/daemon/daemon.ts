@@ -126,6 +126,7 @@ export class Daemon {
         if (next.vhosts !== undefined) void this.sites?.reconfigure(next.vhosts);
         // The cgroup limit may have changed too (systemctl set-property, a resized container).
         this.governor?.rebudget(next.memoryBudget, readMeminfo(), readBox().box);
+        this.governor?.setProcessMax(next.maxChildrenTotal ?? 0);
       },
     });
   }

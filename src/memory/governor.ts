@@ -88,7 +88,7 @@ export interface SpawnAsk {
 export interface SpawnDecision {
   admit: number;
   /** Why fewer than `want` were admitted. */
-  limitedBy: 'memory_limit' | 'memory_budget' | 'cgroup_limit' | undefined;
+  limitedBy: 'memory_limit' | 'memory_budget' | 'cgroup_limit' | 'max_children_total' | undefined;
   /** Idle workers of other pools to stop now (least recently used first). */
   evict: WorkerRef[];
   /** Busy workers of other pools to retire after their request (this pool had none at all). */

@@ -20,6 +20,7 @@ import type { MemoryBox, MemoryCgroup } from './cgroup-files.js';
 import { formatBytes } from './format.js';
 import { cpuCgroupsAtStart } from './cpu-cgroup.js';
 import { OomCounter } from './pool-cgroup.js';
+import { decideShare, type ShareMember } from './worker-shares.js';
 import { collectWorkers, decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
 import { createSampler, type MemorySampler } from './sampler.js';
 import type { BudgetMember, BudgetSnapshot, MemoryClock, MemorySample, WorkerRef } from './types.js';
@@ -41,6 +42,8 @@ export interface HostGovernorOptions {
   disposeWhenEmpty?: boolean;
   /** Pools put their workers in CPU cgroups of their own (cpu-cgroup.ts): the daemon found it may. */
   cpuCgroups?: boolean;
+  /** max_children_total: the most workers across all pools, shared fairly (worker-shares.ts); 0 = off. */
+  processMax?: number;
 }
 
 export interface AdmitAsk {
@@ -68,6 +71,8 @@ export interface MemoryGovernor {
   readonly cgroup: MemoryCgroup | undefined;
   /** Pools put their workers in CPU cgroups of their own, weighted by cpu_weight (cpu-cgroup.ts). */
   readonly cpuCgroups: boolean;
+  /** max_children_total: the most workers across all pools (0 = off; worker-shares.ts). */
+  readonly processMax: number;
   /** A worker died by SIGKILL: did the kernel's OOM killer kill it in fcgi-pm's cgroup? */
   oomKilledHere(): boolean;
   join(m: BudgetMember): void;
@@ -100,6 +105,8 @@ export class HostGovernor implements MemoryGovernor {
   readonly clock: MemoryClock;
   readonly cgroup: MemoryCgroup | undefined;
   readonly cpuCgroups: boolean;
+  /** max_children_total (0 = off). */
+  processMax: number;
   private resolved: ResolvedBudget | undefined;
   private meminfo: MemInfo | undefined;
   /** The memory cgroup with a limit that fcgi-pm runs in, watched (box-watch.ts). */
@@ -132,6 +139,14 @@ export class HostGovernor implements MemoryGovernor {
     this.box = new BoxWatch(owner, opts.box, this.clock, this.log, this.sampleInterval);
     this.disposeWhenEmpty = opts.disposeWhenEmpty === true;
     this.cpuCgroups = opts.cpuCgroups === true;
+    this.processMax = opts.processMax ?? 0;
+  }
+
+  /** On reload: max_children_total again (0 = off). */
+  setProcessMax(n: number): void {
+    if (n === this.processMax) return;
+    this.processMax = n;
+    this.scheduleRetry();
   }
 
   /** Bytes; undefined without memory_budget. */
@@ -177,6 +192,45 @@ export class HostGovernor implements MemoryGovernor {
    * keeps it on the waiting list while they cannot be met.
    */
   decide(m: BudgetMember, ask: AdmitAsk): HostDecision {
+    const d = this.decideMemory(m, ask);
+    return this.processMax > 0 ? this.applyShares(m, ask, d) : d;
+  }
+
+  /**
+   * max_children_total over what memory admitted: free places first; a pool below its
+   * fair share with requests waiting takes places from pools above theirs (worker-shares.ts).
+   */
+  private applyShares(m: BudgetMember, ask: AdmitAsk, d: HostDecision): HostDecision {
+    const others: Array<ShareMember<BudgetMember>> = [];
+    for (const o of this.members) {
+      if (o === m) continue;
+      const count = o.workerCount();
+      if (count === 0 && !o.hasDemand()) continue;
+      const leaving = o.leavingCount();
+      others.push({ member: o, count: count - leaving, leaving, idle: o.idleWorkers(), busy: o.busyWorkers() });
+    }
+    const mineLeaving = m.leavingCount();
+    const s = decideShare({ want: d.admit, demand: Math.min(ask.demand, d.admit), mine: m.workerCount() - mineLeaving, mineLeaving, max: this.processMax, others });
+    const unmet = d.unmetDemand + s.unmet;
+    if (unmet > 0) this.waiters.add(m);
+    else this.waiters.delete(m);
+    const fields = { maxChildrenTotal: this.processMax, share: s.share, forPool: m.name };
+    for (const v of s.evict) {
+      this.evictions++;
+      v.member.evict(v.ref, 'host_share', { ...fields, victimPool: v.ref.pool, victimPid: v.ref.pid },
+        `stopping idle worker ${v.ref.pid} of pool ${v.ref.pool} (above its share of max_children_total ${this.processMax}) for pool ${m.name}, below its share of ${s.share} with requests waiting`);
+    }
+    for (const v of s.retire) {
+      this.evictions++;
+      v.member.evict(v.ref, 'host_share', { ...fields, victimPool: v.ref.pool, victimPid: v.ref.pid },
+        `retiring busy worker ${v.ref.pid} of pool ${v.ref.pool} after its request (above its share of max_children_total ${this.processMax}): pool ${m.name} has no worker`);
+    }
+    if (s.admit === d.admit) return { ...d, unmetDemand: unmet };
+    return { ...d, admit: s.admit, limitedBy: 'max_children_total', unmetDemand: unmet, evict: [...d.evict, ...s.evict.map((v) => v.ref)], retire: [...d.retire, ...s.retire.map((v) => v.ref)] };
+  }
+
+  /** memory_limit, the host budget and the box (governor.ts decideSpawn). */
+  private decideMemory(m: BudgetMember, ask: AdmitAsk): HostDecision {
     const budget = this.budget;
     const room = this.box.room();
     this.box.start();
@@ -371,8 +425,11 @@ export class HostGovernor implements MemoryGovernor {
     if (this.retryHandle !== undefined || this.disposed) return;
     this.retryHandle = this.clock.setTimer(() => {
       this.retryHandle = undefined;
-      this.log.debug({ waiting: [...this.waiters].map((w) => w.name) }, 'memory came free: retrying pools waiting for the budget');
-      for (const w of [...this.waiters]) {
+      this.log.debug({ waiting: [...this.waiters].map((w) => w.name) }, 'memory or places came free: retrying pools waiting for them');
+      // With max_children_total, the pool that has fewest workers is asked first: the next free place goes to it.
+      const order = [...this.waiters];
+      if (this.processMax > 0) order.sort((a, b) => a.workerCount() - b.workerCount());
+      for (const w of order) {
         if (!this.members.has(w) || !w.hasDemand()) {
           this.waiters.delete(w);
           continue;
@@ -385,7 +442,7 @@ export class HostGovernor implements MemoryGovernor {
 
 /** The daemon's governor: memory_budget resolved against /proc/meminfo and the cgroup limit now, one start-up line. */
 export function createHostGovernor(
-  cfg: Pick<Config, 'memoryBudget' | 'memorySampleInterval'>,
+  cfg: Pick<Config, 'memoryBudget' | 'memorySampleInterval' | 'maxChildrenTotal'>,
   logger: Logger,
   opts: { sampler?: MemorySampler; meminfo?: MemInfo; clock?: MemoryClock; cgroup?: MemoryCgroup; box?: MemoryBox; cpuCgroups?: ReturnType<typeof cpuCgroupsAtStart> } = {},
 ): HostGovernor {
@@ -396,7 +453,7 @@ export function createHostGovernor(
   const cpu = opts.cpuCgroups ?? (opts.cgroup === undefined && opts.meminfo === undefined ? cpuCgroupsAtStart() : undefined);
   if (cpu?.ok === true) logger.info({ kind: 'cpu', cpuCgroups: cpu.dir, cgroupVersion: cpu.version }, `cpu: each pool's workers run in a CPU cgroup of their own under ${cpu.dir}, weighted by cpu_weight (100 each unless set)`);
   else if (cpu !== undefined) logger.info({ kind: 'cpu', cpuCgroups: false, why: cpu.why }, `cpu: no CPU cgroups for pools (${cpu.why}); pools share the CPU as plain processes, cpu_weight has no effect`);
-  const g = new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, budget, meminfo, cgroup: found.cgroup, box, sampler: opts.sampler, clock: opts.clock, cpuCgroups: cpu?.ok === true });
+  const g = new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, budget, meminfo, cgroup: found.cgroup, box, sampler: opts.sampler, clock: opts.clock, cpuCgroups: cpu?.ok === true, processMax: cfg.maxChildrenTotal ?? 0 });
   const self = g.self();
   const how = g.sampler.kind === 'proc' ? (g.sampler.measure === 'pss' ? 'PSS from /proc/PID/smaps_rollup' : 'RSS from /proc/PID/stat (smaps_rollup not readable)') : 'RSS through pidusage';
   const fields = {

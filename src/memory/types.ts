@@ -139,12 +139,14 @@ export interface BudgetMember {
   freeingMeasured(): number;
   estimate(): number;
   workerCount(): number;
+  /** Of those, workers retiring: alive until they exit. */
+  leavingCount(): number;
   /** Memory the pool keeps even when idle (static: max_children, dynamic: min_spare workers at the estimate). */
   floor(): number;
   idleWorkers(): WorkerRef[];
   busyWorkers(): WorkerRef[];
   /** Retire (idle: stop now; busy: after its request) to give memory back; logs one line with `fields`. */
-  evict(w: WorkerRef, reason: 'memory_budget', fields: Record<string, unknown>, msg: string): void;
+  evict(w: WorkerRef, reason: 'memory_budget' | 'host_share', fields: Record<string, unknown>, msg: string): void;
   /** Memory may have come free: try the spawns that waited. */
   retry(): void;
   /** Requests wait in this pool's queue. */

@@ -39,6 +39,7 @@ const PLANNED: Record<Exclude<RetireReason, 'spawn_timeout'>, PlannedRule> = {
   max_lifetime: { restart: true, level: 'debug', what: 'recycled after max_lifetime' },
   memory: { restart: true, level: 'info', what: 'recycled: memory above max_memory' },
   memory_budget: { restart: false, level: 'info', what: 'stopped: pool over its memory budget' },
+  host_share: { restart: false, level: 'info', what: 'stopped: its place under max_children_total went to a pool below its share' },
   memory_hard: { restart: true, level: 'warn', what: 'killed: memory above max_memory_hard', code: ErrorCodes.MEMORY_HARD_LIMIT },
   request_timeout: { restart: true, level: 'warn', what: 'killed after request_timeout', code: ErrorCodes.REQUEST_TIMEOUT },
   restart: { restart: false, level: 'debug', what: 'replaced by a rolling restart' },

@@ -18,6 +18,8 @@ export type RetireReason =
   | 'memory'
   | 'memory_hard'
   | 'memory_budget'
+  /** max_children_total: a pool above its fair share gave a place to one below it. */
+  | 'host_share'
   | 'request_timeout'
   | 'spawn_timeout'
   | 'reload'

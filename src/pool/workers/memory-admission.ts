@@ -126,6 +126,13 @@ export class SpawnAdmission {
     const then = evicting > 0 ? `evicting ${evicting} worker(s) of other pools` : covered > 0 ? 'waiting for retiring workers to exit' : 'waiting for memory to come free';
     const needs = `a worker needs ${formatBytes(est)} (${source === 'measured' ? 'measured' : 'expected_worker_memory, not measured yet'})`;
     let why: string;
+    if (limitedBy === 'max_children_total') {
+      const then2 = evicting > 0 ? `taking ${evicting} place(s) from pools above their share` : 'waiting for a place to come free';
+      const why2 = `max_children_total ${this.d.host.processMax} workers are alive across all pools; ${then2}`;
+      if (demandRefused) this.d.log.warn({ code: ErrorCodes.MAX_CHILDREN_TOTAL, ...fields }, `pool ${name}: not spawning ${n} worker(s): ${why2}; requests wait in the queue`);
+      else this.d.log.info(fields, `pool ${name}: not spawning ${n} spare worker(s): ${why2}`);
+      return;
+    }
     if (limitedBy === 'memory_limit') {
       why = `${formatBytes(committed)} committed + ${formatBytes(est)} per worker would pass memory_limit ${formatBytes(limit)}`;
     } else if (limitedBy === 'cgroup_limit' || limitedBy === 'pool_cgroup') {

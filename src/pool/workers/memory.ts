@@ -184,6 +184,12 @@ export class PoolMemory implements BudgetMember {
     return n;
   }
 
+  leavingCount(): number {
+    let n = 0;
+    for (const slot of this.hooks.slots()) if (retiring(slot)) n++;
+    return n;
+  }
+
   floor(): number {
     const keep = this.cfg.pm === 'static' ? this.cfg.maxChildren : this.cfg.pm === 'dynamic' ? this.cfg.minSpare : 0;
     return keep * this.est.bytes;
