@@ -164,7 +164,7 @@ export class SpawnedPool extends PoolBase {
     s.pm = this.cfg.pm;
     s.maxChildren = this.cfg.maxChildren;
     s.capacity = this.cfg.maxChildren * this.supervisor.slotsPerWorker;
-    if (this.supervisor.failing && this.state === 'running') s.state = 'failing';
+    if (this.state === 'running' && this.supervisor.cannotServe()) s.state = 'failing';
     const k = this.supervisor.slotsPerWorker;
     if (k > 1) {
       s.slotsPerWorker = k;

@@ -23,7 +23,8 @@ import type { Logger } from '../../log/log.js';
 import type { PoolConfig } from '../../config/types.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
 import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
-import type { ExitVerdict, RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
+import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
+import type { ExitFacts, ExitVerdict } from './exit-verdict.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
 import { GroupChildren } from './groups.js';
@@ -51,6 +52,14 @@ export interface SupervisorDeps {
   killNow?: (pid: number) => void;
   /** preload: the parent the workers are forked from (its memory is the pool's too). */
   forkServer?: ForkServer;
+  /** How the request side knows what a worker served (exit-verdict.ts); default: exactly, and no worker recycles itself. */
+  counting?: Pick<ExitFacts, 'served' | 'selfRecycles'>;
+  /**
+   * Workers accept their connections themselves (accept: direct): nothing can withdraw a
+   * retired one from the socket but its signal, so it gets SIGTERM at once (php-cgi
+   * finishes the request it runs, then exits) instead of after its last request.
+   */
+  retireAtOnce?: boolean;
 }
 
 /** What the supervisor asks of the dispatcher, which reads a worker's record as a SlotView. */
@@ -60,8 +69,8 @@ export interface SupervisorHooks {
   poolState(): PoolState;
   /** A new worker's `n` request places (made once, at spawn). */
   seats(slot: SlotView, n: number): readonly SeatView[];
-  /** A worker is ready: the endpoint its requests go through (the upstream options are the dispatcher's). */
-  connect(slot: SlotView): Endpoint;
+  /** A worker is ready: the endpoint its requests go through (the upstream options are the dispatcher's); none when the workers accept themselves. */
+  connect(slot: SlotView): Endpoint | undefined;
   /** A worker is ready, its endpoint made: put its seats on the idle stack. */
   offer(slot: SlotView): void;
   /** Take the worker's idle seats off the idle stack. */
@@ -168,7 +177,7 @@ export class Supervisor {
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
     const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
     this.procs = new Children(
-      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k) },
+      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k), counting: deps.counting ?? { served: 'exact', selfRecycles: false } },
       { ready: (slot) => this.fire(slot, 'ready', NO_CONTEXT), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );
     if (k > 1) {
@@ -219,6 +228,15 @@ export class Supervisor {
 
   get failing(): boolean {
     return this.crashes.failing;
+  }
+
+  /**
+   * The pool cannot serve what waits: failing, or no worker alive or starting while
+   * requests or connections wait (a crash back-off, memory holding spawns back).
+   * Status, readiness and fcgipm_pool_failing say so.
+   */
+  cannotServe(): boolean {
+    return this.crashes.failing || (this.procs.slots.size === 0 && this.hooks.waiting() > 0);
   }
 
   failingError(): ProxyError {
@@ -291,6 +309,11 @@ export class Supervisor {
   /** Stops a worker now; the requests it runs are answered with `err`. */
   stop(slot: SlotView, reason: RetireReason, err: ProxyError): void {
     this.fire(slot, 'stop', { reason, err });
+  }
+
+  /** Stops a worker with SIGKILL now (request_timeout on the direct path, where no request of it is ours to answer). */
+  kill(slot: SlotView, reason: RetireReason, err: ProxyError): void {
+    this.fire(slot, 'kill', { reason, err });
   }
 
   /** max_memory_hard (memory-caps.ts decided and wrote the message): SIGKILL now, its requests get 503. */
@@ -389,7 +412,7 @@ export class Supervisor {
     else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
     slot.endpoint?.closeIdle();
     // A worker running requests finishes them first (`idle`: drained).
-    if (slot.busy === 0) this.procs.signal(slot);
+    if (slot.busy === 0 || this.deps.retireAtOnce === true) this.procs.signal(slot);
   }
 
   private doStop(slot: Slot, reason: RetireReason, err: ProxyError): void {
