@@ -121,7 +121,7 @@ test('a verdict logged at warn or error names its stable code; quiet ones have n
 });
 
 test('the direct path: exit 0 after ready of a worker that recycles itself is a recycle whatever sampling counted; a crash is still a crash', () => {
-  // [what happened, exit, served counted how, told to recycle itself, rule, crash, early]
+  // [what happened, exit, served counted how, told to recycle itself, rule, crash, early]; seen at work unless said
   const rows: Array<[string, Partial<WorkerExit>, 'exact' | 'sampled', boolean, ExitRule, boolean, boolean]> = [
     ['PHP_FCGI_MAX_REQUESTS reached between two samples (none seen)', { code: 0, uptime: 80, served: 0 }, 'sampled', true, 'recycled', false, false],
     ['PHP_FCGI_MAX_REQUESTS reached, some seen', { code: 0, uptime: 900, served: 12 }, 'sampled', true, 'recycled', false, false],
@@ -138,9 +138,12 @@ test('the direct path: exit 0 after ready of a worker that recycles itself is a 
     ['spawn_timeout', { signal: 'SIGTERM', uptime: 80, ready: false, served: 0, reason: 'spawn_timeout' }, 'sampled', true, 'spawn_timeout', true, true],
   ];
   for (const [what, e, served, selfRecycles, rule, crash, early] of rows) {
-    const v = judgeExit({ exit: exit(e), served, selfRecycles });
+    const v = judgeExit({ exit: exit(e), served, selfRecycles, seenWorking: true });
     assert.deepEqual([v.rule, v.crash, v.early], [rule, crash, early], what);
   }
-  const recycled = judgeExit({ exit: exit({ code: 0, uptime: 80, served: 0 }), served: 'sampled', selfRecycles: true });
+  // Exit 0 at once, never seen in accept() nor on a request (a command that does not serve): a crash loop backs off.
+  const never = judgeExit({ exit: exit({ code: 0, uptime: 30, served: 0 }), served: 'sampled', selfRecycles: true, seenWorking: false });
+  assert.deepEqual([never.rule, never.crash, never.early], ['early_crash', true, true]);
+  const recycled = judgeExit({ exit: exit({ code: 0, uptime: 80, served: 0 }), served: 'sampled', selfRecycles: true, seenWorking: true });
   assert.deepEqual([recycled.restart, recycled.level, recycled.code], [true, 'info', undefined]);
 });

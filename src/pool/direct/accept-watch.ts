@@ -4,6 +4,8 @@
  * to the process side (workers/supervisor.ts) through `LoadReport`, the same calls a
  * dispatcher makes when it hands a worker a request:
  *
+ *   working    a worker seen at work for the first time (in accept() or on a connection):
+ *              only then has a failing pool recovered
  *   assigned   a new connection seen on a worker (the one request count: a lower bound,
  *              a request that starts and ends between two samples is not seen)
  *   released   a worker seen back in accept() after a connection (a retired one may go)
@@ -29,6 +31,7 @@ export const SAMPLE_MS = 200;
 
 /** What the request side tells the process side (the Supervisor implements it). */
 export interface LoadReport {
+  working(slot: SlotView): void;
   assigned(slot: SlotView): void;
   released(slot: SlotView): void;
   wentIdle(now: number): void;
@@ -142,6 +145,7 @@ export class AcceptWatch {
   private idle(slot: SlotView, seat: DirectSeat, now: number): void {
     seat.conn = undefined;
     if (seat.inIdle) return;
+    if (seat.idleSince === 0) this.report!.working(slot);
     const wasBusy = seat.busy;
     seat.busy = false;
     seat.inIdle = true;
@@ -157,6 +161,7 @@ export class AcceptWatch {
     }
     seat.inIdle = false;
     if (conn !== undefined && conn !== seat.conn) {
+      if (slot.requests === 0) this.report!.working(slot);
       seat.conn = conn;
       seat.connSince = now;
       this.report!.assigned(slot);

@@ -37,6 +37,8 @@ import { AcceptWatch, SAMPLE_MS } from './accept-watch.js';
 import { writeGuard } from './php-guard.js';
 
 export { SAMPLE_MS } from './accept-watch.js';
+/** When a new worker is looked at (ms after it runs): php-cgi is in accept() within a few ms. */
+const FRESH_LOOKS_MS = [15, 50];
 /** While the backlog is full, waiting overflow requests look again after this long. */
 const OVERFLOW_RETRY_MS = 1;
 
@@ -65,7 +67,7 @@ export class DirectPool extends PoolBase {
   constructor(cfg: PoolConfig, deps: DirectPoolDeps) {
     super(cfg, deps.logger, deps.clock);
     const maxRequests = cfg.maxRequests > 0 && !('PHP_FCGI_MAX_REQUESTS' in cfg.env);
-    this.deps = { ...deps, workerFactory: this.birth(deps.workerFactory), counting: { served: 'sampled', selfRecycles: maxRequests || Number(cfg.env['PHP_FCGI_MAX_REQUESTS'] ?? 0) > 0 }, retireAtOnce: true };
+    this.deps = { ...deps, workerFactory: this.birth(deps.workerFactory), counting: { served: 'sampled', selfRecycles: maxRequests || Number(cfg.env['PHP_FCGI_MAX_REQUESTS'] ?? 0) > 0 }, acceptsItself: true };
     const clock = deps.clock;
     const hooks: SupervisorHooks = {
       // Connections waiting for a worker: in the accept queue, and the overflow's beyond it.
@@ -73,7 +75,7 @@ export class DirectPool extends PoolBase {
       poolState: () => this.state,
       seats: (slot) => [this.accepts.seatFor(slot)],
       connect: () => undefined,
-      offer: () => this.updateWatch(),
+      offer: () => this.fresh(),
       withdraw: () => undefined,
       // The requests it runs are the front end's: it answers them when the connection closes.
       cut: () => undefined,
@@ -153,6 +155,19 @@ export class DirectPool extends PoolBase {
       this.armTick();
     });
   }
+
+  /**
+   * A worker is running: looked at soon, twice, so that one that recycles itself within
+   * its first sampling round was seen at work (exit-verdict.ts: exit 0 then is a recycle).
+   */
+  private fresh(): void {
+    this.updateWatch();
+    for (const ms of FRESH_LOOKS_MS) this.clock.setTimer(this.freshLook, ms);
+  }
+
+  private readonly freshLook = (): void => {
+    if (this.state !== 'stopped') this.accepts.look(false);
+  };
 
   private tick(): void {
     if (this.state === 'stopped') return;

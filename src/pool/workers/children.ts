@@ -64,7 +64,8 @@ export class Children {
 
   /** The exit's verdict, and its one log line (after a spawn failure, whose line said it all, at debug). */
   private judge(slot: Slot, exit: WorkerExit): ExitVerdict {
-    const verdict = judgeExit({ exit, ...this.deps.counting });
+    const seenWorking = slot.requests > 0 || slot.seats.some((s) => s.idleSince > 0);
+    const verdict = judgeExit({ exit, ...this.deps.counting, seenWorking });
     const fields = { worker: slot.worker.id, wpid: slot.pid, exitCode: exit.code, signal: exit.signal, reason: exit.reason, uptime: exit.uptime, requests: slot.requests, early: verdict.early };
     const msg = `worker ${verdict.message}`;
     if (slot.spawnFailure !== undefined) slot.log.debug(fields, msg);

@@ -10,8 +10,10 @@
  *   recycled         exit 0 after ready, having served: php-cgi does this after
  *                    PHP_FCGI_MAX_REQUESTS. Where the served count is sampled (accept:
  *                    direct: a lower bound, fast requests fall between two samples) and the
- *                    worker was told to recycle itself, exit 0 after ready is that recycle
- *                    whatever sampling saw
+ *                    worker was told to recycle itself, exit 0 after it was seen at work
+ *                    (in accept() or on a connection) is that recycle whatever the count;
+ *                    one never seen at work may be a program that exits at once (a
+ *                    crash loop that must back off)
  *   clean            exit 0 after ready, past EARLY_EXIT_MS: it started fine
  *   early_crash      before ready, or soon after start having served nothing: a crash
  *                    loop's sign, counted toward crash_limit and backed off
@@ -42,6 +44,8 @@ export interface ExitFacts {
   served: 'exact' | 'sampled';
   /** The worker was told to exit by itself after some requests (PHP_FCGI_MAX_REQUESTS on the direct path). */
   selfRecycles: boolean;
+  /** The request side saw it at work: waiting in accept(), or on a request. */
+  seenWorking?: boolean;
 }
 
 interface VerdictBase {
@@ -105,7 +109,7 @@ function verdict(base: Omit<VerdictBase, 'message'> & { message: string }, level
 /** Exit 0 after ready that is a recycle: it served, or it was told to recycle itself and its count is only sampled. */
 function recycledItself(f: ExitFacts): boolean {
   const e = f.exit;
-  return e.ready && e.signal === null && e.code === 0 && (e.served > 0 || (f.served === 'sampled' && f.selfRecycles));
+  return e.ready && e.signal === null && e.code === 0 && (e.served > 0 || (f.served === 'sampled' && f.selfRecycles && f.seenWorking === true));
 }
 
 /** Died before ready, or soon after start having finished nothing. */
@@ -142,7 +146,9 @@ export function judgeExit(f: ExitFacts): ExitVerdict {
     };
   }
   if (recycledItself(f)) {
-    return verdict({ rule: 'recycled', crash: false, early: false, outside: false, restart: true, message: `exited by itself (code 0), recycled ${after}${loss}` }, e.busy ? 'warn' : 'info', ErrorCodes.REQUEST_LOST);
+    // Sampled busy is a past look: php-cgi exits by itself only between requests.
+    const lost = f.served === 'exact' ? loss : '';
+    return verdict({ rule: 'recycled', crash: false, early: false, outside: false, restart: true, message: `exited by itself (code 0), recycled ${after}${lost}` }, lost !== '' ? 'warn' : 'info', ErrorCodes.REQUEST_LOST);
   }
   const early = isEarly(e);
   if (e.signal === null && e.code === 0 && !early) {

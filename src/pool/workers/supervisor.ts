@@ -55,11 +55,13 @@ export interface SupervisorDeps {
   /** How the request side knows what a worker served (exit-verdict.ts); default: exactly, and no worker recycles itself. */
   counting?: Pick<ExitFacts, 'served' | 'selfRecycles'>;
   /**
-   * Workers accept their connections themselves (accept: direct): nothing can withdraw a
+   * Workers accept their connections themselves (accept: direct). Nothing can withdraw a
    * retired one from the socket but its signal, so it gets SIGTERM at once (php-cgi
-   * finishes the request it runs, then exits) instead of after its last request.
+   * finishes the request it runs, then exits) instead of after its last request; and a
+   * process running is not yet one that serves, so a failing pool recovers only when its
+   * request side saw a worker at work (`working`).
    */
-  retireAtOnce?: boolean;
+  acceptsItself?: boolean;
 }
 
 /** What the supervisor asks of the dispatcher, which reads a worker's record as a SlotView. */
@@ -231,12 +233,17 @@ export class Supervisor {
   }
 
   /**
-   * The pool cannot serve what waits: failing, or no worker alive or starting while
-   * requests or connections wait (a crash back-off, memory holding spawns back).
+   * The pool cannot serve what waits: failing, or requests or connections wait while no
+   * worker is serving (up, and seen at work by its request side) and either none is
+   * alive or starting, or workers crashed lately (a crash back-off, workers that die at
+   * once, memory holding spawns back). A cold start with no crash is not an outage.
    * Status, readiness and fcgipm_pool_failing say so.
    */
   cannotServe(): boolean {
-    return this.crashes.failing || (this.procs.slots.size === 0 && this.hooks.waiting() > 0);
+    if (this.crashes.failing) return true;
+    if (this.hooks.waiting() === 0) return false;
+    for (const s of this.procs.slots) if (s.state === 'up' && s.seats.some((seat) => seat.busy || seat.idleSince > 0)) return false;
+    return this.procs.slots.size === 0 || this.crashes.recent > 0;
   }
 
   failingError(): ProxyError {
@@ -263,6 +270,11 @@ export class Supervisor {
   /** A group runs no request now: its children over max_memory may go. */
   groupIdle(slot: SlotView): void {
     this.groups?.idle(slot);
+  }
+
+  /** The request side saw a worker that accepts itself at work (in accept(), or on a connection): a failing pool recovers. */
+  working(slot: SlotView): void {
+    if (slot.state === 'up') this.crashes.ready(slot.pid);
   }
 
   /** A request starts on one of the worker's seats: counted (max_requests, status, its exit line). */
@@ -390,7 +402,7 @@ export class Supervisor {
     slot.log.info({ spawnMs, workers: this.procs.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
     this.reportedStartError = undefined;
     slot.readyAt = this.clock.now();
-    this.crashes.ready(w.pid);
+    if (this.deps.acceptsItself !== true) this.crashes.ready(w.pid);
     this.mem?.ready(slot);
     const settle = slot.settle;
     slot.settle = undefined;
@@ -412,7 +424,7 @@ export class Supervisor {
     else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
     slot.endpoint?.closeIdle();
     // A worker running requests finishes them first (`idle`: drained).
-    if (slot.busy === 0 || this.deps.retireAtOnce === true) this.procs.signal(slot);
+    if (slot.busy === 0 || this.deps.acceptsItself === true) this.procs.signal(slot);
   }
 
   private doStop(slot: Slot, reason: RetireReason, err: ProxyError): void {
@@ -466,6 +478,8 @@ export class Supervisor {
    */
   private countExit(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): boolean {
     if (verdict.crash) this.stats.crashes++;
+    // It recycled itself (php-cgi after PHP_FCGI_MAX_REQUESTS): counted as the recycle it is.
+    if (verdict.rule === 'recycled') this.stats.recycled('max_requests');
     // An OOM kill says the page wanted too much, not that the worker cannot start.
     if (verdict.early && slot.mem?.oomKilled !== true) {
       const why = slot.spawnFailure?.message ?? `worker ${slot.pid ?? '?'} ${exitText(exit)}`;
