@@ -85,6 +85,8 @@ function checkPreload(pool: PoolConfig, path: KeyPath, ctx: Ctx): void {
 /** Environment defaults for php-cgi: fcgi-pm runs one process per worker and recycles it itself. */
 const PHP_CGI_ENV: Record<string, string> = { PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' };
 const PHP_CGI_EXTENSIONS = ['.php', '.phar'];
+/** accept: direct's default listen() backlog (PHP-FPM's listen.backlog; the kernel caps it at net.core.somaxconn). */
+export const DIRECT_BACKLOG_DEFAULT = 511;
 
 interface Ctx {
   problems: Problems;
@@ -504,7 +506,10 @@ function checkDirect(pool: PoolConfig, path: KeyPath, present: ReadonlySet<strin
     const key = present.has('script_roots') ? 'script_roots' : 'limit_extensions';
     ctx.problems.add([...path, key], `${why}: requests reach the workers without fcgi-pm, and only php-cgi can run the guard itself (auto_prepend_file); set ${key}: [] if this program checks its own scripts, or use accept: proxy`);
   }
-  pool.directBacklog ??= pool.maxChildren;
+  // PHP-FPM's listen.backlog: connections wait in the kernel's queue, in arrival order,
+  // served straight from it; a backlog of max_children would send most of a burst
+  // through the overflow (proxied, and after fresh connections: docs/direct.md).
+  pool.directBacklog ??= DIRECT_BACKLOG_DEFAULT;
 }
 
 /** authorizer_cache needs an authorizer and a key to keep grants under. */

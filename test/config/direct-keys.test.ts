@@ -6,11 +6,11 @@ import { problemsOf } from './helpers.js';
 
 const base = { command: ['/usr/bin/php-cgi'], accept: 'direct', direct_listen: 'unix:/run/x/direct.sock' };
 
-test('a php-cgi direct pool: backlog max_children, PHP_FCGI_MAX_REQUESTS left to the pool, the guard kept', () => {
+test('a php-cgi direct pool: backlog 511 as PHP-FPM\'s listen.backlog, PHP_FCGI_MAX_REQUESTS left to the pool, the guard kept', () => {
   const p = poolConfigFromObject('app', { ...base, max_children: 7 });
   assert.equal(p.accept, 'direct');
   assert.deepEqual(p.directListen, { kind: 'unix', path: '/run/x/direct.sock', text: 'unix:/run/x/direct.sock' });
-  assert.equal(p.directBacklog, 7);
+  assert.equal(p.directBacklog, 511);
   assert.equal(p.directSocketMode, 0o660);
   assert.equal(p.env['PHP_FCGI_CHILDREN'], '0');
   assert.equal('PHP_FCGI_MAX_REQUESTS' in p.env, false);

@@ -72,6 +72,8 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
           direct_socket_mode: '0666',
           pm: 'ondemand',
           max_children: MAX_CHILDREN,
+          // Small, so that the overflow's queue and its 503 are reached (the default is 511).
+          direct_backlog: MAX_CHILDREN,
           idle_timeout: '4s',
           max_requests: 5,
           max_memory_hard: '48MiB',

@@ -23,6 +23,7 @@
  */
 import fs from 'node:fs';
 import type { PoolConfig } from '../../config/types.js';
+import { DIRECT_BACKLOG_DEFAULT } from '../../config/schema.js';
 import { ProxyError } from '../../errors.js';
 import type { Exchange } from '../../protocol/exchange.js';
 import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
@@ -122,7 +123,7 @@ export class DirectPool extends PoolBase {
   async start(warm?: WarmStart): Promise<void> {
     const cfg = this.cfg;
     const spec = this.deps.spec;
-    this.socket = SharedSocket.acquire(cfg.directListen!, { backlog: cfg.directBacklog ?? cfg.maxChildren, mode: cfg.directSocketMode ?? 0o660, uid: spec.uid, gid: spec.gid });
+    this.socket = SharedSocket.acquire(cfg.directListen!, { backlog: cfg.directBacklog ?? DIRECT_BACKLOG_DEFAULT, mode: cfg.directSocketMode ?? 0o660, uid: spec.uid, gid: spec.gid });
     this.accepts.attach(this.supervisor, fs.fstatSync(this.socket.fd).ino);
     if (this.scriptRules !== undefined) this.guard = writeGuard(this.name, this.scriptRules);
     this.endpoint = this.deps.endpointFactory(
