@@ -83,6 +83,9 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     this.deadlines = env.deadlines!; // every stream listener builds them
     attachSession(socket, this);
     if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
+    // The first request's head is due header_timeout after the accept, as nginx's
+    // client_header_timeout; a kept connection's later ones, after their first byte.
+    this.deadlines.header.push(this.deadline);
     env.listener.add(this);
   }
 
@@ -120,7 +123,6 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
       this.badInput(err);
       return;
     }
-    if (this.requests.size > 0 && this.deadline.list !== null) this.deadlines.stop(this.deadline);
     if (this.ready.length > 0) this.routeReady();
   }
 
@@ -246,6 +248,8 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     if (params === undefined) return;
     r.collector = undefined;
     r.state = 'running';
+    // A head came whole: the connection's own header deadline (from its accept or first byte) is met.
+    if (this.deadline.list !== null) this.deadlines.stop(this.deadline);
     applyOverride(params, this.env.override);
     const ex = new Exchange(params, r, 'fastcgi', performance.now());
     ex.onBodyDrain = fcgiBodyDrained;
@@ -317,13 +321,26 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
 
   // ---- client deadlines (ClientTimed; the request's own calls come through FcgiRequest) --
 
-  /** header_timeout: bytes came but no request began, or a request's PARAMS did not end. */
+  /**
+   * header_timeout: no request head came whole within it of the accept (or, on a kept
+   * connection, of the next request's first byte), or a request's PARAMS did not end
+   * within it of its BEGIN_REQUEST.
+   */
   headerTimedOut(r?: FcgiRequest): void {
     if (this.state === 'closed') return;
-    if (r === undefined ? this.requests.size > 0 : r.state !== 'params') return;
+    if (r !== undefined && r.state !== 'params') return;
+    if (!this.heard) {
+      this.env.listener.log.debug({ remote: this.remote }, 'FastCGI connection sent nothing within header_timeout; closed');
+      this.closeNow();
+      return;
+    }
     this.env.listener.log.warn(
       { remote: this.remote, code: ErrorCodes.CLIENT_HEADER_TIMEOUT, request: r?.id, timeoutMs: this.env.cfg.headerTimeout },
-      r === undefined ? 'FastCGI client began no request within header_timeout; closing' : 'FastCGI request PARAMS not complete within header_timeout; closing',
+      r === undefined
+        ? this.requests.size === 0
+          ? 'FastCGI client began no request within header_timeout; closing'
+          : 'FastCGI client sent no whole request head within header_timeout; closing'
+        : 'FastCGI request PARAMS not complete within header_timeout; closing',
     );
     this.closeNow();
   }

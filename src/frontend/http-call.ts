@@ -8,6 +8,7 @@
  * costs no closures.
  */
 import { DenseSet } from '../util/dense-set.js';
+import { DeadlineNode } from '../util/deadline-list.js';
 import { backendStderrLog } from './backend-stderr.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -46,6 +47,8 @@ export class HttpConnection implements Session {
   /** Kept alive for many requests: a dense set, not a Set churned per request (src/protocol/dense-set.ts). */
   readonly calls = new DenseSet<HttpCall, 'connSlot'>('connSlot');
   draining = false;
+  /** On the listener's first-head deadline list from the accept until the first head came whole. */
+  readonly firstHead = new DeadlineNode<HttpConnection>(this);
 
   constructor(env: FrontendEnv, socket: Socket) {
     this.env = env;
@@ -127,7 +130,27 @@ export class HttpConnection implements Session {
   }
 
   closed(): void {
+    this.firstHead.list?.remove(this.firstHead);
     this.env.listener.remove(this);
+  }
+
+  /** A request head came whole (node parsed it). */
+  headCame(): void {
+    this.firstHead.list?.remove(this.firstHead);
+  }
+
+  /** header_timeout passed since the accept with no whole head: 408 when some of one came, as node answers later heads. */
+  firstHeadTimedOut(): void {
+    if (this.socket.destroyed) return;
+    if (this.socket.bytesRead === 0) {
+      this.env.listener.log.debug({ remote: this.remote }, 'HTTP connection sent nothing within header_timeout; closed');
+      this.socket.destroy();
+      return;
+    }
+    this.env.listener.log.warn({ remote: this.remote, code: HttpRejectCodes.HEAD_TIMEOUT, timeoutMs: this.env.cfg.headerTimeout }, 'HTTP request head not complete within header_timeout; answered 408');
+    const text = '408 Request Timeout\n';
+    this.socket.write(`HTTP/1.1 408 Request Timeout\r\nContent-Type: text/plain\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`);
+    this.socket.destroySoon();
   }
 }
 

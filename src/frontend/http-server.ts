@@ -5,12 +5,14 @@
  *
  * Timeouts: one socket inactivity timer decides by what the connection is doing (idle,
  * client not reading: close; waiting for a backend: keep). It runs at idle_timeout, and
- * at body_timeout while a request body is due (a stalled body is cut then). A head must
- * be complete within header_timeout of its first byte: node's headersTimeout (it answers
- * 408), checked every HEADER_CHECK_MS instead of node's 30 s, so it holds to within a
- * second. (A 'data' listener of our own would see the first byte, but it takes the socket
- * from node's parser, which reads it natively.) requestTimeout is off on purpose: a slow
- * but moving upload is fine.
+ * at body_timeout while a request body is due (a stalled body is cut then). The first
+ * head on a connection must be complete within header_timeout of the accept, as nginx's
+ * client_header_timeout: a deadline of our own (firstHeads), exact, answered 408. A kept
+ * connection's later heads, within header_timeout of their first byte: node's
+ * headersTimeout (it answers 408), checked every HEADER_CHECK_MS instead of node's 30 s.
+ * (A 'data' listener of our own would see the first byte, but it takes the socket from
+ * node's parser, which reads it natively.) requestTimeout is off on purpose: a slow but
+ * moving upload is fine.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -38,9 +40,11 @@ import { hasAllowedExtension, type ScriptRefusal } from './script-guard.js';
 import { percentDecode, splitScript, type ScriptSplit } from './script-path.js';
 import { frontController, joinQuery, rewriteByRules } from './rewrite.js';
 import { bindListener } from './stream-listener.js';
+import { systemClock } from '../util/clock.js';
+import { DeadlineList } from '../util/deadline-list.js';
 
-/** How often node looks for heads past header_timeout: the margin of that timeout. */
-const HEADER_CHECK_MS = 500;
+/** How often node looks for kept connections' heads past header_timeout: the margin of that timeout. */
+const HEADER_CHECK_MS = 250;
 
 export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContext): Promise<Listener> {
   const idle = cfg.idleTimeout;
@@ -57,9 +61,11 @@ export async function startHttpListener(cfg: ListenerConfig, ctx: FrontendContex
   const listener = new SessionListener(cfg, server, ctx.logger.child({ listener: cfg.address.text, protocol: cfg.protocol }));
   const env: FrontendEnv = { cfg, ctx, listener, override: compileOverride(cfg.params), scripts: new ScriptGate(cfg.documentRoot) };
   const handler = new HttpHandler(env);
+  const firstHeads = new DeadlineList<HttpConnection>(systemClock, cfg.headerTimeout, (conn) => conn.firstHeadTimedOut());
 
   server.on('connection', (socket: Socket) => {
     const conn = new HttpConnection(env, socket);
+    firstHeads.push(conn.firstHead);
     socket.on('close', () => conn.closed());
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => handler.onRequest(req, res));
@@ -119,6 +125,7 @@ class HttpHandler {
 
   onRequest(req: IncomingMessage, res: ServerResponse): void {
     const conn = HttpConnection.of(req.socket)!;
+    conn.headCame();
     const call = new HttpCall(conn, req, res);
     const problem = headProblem(req);
     if (problem !== undefined) {

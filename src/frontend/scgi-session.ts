@@ -45,7 +45,7 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
   private awaitingDrain = false;
   private corked = false;
   private readonly deadlines: ClientDeadlines;
-  /** Header list from the first byte to the end of the netstring, then body list until the body is in. */
+  /** Header list from the accept to the end of the netstring, then body list until the body is in. */
   private readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
 
   constructor(env: FrontendEnv, socket: Socket, limits: ScgiLimits) {
@@ -57,6 +57,9 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
     this.decoder = new ScgiRequestDecoder(limits, this);
     attachSession(socket, this);
     if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
+    // One request per connection: its head is due header_timeout after the accept, as
+    // nginx's client_header_timeout (a client that waits before its first byte gains nothing).
+    this.deadlines.header.push(this.deadline);
     env.listener.add(this);
   }
 
@@ -126,6 +129,11 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
 
   headerTimedOut(): void {
     if (this.state !== 'head') return;
+    if (this.received === 0) {
+      this.env.listener.log.debug({ remote: this.remote }, 'SCGI connection sent nothing within header_timeout; closed');
+      this.closeNow();
+      return;
+    }
     this.env.listener.log.warn(
       { remote: this.remote, code: ErrorCodes.CLIENT_HEADER_TIMEOUT, received: this.received, timeoutMs: this.env.cfg.headerTimeout },
       'SCGI request head not complete within header_timeout; closing',
@@ -197,7 +205,6 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
   /** @internal socket listener (session-socket.ts). */
   onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
-    if (this.state === 'head' && this.received === 0) this.deadlines.header.push(this.deadline);
     this.received += chunk.length;
     try {
       this.decoder.push(chunk);

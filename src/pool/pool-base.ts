@@ -102,6 +102,7 @@ export abstract class PoolBase implements Pool {
       this.reject(ex, 'failing', refused);
       return;
     }
+    this.queue.arrival();
     if (this.queue.length === 0 && this.startNow(ex)) return;
     if (!this.queue.push(ex, this.starting() + this.growable())) {
       const limit = this.queue.effectiveLimit;
@@ -110,7 +111,7 @@ export abstract class PoolBase implements Pool {
         'queueFull',
         this.prebuilt(ErrorCodes.QUEUE_FULL, limit, () =>
           limit < this.queue.limit
-            ? `pool ${this.name}: queue full (${limit} waiting: what ${this.targetNoun()}s serve within queue_max_wait ${this.cfg.queueMaxWait} ms)`
+            ? `pool ${this.name}: queue full (requests arrive faster than the ${this.targetNoun()}s finish them; ${limit} waiting is what they serve within queue_max_wait ${this.cfg.queueMaxWait} ms)`
             : `pool ${this.name}: queue full (${limit} waiting)`,
         ),
       );

@@ -6,6 +6,7 @@
 import type { Exchange } from '../protocol/exchange.js';
 import type { Clock } from '../util/clock.js';
 import { DeadlineList, DeadlineNode } from '../util/deadline-list.js';
+import { ArrivalTrend } from './arrival-trend.js';
 
 class QueueEntry extends DeadlineNode<Exchange> {
   readonly onAbort: () => void;
@@ -29,14 +30,16 @@ export class RequestQueue {
   /** queue_limit: the most requests that ever wait. */
   readonly limit: number;
   /**
-   * queue_max_wait, ms: a request waits only while the requests ahead of it can be served
-   * within it (0 = off). Judged at admission, so a request refused gets its 503 at once.
+   * queue_max_wait, ms: while the queue is growing (arrivals outrun completions), a request
+   * waits only while the requests ahead of it can be served within it (0 = off). Judged at
+   * admission, so a request refused gets its 503 at once. A standing queue is not bounded by it.
    */
   private readonly maxWaitMs: number;
   /** Requests served at once (max_children × requests per worker); 0 = unknown, no wait-based limit. */
   private seats = 0;
   /** Running mean of the pool's service times, ms; 0 before the first. */
   private serviceMs = 0;
+  private readonly trend = new ArrivalTrend();
   private readonly list: DeadlineList<Exchange>;
   private readonly events: QueueEvents;
   private readonly clock: Clock;
@@ -71,22 +74,38 @@ export class RequestQueue {
     this.seats = n;
   }
 
+  /** A request was offered to the pool (started at once, queued or refused): the arrival rate. */
+  arrival(): void {
+    this.trend.arrival();
+  }
+
   /** A request ran to its end in `ms` (from its start on a worker): the mean the wait is judged by. */
   served(ms: number): void {
     this.serviceMs = this.serviceMs === 0 ? ms : this.serviceMs + (ms - this.serviceMs) * SERVICE_EWMA;
+    this.trend.completion(this.clock.now(), this.serviceMs);
   }
 
   /**
-   * The most requests that may wait now: queue_limit, or as many as the seats serve
-   * within queue_max_wait at the measured service time when that is fewer (at least 2
-   * per seat, so slow pages still queue a few). An overload then gets fast 503s while
-   * the requests that do wait are served in about queue_max_wait, instead of every
-   * request waiting up to queue_timeout.
+   * As many requests as the seats serve within queue_max_wait at the measured service
+   * time (at least 2 per seat, so slow pages still queue a few), at most queue_limit;
+   * queue_limit when there is no such bound (off, or no service time yet).
    */
-  get effectiveLimit(): number {
+  get waitLimit(): number {
     if (this.maxWaitMs <= 0 || this.seats <= 0 || this.serviceMs <= 0) return this.limit;
     const byWait = Math.floor((this.maxWaitMs * this.seats) / this.serviceMs);
     return Math.min(this.limit, Math.max(2 * this.seats, byWait));
+  }
+
+  /**
+   * The most requests that may wait now: queue_limit, or waitLimit while the queue grows
+   * (ArrivalTrend: arrivals outrun completions, not a burst or a closed loop's standing
+   * queue). An overload then gets fast 503s while the requests that do wait are served in
+   * about queue_max_wait; a standing queue waits up to queue_timeout.
+   */
+  get effectiveLimit(): number {
+    const byWait = this.waitLimit;
+    if (byWait >= this.limit || !this.trend.growing(this.clock.now(), this.serviceMs)) return this.limit;
+    return byWait;
   }
 
   /** Mean service time the limit is judged by, ms (0 before the first request ended). */
@@ -100,7 +119,10 @@ export class RequestQueue {
    * against the limit.
    */
   push(ex: Exchange, reserved = 0): boolean {
-    if (this.list.length >= this.effectiveLimit + reserved) return false;
+    const waiting = this.list.length - reserved;
+    if (waiting >= this.limit) return false;
+    // The growth verdict is read only once the queue is past its wait bound.
+    if (waiting >= this.waitLimit && this.trend.growing(this.clock.now(), this.serviceMs)) return false;
     this.link(ex, false);
     return true;
   }

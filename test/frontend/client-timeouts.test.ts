@@ -1,7 +1,9 @@
 /**
  * header_timeout and body_timeout on the FastCGI and SCGI listeners. A client that
  * sends one byte at a time keeps the socket's idle timer from ever firing; these
- * deadlines count from the first byte of the head, and from the last body byte.
+ * deadlines count from the accept for a connection's first head (as nginx's
+ * client_header_timeout), from the first byte for a kept connection's later ones, and
+ * from the last body byte.
  * Short deadlines; every wait is on the close or the answer, bounded well above them.
  */
 import { after, describe, it } from 'node:test';
@@ -130,6 +132,25 @@ describe('client deadlines', { timeout: 60_000 }, () => {
       c.close();
     }
   });
+
+  for (const protocol of ['fastcgi', 'scgi'] as const) {
+    it(`${protocol}: a first head is due header_timeout after the accept: a client silent past it is cut before its head`, async () => {
+      const rig = await startRig(scope, protocol, '127.0.0.1:0', { cfg: SHORT });
+      const c = new RawConn(rig.target);
+      await c.connected;
+      // Silent for five times header_timeout, then the whole head at once: counted from the
+      // first byte, it would be served.
+      const late = setTimeout(() => {
+        if (c.closed) return;
+        c.write(protocol === 'fastcgi' ? Buffer.concat(requestRecords(1, { REQUEST_METHOD: 'GET', SCRIPT_NAME: '/x' })) : encodeScgiRequest({ REQUEST_METHOD: 'GET', SCRIPT_NAME: '/x' }));
+      }, 5 * SHORT.headerTimeout);
+      const r = await c.waitClose(5000);
+      clearTimeout(late);
+      assert.notEqual(r.ended, 'timeout', 'closed by the header deadline');
+      assert.equal(r.received.length, 0, 'nothing answered');
+      assert.equal(rig.pool.dispatched.length, 0, 'no request reached the pool');
+    });
+  }
 
   it('SCGI: a netstring sent one byte at a time is cut at header_timeout', async () => {
     const rig = await startRig(scope, 'scgi', '127.0.0.1:0', { cfg: SHORT });

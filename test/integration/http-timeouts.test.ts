@@ -55,3 +55,27 @@ test('HTTP: header_timeout cuts a trickling head within a second of it; body_tim
   assert.ok(bodyMs >= 1900 && bodyMs <= 3500, `the stalled body was cut after ${bodyMs} ms (-1: not within 10 s)`);
   await d.waitForLog((l) => l.code === 'ERR_HTTP_BODY_TIMEOUT', { since: mark, timeout: 2000, what: 'the body-timeout warning' });
 });
+
+test('HTTP: the first head is due header_timeout after the accept: a client silent past it is closed before its head', { timeout: 60_000 }, async (t) => {
+  const port = await freePort();
+  await startDaemon(t, {
+    control_socket: 'off',
+    listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'php', document_root: PHP_FIXTURES, header_timeout: '1s', idle_timeout: '40s' }],
+    pools: { php: { command: ['php-cgi', ...PHP_FLAGS], max_children: 1 } },
+    log: { level: 'info' },
+  });
+  const s = connect(port, '127.0.0.1');
+  s.on('error', () => {});
+  await new Promise((r) => s.once('connect', r));
+  let answer = '';
+  s.on('data', (b: Buffer) => (answer += b.toString('latin1')));
+  const closed = new Promise<void>((r) => s.once('close', () => r()));
+  // Silent for five times header_timeout, then a whole head: counted from the first byte
+  // (as node's headersTimeout does) it would be served.
+  const late = setTimeout(() => s.writable && s.write('GET /hello.php HTTP/1.1\r\nHost: x\r\n\r\n'), 5000);
+  const outcome = await Promise.race([closed.then(() => 'closed'), new Promise<string>((r) => setTimeout(() => r('open'), 15_000))]);
+  clearTimeout(late);
+  s.destroy();
+  assert.equal(outcome, 'closed');
+  assert.equal(answer, '', 'closed without an answer: no byte of a head came');
+});

@@ -42,9 +42,8 @@ describe('spawned ondemand pool through nginx', { timeout: 90_000 }, () => {
           request_timeout: '2s',
           kill_timeout: '1s',
           // Every one of the 50 slow requests waits its turn (12.5 × 200 ms, longer on a loaded
-          // machine): queue_limit alone, no wait-based limit, and no queue_timeout to reach.
+          // machine): a burst, queued whole, and no queue_timeout to reach.
           queue_limit: 100,
-          queue_max_wait: 0,
           queue_timeout: '60s',
         },
       },

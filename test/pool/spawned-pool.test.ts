@@ -263,36 +263,94 @@ test('ondemand: requests waiting for a starting worker do not use up queue_limit
   assert.equal(reqs[0]!.ex.workerPid !== undefined, true);
 });
 
-test('queue_max_wait: once a service time is measured, only what the workers serve within it waits; the rest get 503 at once', async () => {
+/** Runs every worker's oldest request to its end (a step of one service time). */
+function finishAll(wf: { workers: FakeWorker[] }, ep: (w: FakeWorker) => { active: number; finish(): unknown }): number {
+  let n = 0;
+  for (const w of wf.workers) if (ep(w).active) {
+    ep(w).finish();
+    n++;
+  }
+  return n;
+}
+
+test('queue_max_wait: a closed loop of 20 clients on 4 workers of a 100 ms page is served whole, its standing queue waits', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  // Measure the service time first, as a warm pool has.
+  send(4);
+  clock.advance(100);
+  finishAll(wf, ep);
+  // All 20 clients at once; each answer brings its client straight back (8 s).
+  const all = send(20);
+  for (let t = 0; t < 80; t++) {
+    clock.advance(100);
+    all.push(...send(finishAll(wf, ep)));
+  }
+  const refused = all.filter((r) => r.sink.error !== undefined);
+  assert.deepEqual(refused.map((r) => r.sink.error!.code), [], 'nothing refused');
+  assert.equal(pool.snapshot().queued, 16, 'a standing queue of 16, past the 12 served within queue_max_wait');
+});
+
+test('queue_max_wait: an open loop at 2× what the workers serve is refused at admission once it grows, and only the excess', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
   const started = pool.start();
   clock.advance(10);
   await started;
-  // No service time yet: queue_limit alone.
-  const first = send(50);
-  assert.equal(first.filter((r) => r.sink.error !== undefined).length, 0);
-  // Each request takes 20 ms: 2 workers serve 30 within 300 ms.
-  while (pool.snapshot().active > 0) {
+  send(2);
+  clock.advance(20);
+  finishAll(wf, ep);
+  // Each request takes 20 ms: 2 workers serve 30 within 300 ms. Arrivals: 4 per 20 ms, 3 s.
+  const all: ReturnType<typeof send> = [];
+  let maxQueued = 0;
+  for (let t = 0; t < 150; t++) {
+    all.push(...send(4));
+    maxQueued = Math.max(maxQueued, pool.snapshot().queued);
     clock.advance(20);
-    for (const w of wf.workers) if (ep(w).active) ep(w).finish();
+    finishAll(wf, ep);
   }
-  const burst = send(100);
-  const refused = burst.filter((r) => r.sink.error !== undefined);
-  assert.ok(refused.every((r) => r.sink.error!.code === ErrorCodes.QUEUE_FULL && r.sink.status === 503));
-  assert.equal(burst.length - refused.length, 2 + 30, 'two start at once, thirty wait');
-  assert.equal(pool.snapshot().queued, 30);
+  const refused = all.filter((r) => r.sink.error !== undefined);
+  assert.ok(refused.every((r) => r.sink.error!.code === ErrorCodes.QUEUE_FULL && r.sink.status === 503), 'refused at admission, never after queue_timeout');
+  // Half of the arrivals are beyond what 2 workers serve; those before the growth was seen wait.
+  assert.ok(refused.length > 250 && refused.length < 300, `${refused.length} of 600 refused`);
+  // The queue grows for 3 sub-windows of 100 ms (10 requests each) before the growth is seen.
+  assert.ok(maxQueued >= 30 && maxQueued <= 30 + 40, `the queue stayed near 30, at most ${maxQueued}`);
 });
 
-test('queue_max_wait: slow pages still queue two requests per worker', async () => {
-  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueMaxWait: 300 });
+test('queue_max_wait: a burst is queued whole, it is not an overload', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  for (let t = 0; t < 20; t++) {
+    send(2);
+    clock.advance(20);
+    finishAll(wf, ep);
+  }
+  const burst = send(100);
+  assert.deepEqual(burst.filter((r) => r.sink.error !== undefined).map((r) => r.sink.error!.code), []);
+  assert.equal(pool.snapshot().queued, 98);
+});
+
+test('queue_max_wait: slow pages still queue two requests per worker while the queue grows', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueMaxWait: 300, queueTimeout: 600_000 });
   const started = pool.start();
   clock.advance(10);
   await started;
   send(2);
   clock.advance(2000);
-  for (const w of wf.workers) ep(w).finish();
-  const burst = send(20);
-  assert.equal(burst.filter((r) => r.sink.error === undefined).length, 2 + 4);
+  finishAll(wf, ep);
+  // 2 s pages, 2 workers: 2 arrive every second, 1 finishes; sub-windows of 10 s, so the
+  // growth is seen after about 40 s, and what queued meanwhile drains before more may wait.
+  const all: ReturnType<typeof send> = [];
+  for (let t = 0; t < 150; t++) {
+    all.push(...send(2));
+    clock.advance(1000);
+    if (t % 2 === 1) finishAll(wf, ep);
+  }
+  assert.ok(all.some((r) => r.sink.error?.code === ErrorCodes.QUEUE_FULL), 'the growing queue is refused');
+  assert.ok(pool.snapshot().queued <= 2 * 2, `no more than two per worker wait: ${pool.snapshot().queued}`);
 });
 
 test('crash loop: after crash_limit crashes in crash_window the pool fails fast with 503, then tries one worker again', async () => {

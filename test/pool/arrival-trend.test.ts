@@ -1,0 +1,97 @@
+/**
+ * ArrivalTrend on simulated time: a queue that grows (open loop past capacity) is told
+ * from one that stands (a closed loop) or was filled at once (a burst).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ArrivalTrend } from '../../src/pool/arrival-trend.js';
+
+/** A pool of `seats` serving `serviceMs` pages; the simulation steps one service time at a time. */
+interface Sim {
+  trend: ArrivalTrend;
+  now: number;
+  /** Verdicts read at every step (true = growing). */
+  verdicts: boolean[];
+}
+
+function sim(): Sim {
+  return { trend: new ArrivalTrend(), now: 0, verdicts: [] };
+}
+
+/** One step of `serviceMs`: `arrive` requests offered, `complete` requests ended (spread over the step). */
+function step(s: Sim, serviceMs: number, arrive: number, complete: number): void {
+  const n = Math.max(arrive, complete, 1);
+  for (let i = 0; i < n; i++) {
+    s.now += serviceMs / n;
+    if (i < arrive) s.trend.arrival();
+    if (i < complete) s.trend.completion(s.now, serviceMs);
+  }
+  s.verdicts.push(s.trend.growing(s.now, serviceMs));
+}
+
+test('a closed loop keeps its queue standing: 20 clients on 4 seats of 100 ms are never growing', () => {
+  const s = sim();
+  // All 20 clients at once (wrk, ab): the burst fills the queue...
+  for (let i = 0; i < 20; i++) s.trend.arrival();
+  // ...then each answer brings its client back, in batches as the 4 seats finish together.
+  for (let t = 0; t < 200; t++) step(s, 100, 4, 4);
+  assert.deepEqual(s.verdicts.filter(Boolean), []);
+});
+
+test('a closed loop whose clients come back late (in the next step) is never growing either', () => {
+  const s = sim();
+  for (let i = 0; i < 12; i++) s.trend.arrival();
+  let pending = 4;
+  for (let t = 0; t < 200; t++) {
+    // Answers of this step come back as requests in the next; jitter in how many finish.
+    const done = t % 3 === 0 ? 2 : t % 3 === 1 ? 4 : 6;
+    step(s, 20, pending, done);
+    pending = done;
+  }
+  assert.deepEqual(s.verdicts.filter(Boolean), []);
+});
+
+test('a burst is queued whole: many requests at once, then arrivals no faster than completions', () => {
+  const s = sim();
+  for (let t = 0; t < 20; t++) step(s, 25, 2, 2);
+  for (let i = 0; i < 500; i++) s.trend.arrival();
+  for (let t = 0; t < 40; t++) step(s, 25, 1, 2);
+  assert.deepEqual(s.verdicts.filter(Boolean), []);
+});
+
+for (const factor of [1.5, 2, 10]) {
+  test(`an open loop at ${factor}× capacity is growing within four sub-windows, and stays so`, () => {
+    const s = sim();
+    for (let t = 0; t < 10; t++) step(s, 25, 4, 4);
+    // Arrivals come whatever happens to them; the seats still finish 4 per step.
+    for (let t = 0; t < 100; t++) step(s, 25, Math.round(4 * factor), 4);
+    const first = s.verdicts.indexOf(true);
+    assert.ok(first >= 10, 'not growing before the overload');
+    // Sub-windows of 5 service times: growth seen in 3 of them, plus the one in progress.
+    assert.ok(first - 10 <= 4 * 5, `growing after ${first - 10} steps`);
+    assert.deepEqual(s.verdicts.slice(first).filter((v) => !v), [], 'growing as long as the overload lasts');
+  });
+}
+
+test('the verdict ends with the overload: two whole quiet sub-windows and it is standing again', () => {
+  const s = sim();
+  for (let t = 0; t < 40; t++) step(s, 25, 8, 4);
+  assert.equal(s.verdicts.at(-1), true);
+  // Sub-windows of 125 ms: two whole ones lie within three of them, 15 steps of 25 ms.
+  for (let t = 0; t < 15; t++) step(s, 25, 4, 4);
+  assert.equal(s.verdicts.at(-1), false);
+});
+
+test('an overload of 1.1× is left to queue_timeout: it is not told from noise', () => {
+  const s = sim();
+  for (let t = 0; t < 200; t++) step(s, 10, t % 10 === 0 ? 11 : 10, 10);
+  assert.deepEqual(s.verdicts.filter(Boolean), []);
+});
+
+test('an idle spell counts as sub-windows without growth', () => {
+  const s = sim();
+  for (let t = 0; t < 40; t++) step(s, 25, 8, 4);
+  assert.equal(s.verdicts.at(-1), true);
+  s.now += 10_000;
+  assert.equal(s.trend.growing(s.now, 25), false);
+});
