@@ -831,3 +831,22 @@ export function poolConfigFromObject(name: string, obj: Record<string, unknown>,
   if (problems.count > 0) throw new ConfigError(problems.texts());
   return pool;
 }
+
+/**
+ * accept: direct where the native addon is missing: a FastCGI listener for the pool on its
+ * own direct_listen, with the direct socket's mode and the pool's user and group, so the
+ * front end's address still answers (at proxy speed). Whether it is needed is the host's
+ * question (src/daemon/direct-fallback.ts).
+ */
+export function directFallbackListener(pool: PoolConfig): ListenerConfig {
+  const ctx: Ctx = { problems: new Problems('<direct fallback>', undefined), baseDir: '/', accounts: SYSTEM_ACCOUNTS };
+  const obj: Record<string, unknown> = { protocol: 'fastcgi', address: pool.directListen!.text, pool: pool.name };
+  if (pool.directListen!.kind === 'unix') {
+    obj['mode'] = (pool.directSocketMode ?? 0o660).toString(8).padStart(4, '0');
+    if (pool.user !== undefined) obj['owner'] = pool.user;
+    if (pool.group !== undefined) obj['group'] = pool.group;
+  }
+  const l = buildListener(obj, 0, [pool.name], ctx, false)!;
+  if (ctx.problems.texts().length > 0) throw new ConfigError(ctx.problems.texts());
+  return l;
+}

@@ -31,6 +31,8 @@ function poolLines(p: PoolStatus, now: number): string[] {
     const mem = pre.memory === undefined ? 'memory not sampled yet' : `${formatSize(pre.memory)} (${pre.measure ?? 'pss'}), counted in the pool's memory`;
     out.push(`  preload parent ${pre.pid}: ${pre.ready ? 'ready' : 'starting'}, ${pre.forks} worker(s) forked, ${mem}`);
   }
+  const fb = p.directFallback;
+  if (fb !== undefined) out.push(`  accept: direct in fallback (${fb.reason}): fcgi-pm listens on ${fb.address} itself and proxies to the workers (docs/direct.md)`);
   const d = p.direct;
   if (d !== undefined) {
     const queue = d.waiting === undefined ? 'accept queue not known' : `${d.waiting} of ${d.backlog} waiting in the accept queue`;

@@ -46,6 +46,13 @@ export interface DirectSnapshot {
   since: number;
 }
 
+/** accept: direct without the native addon: the pool is proxied, fcgi-pm listening on its direct_listen. */
+export interface DirectFallback {
+  address: string;
+  /** Why the shared socket cannot be had here. */
+  reason: string;
+}
+
 /** A pool now: its counters (counters.ts) and what it holds at this moment. */
 export interface PoolSnapshot extends PoolCounters {
   name: string;
@@ -71,6 +78,7 @@ export interface PoolSnapshot extends PoolCounters {
   /** preload: the parent the workers are forked from (counted in the pool's memory). */
   preload?: PreloadParentStatus;
   direct?: DirectSnapshot;
+  directFallback?: DirectFallback;
 }
 
 /** A preload pool's parent: pid, forks served, its latest measure once sampled. */

@@ -35,6 +35,11 @@ class FakeProc {
     const s = this.get(pid);
     this.state.set(pid, { ...s, accepting: true, conn: undefined, cpuNs: s.cpuNs + 1000 });
   }
+  /** On its way to its first accept(): CPU moves, no connection. */
+  startingUp(pid: number): void {
+    const s = this.get(pid);
+    this.state.set(pid, { ...s, accepting: false, conn: undefined, cpuNs: s.cpuNs + 1000 });
+  }
   read = (pid: number): AcceptSample => this.get(pid);
   private get(pid: number): AcceptSample {
     return this.state.get(pid) ?? { gone: false, accepting: false, cpuNs: 0, conn: undefined };
@@ -97,6 +102,20 @@ test('connections waiting beyond idle workers spawn workers; a sampled connectio
   assert.equal(a!.requests, 2, 'a new connection inode is a new request');
   e.proc.accepting(a!.pid!);
   e.tick();
+  assert.equal(a!.workerState, 'idle');
+});
+
+test('a new worker still starting up (CPU moving, not yet in accept()) will take the waiting connection: no second spawn for it', () => {
+  const e = setup();
+  e.setWaiting(1);
+  e.watch.look(false);
+  e.clock.advance(0);
+  const [a] = [...e.sup.slots];
+  for (let i = 0; i < 3; i++) {
+    e.proc.startingUp(a!.pid!);
+    e.tick();
+  }
+  assert.equal(e.sup.slots.size, 1);
   assert.equal(a!.workerState, 'idle');
 });
 

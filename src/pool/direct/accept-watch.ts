@@ -122,7 +122,9 @@ export class AcceptWatch {
       seat.unknown = s.accepting === undefined;
       if (s.accepting === true) this.idle(slot, seat, now);
       else if (s.conn !== undefined) this.busy(slot, seat, s.conn, now);
-      else if (s.accepting === false && worked) this.busy(slot, seat, undefined, now);
+      // Running outside accept() without a connection: busy if it served before; a new
+      // worker on its way to its first accept() is still one that will take a connection.
+      else if (s.accepting === false && worked && seat.idleSince > 0) this.busy(slot, seat, undefined, now);
       if (seat.busy || worked) active++;
       if (slot.state !== 'up') continue;
       live++;
