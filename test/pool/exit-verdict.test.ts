@@ -126,7 +126,7 @@ test('the direct path: exit 0 after ready of a worker that recycles itself is a 
     ['PHP_FCGI_MAX_REQUESTS reached between two samples (none seen)', { code: 0, uptime: 80, served: 0 }, 'sampled', true, 'recycled', false, false],
     ['PHP_FCGI_MAX_REQUESTS reached, some seen', { code: 0, uptime: 900, served: 12 }, 'sampled', true, 'recycled', false, false],
     ['exit 0 before ready, told to recycle itself', { code: 0, uptime: 20, ready: false, served: 0 }, 'sampled', true, 'early_crash', true, true],
-    ['exit 0 soon after ready, never told to exit by itself', { code: 0, uptime: 80, served: 0 }, 'sampled', false, 'early_crash', true, true],
+    ['exit 0 soon after ready, seen at work, not php-cgi', { code: 0, uptime: 80, served: 0 }, 'sampled', false, 'recycled', false, false],
     ['exit 0 soon after ready, counted exactly: nothing served', { code: 0, uptime: 80, served: 0 }, 'exact', true, 'early_crash', true, true],
     ['exit 0 after serving, counted exactly', { code: 0, uptime: 80, served: 500 }, 'exact', false, 'recycled', false, false],
     ['exit 0 past EARLY_EXIT_MS, nothing served', { code: 0, uptime: EARLY_EXIT_MS, served: 0 }, 'exact', false, 'clean', false, false],
@@ -141,9 +141,14 @@ test('the direct path: exit 0 after ready of a worker that recycles itself is a 
     const v = judgeExit({ exit: exit(e), served, selfRecycles, seenWorking: true });
     assert.deepEqual([v.rule, v.crash, v.early], [rule, crash, early], what);
   }
-  // Exit 0 at once, never seen in accept() nor on a request (a command that does not serve): a crash loop backs off.
-  const never = judgeExit({ exit: exit({ code: 0, uptime: 30, served: 0 }), served: 'sampled', selfRecycles: true, seenWorking: false });
-  assert.deepEqual([never.rule, never.crash, never.early], ['early_crash', true, true]);
+  // Exit 0 at once, never seen in accept() nor on a request: php-cgi told to recycle has no other clean exit;
+  // another program may be one that does not serve at all (a crash loop that backs off).
+  const php = judgeExit({ exit: exit({ code: 0, uptime: 30, served: 0 }), served: 'sampled', selfRecycles: true, seenWorking: false });
+  assert.deepEqual([php.rule, php.crash, php.early], ['recycled', false, false]);
+  const other = judgeExit({ exit: exit({ code: 0, uptime: 30, served: 0 }), served: 'sampled', selfRecycles: false, seenWorking: false });
+  assert.deepEqual([other.rule, other.crash, other.early], ['early_crash', true, true]);
+  const seen = judgeExit({ exit: exit({ code: 0, uptime: 30, served: 0 }), served: 'sampled', selfRecycles: false, seenWorking: true });
+  assert.deepEqual([seen.rule, seen.crash], ['recycled', false]);
   const recycled = judgeExit({ exit: exit({ code: 0, uptime: 80, served: 0 }), served: 'sampled', selfRecycles: true, seenWorking: true });
   assert.deepEqual([recycled.restart, recycled.level, recycled.code], [true, 'info', undefined]);
 });

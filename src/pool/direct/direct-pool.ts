@@ -23,7 +23,7 @@
  */
 import fs from 'node:fs';
 import type { PoolConfig } from '../../config/types.js';
-import { DIRECT_BACKLOG_DEFAULT } from '../../config/schema.js';
+import { DIRECT_BACKLOG_DEFAULT, runsPhpCgi } from '../../config/schema.js';
 import { ProxyError } from '../../errors.js';
 import type { Exchange } from '../../protocol/exchange.js';
 import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
@@ -67,8 +67,10 @@ export class DirectPool extends PoolBase {
 
   constructor(cfg: PoolConfig, deps: DirectPoolDeps) {
     super(cfg, deps.logger, deps.clock);
-    const maxRequests = cfg.maxRequests > 0 && !('PHP_FCGI_MAX_REQUESTS' in cfg.env);
-    this.deps = { ...deps, workerFactory: this.birth(deps.workerFactory), counting: { served: 'sampled', selfRecycles: maxRequests || Number(cfg.env['PHP_FCGI_MAX_REQUESTS'] ?? 0) > 0 }, acceptsItself: true };
+    // php-cgi in FastCGI mode exits 0 by itself only after PHP_FCGI_MAX_REQUESTS (exit-verdict.ts).
+    const limit = 'PHP_FCGI_MAX_REQUESTS' in cfg.env ? Number(cfg.env['PHP_FCGI_MAX_REQUESTS']) : cfg.maxRequests;
+    const selfRecycles = cfg.command !== undefined && runsPhpCgi(cfg.command) && limit > 0;
+    this.deps = { ...deps, workerFactory: this.birth(deps.workerFactory), counting: { served: 'sampled', selfRecycles }, acceptsItself: true };
     const clock = deps.clock;
     const hooks: SupervisorHooks = {
       // Connections waiting for a worker: in the accept queue, and the overflow's beyond it.

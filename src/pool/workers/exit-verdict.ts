@@ -9,11 +9,13 @@
  *                    crash, replaced at once, never early (not the application's doing)
  *   recycled         exit 0 after ready, having served: php-cgi does this after
  *                    PHP_FCGI_MAX_REQUESTS. Where the served count is sampled (accept:
- *                    direct: a lower bound, fast requests fall between two samples) and the
- *                    worker was told to recycle itself, exit 0 after it was seen at work
- *                    (in accept() or on a connection) is that recycle whatever the count;
- *                    one never seen at work may be a program that exits at once (a
- *                    crash loop that must back off)
+ *                    direct: a lower bound; fast requests, and a saturated CPU, fall
+ *                    between two samples), exit 0 after ready is a recycle when the
+ *                    program exits 0 by itself only to recycle (php-cgi told
+ *                    PHP_FCGI_MAX_REQUESTS: in FastCGI mode it has no other clean exit),
+ *                    or when it was seen at work (in accept() or on a connection); another
+ *                    program never seen at work may be one that exits at once (a crash
+ *                    loop that must back off)
  *   clean            exit 0 after ready, past EARLY_EXIT_MS: it started fine
  *   early_crash      before ready, or soon after start having served nothing: a crash
  *                    loop's sign, counted toward crash_limit and backed off
@@ -42,7 +44,7 @@ export interface ExitFacts {
    * `sampled` (accept: direct: connections seen by sampling /proc, a lower bound).
    */
   served: 'exact' | 'sampled';
-  /** The worker was told to exit by itself after some requests (PHP_FCGI_MAX_REQUESTS on the direct path). */
+  /** The program exits 0 by itself only to recycle (php-cgi told PHP_FCGI_MAX_REQUESTS on the direct path). */
   selfRecycles: boolean;
   /** The request side saw it at work: waiting in accept(), or on a request. */
   seenWorking?: boolean;
@@ -109,7 +111,7 @@ function verdict(base: Omit<VerdictBase, 'message'> & { message: string }, level
 /** Exit 0 after ready that is a recycle: it served, or it was told to recycle itself and its count is only sampled. */
 function recycledItself(f: ExitFacts): boolean {
   const e = f.exit;
-  return e.ready && e.signal === null && e.code === 0 && (e.served > 0 || (f.served === 'sampled' && f.selfRecycles && f.seenWorking === true));
+  return e.ready && e.signal === null && e.code === 0 && (e.served > 0 || (f.served === 'sampled' && (f.selfRecycles || f.seenWorking === true)));
 }
 
 /** Died before ready, or soon after start having finished nothing. */
