@@ -154,6 +154,8 @@ interface Row {
   label: string;
   zero: number[];
   busy: number[];
+  /** Requests to a worker already up, the reference the two cases are judged against. */
+  warm: number[];
   held: number;
   worker: number;
   spawnMs: number;
@@ -165,8 +167,9 @@ interface HoldPage {
 }
 
 async function measure(app: string, v: Variant, page: Record<string, string>, holdPage: HoldPage, cases: { busy: boolean }): Promise<Row> {
-  const row: Row = { app, label: v.label, zero: [], busy: [], held: NaN, worker: NaN, spawnMs: NaN };
+  const row: Row = { app, label: v.label, zero: [], busy: [], warm: [], held: NaN, worker: NaN, spawnMs: NaN };
   await timedGet(v.pool, page); // warm-up: compiles, fills caches
+  for (let i = 0; i < Math.max(5, TRIES); i++) row.warm.push(await timedGet(v.pool, page));
   await sleep(100);
   row.worker = v.workerPss();
   for (let i = 0; i < TRIES; i++) {
@@ -189,7 +192,7 @@ async function measure(app: string, v: Variant, page: Record<string, string>, ho
   row.spawnMs = v.spawnMs?.() ?? NaN;
   await v.stop();
   const f = (xs: number[]): string => (xs.length === 0 ? '–' : `${pct(xs, 50).toFixed(1)} / ${pct(xs, 99).toFixed(1)}`);
-  console.log(`${app}\t${v.label}\tfrom zero p50/p99 ${f(row.zero)} ms\tothers busy ${f(row.busy)} ms\theld at zero ${mib(row.held)} MiB\tworker ${mib(row.worker)} MiB`);
+  console.log(`${app}\t${v.label}\twarm p50 ${pct(row.warm, 50).toFixed(1)} ms\tfrom zero p50/p99 ${f(row.zero)} ms\tothers busy ${f(row.busy)} ms\theld at zero ${mib(row.held)} MiB\tworker ${mib(row.worker)} MiB`);
   return row;
 }
 
@@ -335,12 +338,16 @@ async function django(rows: Row[]): Promise<void> {
   const { dir, run, app, env, adapter, page } = djangoExample('fpm-cold-dj-');
   const holdPage: HoldPage = { params: { SCRIPT_NAME: '/app', PATH_INFO: '/stream/', QUERY_STRING: 'mb=16', REQUEST_URI: '/app/stream/?mb=16' }, how: 'response' };
   let n = 0;
-  const variant = (label: string, preload: boolean, over: Partial<PoolConfig> = {}): Variant => {
-    const cmd = [PY, adapter, ...(preload ? ['--preload'] : []), '--fastcgi', 'mysite.wsgi:application'];
+  const variant = (label: string, preload: boolean, over: Partial<PoolConfig> = {}, args: string[] = []): Variant => {
+    const cmd = [PY, adapter, ...(preload ? ['--preload'] : []), ...args, '--fastcgi', 'mysite.wsgi:application'];
     return fcgiPmVariant(label, poolConfig({ name: `dj${n++}`, command: cmd, cwd: app, env, preload, preloadIdleTimeout: 600_000, ...over }), run, { zero: true, parentGone: over.preloadIdleTimeout !== undefined });
   };
   rows.push(await measure('Django', variant('fcgi-pm exec', false), page, holdPage, { busy: true }));
-  rows.push(await measure('Django', variant('fcgi-pm preload, parent warm', true), page, holdPage, { busy: true }));
+  // The warm fork's parts: no spare (each worker forked when asked for), the default
+  // spare, and the spare that also ran a request of the page (`--warm-request`).
+  rows.push(await measure('Django', variant('fcgi-pm preload, parent warm, --spares 0', true, {}, ['--spares', '0']), page, holdPage, { busy: true }));
+  rows.push(await measure('Django', variant('fcgi-pm preload, parent warm (a spare)', true), page, holdPage, { busy: true }));
+  rows.push(await measure('Django', variant('fcgi-pm preload, parent warm, --warm-request /page/', true, {}, ['--warm-request', '/page/']), page, holdPage, { busy: true }));
   // The parent stops 50 ms after the last worker: every try starts it again (exec and import).
   rows.push(await measure('Django', variant('fcgi-pm preload, no parent', true, { preloadIdleTimeout: 50 }), page, holdPage, { busy: false }));
 
@@ -363,8 +370,12 @@ async function django(rows: Row[]): Promise<void> {
 
 function table(rows: Row[]): string {
   const f = (xs: number[], p: number): string => (xs.length === 0 ? '–' : pct(xs, p).toFixed(1));
-  const lines = ['| app | server | from zero p50 ms | p99 | others busy p50 ms | p99 | spawn→ready mean ms | held at zero (MiB PSS) | worker after warm-up (MiB PSS) |', '|---|---|---|---|---|---|---|---|---|'];
-  for (const r of rows) lines.push(`| ${r.app} | ${r.label} | ${f(r.zero, 50)} | ${f(r.zero, 99)} | ${f(r.busy, 50)} | ${f(r.busy, 99)} | ${Number.isNaN(r.spawnMs) ? '–' : r.spawnMs.toFixed(1)} | ${Number.isNaN(r.held) ? '–' : mib(r.held)} | ${mib(r.worker)} |`);
+  // "over warm": the case's median less the median of warm requests (the targets' measure).
+  const over = (xs: number[], warm: number[]): string => (xs.length === 0 ? '–' : (pct(xs, 50) - pct(warm, 50)).toFixed(1));
+  const lines = ['| app | server | warm p50 ms | from zero p50 ms | over warm | p99 | others busy p50 ms | over warm | p99 | spawn→ready mean ms | held at zero (MiB PSS) | worker after warm-up (MiB PSS) |', '|---|---|---|---|---|---|---|---|---|---|---|---|'];
+  for (const r of rows) {
+    lines.push(`| ${r.app} | ${r.label} | ${f(r.warm, 50)} | ${f(r.zero, 50)} | ${over(r.zero, r.warm)} | ${f(r.zero, 99)} | ${f(r.busy, 50)} | ${over(r.busy, r.warm)} | ${f(r.busy, 99)} | ${Number.isNaN(r.spawnMs) ? '–' : r.spawnMs.toFixed(1)} | ${Number.isNaN(r.held) ? '–' : mib(r.held)} | ${mib(r.worker)} |`);
+  }
   return lines.join('\n');
 }
 

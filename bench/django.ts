@@ -1,18 +1,23 @@
 /**
- * The seeds' Django workload side by side: the example's /page/ (8,750 bytes) behind one
- * nginx, served by fcgi-pm (FastCGI and SCGI front ends, FastCGI and SCGI workers through
- * fcgi-pm-wsgi) and by uWSGI (Debian's uwsgi-core + python3 plugin, uwsgi_pass), the same
- * number of workers each, in interleaved windows of one kept-alive client (wrk -c1).
- * Prints req/s, latency and CPU per request of each part (fcgi-pm's daemon, the
- * workers, nginx, the whole stack).
+ * The seeds' Django workload side by side: the example's /page/ (8,750 bytes) or its
+ * SQLite page /db/ behind one nginx, served by fcgi-pm (proxy: FastCGI and SCGI front
+ * ends, FastCGI and SCGI workers through fcgi-pm-wsgi, exec and preload pools) and by
+ * uWSGI (Debian's uwsgi-core + python3 plugin, one master whose workers accept on a
+ * uwsgi, an SCGI and a FastCGI socket), the same number of workers each, in interleaved
+ * windows of kept-alive wrk clients. Prints req/s, latency and CPU per request of each
+ * part (fcgi-pm's daemon, the workers, nginx, the whole stack).
  *
- *   node dist/bench/django.js [--seconds 10] [--rounds 3] [--workers 4] [--clients 1]
- *       [--stacks ff,ss,fs,sf,pf,uwsgi] [--path /page/] [--cpu-prof [--keep DIR]]
+ *   node dist/bench/django.js [--seconds 10] [--rounds 3] [--workers 4] [--clients 1,10]
+ *       [--paths /page/,/db/] [--stacks ff,ss,pf,ps,uscgi,ufcgi,uwsgi] [--cpu-prof [--keep DIR]]
  *
- * Stacks: ff = nginx FastCGI (fastcgi_keep_conn, upstream keepalive) → FastCGI workers,
- * ss = nginx SCGI → SCGI workers, fs / sf the two crossings, pf = ff with a preload
- * pool (fcgi-pm-wsgi --preload forks the workers), uwsgi = nginx uwsgi_pass →
- * uWSGI. --cpu-prof runs the daemon under node --cpu-prof and prints where its time went.
+ * Stacks (front end → fcgi-pm → workers): ff = nginx FastCGI (fastcgi_keep_conn, upstream
+ * keepalive) → FastCGI workers (kept connections), ss = nginx SCGI → SCGI workers, fs / sf
+ * the two crossings, pf / ps = ff / ss with a preload pool (fcgi-pm-wsgi --preload forks
+ * the workers); uWSGI: uscgi = nginx scgi_pass → uWSGI --scgi-socket, ufcgi = nginx
+ * fastcgi_pass → uWSGI --fastcgi-socket, uwsgi = nginx uwsgi_pass → uWSGI --socket.
+ * --clients and --paths take lists: every (path, clients) pair gets its own interleaved
+ * rounds and table. --cpu-prof runs the daemon under node --cpu-prof and prints where its
+ * time went.
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -108,24 +113,37 @@ runtime_dir: ${dir}
   return p;
 }
 
-/** uWSGI's master and `workers` processes with the example's application on a uwsgi socket. */
-export async function startUwsgi(dir: string, db: string, workers: number, extra: string[] = []): Promise<Started & { sock: string }> {
+/**
+ * uWSGI's master and `workers` processes with the example's application, accepting on a
+ * uwsgi socket (`sock`) and, when asked, an SCGI and a FastCGI socket too (same workers).
+ */
+export async function startUwsgi(
+  dir: string,
+  db: string,
+  workers: number,
+  extra: string[] = [],
+): Promise<Started & { sock: string; scgiSock: string; fcgiSock: string }> {
   mkdirSync(dir, { recursive: true });
   const sock = join(dir, 'uwsgi.sock');
+  const scgiSock = join(dir, 'uwsgi-scgi.sock');
+  const fcgiSock = join(dir, 'uwsgi-fcgi.sock');
   const args = [
-    '--plugin', 'python3', '--master', '--processes', String(workers), '--socket', sock, '--chdir', DJANGO,
+    '--plugin', 'python3', '--master', '--processes', String(workers), '--socket', sock, '--scgi-socket', scgiSock,
+    '--fastcgi-socket', fcgiSock, '--chdir', DJANGO,
     '--module', 'mysite.wsgi:application', '--env', 'DJANGO_SETTINGS_MODULE=mysite.settings', '--env', `DJANGO_DB_PATH=${db}`,
     '--env', 'PYTHONDONTWRITEBYTECODE=1', '--disable-logging', '--die-on-term', '--need-app', '--listen', '1024', ...extra,
   ];
   const p = start('uwsgi', '/usr/bin/uwsgi-core', args, { cwd: dir }, 'SIGTERM');
-  await waitReady('uwsgi', { path: sock }, p, 30_000);
-  return Object.assign(p, { sock });
+  for (const s of [sock, scgiSock, fcgiSock]) await waitReady('uwsgi', { path: s }, p, 30_000);
+  return Object.assign(p, { sock, scgiSock, fcgiSock });
 }
 
 export interface DjangoSite {
   port: number;
   kind: 'fastcgi' | 'scgi' | 'uwsgi';
   sock: string;
+  /** FastCGI: nginx keeps its connections (fastcgi_keep_conn and an upstream keepalive). Default true. */
+  keepConn?: boolean;
 }
 
 /** One nginx, a server per site, Django mounted under /app as in examples/django. */
@@ -134,12 +152,13 @@ export async function startNginxDjango(dir: string, sites: DjangoSite[]): Promis
     let loc: string;
     let up = '';
     if (s.kind === 'fastcgi') {
-      up = `upstream up${i} { server unix:${s.sock}; keepalive 16; }`;
+      const keep = s.keepConn !== false;
+      up = `upstream up${i} { server unix:${s.sock};${keep ? ' keepalive 16;' : ''} }`;
       loc = `location /app/ {
       fastcgi_split_path_info ^(/app)(/.*)$;
       include /etc/nginx/fastcgi_params;
       fastcgi_param PATH_INFO $fastcgi_path_info;
-      fastcgi_keep_conn on;
+      ${keep ? 'fastcgi_keep_conn on;' : ''}
       fastcgi_pass up${i};
     }`;
     } else if (s.kind === 'scgi') {
@@ -187,81 +206,116 @@ const STACK_NAMES: Record<string, string> = {
   fs: 'fcgi-pm FastCGI → SCGI workers',
   sf: 'fcgi-pm SCGI → FastCGI workers',
   pf: 'fcgi-pm FastCGI → FastCGI workers, preload pool',
-  uwsgi: 'uWSGI (uwsgi_pass)',
+  ps: 'fcgi-pm SCGI → SCGI workers, preload pool',
+  uscgi: 'uWSGI --scgi-socket (scgi_pass)',
+  ufcgi: 'uWSGI --fastcgi-socket (fastcgi_pass)',
+  uwsgi: 'uWSGI --socket (uwsgi_pass)',
 };
+
+const UWSGI_STACKS = new Set(['uscgi', 'ufcgi', 'uwsgi']);
+
+/** An fcgi-pm stack: the front end's protocol and the pool behind it. */
+function fpmStack(s: string): { front: 'fastcgi' | 'scgi'; pool: DjangoPool } {
+  const front = s[0] === 's' || s === 'ps' ? 'scgi' : 'fastcgi';
+  if (s === 'pf') return { front, pool: { name: 'dj_pre_f', backend: 'fastcgi', preload: true } };
+  if (s === 'ps') return { front: 'scgi', pool: { name: 'dj_pre_s', backend: 'scgi', preload: true } };
+  return { front, pool: s[1] === 'f' ? { name: 'dj_fcgi', backend: 'fastcgi' } : { name: 'dj_scgi', backend: 'scgi' } };
+}
+
+/** The medians of each stack's windows; "× uWSGI" against uWSGI's SCGI socket (the issue's reference), else its uwsgi one. */
+function printMedians(windows: Window[], stacks: string[]): void {
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const med = (s: string, f: (w: Window) => number): number => median(windows.filter((w) => w.stack === s).map(f));
+  const ref = ['uscgi', 'uwsgi', 'ufcgi'].find((s) => stacks.includes(s));
+  const uRps = ref === undefined ? NaN : med(ref, (w) => w.r.rps);
+  const uStack = ref === undefined ? NaN : med(ref, (w) => w.stackUs);
+  const lines = [
+    `medians over the rounds (× uWSGI: against ${ref === undefined ? 'none' : STACK_NAMES[ref]}):`,
+    '| stack | req/s | × uWSGI | p50 ms | p99 ms | errors | daemon µs/req | workers µs/req | nginx µs/req | stack µs/req | stack × uWSGI |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const s of stacks) {
+    const rps = med(s, (w) => w.r.rps);
+    const st = med(s, (w) => w.stackUs);
+    const errors = windows.filter((w) => w.stack === s).reduce((n, w) => n + w.r.errors + w.r.non2xx, 0);
+    lines.push(
+      `| ${STACK_NAMES[s]} | ${rps.toFixed(0)} | ${(rps / uRps).toFixed(2)} | ${med(s, (w) => w.r.p50Ms).toFixed(2)} | ${med(s, (w) => w.r.p99Ms).toFixed(2)} | ${errors} | ${UWSGI_STACKS.has(s) ? '–' : med(s, (w) => w.daemonUs).toFixed(0)} | ${med(s, (w) => w.workersUs).toFixed(0)} | ${med(s, (w) => w.nginxUs).toFixed(0)} | ${st.toFixed(0)} | ${(st / uStack).toFixed(2)} |`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+const numbers = (v: string): number[] => v.split(',').map(Number);
 
 async function main(): Promise<void> {
   const seconds = Number(arg('--seconds', '10'));
   const rounds = Number(arg('--rounds', '3'));
   const workers = Number(arg('--workers', '4'));
-  const clients = Number(arg('--clients', '1'));
-  const path = arg('--path', '/page/');
-  const stacks = arg('--stacks', 'ff,ss,uwsgi').split(',');
+  const clientsList = numbers(arg('--clients', '1'));
+  const paths = arg('--paths', arg('--path', '/page/')).split(',');
+  const stacks = arg('--stacks', 'ff,ss,pf,ps,uscgi,ufcgi,uwsgi').split(',');
+  for (const s of stacks) if (STACK_NAMES[s] === undefined) throw new Error(`unknown stack ${s}; known: ${Object.keys(STACK_NAMES).join(', ')}`);
   const prof = process.argv.includes('--cpu-prof');
   const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-django-bench-'));
   const db = djangoDatabase(dir);
   const profDir = join(dir, 'prof');
-  const fpmStacks = stacks.filter((s) => s !== 'uwsgi');
-  const pools: DjangoPool[] = [];
-  if (fpmStacks.some((s) => s.endsWith('f'))) pools.push({ name: 'dj_fcgi', backend: 'fastcgi' });
-  if (fpmStacks.some((s) => s.endsWith('s'))) pools.push({ name: 'dj_scgi', backend: 'scgi' });
-  if (fpmStacks.includes('pf')) pools.push({ name: 'dj_pre', backend: 'fastcgi', preload: true });
+  const fpmStacks = stacks.filter((s) => !UWSGI_STACKS.has(s));
+  const pools = new Map<string, DjangoPool>();
+  for (const s of fpmStacks) pools.set(fpmStack(s).pool.name, fpmStack(s).pool);
   const socks = new Map<string, string>(fpmStacks.map((s) => [s, join(dir, 'fcgi-pm', `${s}.sock`)]));
   const sites: DjangoSite[] = [];
   const ports = new Map<string, number>();
   for (const s of stacks) ports.set(s, await freePort());
   let fpm: Started | undefined;
-  let uwsgi: (Started & { sock: string }) | undefined;
+  let uwsgi: Awaited<ReturnType<typeof startUwsgi>> | undefined;
   try {
     if (fpmStacks.length > 0) {
       fpm = await startFcgiPmDjango(
         join(dir, 'fcgi-pm'),
         db,
         workers,
-        pools,
-        fpmStacks.map((s) => ({ protocol: s[0] === 's' ? 'scgi' : 'fastcgi', sock: socks.get(s)!, pool: s === 'pf' ? 'dj_pre' : s[1] === 'f' ? 'dj_fcgi' : 'dj_scgi' })),
+        [...pools.values()],
+        fpmStacks.map((s) => ({ protocol: fpmStack(s).front, sock: socks.get(s)!, pool: fpmStack(s).pool.name })),
         prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
       );
-      for (const s of fpmStacks) sites.push({ port: ports.get(s)!, kind: s[0] === 's' ? 'scgi' : 'fastcgi', sock: socks.get(s)! });
+      for (const s of fpmStacks) sites.push({ port: ports.get(s)!, kind: fpmStack(s).front, sock: socks.get(s)! });
     }
-    if (stacks.includes('uwsgi')) {
+    if (stacks.some((s) => UWSGI_STACKS.has(s))) {
       uwsgi = await startUwsgi(join(dir, 'uwsgi'), db, workers);
-      sites.push({ port: ports.get('uwsgi')!, kind: 'uwsgi', sock: uwsgi.sock });
+      if (stacks.includes('uwsgi')) sites.push({ port: ports.get('uwsgi')!, kind: 'uwsgi', sock: uwsgi.sock });
+      if (stacks.includes('uscgi')) sites.push({ port: ports.get('uscgi')!, kind: 'scgi', sock: uwsgi.scgiSock });
+      // uWSGI's FastCGI closes the connection after each request: nginx keeps none.
+      if (stacks.includes('ufcgi')) sites.push({ port: ports.get('ufcgi')!, kind: 'fastcgi', sock: uwsgi.fcgiSock, keepConn: false });
     }
     const ngx = await startNginxDjango(join(dir, 'nginx'), sites);
-    const url = (s: string): string => `http://127.0.0.1:${ports.get(s)}/app${path}`;
-    for (const s of stacks) await runWrk(url(s), Math.max(clients, workers), 2); // warm-up: every worker imports Django
-    process.stdout.write(`Django ${path}, ${workers} workers each, ${clients} kept-alive client(s), ${rounds} × ${seconds} s windows interleaved; ${machineLine()}\n`);
-    const windows: Window[] = [];
-    for (let round = 0; round < rounds; round++) {
-      for (const s of stacks) {
-        const server = s === 'uwsgi' ? uwsgi! : fpm!;
-        const d0 = s === 'uwsgi' ? 0 : cpuSeconds(server.pid)!;
-        const t0 = treeCpu(server.pid);
-        const n0 = treeCpu(ngx.pid);
-        const r = await runWrk(url(s), clients, seconds);
-        const d1 = s === 'uwsgi' ? 0 : cpuSeconds(server.pid)!;
-        const t1 = treeCpu(server.pid);
-        const n1 = treeCpu(ngx.pid);
-        const per = (x: number): number => (x * 1e6) / Math.max(1, r.requests);
-        const w: Window = { stack: s, r, daemonUs: per(d1 - d0), workersUs: per(t1 - t0 - (d1 - d0)), nginxUs: per(n1 - n0), stackUs: per(t1 - t0 + n1 - n0) };
-        windows.push(w);
-        process.stdout.write(
-          `  round ${round + 1} ${STACK_NAMES[s] ?? s}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, errors ${r.errors + r.non2xx}; CPU µs/request: daemon ${w.daemonUs.toFixed(0)}, workers ${w.workersUs.toFixed(0)}, nginx ${w.nginxUs.toFixed(0)}, stack ${w.stackUs.toFixed(0)}\n`,
-        );
+    const url = (s: string, path: string): string => `http://127.0.0.1:${ports.get(s)}/app${path}`;
+    const maxClients = Math.max(...clientsList, workers);
+    for (const s of stacks) for (const path of paths) await runWrk(url(s, path), maxClients, 2); // warm-up: every worker imports Django
+    for (const path of paths) {
+      for (const clients of clientsList) {
+        process.stdout.write(`\nDjango ${path}, ${workers} workers each, ${clients} kept-alive client(s), ${rounds} × ${seconds} s windows interleaved; ${machineLine()}\n`);
+        const windows: Window[] = [];
+        for (let round = 0; round < rounds; round++) {
+          for (const s of stacks) {
+            const server = UWSGI_STACKS.has(s) ? uwsgi! : fpm!;
+            const daemon = UWSGI_STACKS.has(s) ? undefined : server.pid;
+            const d0 = daemon === undefined ? 0 : cpuSeconds(daemon)!;
+            const t0 = treeCpu(server.pid);
+            const n0 = treeCpu(ngx.pid);
+            const r = await runWrk(url(s, path), clients, seconds);
+            const d1 = daemon === undefined ? 0 : cpuSeconds(daemon)!;
+            const t1 = treeCpu(server.pid);
+            const n1 = treeCpu(ngx.pid);
+            const per = (x: number): number => (x * 1e6) / Math.max(1, r.requests);
+            const w: Window = { stack: s, r, daemonUs: per(d1 - d0), workersUs: per(t1 - t0 - (d1 - d0)), nginxUs: per(n1 - n0), stackUs: per(t1 - t0 + n1 - n0) };
+            windows.push(w);
+            process.stdout.write(
+              `  round ${round + 1} ${STACK_NAMES[s]}: ${r.rps.toFixed(0)} req/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, errors ${r.errors + r.non2xx}; CPU µs/request: daemon ${daemon === undefined ? '–' : w.daemonUs.toFixed(0)}, workers ${w.workersUs.toFixed(0)}, nginx ${w.nginxUs.toFixed(0)}, stack ${w.stackUs.toFixed(0)}\n`,
+            );
+          }
+        }
+        printMedians(windows, stacks);
       }
-    }
-    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const med = (s: string, f: (w: Window) => number): number => median(windows.filter((w) => w.stack === s).map(f));
-    process.stdout.write('\nmedians over the rounds:\n| stack | req/s | × uWSGI | p50 ms | daemon µs/req | workers µs/req | nginx µs/req | stack µs/req | stack × uWSGI |\n|---|---|---|---|---|---|---|---|---|\n');
-    const uRps = stacks.includes('uwsgi') ? med('uwsgi', (w) => w.r.rps) : NaN;
-    const uStack = stacks.includes('uwsgi') ? med('uwsgi', (w) => w.stackUs) : NaN;
-    for (const s of stacks) {
-      const rps = med(s, (w) => w.r.rps);
-      const st = med(s, (w) => w.stackUs);
-      process.stdout.write(
-        `| ${STACK_NAMES[s] ?? s} | ${rps.toFixed(0)} | ${(rps / uRps).toFixed(2)} | ${med(s, (w) => w.r.p50Ms).toFixed(2)} | ${s === 'uwsgi' ? '–' : med(s, (w) => w.daemonUs).toFixed(0)} | ${med(s, (w) => w.workersUs).toFixed(0)} | ${med(s, (w) => w.nginxUs).toFixed(0)} | ${st.toFixed(0)} | ${(st / uStack).toFixed(2)} |\n`,
-      );
     }
     await ngx.stop();
   } finally {

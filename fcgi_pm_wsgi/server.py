@@ -15,11 +15,16 @@ from .scgi import serve_scgi
 
 
 class Server:
-    def __init__(self, app, listener: socket.socket, protocol: str, mount=None):
+    def __init__(self, app, listener: socket.socket, protocol: str, mount=None, max_requests: int = 0):
         self.app = app
         self.listener = listener
         self.protocol = protocol
         self.mount = mount
+        # Exit (0) after this many requests; 0: never. A process manager that does not see
+        # the requests (fcgi-pm's accept: direct) recycles workers this way, as php-cgi's
+        # PHP_FCGI_MAX_REQUESTS does.
+        self.max_requests = max_requests
+        self.served = 0
         self.busy = False
         self.stopping = False
 
@@ -29,8 +34,10 @@ class Server:
             raise SystemExit(0)
 
     def request_done(self) -> None:
+        if self.busy:
+            self.served += 1
         self.busy = False
-        if self.stopping:
+        if self.stopping or (self.max_requests > 0 and self.served >= self.max_requests):
             raise SystemExit(0)
 
     def wait_next_record(self, conn: FcgiConnection) -> bool:
@@ -101,8 +108,14 @@ def listener_from_address(addr: str) -> socket.socket:
     return sock
 
 
-def serve(app, listener: socket.socket, protocol: str, mount) -> int:
-    server = Server(app, listener, protocol, mount)
+def max_requests_from_env() -> int:
+    """FCGI_PM_MAX_REQUESTS (fcgi-pm sets it for accept: direct pools), 0 when unset."""
+    v = os.environ.get('FCGI_PM_MAX_REQUESTS', '').strip()
+    return int(v) if v.isdigit() else 0
+
+
+def serve(app, listener: socket.socket, protocol: str, mount, max_requests: int = 0) -> int:
+    server = Server(app, listener, protocol, mount, max_requests)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, server.on_signal)
     try:

@@ -23,6 +23,7 @@ const MEMORY_POOL_KEYS: readonly KeySpec[] = [
   { key: 'rlimit_as', field: 'rlimitAs', type: memorySize, default: 0, defaultText: '0 (off)', scope: 'spawned', doc: 'Address-space limit (RLIMIT_AS, via prlimit) set on workers; the kernel refuses allocations past it.' },
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, defaultText: '(the top-level memory_sample_interval)', scope: 'spawned', doc: "How often this pool's workers are measured." },
   { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: 800, scope: 'spawned', doc: "Workers' /proc/PID/oom_score_adj, set right after spawn: the kernel's OOM killer takes a worker before fcgi-pm." },
+  { key: 'cpu_weight', field: 'cpuWeight', type: { kind: 'int', min: 1, max: 10000 }, default: 100, scope: 'spawned', doc: "The pool's share of the CPU against other pools when the CPU is busy: its workers run in a CPU cgroup of their own (cgroup v2 cpu.weight; v1 cpu.shares, 100 = 1024), where fcgi-pm may create one (root, or a delegated subtree). Equal weights give each busy pool an equal share, however many workers it runs." },
 ];
 
 const MEMORY_TOP_KEYS: readonly KeySpec[] = [
@@ -64,6 +65,7 @@ const OPERATIONS_LOG_KEYS: readonly KeySpec[] = [
 const OPERATIONS_TOP_KEYS: readonly KeySpec[] = [
   { key: 'control_socket', field: 'controlSocket', type: { kind: 'path-or-off' }, defaultText: '(runtime_dir/control.sock, else /run/fcgi-pm/<config name>-<hash>.sock as root)', doc: 'Unix socket for fcgi-pm status, reload, stop and workers; "off" disables it. The default is derived from the config file\'s real path, so two configs never share one.' },
   { key: 'control_socket_mode', field: 'controlSocketMode', type: { kind: 'mode' }, default: '0600', doc: 'File mode of the control socket: who may read status, reload and stop the daemon.' },
+  { key: 'upgrade', field: 'upgrade', type: { kind: 'enum', values: ['exec', 'spawn'] }, default: 'exec', doc: 'How an upgrade in place (SIGUSR2, fcgi-pm upgrade) runs the new code. exec: in the same process, keeping its pid (for runit, s6, supervisord, a container\'s PID 1 and systemd alike), after checking that the new code starts and after the running requests finish, while new connections wait in the sockets\' queues; without the native addon it falls back to spawn, with a warning. spawn: a new daemon with a new pid takes the sockets while the old one finishes its requests (no pause; the supervisor must follow the new pid, as systemd does).' },
   { key: 'pid_file', field: 'pidFile', type: { kind: 'path-or-off' }, defaultText: '(as root: fcgi-pm.pid in the runtime directory\'s base; else none)', doc: 'File the daemon writes its pid to at start and removes on exit (unless a daemon that replaced it in an upgrade wrote its own); "off" for none.' },
 ];
 

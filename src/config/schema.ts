@@ -763,6 +763,7 @@ export function validateConfig(obj: unknown, source: string, opts: FromObjectOpt
     controlSocket: top.values.controlSocket as string | false | undefined,
     controlSocketMode: top.values.controlSocketMode as number,
     pidFile: top.values.pidFile as string | false | undefined,
+    upgrade: top.values.upgrade as 'exec' | 'spawn',
     vhosts,
     dashboard,
     origin: { label: opts.label ?? source, locate: opts.locate },

@@ -33,6 +33,7 @@ function poolLines(p: PoolStatus, now: number): string[] {
   }
   const fb = p.directFallback;
   if (fb !== undefined) out.push(`  accept: direct in fallback (${fb.reason}): fcgi-pm listens on ${fb.address} itself and proxies to the workers (docs/direct.md)`);
+  if (p.cpu !== undefined) out.push(`  CPU cgroup ${p.cpu.dir}: cpu_weight ${p.cpu.weight} (${p.cpu.file} ${p.cpu.value})`);
   const d = p.direct;
   if (d !== undefined) {
     const queue = d.waiting === undefined ? 'accept queue not known' : `${d.waiting} of ${d.backlog} waiting in the accept queue`;

@@ -1,6 +1,6 @@
 /**
  * `fcgi-pm workers`: one line per worker with pool, pid, state, requests served, memory,
- * CPU, uptime and the request it runs now with its age. Columns are data (COLUMNS), the
+ * CPU, the CPU weight of the pool's cgroup, uptime and the request it runs now with its age. Columns are data (COLUMNS), the
  * widths follow the content. A php-cgi group (group_size > 1) is its parent's line, its
  * state and requests counted over the group's seats ("busy 2/4"), then one line per
  * child: pid, its memory, and "child of PID" (php-cgi hands requests to its children
@@ -31,6 +31,8 @@ export const WORKER_COLUMNS: readonly Column[] = [
   { title: 'REQS', right: true, cell: (_p, w) => (w.sampled === true ? `≥${w.requests}` : String(w.requests)) },
   { title: 'MEMORY', right: true, cell: (_p, w) => (w.memory === undefined ? '-' : formatSize(w.memory)) },
   { title: 'CPU', right: true, cell: (_p, w) => (w.cpu === undefined ? '-' : `${w.cpu.toFixed(1)}%`) },
+  // The pool's CPU cgroup weight (cpu_weight): its share of a busy CPU; "-" outside a CPU cgroup.
+  { title: 'WEIGHT', right: true, cell: (p) => (p.cpu === undefined ? '-' : String(p.cpu.weight)) },
   { title: 'UPTIME', right: true, cell: (_p, w, now) => age(now - w.startedAt) },
   {
     title: 'REQUEST',

@@ -2,6 +2,7 @@
  * What front ends and the daemon see of a pool.
  */
 import type { Exchange } from '../protocol/exchange.js';
+import type { CpuPlacementView } from '../memory/cpu-cgroup.js';
 import type { PoolMemoryFigures, WorkerMemoryFigures } from '../memory/types.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
@@ -79,6 +80,8 @@ export interface PoolSnapshot extends PoolCounters {
   preload?: PreloadParentStatus;
   direct?: DirectSnapshot;
   directFallback?: DirectFallback;
+  /** The pool's CPU cgroup and cpu_weight, when its workers have one. */
+  cpu?: CpuPlacementView;
 }
 
 /** A preload pool's parent: pid, forks served, its latest measure once sampled. */

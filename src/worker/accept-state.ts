@@ -1,8 +1,9 @@
 /**
  * What a worker that accepts on a shared socket is doing, read from /proc without asking
  * it (PHP-FPM reads its scoreboard; a php-cgi worker has none, but the kernel knows):
- *   - /proc/PID/syscall: "43 0x0 …" (accept) or "288 0x0 …" (accept4) on fd 0 = it
- *     waits for a connection: idle;
+ *   - /proc/PID/syscall: "43 0x0 …" (accept) or "288 0x0 …" (accept4) on fd 0, or on
+ *     another fd that is the listening socket (fcgi-pm-wsgi moves it off fd 0, so that
+ *     an application reading stdin gets EOF) = it waits for a connection: idle;
  *   - /proc/PID/schedstat: CPU time in ns, so two idle samples with the same time mean
  *     it served nothing in between;
  *   - /proc/PID/fd: a socket other than the listening one = the connection it serves;
@@ -28,17 +29,37 @@ export interface AcceptSample {
 
 const GONE: AcceptSample = Object.freeze({ gone: true, accepting: undefined, cpuNs: 0, conn: undefined });
 
-/** Pure: whether a /proc/PID/syscall line is a wait in accept() on fd 0. */
-export function parseSyscall(line: string): boolean | undefined {
+/**
+ * Pure: the fd a /proc/PID/syscall line waits in accept() or accept4() on; false for any
+ * other state, undefined when the line cannot be read.
+ */
+export function acceptFd(line: string): number | false | undefined {
   const t = line.trim();
-  if (t === '' ) return undefined;
+  if (t === '') return undefined;
   if (t === 'running') return false;
   const sp = t.indexOf(' ');
   const nr = Number(sp < 0 ? t : t.slice(0, sp));
   if (!Number.isInteger(nr)) return undefined;
   if (nr !== ACCEPT && nr !== ACCEPT4) return false;
-  const arg0 = t.slice(sp + 1).split(' ', 1)[0];
-  return arg0 === '0x0';
+  const fd = Number.parseInt(t.slice(sp + 1).split(' ', 1)[0] ?? '', 16);
+  return Number.isInteger(fd) && fd >= 0 ? fd : undefined;
+}
+
+/** Pure: whether a /proc/PID/syscall line is a wait in accept() on fd 0. */
+export function parseSyscall(line: string): boolean | undefined {
+  const fd = acceptFd(line);
+  return fd === undefined ? undefined : fd === 0;
+}
+
+/** Inode of the socket `fd` of `pid`; undefined when it is not a socket (or gone). */
+function socketInode(pid: number, fd: number): number | undefined {
+  let target: string;
+  try {
+    target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+  } catch {
+    return undefined;
+  }
+  return target.startsWith('socket:[') ? Number(target.slice(8, -1)) : undefined;
 }
 
 function readText(p: string): string | undefined {
@@ -77,6 +98,8 @@ export function readAcceptState(pid: number, listenIno: number): AcceptSample {
   if (sched === undefined) return GONE;
   const cpuNs = Number(sched.slice(0, sched.indexOf(' ')));
   const sc = readText(`/proc/${pid}/syscall`);
-  const accepting = sc === undefined ? undefined : parseSyscall(sc);
+  const fd = sc === undefined ? undefined : acceptFd(sc);
+  // fd 0 is the shared socket as fcgi-pm hands it over; another fd must be that socket.
+  const accepting = fd === undefined ? undefined : fd !== false && (fd === 0 || socketInode(pid, fd) === listenIno);
   return { gone: false, accepting, cpuNs, conn: accepting === true ? undefined : connectionOf(pid, listenIno) };
 }

@@ -6,7 +6,11 @@
  * the pool's user), where the parent binds each worker's listening socket itself:
  *
  *   fcgi-pm → parent   {fork: id, socket: name}   bind name in the directory, fork a child
+ *                      {fork: id, shared: true, max_requests: n}   a child serving on the
+ *                          `accept: direct` pool's shared socket (fd 5, see share())
  *   parent → fcgi-pm   {ready: true}   application imported
+ *                      {spare: pid | null}   the child it keeps forked ahead of need (its
+ *                                            memory counts with the parent's), or none
  *                      {forked: id, pid}   the child serves on that socket
  *                      {failed: id, errno, message}   fork() failed
  *                      {exited: id, pid, code, signal}   the parent reaped a child
@@ -44,13 +48,16 @@ const ORPHAN_POLL_MS = 50;
 
 interface Pending {
   id: number;
-  /** The socket's name in the pool's socket directory. */
-  socket: string;
+  /** The socket's name in the pool's socket directory; undefined: the shared socket. */
+  socket: string | undefined;
+  /** On the shared socket: the requests after which the child exits (0: none). */
+  maxRequests: number;
   waiter: ForkWaiter;
 }
 
 type Message =
   | { ready: true; pid: number }
+  | { spare: number | null }
   | { forked: number; pid: number }
   | { failed: number; errno: string; message: string }
   | { exited: number; pid: number; code: number | null; signal: NodeJS.Signals | null };
@@ -60,6 +67,8 @@ class Parent {
   ready = false;
   /** Workers it forked. */
   forks = 0;
+  /** The child it keeps forked ahead of need (not a worker yet). */
+  spare: number | undefined;
   /** Asked to stop (idle, renew, shutdown): its exit is no failure. */
   stopping = false;
   gone = false;
@@ -107,6 +116,8 @@ export class ForkServer {
   private closed = false;
   /** Where the parents bind the workers' sockets; made on first use, removed by stop(). */
   private dir: string | undefined;
+  /** An `accept: direct` pool's listening socket, handed to every parent started. */
+  private sharedFd: number | undefined;
 
   constructor(spec: WorkerSpec, logger: Logger, opts: ForkServerOptions) {
     this.spec = spec;
@@ -126,13 +137,30 @@ export class ForkServer {
     return p;
   }
 
+  /**
+   * An `accept: direct` pool's listening socket: parents started from now on hold it (and
+   * never accept on it) and fork workers that accept on it (forkShared). The pool owns it.
+   */
+  share(fd: number): void {
+    this.sharedFd = fd;
+  }
+
   /** The parent binds `socketPath`'s name and forks a worker serving on it. */
   fork(id: number, socketPath: string, waiter: ForkWaiter): void {
-    if (this.closed) return waiter.failed('SETUP', 'the pool is stopping');
+    this.request({ id, socket: path.basename(socketPath), maxRequests: 0, waiter });
+  }
+
+  /** The parent forks a worker that accepts on the shared socket (share()) and exits after `maxRequests` (0: never). */
+  forkShared(id: number, maxRequests: number, waiter: ForkWaiter): void {
+    if (this.sharedFd === undefined) return waiter.failed('SETUP', 'no shared socket to fork on');
+    this.request({ id, socket: undefined, maxRequests, waiter });
+  }
+
+  private request(req: Pending): void {
+    if (this.closed) return req.waiter.failed('SETUP', 'the pool is stopping');
     this.cancelIdle();
     const p = this.current ?? this.start();
-    if (!(p instanceof Parent)) return waiter.failed(p.errno, p.message);
-    const req = { id, socket: path.basename(socketPath), waiter };
+    if (!(p instanceof Parent)) return req.waiter.failed(p.errno, p.message);
     if (p.ready) this.send(p, req);
     else p.waiting.push(req);
   }
@@ -152,10 +180,10 @@ export class ForkServer {
     return this.current?.pid;
   }
 
-  /** The parent forks come from now: its pid, whether it is ready, and the workers it forked. */
-  get parent(): { pid: number; ready: boolean; forks: number } | undefined {
+  /** The parent forks come from now: its pid, whether it is ready, the workers it forked, and its spare. */
+  get parent(): { pid: number; ready: boolean; forks: number; spare: number | undefined } | undefined {
     const p = this.current;
-    return p?.pid === undefined ? undefined : { pid: p.pid, ready: p.ready, forks: p.forks };
+    return p?.pid === undefined ? undefined : { pid: p.pid, ready: p.ready, forks: p.forks, spare: p.spare };
   }
 
   /**
@@ -218,7 +246,7 @@ export class ForkServer {
     let dirFd: number | undefined;
     try {
       dirFd = fs.openSync(this.socketDir(), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
-      child = startProcess({ spec, file: resolved.file, args: spec.command.slice(1), fd0: undefined, guard: this.guard, preload: { dirFd } });
+      child = startProcess({ spec, file: resolved.file, args: spec.command.slice(1), fd0: undefined, guard: this.guard, preload: { dirFd, sharedFd: this.sharedFd } });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       return fail(err.code ?? 'ESPAWN', `${resolved.file}: ${err.message}`);
@@ -260,7 +288,10 @@ export class ForkServer {
       this.log.info({ wpid: p.pid }, `preload parent ${p.pid} ready: forking workers`);
       for (const req of p.waiting.splice(0)) this.send(p, req);
       this.checkIdle(p);
+    } else if ('spare' in m) {
+      p.spare = m.spare ?? undefined;
     } else if ('forked' in m) {
+      if (m.pid === p.spare) p.spare = undefined; // the spare became this worker
       const req = p.forking.get(m.forked);
       if (req === undefined) return;
       p.forking.delete(m.forked);
@@ -283,7 +314,8 @@ export class ForkServer {
 
   private send(p: Parent, req: Pending): void {
     p.forking.set(req.id, req);
-    p.child.stdin!.write(JSON.stringify({ fork: req.id, socket: req.socket }) + '\n');
+    const msg = req.socket === undefined ? { fork: req.id, shared: true, max_requests: req.maxRequests } : { fork: req.id, socket: req.socket };
+    p.child.stdin!.write(JSON.stringify(msg) + '\n');
   }
 
   private onParentExit(p: Parent, code: number | null, signal: NodeJS.Signals | null, why?: string): void {

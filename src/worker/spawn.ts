@@ -72,17 +72,20 @@ export interface StartOptions {
   guard: DeathGuard;
   /**
    * A preload fork server: its commands on fd 0 and replies on fd 3 (pipes, JSON lines),
-   * and the directory its workers' sockets are bound in as fd 4 (FCGI_PM_PRELOAD_FDS).
+   * the directory its workers' sockets are bound in as fd 4, and an `accept: direct`
+   * pool's shared socket as fd 5 (FCGI_PM_PRELOAD_FDS).
    */
-  preload?: { dirFd: number };
+  preload?: { dirFd: number; sharedFd?: number | undefined };
 }
 
 /** May throw synchronously (EAGAIN, EPERM for uid/gid …); otherwise errors come as 'error'. */
 export function startProcess(o: StartOptions): ChildProcess {
   const w = o.guard.wrap(o.file, o.args);
   return spawn(w.file, w.args, {
-    stdio: o.preload !== undefined ? ['pipe', 'pipe', 'pipe', 'pipe', o.preload.dirFd] : [o.fd0 ?? 'ignore', 'pipe', 'pipe'],
-    env: o.preload !== undefined ? { ...o.spec.env, FCGI_PM_PRELOAD_FDS: '0,3,4' } : o.spec.env,
+    stdio: o.preload === undefined
+      ? [o.fd0 ?? 'ignore', 'pipe', 'pipe']
+      : ['pipe', 'pipe', 'pipe', 'pipe', o.preload.dirFd, ...(o.preload.sharedFd === undefined ? [] : [o.preload.sharedFd])],
+    env: o.preload !== undefined ? { ...o.spec.env, FCGI_PM_PRELOAD_FDS: o.preload.sharedFd === undefined ? '0,3,4' : '0,3,4,5' } : o.spec.env,
     cwd: o.spec.cwd,
     uid: o.spec.uid,
     gid: o.spec.gid,

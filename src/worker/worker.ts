@@ -197,8 +197,22 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.probe = spec.socket === 'fd0' ? probeAccept(this.address, onReady) : probeConnect(this.address, onReady);
   }
 
-  /** preload: the parent binds the worker's socket in the pool's socket directory and forks a child serving on it. */
+  /**
+   * preload: the parent binds the worker's socket in the pool's socket directory and forks
+   * a child serving on it; for an `accept: direct` pool the child serves on the pool's
+   * shared socket, which the parent holds, and exits after FCGI_PM_MAX_REQUESTS.
+   */
   private async startForked(fork: ForkServer): Promise<void> {
+    const shared = this.spec.sharedSocket;
+    if (shared !== undefined) {
+      this.address = shared.address;
+      fork.forkShared(this.id, Number(this.spec.env['FCGI_PM_MAX_REQUESTS'] ?? 0) || 0, {
+        forked: (pid) => this.onForked(pid),
+        failed: (errno, message) => this.failWithoutProcess(errno, message),
+        exited: (code, signal) => this.onExit(code, signal),
+      });
+      return;
+    }
     let sockPath: string;
     try {
       sockPath = fork.socketPath(socketBaseName(this.spec.pool, this.id));
@@ -209,17 +223,21 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     fork.fork(this.id, sockPath, {
       forked: (pid) => {
         this.socketPath = sockPath;
-        this.pid = pid;
-        this.log = this.log.child({ wpid: pid });
-        this.out.logger = this.log;
-        this.log.debug({ address: this.address.text }, 'worker forked');
-        // The socket listens already: connections wait in its backlog for the child's accept.
-        if (!this.stopping) this.onReady();
-        else this.terminate();
+        this.onForked(pid);
       },
       failed: (errno, message) => this.failWithoutProcess(errno, message),
       exited: (code, signal) => this.onExit(code, signal),
     });
+  }
+
+  private onForked(pid: number): void {
+    this.pid = pid;
+    this.log = this.log.child({ wpid: pid });
+    this.out.logger = this.log;
+    this.log.debug({ address: this.address.text }, 'worker forked');
+    // The socket listens already: connections wait in its backlog for the child's accept.
+    if (!this.stopping) this.onReady();
+    else this.terminate();
   }
 
   private onReady(): void {

@@ -16,7 +16,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StatusSnapshot } from '../../src/control/types.js';
 import { statusOf } from '../helpers/control-status.js';
@@ -179,6 +179,33 @@ describe('Django page through nginx: full responses are complete, kept-alive Fas
     for (const r of routes.filter((x) => x.protocol === 'scgi')) {
       const l = s.listeners.find((x) => x.address === r.address)!;
       assert.ok(l.accepted >= REQUESTS, `${r.prefix}: ${l.accepted}`);
+    }
+  });
+
+  it('fcgi-pm keeps its FastCGI connections to the Python workers open between requests (FCGI_KEEP_CONN), from either front end', async () => {
+    const sockets = (pid: number): string[] =>
+      readdirSync(`/proc/${pid}/fd`)
+        .filter((fd) => Number(fd) > 2) // 1 and 2 are the daemon's socketpairs for the output
+        .map((fd) => {
+          try {
+            return readlinkSync(`/proc/${pid}/fd/${fd}`);
+          } catch {
+            return '';
+          }
+        })
+        .filter((l) => l.startsWith('socket:'))
+        .sort();
+    const workers = (await snapshot()).pools.find((p) => p.name === 'django')!.workers.map((w) => w.pid!);
+    assert.equal(workers.length, 2);
+    const before = new Map(workers.map((pid) => [pid, sockets(pid)]));
+    // More requests through both front ends (FastCGI and SCGI) to the FastCGI pool.
+    for (const r of routes.filter((x) => x.pool === 'django')) {
+      for (let i = 0; i < 10; i++) assert.equal((await httpRequest(`${web.url}${r.prefix}/page/`)).status, 200);
+    }
+    for (const pid of workers) {
+      // Its listening socket and the one connection fcgi-pm keeps to it: the same ones.
+      assert.equal(before.get(pid)!.length, 2, `worker ${pid}: ${before.get(pid)!.join(' ')}`);
+      assert.deepEqual(sockets(pid), before.get(pid), `worker ${pid} kept its connection`);
     }
   });
 });

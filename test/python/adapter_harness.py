@@ -244,7 +244,7 @@ def _send_quietly(s, data):
 class Adapter:
     """bin/fcgi-pm-wsgi with a listening Unix socket as fd 0, stderr to a file."""
 
-    def __init__(self, protocol='--fastcgi', app='wsgi_apps:app', extra=(), command=(sys.executable, ADAPTER)):
+    def __init__(self, protocol='--fastcgi', app='wsgi_apps:app', extra=(), command=(sys.executable, ADAPTER), env=None):
         self.dir = tempfile.mkdtemp(prefix='fpm-py-')
         os.chmod(self.dir, 0o700)
         self.path = os.path.join(self.dir, 'app.sock')
@@ -252,7 +252,7 @@ class Adapter:
         listener.bind(self.path)
         listener.listen(64)
         self.stderr_path = os.path.join(self.dir, 'stderr.log')
-        env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'LANG': 'C.UTF-8'}
+        env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'LANG': 'C.UTF-8', **(env or {})}
         with open(self.stderr_path, 'wb') as err:
             self.proc = subprocess.Popen(
                 [*command, protocol, '--path', HERE, *extra, app],

@@ -69,6 +69,36 @@ class SigtermTest(unittest.TestCase):
         self.assertEqual(a.wait_exit(5), 0)
 
 
+class MaxRequestsTest(unittest.TestCase):
+    """FCGI_PM_MAX_REQUESTS (fcgi-pm's accept: direct pools): exit 0 after that many
+    requests; a connection closed before a request (a readiness probe) is none."""
+
+    def test_fastcgi_exits_after_max_requests_on_a_kept_connection(self):
+        a = Adapter('--fastcgi', env={'FCGI_PM_MAX_REQUESTS': '3'})
+        try:
+            c = a.fcgi()
+            for rid in (1, 2, 3):
+                c.request(rid, base_params('/hello'))
+                self.assertEqual(c.response(rid).cgi.body, b'hello')
+            self.assertEqual(a.wait_exit(5), 0)
+            self.assertTrue(c.wait_closed(5))
+            c.close()
+        finally:
+            a.stop()
+
+    def test_scgi_counts_requests_not_probes(self):
+        a = Adapter('--scgi', env={'FCGI_PM_MAX_REQUESTS': '2'})
+        try:
+            params = base_params('/hello')
+            params.pop('CONTENT_LENGTH')
+            self.assertEqual(CgiResult(a.scgi(params)).body, b'hello')
+            self.assertIsNone(a.wait_exit(0.2), 'the readiness probe and one request are not two')
+            self.assertEqual(CgiResult(a.scgi(params)).body, b'hello')
+            self.assertEqual(a.wait_exit(5), 0)
+        finally:
+            a.stop()
+
+
 class StartupTest(unittest.TestCase):
     def run_adapter(self, args, stdin=subprocess.DEVNULL):
         return subprocess.run([sys.executable, ADAPTER, *args], stdin=stdin, capture_output=True, timeout=20,

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -24,11 +25,21 @@ class Peer:
         self.out = out
         self.inp = inp
         self.buf = b''
+        self.spares = []
 
     def send(self, msg):
         os.write(self.out, json.dumps(msg).encode() + b'\n')
 
     def next(self):
+        """The next reply other than a spare's news (kept in self.spares)."""
+        while True:
+            m = self.next_any()
+            if isinstance(m, dict) and set(m) == {'spare'}:
+                self.spares.append(m['spare'])
+                continue
+            return m
+
+    def next_any(self):
         while b'\n' not in self.buf:
             import select
             r, _, _ = select.select([self.inp], [], [], TIMEOUT)
@@ -79,7 +90,13 @@ class BindTest(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
-class ForkServerTest(unittest.TestCase):
+class ForkServerCase(unittest.TestCase):
+    """A fork server started as fcgi-pm starts it; the adapter's options besides
+    --preload --fastcgi are the class's ARGS. SHARED: it is handed an accept: direct
+    pool's listening socket too (self.shared, its path)."""
+    ARGS = []
+    SHARED = False
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix='fpm-pre-')
         self.sockets = os.path.join(self.dir, 'sockets')
@@ -87,13 +104,21 @@ class ForkServerTest(unittest.TestCase):
         dir_fd = os.open(self.sockets, os.O_RDONLY | os.O_DIRECTORY)
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
+        fds = [rep_w, dir_fd]
+        if self.SHARED:
+            self.shared = os.path.join(self.dir, 'shared.sock')
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(self.shared)
+            listener.listen(16)
+            fds.append(os.dup(listener.fileno()))
+            listener.close()
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'PYTHONDONTWRITEBYTECODE': '1', 'LANG': 'C.UTF-8',
-               'FCGI_PM_PRELOAD_FDS': f'0,{rep_w},{dir_fd}'}
+               'FCGI_PM_PRELOAD_FDS': ','.join(map(str, [0, *fds])), 'HOLD_SPARES': os.path.join(self.dir, 'release')}
         self.stderr = open(os.path.join(self.dir, 'stderr.log'), 'wb')
-        self.proc = subprocess.Popen([sys.executable, ADAPTER, '--preload', '--fastcgi', '--path', HERE, 'wsgi_apps:app'],
-                                     pass_fds=[rep_w, dir_fd], stdin=cmd_r, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([sys.executable, ADAPTER, '--preload', '--fastcgi', *self.ARGS, '--path', HERE, 'wsgi_apps:app'],
+                                     pass_fds=fds, stdin=cmd_r, stdout=subprocess.DEVNULL,
                                      stderr=self.stderr, env=env, cwd=self.dir)
-        for fd in (cmd_r, rep_w, dir_fd):
+        for fd in (cmd_r, *fds):
             os.close(fd)
         self.chan = Peer(cmd_w, rep_r)
 
@@ -115,12 +140,45 @@ class ForkServerTest(unittest.TestCase):
         self.assertEqual(m['forked'], wid)
         return m['pid'], os.path.join(self.sockets, f'w{wid}.sock')
 
-    def get(self, path):
+    def get(self, path, route='/hello'):
         c = FcgiConn(path)
-        c.request(1, base_params('/hello'))
+        c.request(1, base_params(route))
         body = c.response(1).cgi.body
         c.sock.close()
         return body
+
+    def children(self):
+        """The fork server's live children (pids), from /proc."""
+        with open(f'/proc/{self.proc.pid}/task/{self.proc.pid}/children') as f:
+            return [p for p in map(int, f.read().split()) if alive(p)]
+
+    def warm_spare(self):
+        return self.warm_spare_besides()
+
+    def warm_spare_besides(self, *workers):
+        """The spare once it is warm: blocked in recvmsg() (x86-64 syscall 47), waiting for
+        its socket. A fork asked before that is made on the spot."""
+        def blocked_in_recvmsg(pid):
+            try:
+                with open(f'/proc/{pid}/syscall') as f:
+                    return f.read().split()[0] == '47'
+            except (FileNotFoundError, IndexError):
+                return False
+        def spares():
+            return [p for p in self.children() if p not in workers]
+        self.wait_for('a warm spare', lambda: len(spares()) == 1 and blocked_in_recvmsg(spares()[0]))
+        return spares()[0]
+
+    def wait_for(self, what, cond):
+        deadline = time.monotonic() + TIMEOUT
+        while not cond():
+            if time.monotonic() > deadline:
+                self.fail(f'timed out waiting for {what}')
+            time.sleep(0.01)
+
+
+class ForkServerTest(ForkServerCase):
+    """With the defaults (a spare forked ahead)."""
 
     def test_ready_then_forks_that_serve_and_are_reaped(self):
         ready = self.chan.next()
@@ -192,6 +250,152 @@ class ForkServerTest(unittest.TestCase):
         self.chan.next()
         os.close(self.chan.out)
         self.assertEqual(self.proc.wait(TIMEOUT), 0)
+
+
+def alive(pid):
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
+
+
+class WarmForkTest(ForkServerCase):
+    """The warm fork: the operator's hook and warm-up request run in the parent before the
+    first fork, and a spare child forked ahead (which ran them again: its first request
+    finds the pages it writes already its own) is the worker the next fork hands out."""
+
+    ARGS = ['--warm', 'wsgi_apps:warm_hook', '--warm-request', '/warm-me']
+
+    def warmed(self, path):
+        import json as _json
+        return _json.loads(self.get(path, '/warmed'))
+
+    def test_hook_and_request_run_in_the_parent_then_in_the_spare_which_the_fork_hands_out(self):
+        parent = self.chan.next()['pid']
+        spare = self.warm_spare()
+        self.assertEqual(self.chan.spares, [spare], 'fcgi-pm hears of the spare (its memory counts with the parent)')
+        pid, path = self.fork(1)
+        self.assertEqual(pid, spare, 'the worker is the spare forked ahead')
+        seen = self.warmed(path)
+        self.assertEqual(seen['pid'], spare)
+        self.assertEqual([tuple(w) for w in seen['warmed']],
+                         [('hook', parent), ('request', parent), ('hook', spare), ('request', spare)])
+        # A new spare comes once the parent had no command for a while; it is not the worker.
+        os.kill(pid, signal.SIGTERM)
+        self.assertEqual(self.chan.next()['exited'], 1)
+        spare2 = self.warm_spare()
+        self.assertNotEqual(spare2, pid)
+        pid2, path2 = self.fork(2)
+        self.assertEqual(pid2, spare2)
+        self.assertEqual(self.get(path2), b'hello')
+        with open(f'/proc/{pid2}/stat') as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+        self.assertEqual((int(fields[1]), int(fields[3])), (parent, pid2), "the fork server's child, leading its own session")
+        self.assertEqual(os.readlink(f'/proc/{pid2}/fd/0'), os.devnull)
+
+    def test_a_spare_that_died_is_replaced_by_a_fork_on_the_spot(self):
+        self.chan.next()
+        self.wait_for('the spare', lambda: len(self.children()) == 1)
+        spare = self.children()[0]
+        os.kill(spare, signal.SIGKILL)
+        self.wait_for('the spare to be reaped', lambda: not alive(spare))
+        pid, path = self.fork(1)
+        self.assertEqual(self.chan.spares, [spare, None], 'fcgi-pm heard the spare is gone')
+        self.assertNotEqual(pid, spare)
+        self.assertEqual(self.get(path), b'hello')
+        # Its exit was not reported as a worker's: the next message is about worker 1.
+        os.kill(pid, signal.SIGKILL)
+        self.assertEqual(self.chan.next(), {'exited': 1, 'pid': pid, 'code': None, 'signal': 'SIGKILL'})
+
+    def test_the_spare_goes_with_the_parent(self):
+        self.chan.next()
+        self.wait_for('the spare', lambda: len(self.children()) == 1)
+        spare = self.children()[0]
+        os.close(self.chan.out)
+        self.assertEqual(self.proc.wait(TIMEOUT), 0)
+        self.wait_for('the spare to exit', lambda: not alive(spare))
+
+
+class ColdSpareTest(ForkServerCase):
+    ARGS = ['--warm', 'wsgi_apps:hold_spares']
+
+    def test_a_spare_still_warming_up_is_not_waited_for_and_stays_the_spare(self):
+        self.chan.next()
+        self.wait_for('the spare', lambda: len(self.children()) == 1)
+        spare = self.children()[0]
+        pid, path = self.fork(1)
+        self.assertNotEqual(pid, spare, 'forked on the spot')
+        self.assertEqual(self.get(path), b'hello')
+        self.assertEqual(sorted(self.children()), sorted([pid, spare]))
+        open(os.path.join(self.dir, 'release'), 'w').close()
+        self.assertEqual(self.warm_spare_besides(pid), spare)
+        pid2, _ = self.fork(2)
+        self.assertEqual(pid2, spare)
+
+
+class SharedSocketTest(ForkServerCase):
+    """accept: direct: the workers serve on the pool's socket, which the parent was handed."""
+    SHARED = True
+
+    def fork_shared(self, wid, max_requests=0):
+        self.chan.send({'fork': wid, 'shared': True, 'max_requests': max_requests})
+        m = self.chan.next()
+        self.assertEqual(m['forked'], wid, m)
+        return m['pid']
+
+    def pid_answering(self):
+        return int(self.get(self.shared, '/pid'))
+
+    def test_forks_accept_on_the_shared_socket_and_exit_after_max_requests(self):
+        parent = self.chan.next()['pid']
+        spare = self.warm_spare()
+        pid = self.fork_shared(1, max_requests=2)
+        self.assertEqual(pid, spare, 'the spare took the shared socket')
+        self.assertEqual(self.pid_answering(), pid)
+        self.assertEqual(self.pid_answering(), pid)
+        self.assertEqual(self.chan.next(), {'exited': 1, 'pid': pid, 'code': 0, 'signal': None})
+        # Forked on the spot (the next spare is not warm yet, or is): either way it serves.
+        pid2 = self.fork_shared(2)
+        self.assertNotIn(pid2, (parent, pid))
+        self.assertEqual({self.pid_answering() for _ in range(3)}, {pid2}, 'the parent itself never accepts')
+        with open(f'/proc/{pid2}/stat') as f:
+            self.assertEqual(int(f.read().rsplit(')', 1)[1].split()[3]), pid2, 'leads its own session')
+
+
+class SharedWithoutSocketTest(ForkServerCase):
+    def test_a_shared_fork_is_refused_when_no_socket_was_handed_over(self):
+        self.chan.next()
+        self.chan.send({'fork': 1, 'shared': True})
+        m = self.chan.next()
+        self.assertEqual((m['failed'], m['errno']), (1, 'EINVAL'))
+        self.assertIn('no shared socket', m['message'])
+
+
+class NoSpareTest(ForkServerTest):
+    """The same with --spares 0: each worker forked when asked for."""
+    ARGS = ['--spares', '0', '--warm', 'wsgi_apps:warm_hook']
+
+    def test_without_spares_the_fork_is_made_on_request_and_the_hook_ran_in_the_parent_only(self):
+        import json as _json
+        parent = self.chan.next()['pid']
+        self.assertEqual(self.children(), [])
+        pid, path = self.fork(1)
+        seen = _json.loads(self.get(path, '/warmed'))
+        self.assertEqual([tuple(w) for w in seen['warmed']], [('hook', parent)])
+        self.assertEqual(self.children(), [pid])
+
+
+class ThreadWarningTest(ForkServerCase):
+    ARGS = ['--warm', 'wsgi_apps:start_thread']
+
+    def test_a_thread_left_running_before_the_fork_is_named_in_a_warning(self):
+        self.chan.next()
+        with open(self.stderr.name, 'rb') as f:
+            err = f.read().decode()
+        self.assertIn('started threads before the fork (left-running)', err)
+        _, path = self.fork(1)
+        self.assertEqual(self.get(path), b'hello')
 
 
 class PreloadWithoutFcgiPmTest(unittest.TestCase):

@@ -147,6 +147,40 @@ def pid(environ, start_response):
     return [str(os.getpid()).encode()]
 
 
+# What ran in this process and the ones it was forked from: (what, pid) pairs, so a
+# forked worker shows what its parent did before the fork and what it did itself.
+WARMED = []
+
+
+def warm_hook(application):
+    """A --warm hook: says it ran, and with the application."""
+    WARMED.append(('hook' if application is app else 'hook-without-app', os.getpid()))
+
+
+def hold_spares(application):
+    """A --warm hook that, in a spare (run after the parent's), waits for the file named by
+    $HOLD_SPARES before it returns."""
+    first = not any(w == 'held' for w, _ in WARMED)
+    WARMED.append(('held', os.getpid()))
+    while not first and not os.path.exists(os.environ['HOLD_SPARES']):
+        time.sleep(0.01)
+
+
+def start_thread(application):
+    """A --warm hook that leaves a thread running in the fork server."""
+    import threading
+    threading.Thread(target=time.sleep, args=(3600,), name='left-running', daemon=True).start()
+
+
+def warm_me(environ, start_response):
+    WARMED.append(('request' if environ.get('HTTP_USER_AGENT') == 'fcgi-pm-wsgi warm-up' else 'other', os.getpid()))
+    return hello(environ, start_response)
+
+
+def warmed(environ, start_response):
+    return _json(start_response, {'pid': os.getpid(), 'warmed': WARMED})
+
+
 def big_block(i, size):
     """Block i of /big: the bytes 0..255 repeated, starting at i % 256."""
     base = bytes(range(256)) * (size // 256 + 2)
@@ -272,6 +306,8 @@ ROUTES = {
     '/boom': boom,
     '/not-bytes': not_bytes,
     '/pid': pid,
+    '/warm-me': warm_me,
+    '/warmed': warmed,
     '/big': big,
     '/slow': slow,
     '/drip': drip,

@@ -124,18 +124,20 @@ export class MemoryCaps {
     const sampler = this.d.host.sampler;
     const slots = [...this.d.hooks.slots()].filter((s) => s.pid !== undefined && s.state !== 'gone');
     const parent = this.d.parent.pid();
+    const spare = parent === undefined ? undefined : this.d.parent.sparePid();
     if (sampler.syncRounds === true) {
       for (const slot of slots) {
         const s = sampler.readNow(slot.pid!, now);
         if (s !== undefined) this.apply(slot, s);
       }
-      this.d.parent.keep(parent, parent === undefined ? undefined : sampler.readNow(parent, now));
+      this.d.parent.keep(parent, parent === undefined ? undefined : sampler.readNow(parent, now), spare === undefined ? undefined : sampler.readNow(spare, now));
       this.afterRound();
       return;
     }
     this.sampling = true;
     const pids = slots.map((s) => s.pid!);
     if (parent !== undefined) pids.push(parent);
+    if (spare !== undefined) pids.push(spare);
     void sampler
       .read(pids, now)
       .then((got) => {
@@ -143,7 +145,7 @@ export class MemoryCaps {
           const s = got.get(slot.pid!);
           if (s !== undefined && slot.exit === undefined) this.apply(slot, s);
         }
-        this.d.parent.keep(parent, parent === undefined ? undefined : got.get(parent));
+        this.d.parent.keep(parent, parent === undefined ? undefined : got.get(parent), spare === undefined ? undefined : got.get(spare));
       })
       .catch((err: unknown) => this.d.log.debug({ err }, 'memory sampling failed'))
       .finally(() => {

@@ -1,7 +1,8 @@
 /**
  * A preload pool's parent (fork-server.ts) as its pool's memory counts it: its pages are
  * the pool's too (its children share them copy-on-write; PSS splits them), so it is
- * measured with the workers and counts in memory_limit and the budget. While the pool has
+ * measured with the workers and counts in memory_limit and the budget, with its spare
+ * (the child it keeps forked ahead of need, not yet a worker) added to its measure. While the pool has
  * no worker it is the first thing given back under pressure; a parent stopped for memory
  * counts as freeing until it exited.
  */
@@ -12,6 +13,8 @@ import type { Clock } from '../../util/clock.js';
 export interface PreloadParentHooks {
   /** The parent's pid while one runs. */
   preloadParent?(): number | undefined;
+  /** The pid of the child the parent keeps forked ahead of need, while there is one. */
+  preloadSpare?(): number | undefined;
   /** Stops the parent now if it has no worker and no fork pending; resolves once it exited (undefined: nothing stopped). */
   stopPreloadParent?(): Promise<void> | undefined;
 }
@@ -40,9 +43,14 @@ export class PreloadParentMemory {
     return this.hooks.preloadParent?.();
   }
 
-  /** A sampling round's reading of `pid` (the pid() it was asked for). */
-  keep(pid: number | undefined, s: MemorySample | undefined): void {
-    this.parent = pid !== undefined && s !== undefined ? { pid, sample: s } : undefined;
+  /** The parent's spare while there is one: a sampling round measures it with the parent. */
+  sparePid(): number | undefined {
+    return this.hooks.preloadSpare?.();
+  }
+
+  /** A sampling round's reading of `pid` (the pid() it was asked for) and of its spare. */
+  keep(pid: number | undefined, s: MemorySample | undefined, spare?: MemorySample): void {
+    this.parent = pid !== undefined && s !== undefined ? { pid, sample: withSpare(s, spare) } : undefined;
   }
 
   /**
@@ -56,7 +64,9 @@ export class PreloadParentMemory {
     const now = this.clock.now();
     if ((this.parent?.pid !== pid || now - this.parent.sample.at >= this.interval) && this.host.sampler.sync) {
       const s = this.host.sampler.readNow(pid, now, true);
-      this.parent = s && { pid, sample: s };
+      const sparePid = this.sparePid();
+      const spare = sparePid === undefined ? undefined : this.host.sampler.readNow(sparePid, now, true);
+      this.parent = s && { pid, sample: withSpare(s, spare) };
     }
     return this.parent?.pid === pid ? this.parent.sample.value : 0;
   }
@@ -89,4 +99,13 @@ export class PreloadParentMemory {
     });
     return true;
   }
+}
+
+/** The parent's sample with its spare's added (pages the two share are split by PSS, so the sum is what they hold). */
+function withSpare(s: MemorySample, spare: MemorySample | undefined): MemorySample {
+  if (spare === undefined) return s;
+  const pss = s.pss === undefined || spare.pss === undefined ? undefined : s.pss + spare.pss;
+  const anon = s.anon === undefined || spare.anon === undefined ? undefined : s.anon + spare.anon;
+  const rss = s.rss + spare.rss;
+  return { ...s, rss, pss, anon, value: pss ?? rss, measure: pss === undefined ? 'rss' : s.measure };
 }

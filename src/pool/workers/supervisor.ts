@@ -174,6 +174,7 @@ export class Supervisor {
       scale: () => this.scale(),
       queued: () => hooks.waiting(),
       preloadParent: () => deps.forkServer?.parent?.pid,
+      preloadSpare: () => deps.forkServer?.parent?.spare,
       stopPreloadParent: () => deps.forkServer?.stopIdle(),
     }, clock, this.log);
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
