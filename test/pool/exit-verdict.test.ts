@@ -149,6 +149,11 @@ test('the direct path: exit 0 after ready of a worker that recycles itself is a 
   assert.deepEqual([other.rule, other.crash, other.early], ['early_crash', true, true]);
   const seen = judgeExit({ exit: exit({ code: 0, uptime: 30, served: 0 }), served: 'sampled', selfRecycles: false, seenWorking: true });
   assert.deepEqual([seen.rule, seen.crash], ['recycled', false]);
+  // A worker sampled busy that exits 0 (stopped for shutdown, or recycling itself) finished its request: no loss warned.
+  const stopped = judgeExit({ exit: exit({ code: 0, reason: 'shutdown', busy: true }), served: 'sampled', selfRecycles: true, seenWorking: true });
+  assert.deepEqual([stopped.level, /request loss/.test(stopped.message)], ['debug', false]);
+  const killedBusy = judgeExit({ exit: exit({ signal: 'SIGKILL', reason: 'shutdown', busy: true }), served: 'sampled', selfRecycles: true, seenWorking: true });
+  assert.match(killedBusy.message, /possible request loss/);
   const recycled = judgeExit({ exit: exit({ code: 0, uptime: 80, served: 0 }), served: 'sampled', selfRecycles: true, seenWorking: true });
   assert.deepEqual([recycled.restart, recycled.level, recycled.code], [true, 'info', undefined]);
 });

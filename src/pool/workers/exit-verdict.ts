@@ -120,7 +120,9 @@ function isEarly(e: WorkerExit): boolean {
 }
 
 export function judgeExit(f: ExitFacts): ExitVerdict {
-  const e = f.exit;
+  // Sampled busy is a past look: a worker that accepts itself and exits 0 (php-cgi after
+  // SIGTERM or PHP_FCGI_MAX_REQUESTS) finished the request it ran first.
+  const e = f.served === 'sampled' && f.exit.busy && f.exit.code === 0 && f.exit.signal === null ? { ...f.exit, busy: false } : f.exit;
   const after = `(uptime ${uptimeText(e.uptime)})`;
   const loss = e.busy ? ', possible request loss' : '';
   const reason = e.reason;
@@ -148,9 +150,7 @@ export function judgeExit(f: ExitFacts): ExitVerdict {
     };
   }
   if (recycledItself(f)) {
-    // Sampled busy is a past look: php-cgi exits by itself only between requests.
-    const lost = f.served === 'exact' ? loss : '';
-    return verdict({ rule: 'recycled', crash: false, early: false, outside: false, restart: true, message: `exited by itself (code 0), recycled ${after}${lost}` }, lost !== '' ? 'warn' : 'info', ErrorCodes.REQUEST_LOST);
+    return verdict({ rule: 'recycled', crash: false, early: false, outside: false, restart: true, message: `exited by itself (code 0), recycled ${after}${loss}` }, e.busy ? 'warn' : 'info', ErrorCodes.REQUEST_LOST);
   }
   const early = isEarly(e);
   if (e.signal === null && e.code === 0 && !early) {
