@@ -1,31 +1,39 @@
-// Builds the optional addon for `accept: direct` pools (native/direct-socket.c) with the
-// C compiler and Node's own headers, at install like better-sqlite3. Never fails the
-// install: without a compiler or headers the daemon runs direct pools through their
-// proxy listener instead (docs/direct.md).
+// Builds the optional addons with the C compiler and Node's own headers, at install like
+// better-sqlite3: native/direct-socket.c for `accept: direct` pools, native/exec-in-place.c
+// for an upgrade in place that keeps the pid. Never fails the install: without a compiler
+// or headers, direct pools run through their proxy listener (docs/direct.md) and an
+// upgrade starts a new daemon with a new pid (docs/operations.md).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const src = path.join(root, 'native', 'direct-socket.c');
-const out = path.join(root, 'native', 'build', 'direct-socket.node');
-if (process.platform !== 'linux' || !fs.existsSync(src)) process.exit(0);
+const addons = [
+  { name: 'direct_socket', src: 'direct-socket.c', out: 'direct-socket.node', without: 'accept: direct pools will run through their proxy listener' },
+  { name: 'exec_in_place', src: 'exec-in-place.c', out: 'exec-in-place.node', without: 'an upgrade in place will start a new daemon with a new pid' },
+];
+if (process.platform !== 'linux') process.exit(0);
 
 const candidates = [path.resolve(path.dirname(process.execPath), '..', 'include', 'node'), '/usr/include/node', '/usr/local/include/node'];
 const include = candidates.find((d) => fs.existsSync(path.join(d, 'node_api.h')) && fs.existsSync(path.join(d, 'uv.h')));
 if (include === undefined) {
-  console.warn('fcgi-pm: Node headers not found (node_api.h, uv.h); accept: direct pools will run through their proxy listener');
+  console.warn(`fcgi-pm: Node headers not found (node_api.h, uv.h); ${addons.map((a) => a.without).join('; ')}`);
   process.exit(0);
 }
-fs.mkdirSync(path.dirname(out), { recursive: true });
 const cc = process.env.CC ?? 'cc';
-// Built beside and renamed over: a running daemon keeps the file it mapped.
-const tmp = `${out}.${process.pid}.tmp`;
-const r = spawnSync(cc, ['-O2', '-Wall', '-shared', '-fPIC', '-DNODE_GYP_MODULE_NAME=direct_socket', `-I${include}`, '-o', tmp, src], { stdio: 'inherit' });
-if (r.status === 0) {
-  fs.renameSync(tmp, out);
-} else {
-  console.warn(`fcgi-pm: could not build native/direct-socket.c (${r.error?.message ?? `${cc} exited ${r.status}`}); accept: direct pools will run through their proxy listener`);
-  fs.rmSync(tmp, { force: true });
+for (const a of addons) {
+  const src = path.join(root, 'native', a.src);
+  const out = path.join(root, 'native', 'build', a.out);
+  if (!fs.existsSync(src)) continue;
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  // Built beside and renamed over: a running daemon keeps the file it mapped.
+  const tmp = `${out}.${process.pid}.tmp`;
+  const r = spawnSync(cc, ['-O2', '-Wall', '-shared', '-fPIC', `-DNODE_GYP_MODULE_NAME=${a.name}`, `-I${include}`, '-o', tmp, src], { stdio: 'inherit' });
+  if (r.status === 0) {
+    fs.renameSync(tmp, out);
+  } else {
+    console.warn(`fcgi-pm: could not build native/${a.src} (${r.error?.message ?? `${cc} exited ${r.status}`}); ${a.without}`);
+    fs.rmSync(tmp, { force: true });
+  }
 }

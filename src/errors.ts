@@ -93,6 +93,7 @@ export const ErrorCodes = {
   MEMORY_BUDGET_UNFIT: 'ERR_MEMORY_BUDGET_UNFIT',
   MEMORY_BOX_FULL: 'ERR_MEMORY_BOX_FULL',
   MEMORY_CGROUP: 'ERR_MEMORY_CGROUP',
+  CPU_CGROUP: 'ERR_CPU_CGROUP',
   FCGI_UNKNOWN_ROLE: 'ERR_FCGI_UNKNOWN_ROLE',
   FCGI_OVERLOADED: 'ERR_FCGI_OVERLOADED',
   CLIENT_SEND_TIMEOUT: 'ERR_CLIENT_SEND_TIMEOUT',
@@ -109,6 +110,7 @@ export const ErrorCodes = {
   SOCKET_UNMATCHED: 'ERR_SOCKET_UNMATCHED',
   SYSTEMD_NOTIFY: 'ERR_SYSTEMD_NOTIFY',
   UPGRADE_FAILED: 'ERR_UPGRADE_FAILED', // an upgrade in place whose new daemon did not start: the old one keeps serving
+  UPGRADE_NO_EXEC: 'ERR_UPGRADE_NO_EXEC', // upgrade: exec impossible here (no native addon): the new code starts with a new pid
   PID_FILE: 'ERR_PID_FILE', // the pid file could not be written or removed
   INTERNAL: 'ERR_INTERNAL',
 } as const;

@@ -9,6 +9,7 @@ import { ConfigError, ErrorCodes } from '../errors.js';
 import { assertPreflight, preflight, preflightSite } from '../daemon/preflight.js';
 import { openSiteSource } from '../daemon/vhosts/open-source.js';
 import { judgeSites } from '../daemon/vhosts/sites.js';
+import { cpuCgroupsAtStart } from '../memory/cpu-cgroup.js';
 import { EXIT_OK, reportError } from './report.js';
 
 function plural(n: number, word: string): string {
@@ -42,10 +43,18 @@ function checkFile(file: string, allowRoot: boolean): Config {
   const notice = (line: string): boolean => process.stderr.write(`notice: ${line}\n`);
   if (v.config !== undefined) {
     assertPreflight(v.config, { allowRoot }, notice);
+    cpuSharesNotice(v.config, notice);
     return v.config;
   }
   if (v.valid !== undefined) preflight(v.valid, { allowRoot }, v.problems).notices.forEach(notice);
   throw new ConfigError(v.problems.texts());
+}
+
+/** Pools with workers share the CPU by cpu_weight only in CPU cgroups; where fcgi-pm may make none, say so (run says it once at start). */
+function cpuSharesNotice(cfg: Config, notice: (line: string) => void): void {
+  if (![...cfg.pools.values()].some((p) => p.command !== undefined)) return;
+  const cpu = cpuCgroupsAtStart();
+  if (!cpu.ok) notice(`pools share the CPU as plain processes: fcgi-pm can make no CPU cgroup here (${cpu.why}), so cpu_weight has no effect`);
 }
 
 export function checkCommand(): Command {

@@ -12,6 +12,8 @@ import { hasQuickOptions, quickConfigObject, UsageError, type QuickOptions } fro
 import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
 import { EXIT_FAILURE, isExpectedError, reportError } from './report.js';
 import { packageVersion } from '../version.js';
+import { startSuccessor, UPGRADE_CHECK_ENV, type ExecPlan } from '../daemon/upgrade.js';
+import { execInPlace } from '../daemon/exec-in-place.js';
 
 interface RunOptions extends QuickOptions {
   config?: string;
@@ -64,6 +66,10 @@ Examples:
         process.exitCode = reportError(err);
         return;
       }
+      if (process.env[UPGRADE_CHECK_ENV] !== undefined) {
+        process.exitCode = await checkForUpgrade(config, opts.allowRoot === true);
+        return;
+      }
       // SIGHUP re-reads the file with the same command-line overrides.
       process.exitCode = await runDaemon(config, () => buildConfig(opts), opts.allowRoot === true);
     });
@@ -87,6 +93,22 @@ function configFromOptions(opts: RunOptions): Config {
   return configFromObject(quickConfigObject(opts, opts.logLevel), '<command line>', { baseDir: process.cwd() });
 }
 
+/**
+ * An upgrade by exec runs the new code this way first (src/daemon/upgrade.ts): the config
+ * was read; now the daemon's modules load and the host checks pass, or it exits 1.
+ */
+async function checkForUpgrade(config: Config, allowRoot: boolean): Promise<number> {
+  try {
+    await import('../daemon/daemon.js');
+    await import('../daemon/process.js');
+    const { assertPreflight } = await import('../daemon/preflight.js');
+    assertPreflight(config, { allowRoot }, () => undefined);
+    return 0;
+  } catch (err) {
+    return reportError(err);
+  }
+}
+
 /** Resolves with the exit code once the daemon stopped (after a signal) or failed to start. */
 async function runDaemon(config: Config, reloadConfig: () => Config, allowRoot: boolean): Promise<number> {
   // stdout or log.file (reopened on SIGUSR1), and log.access_file.
@@ -101,6 +123,10 @@ async function runDaemon(config: Config, reloadConfig: () => Config, allowRoot: 
       exit: (code) => {
         detach();
         void Promise.all([flushLogger(logger), logFiles.flush()]).then(() => resolve(code));
+      },
+      exec: (plan) => {
+        detach();
+        void logFiles.end().then(() => reexec(plan, daemon.config)).then(resolve);
       },
     });
     daemon.start().then(() => announceUrls(daemon.listeners), async (err: unknown) => {
@@ -126,5 +152,33 @@ function announceUrls(listeners: readonly { config: { protocol: string; pool: st
     if (l.config.protocol !== 'http' || l.address.startsWith('unix:')) continue;
     const url = `http://${l.address.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '[::1]:')}/`;
     process.stderr.write(`fcgi-pm: serving pool ${l.config.pool} at ${url}\n`);
+  }
+}
+
+/**
+ * The end of an upgrade by exec: the process becomes the new code. Only when execve itself
+ * fails (the new code passed its check, so rarely) does this return: the new code then
+ * starts with a new pid and the sockets, and this process exits.
+ */
+async function reexec(plan: ExecPlan, config: Config): Promise<number> {
+  let why = '';
+  try {
+    execInPlace(plan);
+  } catch (err) {
+    why = (err as Error).message;
+  }
+  // Our log streams ended for the exec: the fallback writes through new ones.
+  const logFiles = new LogFiles(config.log);
+  const logger = logFiles.logger;
+  logger.error({ code: ErrorCodes.UPGRADE_FAILED, kind: 'upgrade', err: why }, `upgrade: the exec failed (${why}); starting the new code with a new pid instead`);
+  try {
+    const next = await startSuccessor(plan.sockets, plan.readySeats);
+    logger.warn({ code: ErrorCodes.UPGRADE_NO_EXEC, kind: 'upgrade', new_pid: next.pid }, `upgrade: the new code serves as pid ${next.pid}; pid ${process.pid} exits`);
+    await logFiles.flush();
+    return 0;
+  } catch (err) {
+    logger.fatal({ code: ErrorCodes.UPGRADE_FAILED, kind: 'upgrade', err: (err as Error).message }, `upgrade: the new code could not start either (${(err as Error).message}); fcgi-pm is down until it is started again`);
+    await logFiles.flush();
+    return EXIT_FAILURE;
   }
 }

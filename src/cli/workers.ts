@@ -23,7 +23,9 @@ export function workersCommand(): Command {
         throw new TargetError(`no pool named "${o.pool}" (pools: ${s.pools.map((p) => p.name).join(', ')})`, EXIT_FAILURE);
       }
       if (o.json) {
-        const list = s.pools.filter((p) => o.pool === undefined || p.name === o.pool).flatMap((p) => p.workers.map((w) => ({ pool: p.name, ...w })));
+        const list = s.pools
+          .filter((p) => o.pool === undefined || p.name === o.pool)
+          .flatMap((p) => p.workers.map((w) => ({ pool: p.name, ...w, cpuCgroup: p.cpu?.dir, cpuWeight: p.cpu?.weight })));
         process.stdout.write(JSON.stringify(list, null, 2) + '\n');
       } else {
         process.stdout.write(renderWorkers(s, { pool: o.pool }));

@@ -108,6 +108,8 @@ export interface PoolConfig {
   opcacheFileCache?: boolean;
   /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
   groupSize?: number;
+  /** php-cgi: keep the last worker's parent, paused, when the pool scales to zero (warm zero). */
+  residentParent?: boolean;
   startChildren: number; // dynamic; default min_spare
   minSpare: number; // default 1
   maxSpare: number; // default 3
@@ -145,6 +147,8 @@ export interface PoolConfig {
   scriptRoots?: string[] | undefined;
   /** Workers' oom_score_adj (default 800). */
   oomScoreAdj?: number;
+  /** The pool's CPU weight against other pools (1-10000, default 100; 0 = no CPU cgroup; src/memory/cpu-cgroup.ts). */
+  cpuWeight?: number;
 
   // Authorization in front of the pool (src/frontend/authorize.ts).
   /** Pool asked, as a FastCGI authorizer, before each request is dispatched here. */
@@ -202,6 +206,8 @@ export interface Config {
   controlSocket?: string | false | undefined;
   /** Default 0o600. */
   controlSocketMode?: number;
+  /** How an upgrade in place runs the new code (src/daemon/upgrade.ts); default exec. */
+  upgrade?: 'exec' | 'spawn';
   /** pid file path; false = off; undefined = the default (src/daemon/pid-file.ts). */
   pidFile?: string | false | undefined;
   /** Sites defined outside the config file, started on first request (docs/vhosts.md). */

@@ -8,7 +8,7 @@
  *                                           or {"ok":false,"error":{"code":"ERR_CONFIG_INVALID","message":...,"problems":[...]}}
  *   {"cmd":"stop","timeout_ms":30000}     → {"ok":true,"result":{"stopping":true}}; the
  *                                           connection then closes when the daemon exits
- *   {"cmd":"ping"}                        → {"ok":true,"result":{"pid":123,"version":"..."}}
+ *   {"cmd":"ping"}                        → {"ok":true,"result":{"pid":123,"version":"...","started":<ms>}}
  *   {"cmd":"ready"}                       → {"ok":true,"result":{"ready":true,"status":200,"reason":"ready"}}
  *                                           (readiness.ts; "pool":"www" for one pool's too)
  *   {"cmd":"warnings"}                    → {"ok":true,"result":[<WarningEntry>]}: the recent
@@ -24,7 +24,10 @@
  *                                           on demand (a static pool: a rolling restart)
  *   {"cmd":"upgrade"}                     → {"ok":true,"result":{"pid":124}} once a new daemon
  *                                           started from the files on disk serves on our sockets;
- *                                           this one then stops after its requests
+ *                                           this one then stops after its requests; with
+ *                                           upgrade: exec {"pid":123,"exec":true,"started":<ms>}
+ *                                           once the new code passed its check: this process
+ *                                           execs it after its requests (ping's "started" changes)
  *   {"cmd":"reopen-logs"}                 → {"ok":true,"result":{"files":[...]}}: log files reopened
  * Every answer also says which daemon gave it: "daemon":{"pid":123,"config":"/etc/fcgi-pm.yaml"}
  * (config is "<command line>" for the quick form), so the CLI can tell one daemon from another.

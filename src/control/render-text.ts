@@ -29,8 +29,10 @@ function poolLines(p: PoolStatus, now: number): string[] {
   const pre = p.preload;
   if (pre !== undefined) {
     const mem = pre.memory === undefined ? 'memory not sampled yet' : `${formatSize(pre.memory)} (${pre.measure ?? 'pss'}), counted in the pool's memory`;
-    out.push(`  preload parent ${pre.pid}: ${pre.ready ? 'ready' : 'starting'}, ${pre.forks} worker(s) forked, ${mem}`);
+    if (pre.kind === 'php-cgi') out.push(`  php-cgi parent ${pre.pid}: paused at warm zero, woken ${pre.forks} time(s), ${mem}`);
+    else out.push(`  preload parent ${pre.pid}: ${pre.ready ? 'ready' : 'starting'}, ${pre.forks} worker(s) forked, ${mem}`);
   }
+  if (p.cpu !== undefined) out.push(`  CPU cgroup ${p.cpu.dir}: cpu_weight ${p.cpu.weight} (${p.cpu.file} ${p.cpu.value})`);
   const d = p.direct;
   if (d !== undefined) {
     const queue = d.waiting === undefined ? 'accept queue not known' : `${d.waiting} of ${d.backlog} waiting in the accept queue`;

@@ -1,6 +1,6 @@
 /**
  * `fcgi-pm workers`: one line per worker with pool, pid, state, requests served, memory,
- * CPU, uptime and the request it runs now with its age. Columns are data (COLUMNS), the
+ * CPU, the CPU weight of the pool's cgroup, uptime and the request it runs now with its age. Columns are data (COLUMNS), the
  * widths follow the content. A php-cgi group (group_size > 1) is its parent's line, its
  * state and requests counted over the group's seats ("busy 2/4"), then one line per
  * child: pid, its memory, and "child of PID" (php-cgi hands requests to its children
@@ -31,6 +31,8 @@ export const WORKER_COLUMNS: readonly Column[] = [
   { title: 'REQS', right: true, cell: (_p, w) => (w.sampled === true ? `≥${w.requests}` : String(w.requests)) },
   { title: 'MEMORY', right: true, cell: (_p, w) => (w.memory === undefined ? '-' : formatSize(w.memory)) },
   { title: 'CPU', right: true, cell: (_p, w) => (w.cpu === undefined ? '-' : `${w.cpu.toFixed(1)}%`) },
+  // The pool's CPU cgroup weight (cpu_weight): its share of a busy CPU; "-" outside a CPU cgroup.
+  { title: 'WEIGHT', right: true, cell: (p) => (p.cpu === undefined ? '-' : String(p.cpu.weight)) },
   { title: 'UPTIME', right: true, cell: (_p, w, now) => age(now - w.startedAt) },
   {
     title: 'REQUEST',
@@ -60,13 +62,13 @@ function childRow(p: PoolStatus, w: WorkerStatus, c: Child): string[] {
   return WORKER_COLUMNS.map((col) => cells[col.title] ?? '-');
 }
 
-/** A preload pool's parent: the process its workers are forked from. */
+/** A pool's resident parent: preload's, the process its workers are forked from, or resident_parent's paused php-cgi. */
 function parentRow(p: PoolStatus, pre: NonNullable<PoolStatus['preload']>): string[] {
   const cells: Record<string, string> = {
     POOL: p.name,
     PID: String(pre.pid),
-    STATE: `preload parent${pre.ready ? '' : ' (starting)'}`,
-    REQS: `${pre.forks} forks`,
+    STATE: pre.kind === 'php-cgi' ? 'php-cgi parent (paused)' : `preload parent${pre.ready ? '' : ' (starting)'}`,
+    REQS: pre.kind === 'php-cgi' ? `${pre.forks} wakes` : `${pre.forks} forks`,
     MEMORY: pre.memory === undefined ? '-' : formatSize(pre.memory),
   };
   return WORKER_COLUMNS.map((col) => cells[col.title] ?? '-');

@@ -29,9 +29,8 @@ export interface ControlHandlers {
   warnings(): unknown;
 }
 
-/** What binding gave: the listening fd (for an upgrade in place) and how to remove the socket file on close. */
+/** What binding gave: how to remove the socket file on close. */
 export interface BoundControl {
-  fd(): number | undefined;
   release(): void;
 }
 
@@ -125,10 +124,6 @@ export class ControlServer {
    * Stops accepting. With `dropConnections` (the daemon's last step) open connections are
    * closed too, so a waiting `fcgi-pm stop` sees the daemon gone; without, they may finish.
    */
-  /** The listening socket's fd (handed on by an upgrade in place). */
-  get fd(): number | undefined {
-    return this.bound?.fd();
-  }
 
   close(dropConnections = true): Promise<void> {
     return new Promise((resolve) => {

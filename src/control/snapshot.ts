@@ -127,6 +127,7 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, board: Reque
     spawns: totals.spawnLatency,
     backends: s.backends.map((b) => ({ ...b })),
     memory: memory === undefined ? undefined : { ...memory },
+    cpu: s.cpu === undefined ? undefined : { ...s.cpu },
     preload: s.preload === undefined ? undefined : { ...s.preload },
     workers,
   };

@@ -112,6 +112,8 @@ export interface PoolStatus {
   spawns?: Summary | undefined;
   backends: Array<{ address: string; active: number; down: boolean }>;
   memory?: PoolMemoryView | undefined;
+  /** The pool's CPU cgroup: its directory, cpu_weight, and the kernel file and value it set (cpu.shares or cpu.weight). */
+  cpu?: { dir: string; weight: number; file: string; value: string } | undefined;
   /** Requests finished per second over the last 10 s (outcomes.ts RATE_WINDOW_S). */
   rps?: number | undefined;
   /** Finished responses by status class and by latency (outcomes.ts), once any finished. */

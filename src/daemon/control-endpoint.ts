@@ -11,8 +11,9 @@ import type { Config } from '../config/types.js';
 import { whoAnswers } from '../control/client.js';
 import { ControlServer, type BoundControl, type ControlHandlers } from '../control/server.js';
 import { ErrorCodes } from '../errors.js';
-import { hasAdoptedFd, listeningFd, listenOn, ListenError, releaseUnixPath } from '../frontend/listen.js';
+import { ListenError, releaseUnixPath } from '../frontend/listen.js';
 import type { Logger } from '../log/log.js';
+import type { Sockets } from './sockets.js';
 
 /** Another daemon answers on this one's control socket. */
 export class AlreadyRunningError extends Error {
@@ -30,8 +31,11 @@ export class ControlEndpoint {
   /** The bound path (status shows it), undefined while none is. */
   path: string | undefined;
 
-  constructor(logger: Logger) {
+  private readonly sockets: Sockets;
+
+  constructor(logger: Logger, sockets: Sockets) {
     this.logger = logger;
+    this.sockets = sockets;
   }
 
   /**
@@ -47,7 +51,7 @@ export class ControlEndpoint {
     if (path === undefined) return;
     const quickDefault = isDefaultControlSocket(cfg) && !nodePath.isAbsolute(cfg.source);
     // Handed on by the daemon we replace (upgrade in place): it answers there until it leaves.
-    const other = hasAdoptedFd(`unix:${path}`) ? undefined : await whoAnswers(path);
+    const other = this.sockets.has(`unix:${path}`) ? undefined : await whoAnswers(path);
     if (other !== undefined && !quickDefault) {
       const who = `pid ${other.pid ?? '?'}, config ${other.config ?? '?'}`;
       throw new AlreadyRunningError(`another fcgi-pm (${who}) answers on the control socket ${path}; not starting a second daemon for ${cfg.source}`);
@@ -63,7 +67,7 @@ export class ControlEndpoint {
       const uid = process.getuid?.() ?? 0;
       if (isDefault && st.uid !== uid && st.uid !== 0) throw new Error(`${dir} belongs to uid ${st.uid}, not to us`);
       const identity = { pid: process.pid, config: cfg.source };
-      this.control = await ControlServer.start(path, cfg.controlSocketMode ?? 0o600, handlers, this.logger.child({ component: 'control' }), bindControl, identity);
+      this.control = await ControlServer.start(path, cfg.controlSocketMode ?? 0o600, handlers, this.logger.child({ component: 'control' }), (server, p, mode) => bindControl(this.sockets, server, p, mode), identity);
       this.path = path;
       this.logger.info({ kind: 'control', path }, `control socket ${path} (fcgi-pm status, reload, stop, workers)`);
     } catch (err) {
@@ -74,12 +78,6 @@ export class ControlEndpoint {
       const hint = quickDefault ? 'run it from a config file, or set control_socket, to give it its own' : 'set control_socket to give this daemon its own';
       this.logger.warn({ code: ErrorCodes.CONTROL_SOCKET, kind: 'control', path, err: (err as Error).message }, `no control socket: ${(err as Error).message}; ${hint}`);
     }
-  }
-
-  /** The bound socket's fd (an upgrade in place hands it on), with its address. */
-  handed(): { fd: number; address: string } | undefined {
-    const fd = this.control?.fd;
-    return fd !== undefined && this.path !== undefined ? { fd, address: `unix:${this.path}` } : undefined;
   }
 
   /** The socket went to a new daemon: stop answering, leave its path to the new one. */
@@ -112,7 +110,7 @@ export class ControlEndpoint {
   }
 }
 
-async function bindControl(server: Server, path: string, mode: number): Promise<BoundControl> {
-  await listenOn(server, { kind: 'unix', path, text: `unix:${path}` }, { mode });
-  return { fd: () => listeningFd(server), release: () => releaseUnixPath(server) };
+async function bindControl(sockets: Sockets, server: Server, path: string, mode: number): Promise<BoundControl> {
+  await sockets.listen(server, { kind: 'unix', path, text: `unix:${path}` }, { mode });
+  return { release: () => releaseUnixPath(server) };
 }

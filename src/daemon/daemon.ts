@@ -28,7 +28,7 @@ import { PoolRegistry } from './pool-registry.js';
 import { Sites } from './vhosts/sites.js';
 import { openSiteSource } from './vhosts/open-source.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
-import { takeReadySeats, UpgradeError, type Successor } from './upgrade.js';
+import { takeReadySeats, UpgradeError, type ExecPlan, type Successor } from './upgrade.js';
 import { opcacheRoot } from '../config/opcache-path.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import { warmStartOf, type ReloadReport } from './reload.js';
@@ -58,6 +58,8 @@ export interface DaemonDeps {
 export interface StopOptions {
   /** Cut running requests now instead of waiting up to shutdown_timeout. */
   immediate?: boolean;
+  /** No shutdown_delay: the sockets stay open for what comes next (an exec in place). */
+  noDelay?: boolean;
   /** How long running requests may finish, instead of shutdown_timeout (fcgi-pm stop --graceful-timeout). */
   timeoutMs?: number;
 }
@@ -87,6 +89,8 @@ export class Daemon {
   onStopRequest: ((timeoutMs: number | undefined) => void) | undefined;
   /** Set by process.ts: how the end of a successful upgrade (the new daemon serves) ends this process. */
   onHandedOver: ((pid: number) => void) | undefined;
+  /** Set by process.ts: how an upgrade by exec (upgrade: exec) stops this daemon and execs the new code. */
+  onExec: ((plan: ExecPlan) => void) | undefined;
 
   constructor(config: Config, deps: DaemonDeps) {
     this._config = config;
@@ -106,6 +110,7 @@ export class Daemon {
       onExchange: (ex: Exchange) => this.ops.onExchange(ex),
       localResponder: this.ops.responder,
       tempDir: () => this.privateDir,
+      listen: this.ops.sockets.listen,
     };
     this.ops.attach(this);
     this.ops.setReloadParts({
@@ -251,15 +256,18 @@ export class Daemon {
   }
 
   /**
-   * SIGUSR2 / fcgi-pm upgrade: a new daemon from the program and config on disk takes
-   * over every listening socket (src/daemon/upgrade.ts); once it serves, this one stops
-   * gracefully. Rejects (UpgradeError, logged) when the new one does not start: this
-   * one then serves on as before.
+   * SIGUSR2 / fcgi-pm upgrade (src/daemon/upgrade.ts): with `upgrade: exec`, once the new
+   * code on disk passed its check, this daemon stops gracefully and the process execs the
+   * new code, which takes the same sockets and pid; with `upgrade: spawn`, a new daemon
+   * takes over every listening socket, and once it serves this one stops gracefully.
+   * Rejects (UpgradeError, logged) when the new code cannot start: this one then serves
+   * on as before.
    */
   async upgrade(): Promise<Successor> {
     if (this._state !== 'running') throw new UpgradeError(`cannot upgrade while ${this._state}`);
-    const next = await this.ops.upgrade();
-    if (this.onHandedOver !== undefined) this.onHandedOver(next.pid);
+    const next = await this.ops.upgrade(this.onExec !== undefined);
+    if (next.exec !== undefined) this.onExec!(next.exec);
+    else if (this.onHandedOver !== undefined) this.onHandedOver(next.pid);
     else void this.stop();
     return next;
   }
@@ -293,7 +301,7 @@ export class Daemon {
     }
     this._state = 'stopping';
     this.ops.stopping();
-    const delayMs = immediate ? 0 : this._config.shutdownDelay;
+    const delayMs = immediate || opts.noDelay === true ? 0 : this._config.shutdownDelay;
     this.stopping = this.serveOn(delayMs).then(() => this.closeAll(immediate ? 0 : (opts.timeoutMs ?? this._config.shutdownTimeout))).finally(async () => {
       this.governor?.dispose();
       this.removePrivateDir();

@@ -10,6 +10,7 @@ import type { ReadWhat } from '../dashboard/peers.js';
 import type { StatusSnapshot } from '../control/types.js';
 import { ErrorCodes } from '../errors.js';
 import type { Logger } from '../log/log.js';
+import type { BindSocket } from '../frontend/listen.js';
 import { recentWarnings } from '../log/warning-ring.js';
 
 export interface DashboardOwner {
@@ -27,16 +28,11 @@ export class DashboardHost {
   constructor(
     private readonly owner: DashboardOwner,
     private readonly logger: Logger,
+    private readonly bind: BindSocket,
   ) {}
 
   get address(): string | undefined {
     return this.server?.address;
-  }
-
-  /** The listening socket to hand on in an upgrade in place: its configured address text and fd. */
-  get handoff(): { address: string; fd: number } | undefined {
-    const fd = this.server?.fd;
-    return fd === undefined || this.cfg === undefined ? undefined : { address: this.cfg.address.text, fd };
   }
 
   /** Start: a dashboard that cannot listen stops the start, like a listener. */
@@ -49,6 +45,7 @@ export class DashboardHost {
       logger: this.logger,
       self: { snapshot: (what) => this.owner.snapshot(what), configPath: () => this.owner.config().source, reload: () => this.owner.reload(), poolAction: (pool, verb) => this.owner.poolAction(pool, verb), site: (id) => this.owner.site(id) },
       warnings: recentWarnings,
+      listen: this.bind,
     });
     await server.listen();
     this.server = server;

@@ -13,7 +13,6 @@ import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
 import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
 import type { ListenerStatus, StatusSnapshot } from '../control/types.js';
 import { codeOf, ErrorCodes } from '../errors.js';
-import { adoptListeningFd, closeUnusedAdopted, keepUnixPaths } from '../frontend/listen.js';
 import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
 import { recentWarnings } from '../log/warning-ring.js';
@@ -27,9 +26,9 @@ import { readySeats, type ReloadReport } from './reload.js';
 import { ReloadRunner, type DaemonView, type ReloadParts } from './reload-runner.js';
 import { RequestObservers } from './request-observers.js';
 import { SystemdNotifier } from './sd-notify.js';
-import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
-import { startSuccessor, tellPredecessor, upgradeAddress, UpgradeError, type HandedSocket, type Successor } from './upgrade.js';
-import { SharedSocket } from '../worker/shared-socket.js';
+import { Sockets } from './sockets.js';
+import { checkSuccessor, execPlan, startSuccessor, tellPredecessor, UpgradeError, type Successor } from './upgrade.js';
+import { closeDuplicates, dupForExec, execSupport } from './exec-in-place.js';
 
 export { AlreadyRunningError } from './control-endpoint.js';
 export type { DaemonView, ReloadParts } from './reload-runner.js';
@@ -66,7 +65,8 @@ export class Operations {
   private readonly startedAt = Date.now();
   private view!: DaemonView;
   private parts: ReloadParts | undefined;
-  private readonly inherited = new Set<string>();
+  /** Every listening socket: adopted, bound, handed on (sockets.ts). */
+  readonly sockets: Sockets;
   private readonly closingListeners = new Set<Promise<void>>();
 
   constructor(opts: OperationsOptions) {
@@ -75,12 +75,13 @@ export class Operations {
     this.logFiles = opts.logFiles;
     this.notifier = opts.notifier ?? new SystemdNotifier(opts.logger.child({ component: 'systemd' }));
     this.observers = new RequestObservers(opts.logger, opts.logFiles, () => this.view.pools);
-    this.control = new ControlEndpoint(opts.logger);
+    this.sockets = new Sockets(opts.logger);
+    this.control = new ControlEndpoint(opts.logger, this.sockets);
     this.reloads = new ReloadRunner({
       logger: opts.logger,
       notifier: this.notifier,
       loadConfig: opts.loadConfig,
-      inherited: this.inherited,
+      inherited: this.sockets.inherited,
       closing: (p) => {
         this.closingListeners.add(p);
         void p.finally(() => this.closingListeners.delete(p));
@@ -95,6 +96,7 @@ export class Operations {
     this.dashboard = new DashboardHost(
       { config: () => this.view.config, site: (id) => this.view.siteEditTarget?.(id), snapshot: (what) => this.snapshot({ processes: what.processes === true, allSites: what.allSites === true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
       opts.logger.child({ component: 'dashboard' }),
+      this.sockets.listen,
     );
     this.responder = createStatusResponder((o) => this.snapshot(o), (pool) => this.readiness(pool), opts.logger.child({ component: 'status' }));
   }
@@ -148,7 +150,7 @@ export class Operations {
           name: l.config.name,
           statusPath: l.config.statusPath,
           pingPath: l.config.pingPath,
-          inherited: this.inherited.has(l.config.address.text) || undefined,
+          inherited: this.sockets.inherited.has(l.config.address.text) || undefined,
         })),
         pools: () => v.pools,
         generations: this.generations,
@@ -170,75 +172,16 @@ export class Operations {
     return files;
   }
 
-  // ---- socket activation ------------------------------------------------------------
+  // ---- listening sockets (sockets.ts) ------------------------------------------------
 
-  /** Inherited sockets no listener claimed: kept open and handed on by an upgrade in place. */
-  private readonly unclaimed: InheritedSocket[] = [];
-
-  /**
-   * Hands inherited listening sockets to what will bind them (call before the control
-   * socket and listeners bind): those an upgrade in place handed on name their address;
-   * systemd's are matched to listeners by name, then address.
-   */
+  /** Takes the sockets systemd or the daemon we replace passed us (before anything binds). */
   adoptInheritedSockets(cfg: Config): void {
-    const sockets = takeInheritedSockets();
-    if (sockets.length === 0) return;
-    const fromSystemd: InheritedSocket[] = [];
-    const directByAddress = new Map([...cfg.pools.values()].filter((p) => p.accept === 'direct' && p.directListen !== undefined).map((p) => [p.directListen!.text, p.directListen!]));
-    for (const s of sockets) {
-      const address = upgradeAddress(s.name);
-      const direct = address === undefined ? undefined : directByAddress.get(address);
-      if (address === undefined) fromSystemd.push(s);
-      else if (direct !== undefined) SharedSocket.adopt(direct, s.fd);
-      else {
-        adoptListeningFd(address, s.fd);
-        this.inherited.add(address);
-      }
-    }
-    const { byListener, unmatched } = matchInherited(fromSystemd, cfg.listen);
-    for (const [l, s] of byListener) {
-      adoptListeningFd(l.address.text, s.fd);
-      this.inherited.add(l.address.text);
-      this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, listener: l.address.text }, `listener ${l.protocol} ${l.address.text} takes over ${describeInherited(s)} from systemd`);
-    }
-    // The rest may be accept: direct pools' sockets (FileDescriptorName= the pool's name, or its direct_listen).
-    const directs = [...cfg.pools.values()].filter((p) => p.accept === 'direct' && p.directListen !== undefined).map((p) => ({ address: p.directListen!, name: p.name }));
-    const forPools = matchInherited(unmatched, directs);
-    for (const [d, s] of forPools.byListener) {
-      try {
-        SharedSocket.adopt(d.address, s.fd);
-        this.logger.info({ kind: 'socket-activation', fd: s.fd, name: s.name, pool: d.name }, `pool ${d.name}'s direct socket ${d.address.text} is ${describeInherited(s)} from systemd`);
-      } catch (e) {
-        this.logger.error({ code: ErrorCodes.DIRECT_SOCKET, kind: 'socket-activation', fd: s.fd, pool: d.name, err: e }, `pool ${d.name} cannot take ${describeInherited(s)} from systemd: ${(e as Error).message}`);
-      }
-    }
-    for (const s of forPools.unmatched) {
-      this.unclaimed.push(s);
-      this.logger.warn({ code: ErrorCodes.SOCKET_UNMATCHED, kind: 'socket-activation', fd: s.fd, name: s.name }, `socket ${describeInherited(s)} from systemd matches no listener (by name or address); it is not served`);
-    }
+    this.sockets.adopt(cfg);
   }
 
-  /** Once started: inherited sockets for addresses the config no longer has are closed, not left to queue connections. */
+  /** Once started: inherited sockets no listener took are closed. */
   closeUnusedInherited(): void {
-    const left = closeUnusedAdopted();
-    if (left.length > 0) this.logger.info({ kind: 'upgrade', closed: left }, `inherited sockets no listener uses, closed: ${left.join(', ')}`);
-  }
-
-  /** Every listening socket this daemon holds, for an upgrade in place. */
-  handedSockets(): HandedSocket[] {
-    const out: HandedSocket[] = [];
-    for (const l of this.view.listeners) {
-      const fd = l.fd;
-      if (fd !== undefined) out.push({ fd, address: l.config.address.text });
-    }
-    const c = this.control.handed();
-    if (c !== undefined) out.push(c);
-    const d = this.dashboard.handoff;
-    if (d !== undefined) out.push(d);
-    for (const s of this.unclaimed) out.push({ fd: s.fd, name: s.name });
-    // accept: direct pools' sockets: the new daemon's workers accept on them while the old ones drain.
-    for (const s of SharedSocket.held()) out.push({ fd: s.fd, address: s.address.text });
-    return out;
+    this.sockets.closeUnused();
   }
 
   // ---- lifecycle --------------------------------------------------------------------
@@ -261,20 +204,29 @@ export class Operations {
   private handedOver = false;
   private pidPath: string | undefined;
 
-  /** Starts a new daemon with our sockets (src/daemon/upgrade.ts); resolves once it serves. */
-  upgrade(): Promise<Successor> {
+  /**
+   * Upgrade in place (src/daemon/upgrade.ts). `upgrade: exec` where the process can exec
+   * (`canExec`: a daemon attached to its process): resolves once the new code passed its
+   * check, with the plan the process execs once its requests finished. Otherwise (or
+   * `upgrade: spawn`) starts a new daemon with our sockets and resolves once it serves.
+   */
+  upgrade(canExec = false): Promise<Successor> {
     if (this.handedOver) return Promise.reject(new UpgradeError('this daemon already handed its sockets to a new one'));
     if (this.upgrading !== undefined) return Promise.reject(new UpgradeError('an upgrade is already under way'));
     const run = async (): Promise<Successor> => {
       await this.reloadSettled();
-      const sockets = this.handedSockets();
-      this.logger.info({ kind: 'upgrade', sockets: sockets.length }, `upgrade: starting a new daemon with ${sockets.length} listening socket(s)`);
       const seats = new Map<string, number>();
       for (const [name, pool] of this.view.pools) seats.set(name, readySeats(pool));
+      if ((this.view.config.upgrade ?? 'exec') === 'exec') {
+        const why = canExec ? execSupport() : 'this daemon does not own its process';
+        if (why === undefined) return this.prepareExec(seats);
+        this.logger.warn({ code: ErrorCodes.UPGRADE_NO_EXEC, kind: 'upgrade', reason: why }, `upgrade: cannot re-execute in place (${why}); starting the new code with a new pid instead, which a supervisor waiting on pid ${process.pid} sees exit`);
+      }
+      const sockets = this.sockets.handOn();
+      this.logger.info({ kind: 'upgrade', sockets: sockets.length }, `upgrade: starting a new daemon with ${sockets.length} listening socket(s)`);
       const next = await startSuccessor(sockets, seats);
       this.handedOver = true;
-      SharedSocket.handOn();
-      keepUnixPaths();
+      this.sockets.handedOn();
       // New control connections go to the new daemon.
       this.control.handOver();
       this.logger.info({ kind: 'upgrade', new_pid: next.pid }, `upgrade: the new daemon (pid ${next.pid}) serves; this one (pid ${process.pid}) stops after its requests`);
@@ -290,6 +242,30 @@ export class Operations {
     this.upgrading = p;
     void p.finally(() => (this.upgrading = undefined)).catch(() => undefined);
     return p;
+  }
+
+  /**
+   * upgrade: exec, once the new code passed its check: the sockets are duplicated (so they
+   * outlive the servers the stop closes, and connections wait in their queues), the pid
+   * file stays (the pid does), and systemd hears RELOADING=1 (READY=1 comes from the new code).
+   */
+  private async prepareExec(seats: ReadonlyMap<string, number>): Promise<Successor> {
+    this.logger.info({ kind: 'upgrade' }, 'upgrade: checking that the new code on disk starts');
+    await checkSuccessor();
+    const sockets = this.sockets.handOn();
+    const kept: typeof sockets = [];
+    try {
+      for (const s of sockets) kept.push({ ...s, fd: dupForExec(s.fd) });
+    } catch (err) {
+      closeDuplicates(kept.map((s) => s.fd));
+      throw new UpgradeError(`cannot keep the listening sockets for the exec: ${(err as Error).message}; still serving`);
+    }
+    this.handedOver = true;
+    this.sockets.handedOn();
+    this.pidPath = undefined;
+    void this.notifier.reloading();
+    this.logger.info({ kind: 'upgrade', sockets: kept.length, exec: true }, `upgrade: the new code starts; pid ${process.pid} re-executes it once its running requests finish, keeping ${kept.length} listening socket(s) (new connections wait in their queues)`);
+    return { pid: process.pid, exec: execPlan(kept, seats) };
   }
 
   writePidFile(cfg: Config): void {
@@ -324,9 +300,12 @@ export class Operations {
       warnings: () => recentWarnings.list(),
       stop: (ms) => handlers.stop(ms),
       ready: (pool) => this.readiness(pool),
-      upgrade: async () => ({ pid: (await handlers.upgrade()).pid }),
+      upgrade: async () => {
+        const next = await handlers.upgrade();
+        return next.exec === undefined ? { pid: next.pid } : { pid: next.pid, exec: true, started: this.startedAt };
+      },
       reopenLogs: () => ({ files: this.reopenLogs('fcgi-pm reopen-logs') }),
-      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, shutdown_timeout_ms: this.view.config.shutdownTimeout, shutdown_delay_ms: this.view.config.shutdownDelay }),
+      ping: () => ({ pid: process.pid, config: this.view.config.source, version: this.version, started: this.startedAt, shutdown_timeout_ms: this.view.config.shutdownTimeout, shutdown_delay_ms: this.view.config.shutdownDelay }),
     });
   }
 

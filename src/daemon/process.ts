@@ -9,9 +9,11 @@
  *                     an invalid file is logged and the running config stays
  *   SIGUSR1           reopen log files (logrotate); the handler also keeps Node's
  *                     default (starting the inspector) from happening
- *   SIGUSR2           upgrade in place (src/daemon/upgrade.ts): a new daemon from the files
- *                     on disk takes the sockets, then this one stops gracefully; if the
- *                     new one fails, this one serves on (never Node's default: exit)
+ *   SIGUSR2           upgrade in place (src/daemon/upgrade.ts): upgrade: exec, once the new
+ *                     code on disk passed its check, this daemon stops gracefully and the
+ *                     process execs it (same pid, same sockets); upgrade: spawn, a new
+ *                     daemon takes the sockets, then this one stops gracefully; if the new
+ *                     code fails, this one serves on (never Node's default: exit)
  *   fcgi-pm stop      (control socket) graceful stop like SIGTERM, optionally with its
  *                     own timeout, then exit 0
  *   fcgi-pm upgrade   (control socket) like SIGUSR2
@@ -20,6 +22,8 @@
 import { formatDuration } from '../config/units.js';
 import type { Logger } from '../log/log.js';
 import type { Daemon } from './daemon.js';
+import type { ExecPlan } from './upgrade.js';
+import { closeDuplicates } from './exec-in-place.js';
 import { ErrorCodes } from '../errors.js';
 
 /** Extra time after shutdown_timeout before the process exits no matter what. */
@@ -28,25 +32,36 @@ const EXIT_GRACE_MS = 15_000;
 export interface ProcessHooks {
   /** Called once the daemon stopped after a signal. */
   exit(code: number): void;
+  /** Called once the daemon stopped for an upgrade by exec: replace the process by the plan's. */
+  exec(plan: ExecPlan): void;
 }
 
 /** Installs the handlers; returns a function that removes them. */
 export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHooks): () => void {
   let signals = 0;
 
-  const stopThenExit = (immediate: boolean, timeoutMs?: number): void => {
-    const stopped = daemon.stop({ immediate, timeoutMs });
+  const stopThenExit = (immediate: boolean, timeoutMs?: number, plan?: ExecPlan): void => {
+    const noDelay = plan !== undefined;
+    const stopped = daemon.stop({ immediate, timeoutMs, noDelay });
+    let done = false;
+    const end = (code: number): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(watchdog);
+      if (plan !== undefined) hooks.exec(plan);
+      else hooks.exit(code);
+    };
     // Pools bound their own stop by shutdown_timeout + kill_timeout; this is the last resort.
     const watchdog = setTimeout(() => {
-      logger.error({ code: ErrorCodes.SHUTDOWN_FORCED, kind: 'shutdown' }, 'shutdown took too long; exiting anyway');
-      hooks.exit(1);
-    }, (immediate ? 0 : daemon.config.shutdownDelay) + (timeoutMs ?? daemon.config.shutdownTimeout) + EXIT_GRACE_MS);
+      logger.error({ code: ErrorCodes.SHUTDOWN_FORCED, kind: 'shutdown' }, `shutdown took too long; ${plan ? 're-executing' : 'exiting'} anyway`);
+      end(1);
+    }, (immediate || noDelay ? 0 : daemon.config.shutdownDelay) + (timeoutMs ?? daemon.config.shutdownTimeout) + EXIT_GRACE_MS);
     watchdog.unref();
     stopped.then(
-      () => hooks.exit(0),
+      () => end(0),
       (err: unknown) => {
         logger.error({ code: ErrorCodes.STOP_FAILED, err }, 'error while stopping');
-        hooks.exit(1);
+        end(1);
       },
     );
   };
@@ -83,6 +98,16 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
     logger.info({ kind: 'shutdown', via: 'upgrade', new_pid: pid, timeout_ms: daemon.config.shutdownTimeout }, `handed over to pid ${pid}: stopping gracefully, running requests have up to ${formatDuration(daemon.config.shutdownTimeout)}`);
     stopThenExit(false);
   };
+  daemon.onExec = (plan) => {
+    if (signals > 0) {
+      logger.info({ kind: 'upgrade' }, 'upgrade: a stop came first; not re-executing');
+      closeDuplicates(plan.sockets.map((s) => s.fd));
+      return;
+    }
+    signals++;
+    logger.info({ kind: 'shutdown', via: 'upgrade', exec: true, timeout_ms: daemon.config.shutdownTimeout }, `upgrade: stopping gracefully before the exec, running requests have up to ${formatDuration(daemon.config.shutdownTimeout)}`);
+    stopThenExit(false, undefined, plan);
+  };
   daemon.onStopRequest = (timeoutMs) => {
     if (signals > 0) return;
     signals++;
@@ -114,5 +139,6 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
     process.off('exit', onExit);
     daemon.onStopRequest = undefined;
     daemon.onHandedOver = undefined;
+    daemon.onExec = undefined;
   };
 }

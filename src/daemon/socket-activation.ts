@@ -10,10 +10,16 @@
  * listener takes the fd instead of binding; unmatched ones bind as usual.
  * The variables are removed from our environment, as sd_listen_fds(unset=1) does.
  */
-import { readFileSync, readlinkSync } from 'node:fs';
 import type { ListenerConfig } from '../config/types.js';
+import { describeSocketFd } from '../util/proc-sockets.js';
 
 export const SD_LISTEN_FDS_START = 3;
+
+/**
+ * Sockets a predecessor handed us through an exec in place (the same pid: upgrade.ts), at
+ * the numbers they had: JSON [[fd, name], ...], names as in LISTEN_FDNAMES.
+ */
+export const EXEC_FDS_ENV = 'FCGI_PM_EXEC_FDS';
 
 export interface InheritedSocket {
   fd: number;
@@ -23,78 +29,40 @@ export interface InheritedSocket {
   unixPath: string | undefined;
 }
 
-function inodeOf(fd: number): string | undefined {
-  try {
-    const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/self/fd/${fd}`));
-    return m ? m[1] : undefined;
-  } catch {
-    return undefined;
-  }
+function inherited(fd: number, name: string | undefined): InheritedSocket {
+  const { tcp, unixPath } = describeSocketFd(fd);
+  return { fd, name: name === undefined || name === '' || name === 'unknown' ? undefined : name, tcp, unixPath };
 }
 
-function readTable(path: string): string[][] {
+/** The sockets an exec in place kept for us (EXEC_FDS_ENV). Clears the variable. */
+function takeExecSockets(env: NodeJS.ProcessEnv): InheritedSocket[] {
+  const v = env[EXEC_FDS_ENV];
+  delete env[EXEC_FDS_ENV];
+  if (v === undefined) return [];
+  let parsed: unknown;
   try {
-    return readFileSync(path, 'latin1').split('\n').slice(1).map((l) => l.trim().split(/\s+/)).filter((f) => f.length > 3);
+    parsed = JSON.parse(v);
   } catch {
     return [];
   }
-}
-
-/** "0100007F:2328" (little-endian words) → { host: '127.0.0.1', port: 9000 }. */
-export function parseProcAddress(hex: string): { host: string; port: number } {
-  const [addr, port] = hex.split(':') as [string, string];
-  const words: number[] = [];
-  for (let i = 0; i < addr.length; i += 8) words.push(parseInt(addr.slice(i, i + 8), 16));
-  const bytes: number[] = [];
-  for (const w of words) bytes.push(w & 0xff, (w >>> 8) & 0xff, (w >>> 16) & 0xff, (w >>> 24) & 0xff);
-  let host: string;
-  if (bytes.length === 4) host = bytes.join('.');
-  else if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) host = bytes.slice(12).join('.');
-  else {
-    const groups: number[] = [];
-    for (let i = 0; i < 16; i += 2) groups.push((bytes[i]! << 8) | bytes[i + 1]!);
-    host = compressV6(groups);
+  if (!Array.isArray(parsed)) return [];
+  const out: InheritedSocket[] = [];
+  for (const e of parsed as unknown[]) {
+    if (!Array.isArray(e) || !Number.isInteger(e[0]) || (e[0] as number) < 3) continue;
+    out.push(inherited(e[0] as number, typeof e[1] === 'string' ? e[1] : undefined));
   }
-  return { host, port: parseInt(port, 16) };
+  return out;
 }
 
-/** RFC 5952 text of eight 16-bit groups: the longest run of zeros becomes "::". */
-function compressV6(groups: number[]): string {
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      best = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = groups.map((g) => g.toString(16));
-  if (best < 0) return hex.join(':');
-  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
-}
-
-function describe(fd: number): Pick<InheritedSocket, 'tcp' | 'unixPath'> {
-  const inode = inodeOf(fd);
-  if (inode === undefined) return { tcp: undefined, unixPath: undefined };
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-    const row = readTable(file).find((f) => f[9] === inode);
-    if (row) return { tcp: parseProcAddress(row[1]!), unixPath: undefined };
-  }
-  // Num RefCount Protocol Flags Type St Inode Path
-  const u = readTable('/proc/net/unix').find((f) => f[6] === inode);
-  return { tcp: undefined, unixPath: u?.[7] };
-}
-
-/** The sockets systemd passed us, or [] when LISTEN_PID is not our pid. Clears the variables. */
+/**
+ * The sockets systemd (or a predecessor, in its form) passed us, [] when LISTEN_PID is not
+ * our pid, and those an exec in place kept. Clears the variables.
+ */
 export function takeInheritedSockets(env: NodeJS.ProcessEnv = process.env, pid = process.pid): InheritedSocket[] {
+  return [...takeListenFds(env, pid), ...takeExecSockets(env)];
+}
+
+function takeListenFds(env: NodeJS.ProcessEnv, pid: number): InheritedSocket[] {
   const listenPid = env['LISTEN_PID'];
   const listenFds = env['LISTEN_FDS'];
   const names = env['LISTEN_FDNAMES'];
@@ -107,9 +75,7 @@ export function takeInheritedSockets(env: NodeJS.ProcessEnv = process.env, pid =
   const nameList = names === undefined ? [] : names.split(':');
   const out: InheritedSocket[] = [];
   for (let i = 0; i < n; i++) {
-    const fd = SD_LISTEN_FDS_START + i;
-    const name = nameList[i];
-    out.push({ fd, name: name === undefined || name === '' || name === 'unknown' ? undefined : name, ...describe(fd) });
+    out.push(inherited(SD_LISTEN_FDS_START + i, nameList[i]));
   }
   return out;
 }

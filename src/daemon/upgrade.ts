@@ -12,8 +12,19 @@
  * The new daemon is also told how many workers each pool had ready (UPGRADE_WARM_ENV),
  * and starts that many before it says it is ready, as a reload's chain start does: the
  * requests it takes over do not wait for cold workers.
+ *
+ * `upgrade: exec` (the default) keeps the pid instead, as PHP-FPM's and uWSGI's re-exec
+ * do, for supervisors that wait on the process they started (runit, s6, supervisord, a
+ * container's PID 1): the new code is first checked by running it (UPGRADE_CHECK_ENV: it
+ * loads its modules and the config on disk and runs the host checks, then exits), the
+ * listening sockets are duplicated so that the old daemon can stop accepting and finish
+ * its requests while the kernel queues new connections, and then the process execs the
+ * new code (exec-in-place.ts), which finds the sockets at their numbers
+ * (socket-activation.ts's EXEC_FDS_ENV). A check that fails changes nothing; an exec that
+ * fails starts the new code with a new pid as above.
  */
 import { spawn } from 'node:child_process';
+import { EXEC_FDS_ENV } from './socket-activation.js';
 import { closeSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { ErrorCodes } from '../errors.js';
@@ -26,6 +37,12 @@ export const UPGRADE_FD_ENV = 'FCGI_PM_UPGRADE_FD';
 
 /** The variable that tells a new daemon how many seats each pool had ready: JSON { pool: seats }. */
 export const UPGRADE_WARM_ENV = 'FCGI_PM_UPGRADE_WARM';
+
+/** The variable that tells the new code to check that it can start, then exit (exec upgrades). */
+export const UPGRADE_CHECK_ENV = 'FCGI_PM_UPGRADE_CHECK';
+
+/** How long the check of the new code may take. */
+export const UPGRADE_CHECK_MS = 30_000;
 
 /** LISTEN_FDNAMES prefix of a socket handed on by an upgrade; the rest is the address text, base64url. */
 const NAME_PREFIX = 'fcgi-pm.addr.';
@@ -58,6 +75,18 @@ export function upgradeAddress(name: string | undefined): string | undefined {
 
 export interface Successor {
   pid: number;
+  /** Set when this process re-executes itself (upgrade: exec) once its requests finished. */
+  exec?: ExecPlan;
+}
+
+/** The command line that started this daemon: what an upgrade runs again, from the files on disk. */
+export function ownCommandLine(): string[] {
+  return [process.execPath, ...process.execArgv, ...process.argv.slice(1)];
+}
+
+/** The LISTEN_FDNAMES / EXEC_FDS_ENV name a handed socket goes by. */
+function nameOf(s: HandedSocket): string {
+  return s.address !== undefined ? upgradeName(s.address) : (s.name ?? 'unknown');
 }
 
 /**
@@ -68,7 +97,7 @@ export interface Successor {
 export function startSuccessor(
   sockets: readonly HandedSocket[],
   readySeats: ReadonlyMap<string, number> = new Map(),
-  argv: readonly string[] = [process.execPath, ...process.execArgv, ...process.argv.slice(1)],
+  argv: readonly string[] = ownCommandLine(),
   readyMs = UPGRADE_READY_MS,
 ): Promise<Successor> {
   const n = sockets.length;
@@ -76,7 +105,7 @@ export function startSuccessor(
   delete env['LISTEN_PID'];
   if (n > 0) {
     env['LISTEN_FDS'] = String(n);
-    env['LISTEN_FDNAMES'] = sockets.map((s) => (s.address !== undefined ? upgradeName(s.address) : (s.name ?? 'unknown'))).join(':');
+    env['LISTEN_FDNAMES'] = sockets.map(nameOf).join(':');
   } else {
     delete env['LISTEN_FDS'];
     delete env['LISTEN_FDNAMES'];
@@ -114,6 +143,69 @@ export function startSuccessor(
     child.once('error', (err) => finish(new UpgradeError(`could not start the new daemon: ${err.message}`)));
     child.once('exit', (code, signal) => finish(new UpgradeError(`the new daemon (pid ${child.pid}) exited (${signal ?? `code ${code}`}) before it was ready; see its log lines above; still serving`)));
   });
+}
+
+/**
+ * Runs the new code in check mode (UPGRADE_CHECK_ENV) with this daemon's command line, as
+ * `nginx -t` before a binary upgrade: resolves when it could start, rejects (UpgradeError,
+ * with the last lines it wrote) when it exits otherwise or takes longer than `checkMs`.
+ */
+export function checkSuccessor(argv: readonly string[] = ownCommandLine(), checkMs = UPGRADE_CHECK_MS): Promise<void> {
+  const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_CHECK_ENV]: '1' };
+  for (const k of ['LISTEN_PID', 'LISTEN_FDS', 'LISTEN_FDNAMES', 'NOTIFY_SOCKET', EXEC_FDS_ENV]) delete env[k];
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env });
+  let said = '';
+  const keep = (b: Buffer): void => {
+    said = (said + b.toString('utf8')).slice(-4000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new UpgradeError(`the new code did not finish its check within ${checkMs / 1000}s; not upgrading, still serving`));
+    }, checkMs);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new UpgradeError(`could not run the new code's check: ${err.message}; still serving`));
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) return resolve();
+      const last = lastMessage(said);
+      reject(new UpgradeError(`the new code cannot start (its check exited ${signal ?? `with code ${code}`}${last ? `: ${last}` : ''}); not upgrading, still serving`));
+    });
+  });
+}
+
+/** The most telling line of what a failed check wrote: a log line's msg, else the first error line. */
+function lastMessage(text: string): string {
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    try {
+      const o = JSON.parse(lines[i]!) as { msg?: unknown; level?: unknown };
+      if (typeof o.msg === 'string' && typeof o.level === 'number' && o.level >= 50) return o.msg;
+    } catch {
+      // not a log line
+    }
+  }
+  return lines.find((l) => /Error|error:/.test(l)) ?? lines[lines.length - 1] ?? '';
+}
+
+/** What an exec in place runs and keeps: the command line, its environment, the descriptors. */
+export interface ExecPlan {
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+  /** The duplicated listening sockets, kept at their numbers; also what a fallback hands on. */
+  sockets: HandedSocket[];
+  readySeats: ReadonlyMap<string, number>;
+}
+
+/** The plan for an exec of `argv` that keeps `sockets` (already duplicated). */
+export function execPlan(sockets: HandedSocket[], readySeats: ReadonlyMap<string, number>, argv: string[] = ownCommandLine()): ExecPlan {
+  const env: NodeJS.ProcessEnv = { ...process.env, [EXEC_FDS_ENV]: JSON.stringify(sockets.map((s) => [s.fd, nameOf(s)])), [UPGRADE_WARM_ENV]: JSON.stringify(Object.fromEntries(readySeats)) };
+  for (const k of ['LISTEN_PID', 'LISTEN_FDS', 'LISTEN_FDNAMES', UPGRADE_FD_ENV]) delete env[k];
+  return { argv, env, sockets, readySeats };
 }
 
 /** In a daemon started by an upgrade: tells the old one we serve (after systemd heard READY=1). */

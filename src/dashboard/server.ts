@@ -31,7 +31,7 @@ import type { DashboardConfig, ListenerConfig } from '../config/types.js';
 import type { StatusSnapshot } from '../control/types.js';
 import { ErrorCodes } from '../errors.js';
 import { ClientGate } from '../frontend/client-gate.js';
-import { listeningFd, listenOn, releaseUnixPath } from '../frontend/listen.js';
+import { listenOn, releaseUnixPath, type BindSocket } from '../frontend/listen.js';
 import { EpisodeLimiter } from '../log/episode-limiter.js';
 import type { Logger } from '../log/log.js';
 import type { WarningRing } from '../log/warning-ring.js';
@@ -48,6 +48,8 @@ export interface DashboardDeps {
   /** The daemon serving the page; absent for `fcgi-pm dashboard` on its own. */
   self?: (LocalDaemon & { snapshot(what: ReadWhat): Promise<StatusSnapshot> }) | undefined;
   warnings?: WarningRing | undefined;
+  /** Binds the page's socket (the daemon's socket owner); default listenOn. */
+  listen?: BindSocket | undefined;
 }
 
 const STATIC: Record<string, string> = { '/': 'index.html', '/app.js': 'app.js', '/app.css': 'app.css' };
@@ -107,13 +109,8 @@ export class DashboardServer {
     });
   }
 
-  /** The listening socket's fd (handed on by an upgrade in place). */
-  get fd(): number | undefined {
-    return listeningFd(this.server);
-  }
-
   async listen(): Promise<string> {
-    this.address = await listenOn(this.server, this.deps.config().address);
+    this.address = await (this.deps.listen ?? listenOn)(this.server, this.deps.config().address);
     this.deps.logger.info({ kind: 'dashboard', address: this.address }, `dashboard on http://${this.address}/`);
     this.sampler.start();
     return this.address;

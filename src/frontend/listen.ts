@@ -14,7 +14,7 @@
  * then is. The rename also replaces a stale file atomically.
  */
 import { connect, type Server } from 'node:net';
-import { chmodSync, chownSync, closeSync, lstatSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { ErrorCodes } from '../errors.js';
 import type { SocketAddress } from '../protocol/address.js';
@@ -35,7 +35,12 @@ export interface ListenOptions {
   group?: number | undefined;
   /** listen() backlog; default: the kernel's cap (net.core.somaxconn), as PHP-FPM's listen.backlog. */
   backlog?: number | undefined;
+  /** A socket already bound and listening for this address (socket activation, an upgrade): taken over instead of binding. */
+  fd?: number | undefined;
 }
+
+/** How a listener binds: the daemon's socket owner (src/daemon/sockets.ts) in a daemon, listenOn alone in tests. */
+export type BindSocket = (server: Server, address: SocketAddress, opts?: ListenOptions) => Promise<string>;
 
 /** The kernel caps every backlog at net.core.somaxconn; asking for that gets the most it allows. */
 export function defaultBacklog(): number {
@@ -46,36 +51,6 @@ export function defaultBacklog(): number {
     // not Linux: node's own default
   }
   return 511;
-}
-
-/**
- * Listening fds handed over by systemd (socket activation) or by the daemon we replace
- * (upgrade in place), by address text: src/daemon/socket-activation.ts, upgrade.ts.
- */
-const adopted = new Map<string, number>();
-
-/** The next listenOn for the address with this text takes over `fd` (already bound and listening) instead of binding. */
-export function adoptListeningFd(addressText: string, fd: number): void {
-  adopted.set(addressText, fd);
-}
-
-/** Whether a listenOn for this address text would take over an inherited fd. */
-export function hasAdoptedFd(addressText: string): boolean {
-  return adopted.has(addressText);
-}
-
-/** Closes the inherited fds no listener took (an address the config no longer has); returns their address texts. */
-export function closeUnusedAdopted(): string[] {
-  const left = [...adopted];
-  adopted.clear();
-  for (const [, fd] of left) {
-    try {
-      closeSync(fd);
-    } catch {
-      // already closed
-    }
-  }
-  return left.map(([text]) => text);
 }
 
 /** Unix socket paths this process created, by server: removed when that server closes, unless handed on. */
@@ -103,21 +78,11 @@ export function releaseUnixPath(server: Server): void {
   }
 }
 
-/**
- * The listening socket's file descriptor, to hand to a successor (upgrade in place). Node
- * has no public accessor; the handle's fd is what cluster and child_process use.
- */
-export function listeningFd(server: Server): number | undefined {
-  const fd = (server as unknown as { _handle?: { fd?: number } })._handle?.fd;
-  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
-}
-
 /** Binds `server` (net.Server or http.Server) and resolves with the bound address as text. */
 export async function listenOn(server: Server, address: SocketAddress, opts: ListenOptions = {}): Promise<string> {
   const backlog = opts.backlog ?? defaultBacklog();
-  const fd = adopted.get(address.text);
+  const fd = opts.fd;
   if (fd !== undefined) {
-    adopted.delete(address.text);
     // Mode and stale-socket handling were systemd's (SocketMode=); the socket is live.
     await bind(server, `${address.text} (inherited fd ${fd})`, () => server.listen({ fd }));
     return address.kind === 'tcp' ? tcpText(server, address) : address.text;

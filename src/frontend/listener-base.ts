@@ -9,7 +9,7 @@ import { ClientGate } from './client-gate.js';
 import type { Listener } from './types.js';
 import { ErrorCodes } from '../errors.js';
 import { DenseSet } from '../util/dense-set.js';
-import { listeningFd, releaseUnixPath } from './listen.js';
+import { releaseUnixPath } from './listen.js';
 
 /**
  * On drain, how long a connection that was accepted but has sent nothing yet may take to
@@ -64,11 +64,6 @@ export class SessionListener implements Listener {
     this.server = server;
     this.log = log;
     this.gate = new ClientGate(config, () => this.log);
-  }
-
-  /** The listening socket's fd while it listens (for an upgrade in place). */
-  get fd(): number | undefined {
-    return this.closing ? undefined : listeningFd(this.server);
   }
 
   get connections(): number {

@@ -38,7 +38,7 @@ export async function startSessionListener(
 export async function bindListener(listener: SessionListener, ctx: FrontendContext): Promise<void> {
   const cfg = listener.config;
   guardConnections(listener, ctx.fds);
-  listener.address = await listenOn(listener.server, cfg.address, { mode: cfg.mode, owner: cfg.owner?.id, group: cfg.group?.id, backlog: cfg.backlog });
+  listener.address = await (ctx.listen ?? listenOn)(listener.server, cfg.address, { mode: cfg.mode, owner: cfg.owner?.id, group: cfg.group?.id, backlog: cfg.backlog });
   listener.log = ctx.logger.child({ listener: listener.address, protocol: cfg.protocol });
   listener.server.on('error', (err) => listener.log.error({ code: ErrorCodes.ACCEPT_FAILED, err }, 'listener error'));
   listener.log.info('listening');

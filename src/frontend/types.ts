@@ -10,6 +10,7 @@ import type { Exchange } from '../protocol/exchange.js';
 import type { CgiParams, ParamsLimits } from '../protocol/params.js';
 import type { Pool } from '../pool/types.js';
 import type { FdGuard } from './fd-guard.js';
+import type { BindSocket } from './listen.js';
 
 export interface FrontendContext {
   /** Looked up per request, so a reload can swap pools under a running listener. */
@@ -31,6 +32,8 @@ export interface FrontendContext {
   route?: ((params: CgiParams) => RoutedSite | undefined) | undefined;
   /** The HTTP listener: the site a Host names (or default_site), before a request is built. */
   site?: ((host: string) => SiteView | undefined) | undefined;
+  /** Binds a listener's socket (the daemon's socket owner: adopted or bound); default listenOn. */
+  listen?: BindSocket | undefined;
 }
 
 export interface SiteView {
@@ -58,8 +61,6 @@ export interface Listener {
   readonly refused: number;
   /** Connections answered "overloaded" and closed at accept (max_conns, the open-files reserve) since it started. */
   readonly overflowed: number;
-  /** The listening socket's file descriptor while it listens: what an upgrade in place hands on. */
-  readonly fd: number | undefined;
   /** Stops accepting; resolves once open connections have finished their requests or timeoutMs passed (then they are closed). */
   close(timeoutMs: number): Promise<void>;
 }

@@ -77,6 +77,22 @@ export class LogFiles {
     return notes;
   }
 
+  /**
+   * Before an exec in place: resolves once every line is written and the streams are
+   * closed (stdout stays open: the new code writes there). flush() is not enough: it does
+   * not wait for a write under way in libuv's threads, which an exec ends.
+   */
+  end(): Promise<void> {
+    const one = (b: Boom | undefined): Promise<void> =>
+      new Promise((resolve) => {
+        if (b === undefined) return resolve();
+        b.once('close', () => resolve());
+        b.once('error', () => resolve());
+        b.end();
+      });
+    return Promise.all([one(this.main), one(this.accessStream)]).then(() => undefined);
+  }
+
   flush(): Promise<void> {
     const one = (b: Boom | undefined): Promise<void> =>
       new Promise((resolve) => {

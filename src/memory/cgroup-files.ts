@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import {
   ancestors,
   cgroupDir,
+  cpuWeightFile,
   memoryFiles,
   oomKillsFrom,
   parseLimit,
@@ -92,4 +93,40 @@ export function readCgroupUsed(cg: MemoryCgroup): number | undefined {
 export function readOomKills(cg: MemoryCgroup): number | undefined {
   const text = readText(`${cg.dir}/${memoryFiles(cg.version).oom}`);
   return text === undefined ? undefined : oomKillsFrom(text);
+}
+
+/** fcgi-pm's own CPU cgroup, where pools' CPU cgroups go: the v1 cpu hierarchy when mounted, else the unified one. */
+export interface CpuCgroupRoot {
+  version: CgroupVersion;
+  dir: string;
+}
+
+/**
+ * Where pools' CPU cgroups can go, or why none can: the v1 cpu hierarchy, or a v2
+ * cgroup whose controllers include cpu. Whether fcgi-pm may write there is known only
+ * by trying (cpu-cgroup.ts).
+ */
+export function locateCpuCgroup(proc = '/proc/self'): { root: CpuCgroupRoot } | { why: string } {
+  const cg = readText(`${proc}/cgroup`);
+  const mi = readText(`${proc}/mountinfo`);
+  if (cg === undefined || mi === undefined) return { why: 'no /proc cgroup information' };
+  const paths = parseProcCgroup(cg);
+  const mounts = parseMountinfo(mi);
+  if (paths.v1Cpu !== undefined && mounts.v1Cpu !== undefined) {
+    const dir = cgroupDir(mounts.v1Cpu, paths.v1Cpu);
+    if (dir !== undefined) return { root: { version: 1, dir } };
+  }
+  if (paths.v2 !== undefined && mounts.v2 !== undefined) {
+    const dir = cgroupDir(mounts.v2, paths.v2);
+    if (dir === undefined) return { why: `cgroup ${paths.v2} is not visible under ${mounts.v2.mount}` };
+    const controllers = readText(`${dir}/cgroup.controllers`)?.split(/\s+/) ?? [];
+    if (!controllers.includes('cpu')) return { why: `the cpu controller is not delegated to ${dir}` };
+    return { root: { version: 2, dir } };
+  }
+  return { why: 'no cpu cgroup hierarchy mounted' };
+}
+
+/** The weight file of a CPU cgroup, read back (what the kernel holds). */
+export function readCpuWeight(version: CgroupVersion, dir: string): string | undefined {
+  return readText(`${dir}/${cpuWeightFile(version, 100).file}`)?.trim();
 }

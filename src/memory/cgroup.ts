@@ -1,7 +1,7 @@
 /**
- * Memory cgroups, as text: which cgroup a process is in (/proc/PID/cgroup), where the
- * hierarchies are mounted (/proc/self/mountinfo), and the few files fcgi-pm reads (limit,
- * anonymous memory, OOM kills). Pure: cgroup-files.ts does the reading, pool-cgroup.ts
+ * Memory (and CPU) cgroups, as text: which cgroup a process is in (/proc/PID/cgroup), where
+ * the hierarchies are mounted (/proc/self/mountinfo), and the few files fcgi-pm reads (limit,
+ * anonymous memory, OOM kills) and writes (a pool's CPU weight: cpuWeightFile). Pure: cgroup-files.ts does the reading, pool-cgroup.ts
  * the writing.
  *
  *   v2 (unified): "0::/path"; memory.max ("max" or bytes), memory.current, memory.stat
@@ -20,12 +20,15 @@ export type CgroupVersion = 1 | 2;
 export interface ProcCgroups {
   /** The v1 hierarchy with the memory controller. */
   v1Memory: string | undefined;
+  /** The v1 hierarchy with the cpu controller (often "cpu,cpuacct"). */
+  v1Cpu: string | undefined;
   /** The unified (v2) hierarchy. */
   v2: string | undefined;
 }
 
 export function parseProcCgroup(text: string): ProcCgroups {
   let v1Memory: string | undefined;
+  let v1Cpu: string | undefined;
   let v2: string | undefined;
   for (const line of text.split('\n')) {
     // hierarchy-ID:controller-list:path; the path may itself hold ':'.
@@ -35,10 +38,15 @@ export function parseProcCgroup(text: string): ProcCgroups {
     const id = line.slice(0, a);
     const controllers = line.slice(a + 1, b);
     const path = line.slice(b + 1);
-    if (id === '0' && controllers === '') v2 = path;
-    else if (controllers.split(',').includes('memory')) v1Memory = path;
+    if (id === '0' && controllers === '') {
+      v2 = path;
+      continue;
+    }
+    const list = controllers.split(',');
+    if (list.includes('memory')) v1Memory = path;
+    if (list.includes('cpu')) v1Cpu = path;
   }
-  return { v1Memory, v2 };
+  return { v1Memory, v1Cpu, v2 };
 }
 
 /** Where a hierarchy is mounted: `root` is the cgroup path the mount shows at `mount`. */
@@ -49,6 +57,7 @@ export interface CgroupMount {
 
 export interface CgroupMounts {
   v1Memory: CgroupMount | undefined;
+  v1Cpu: CgroupMount | undefined;
   v2: CgroupMount | undefined;
 }
 
@@ -60,6 +69,7 @@ function unescapeMount(s: string): string {
 /** "36 35 98:0 /root /mount opts shared:1 - cgroup cgroup rw,memory" lines. The first mount of each kind wins. */
 export function parseMountinfo(text: string): CgroupMounts {
   let v1Memory: CgroupMount | undefined;
+  let v1Cpu: CgroupMount | undefined;
   let v2: CgroupMount | undefined;
   for (const line of text.split('\n')) {
     const dash = line.indexOf(' - ');
@@ -71,9 +81,12 @@ export function parseMountinfo(text: string): CgroupMounts {
     const m = { root: unescapeMount(f[3] ?? '/'), mount: unescapeMount(f[4] ?? '') };
     if (m.mount === '') continue;
     if (fstype === 'cgroup2' && v2 === undefined) v2 = m;
-    else if (fstype === 'cgroup' && superOpts.includes('memory') && v1Memory === undefined) v1Memory = m;
+    else if (fstype === 'cgroup') {
+      if (superOpts.includes('memory') && v1Memory === undefined) v1Memory = m;
+      if (superOpts.includes('cpu') && v1Cpu === undefined) v1Cpu = m;
+    }
   }
-  return { v1Memory, v2 };
+  return { v1Memory, v1Cpu, v2 };
 }
 
 /**
@@ -165,4 +178,9 @@ export function tightest(limits: readonly LimitAt[]): LimitAt | undefined {
   let best: LimitAt | undefined;
   for (const l of limits) if (Number.isFinite(l.limit) && (best === undefined || l.limit < best.limit)) best = l;
   return best;
+}
+
+/** cpu_weight (1-10000, 100 = an equal share, as v2's cpu.weight) in the file each version has: v1's cpu.shares is 1024 for an equal share. */
+export function cpuWeightFile(version: CgroupVersion, weight: number): { file: string; value: string } {
+  return version === 2 ? { file: 'cpu.weight', value: String(weight) } : { file: 'cpu.shares', value: String(Math.max(2, Math.round((weight * 1024) / 100))) };
 }

@@ -18,6 +18,7 @@ import { readMeminfo, resolveBudget, type MemInfo, type ResolvedBudget } from '.
 import { boxHeadroom, BoxWatch, readBox } from './box-watch.js';
 import type { MemoryBox, MemoryCgroup } from './cgroup-files.js';
 import { formatBytes } from './format.js';
+import { cpuCgroupsAtStart } from './cpu-cgroup.js';
 import { OomCounter } from './pool-cgroup.js';
 import { collectWorkers, decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
 import { createSampler, type MemorySampler } from './sampler.js';
@@ -38,6 +39,8 @@ export interface HostGovernorOptions {
   clock?: MemoryClock;
   /** Dispose when the last pool leaves (a governor a lone pool made for itself). */
   disposeWhenEmpty?: boolean;
+  /** Pools put their workers in CPU cgroups of their own (cpu-cgroup.ts): the daemon found it may. */
+  cpuCgroups?: boolean;
 }
 
 export interface AdmitAsk {
@@ -63,6 +66,8 @@ export interface MemoryGovernor {
   readonly budget: number | undefined;
   /** fcgi-pm's own memory cgroup, where pool cgroups go; undefined when unknown. */
   readonly cgroup: MemoryCgroup | undefined;
+  /** Pools put their workers in CPU cgroups of their own, weighted by cpu_weight (cpu-cgroup.ts). */
+  readonly cpuCgroups: boolean;
   /** A worker died by SIGKILL: did the kernel's OOM killer kill it in fcgi-pm's cgroup? */
   oomKilledHere(): boolean;
   join(m: BudgetMember): void;
@@ -94,6 +99,7 @@ export class HostGovernor implements MemoryGovernor {
   readonly sampleInterval: number;
   readonly clock: MemoryClock;
   readonly cgroup: MemoryCgroup | undefined;
+  readonly cpuCgroups: boolean;
   private resolved: ResolvedBudget | undefined;
   private meminfo: MemInfo | undefined;
   /** The memory cgroup with a limit that fcgi-pm runs in, watched (box-watch.ts). */
@@ -125,6 +131,7 @@ export class HostGovernor implements MemoryGovernor {
     const owner = { members: () => this.members, checkBudget: () => this.checkBudget(), retry: () => this.scheduleRetry(), evicted: () => void this.evictions++ };
     this.box = new BoxWatch(owner, opts.box, this.clock, this.log, this.sampleInterval);
     this.disposeWhenEmpty = opts.disposeWhenEmpty === true;
+    this.cpuCgroups = opts.cpuCgroups === true;
   }
 
   /** Bytes; undefined without memory_budget. */
@@ -380,13 +387,16 @@ export class HostGovernor implements MemoryGovernor {
 export function createHostGovernor(
   cfg: Pick<Config, 'memoryBudget' | 'memorySampleInterval'>,
   logger: Logger,
-  opts: { sampler?: MemorySampler; meminfo?: MemInfo; clock?: MemoryClock; cgroup?: MemoryCgroup; box?: MemoryBox } = {},
+  opts: { sampler?: MemorySampler; meminfo?: MemInfo; clock?: MemoryClock; cgroup?: MemoryCgroup; box?: MemoryBox; cpuCgroups?: ReturnType<typeof cpuCgroupsAtStart> } = {},
 ): HostGovernor {
   const meminfo = opts.meminfo ?? readMeminfo();
   const found = opts.cgroup !== undefined || opts.meminfo !== undefined ? { cgroup: opts.cgroup, box: opts.box } : readBox();
   const box = found.box;
   const budget = cfg.memoryBudget !== undefined ? resolveBudget(cfg.memoryBudget, meminfo, box && { limit: box.limit, dir: box.limitDir }) : undefined;
-  const g = new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, budget, meminfo, cgroup: found.cgroup, box, sampler: opts.sampler, clock: opts.clock });
+  const cpu = opts.cpuCgroups ?? (opts.cgroup === undefined && opts.meminfo === undefined ? cpuCgroupsAtStart() : undefined);
+  if (cpu?.ok === true) logger.info({ kind: 'cpu', cpuCgroups: cpu.dir, cgroupVersion: cpu.version }, `cpu: each pool's workers run in a CPU cgroup of their own under ${cpu.dir}, weighted by cpu_weight (100 each unless set)`);
+  else if (cpu !== undefined) logger.info({ kind: 'cpu', cpuCgroups: false, why: cpu.why }, `cpu: no CPU cgroups for pools (${cpu.why}); pools share the CPU as plain processes, cpu_weight has no effect`);
+  const g = new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, budget, meminfo, cgroup: found.cgroup, box, sampler: opts.sampler, clock: opts.clock, cpuCgroups: cpu?.ok === true });
   const self = g.self();
   const how = g.sampler.kind === 'proc' ? (g.sampler.measure === 'pss' ? 'PSS from /proc/PID/smaps_rollup' : 'RSS from /proc/PID/stat (smaps_rollup not readable)') : 'RSS through pidusage';
   const fields = {

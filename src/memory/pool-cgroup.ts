@@ -67,8 +67,8 @@ export class PoolCgroup {
   }
 }
 
-/** Pool cgroups of an fcgi-pm that died without removing them (SIGKILL): empty once its workers died with it. */
-function removeStale(dir: string): void {
+/** Pool cgroups (memory or CPU) of an fcgi-pm that died without removing them (SIGKILL): empty once its workers died with it. */
+export function removeStale(dir: string): void {
   let names: string[];
   try {
     names = fs.readdirSync(dir);

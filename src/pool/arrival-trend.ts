@@ -6,7 +6,9 @@
  * clients faster than the workers finish) makes the queue grow without bound: that is
  * the overload to refuse early.
  *
- * Arrivals (every request offered to the pool, refused ones too) and completions are
+ * Arrivals (every request offered to the pool, refused ones too) and completions (every
+ * request that left the pool answered: served, failed, timed out in the queue, or whose
+ * client went away; not a refusal, so that an overload being refused stays seen) are
  * counted in sub-windows of five mean service times (at least 50 ms), so that a
  * sub-window at capacity holds about five completions per seat. A sub-window shows growth
  * when its arrivals exceed its completions by more than a fifth (and at least one). The
@@ -44,7 +46,7 @@ export class ArrivalTrend {
     this.arrivals++;
   }
 
-  /** A request ended on a worker, at `now`; `serviceMs` is the pool's mean service time. */
+  /** A request left the pool answered, at `now`; `serviceMs` is the pool's mean service time. */
   completion(now: number, serviceMs: number): void {
     this.rotate(now, serviceMs);
     this.completions++;

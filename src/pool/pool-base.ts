@@ -183,6 +183,7 @@ export abstract class PoolBase implements Pool {
 
   protected requestEnded(): void {
     this.stats.active--;
+    this.queue.departed();
     if (this.drained) this.checkDrained();
   }
 
@@ -200,6 +201,7 @@ export abstract class PoolBase implements Pool {
   }
 
   private onQueueTimeout(ex: Exchange, waited: number): void {
+    this.queue.departed();
     this.reject(
       ex,
       'queueTimeout',
@@ -210,6 +212,7 @@ export abstract class PoolBase implements Pool {
   }
 
   private onQueuedAbort(_ex: Exchange): void {
+    this.queue.departed();
     this.stats.aborted++;
     this.checkDrained();
   }

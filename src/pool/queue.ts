@@ -82,6 +82,14 @@ export class RequestQueue {
   /** A request ran to its end in `ms` (from its start on a worker): the mean the wait is judged by. */
   served(ms: number): void {
     this.serviceMs = this.serviceMs === 0 ? ms : this.serviceMs + (ms - this.serviceMs) * SERVICE_EWMA;
+  }
+
+  /**
+   * A request left the pool answered (served, failed, its client gone, or timed out
+   * waiting), not refused: the completion rate arrivals are judged against. A client
+   * answered 502 by a dying worker comes back like one that was served.
+   */
+  departed(): void {
     this.trend.completion(this.clock.now(), this.serviceMs);
   }
 

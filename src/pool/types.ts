@@ -2,6 +2,7 @@
  * What front ends and the daemon see of a pool.
  */
 import type { Exchange } from '../protocol/exchange.js';
+import type { CpuPlacementView } from '../memory/cpu-cgroup.js';
 import type { PoolMemoryFigures, WorkerMemoryFigures } from '../memory/types.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
@@ -68,16 +69,24 @@ export interface PoolSnapshot extends PoolCounters {
   memory?: PoolMemoryFigures;
   /** group_size > 1: requests each worker takes at once. */
   slotsPerWorker?: number;
-  /** preload: the parent the workers are forked from (counted in the pool's memory). */
+  /**
+   * The pool's resident parent, counted in its memory: preload's parent the workers are
+   * forked from, or resident_parent's paused php-cgi parent while the pool is at warm zero.
+   */
   preload?: PreloadParentStatus;
   direct?: DirectSnapshot;
+  /** The pool's CPU cgroup and cpu_weight, when its workers have one. */
+  cpu?: CpuPlacementView;
 }
 
 /** A preload pool's parent: pid, forks served, its latest measure once sampled. */
 export interface PreloadParentStatus {
   pid: number;
   ready: boolean;
+  /** Workers forked (preload), or times woken (a php-cgi parent). */
   forks: number;
+  /** 'php-cgi': resident_parent's paused parent; absent: a preload parent. */
+  kind?: 'php-cgi' | undefined;
   memory?: number | undefined;
   measure?: string | undefined;
 }

@@ -15,12 +15,12 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   backend: true, backends: true, maxConnsPerBackend: true, backendDownTime: true, connectTimeout: true, readTimeout: true,
   keepAlive: true, authorizerRole: true, command: true, socket: true, env: true, inheritEnv: true, cwd: true, user: true, group: true, pm: true,
   maxChildren: true, accept: true, directListen: true, directBacklog: true, directSocketMode: true,
-  groupSize: true, opcacheFileCache: true,
+  groupSize: true, residentParent: true, opcacheFileCache: true,
   preload: true,
   preloadIdleTimeout: true, startChildren: true, minSpare: true, maxSpare: true, maxSpawnRate: true, spawnTimeout: true,
   idleTimeout: true, maxRequests: true, maxRequestsJitter: true, maxLifetime: true, requestTimeout: true, slowRequest: true,
   killTimeout: true, crashLimit: true, crashWindow: true, queueLimit: true, queueTimeout: true, queueMaxWait: true,
-  maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true, oomScoreAdj: true,
+  maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true, oomScoreAdj: true, cpuWeight: true,
   limitExtensions: true, scriptRoots: true,
   authorizer: true, authorizerCache: true, authorizerCacheKey: true, script: true,
 };
@@ -31,7 +31,7 @@ const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };
 const LOG_FIELDS: Record<keyof Config['log'], true> = { level: true, format: true, access: true, file: true, accessFile: true, accessFormat: true };
 const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 'pools' | 'limits' | 'log' | 'vhosts' | 'dashboard'>, true> = {
-  shutdownTimeout: true, shutdownDelay: true, runtimeDir: true, opcacheDir: true, controlSocket: true, controlSocketMode: true, pidFile: true, memoryBudget: true, memorySampleInterval: true, oomScoreAdj: true,
+  shutdownTimeout: true, shutdownDelay: true, runtimeDir: true, opcacheDir: true, controlSocket: true, controlSocketMode: true, pidFile: true, upgrade: true, memoryBudget: true, memorySampleInterval: true, oomScoreAdj: true,
 };
 
 const DASHBOARD_FIELDS: Record<keyof DashboardConfig, true> = {

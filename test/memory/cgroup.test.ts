@@ -8,6 +8,7 @@ import {
   cgroupDir,
   oomKillsFrom,
   parseLimit,
+  cpuWeightFile,
   parseMountinfo,
   parseProcCgroup,
   tightest,
@@ -19,18 +20,18 @@ import { decideSpawn, type HostView, type SpawnAsk } from '../../src/memory/gove
 const MiB = 1024 * 1024;
 
 test('/proc/PID/cgroup: the v1 memory hierarchy (alone or with other controllers) and the unified one', () => {
-  const cases: Array<[string, { v1Memory: string | undefined; v2: string | undefined }]> = [
-    ['9:name=systemd:/\n4:memory:/process_api/abc\n3:cpuset:/\n0::/\n', { v1Memory: '/process_api/abc', v2: '/' }],
-    ['0::/system.slice/fcgi-pm.service\n', { v1Memory: undefined, v2: '/system.slice/fcgi-pm.service' }],
-    ['5:cpu,memory,cpuacct:/docker/1f2e\n', { v1Memory: '/docker/1f2e', v2: undefined }],
-    ['4:memory:/odd:name\n', { v1Memory: '/odd:name', v2: undefined }],
-    ['', { v1Memory: undefined, v2: undefined }],
-    ['garbage\n', { v1Memory: undefined, v2: undefined }],
+  const cases: Array<[string, { v1Memory: string | undefined; v1Cpu: string | undefined; v2: string | undefined }]> = [
+    ['9:name=systemd:/\n4:memory:/process_api/abc\n3:cpuset:/\n1:cpu:/\n0::/\n', { v1Memory: '/process_api/abc', v1Cpu: '/', v2: '/' }],
+    ['0::/system.slice/fcgi-pm.service\n', { v1Memory: undefined, v1Cpu: undefined, v2: '/system.slice/fcgi-pm.service' }],
+    ['5:cpu,memory,cpuacct:/docker/1f2e\n', { v1Memory: '/docker/1f2e', v1Cpu: '/docker/1f2e', v2: undefined }],
+    ['4:memory:/odd:name\n2:cpuacct,cpu:/a\n', { v1Memory: '/odd:name', v1Cpu: '/a', v2: undefined }],
+    ['', { v1Memory: undefined, v1Cpu: undefined, v2: undefined }],
+    ['garbage\n', { v1Memory: undefined, v1Cpu: undefined, v2: undefined }],
   ];
   for (const [text, want] of cases) assert.deepEqual(parseProcCgroup(text), want, JSON.stringify(text));
 });
 
-test('mountinfo: the v1 memory mount and the cgroup2 mount, with their roots; escaped spaces undone', () => {
+test('mountinfo: the v1 memory and cpu mounts and the cgroup2 mount, with their roots; escaped spaces undone', () => {
   const text = [
     '31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755',
     '32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu',
@@ -39,9 +40,12 @@ test('mountinfo: the v1 memory mount and the cgroup2 mount, with their roots; es
   ].join('\n');
   assert.deepEqual(parseMountinfo(text), {
     v1Memory: { root: '/box', mount: '/sys/fs/cgroup/memory' },
+    v1Cpu: { root: '/', mount: '/sys/fs/cgroup/cpu' },
     v2: { root: '/', mount: '/sys/fs/cgroup/uni fied' },
   });
-  assert.deepEqual(parseMountinfo('22 1 0:20 / /proc rw - proc proc rw\n'), { v1Memory: undefined, v2: undefined });
+  // cpuacct alone is not the cpu controller.
+  assert.equal(parseMountinfo('33 31 0:30 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n').v1Cpu, undefined);
+  assert.deepEqual(parseMountinfo('22 1 0:20 / /proc rw - proc proc rw\n'), { v1Memory: undefined, v1Cpu: undefined, v2: undefined });
 });
 
 test('cgroupDir maps a cgroup path under a mount (a container sees its own subtree as /); ancestors walk up to the mount', () => {
@@ -128,4 +132,12 @@ test('the box: no spawn takes measured memory into the cgroup headroom, whatever
   const budgetTighter = decideSpawn(ask({ estimate: 8 * MiB, host: { ...free, budget: 26 * MiB, room: 100 * MiB } }));
   assert.equal(budgetTighter.admit, 2);
   assert.equal(budgetTighter.limitedBy, 'memory_budget');
+});
+
+test('cpu_weight in each version: v2 cpu.weight as given; v1 cpu.shares scaled so 100 is the default 1024', () => {
+  assert.deepEqual(cpuWeightFile(2, 100), { file: 'cpu.weight', value: '100' });
+  assert.deepEqual(cpuWeightFile(2, 10000), { file: 'cpu.weight', value: '10000' });
+  assert.deepEqual(cpuWeightFile(1, 100), { file: 'cpu.shares', value: '1024' });
+  assert.deepEqual(cpuWeightFile(1, 50), { file: 'cpu.shares', value: '512' });
+  assert.deepEqual(cpuWeightFile(1, 1), { file: 'cpu.shares', value: '10' });
 });

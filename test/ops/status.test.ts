@@ -167,7 +167,7 @@ describe('status, workers and stop through the control socket and status pages',
     const r = await d.ctl(['workers']);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trim().split('\n');
-    assert.match(lines[0]!, /^POOL\s+PID\s+STATE\s+REQS\s+MEMORY\s+CPU\s+UPTIME\s+REQUEST$/);
+    assert.match(lines[0]!, /^POOL\s+PID\s+STATE\s+REQS\s+MEMORY\s+CPU\s+WEIGHT\s+UPTIME\s+REQUEST$/);
     const pids = lines.slice(1).map((l) => Number(l.split(/\s+/)[1]));
     assert.equal(pids.length, 2);
     for (const pid of pids) assert.ok(existsSync(`/proc/${pid}`), `${pid} exists`);

@@ -19,7 +19,8 @@ import { renderText } from '../../src/control/render-text.js';
 import { renderWorkers } from '../../src/control/render-workers.js';
 import { SNAPSHOT_FORMAT, type PoolStatus, type StatusSnapshot } from '../../src/control/types.js';
 import { planReload } from '../../src/daemon/reload.js';
-import { matchInherited, parseProcAddress } from '../../src/daemon/socket-activation.js';
+import { matchInherited } from '../../src/daemon/socket-activation.js';
+import { parseProcAddress } from '../../src/util/proc-sockets.js';
 import type { Listener } from '../../src/frontend/index.js';
 import type { PoolSnapshot } from '../../src/pool/types.js';
 import { Exchange, type ResponseSink } from '../../src/protocol/exchange.js';
@@ -200,8 +201,8 @@ test('PHP-FPM pages: the documented names in text and JSON, per-process blocks w
   // Text and worker tables say the same things.
   assert.match(renderText(s, { full: true }), /pool php: spawned \(pm dynamic\), running/);
   const table = renderWorkers(s);
-  assert.match(table, /^POOL\s+PID\s+STATE\s+REQS\s+MEMORY\s+CPU\s+UPTIME\s+REQUEST$/m);
-  assert.match(table, /^php\s+101\s+busy\s+5\s+\S+\s+50\.0%\s+1m40s\s+GET \/slow\.php\?x="1" \(1s\)$/m);
+  assert.match(table, /^POOL\s+PID\s+STATE\s+REQS\s+MEMORY\s+CPU\s+WEIGHT\s+UPTIME\s+REQUEST$/m);
+  assert.match(table, /^php\s+101\s+busy\s+5\s+\S+\s+50\.0%\s+-\s+1m40s\s+GET \/slow\.php\?x="1" \(1s\)$/m);
   assert.match(table, /^php\s+102\s+idle\(reload\)/m);
 });
 

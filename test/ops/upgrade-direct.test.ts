@@ -12,13 +12,13 @@ import { fastcgiParams, startNginx } from '../helpers/nginx.js';
 import { PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { isAlive } from '../helpers/proc.js';
-import { trackPid, untrackPid } from '../helpers/scope.js';
+import { trackPid, untrackPid, type Scope } from '../helpers/scope.js';
 import { phpCommand } from '../helpers/spawned.js';
 import { makeTempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 import { directSocketSupport } from '../../src/worker/shared-socket.js';
 
-test('SIGUSR2 with a direct pool: the new daemon takes its socket, no request fails', { timeout: 120_000, skip: directSocketSupport() }, async (t) => {
+async function upgradeDirect(t: Scope, mode: 'exec' | 'spawn'): Promise<void> {
   const dir = makeTempDir(t, 'fpm-upd-');
   const directPort = await freePort();
   const d = await startDaemon(t, {
@@ -27,6 +27,7 @@ test('SIGUSR2 with a direct pool: the new daemon takes its socket, no request fa
     runtime_dir: join(dir, 'run'),
     control_socket: join(dir, 'control.sock'),
     shutdown_timeout: '20s',
+    upgrade: mode,
   }, { dir });
   await d.waitForLog((l) => l.kind === 'ready', { what: 'ready', timeout: 15_000 });
   const ngx = await startNginx(t, `root ${PHP_FIXTURES}; location ~ \\.php$ { fastcgi_pass app; ${fastcgiParams()} }`, {
@@ -51,15 +52,22 @@ test('SIGUSR2 with a direct pool: the new daemon takes its socket, no request fa
   await waitFor(() => served() >= 20, { timeout: 20_000, what: 'requests served by the old daemon' });
   const since = d.mark();
   d.signal('SIGUSR2');
-  const handed = await d.waitForLog((l) => l.kind === 'upgrade' && typeof l.new_pid === 'number', { since, timeout: 30_000, what: 'handed over' });
-  const newPid = handed.new_pid as number;
-  trackPid(newPid, 'SIGKILL');
-  t.after(async () => {
-    if (isAlive(newPid)) process.kill(newPid, 'SIGTERM');
-    await waitFor(() => !isAlive(newPid), { timeout: 15_000 }).catch(() => process.kill(newPid, 'SIGKILL'));
-    untrackPid(newPid);
-  });
-  assert.deepEqual(await d.child.exited, { code: 0, signal: null }, d.dump(since));
+  let newPid = d.pid;
+  if (mode === 'spawn') {
+    const handed = await d.waitForLog((l) => l.kind === 'upgrade' && typeof l.new_pid === 'number', { since, timeout: 30_000, what: 'handed over' });
+    newPid = handed.new_pid as number;
+    trackPid(newPid, 'SIGKILL');
+    t.after(async () => {
+      if (isAlive(newPid)) process.kill(newPid, 'SIGTERM');
+      await waitFor(() => !isAlive(newPid), { timeout: 15_000 }).catch(() => process.kill(newPid, 'SIGKILL'));
+      untrackPid(newPid);
+    });
+    assert.deepEqual(await d.child.exited, { code: 0, signal: null }, d.dump(since));
+  } else {
+    // The same process runs the new code: its workers accept on the socket it kept.
+    await d.waitForLog((l) => l.kind === 'ready', { since, timeout: 60_000, what: 'the new code ready' });
+    assert.ok(d.running);
+  }
   const atExit = served();
   await waitFor(() => served() >= atExit + 20, { timeout: 20_000, what: 'requests served by the new daemon alone' });
   running = false;
@@ -70,4 +78,7 @@ test('SIGUSR2 with a direct pool: the new daemon takes its socket, no request fa
   const after = await httpRequest(`${ngx.url}/hello.php`);
   assert.equal(after.status, 200);
   assert.ok(isAlive(newPid));
-});
+}
+
+test('SIGUSR2 with a direct pool (upgrade: spawn): the new daemon takes its socket, no request fails', { timeout: 120_000, skip: directSocketSupport() }, (t) => upgradeDirect(t, 'spawn'));
+test('SIGUSR2 with a direct pool (upgrade: exec): the same pid keeps its socket, no request fails', { timeout: 120_000, skip: directSocketSupport() }, (t) => upgradeDirect(t, 'exec'));

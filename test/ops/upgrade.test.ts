@@ -51,6 +51,8 @@ async function phpBehindNginx(t: Scope, marker: string, extra: Record<string, un
     pid_file: join(dir, 'fcgi-pm.pid'),
     control_socket: join(dir, 'control.sock'),
     shutdown_timeout: '20s',
+    // A new daemon with a new pid, while the old one drains (upgrade-exec.test.ts: the same pid).
+    upgrade: 'spawn',
     ...extra,
   };
   const d = await startDaemon(t, config, { dir });

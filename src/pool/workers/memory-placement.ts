@@ -1,6 +1,7 @@
 /**
  * Where a spawned pool's workers run, as the kernel sees them: the pool's own memory
- * cgroup (with memory_limit, where fcgi-pm may create one; pool-cgroup.ts), each
+ * cgroup (with memory_limit, where fcgi-pm may create one; pool-cgroup.ts), its own CPU
+ * cgroup weighted by cpu_weight (where the daemon found it may; cpu-cgroup.ts), each
  * worker's oom_score_adj, whether the kernel's OOM killer took one, and how much room the
  * cgroup has left. The memory part (memory.ts) decides; this is its glue to the kernel.
  */
@@ -11,12 +12,15 @@ import { formatBytes } from '../../memory/format.js';
 import { boxHeadroom } from '../../memory/box-watch.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
 import { setOomScoreAdj } from '../../memory/oom-score.js';
+import { PoolCpuCgroup, type CpuPlacementView } from '../../memory/cpu-cgroup.js';
 import { PoolCgroup } from '../../memory/pool-cgroup.js';
 import type { WorkerExit } from '../../worker/types.js';
 
 export class WorkerPlacement {
   /** The pool's own memory cgroup, when it has one. */
   readonly cgroup: PoolCgroup | undefined;
+  /** The pool's own CPU cgroup, when it has one. */
+  readonly cpu: PoolCpuCgroup | undefined;
   private readonly name: string;
   private readonly limit: number;
   private readonly oomScoreAdj: number;
@@ -25,13 +29,33 @@ export class WorkerPlacement {
   /** Placing a worker in the cgroup or setting its oom_score_adj failed: said once. */
   private warnedPlace = false;
 
-  constructor(name: string, limit: number, oomScoreAdj: number, host: MemoryGovernor, log: Logger) {
+  constructor(name: string, limit: number, oomScoreAdj: number, cpuWeight: number, host: MemoryGovernor, log: Logger) {
     this.name = name;
     this.limit = limit;
     this.oomScoreAdj = oomScoreAdj;
     this.host = host;
     this.log = log;
     this.cgroup = this.makeCgroup();
+    this.cpu = this.makeCpuCgroup(cpuWeight);
+  }
+
+  /** The pool's own CPU cgroup where the daemon found it may make them (said once at start); one line when this one fails. */
+  private makeCpuCgroup(weight: number): PoolCpuCgroup | undefined {
+    if (!this.host.cpuCgroups || weight === 0) return undefined;
+    try {
+      const cg = PoolCpuCgroup.create(this.name, weight);
+      this.log.debug({ cgroup: cg.dir, cpuWeight: weight }, `pool ${this.name}: workers run in CPU cgroup ${cg.dir}, cpu_weight ${weight} (${cg.file} ${cg.value})`);
+      return cg;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? String(e);
+      this.log.warn({ code: ErrorCodes.CPU_CGROUP, errno: code }, `pool ${this.name}: no CPU cgroup of its own (${code}); its workers share the CPU as plain processes`);
+      return undefined;
+    }
+  }
+
+  /** The pool's CPU cgroup and weight, for status. */
+  cpuView(): CpuPlacementView | undefined {
+    return this.cpu?.view();
   }
 
   /** The pool's own memory cgroup when it has memory_limit and fcgi-pm may create one; one line either way. */
@@ -54,6 +78,8 @@ export class WorkerPlacement {
     const errs: string[] = [];
     const inCg = this.cgroup?.add(pid);
     if (inCg !== undefined) errs.push(`cannot move it into ${this.cgroup!.cg.dir}: ${inCg}`);
+    const inCpu = this.cpu?.add(pid);
+    if (inCpu !== undefined) errs.push(`cannot move it into ${this.cpu!.dir}: ${inCpu}`);
     const adj = setOomScoreAdj(pid, this.oomScoreAdj);
     if (adj !== undefined) errs.push(`cannot set its oom_score_adj to ${this.oomScoreAdj}: ${adj}`);
     if (errs.length === 0 || this.warnedPlace) return;
@@ -61,8 +87,10 @@ export class WorkerPlacement {
     this.log.warn({ code: ErrorCodes.MEMORY_CGROUP, wpid: pid }, `pool ${this.name}: worker ${pid}: ${errs.join('; ')}`);
   }
 
-  /** Removes the pool's cgroup once its workers are gone. */
+  /** Removes the pool's cgroups once its workers are gone. */
   remove(): void {
+    const cpuErr = this.cpu?.remove();
+    if (cpuErr !== undefined) this.log.warn({ code: ErrorCodes.CPU_CGROUP, cgroup: this.cpu!.dir, errno: cpuErr }, `pool ${this.name}: cannot remove CPU cgroup ${this.cpu!.dir}: ${cpuErr}`);
     const cg = this.cgroup;
     if (cg === undefined) return;
     const err = cg.remove();

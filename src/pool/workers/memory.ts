@@ -23,6 +23,7 @@ import { formatBytes } from '../../memory/format.js';
 import { chargeOf, idleName, planRelief, type WorkerCaps } from '../../memory/governor.js';
 import { boxHeadroom } from '../../memory/box-watch.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
+import { DEFAULT_CPU_WEIGHT } from '../../memory/cpu-cgroup.js';
 import { WORKER_OOM_SCORE_ADJ } from '../../memory/oom-score.js';
 import type { PoolCgroup } from '../../memory/pool-cgroup.js';
 import type { BudgetMember, PoolMemoryFigures, WorkerRef } from '../../memory/types.js';
@@ -70,7 +71,7 @@ export class PoolMemory implements BudgetMember {
     this.interval = cfg.memorySampleInterval ?? host.sampleInterval;
     this.est = new PoolEstimate(cfg);
     this.parent = new PreloadParentMemory(cfg.name, host, hooks, clock, this.interval);
-    this.placement = new WorkerPlacement(cfg.name, this.limit, cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ, host, log);
+    this.placement = new WorkerPlacement(cfg.name, this.limit, cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ, cfg.cpuWeight ?? DEFAULT_CPU_WEIGHT, host, log);
     this.cgroup = this.placement.cgroup;
     const slots = (): Iterable<SlotView> => hooks.slots();
     const queued = (): number => hooks.queued();
@@ -134,6 +135,7 @@ export class PoolMemory implements BudgetMember {
 
   fill(s: PoolSnapshot): void {
     s.memory = this.figures();
+    s.cpu = this.placement.cpuView();
   }
 
   /** The preload parent's pid and latest measure, for status. */

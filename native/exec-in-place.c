@@ -1,0 +1,171 @@
+/*
+ * Upgrade in place that keeps the pid: execve(2) for Node 20, which has no
+ * process.execve (Node 22.15 has).
+ *
+ * libuv opens every descriptor close-on-exec (Node's stdin, stdout and stderr too), so the listening sockets to keep are first
+ * duplicated (dupForExec: a second descriptor for the same socket, still close-on-exec, so
+ * the daemon may close its servers and stop accepting while the kernel keeps queueing
+ * connections on the socket), then exec() clears close-on-exec on exactly those and calls
+ * execve. The descriptors keep their numbers: nothing else of the process is moved, so an
+ * execve that fails (the program gone, E2BIG, ENOMEM) restores their flags and the signal
+ * mask and returns an error, and the daemon carries on in its old code.
+ */
+#define _GNU_SOURCE
+#include <node_api.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static napi_value throw_errno(napi_env env, const char *what, int err) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s: %s", what, strerror(err));
+  napi_value code, message, error;
+  const char *name = err == ENOENT ? "ENOENT" : err == EACCES ? "EACCES" : err == EBADF ? "EBADF" : err == E2BIG ? "E2BIG" : err == ENOMEM ? "ENOMEM" : "EEXEC";
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &message);
+  napi_create_error(env, code, message, &error);
+  napi_throw(env, error);
+  return NULL;
+}
+
+/* A JS string as a malloc'd C string (NULL when not a string). */
+static char *string_arg(napi_env env, napi_value v) {
+  size_t len = 0;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
+  char *s = malloc(len + 1);
+  if (s == NULL) return NULL;
+  napi_get_value_string_utf8(env, v, s, len + 1, &len);
+  return s;
+}
+
+/* A JS array of strings as a NULL-terminated vector; *count its length. */
+static char **string_array(napi_env env, napi_value arr, uint32_t *count) {
+  uint32_t n = 0;
+  if (napi_get_array_length(env, arr, &n) != napi_ok) return NULL;
+  char **out = calloc(n + 1, sizeof(char *));
+  if (out == NULL) return NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value el;
+    napi_get_element(env, arr, i, &el);
+    out[i] = string_arg(env, el);
+    if (out[i] == NULL) {
+      for (uint32_t j = 0; j < i; j++) free(out[j]);
+      free(out);
+      return NULL;
+    }
+  }
+  *count = n;
+  return out;
+}
+
+static void free_vector(char **v, uint32_t n) {
+  if (v == NULL) return;
+  for (uint32_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+/* dupForExec(fd) -> a new close-on-exec descriptor for the same open file. */
+static napi_value dup_for_exec(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd = -1;
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) return throw_errno(env, "dupForExec", EBADF);
+  int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (copy < 0) return throw_errno(env, "dupForExec", errno);
+  napi_value out;
+  napi_create_int32(env, copy, &out);
+  return out;
+}
+
+/* closeFd(fd): a duplicate no longer needed (an exec that fell back). */
+static napi_value close_fd(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd = -1;
+  if (argc >= 1 && napi_get_value_int32(env, argv[0], &fd) == napi_ok && fd > 2) close(fd);
+  return NULL;
+}
+
+/*
+ * exec(file, argv[], env[], keep[]): returns only on failure, by throwing. `keep` are the
+ * descriptors the new program inherits at their numbers.
+ */
+static napi_value exec_in_place(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value args[4];
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  if (argc < 4) return throw_errno(env, "exec: file, argv, env and keep are required", EINVAL);
+  char *file = string_arg(env, args[0]);
+  uint32_t nargv = 0, nenv = 0, nkeep = 0;
+  char **argv = string_array(env, args[1], &nargv);
+  char **envp = string_array(env, args[2], &nenv);
+  napi_get_array_length(env, args[3], &nkeep);
+  int *keep = calloc(nkeep + 4, sizeof(int));
+  int *flags = calloc(nkeep + 4, sizeof(int));
+  if (file == NULL || argv == NULL || envp == NULL || keep == NULL || flags == NULL) {
+    free(file);
+    free_vector(argv, nargv);
+    free_vector(envp, nenv);
+    free(keep);
+    free(flags);
+    return throw_errno(env, "exec: bad arguments", EINVAL);
+  }
+  /* Node opens stdin, stdout and stderr close-on-exec too: the new program keeps them. */
+  uint32_t cleared = 0;
+  int err = 0;
+  for (; cleared < nkeep + 3; cleared++) {
+    int32_t fd = -1;
+    if (cleared < 3) {
+      fd = (int32_t)cleared;
+    } else {
+      napi_value el;
+      napi_get_element(env, args[3], cleared - 3, &el);
+      napi_get_value_int32(env, el, &fd);
+    }
+    keep[cleared] = fd;
+    flags[cleared] = fcntl(fd, F_GETFD);
+    if (flags[cleared] < 0 && cleared < 3) continue; /* a closed stdio descriptor stays closed */
+    if (flags[cleared] < 0 || fcntl(fd, F_SETFD, flags[cleared] & ~FD_CLOEXEC) < 0) {
+      err = errno;
+      break;
+    }
+  }
+  if (err == 0) {
+    /* The new program starts with no signal blocked, as it would from a shell. */
+    sigset_t none, old;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, &old);
+    execve(file, argv, envp);
+    err = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+  }
+  for (uint32_t i = 0; i < cleared; i++)
+    if (flags[i] >= 0) fcntl(keep[i], F_SETFD, flags[i]);
+  char what[400];
+  snprintf(what, sizeof what, "execve %s", file);
+  free(file);
+  free_vector(argv, nargv);
+  free_vector(envp, nenv);
+  free(keep);
+  free(flags);
+  return throw_errno(env, what, err);
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+    {"dupForExec", NULL, dup_for_exec, NULL, NULL, NULL, napi_default, NULL},
+    {"closeFd", NULL, close_fd, NULL, NULL, NULL, napi_default, NULL},
+    {"exec", NULL, exec_in_place, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)
