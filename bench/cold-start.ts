@@ -51,13 +51,12 @@ function exchange(params: Record<string, string>, sink: Sink): Exchange {
   return new Exchange(CgiParams.fromObject({ ...CGI, ...params }), sink, 'bench', performance.now());
 }
 
-/** One GET to its end: ms taken (`first` runs inside the time). Throws on a non-200 answer. */
-async function timedGet(pool: Pool, params: Record<string, string>, first?: () => void): Promise<number> {
+/** One GET to its end: ms taken. Throws on a non-200 answer. */
+async function timedGet(pool: Pool, params: Record<string, string>): Promise<number> {
   const sink = new Sink();
   const ex = exchange({ REQUEST_METHOD: 'GET', CONTENT_LENGTH: '0', ...params }, sink);
   ex.endBody();
   const t0 = performance.now();
-  first?.();
   pool.dispatch(ex);
   await sink.done;
   const ms = performance.now() - t0;
@@ -135,9 +134,6 @@ interface Variant {
   pool: Pool;
   /** No worker is left (the variant's own idle stop). Undefined: it never scales to zero. */
   atZero?: () => boolean;
-  /** The bench scales it to zero itself before each try, and wakes it inside the timed request. */
-  park?: () => Promise<void>;
-  wake?: () => void;
   /** What stays when there are no workers (a master, a preload parent), PSS bytes. */
   heldPss: () => number;
   /** PSS of the workers now. */
@@ -174,10 +170,9 @@ async function measure(app: string, v: Variant, page: Record<string, string>, ho
   row.worker = v.workerPss();
   for (let i = 0; i < TRIES; i++) {
     if (v.atZero !== undefined) await until(`${v.label} to scale to zero`, v.atZero);
-    await v.park?.();
     await sleep(50);
     if (i === 0) row.held = v.heldPss();
-    row.zero.push(await timedGet(v.pool, page, v.wake));
+    row.zero.push(await timedGet(v.pool, page));
   }
   if (cases.busy) {
     for (let i = 0; i < TRIES; i++) {
@@ -277,15 +272,14 @@ async function php(rows: Row[]): Promise<void> {
     fcgiPmVariant(label, poolConfig({ name: `php${n++}`, command: php, env, ...over }), run, opts);
 
   rows.push(await measure('PHP', variant('fcgi-pm, no file cache (before)', { opcacheFileCache: false }), page, holdPage, { busy: true }));
-  rows.push(await measure('PHP', variant('fcgi-pm default (file cache)', {}), page, holdPage, { busy: true }));
+  rows.push(await measure('PHP', variant('fcgi-pm cold zero (default: exec, file cache)', {}), page, holdPage, { busy: true }));
+  rows.push(await measure('PHP', variant('fcgi-pm warm zero (resident_parent: paused php-cgi parent)', { residentParent: true }), page, holdPage, { busy: true }));
   rows.push(await measure('PHP', variant('fcgi-pm, file cache + opcache.preload', { command: [...php, ...preload] }), page, holdPage, { busy: true }));
   rows.push(await measure('PHP', variant('fcgi-pm, opcache.preload alone', { command: [...php, ...preload], opcacheFileCache: false }), page, holdPage, { busy: true }));
   // Kept warm: one worker kept (what "last one out waits" gives while it waits), and a
   // group of 4 whose parent's opcache its children share, kept whole.
   rows.push(await measure('PHP', variant('fcgi-pm, one worker kept warm', { pm: 'dynamic', minSpare: 1, maxSpare: 1, startChildren: 1 }, { zero: false }), page, holdPage, { busy: true }));
   rows.push(await measure('PHP', variant('fcgi-pm, group of 4 kept warm', { pm: 'static', maxChildren: 4, groupSize: 4, env: { PHP_FCGI_MAX_REQUESTS: '0' } }, { zero: false }), page, holdPage, { busy: true }));
-
-  rows.push(await measure('PHP', await parkedGroupParent(join(dir, 'parked.sock'), run), page, holdPage, { busy: false }));
 
   // php-fpm ondemand: its master keeps the opcache (shared memory) while it has no children.
   const sock = join(dir, 'fpm.sock');
@@ -302,34 +296,6 @@ ${IS_ROOT ? 'user = root\ngroup = root\n' : ''}`);
   await listening(sock, fpm, 'php-fpm');
   rows.push(await measure('PHP', externalVariant('php-fpm ondemand (idle 1 s)', sock, fpm, run, true), page, holdPage, { busy: true }));
   rmSync(dir, { recursive: true, force: true });
-}
-
-/**
- * The candidate a stock php-cgi allows as a warm fork source: a group parent
- * (PHP_FCGI_CHILDREN=1) whose opcache shared memory its children share. Scaled to zero,
- * the parent is stopped (SIGSTOP) and its child ended, so the parent cannot fork a
- * replacement; SIGCONT makes it reap the child and fork a new one, warm. Not yet in
- * fcgi-pm: the bench parks and wakes it itself.
- */
-async function parkedGroupParent(sock: string, runtimeDir: string): Promise<Variant> {
-  const parent = spawn('/usr/bin/php-cgi', ['-b', sock], { env: { PHP_FCGI_CHILDREN: '1', PHP_FCGI_MAX_REQUESTS: '0' }, stdio: 'ignore' });
-  await listening(sock, parent, 'php-cgi group parent');
-  const v = externalVariant('php-cgi group parent parked (SIGSTOP), woken by SIGCONT', sock, parent, runtimeDir, false);
-  const live = (): number[] => childrenOf(parent.pid!).filter((p) => !readFileSync(`/proc/${p}/stat`, 'latin1').split(') ')[1]!.startsWith('Z'));
-  return {
-    ...v,
-    park: async () => {
-      const kids = live();
-      process.kill(parent.pid!, 'SIGSTOP');
-      for (const k of kids) process.kill(k, 'SIGTERM');
-      await until('the group child to exit', () => live().length === 0);
-    },
-    wake: () => process.kill(parent.pid!, 'SIGCONT'),
-    stop: async () => {
-      process.kill(parent.pid!, 'SIGCONT');
-      await v.stop();
-    },
-  };
 }
 
 // ---- Django ---------------------------------------------------------------------------

@@ -1,14 +1,16 @@
 /**
  * Upgrades in place under load, for docs/BENCHMARKS.md: wrk → nginx (kept-alive upstream)
  * → fcgi-pm's FastCGI listener → php-cgi (static pool) on the generated 400-class app
- * (bench/php-app.ts). Runs: steady; the same while the daemon is upgraded (SIGUSR2) N
- * times, each once the previous new daemon serves (its pid in the pid file); then a
- * plain stop and start of the daemon under the same load, for comparison. Prints
- * figures, asserts nothing.
+ * (bench/php-app.ts). Runs: steady; the same while the daemon is upgraded N times
+ * (`fcgi-pm upgrade`, which returns once the new code serves), each after the previous;
+ * then a plain stop and start of the daemon under the same load, for comparison. The
+ * daemon is this bench's child, as under runit: the last line says whether the pid it
+ * holds still serves. Prints figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/upgrade-under-load.js [--seconds 20] [--connections 10] [--upgrades 5] [--pm static|dynamic|ondemand]
+ *   npx tsc -p . && node dist/bench/upgrade-under-load.js [--seconds 20] [--connections 10] [--upgrades 5] [--pm static|dynamic|ondemand] [--upgrade exec|spawn]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +27,7 @@ const SECONDS = arg('--seconds', 20);
 const CONNECTIONS = arg('--connections', 10);
 const UPGRADES = arg('--upgrades', 5);
 const PM = process.argv.includes('--pm') ? process.argv[process.argv.indexOf('--pm') + 1]! : 'static';
+const MODE = process.argv.includes('--upgrade') ? process.argv[process.argv.indexOf('--upgrade') + 1]! : 'exec';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const randomPort = (): number => 20_000 + Math.floor(Math.random() * 20_000);
@@ -40,6 +43,7 @@ writeFileSync(file, stringify({
   control_socket: join(dir, 'control.sock'),
   runtime_dir: join(dir, 'run'),
   pid_file: pidFile,
+  upgrade: MODE,
   log: { access: false, level: 'warn' },
   listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${fcgiPort}`, pool: 'php' }],
   pools: { php: { command: ['php-cgi'], pm: PM, max_children: 4, kill_timeout: '2s' } },
@@ -83,7 +87,7 @@ await waitServing();
 await sleep(500);
 
 const row = (what: string, r: WrkResult): string => `| ${what} | ${r.requests} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.non2xx} | ${r.errors} |`;
-console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; nginx → fcgi-pm (FastCGI, ${PM} 4 php-cgi) → 400-class app`);
+console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; nginx → fcgi-pm (FastCGI, ${PM} 4 php-cgi, upgrade: ${MODE}) → 400-class app`);
 const lines = ['| run | requests | req/s | p50 ms | p99 ms | non-2xx | socket errors |', '|---|---|---|---|---|---|---|'];
 await runWrk(url, CONNECTIONS, 3); // warm-up
 lines.push(row('steady', await runWrk(url, CONNECTIONS, SECONDS)));
@@ -93,17 +97,17 @@ const upgrading = (async () => {
   const gap = (SECONDS * 1000) / (UPGRADES + 1);
   for (let i = 0; i < UPGRADES; i++) {
     await sleep(gap);
-    const before = pidNow();
-    process.kill(before, 'SIGUSR2');
-    for (let k = 0; pidNow() === before && k < 600; k++) await sleep(50);
+    await promisify(execFile)(process.execPath, [bin, 'upgrade', '-c', file], { timeout: 120_000 });
     pids.push(pidNow());
   }
 })();
 const during = await runWrk(url, CONNECTIONS, SECONDS);
 await upgrading;
-lines.push(row(`${UPGRADES} upgrades (USR2)`, during));
+lines.push(row(`${UPGRADES} upgrades (${MODE})`, during));
 await sleep(3000);
-const left = pids.slice(0, -1).filter(alive);
+const left = pids.slice(0, -1).filter((p) => p !== pids.at(-1) && alive(p));
+const held = daemon.pid!;
+const heldServes = daemon.exitCode === null && daemon.signalCode === null && pidNow() === held;
 
 // For comparison: stop and start (what an upgrade used to take), one restart under load.
 const restart = (async () => {
@@ -117,6 +121,7 @@ await restart;
 lines.push(row('1 stop + start', restarted));
 console.log(lines.join('\n'));
 console.log(`daemons: ${pids.join(' → ')}; old daemons still running after the upgrades: ${left.length === 0 ? 'none' : left.join(', ')}`);
+console.log(`the pid this bench started and waits on (as runit would), ${held}: ${heldServes ? 'still serves after the upgrades' : 'exited; another pid serves'}`);
 
 await waitServing().catch(() => undefined);
 try {

@@ -463,6 +463,10 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
   checkMemoryKeys(pool, path, s.present, ctx);
   checkAuthorizerCache(pool, path, ctx);
   checkPreload(pool, path, ctx);
+  if (pool.residentParent === true) {
+    if (pool.command === undefined || !runsPhpCgi(pool.command)) ctx.problems.add([...path, 'resident_parent'], 'is for php-cgi pools: it keeps a php-cgi parent (PHP_FCGI_CHILDREN) paused to fork from; this command is not php-cgi');
+    else if (pool.accept === 'direct') ctx.problems.add([...path, 'resident_parent'], 'accept: direct pools exec every worker on the shared socket; resident_parent is for accept: proxy pools');
+  }
   if (pool.maxRequests > 0 && pool.maxRequestsJitter >= pool.maxRequests) {
     ctx.problems.add([...path, 'max_requests_jitter'], `must be less than max_requests (${pool.maxRequests}), got ${pool.maxRequestsJitter}`);
   }

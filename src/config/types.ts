@@ -108,6 +108,8 @@ export interface PoolConfig {
   opcacheFileCache?: boolean;
   /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
   groupSize?: number;
+  /** php-cgi: keep the last worker's parent, paused, when the pool scales to zero (warm zero). */
+  residentParent?: boolean;
   startChildren: number; // dynamic; default min_spare
   minSpare: number; // default 1
   maxSpare: number; // default 3
@@ -145,7 +147,7 @@ export interface PoolConfig {
   scriptRoots?: string[] | undefined;
   /** Workers' oom_score_adj (default 800). */
   oomScoreAdj?: number;
-  /** The pool's CPU weight against other pools (1-10000, default 100; src/memory/cpu-cgroup.ts). */
+  /** The pool's CPU weight against other pools (1-10000, default 100; 0 = no CPU cgroup; src/memory/cpu-cgroup.ts). */
   cpuWeight?: number;
 
   // Authorization in front of the pool (src/frontend/authorize.ts).

@@ -29,7 +29,8 @@ function poolLines(p: PoolStatus, now: number): string[] {
   const pre = p.preload;
   if (pre !== undefined) {
     const mem = pre.memory === undefined ? 'memory not sampled yet' : `${formatSize(pre.memory)} (${pre.measure ?? 'pss'}), counted in the pool's memory`;
-    out.push(`  preload parent ${pre.pid}: ${pre.ready ? 'ready' : 'starting'}, ${pre.forks} worker(s) forked, ${mem}`);
+    if (pre.kind === 'php-cgi') out.push(`  php-cgi parent ${pre.pid}: paused at warm zero, woken ${pre.forks} time(s), ${mem}`);
+    else out.push(`  preload parent ${pre.pid}: ${pre.ready ? 'ready' : 'starting'}, ${pre.forks} worker(s) forked, ${mem}`);
   }
   const fb = p.directFallback;
   if (fb !== undefined) out.push(`  accept: direct in fallback (${fb.reason}): fcgi-pm listens on ${fb.address} itself and proxies to the workers (docs/direct.md)`);

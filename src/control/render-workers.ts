@@ -62,13 +62,13 @@ function childRow(p: PoolStatus, w: WorkerStatus, c: Child): string[] {
   return WORKER_COLUMNS.map((col) => cells[col.title] ?? '-');
 }
 
-/** A preload pool's parent: the process its workers are forked from. */
+/** A pool's resident parent: preload's, the process its workers are forked from, or resident_parent's paused php-cgi. */
 function parentRow(p: PoolStatus, pre: NonNullable<PoolStatus['preload']>): string[] {
   const cells: Record<string, string> = {
     POOL: p.name,
     PID: String(pre.pid),
-    STATE: `preload parent${pre.ready ? '' : ' (starting)'}`,
-    REQS: `${pre.forks} forks`,
+    STATE: pre.kind === 'php-cgi' ? 'php-cgi parent (paused)' : `preload parent${pre.ready ? '' : ' (starting)'}`,
+    REQS: pre.kind === 'php-cgi' ? `${pre.forks} wakes` : `${pre.forks} forks`,
     MEMORY: pre.memory === undefined ? '-' : formatSize(pre.memory),
   };
   return WORKER_COLUMNS.map((col) => cells[col.title] ?? '-');

@@ -76,7 +76,10 @@ export interface PoolSnapshot extends PoolCounters {
   memory?: PoolMemoryFigures;
   /** group_size > 1: requests each worker takes at once. */
   slotsPerWorker?: number;
-  /** preload: the parent the workers are forked from (counted in the pool's memory). */
+  /**
+   * The pool's resident parent, counted in its memory: preload's parent the workers are
+   * forked from, or resident_parent's paused php-cgi parent while the pool is at warm zero.
+   */
   preload?: PreloadParentStatus;
   direct?: DirectSnapshot;
   directFallback?: DirectFallback;
@@ -88,7 +91,10 @@ export interface PoolSnapshot extends PoolCounters {
 export interface PreloadParentStatus {
   pid: number;
   ready: boolean;
+  /** Workers forked (preload), or times woken (a php-cgi parent). */
   forks: number;
+  /** 'php-cgi': resident_parent's paused parent; absent: a preload parent. */
+  kind?: 'php-cgi' | undefined;
   memory?: number | undefined;
   measure?: string | undefined;
 }

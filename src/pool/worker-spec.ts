@@ -26,8 +26,9 @@ export function workerEnv(cfg: PoolConfig, parentEnv: NodeJS.ProcessEnv = proces
 export function buildWorkerSpec(cfg: PoolConfig, runtimeDir: string, parentEnv: NodeJS.ProcessEnv = process.env): WorkerSpec {
   const env = workerEnv(cfg, parentEnv);
   const k = cfg.groupSize ?? 1;
-  if (k > 1) {
-    // One php-cgi parent forks k children on the socket and replaces any that exits.
+  if (k > 1 || cfg.residentParent === true) {
+    // One php-cgi parent forks k children on the socket and replaces any that exits
+    // (resident_parent: a group of one, so that the parent can stay when the child goes).
     env['PHP_FCGI_CHILDREN'] = String(k);
     // php-cgi's children exit after 500 requests by default; max_requests is ours to apply.
     env['PHP_FCGI_MAX_REQUESTS'] ??= '0';

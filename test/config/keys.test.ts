@@ -15,7 +15,7 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   backend: true, backends: true, maxConnsPerBackend: true, backendDownTime: true, connectTimeout: true, readTimeout: true,
   keepAlive: true, authorizerRole: true, command: true, socket: true, env: true, inheritEnv: true, cwd: true, user: true, group: true, pm: true,
   maxChildren: true, accept: true, directListen: true, directBacklog: true, directSocketMode: true,
-  groupSize: true, opcacheFileCache: true,
+  groupSize: true, residentParent: true, opcacheFileCache: true,
   preload: true,
   preloadIdleTimeout: true, startChildren: true, minSpare: true, maxSpare: true, maxSpawnRate: true, spawnTimeout: true,
   idleTimeout: true, maxRequests: true, maxRequestsJitter: true, maxLifetime: true, requestTimeout: true, slowRequest: true,

@@ -28,6 +28,7 @@ test('pools run in CPU cgroups of their own, weighted by cpu_weight, shown in st
     pools: {
       quiet: { command: phpCommand(dir, 'cpu-quiet'), pm: 'static', max_children: 1 },
       noisy: { command: phpCommand(dir, 'cpu-noisy'), pm: 'static', max_children: 2, cpu_weight: 300 },
+      plain: { command: phpCommand(dir, 'cpu-plain'), pm: 'static', max_children: 1, cpu_weight: 0 },
     },
     log: { level: 'info' },
   });
@@ -43,6 +44,7 @@ test('pools run in CPU cgroups of their own, weighted by cpu_weight, shown in st
   assert.notEqual(quiet.cpu.dir, noisy.cpu.dir);
   assert.equal(quiet.cpu.weight, 100, 'equal weights by default');
   assert.equal(noisy.cpu.weight, 300);
+  assert.equal(ps.find((p) => p.name === 'plain')!.cpu, undefined, 'cpu_weight 0: no CPU cgroup');
   // What the kernel holds, and where each worker is.
   for (const p of [quiet, noisy]) {
     assert.equal(readFileSync(`${p.cpu!.dir}/${p.cpu!.file}`, 'latin1').trim(), p.cpu!.value);

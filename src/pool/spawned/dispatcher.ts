@@ -173,9 +173,10 @@ export class SpawnedPool extends PoolBase {
       s.slotsPerWorker = k;
       this.supervisor.refreshChildren();
     }
-    for (const slot of this.supervisor.slots) s.workers.push(workerSnapshot(slot, this.wall));
+    const parked = this.supervisor.parkedParent();
+    for (const slot of this.supervisor.slots) if (slot !== parked?.slot) s.workers.push(workerSnapshot(slot, this.wall));
     this.supervisor.fill(s);
-    const parent = this.deps.forkServer?.parent;
+    const parent = this.deps.forkServer?.parent ?? (parked !== undefined ? { pid: parked.slot.pid!, ready: true, forks: parked.wakes, kind: 'php-cgi' as const } : undefined);
     if (parent !== undefined) {
       const m = this.supervisor.mem?.preloadParent();
       s.preload = { ...parent, memory: m?.pid === parent.pid ? m.memory : undefined, measure: m?.pid === parent.pid ? m.measure : undefined };

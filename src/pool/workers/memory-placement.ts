@@ -41,7 +41,7 @@ export class WorkerPlacement {
 
   /** The pool's own CPU cgroup where the daemon found it may make them (said once at start); one line when this one fails. */
   private makeCpuCgroup(weight: number): PoolCpuCgroup | undefined {
-    if (!this.host.cpuCgroups) return undefined;
+    if (!this.host.cpuCgroups || weight === 0) return undefined;
     try {
       const cg = PoolCpuCgroup.create(this.name, weight);
       this.log.debug({ cgroup: cg.dir, cpuWeight: weight }, `pool ${this.name}: workers run in CPU cgroup ${cg.dir}, cpu_weight ${weight} (${cg.file} ${cg.value})`);

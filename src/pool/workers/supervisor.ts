@@ -28,6 +28,7 @@ import type { ExitFacts, ExitVerdict } from './exit-verdict.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
 import { GroupChildren } from './groups.js';
+import { childrenOf } from '../../worker/children.js';
 import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
@@ -138,6 +139,16 @@ export class Supervisor {
   /** When start() finished: idle time counts from then at the earliest. */
   private inServiceAt = 0;
   readonly mem: PoolMemory | undefined;
+  /**
+   * resident_parent: the last worker, paused when the pool scaled to zero (its php-cgi
+   * parent stopped with SIGSTOP, its children ended): not a worker for the policy, the
+   * seats or the memory part, which counts it as the pool's parent; woken by the next
+   * spawn the policy wants (SIGCONT: the parent forks its children again, warm).
+   */
+  private parked: Slot | undefined;
+  /** Times the parked parent was woken (status: its "forks"). */
+  private wakes = 0;
+  private readonly resident: boolean;
   /** group_size > 1: each group's children, seen and measured one by one. */
   private readonly groups: GroupChildren | undefined;
 
@@ -167,15 +178,16 @@ export class Supervisor {
     this.scaleTimer = new OneTimer(clock, () => this.scale());
     const idleTimeout = cfg.idleTimeout > 0 ? cfg.idleTimeout : Infinity;
     this.firstIdleDue = cfg.pm === 'static' ? Infinity : cfg.pm === 'dynamic' ? Math.min(SURPLUS_IDLE_MS, idleTimeout) : idleTimeout;
+    this.resident = cfg.residentParent === true && deps.forkServer === undefined;
     this.mem = deps.memory && new PoolMemory(cfg, deps.memory, {
-      slots: () => this.procs.slots,
+      slots: () => this.workers(),
       retire: (slot, reason, fields, msg) => this.retire(slot, reason, { fields, msg }),
       kill: (slot, fields, msg) => this.killForMemory(slot, fields, msg),
       scale: () => this.scale(),
       queued: () => hooks.waiting(),
-      preloadParent: () => deps.forkServer?.parent?.pid,
+      preloadParent: () => deps.forkServer?.parent?.pid ?? this.parked?.pid,
       preloadSpare: () => deps.forkServer?.parent?.spare,
-      stopPreloadParent: () => deps.forkServer?.stopIdle(),
+      stopPreloadParent: () => deps.forkServer?.stopIdle() ?? this.evictParked(),
     }, clock, this.log);
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
     const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
@@ -183,7 +195,7 @@ export class Supervisor {
       { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k), counting: deps.counting ?? { served: 'exact', selfRecycles: false } },
       { ready: (slot) => this.fire(slot, 'ready', NO_CONTEXT), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );
-    if (k > 1) {
+    if (k > 1 || this.resident) {
       this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.procs.slots });
     }
   }
@@ -224,9 +236,19 @@ export class Supervisor {
     }
   }
 
-  /** Live workers (not yet exited), as the others read them. */
+  /** Live workers (not yet exited), as the others read them; a parked parent too (parkedParent()). */
   get slots(): ReadonlySet<SlotView> {
     return this.procs.slots;
+  }
+
+  /** The live workers without the parked parent. */
+  private *workers(): Iterable<Slot> {
+    for (const s of this.procs.slots) if (s !== this.parked) yield s;
+  }
+
+  /** resident_parent: the parked parent for status (pid, times woken), while the pool is at warm zero. */
+  parkedParent(): { slot: SlotView; wakes: number } | undefined {
+    return this.parked === undefined ? undefined : { slot: this.parked, wakes: this.wakes };
   }
 
   get failing(): boolean {
@@ -352,7 +374,12 @@ export class Supervisor {
     this.inState[slot.state]--;
     this.inState[cell.next]++;
     slot.state = cell.next;
+    // A parked parent that is retired, stopped or gone is no longer the pool's resident.
+    const unparked = slot === this.parked && cell.next !== 'up';
+    if (unparked) this.parked = undefined;
     this.act(cell.action, slot, ctx);
+    // Stopped (SIGSTOP), it would hold the signal it was just sent until kill_timeout.
+    if (unparked && slot.pid !== undefined && cell.next !== 'gone') continueProcess(slot.pid);
   }
 
   private act(action: SlotAction, slot: Slot, ctx: Readonly<SlotEventContext>): void {
@@ -535,7 +562,7 @@ export class Supervisor {
   counts(): WorkerCounts {
     const k = this.slotsPerWorker;
     const c: WorkerCounts = { idle: 0, busy: 0, spawning: 0, retiring: 0, queued: this.hooks.waiting() };
-    for (const s of this.procs.slots) {
+    for (const s of this.workers()) {
       if (s.state === 'starting') c.spawning += k;
       else if (s.state === 'up') {
         c.busy += s.busy;
@@ -570,8 +597,10 @@ export class Supervisor {
     // Whole workers: a group of k seats for any part of k wanted.
     const workers = Math.ceil(plan.spawn / k);
     const forDemand = Math.ceil(Math.min(plan.spawn, c.queued - c.idle - c.spawning) / k);
+    // A parked parent comes back first: its children fork warm, and it is counted already.
+    const woken = this.wake();
     // Memory may allow fewer; those for waiting requests are retried when memory comes back.
-    const n = this.mem ? this.mem.admit(workers, forDemand) : workers;
+    const n = workers - woken <= 0 ? 0 : this.mem ? this.mem.admit(workers - woken, Math.max(0, forDemand - woken)) : workers - woken;
     // Memory refusing the spawns logged its own reason: max_children holds back only once it is reached.
     this.noteMaxChildren(plan.atMaxChildren && (this.procs.slots.size + n) * k >= this.scaling.maxChildren, c);
     if (n > 0) {
@@ -608,11 +637,64 @@ export class Supervisor {
     const stop = Math.floor(plan.stop / k);
     if (stop > 0) {
       const idleTimeout = this.cfg.idleTimeout > 0 ? this.cfg.idleTimeout : Infinity;
-      for (const slot of idle.slice(0, stop)) {
+      const going = idle.slice(0, stop);
+      // resident_parent: the last worker of a pool going to zero parks instead.
+      let up = 0;
+      for (const s of this.workers()) if (s.state === 'up' || s.state === 'starting') up++;
+      const park = this.resident && this.parked === undefined && up === going.length && !this.shuttingDown && this.hooks.poolState() === 'running' ? going.pop() : undefined;
+      for (const slot of going) {
         this.retire(slot, now - slot.idleSince >= idleTimeout ? 'idle_timeout' : 'scale_down');
       }
+      if (park !== undefined) this.park(own(park));
     }
     if (plan.recheckAt !== undefined) this.idleTimer.armAt(plan.recheckAt);
+  }
+
+  // ---- warm zero (resident_parent) --------------------------------------------------------
+
+  /** The pool's last worker stays as a paused parent: its seats withdrawn, the parent stopped, its children ended. */
+  private park(slot: Slot): void {
+    const pid = slot.pid;
+    if (pid === undefined) return;
+    this.hooks.withdraw(slot);
+    slot.endpoint?.closeIdle();
+    const children = childrenOf(pid);
+    try {
+      process.kill(pid, 'SIGSTOP');
+    } catch {
+      return; // gone: its exit comes as an event
+    }
+    for (const c of children) {
+      try {
+        process.kill(c, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+    this.parked = slot;
+    slot.log.info({ kind: 'park', children }, `pool ${this.name} at warm zero: worker ${pid}'s php-cgi parent stays, paused, with PHP and its opcache loaded; its child ${children.join(', ')} stopped`);
+  }
+
+  /** Wakes the parked parent, if any: 1 when one was woken. Its seats take requests at once (they queue in its socket until the child accepts). */
+  private wake(): number {
+    const slot = this.parked;
+    if (slot === undefined || slot.pid === undefined) return 0;
+    this.parked = undefined;
+    continueProcess(slot.pid);
+    this.wakes++;
+    slot.log.info({ kind: 'wake', wakes: this.wakes }, `pool ${this.name}: waking the parked php-cgi parent ${slot.pid}`);
+    this.hooks.offer(slot);
+    this.hooks.pump();
+    return 1;
+  }
+
+  /** Memory pressure: the parked parent goes (the next start is cold); resolves once it exited. */
+  private evictParked(): Promise<void> | undefined {
+    const slot = this.parked;
+    if (slot === undefined) return undefined;
+    const exited = new Promise<void>((resolve) => slot.worker.once('exit', () => resolve()));
+    this.retire(slot, 'memory');
+    return exited;
   }
 
   // ---- operator actions (fcgi-pm drain, fcgi-pm restart --rolling) ----------------------
@@ -718,5 +800,14 @@ export class Supervisor {
 
   fill(s: PoolSnapshot): void {
     this.mem?.fill(s);
+  }
+}
+
+/** SIGCONT: a parked parent runs again (and receives what it was sent meanwhile). */
+function continueProcess(pid: number): void {
+  try {
+    process.kill(pid, 'SIGCONT');
+  } catch {
+    // gone: its exit comes as an event
   }
 }

@@ -1,0 +1,118 @@
+/**
+ * resident_parent (warm zero): a php-cgi pool scaled to zero keeps its last worker's
+ * parent, paused, and the next request is served by a child it forks, which finds the
+ * scripts in the parent's opcache; the parent shows in status and workers with its memory,
+ * counts in the pool's, and is the first thing given back under memory pressure, after
+ * which the pool starts cold. Real php-cgi behind real nginx.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { PoolStatus, StatusSnapshot } from '../../src/control/types.js';
+import { fixtureCommand } from '../fixtures/workers/index.js';
+import { httpRequest } from '../helpers/http-client.js';
+import { fastcgiParams, startNginx } from '../helpers/nginx.js';
+import { PHP_FIXTURES, REPO_ROOT } from '../helpers/paths.js';
+import { freePort } from '../helpers/ports.js';
+import { isAlive, listProcesses } from '../helpers/proc.js';
+import { phpCommand } from '../helpers/spawned.js';
+import { makeTempDir } from '../helpers/tmp.js';
+import { waitFor } from '../helpers/wait.js';
+import { opsDaemon } from './helpers.js';
+
+interface Served {
+  pid: number;
+  ppid: number;
+  opcache_start: number;
+  hits: number;
+  cached: boolean;
+}
+
+test('warm zero: the next request is served by a fork of the paused parent, from its opcache; the parent is in status and workers, and memory pressure gives it back first', { timeout: 120_000 }, async (t) => {
+  const MiB = 1024 * 1024;
+  const port = await freePort();
+  const ports = { keep: await freePort(), other: await freePort() };
+  const logs = makeTempDir(t, 'fpm-resident-');
+  const config = (budget: string): Record<string, unknown> => ({
+    listen: [
+      { protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'php' },
+      { protocol: 'http', address: `127.0.0.1:${ports.keep}`, pool: 'keep', document_root: REPO_ROOT },
+      { protocol: 'http', address: `127.0.0.1:${ports.other}`, pool: 'other', document_root: REPO_ROOT },
+    ],
+    memory_budget: budget,
+    memory_sample_interval: '100ms',
+    pools: {
+      php: { command: phpCommand(logs, 'resident'), pm: 'ondemand', max_children: 2, idle_timeout: '1s', resident_parent: true, opcache_file_cache: false },
+      // Never asked: charged at this estimate, so the budget can sit below what is counted and above what is used.
+      keep: { command: fixtureCommand('responder'), pm: 'static', max_children: 1, expected_worker_memory: '200MiB', inherit_env: ['PATH'] },
+      other: { command: fixtureCommand('responder'), pm: 'ondemand', max_children: 1, expected_worker_memory: '1MiB', inherit_env: ['PATH'], queue_timeout: '20s' },
+    },
+  });
+  const d = await opsDaemon(t, config('4GiB'));
+  const ngx = await startNginx(t, `root ${PHP_FIXTURES}; location ~ \\.php$ { fastcgi_pass 127.0.0.1:${port}; ${fastcgiParams()} }`);
+  const status = async (): Promise<StatusSnapshot> => JSON.parse((await d.ctl(['status', '--json'])).stdout) as StatusSnapshot;
+  const pool = (s: StatusSnapshot, name: string): PoolStatus => s.pools.find((p) => p.name === name)!;
+  const get = async (): Promise<Served> => {
+    const r = await httpRequest(`${ngx.url}/warm.php`, { timeout: 30_000 });
+    assert.equal(r.status, 200, r.text);
+    return JSON.parse(r.text) as Served;
+  };
+
+  const first = await get();
+  // No file cache: whatever the next worker finds compiled comes from the parent's shared memory.
+  assert.equal(first.cached, true);
+  // Scaled to zero: the worker's child stopped, its parent stays, paused, measured and counted.
+  const atZero = await waitFor(async () => {
+    const p = pool(await status(), 'php');
+    return p.workers.length === 0 && p.preload?.memory !== undefined ? p : undefined;
+  }, { timeout: 20_000, what: 'php at warm zero with its parent measured' });
+  const parent = atZero.preload!;
+  assert.equal(parent.kind, 'php-cgi');
+  assert.equal(parent.pid, first.ppid, 'the parent is the first child\'s parent');
+  const child = listProcesses().find((x) => x.pid === first.pid);
+  assert.ok(child === undefined || child.state === 'Z', `the child is gone: ${JSON.stringify(child)}`);
+  assert.equal(listProcesses().find((x) => x.pid === parent.pid)?.state, 'T', 'the parent is stopped (SIGSTOP)');
+  assert.ok(parent.memory! > 0);
+  assert.ok((atZero.memory as { committed: number }).committed >= parent.memory!, 'the parent counts in the pool');
+  assert.equal(atZero.processes.total, 0);
+  const workers = await d.ctl(['workers']);
+  assert.match(workers.stdout, new RegExp(`^php\\s+${parent.pid}\\s+php-cgi parent \\(paused\\)\\s+0 wakes`, 'm'), workers.stdout);
+  const text = await d.ctl(['status', '--pool', 'php']);
+  assert.match(text.stdout, new RegExp(`php-cgi parent ${parent.pid}: paused at warm zero, woken 0 time\\(s\\)`));
+
+  // The next request: a new child of the same parent, whose opcache (started with the parent) already holds the page.
+  const second = await get();
+  assert.notEqual(second.pid, first.pid);
+  assert.equal(second.ppid, parent.pid, 'forked by the resident parent');
+  assert.equal(second.opcache_start, first.opcache_start, 'the same opcache shared memory');
+  assert.ok(second.hits > first.hits, `opcache hits on the new child's first request (${first.hits} → ${second.hits})`);
+
+  // Back at warm zero, then memory pressure: a budget just short of what is counted. other's
+  // demand cannot fit beside the parent, and the parent alone makes room for it.
+  const before = await waitFor(async () => {
+    const s = await status();
+    const p = pool(s, 'php');
+    return p.workers.length === 0 && p.preload?.memory !== undefined && pool(s, 'keep').workers[0]?.state === 'idle' ? s : undefined;
+  }, { timeout: 20_000, what: 'php at warm zero again' });
+  const again = pool(before, 'php').preload!;
+  assert.equal(again.pid, parent.pid);
+  assert.ok(again.memory! >= 2 * MiB, `the parent measures ${again.memory} bytes`);
+  const budget = Math.floor((before.memory!.committed! - 1 * MiB) / MiB);
+  d.rewrite(config(`${budget}MiB`));
+  const since = d.daemon.mark();
+  assert.equal((await d.ctl(['reload'])).code, 0);
+  const r = await httpRequest(`http://127.0.0.1:${ports.other}/app`, { timeout: 30_000 });
+  assert.equal(r.status, 200, r.text + d.daemon.dump(since));
+  const line = await d.daemon.waitForLog((l) => l.code === 'ERR_PRELOAD_PARENT_EVICTED', { since, what: 'the parent evicted' });
+  assert.equal(line.wpid, parent.pid);
+  await waitFor(() => !isAlive(parent.pid), { timeout: 10_000, what: 'the parent gone' });
+  const evictions = d.daemon.logsSince(since).filter((l) => l.victimPool !== undefined);
+  assert.deepEqual(evictions.map((l) => l.victimPid), [parent.pid], `only the parent was given back:\n${d.daemon.dump(since)}`);
+  assert.equal(pool(await status(), 'php').preload, undefined);
+
+  // Cold zero: with room again the next request is an exec, with an opcache of its own.
+  d.rewrite(config('4GiB'));
+  assert.equal((await d.ctl(['reload'])).code, 0);
+  const third = await get();
+  assert.notEqual(third.ppid, parent.pid);
+  assert.notEqual(third.opcache_start, first.opcache_start, 'a new opcache');
+});
