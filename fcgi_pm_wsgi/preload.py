@@ -291,23 +291,19 @@ class ForkServer:
             return
         parent = os.getpid()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        started_r, started_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as e:
             for s in (ours, theirs):
                 s.close()
-            os.close(started_r)
-            os.close(started_w)
             log(f'preload: cannot fork a spare: {e}')
             return
         if pid == 0:
-            os.close(started_r)
             ours.close()
-            os._exit(self.child(parent, started_w, lambda: self.await_listener(theirs)))
-        os.close(started_w)
+            os._exit(self.child(parent, None, lambda: self.await_listener(theirs)))
+        # Not waited for (a command may come meanwhile): its W, after its own session
+        # and its warm-up, says when it can be handed out.
         theirs.close()
-        wait_closed(started_r)
         self.spare = Spare(pid, ours)
         self.chan.send({'spare': pid})
 
@@ -339,7 +335,7 @@ class ForkServer:
         if spare is not None:
             spare.sock.close()  # it reads EOF and exits
 
-    def child(self, parent: int, started: int, listener_of) -> int:
+    def child(self, parent: int, started, listener_of) -> int:
         code = 1
         try:
             # A session (and process group) of its own, as an exec'd worker has: the
@@ -347,7 +343,8 @@ class ForkServer:
             # server's would share one worker's CPU time on a busy host (the preload pool
             # fell behind the exec pool under load, and was equal on an idle machine).
             os.setsid()
-            os.close(started)
+            if started is not None:
+                os.close(started)
             # Not the fork server's handlers: a SIGTERM before serve() installs its own ends the child.
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
                 signal.signal(sig, signal.SIG_DFL)
