@@ -211,6 +211,12 @@ server {
       const line = await d.daemon.waitForLog((l) => typeof l['code'] === 'string' && /MEMORY/.test(l['code'] as string) && l['pool'] === `dj_${proto}`, { since: mark, what: 'the memory kill line' });
       assert.ok(line);
       assert.equal((await get(proto, '/page/')).status, 200);
+      // A GET nginx replays on its backup: the overflow sends it to the direct socket again,
+      // where the next worker is killed too; that failure is the request's answer (502),
+      // not a reason to queue it once more (the overflow re-queues only a failed connect).
+      const replayed = await get(proto, '/grow/?mb=300');
+      assert.equal(replayed.status, 502, `${replayed.status} ${replayed.text.slice(0, 200)}`);
+      assert.equal((await get(proto, '/page/')).status, 200);
     });
 
     it(`${proto}: the overflow answers 503 once its queue is full; the rest is served`, async () => {
