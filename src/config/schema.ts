@@ -492,16 +492,16 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
 
 /**
  * accept: direct: the workers accept on one shared socket, so only what works without a
- * proxy in between may be set: one FastCGI process per worker on fd 0, and the script
- * guard only where it can run inside the worker (php-cgi's auto_prepend_file).
+ * proxy in between may be set: one process per worker serving the shared socket
+ * (FastCGI or SCGI, exec'd with it as fd 0 or forked by a preload parent that holds it),
+ * and the script guard only where it can run inside the worker (php-cgi's
+ * auto_prepend_file).
  */
 function checkDirect(pool: PoolConfig, path: KeyPath, present: ReadonlySet<string>, phpCgi: boolean, ctx: Ctx): void {
   const why = 'accept: direct';
   if (pool.directListen === undefined) ctx.problems.add(path, `${why} needs "direct_listen": the socket the workers share and the front end connects to, e.g. "unix:/run/fcgi-pm/site.sock"`);
   else if (pool.directListen.kind === 'tcp' && isIP(pool.directListen.host) === 0) ctx.problems.add([...path, 'direct_listen'], `give a numeric address, e.g. "127.0.0.1:${pool.directListen.port}"`);
   if (pool.socket !== 'fd0') ctx.problems.add([...path, 'socket'], `${why}: the workers get the shared socket as fd 0; socket: argv does not apply`);
-  if (pool.backend !== 'fastcgi') ctx.problems.add([...path, 'backend'], `${why} is for FastCGI workers`);
-  if (pool.preload === true) ctx.problems.add([...path, 'preload'], `${why}: workers are exec'd with the shared socket; preload forks do not take it`);
   if ((pool.groupSize ?? 1) > 1) ctx.problems.add([...path, 'group_size'], `${why}: every php-cgi accepts on the shared socket already; use max_children instead of groups`);
   if (pool.authorizer !== undefined) ctx.problems.add([...path, 'authorizer'], `${why}: requests reach the workers without fcgi-pm, so no authorizer can be asked first`);
   if (pool.script !== undefined) ctx.problems.add([...path, 'script'], `${why}: the front end sets SCRIPT_FILENAME; fcgi-pm cannot set it on the direct path`);
@@ -845,7 +845,7 @@ export function poolConfigFromObject(name: string, obj: Record<string, unknown>,
  */
 export function directFallbackListener(pool: PoolConfig): ListenerConfig {
   const ctx: Ctx = { problems: new Problems('<direct fallback>', undefined), baseDir: '/', accounts: SYSTEM_ACCOUNTS };
-  const obj: Record<string, unknown> = { protocol: 'fastcgi', address: pool.directListen!.text, pool: pool.name };
+  const obj: Record<string, unknown> = { protocol: pool.backend === 'scgi' ? 'scgi' : 'fastcgi', address: pool.directListen!.text, pool: pool.name };
   if (pool.directListen!.kind === 'unix') {
     obj['mode'] = (pool.directSocketMode ?? 0o660).toString(8).padStart(4, '0');
     if (pool.user !== undefined) obj['owner'] = pool.user;

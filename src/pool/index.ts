@@ -64,11 +64,13 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
   if (cfg.accept === 'direct') {
     const unsupported = directSocketSupport();
     if (unsupported === undefined) {
+      const forks = cfg.preload === true ? new ForkServer(spec, deps.logger, { idleTimeout: cfg.preloadIdleTimeout ?? 300_000 }) : undefined;
       return new DirectPool(cfg, {
         logger,
         clock,
         spec,
-        workerFactory: deps.workerFactory ?? spawnWorker,
+        forkServer: forks,
+        workerFactory: deps.workerFactory ?? (forks !== undefined ? workerFactoryFor(cfg, forks) : spawnWorker),
         workerLogger: deps.logger,
         endpointFactory,
         random: deps.random ?? Math.random,

@@ -12,8 +12,10 @@
  *   sample   every SAMPLE_MS each worker's /proc state, reported as the supervisor's
  *            load (accept-watch.ts), and scale-down from measured concurrency;
  *   birth    the pool's WorkerFactory, with the shared socket as fd 0, the script guard,
- *            and max_requests as php-cgi's own PHP_FCGI_MAX_REQUESTS (a worker that
- *            exits 0 by itself is recycled: exit-verdict.ts).
+ *            and max_requests as the worker's own limit (php-cgi's PHP_FCGI_MAX_REQUESTS,
+ *            fcgi-pm-wsgi's FCGI_PM_MAX_REQUESTS: a worker that exits 0 by itself is
+ *            recycled, exit-verdict.ts); with `preload` a fork of the pool's parent,
+ *            which holds the shared socket (fork-server.ts share()) and never accepts.
  *
  * Its dispatch() is the overflow: requests that reach the pool's normal listeners (nginx's
  * `backup` server, when the direct socket's backlog is full) queue here as in any pool
@@ -23,7 +25,7 @@
  */
 import fs from 'node:fs';
 import type { PoolConfig } from '../../config/types.js';
-import { DIRECT_BACKLOG_DEFAULT, runsPhpCgi } from '../../config/schema.js';
+import { DIRECT_BACKLOG_DEFAULT, runsPhpCgi, wsgiAdapterIndex } from '../../config/schema.js';
 import { ProxyError } from '../../errors.js';
 import type { Exchange } from '../../protocol/exchange.js';
 import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
@@ -47,6 +49,9 @@ export interface DirectPoolDeps extends SupervisorDeps {
   endpointFactory: EndpointFactory;
 }
 
+/** The environment variables in which a worker is told its own request limit. */
+const SELF_LIMITS = ['PHP_FCGI_MAX_REQUESTS', 'FCGI_PM_MAX_REQUESTS'] as const;
+
 export class DirectPool extends PoolBase {
   private readonly deps: DirectPoolDeps;
   private socket: SharedSocket | undefined;
@@ -67,9 +72,12 @@ export class DirectPool extends PoolBase {
 
   constructor(cfg: PoolConfig, deps: DirectPoolDeps) {
     super(cfg, deps.logger, deps.clock);
-    // php-cgi in FastCGI mode exits 0 by itself only after PHP_FCGI_MAX_REQUESTS (exit-verdict.ts).
-    const limit = 'PHP_FCGI_MAX_REQUESTS' in cfg.env ? Number(cfg.env['PHP_FCGI_MAX_REQUESTS']) : cfg.maxRequests;
-    const selfRecycles = cfg.command !== undefined && runsPhpCgi(cfg.command) && limit > 0;
+    // A worker exits 0 by itself only after its own limit (exit-verdict.ts): php-cgi's
+    // PHP_FCGI_MAX_REQUESTS, fcgi-pm-wsgi's FCGI_PM_MAX_REQUESTS.
+    const adapter = cfg.command !== undefined && wsgiAdapterIndex(cfg.command) >= 0;
+    const own = adapter ? 'FCGI_PM_MAX_REQUESTS' : 'PHP_FCGI_MAX_REQUESTS';
+    const limit = own in cfg.env ? Number(cfg.env[own]) : cfg.maxRequests;
+    const selfRecycles = cfg.command !== undefined && (runsPhpCgi(cfg.command) || adapter) && limit > 0;
     this.deps = { ...deps, workerFactory: this.birth(deps.workerFactory), counting: { served: 'sampled', selfRecycles }, acceptsItself: true };
     const clock = deps.clock;
     const hooks: SupervisorHooks = {
@@ -114,9 +122,10 @@ export class DirectPool extends PoolBase {
   private workerSpec(spec: WorkerSpec): WorkerSpec {
     const env = { ...spec.env };
     const max = this.cfg.maxRequests;
-    if (!('PHP_FCGI_MAX_REQUESTS' in this.cfg.env)) {
+    if (!SELF_LIMITS.some((k) => k in this.cfg.env)) {
       const jitter = max > 0 && this.cfg.maxRequestsJitter > 0 ? Math.floor(this.deps.random() * (this.cfg.maxRequestsJitter + 1)) : 0;
-      env['PHP_FCGI_MAX_REQUESTS'] = String(max > 0 ? max + jitter : 0);
+      // php-cgi reads the one, fcgi-pm-wsgi the other; each ignores what is not its own.
+      for (const k of SELF_LIMITS) env[k] = String(max > 0 ? max + jitter : 0);
     }
     const command = this.guard === undefined ? spec.command : [...spec.command, '-d', `auto_prepend_file=${this.guard.file}`];
     return { ...spec, env, command, sharedSocket: { fd: this.socket!.fd, address: this.socket!.address } };
@@ -126,11 +135,18 @@ export class DirectPool extends PoolBase {
     const cfg = this.cfg;
     const spec = this.deps.spec;
     this.socket = SharedSocket.acquire(cfg.directListen!, { backlog: cfg.directBacklog ?? DIRECT_BACKLOG_DEFAULT, mode: cfg.directSocketMode ?? 0o660, uid: spec.uid, gid: spec.gid });
+    // preload: the parent holds the shared socket for its forks; it imports the
+    // application now, so the first worker is a fork.
+    const forks = this.deps.forkServer;
+    if (forks !== undefined) {
+      forks.share(this.socket.fd);
+      await forks.renew();
+    }
     this.accepts.attach(this.supervisor, fs.fstatSync(this.socket.fd).ino);
     if (this.scriptRules !== undefined) this.guard = writeGuard(this.name, this.scriptRules);
     this.endpoint = this.deps.endpointFactory(
       this.socket.address,
-      { protocol: 'fastcgi', connectTimeout: cfg.connectTimeout, readTimeout: cfg.readTimeout, keepAlive: false, maxIdle: 1, drainOnAbort: false },
+      { protocol: cfg.backend, connectTimeout: cfg.connectTimeout, readTimeout: cfg.readTimeout, keepAlive: false, maxIdle: 1, drainOnAbort: false },
       this.log,
     );
     this.startedEpoch = Date.now();
@@ -235,8 +251,9 @@ export class DirectPool extends PoolBase {
   private onOutcome(ex: Exchange, o: UpstreamOutcome): void {
     this.overflowActive--;
     if (o.kind === 'failed') {
-      // A full backlog: the request never reached a worker; it keeps its place in line.
-      if (o.retryable && !this.forced && !ex.finished && ex.rewind()) {
+      // A full backlog (the connect failed): the request never reached a worker; it keeps
+      // its place in line. Not a worker that died under it: that is the request's answer.
+      if (o.retryable && o.facts.failure === 'connect' && !this.forced && !ex.finished && ex.rewind()) {
         this.queue.unshift(ex);
         this.requestEnded();
         this.retryTimer.armAt(this.clock.now() + OVERFLOW_RETRY_MS);
@@ -288,6 +305,7 @@ export class DirectPool extends PoolBase {
     this.retryTimer.cancel();
     this.endpoint?.destroy();
     await this.supervisor.shutdown(reason);
+    await this.deps.forkServer?.stop();
     this.socket?.release();
     this.socket = undefined;
     this.guard?.remove();
@@ -310,6 +328,11 @@ export class DirectPool extends PoolBase {
     };
     for (const slot of this.supervisor.slots) s.workers.push(this.workerSnapshot(slot));
     this.supervisor.fill(s);
+    const parent = this.deps.forkServer?.parent;
+    if (parent !== undefined) {
+      const m = this.supervisor.mem?.preloadParent();
+      s.preload = { ...parent, memory: m?.pid === parent.pid ? m.memory : undefined, measure: m?.pid === parent.pid ? m.measure : undefined };
+    }
   }
 
   private workerSnapshot(slot: SlotView): PoolSnapshot['workers'][number] {
