@@ -16,7 +16,7 @@
  *   spawn     nginx → spawn-fcgi, W php-cgi processes on one socket
  *   http      fcgi-pm's own HTTP listener → php-cgi (no nginx)
  *   direct    nginx → fcgi-pm accept: direct as docs/direct.md configures it (php-cgi accepts on
- *             the pool's socket; default backlog 511, max_requests 500; the overflow listener
+ *             the pool's socket; default backlog 511, max_requests 10000; the overflow listener
  *             as nginx's backup)
  *   direct511 (the name kept for scripts) the same with direct_backlog = max_children
  *   The direct-vs-php-fpm figures (issue targets): --stacks fpm,direct,direct511 --workers 2,4
@@ -530,7 +530,7 @@ async function main(): Promise<void> {
     { key: 'fcgipm', label: 'nginx → fcgi-pm → php-cgi' },
     { key: 'floor', label: 'nginx → relay floor → php-cgi' },
     { key: 'fpm', label: 'nginx → php-fpm (static)' },
-    { key: 'direct', label: 'nginx → fcgi-pm accept: direct as docs/direct.md configures it (default backlog 511, max_requests 500, overflow as backup)' },
+    { key: 'direct', label: 'nginx → fcgi-pm accept: direct as docs/direct.md configures it (default backlog 511, max_requests 10000, overflow as backup)' },
     { key: 'direct511', label: 'nginx → fcgi-pm accept: direct, direct_backlog = max_children (most of a burst through the overflow)' },
     { key: 'spawn', label: 'nginx → spawn-fcgi php-cgi' },
     { key: 'http', label: 'fcgi-pm HTTP → php-cgi' },
@@ -553,7 +553,7 @@ async function main(): Promise<void> {
       const freshAnon = rssAnon(fcgipm.pid);
       const base = a.baseline === undefined ? undefined : await startFcgiPm(join(wdir, 'base'), doc, { pm: 'static', workers: w, queueTimeout: '5s', repo: a.baseline });
       const fpm = await startPhpFpm(join(wdir, 'fpm'), { pm: 'static', workers: w });
-      const direct = stackList.some((s) => s.key === 'direct') ? await startFcgiPm(join(wdir, 'direct'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true, maxRequests: 500 }) : undefined;
+      const direct = stackList.some((s) => s.key === 'direct') ? await startFcgiPm(join(wdir, 'direct'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true, maxRequests: 10000 }) : undefined;
       const direct511 = stackList.some((s) => s.key === 'direct511') ? await startFcgiPm(join(wdir, 'direct511'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true, directBacklog: w }) : undefined;
       const sp = await startSpawnFcgi(join(wdir, 'spawn'), w);
       // Only when measured: php-cgi drops the floor's connections if no request comes within 5 s.
