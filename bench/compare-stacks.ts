@@ -23,6 +23,7 @@ export function writePages(doc: string): void {
   writeFileSync(join(doc, 'p100.php'), "<?php echo str_repeat('x', 100);\n");
   writeFileSync(join(doc, 'p8750.php'), "<?php echo str_repeat('y', 8750);\n");
   writeFileSync(join(doc, 'sleep50.php'), "<?php usleep(50000); echo 'slept';\n");
+  writeFileSync(join(doc, 'sleep100.php'), "<?php usleep(100000); echo 'slept';\n");
 }
 
 export interface Server {
@@ -79,8 +80,10 @@ export interface FcgiPmOptions {
   repo?: string;
   /** accept: direct: the workers accept on `directSock` themselves; `sock` is the overflow listener. */
   direct?: boolean;
-  /** direct_backlog (default: max_children). */
+  /** direct_backlog (default: fcgi-pm's, 511). */
   directBacklog?: number;
+  /** max_requests (default: none). */
+  maxRequests?: number;
 }
 
 export async function startFcgiPm(dir: string, doc: string, o: FcgiPmOptions): Promise<Server & { httpPort: number | undefined; proc: Started; directSock: string }> {
@@ -97,7 +100,7 @@ pools:
     command: ${JSON.stringify(o.command ?? ['/usr/bin/php-cgi'])}
     pm: ${o.pm}
     max_children: ${o.workers}
-${direct}${o.idleTimeout !== undefined ? `    idle_timeout: ${o.idleTimeout}\n` : ''}${o.queueTimeout !== undefined ? `    queue_timeout: ${o.queueTimeout}\n` : ''}log: { level: warn, access: false }
+${direct}${o.maxRequests !== undefined ? `    max_requests: ${o.maxRequests}\n` : ''}${o.idleTimeout !== undefined ? `    idle_timeout: ${o.idleTimeout}\n` : ''}${o.queueTimeout !== undefined ? `    queue_timeout: ${o.queueTimeout}\n` : ''}log: { level: warn, access: false }
 runtime_dir: ${dir}
 `;
   writeFileSync(join(dir, 'fcgi-pm.yaml'), conf);

@@ -15,6 +15,13 @@
  *   fpm       nginx → php-fpm, pm static, W workers (new connection per request, the usual setup)
  *   spawn     nginx → spawn-fcgi, W php-cgi processes on one socket
  *   http      fcgi-pm's own HTTP listener → php-cgi (no nginx)
+ *   direct    nginx → fcgi-pm accept: direct as docs/direct.md configures it (php-cgi accepts on
+ *             the pool's socket; default backlog 511, max_requests 10000; the overflow listener
+ *             as nginx's backup)
+ *   direct511 (the name kept for scripts) the same with direct_backlog = max_children
+ *   The direct-vs-php-fpm figures (issue targets): --stacks fpm,direct,direct511 --workers 2,4
+ *   --concurrency 10,50 --pages p100,p8750; the closed loop: --stacks fpm,direct --workers 4
+ *   --concurrency 20 --pages sleep100 (wrk's 20 connections are 20 clients in a closed loop).
  *   fcgipm-nk nginx → fcgi-pm without keep-alive (full runs only, or named in --stacks)
  *   floor-nk  nginx → relay floor without keep-alive: what a new connection per request costs
  *             a relay in Node (named in --stacks only)
@@ -81,7 +88,7 @@ function parseArgs(argv: string[]): Args {
     only: new Set((get('--only') ?? 'throughput,cold').split(',')),
     stacks: get('--stacks')?.split(','),
     baseline: get('--baseline'),
-    pages: (get('--pages')?.split(',') ?? ALL_PAGES).map((p) => (p.endsWith('.php') ? p : `${p}.php`)),
+    pages: (get('--pages')?.split(',') ?? DEFAULT_PAGES).map((p) => (p.endsWith('.php') ? p : `${p}.php`)),
   };
 }
 
@@ -157,9 +164,11 @@ interface Sample extends WrkResult {
   rssAnon: number | undefined;
 }
 
-const ALL_PAGES = ['p100.php', 'p8750.php', 'sleep50.php'];
-let PAGES = ALL_PAGES;
-const PAGE_LABEL: Record<string, string> = { 'p100.php': '100 B', 'p8750.php': '8,750 B', 'sleep50.php': 'sleep 50 ms' };
+/** sleep100 (the closed-loop latency case: --workers 4 --concurrency 20 --pages sleep100) runs when named. */
+const ALL_PAGES = ['p100.php', 'p8750.php', 'sleep50.php', 'sleep100.php'];
+const DEFAULT_PAGES = ['p100.php', 'p8750.php', 'sleep50.php'];
+let PAGES = DEFAULT_PAGES;
+const PAGE_LABEL: Record<string, string> = { 'p100.php': '100 B', 'p8750.php': '8,750 B', 'sleep50.php': 'sleep 50 ms', 'sleep100.php': 'sleep 100 ms' };
 
 async function measure(stack: Stack, page: string, c: number, seconds: number, wrk: typeof runWrk): Promise<{ r: WrkResult; cpu: number | undefined; anon: number | undefined }> {
   const pid = stack.daemonPid;
@@ -521,8 +530,8 @@ async function main(): Promise<void> {
     { key: 'fcgipm', label: 'nginx → fcgi-pm → php-cgi' },
     { key: 'floor', label: 'nginx → relay floor → php-cgi' },
     { key: 'fpm', label: 'nginx → php-fpm (static)' },
-    { key: 'direct', label: 'nginx → fcgi-pm accept: direct (php-cgi accepts; backlog max_children, overflow as backup)' },
-    { key: 'direct511', label: 'nginx → fcgi-pm accept: direct, direct_backlog 511 (php-fpm\'s listen.backlog)' },
+    { key: 'direct', label: 'nginx → fcgi-pm accept: direct as docs/direct.md configures it (default backlog 511, max_requests 10000, overflow as backup)' },
+    { key: 'direct511', label: 'nginx → fcgi-pm accept: direct, direct_backlog = max_children (most of a burst through the overflow)' },
     { key: 'spawn', label: 'nginx → spawn-fcgi php-cgi' },
     { key: 'http', label: 'fcgi-pm HTTP → php-cgi' },
     ...(a.quick && a.stacks?.includes('fcgipm-nk') !== true ? [] : [{ key: 'fcgipm-nk', label: 'nginx → fcgi-pm, no keep-alive' }]),
@@ -544,8 +553,8 @@ async function main(): Promise<void> {
       const freshAnon = rssAnon(fcgipm.pid);
       const base = a.baseline === undefined ? undefined : await startFcgiPm(join(wdir, 'base'), doc, { pm: 'static', workers: w, queueTimeout: '5s', repo: a.baseline });
       const fpm = await startPhpFpm(join(wdir, 'fpm'), { pm: 'static', workers: w });
-      const direct = stackList.some((s) => s.key === 'direct') ? await startFcgiPm(join(wdir, 'direct'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true }) : undefined;
-      const direct511 = stackList.some((s) => s.key === 'direct511') ? await startFcgiPm(join(wdir, 'direct511'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true, directBacklog: 511 }) : undefined;
+      const direct = stackList.some((s) => s.key === 'direct') ? await startFcgiPm(join(wdir, 'direct'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true, maxRequests: 10000 }) : undefined;
+      const direct511 = stackList.some((s) => s.key === 'direct511') ? await startFcgiPm(join(wdir, 'direct511'), doc, { pm: 'static', workers: w, queueTimeout: '5s', direct: true, directBacklog: w }) : undefined;
       const sp = await startSpawnFcgi(join(wdir, 'spawn'), w);
       // Only when measured: php-cgi drops the floor's connections if no request comes within 5 s.
       const floor = stackList.some((s) => s.key.startsWith('floor')) ? await startFloor(join(wdir, 'floor'), w) : undefined;
@@ -626,7 +635,7 @@ async function main(): Promise<void> {
           }
           if (direct511 !== undefined) {
             await sleep(1000);
-            over.push(await overload('nginx → fcgi-pm direct, direct_backlog 511', `http://127.0.0.1:${ports.direct511}/sleep50.php`, rate, a.overloadSeconds));
+            over.push(await overload('nginx → fcgi-pm direct, direct_backlog = max_children', `http://127.0.0.1:${ports.direct511}/sleep50.php`, rate, a.overloadSeconds));
           }
         }
       }

@@ -8,12 +8,14 @@
  * part (fcgi-pm's daemon, the workers, nginx, the whole stack).
  *
  *   node dist/bench/django.js [--seconds 10] [--rounds 3] [--workers 4] [--clients 1,10]
- *       [--paths /page/,/db/] [--stacks ff,ss,pf,ps,uscgi,ufcgi,uwsgi] [--cpu-prof [--keep DIR]]
+ *       [--paths /page/,/db/] [--stacks df,ds,ff,ss,pf,ps,uscgi,ufcgi,uwsgi] [--cpu-prof [--keep DIR]]
  *
  * Stacks (front end → fcgi-pm → workers): ff = nginx FastCGI (fastcgi_keep_conn, upstream
  * keepalive) → FastCGI workers (kept connections), ss = nginx SCGI → SCGI workers, fs / sf
  * the two crossings, pf / ps = ff / ss with a preload pool (fcgi-pm-wsgi --preload forks
- * the workers); uWSGI: uscgi = nginx scgi_pass → uWSGI --scgi-socket, ufcgi = nginx
+ * the workers); df / ds = nginx FastCGI / SCGI straight to an `accept: direct` preload
+ * pool's socket (the forks accept nginx's connections; the daemon's listener is only
+ * nginx's backup); uWSGI: uscgi = nginx scgi_pass → uWSGI --scgi-socket, ufcgi = nginx
  * fastcgi_pass → uWSGI --fastcgi-socket, uwsgi = nginx uwsgi_pass → uWSGI --socket.
  * --clients and --paths take lists: every (path, clients) pair gets its own interleaved
  * rounds and table. --cpu-prof runs the daemon under node --cpu-prof and prints where its
@@ -71,8 +73,15 @@ export interface DjangoPool {
   name: string;
   backend: 'fastcgi' | 'scgi';
   preload?: boolean;
+  /** accept: direct, its socket at directSocket(dir, name). */
+  direct?: boolean;
   /** Extra pool keys, YAML lines ("    key: value"). */
   extra?: string;
+}
+
+/** Where a direct pool of startFcgiPmDjango(dir, …) has its workers' socket. */
+export function directSocket(dir: string, pool: string): string {
+  return join(dir, `${pool}.direct.sock`);
 }
 
 /** fcgi-pm with the Django example's pools; `listen` lines as YAML flow maps. */
@@ -95,7 +104,7 @@ export async function startFcgiPmDjango(
     env: { DJANGO_SETTINGS_MODULE: mysite.settings, DJANGO_DB_PATH: ${db}, PYTHONDONTWRITEBYTECODE: "1" }
     pm: static
     max_children: ${workers}
-${p.preload ? '    preload: true\n' : ''}${p.extra ?? ''}`,
+${p.preload ? '    preload: true\n' : ''}${p.direct ? `    accept: direct\n    direct_listen: "unix:${directSocket(dir, p.name)}"\n    direct_socket_mode: "0666"\n` : ''}${p.extra ?? ''}`,
     )
     .join('\n');
   const conf = `listen:
@@ -144,6 +153,8 @@ export interface DjangoSite {
   sock: string;
   /** FastCGI: nginx keeps its connections (fastcgi_keep_conn and an upstream keepalive). Default true. */
   keepConn?: boolean;
+  /** nginx's backup server behind `sock` (a direct pool's overflow listener). */
+  backup?: string;
 }
 
 /** One nginx, a server per site, Django mounted under /app as in examples/django. */
@@ -152,8 +163,8 @@ export async function startNginxDjango(dir: string, sites: DjangoSite[]): Promis
     let loc: string;
     let up = '';
     if (s.kind === 'fastcgi') {
-      const keep = s.keepConn !== false;
-      up = `upstream up${i} { server unix:${s.sock};${keep ? ' keepalive 16;' : ''} }`;
+      const keep = s.keepConn !== false && s.backup === undefined;
+      up = `upstream up${i} { server unix:${s.sock}${s.backup === undefined ? '' : ` max_fails=0; server unix:${s.backup} backup`};${keep ? ' keepalive 16;' : ''} }`;
       loc = `location /app/ {
       fastcgi_split_path_info ^(/app)(/.*)$;
       include /etc/nginx/fastcgi_params;
@@ -162,11 +173,12 @@ export async function startNginxDjango(dir: string, sites: DjangoSite[]): Promis
       fastcgi_pass up${i};
     }`;
     } else if (s.kind === 'scgi') {
+      if (s.backup !== undefined) up = `upstream up${i} { server unix:${s.sock} max_fails=0; server unix:${s.backup} backup; }`;
       loc = `location ~ ^(?<app_prefix>/app)(?<app_path>/.*)$ {
       include /etc/nginx/scgi_params;
       scgi_param SCRIPT_NAME $app_prefix;
       scgi_param PATH_INFO $app_path;
-      scgi_pass unix:${s.sock};
+      scgi_pass ${s.backup === undefined ? `unix:${s.sock}` : `up${i}`};
     }`;
     } else {
       loc = `location ~ ^(?<app_prefix>/app)(?<app_path>/.*)$ {
@@ -207,6 +219,8 @@ const STACK_NAMES: Record<string, string> = {
   sf: 'fcgi-pm SCGI → FastCGI workers',
   pf: 'fcgi-pm FastCGI → FastCGI workers, preload pool',
   ps: 'fcgi-pm SCGI → SCGI workers, preload pool',
+  df: 'direct: nginx FastCGI → preload workers accepting themselves',
+  ds: 'direct: nginx SCGI → preload workers accepting themselves',
   uscgi: 'uWSGI --scgi-socket (scgi_pass)',
   ufcgi: 'uWSGI --fastcgi-socket (fastcgi_pass)',
   uwsgi: 'uWSGI --socket (uwsgi_pass)',
@@ -219,6 +233,10 @@ function fpmStack(s: string): { front: 'fastcgi' | 'scgi'; pool: DjangoPool } {
   const front = s[0] === 's' || s === 'ps' ? 'scgi' : 'fastcgi';
   if (s === 'pf') return { front, pool: { name: 'dj_pre_f', backend: 'fastcgi', preload: true } };
   if (s === 'ps') return { front: 'scgi', pool: { name: 'dj_pre_s', backend: 'scgi', preload: true } };
+  if (s === 'df' || s === 'ds') {
+    const backend = s === 'df' ? 'fastcgi' : 'scgi';
+    return { front: backend, pool: { name: `dj_direct_${backend}`, backend, preload: true, direct: true } };
+  }
   return { front, pool: s[1] === 'f' ? { name: 'dj_fcgi', backend: 'fastcgi' } : { name: 'dj_scgi', backend: 'scgi' } };
 }
 
@@ -253,7 +271,7 @@ async function main(): Promise<void> {
   const workers = Number(arg('--workers', '4'));
   const clientsList = numbers(arg('--clients', '1'));
   const paths = arg('--paths', arg('--path', '/page/')).split(',');
-  const stacks = arg('--stacks', 'ff,ss,pf,ps,uscgi,ufcgi,uwsgi').split(',');
+  const stacks = arg('--stacks', 'df,ds,ff,ss,pf,ps,uscgi,ufcgi,uwsgi').split(',');
   for (const s of stacks) if (STACK_NAMES[s] === undefined) throw new Error(`unknown stack ${s}; known: ${Object.keys(STACK_NAMES).join(', ')}`);
   const prof = process.argv.includes('--cpu-prof');
   const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-django-bench-'));
@@ -278,7 +296,12 @@ async function main(): Promise<void> {
         fpmStacks.map((s) => ({ protocol: fpmStack(s).front, sock: socks.get(s)!, pool: fpmStack(s).pool.name })),
         prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [],
       );
-      for (const s of fpmStacks) sites.push({ port: ports.get(s)!, kind: fpmStack(s).front, sock: socks.get(s)! });
+      for (const s of fpmStacks) {
+        const { front, pool } = fpmStack(s);
+        // A direct pool: nginx goes to the workers' socket, the daemon's listener is its backup.
+        if (pool.direct === true) sites.push({ port: ports.get(s)!, kind: front, sock: directSocket(join(dir, 'fcgi-pm'), pool.name), backup: socks.get(s)! });
+        else sites.push({ port: ports.get(s)!, kind: front, sock: socks.get(s)! });
+      }
     }
     if (stacks.some((s) => UWSGI_STACKS.has(s))) {
       uwsgi = await startUwsgi(join(dir, 'uwsgi'), db, workers);

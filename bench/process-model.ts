@@ -2,11 +2,11 @@
  * The process model's figures for docs/BENCHMARKS.md: preload (Django) and php-cgi
  * groups against plain exec'd workers and PHP-FPM. Prints figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/process-model.js [--rounds 5] [--seconds 8]
+ *   npx tsc -p . && node dist/bench/process-model.js [--rounds 5] [--seconds 8] [--requests 50]
  *
  * 1. Django (examples/django, /usr/bin/python3): spawn-to-ready of a new worker, exec vs
  *    preload with the parent warm, and a cold start with no parent; PSS of one worker
- *    alone and of 4 workers that have each served 50 requests (pages /page/ and /db/).
+ *    alone and of 4 workers that have each served --requests requests (pages /page/ and /db/).
  * 2. PHP: PSS per php-cgi child in a group of 4 vs per php-fpm child (pm static 4) after
  *    the same requests; throughput of a group of 4 vs 4 single php-cgi workers, 8
  *    requests at a time for --seconds each, run twice alternately.
@@ -33,6 +33,8 @@ const arg = (name: string, def: number): number => {
 };
 const ROUNDS = arg('--rounds', 5);
 const SECONDS = arg('--seconds', 8);
+/** Requests each of the 4 Django workers serves before its PSS is read. */
+const REQUESTS = arg('--requests', 50);
 const PY = SYSTEM_PYTHON;
 const MiB = 1024 * 1024;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -109,8 +111,8 @@ async function django(): Promise<void> {
   for (const preload of [false, true]) {
     const { pool } = make(preload);
     await pool.start();
-    // Four at a time until four workers served 50 requests each.
-    for (let i = 0; i < 50; i++) await Promise.all([page, dbPage, page, dbPage].map((p) => get(pool, p)));
+    // Four at a time until four workers served REQUESTS requests each.
+    for (let i = 0; i < REQUESTS; i++) await Promise.all([page, dbPage, page, dbPage].map((p) => get(pool, p)));
     await sleep(300);
     const pids = pool.snapshot().workers.map((w) => w.pid);
     const each = pids.map(pss);

@@ -135,7 +135,7 @@ class FcgiConnection:
             if self.current is None or self.current.keep_conn:
                 self.sock.close()
             else:
-                linger_close(self.sock, self.reader)
+                linger_close(self.sock, self.reader, complete=self.current.stdin_done)
 
     def pump(self) -> None:
         """Reads and handles one record while a request runs (for wsgi.input)."""

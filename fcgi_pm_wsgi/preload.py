@@ -10,8 +10,8 @@ The spare (--spares 1, the default): a child forked ahead of need that has set i
 up and run the warm-up again, so the pages a request writes are already its own copies
 (each copy-on-write fault costs microseconds, and a Django request's first run makes
 hundreds). Asked for a worker, the parent passes the spare the listening socket
-(SCM_RIGHTS over their socketpair) and it serves at once; the next spare is forked once
-no command came for REFILL_DELAY. Without a warm spare (it is still warming up, it died,
+(SCM_RIGHTS over their socketpair) and it serves at once; the next spare is forked as
+soon as no command waits. Without a warm spare (it is still warming up, it died,
 or --spares 0) the worker is forked on the spot. A spare costs its private pages (about what one request writes).
 
 The channel uses only file descriptors fcgi-pm hands over at spawn, named by
@@ -54,8 +54,8 @@ from .warm import threads_besides_main, warm_up
 
 
 PR_SET_PDEATHSIG = 1
-# Seconds without a command before the next spare is forked.
-REFILL_DELAY = 0.02
+# Seconds after a fork before the next spare is forked (once no command waits).
+REFILL_DELAY = 0.0
 
 
 def die_with_parent(parent: int) -> None:
@@ -192,16 +192,15 @@ class ForkServer:
         self.refill()
         self.chan.send({'ready': True, 'pid': os.getpid()})
         while not self.stopping:
-            timeout = None
-            if self.refill_at is not None:
-                timeout = self.refill_at - time.monotonic()
-                if timeout <= 0:
-                    self.refill_at = None
-                    self.refill()
-                    continue
+            timeout = None if self.refill_at is None else max(0.0, self.refill_at - time.monotonic())
             try:
                 r, _, _ = select.select([self.chan, self.wake_r], [], [], timeout)
             except InterruptedError:
+                continue
+            if not r:
+                # Due, and no command waits (a burst's forks come first).
+                self.refill_at = None
+                self.refill()
                 continue
             if self.wake_r in r:
                 try:
@@ -251,8 +250,9 @@ class ForkServer:
         listener.close()
         self.children[pid] = wid
         self.chan.send({'forked': wid, 'pid': pid})
-        # The next spare is forked once no command came for REFILL_DELAY: not while the
-        # worker just handed out runs its first request, nor between the forks of a burst.
+        # The next spare at once, unless more commands wait (the forks of a burst first):
+        # the next worker asked for soon after this one (a burst, a second busy worker)
+        # should find it warm.
         self.refill_at = time.monotonic() + REFILL_DELAY
 
     def take_spare(self, listener: socket.socket, max_requests: int):
@@ -291,23 +291,19 @@ class ForkServer:
             return
         parent = os.getpid()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        started_r, started_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as e:
             for s in (ours, theirs):
                 s.close()
-            os.close(started_r)
-            os.close(started_w)
             log(f'preload: cannot fork a spare: {e}')
             return
         if pid == 0:
-            os.close(started_r)
             ours.close()
-            os._exit(self.child(parent, started_w, lambda: self.await_listener(theirs)))
-        os.close(started_w)
+            os._exit(self.child(parent, None, lambda: self.await_listener(theirs)))
+        # Not waited for (a command may come meanwhile): its W, after its own session
+        # and its warm-up, says when it can be handed out.
         theirs.close()
-        wait_closed(started_r)
         self.spare = Spare(pid, ours)
         self.chan.send({'spare': pid})
 
@@ -339,7 +335,7 @@ class ForkServer:
         if spare is not None:
             spare.sock.close()  # it reads EOF and exits
 
-    def child(self, parent: int, started: int, listener_of) -> int:
+    def child(self, parent: int, started, listener_of) -> int:
         code = 1
         try:
             # A session (and process group) of its own, as an exec'd worker has: the
@@ -347,7 +343,8 @@ class ForkServer:
             # server's would share one worker's CPU time on a busy host (the preload pool
             # fell behind the exec pool under load, and was equal on an idle machine).
             os.setsid()
-            os.close(started)
+            if started is not None:
+                os.close(started)
             # Not the fork server's handlers: a SIGTERM before serve() installs its own ends the child.
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
                 signal.signal(sig, signal.SIG_DFL)

@@ -52,6 +52,7 @@ class ScgiOut:
 
 def serve_scgi(sock: socket.socket, server) -> None:
     reader = SocketReader(sock)
+    body = None
     try:
         size = reader.read_until(b':', 10)
         if size is None:
@@ -70,7 +71,8 @@ def serve_scgi(sock: socket.socket, server) -> None:
             raise ProtocolError('CONTENT_LENGTH missing or not a number')
         authorizer = set_role(params)
         # An authorizer's body (fcgi-pm sends none) is not read; linger_close drops it.
-        env = build_environ(params, EmptyInput() if authorizer else ScgiInput(reader, length), sys.stderr, server.mount)
+        body = ScgiInput(reader, length)
+        env = build_environ(params, EmptyInput() if authorizer else body, sys.stderr, server.mount)
         call_app(server.app, env, Response(ScgiOut(sock), env['REQUEST_METHOD'], authorizer))
     except ProtocolError as e:
         log(f'bad SCGI request: {e}')
@@ -81,5 +83,5 @@ def serve_scgi(sock: socket.socket, server) -> None:
     except (ClientGone, ResponseBroken):
         pass
     finally:
-        linger_close(sock, reader)
+        linger_close(sock, reader, complete=body is not None and body.left <= 0)
         server.request_done()

@@ -94,8 +94,20 @@ def send_buffers(sock: socket.socket, bufs) -> None:
         raise ClientGone(e.errno, 'the front end closed the connection') from None
 
 
-def linger_close(sock: socket.socket, reader) -> None:
-    """Half-close, read (and drop) what the peer still sends until it closes, then close."""
+def linger_close(sock: socket.socket, reader, complete: bool = False) -> None:
+    """Half-close, read (and drop) what the peer still sends until it closes, then close.
+
+    `complete`: the whole request was read. Then, with no byte buffered or waiting, the
+    close is at once: with nothing unread it sends a FIN, not a reset, and the process is
+    free for its next connection instead of waiting for the peer's close."""
+    if complete and (reader is None or not reader.buffered()):
+        try:
+            r, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            r = [sock]
+        if not r:
+            sock.close()
+            return
     try:
         sock.shutdown(socket.SHUT_WR)
         sock.settimeout(LINGER_SECONDS)

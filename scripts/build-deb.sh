@@ -1,13 +1,17 @@
 #!/bin/sh
-# Builds fcgi-pm_VERSION_all.deb with dpkg-deb from the npm package (so the .deb holds
+# Builds fcgi-pm_VERSION_ARCH.deb with dpkg-deb from the npm package (so the .deb holds
 # exactly what `npm pack` ships, with its bundled production node_modules: no compiler,
-# no network at install).
+# no network at install), and the native addons (native/*.c: accept: direct's shared
+# socket, the upgrade's exec in place) built here with dpkg-buildflags, so dpkg owns
+# them and the package is for this machine's architecture. Needs a C compiler and
+# Node's headers (the nodejs package's /usr/include/node), and dpkg-dev.
 #
 #   scripts/build-deb.sh [--tarball fcgi-pm-VERSION.tgz] [--out DIR]
 #
 # Without --tarball, `npm pack` makes one (its prepack does a clean build). Prints the
 # path of the .deb. Layout:
 #   /usr/lib/fcgi-pm/                 the npm package (bin/, dist/, node_modules/, docs/, examples/)
+#                                     and native/build/*.node, the addons built for it
 #   /usr/bin/fcgi-pm, fcgi-pm-wsgi    symlinks into it
 #   /etc/fcgi-pm/fcgi-pm.yaml         conffile: examples/systemd/fcgi-pm.yaml (passes `fcgi-pm check`)
 #   /lib/systemd/system/              fcgi-pm.service, fcgi-pm.socket (examples/systemd/)
@@ -50,6 +54,20 @@ ln -s ../lib/fcgi-pm/bin/fcgi-pm-wsgi "$stage/usr/bin/fcgi-pm-wsgi"
 find "$lib/node_modules" -depth -type d \( -name test -o -name tests -o -name benchmarks -o -name '.?*' \) -exec rm -rf {} +
 find "$lib/node_modules" \( -name '.*' -o -name '*.html' -o -name '*.ts' \) -type f -delete
 find "$lib" -name '*.map' -delete
+# The addons, built where they are loaded from; a direct pool without them runs in fallback.
+CPPFLAGS=$(dpkg-buildflags --get CPPFLAGS) CFLAGS=$(dpkg-buildflags --get CFLAGS) LDFLAGS=$(dpkg-buildflags --get LDFLAGS) \
+    node "$lib/scripts/build-native.mjs" >&2
+if [ ! -f "$lib/native/build/direct-socket.node" ]; then
+    echo "build-deb: native/direct-socket.c did not build: a C compiler and Node's headers (/usr/include/node) are needed" >&2
+    exit 1
+fi
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$lib"/native/build/*.node
+arch=$(dpkg --print-architecture)
+# What the addons link against (libc), as dpkg-shlibdeps finds it from the files themselves.
+mkdir -p "$work/shlibs/debian"
+printf 'Source: fcgi-pm\n\nPackage: fcgi-pm\nArchitecture: any\n' >"$work/shlibs/debian/control"
+shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$lib"/native/build/*.node | sed -n 's/^shlibs:Depends=//p')
+[ -n "$shlibs" ] || { echo "build-deb: dpkg-shlibdeps found no dependency for the addons" >&2; exit 1; }
 cp "$root/examples/systemd/fcgi-pm.yaml" "$stage/etc/fcgi-pm/fcgi-pm.yaml"
 cp "$root/examples/systemd/logrotate" "$stage/etc/logrotate.d/fcgi-pm"
 cp "$root/examples/systemd/fcgi-pm.service" "$root/examples/systemd/fcgi-pm.socket" "$stage/lib/systemd/system/"
@@ -76,9 +94,9 @@ find "$stage" -type f -exec chmod 0644 {} +
 find "$lib" -path "$lib/examples" -prune -o -type f -exec sh -c 'for f; do [ "$(head -c 2 "$f")" = "#!" ] && chmod 0755 "$f"; done; true' sh {} +
 chmod 0755 "$lib/bin/fcgi-pm" "$lib/bin/fcgi-pm-wsgi" "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm" "$stage/DEBIAN/postrm"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
-sed -e "s/@VERSION@/$version/" -e "s/@SIZE@/$size/" "$deb/control.in" >"$stage/DEBIAN/control"
+sed -e "s/@VERSION@/$version/" -e "s/@SIZE@/$size/" -e "s/@ARCH@/$arch/" -e "s/@SHLIBS@/$shlibs/" "$deb/control.in" >"$stage/DEBIAN/control"
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum >DEBIAN/md5sums)
 mkdir -p "$out"
-file=$out/fcgi-pm_${version}_all.deb
+file=$out/fcgi-pm_${version}_${arch}.deb
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$file" >/dev/null
 echo "$file"

@@ -22,6 +22,8 @@ if (include === undefined) {
   process.exit(0);
 }
 const cc = process.env.CC ?? 'cc';
+// A packager's flags (scripts/build-deb.sh passes dpkg-buildflags': hardening, debug info).
+const flags = (name) => (process.env[name] ?? '').split(/\s+/).filter(Boolean);
 for (const a of addons) {
   const src = path.join(root, 'native', a.src);
   const out = path.join(root, 'native', 'build', a.out);
@@ -29,7 +31,7 @@ for (const a of addons) {
   fs.mkdirSync(path.dirname(out), { recursive: true });
   // Built beside and renamed over: a running daemon keeps the file it mapped.
   const tmp = `${out}.${process.pid}.tmp`;
-  const r = spawnSync(cc, ['-O2', '-Wall', '-shared', '-fPIC', `-DNODE_GYP_MODULE_NAME=${a.name}`, `-I${include}`, '-o', tmp, src], { stdio: 'inherit' });
+  const r = spawnSync(cc, ['-O2', '-Wall', ...flags('CPPFLAGS'), ...flags('CFLAGS'), '-shared', '-fPIC', `-DNODE_GYP_MODULE_NAME=${a.name}`, `-I${include}`, '-o', tmp, src, ...flags('LDFLAGS')], { stdio: 'inherit' });
   if (r.status === 0) {
     fs.renameSync(tmp, out);
   } else {

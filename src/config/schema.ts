@@ -85,6 +85,8 @@ function checkPreload(pool: PoolConfig, path: KeyPath, ctx: Ctx): void {
 /** Environment defaults for php-cgi: fcgi-pm runs one process per worker and recycles it itself. */
 const PHP_CGI_ENV: Record<string, string> = { PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' };
 const PHP_CGI_EXTENSIONS = ['.php', '.phar'];
+/** accept: direct's default listen() backlog (PHP-FPM's listen.backlog; the kernel caps it at net.core.somaxconn). */
+export const DIRECT_BACKLOG_DEFAULT = 511;
 
 interface Ctx {
   problems: Problems;
@@ -490,16 +492,16 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
 
 /**
  * accept: direct: the workers accept on one shared socket, so only what works without a
- * proxy in between may be set: one FastCGI process per worker on fd 0, and the script
- * guard only where it can run inside the worker (php-cgi's auto_prepend_file).
+ * proxy in between may be set: one process per worker serving the shared socket
+ * (FastCGI or SCGI, exec'd with it as fd 0 or forked by a preload parent that holds it),
+ * and the script guard only where it can run inside the worker (php-cgi's
+ * auto_prepend_file).
  */
 function checkDirect(pool: PoolConfig, path: KeyPath, present: ReadonlySet<string>, phpCgi: boolean, ctx: Ctx): void {
   const why = 'accept: direct';
   if (pool.directListen === undefined) ctx.problems.add(path, `${why} needs "direct_listen": the socket the workers share and the front end connects to, e.g. "unix:/run/fcgi-pm/site.sock"`);
   else if (pool.directListen.kind === 'tcp' && isIP(pool.directListen.host) === 0) ctx.problems.add([...path, 'direct_listen'], `give a numeric address, e.g. "127.0.0.1:${pool.directListen.port}"`);
   if (pool.socket !== 'fd0') ctx.problems.add([...path, 'socket'], `${why}: the workers get the shared socket as fd 0; socket: argv does not apply`);
-  if (pool.backend !== 'fastcgi') ctx.problems.add([...path, 'backend'], `${why} is for FastCGI workers`);
-  if (pool.preload === true) ctx.problems.add([...path, 'preload'], `${why}: workers are exec'd with the shared socket; preload forks do not take it`);
   if ((pool.groupSize ?? 1) > 1) ctx.problems.add([...path, 'group_size'], `${why}: every php-cgi accepts on the shared socket already; use max_children instead of groups`);
   if (pool.authorizer !== undefined) ctx.problems.add([...path, 'authorizer'], `${why}: requests reach the workers without fcgi-pm, so no authorizer can be asked first`);
   if (pool.script !== undefined) ctx.problems.add([...path, 'script'], `${why}: the front end sets SCRIPT_FILENAME; fcgi-pm cannot set it on the direct path`);
@@ -508,7 +510,10 @@ function checkDirect(pool: PoolConfig, path: KeyPath, present: ReadonlySet<strin
     const key = present.has('script_roots') ? 'script_roots' : 'limit_extensions';
     ctx.problems.add([...path, key], `${why}: requests reach the workers without fcgi-pm, and only php-cgi can run the guard itself (auto_prepend_file); set ${key}: [] if this program checks its own scripts, or use accept: proxy`);
   }
-  pool.directBacklog ??= pool.maxChildren;
+  // PHP-FPM's listen.backlog: connections wait in the kernel's queue, in arrival order,
+  // served straight from it; a backlog of max_children would send most of a burst
+  // through the overflow (proxied, and after fresh connections: docs/direct.md).
+  pool.directBacklog ??= DIRECT_BACKLOG_DEFAULT;
 }
 
 /** authorizer_cache needs an authorizer and a key to keep grants under. */
@@ -831,4 +836,23 @@ export function poolConfigFromObject(name: string, obj: Record<string, unknown>,
   const pool = buildPool(name, obj, { problems, baseDir, accounts: SYSTEM_ACCOUNTS });
   if (problems.count > 0) throw new ConfigError(problems.texts());
   return pool;
+}
+
+/**
+ * accept: direct where the native addon is missing: a FastCGI listener for the pool on its
+ * own direct_listen, with the direct socket's mode and the pool's user and group, so the
+ * front end's address still answers (at proxy speed). Whether it is needed is the host's
+ * question (src/daemon/direct-fallback.ts).
+ */
+export function directFallbackListener(pool: PoolConfig): ListenerConfig {
+  const ctx: Ctx = { problems: new Problems('<direct fallback>', undefined), baseDir: '/', accounts: SYSTEM_ACCOUNTS };
+  const obj: Record<string, unknown> = { protocol: pool.backend === 'scgi' ? 'scgi' : 'fastcgi', address: pool.directListen!.text, pool: pool.name };
+  if (pool.directListen!.kind === 'unix') {
+    obj['mode'] = (pool.directSocketMode ?? 0o660).toString(8).padStart(4, '0');
+    if (pool.user !== undefined) obj['owner'] = pool.user;
+    if (pool.group !== undefined) obj['group'] = pool.group;
+  }
+  const l = buildListener(obj, 0, [pool.name], ctx, false)!;
+  if (ctx.problems.texts().length > 0) throw new ConfigError(ctx.problems.texts());
+  return l;
 }

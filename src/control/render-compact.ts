@@ -51,5 +51,7 @@ export function renderCompact(s: StatusSnapshot): string {
   lines.push('');
   for (const r of table) lines.push(r.map((c, i) => (left.has(i) ? c.padEnd(width[i]!) : c.padStart(width[i]!))).join('  ').trimEnd());
   if (rows.length === 0) lines.push('(no pools)');
+  // What the table cannot show: a direct pool running without its shared socket.
+  for (const p of s.pools) if (p.directFallback !== undefined) lines.push(`${p.name}: accept: direct in fallback (${p.directFallback.reason}): fcgi-pm listens on ${p.directFallback.address} itself and proxies`);
   return lines.join('\n') + '\n';
 }

@@ -32,6 +32,8 @@ function poolLines(p: PoolStatus, now: number): string[] {
     if (pre.kind === 'php-cgi') out.push(`  php-cgi parent ${pre.pid}: paused at warm zero, woken ${pre.forks} time(s), ${mem}`);
     else out.push(`  preload parent ${pre.pid}: ${pre.ready ? 'ready' : 'starting'}, ${pre.forks} worker(s) forked, ${mem}`);
   }
+  const fb = p.directFallback;
+  if (fb !== undefined) out.push(`  accept: direct in fallback (${fb.reason}): fcgi-pm listens on ${fb.address} itself and proxies to the workers (docs/direct.md)`);
   if (p.cpu !== undefined) out.push(`  CPU cgroup ${p.cpu.dir}: cpu_weight ${p.cpu.weight} (${p.cpu.file} ${p.cpu.value})`);
   const d = p.direct;
   if (d !== undefined) {

@@ -105,6 +105,7 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, board: Reque
     maxChildren: s.kind === 'external' ? undefined : s.maxChildren,
     capacity: s.capacity,
     direct: s.direct === undefined ? undefined : { ...s.direct },
+    directFallback: s.directFallback === undefined ? undefined : { ...s.directFallback },
     accepted: totals.accepted,
     completed: totals.completed,
     aborted: totals.aborted,

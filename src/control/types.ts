@@ -8,7 +8,7 @@
 export const SNAPSHOT_FORMAT = 'fcgi-pm-status/1';
 import type { PreloadParentStatus } from '../pool/types.js';
 import type { PoolCounters, Summary } from '../pool/counters.js';
-import type { DirectSnapshot, PoolSnapshot } from '../pool/types.js';
+import type { DirectFallback, DirectSnapshot, PoolSnapshot } from '../pool/types.js';
 
 
 export interface StatusSnapshot {
@@ -75,6 +75,8 @@ export interface PoolStatus {
   kind: PoolSnapshot['kind'];
   /** accept: direct: the shared socket (the pool's other figures count its overflow only). */
   direct?: DirectSnapshot | undefined;
+  /** accept: direct in fallback (no native addon): proxied, fcgi-pm listening on direct_listen. */
+  directFallback?: DirectFallback | undefined;
   /** static | dynamic | ondemand, or 'external'. */
   pm: string;
   /** running | failing | stopping | stopped */

@@ -24,6 +24,7 @@ import type { SiteEditTarget } from '../dashboard/actions.js';
 import type { Logger } from '../log/log.js';
 import { logListener, logPool } from '../log/startup.js';
 import { assertPreflight, preflightSite } from './preflight.js';
+import { addDirectFallbacks } from './direct-fallback.js';
 import { PoolRegistry } from './pool-registry.js';
 import { Sites } from './vhosts/sites.js';
 import { openSiteSource } from './vhosts/open-source.js';
@@ -231,6 +232,7 @@ export class Daemon {
   /** What this host would refuse (src/daemon/preflight.ts): throws ConfigError; notices are logged. */
   private checkHost(cfg: Config): void {
     assertPreflight(cfg, { allowRoot: this.allowRoot }, (line) => this.logger.info({ kind: 'notice' }, line));
+    for (const line of addDirectFallbacks(cfg)) this.logger.warn({ code: ErrorCodes.DIRECT_SOCKET, kind: 'direct-fallback' }, line);
   }
 
   /** Raises RLIMIT_NOFILE and keeps a reserve of descriptors out of the listeners' reach. */

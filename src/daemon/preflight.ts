@@ -206,7 +206,7 @@ function checkPool(pool: PoolConfig, path: KeyPath, self: Self, allowRoot: boole
   checkScript(pool, path, who.runsAs, self, problems);
   if (pool.accept === 'direct') {
     const unavailable = directSocketSupport();
-    if (unavailable !== undefined) notices.add([...path, 'accept'], `accept: direct is not available here (${unavailable}); the pool will serve through its proxy listener only (ERR_DIRECT_SOCKET, docs/direct.md)`);
+    if (unavailable !== undefined) notices.add([...path, 'accept'], `accept: direct is not available here (${unavailable}); in fallback: fcgi-pm will listen on ${pool.directListen?.text} itself and proxy to the workers (ERR_DIRECT_SOCKET, docs/direct.md)`);
   }
   return refused;
 }

@@ -97,7 +97,10 @@ export class Sockets {
     const fd = this.waiting.get(address.text);
     this.waiting.delete(address.text);
     const text = await listenOn(server, address, { ...opts, fd });
-    this.bound.add({ server, address, fd });
+    const b: Bound = { server, address, fd };
+    this.bound.add(b);
+    // Closed by a reload or the stop: not ours to hand on any more.
+    server.once('close', () => this.bound.delete(b));
     return text;
   };
 
@@ -120,11 +123,8 @@ export class Sockets {
   handOn(): HandedSocket[] {
     const out: HandedSocket[] = [];
     for (const b of this.bound) {
-      // Closed by a reload (or the stop): not ours to hand on any more.
-      if (!b.server.listening) {
-        this.bound.delete(b);
-        continue;
-      }
+      // Closing (its 'close' comes once its connections ended): no longer listening.
+      if (!b.server.listening) continue;
       const fd = b.fd ?? fdOf(b.server, b.address);
       if (fd !== undefined) out.push({ fd, address: b.address.text });
       else this.logger.warn({ code: ErrorCodes.UPGRADE_FAILED, kind: 'upgrade', address: b.address.text }, `cannot find the descriptor of the socket for ${b.address.text} in /proc/self/fd; it is not handed on`);

@@ -17,7 +17,7 @@ import { SpawnedPool } from './spawned/dispatcher.js';
 import { DirectPool } from './direct/direct-pool.js';
 import { directSocketSupport } from '../worker/shared-socket.js';
 import { ErrorCodes } from '../errors.js';
-import type { EndpointFactory, Pool } from './types.js';
+import type { DirectFallback, EndpointFactory, Pool } from './types.js';
 import { limitAddressSpace } from './rlimit.js';
 import { addOpcacheFileCache, buildWorkerSpec } from './worker-spec.js';
 
@@ -59,24 +59,29 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
   const spec = buildWorkerSpec(cfg, deps.runtimeDir);
   addOpcacheFileCache(cfg, spec, deps.opcacheRoot, logger);
   if ((cfg.rlimitAs ?? 0) > 0) spec.command = limitAddressSpace(spec, cfg.rlimitAs!);
+  const memory = deps.memory ?? new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, clock, disposeWhenEmpty: true });
+  let directFallback: DirectFallback | undefined;
   if (cfg.accept === 'direct') {
     const unsupported = directSocketSupport();
     if (unsupported === undefined) {
+      const forks = cfg.preload === true ? new ForkServer(spec, deps.logger, { idleTimeout: cfg.preloadIdleTimeout ?? 300_000 }) : undefined;
       return new DirectPool(cfg, {
         logger,
-        workerLogger: deps.logger,
         clock,
         spec,
+        forkServer: forks,
+        workerFactory: deps.workerFactory ?? (forks !== undefined ? workerFactoryFor(cfg, forks) : spawnWorker),
+        workerLogger: deps.logger,
         endpointFactory,
         random: deps.random ?? Math.random,
-        memorySampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL,
+        memory,
       });
     }
     // php-cgi's own default is 500 requests; through the proxy, max_requests is ours to apply.
     if ('PHP_FCGI_CHILDREN' in spec.env) spec.env['PHP_FCGI_MAX_REQUESTS'] ??= '0';
-    logger.error({ code: ErrorCodes.DIRECT_SOCKET, address: cfg.directListen?.text }, `pool ${cfg.name}: accept: direct is not available (${unsupported}); the pool serves through its proxy listener only`);
+    logger.error({ code: ErrorCodes.DIRECT_SOCKET, address: cfg.directListen?.text }, `pool ${cfg.name}: accept: direct is not available (${unsupported}); in fallback, the pool serves through its proxy listeners (and one on ${cfg.directListen?.text} that the daemon opens)`);
+    directFallback = { address: cfg.directListen?.text ?? '', reason: unsupported };
   }
-  const memory = deps.memory ?? new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, clock, disposeWhenEmpty: true });
   const forks = cfg.preload === true ? new ForkServer(spec, deps.logger, { idleTimeout: cfg.preloadIdleTimeout ?? 300_000 }) : undefined;
   return new SpawnedPool(cfg, {
     logger,
@@ -88,6 +93,7 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
     endpointFactory,
     random: deps.random ?? Math.random,
     memory,
+    directFallback,
   });
 }
 

@@ -47,6 +47,13 @@ export interface DirectSnapshot {
   since: number;
 }
 
+/** accept: direct without the native addon: the pool is proxied, fcgi-pm listening on its direct_listen. */
+export interface DirectFallback {
+  address: string;
+  /** Why the shared socket cannot be had here. */
+  reason: string;
+}
+
 /** A pool now: its counters (counters.ts) and what it holds at this moment. */
 export interface PoolSnapshot extends PoolCounters {
   name: string;
@@ -75,6 +82,7 @@ export interface PoolSnapshot extends PoolCounters {
    */
   preload?: PreloadParentStatus;
   direct?: DirectSnapshot;
+  directFallback?: DirectFallback;
   /** The pool's CPU cgroup and cpu_weight, when its workers have one. */
   cpu?: CpuPlacementView;
 }

@@ -42,6 +42,8 @@ export interface WorkerExit {
   ready: boolean;
   /** Requests it finished (assigned and released); one it died under is not counted. */
   served: number;
+  /** A request ran on it when it went (its exit may lose it). */
+  busy: boolean;
 }
 
 export interface WorkerSpec {
@@ -67,28 +69,6 @@ export interface WorkerSpec {
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-interface VerdictBase {
-  /** Not asked for (counted as a worker crash in status). */
-  crash: boolean;
-  /**
-   * A crash before the worker was ready, or within EARLY_EXIT_MS of its start before it
-   * finished a request, whatever the exit code: it counts toward crash_limit/crash_window
-   * and the restart back-off. Any other crash is replaced at once.
-   */
-  early: boolean;
-  /**
-   * Killed from outside (SIGKILL or SIGTERM that fcgi-pm did not send), before or after
-   * ready: never early, never a start failure; replaced at once.
-   */
-  outside: boolean;
-  /** The pool should replace it (after restartDelay when early). Scaling may still decide not to. */
-  restart: boolean;
-  message: string;
-}
-
-/** What an exit means (exit-policy.ts classifyExit). Quiet exits have no code; a warn or error line names its stable code. */
-export type ExitVerdict = VerdictBase & ({ level: 'debug' | 'info'; code?: undefined } | { level: 'warn' | 'error'; code: ErrorCode });
-
 /** Why a worker never became ready. Emitted at most once, always before `exit`. */
 export interface WorkerSpawnFailure extends Error {
   readonly code: ErrorCode; // ErrorCodes.SPAWN_FAILED
@@ -101,13 +81,12 @@ export interface WorkerSpawnFailure extends Error {
  *   ready        once (its socket accepts; the pool may send it requests)
  *   spawnFailed  at most once, instead of ready (command missing, exited early, timed out)
  *   exit         exactly once, last; also after spawnFailed (then code/signal may be null).
- *                `verdict` = classifyExit(exit, busy): crash? early? restart? The worker has
- *                already logged it at verdict.level; the pool should not log it again.
+ *                The pool judges it and logs its one line (src/pool/workers/exit-verdict.ts).
  */
 export interface WorkerEventMap {
   ready: [];
   spawnFailed: [failure: WorkerSpawnFailure];
-  exit: [exit: WorkerExit, verdict: ExitVerdict];
+  exit: [exit: WorkerExit];
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * One spawned backend process from spawn to exit: a process handle. It spawns (or forks,
  * with preload), probes its socket for readiness, stops with escalation (SIGTERM, SIGKILL
- * after kill_timeout), classifies and logs its own exit (classifyExit, with what its
- * WorkerOwner knows of its requests and why it was wanted gone), and logs its
+ * after kill_timeout), reports its exit with what its WorkerOwner knows of its requests
+ * and why it was wanted gone (the pool judges and logs it at burial), and logs its
  * stdout/stderr (rate-limited). Whether it is idle, busy or retiring is the pool's table,
  * not the worker's. Events: `ready` once, or `spawnFailed` at most once; then `exit`
  * exactly once, last (see types.ts). On exit it removes its socket file and kills stray
@@ -13,7 +13,7 @@ import type { ChildProcess } from 'node:child_process';
 import { childLogger, type Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import { defaultDeathGuard, type DeathGuard } from './death-guard.js';
-import { classifyExit, isOutsideKill } from './exit-policy.js';
+import { isOutsideKill } from './exit-policy.js';
 import { captureOutput, RateLimitedLog } from './output.js';
 import { TokenBucket } from '../util/token-bucket.js';
 import { probeAccept, probeConnect, type ReadyProbe } from './ready-probe.js';
@@ -346,23 +346,16 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     if (this.socketPath !== undefined) unlinkQuiet(this.socketPath);
     this.out.flush();
     const busy = this.owner.busy();
-    const requests = this.owner.requests();
     const exit: WorkerExit = {
       code,
       signal,
       reason: this.sentSignal(signal) ? this.reason() : undefined,
       uptime: Math.round(this.clock.now() - this.startedAt),
       ready: this.readyAt !== undefined,
-      served: requests - (busy ? 1 : 0),
+      served: this.owner.requests() - (busy ? 1 : 0),
+      busy,
     };
-    const verdict = classifyExit(exit, busy);
-    // After a spawn failure the failure line already said it all.
-    const fields = { exitCode: code, signal, reason: exit.reason, uptime: exit.uptime, requests, early: verdict.early };
-    const msg = `worker ${verdict.message}`;
-    if (this.failureEmitted) this.log.debug(fields, msg);
-    else if (verdict.code === undefined) this.log[verdict.level](fields, msg);
-    else this.log[verdict.level]({ code: verdict.code, ...fields }, msg);
-    this.emit('exit', exit, verdict);
+    this.emit('exit', exit);
     this.resolveExit(exit);
   }
 

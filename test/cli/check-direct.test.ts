@@ -1,5 +1,5 @@
-// accept: direct without the native addon (no compiler at install): check says so and
-// why, and the pool serves through its proxy listener; with the addon, no notice.
+// accept: direct without the native addon (no compiler at install): check says the pool is
+// in fallback and why; with the addon, no notice.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -41,7 +41,7 @@ test('check: a direct pool without the addon gets a notice naming ERR_DIRECT_SOC
   assert.equal(without.code, 0, without.stderr + without.stdout);
   const out = without.stdout + without.stderr;
   assert.match(out, /pools\.app\.accept: accept: direct is not available here \(the native addon .*direct-socket\.node is not built/);
-  assert.match(out, /serve through its proxy listener only \(ERR_DIRECT_SOCKET/);
+  assert.match(out, /in fallback: fcgi-pm will listen on unix:.*direct\.sock itself and proxy to the workers \(ERR_DIRECT_SOCKET/);
 
   const withAddon = await runBin(['check', '-c', file, '--allow-root']);
   assert.equal(withAddon.code, 0, withAddon.stderr + withAddon.stdout);

@@ -164,6 +164,8 @@ export interface StartDaemonOptions {
   prefix?: string[];
   /** A cgroup's cgroup.procs: the daemon enters that cgroup before Node starts (test/helpers/cgroup.ts). */
   cgroupProcs?: string;
+  /** Another bin/fcgi-pm than the repository's (a copy of the installed files, say). */
+  bin?: string;
 }
 
 /** Starts `fcgi-pm run -c FILE` with `config` (an object written as YAML, or YAML text). */
@@ -177,7 +179,7 @@ export async function startDaemon(
   const parsed = (typeof config === 'string' ? parseYaml(config) : config) as Record<string, any>;
   const configPath = join(dir, 'fcgi-pm.yaml');
   writeFileSync(configPath, text);
-  const argv = [FCGI_PM_BIN, 'run', '-c', configPath, ...(opts.allowRoot === false ? [] : ['--allow-root'])];
+  const argv = [opts.bin ?? FCGI_PM_BIN, 'run', '-c', configPath, ...(opts.allowRoot === false ? [] : ['--allow-root'])];
   // The shell writes its own pid, then becomes node: the daemon's first allocation is already charged to that cgroup.
   const direct: [string, ...string[]] = opts.cgroupProcs === undefined ? [process.execPath, ...argv] : ['/bin/sh', '-c', 'echo $$ > "$0" && exec "$@"', opts.cgroupProcs, process.execPath, ...argv];
   const [cmd, ...args] = [...(opts.prefix ?? []), ...direct] as [string, ...string[]];

@@ -72,6 +72,8 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
           direct_socket_mode: '0666',
           pm: 'ondemand',
           max_children: MAX_CHILDREN,
+          // Small, so that the overflow's queue and its 503 are reached (the default is 511).
+          direct_backlog: MAX_CHILDREN,
           idle_timeout: '4s',
           max_requests: 5,
           max_memory_hard: '48MiB',
@@ -113,7 +115,7 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
   });
 
   it('status shows the direct pool and its sampled workers, busy and idle', async () => {
-    const slow = get('/sleep.php?ms=2500');
+    const slow = get('/sleep.php?ms=4000');
     const busy = await waitFor(async () => {
       const s = await appStatus();
       return s.workers.some((w: { state: string }) => w.state === 'busy') ? s : undefined;
@@ -127,13 +129,14 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
       assert.ok(live.includes(w.pid), `status pid ${w.pid} is one of our php-cgi ${JSON.stringify(live)}`);
     }
     const b = busy.workers.find((w: { state: string }) => w.state === 'busy');
-    assert.ok(b.request !== undefined && b.request.durationMs >= 0, JSON.stringify(b));
-    assert.equal((await slow).status, 200);
-    await waitFor(async () => (await appStatus()).workers.some((w: { state: string }) => w.state === 'idle'), { timeout: 5000, what: 'the worker sampled idle' });
+    assert.ok(b.request !== undefined, JSON.stringify(b));
+    // While the request runs (the worker is there whatever the machine's load).
     const text = await ops.ctl(['status', '--full']);
     assert.match(text.stdout, /direct socket: unix:.*direct\.sock, \d+ of 2 waiting/);
     assert.match(text.stdout, /direct requests are not in the access log/);
     assert.match(text.stdout, /≥\d+/, 'REQS of a sampled worker is a lower bound');
+    assert.equal((await slow).status, 200);
+    await waitFor(async () => (await appStatus()).workers.some((w: { state: string }) => w.state === 'idle'), { timeout: 5000, what: 'the worker sampled idle' });
   });
 
   it('never runs PHP hidden in an image (.jpg, /image.jpg/x.php)', async () => {
@@ -173,7 +176,7 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
     const r = await get('/hold.php?mb=96&ms=4000');
     assert.notEqual(r.status, 200);
     const line = await ops.daemon.waitForLog((l) => l['code'] === 'ERR_MEMORY_HARD_LIMIT', { since: mark, timeout: 5000 });
-    assert.match(String(line.msg), /max_memory_hard: killed/);
+    assert.match(String(line.msg), /over max_memory_hard/);
     const ok = await get('/hello.php');
     assert.equal(ok.status, 200);
   });

@@ -82,8 +82,8 @@ test('kill -9 of the daemon leaves no preload parent or fork running', { timeout
     command: ['/usr/bin/python3', join(REPO_ROOT, 'bin', 'fcgi-pm-wsgi'), '--preload', '--path', d, '--path', join(REPO_ROOT, 'test', 'python'), 'wsgi_apps:app'],
     preload: true, pm: 'static', max_children: 2,
   }));
-  // The parent and its two forks.
-  await waitFor(() => orphanPids(dir).length === 3, { timeout: 10_000, what: 'a preload parent and 2 forks' });
+  // The parent, its two forks and the spare it keeps forked ahead.
+  await waitFor(() => orphanPids(dir).length === 4, { timeout: 10_000, what: 'a preload parent, 2 forks and a spare' });
   const pids = orphanPids(dir);
-  await killDaemonLeavingNone(daemon, dir, pids, 'the parent and forks');
+  await killDaemonLeavingNone(daemon, dir, pids, 'the parent, its forks and its spare');
 });

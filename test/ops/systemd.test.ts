@@ -132,6 +132,34 @@ while True:
     print(json.dumps({"pid": pid, "msg": msg.decode()}), flush=True)
 `;
 
+test('NOTIFY_SOCKET and an upgrade by exec: RELOADING=1, then READY=1 with the same MAINPID, and no STOPPING=1', { timeout: 90_000 }, async (t: TestContext) => {
+  const dir = makeTempDir(t, 'fpm-snx-');
+  const notify = join(dir, 'notify.sock');
+  const receiver = new ManagedChild('receiver', '/usr/bin/python3', ['-c', RECEIVER, notify], {});
+  t.after(() => receiver.stop(2000));
+  const got = jsonLines(receiver);
+  await waitFor(() => got.some((l) => l.listening === true), { what: 'the receiver' });
+  const messages = (): Array<Record<string, string>> =>
+    got.filter((l) => typeof l.msg === 'string' && l.msg !== 'BARRIER=1').map((l) => Object.fromEntries(String(l.msg).split('\n').map((x) => [x.slice(0, x.indexOf('=')), x.slice(x.indexOf('=') + 1)])));
+  const port = await freePort();
+  const control = join(dir, 'control.sock');
+  const cfgPath = writeConfig(dir, {
+    control_socket: control,
+    listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'php', document_root: PHP_FIXTURES }],
+    pools: { php: { command: ['php-cgi'], max_children: 2 } },
+  });
+  const daemon = new ManagedChild('fcgi-pm', process.execPath, [FCGI_PM_BIN, 'run', '--allow-root', '-c', cfgPath], { cwd: REPO_ROOT, env: { ...process.env, NOTIFY_SOCKET: notify } });
+  t.after(() => daemon.stop(10_000));
+  await waitFor(() => messages().find((m) => m.READY === '1'), { timeout: 15_000, what: 'READY=1' });
+  const r = await runBin(['upgrade', '--control', control], { timeoutMs: 60_000 });
+  assert.equal(r.code, 0, r.stderr);
+  await waitFor(() => messages().filter((m) => m.READY === '1').length >= 2, { timeout: 30_000, what: 'READY=1 from the new code' });
+  assert.deepEqual(messages().map((m) => Object.keys(m)[0]), ['READY', 'RELOADING', 'READY']);
+  assert.equal(messages()[2]!.MAINPID, String(daemon.pid), 'the main pid did not change');
+  assert.ok(daemon.running);
+  assert.equal((await httpRequest(`http://127.0.0.1:${port}/hello.php`)).status, 200);
+});
+
 test('NOTIFY_SOCKET: READY=1 when serving, RELOADING=1 then READY=1 around a reload, STOPPING=1 on stop', { timeout: 60_000 }, async (t: TestContext) => {
   const dir = makeTempDir(t, 'fpm-sn-');
   const notify = join(dir, 'notify.sock');

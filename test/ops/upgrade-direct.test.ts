@@ -77,7 +77,7 @@ async function upgradeDirect(t: Scope, mode: 'exec' | 'spawn'): Promise<void> {
   // Served by the new daemon's workers, on the same TCP socket.
   const after = await httpRequest(`${ngx.url}/hello.php`);
   assert.equal(after.status, 200);
-  assert.ok(isAlive(newPid));
+  assert.ok(isAlive(newPid), d.dump(since));
 }
 
 test('SIGUSR2 with a direct pool (upgrade: spawn): the new daemon takes its socket, no request fails', { timeout: 120_000, skip: directSocketSupport() }, (t) => upgradeDirect(t, 'spawn'));

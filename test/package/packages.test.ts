@@ -3,7 +3,9 @@
  * pack` ships) installed with `npm install -g` into an empty prefix serves the demo, and
  * the .deb (scripts/build-deb.sh from that tarball) installed with dpkg serves a PHP page
  * through nginx from the installed files, its units pass `systemd-analyze verify`, its
- * conffile passes `fcgi-pm check` as shipped, and `dpkg --purge` leaves no file.
+ * conffile passes `fcgi-pm check` as shipped, the addon it carries (built for this
+ * architecture, owned by dpkg) runs an accept: direct pool on the direct path, and
+ * `dpkg --purge` leaves no file.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -100,6 +102,11 @@ describe('packages', { timeout: 170_000 }, () => {
     cfg.opcache_dir = join(dir, 'opcache');
     cfg.log.file = join(dir, 'fcgi-pm.log');
     cfg.log.access_file = join(dir, 'access.log');
+    cfg.control_socket = join(dir, 'control.sock');
+    // A direct pool beside it: the workers accept on its socket themselves, through the packaged addon.
+    const overflow = await freePort();
+    cfg.listen.push({ protocol: 'fastcgi', address: `127.0.0.1:${overflow}`, pool: 'direct' });
+    cfg.pools.direct = { command: ['php-cgi'], user: 'www-data', accept: 'direct', direct_listen: `unix:${dir}/direct.sock`, direct_socket_mode: '0666', pm: 'static', max_children: 2 };
     const docroot = worldReadableDir(t, PHP_FIXTURES);
     const file = join(dir, 'fcgi-pm.yaml');
     writeFileSync(file, stringifyYaml(cfg));
@@ -113,6 +120,23 @@ describe('packages', { timeout: 170_000 }, () => {
     const r = await httpRequest(`${ngx.url}/whoami.php`);
     assert.equal(r.status, 200, r.text);
     assert.match(r.text, /^uid=33 /, 'workers run as www-data, the conffile\'s user');
+
+    const arch = (await run('dpkg', ['--print-architecture'])).stdout.trim();
+    assert.equal((await run('dpkg-deb', ['-f', deb, 'Architecture'])).stdout.trim(), arch);
+    assert.match((await run('dpkg', ['-S', '/usr/lib/fcgi-pm/native/build/direct-socket.node'])).stdout, /^fcgi-pm: /);
+    const ngxDirect = await startNginx(t, `root ${docroot}; location ~ \\.php$ { fastcgi_pass direct; ${fastcgiParams()} }`, {
+      httpExtra: `upstream direct { server unix:${dir}/direct.sock max_fails=0; server 127.0.0.1:${overflow} backup; }`,
+    });
+    for (let i = 0; i < 5; i++) {
+      const d = await httpRequest(`${ngxDirect.url}/whoami.php`);
+      assert.equal(d.status, 200, d.text);
+    }
+    const st = JSON.parse((await run('/usr/bin/fcgi-pm', ['status', '--json', '--control', cfg.control_socket])).stdout);
+    const direct = st.pools.find((p: { name: string }) => p.name === 'direct');
+    assert.equal(direct.kind, 'direct', JSON.stringify(direct));
+    assert.equal(direct.directFallback, undefined);
+    assert.equal(direct.completed, 0, 'served on the direct path, none through the overflow');
+    assert.equal(direct.workers.length, 2);
     await daemon.stop();
 
     await run('dpkg', ['--purge', 'fcgi-pm']);

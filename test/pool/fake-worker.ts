@@ -10,7 +10,6 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../../src/log/log.js';
 import { ErrorCodes } from '../../src/errors.js';
-import { classifyExit } from '../../src/worker/exit-policy.js';
 import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerOwner, WorkerSpec } from '../../src/worker/types.js';
 import type { WorkerState } from '../../src/pool/workers/supervisor-table.js';
 import type { SocketAddress } from '../../src/protocol/address.js';
@@ -107,8 +106,9 @@ export class FakeWorker extends EventEmitter<WorkerEventMap> implements ManagedW
       uptime: this.clock.now() - this.born,
       ready: this.wasReady,
       served: this.owner.requests() - (wasBusy ? 1 : 0),
+      busy: wasBusy,
     };
-    this.emit('exit', exit, classifyExit(exit, wasBusy));
+    this.emit('exit', exit);
     this.exitResolve(exit);
   }
 

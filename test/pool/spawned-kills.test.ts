@@ -8,7 +8,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCodes } from '../../src/errors.js';
-import { BACKOFF_MAX_MS, EARLY_EXIT_MS } from '../../src/worker/exit-policy.js';
+import { BACKOFF_MAX_MS } from '../../src/worker/exit-policy.js';
+import { EARLY_EXIT_MS } from '../../src/pool/workers/exit-verdict.js';
 import type { FakeWorker } from './fake-worker.js';
 import type { TestRequest } from './helpers.js';
 import { closed, refused, setup } from './spawned-harness.js';

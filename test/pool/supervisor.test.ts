@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { ErrorCodes, ProxyError } from '../../src/errors.js';
 import type { PoolConfig } from '../../src/config/types.js';
 import { buildWorkerSpec } from '../../src/pool/worker-spec.js';
-import { classifyExit } from '../../src/worker/exit-policy.js';
+import { judgeExit } from '../../src/pool/workers/exit-verdict.js';
 import { EXIT_GRACE_MS } from '../../src/pool/spawned/seat-table.js';
 import { PoolStats } from '../../src/pool/stats.js';
 import { Supervisor, type SlotEventContext, type SupervisorHooks } from '../../src/pool/workers/supervisor.js';
@@ -42,7 +42,7 @@ function setup(over: Partial<PoolConfig> = {}) {
   const hooks: SupervisorHooks = {
     waiting: () => waiting,
     poolState: () => 'running',
-    seats: (_slot, n) => Array.from({ length: n }, () => ({ state: 'closed' as const, inIdle: false, idleSince: 0, current: undefined, busySince: 0 })),
+    seats: (_slot, n) => Array.from({ length: n }, () => ({ busy: false, inIdle: false, idleSince: 0, current: undefined, busySince: 0 })),
     // The endpoint the dispatcher makes when a worker is offered: it counts closeIdle.
     connect: () => ({ closeIdle: () => void closedIdle++ }) as unknown as Endpoint,
     offer: rec('offer'),
@@ -94,13 +94,17 @@ type TestSeat = { -readonly [K in keyof SeatView]: SeatView[K] };
 function occupy(sup: Supervisor, slot: SlotView, n = 1): void {
   for (const seat of slot.seats.slice(0, n) as TestSeat[]) {
     seat.current = {} as Exchange;
+    seat.busy = true;
     sup.assigned(slot);
   }
 }
 
 /** The dispatcher's seats end their requests, then tell the supervisor. */
 function vacate(e: Env): void {
-  for (const seat of e.slot.seats as TestSeat[]) seat.current = undefined;
+  for (const seat of e.slot.seats as TestSeat[]) {
+    seat.current = undefined;
+    seat.busy = false;
+  }
   e.sup.released(e.slot);
 }
 
@@ -270,8 +274,8 @@ for (const state of ['retiring', 'stopping'] as const) {
   // cell is there so that no exit can leave a worker in the table.
   test(`${state} + killed → gone: bury`, () => {
     const e = into(state);
-    const exit = { code: null, signal: 'SIGKILL' as const, reason: undefined, uptime: 10, ready: true, served: 1 };
-    e.sup.fire(e.slot, 'killed', { exit, verdict: classifyExit(exit, false) });
+    const exit = { code: null, signal: 'SIGKILL' as const, reason: undefined, uptime: 10, ready: true, served: 1, busy: false };
+    e.sup.fire(e.slot, 'killed', { exit, verdict: judgeExit({ exit, served: 'exact', selfRecycles: false }) });
     assert.equal(e.slot.state, 'gone');
     assert.ok(e.names().includes('lost'));
   });

@@ -1,10 +1,11 @@
 """The adapter's pure parts: name-value codec, SCGI headers, SCRIPT_NAME/PATH_INFO, start_response."""
 
 import io
+import socket
 import sys
 import unittest
 
-from adapter_harness import name_values, parse_name_values
+from adapter_harness import TIMEOUT, name_values, parse_name_values
 from fcgi_pm_wsgi import fastcgi, scgi, wsgi
 from fcgi_pm_wsgi.authorizer import set_role
 from fcgi_pm_wsgi.errors import ProtocolError
@@ -196,3 +197,38 @@ class InputStreamTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class LingerCloseTest(unittest.TestCase):
+    """After a response: a request read to its end closes at once (the worker is free for
+    its next connection without waiting for the front end's close); one with bytes left
+    unread half-closes and drains them first, so the close cannot reset the response."""
+
+    def test_a_complete_request_closes_at_once_while_the_peer_stays_open(self):
+        from fcgi_pm_wsgi.sockio import SocketReader, linger_close
+        ours, peer = socket.socketpair()
+        try:
+            peer.settimeout(TIMEOUT)
+            linger_close(ours, SocketReader(ours), complete=True)
+            self.assertEqual(ours.fileno(), -1, 'closed, not waiting for the peer')
+            self.assertEqual(peer.recv(10), b'', 'the peer sees the end')
+        finally:
+            peer.close()
+
+    def test_unread_bytes_are_drained_before_the_close(self):
+        import threading
+        from fcgi_pm_wsgi.sockio import SocketReader, linger_close
+        ours, peer = socket.socketpair()
+        peer.settimeout(TIMEOUT)
+        peer.sendall(b'body the application did not read')
+        done = threading.Event()
+        t = threading.Thread(target=lambda: (linger_close(ours, SocketReader(ours), complete=True), done.set()))
+        t.start()
+        try:
+            self.assertEqual(peer.recv(10), b'', 'half-closed: the response is complete for the peer')
+            self.assertFalse(done.is_set(), 'still draining until the peer closes')
+            peer.close()
+            t.join(TIMEOUT)
+            self.assertTrue(done.is_set())
+        finally:
+            peer.close()

@@ -13,7 +13,7 @@ import { ForkServer } from '../../src/worker/fork-server.js';
 import { acceptFd } from '../../src/worker/accept-state.js';
 import { directSocketSupport, SharedSocket } from '../../src/worker/shared-socket.js';
 import { unixAddress } from '../../src/worker/socket.js';
-import type { ExitVerdict, WorkerExit } from '../../src/worker/types.js';
+import type { WorkerExit } from '../../src/worker/types.js';
 import { Worker } from '../../src/worker/worker.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { fcgiRequest } from './fcgi-raw.js';
@@ -30,7 +30,7 @@ test('forks of a parent holding the shared socket accept on it; one exits 0 afte
   forks.share(sock.fd);
   const owner = new PoolSide();
   const w = Worker.spawn({ ...spec, sharedSocket: { fd: sock.fd, address: sock.address } }, silentLogger(), 1, owner, { forkServer: forks });
-  const exit = once(w, 'exit') as Promise<[WorkerExit, ExitVerdict]>;
+  const exit = once(w, 'exit') as Promise<[WorkerExit]>;
   t.after(async () => {
     owner.retire('shutdown');
     await w.stop();

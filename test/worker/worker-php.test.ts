@@ -1,6 +1,7 @@
 /**
  * Real php-cgi workers, fd0 and argv modes, answering a FastCGI request.
  */
+import { judgeExit } from '../../src/pool/workers/exit-verdict.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -58,10 +59,11 @@ async function serveOne(t: { after: (fn: () => void | Promise<void>) => void }, 
     assert.equal(res.appStatus, 0);
   }
 
-  const exitP = once(w, 'exit') as Promise<[WorkerExit, { crash: boolean }]>;
+  const exitP = once(w, 'exit') as Promise<[WorkerExit]>;
   pool.retire('shutdown');
   const exit = await w.stop();
-  const [evExit, verdict] = await exitP;
+  const [evExit] = await exitP;
+  const verdict = judgeExit({ exit: evExit, served: 'exact', selfRecycles: false });
   assert.equal(evExit, exit);
   assert.equal(exit.reason, 'shutdown');
   assert.equal(exit.served, 3);
@@ -110,9 +112,10 @@ test('php-cgi with its own children: a crash of the master also ends the orphans
     }, 3000),
   );
   t.after(() => kids.forEach((k) => processGone(k) || process.kill(k, 'SIGKILL')));
-  const exitP = once(w, 'exit') as Promise<[WorkerExit, { crash: boolean; restart: boolean }]>;
+  const exitP = once(w, 'exit') as Promise<[WorkerExit]>;
   process.kill(pid, 'SIGKILL'); // only the master, as a segfault would
-  const [exit, verdict] = await exitP;
+  const [exit] = await exitP;
+  const verdict = judgeExit({ exit, served: 'exact', selfRecycles: false });
   assert.equal(exit.signal, 'SIGKILL');
   assert.equal(exit.reason, undefined);
   assert.deepEqual([verdict.crash, verdict.restart], [true, true]);

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { silentLogger } from '../../src/log/log.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { Worker } from '../../src/worker/worker.js';
-import type { ExitVerdict, WorkerExit, WorkerSpawnFailure, WorkerSpec } from '../../src/worker/types.js';
+import type { WorkerExit, WorkerSpawnFailure, WorkerSpec } from '../../src/worker/types.js';
+import { judgeExit, type ExitVerdict } from '../../src/pool/workers/exit-verdict.js';
 import { fixtureCommand } from '../fixtures/workers/index.js';
 import { fcgiRequest } from './fcgi-raw.js';
 import { captureLogger, makeSpec, PoolSide, processGone, tempDir, waitFor, type LogRecord } from './helpers.js';
@@ -35,7 +36,8 @@ function spawnRecorded(t: { after: (fn: () => void | Promise<void>) => void }, s
     failures.push(f);
   });
   w.on('exit', () => events.push('exit'));
-  const exit = once(w, 'exit') as Promise<[WorkerExit, ExitVerdict]>;
+  // What the exit reports, and how a pool that counts its requests exactly judges it at burial.
+  const exit = (once(w, 'exit') as Promise<[WorkerExit]>).then(([e]): [WorkerExit, ExitVerdict] => [e, judgeExit({ exit: e, served: 'exact', selfRecycles: false })]);
   t.after(async () => {
     pool.retire('shutdown');
     await w.stop();

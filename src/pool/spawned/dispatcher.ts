@@ -32,7 +32,7 @@ import { exitText, scriptOf, workerSnapshot, type SlotView } from '../workers/sl
 import { Seat } from './seats.js';
 import { EXIT_GRACE_MS, SEAT_TABLE, type SeatAction, type SeatEvent } from './seat-table.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from '../workers/supervisor.js';
-import type { EndpointFactory, PoolActionReport, PoolSnapshot, WarmStart } from '../types.js';
+import type { DirectFallback, EndpointFactory, PoolActionReport, PoolSnapshot, WarmStart } from '../types.js';
 
 export { EXIT_GRACE_MS } from './seat-table.js';
 
@@ -40,6 +40,8 @@ export interface SpawnedPoolDeps extends SupervisorDeps {
   endpointFactory: EndpointFactory;
   /** preload: the parent that forks the workers; started with the pool, stopped after it. */
   forkServer?: ForkServer;
+  /** accept: direct without the native addon: this pool stands in, proxied. */
+  directFallback?: DirectFallback;
 }
 
 export class SpawnedPool extends PoolBase {
@@ -161,10 +163,11 @@ export class SpawnedPool extends PoolBase {
 
   protected fillSnapshot(s: PoolSnapshot): void {
     s.kind = 'spawned';
+    if (this.deps.directFallback !== undefined) s.directFallback = { ...this.deps.directFallback };
     s.pm = this.cfg.pm;
     s.maxChildren = this.cfg.maxChildren;
     s.capacity = this.cfg.maxChildren * this.supervisor.slotsPerWorker;
-    if (this.supervisor.failing && this.state === 'running') s.state = 'failing';
+    if (this.state === 'running' && this.supervisor.cannotServe()) s.state = 'failing';
     const k = this.supervisor.slotsPerWorker;
     if (k > 1) {
       s.slotsPerWorker = k;

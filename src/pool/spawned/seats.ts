@@ -39,6 +39,10 @@ export class Seat implements SeatView {
     return this.state === 'free';
   }
 
+  get busy(): boolean {
+    return this.current !== undefined;
+  }
+
   get log(): Logger {
     return this.slot.log;
   }

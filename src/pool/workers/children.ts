@@ -1,14 +1,15 @@
 /**
- * Birth and burial of a spawned pool's worker processes, as PHP-FPM's fpm_children.c
- * beside the policy of fpm_process_ctl.c (supervisor.ts): a worker is made through the
- * WorkerFactory with its Slot as the owner it reads at its exit, its events become the
- * supervisor's table events (ProcessEvents, handed in: this file never imports the
+ * Birth and burial of a pool's worker processes, as PHP-FPM's fpm_children.c beside the
+ * policy of fpm_process_ctl.c (supervisor.ts): a worker is made through the
+ * WorkerFactory with its Slot as the owner it reads at its exit, its exit is judged
+ * (exit-verdict.ts) and logged once, its events become the supervisor's table events (ProcessEvents, handed in: this file never imports the
  * supervisor), it is signalled (SIGTERM with the worker's kill_timeout escalation, or
  * SIGKILL now), reaped from the live set, and waited for at shutdown.
  */
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../util/clock.js';
-import type { ExitVerdict, ManagedWorker, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from '../../worker/types.js';
+import type { ManagedWorker, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from '../../worker/types.js';
+import { judgeExit, type ExitFacts, type ExitVerdict } from './exit-verdict.js';
 import { killChildNow } from './hard-kill.js';
 import { Slot, type SeatView } from './slot.js';
 
@@ -28,8 +29,10 @@ export interface ChildrenDeps {
   workerLogger: Logger;
   /** SIGKILL now; defaults to hard-kill.ts, which signals only our own children. */
   killNow?: ((pid: number) => void) | undefined;
-  /** Makes a worker's request places (the Dispatcher's). */
+  /** Makes a worker's request places (the request side's). */
   seats: (slot: Slot) => readonly SeatView[];
+  /** How the pool knows what a worker served, and whether it recycles itself (exit-verdict.ts). */
+  counting: Pick<ExitFacts, 'served' | 'selfRecycles'>;
 }
 
 export class Children {
@@ -55,8 +58,20 @@ export class Children {
     const w = slot.worker;
     w.on('ready', () => this.events.ready(slot));
     w.on('spawnFailed', (f) => (slot.spawnFailure = f));
-    w.on('exit', (exit, verdict) => this.events.exited(slot, exit, verdict));
+    w.on('exit', (exit) => this.events.exited(slot, exit, this.judge(slot, exit)));
     return slot;
+  }
+
+  /** The exit's verdict, and its one log line (after a spawn failure, whose line said it all, at debug). */
+  private judge(slot: Slot, exit: WorkerExit): ExitVerdict {
+    const seenWorking = slot.requests > 0 || slot.seats.some((s) => s.idleSince > 0);
+    const verdict = judgeExit({ exit, ...this.deps.counting, seenWorking });
+    const fields = { worker: slot.worker.id, wpid: slot.pid, exitCode: exit.code, signal: exit.signal, reason: exit.reason, uptime: exit.uptime, requests: slot.requests, early: verdict.early };
+    const msg = `worker ${verdict.message}`;
+    if (slot.spawnFailure !== undefined) slot.log.debug(fields, msg);
+    else if (verdict.code === undefined) slot.log[verdict.level](fields, msg);
+    else slot.log[verdict.level]({ code: verdict.code, ...fields }, msg);
+    return verdict;
   }
 
   /** SIGTERM now (a process not started yet is not started), SIGKILL after kill_timeout. */

@@ -148,3 +148,36 @@ export function planIdleStops(cfg: ScalingConfig, idleSince: readonly number[], 
 function clamp(v: number, lo: number, hi: number): number {
   return v < lo ? lo : v > hi ? hi : v;
 }
+
+/** What the measured scale-down rule (planMeasuredStops) reads. */
+export interface MeasuredLoad {
+  /** Workers up and wanted (not retiring or stopping). */
+  live: number;
+  /** Of those, the ones idle now (blocked in accept()). */
+  idle: number;
+  /**
+   * The most work seen at once over the last idle_timeout: workers busy or that used CPU
+   * within a sample, plus connections waiting in the accept queue.
+   */
+  peak: number;
+  /** The samples cover a whole idle_timeout (not just after the pool started). */
+  covered: boolean;
+}
+
+/**
+ * Scale-down from measured concurrency, for pools whose workers accept on one socket
+ * themselves. The kernel wakes workers blocked in accept() first-in first-out, so a
+ * trickle visits every worker in turn and none is ever idle for idle_timeout by itself
+ * (PHP-FPM's ondemand has that flaw: php-src bug #77959). The rule instead: keep as many
+ * workers as the most work seen at once within the last idle_timeout (plus min_spare,
+ * dynamic), and stop idle workers beyond that. After a burst, the burst leaves the window
+ * idle_timeout later and the pool shrinks to what the load since needs; an idle pool
+ * (peak 0) goes down to its floor after idle_timeout, as per-worker idle time would.
+ * Returns how many idle workers to stop now.
+ */
+export function planMeasuredStops(cfg: ScalingConfig, load: MeasuredLoad): number {
+  if (cfg.pm === 'static' || !(cfg.idleTimeout > 0) || !load.covered) return 0;
+  const spare = cfg.pm === 'dynamic' ? Math.max(0, cfg.minSpare) : 0;
+  const keep = Math.ceil(load.peak) + spare;
+  return Math.max(0, Math.min(load.idle, load.live - keep));
+}

@@ -25,7 +25,9 @@ export interface SeatView {
   readonly inIdle: boolean;
   /** When it last went idle. */
   readonly idleSince: number;
-  /** The request it runs. */
+  /** It runs a request (the request side knows how: a request handed to it, or a connection sampled). */
+  readonly busy: boolean;
+  /** The request it runs, when the request side handed it over. */
   readonly current: Exchange | undefined;
   readonly busySince: number;
 }
@@ -114,7 +116,7 @@ export class Slot implements SlotView {
   /** Seats running a request. */
   get busy(): number {
     let n = 0;
-    for (const s of this.seats) if (s.current !== undefined) n++;
+    for (const s of this.seats) if (s.busy) n++;
     return n;
   }
 
@@ -139,7 +141,7 @@ export class Slot implements SlotView {
 
   get busySince(): number {
     let t = Infinity;
-    for (const s of this.seats) if (s.current !== undefined && s.busySince < t) t = s.busySince;
+    for (const s of this.seats) if (s.busy && s.busySince < t) t = s.busySince;
     return t === Infinity ? 0 : t;
   }
 
@@ -181,8 +183,9 @@ function uriOf(ex: Exchange): string {
 
 export function workerSnapshot(slot: SlotView, wall: WallClock): WorkerSnapshot {
   let oldest: SeatView | undefined;
-  for (const seat of slot.seats) if (seat.current !== undefined && (oldest === undefined || seat.busySince < oldest.busySince)) oldest = seat;
-  const current = oldest === undefined ? undefined : { uri: uriOf(oldest.current!), startedAt: wall.at(oldest.busySince) };
+  for (const seat of slot.seats) if (seat.busy && (oldest === undefined || seat.busySince < oldest.busySince)) oldest = seat;
+  // A sampled connection has no URI the pool could know.
+  const current = oldest === undefined ? undefined : { uri: oldest.current === undefined ? '' : uriOf(oldest.current), startedAt: wall.at(oldest.busySince) };
   const s: WorkerSnapshot = { pid: slot.pid ?? 0, state: slot.workerState, requests: slot.requests, startedAt: wall.at(slot.spawnedAt), lastUsedAt: wall.at(slot.lastUsedAt), current };
   if (slot.seats.length > 1) {
     s.slots = slot.seats.length;

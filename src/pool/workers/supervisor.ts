@@ -23,7 +23,8 @@ import type { Logger } from '../../log/log.js';
 import type { PoolConfig } from '../../config/types.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
 import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
-import type { ExitVerdict, RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
+import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
+import type { ExitFacts, ExitVerdict } from './exit-verdict.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
 import { GroupChildren } from './groups.js';
@@ -52,6 +53,16 @@ export interface SupervisorDeps {
   killNow?: (pid: number) => void;
   /** preload: the parent the workers are forked from (its memory is the pool's too). */
   forkServer?: ForkServer;
+  /** How the request side knows what a worker served (exit-verdict.ts); default: exactly, and no worker recycles itself. */
+  counting?: Pick<ExitFacts, 'served' | 'selfRecycles'>;
+  /**
+   * Workers accept their connections themselves (accept: direct). Nothing can withdraw a
+   * retired one from the socket but its signal, so it gets SIGTERM at once (php-cgi
+   * finishes the request it runs, then exits) instead of after its last request; and a
+   * process running is not yet one that serves, so a failing pool recovers only when its
+   * request side saw a worker at work (`working`).
+   */
+  acceptsItself?: boolean;
 }
 
 /** What the supervisor asks of the dispatcher, which reads a worker's record as a SlotView. */
@@ -61,8 +72,8 @@ export interface SupervisorHooks {
   poolState(): PoolState;
   /** A new worker's `n` request places (made once, at spawn). */
   seats(slot: SlotView, n: number): readonly SeatView[];
-  /** A worker is ready: the endpoint its requests go through (the upstream options are the dispatcher's). */
-  connect(slot: SlotView): Endpoint;
+  /** A worker is ready: the endpoint its requests go through (the upstream options are the dispatcher's); none when the workers accept themselves. */
+  connect(slot: SlotView): Endpoint | undefined;
   /** A worker is ready, its endpoint made: put its seats on the idle stack. */
   offer(slot: SlotView): void;
   /** Take the worker's idle seats off the idle stack. */
@@ -181,7 +192,7 @@ export class Supervisor {
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
     const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
     this.procs = new Children(
-      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k) },
+      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k), counting: deps.counting ?? { served: 'exact', selfRecycles: false } },
       { ready: (slot) => this.fire(slot, 'ready', NO_CONTEXT), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );
     if (k > 1 || this.resident) {
@@ -244,6 +255,20 @@ export class Supervisor {
     return this.crashes.failing;
   }
 
+  /**
+   * The pool cannot serve what waits: failing, or requests or connections wait while no
+   * worker is serving (up, and seen at work by its request side) and either none is
+   * alive or starting, or workers crashed lately (a crash back-off, workers that die at
+   * once, memory holding spawns back). A cold start with no crash is not an outage.
+   * Status, readiness and fcgipm_pool_failing say so.
+   */
+  cannotServe(): boolean {
+    if (this.crashes.failing) return true;
+    if (this.hooks.waiting() === 0) return false;
+    for (const s of this.procs.slots) if (s.state === 'up' && s.seats.some((seat) => seat.busy || seat.idleSince > 0)) return false;
+    return this.procs.slots.size === 0 || this.crashes.recent > 0;
+  }
+
   failingError(): ProxyError {
     return this.crashes.error(this.reportedStartError !== undefined ? this.lastStartError : undefined);
   }
@@ -268,6 +293,11 @@ export class Supervisor {
   /** A group runs no request now: its children over max_memory may go. */
   groupIdle(slot: SlotView): void {
     this.groups?.idle(slot);
+  }
+
+  /** The request side saw a worker that accepts itself at work (in accept(), or on a connection): a failing pool recovers. */
+  working(slot: SlotView): void {
+    if (slot.state === 'up') this.crashes.ready(slot.pid);
   }
 
   /** A request starts on one of the worker's seats: counted (max_requests, status, its exit line). */
@@ -314,6 +344,11 @@ export class Supervisor {
   /** Stops a worker now; the requests it runs are answered with `err`. */
   stop(slot: SlotView, reason: RetireReason, err: ProxyError): void {
     this.fire(slot, 'stop', { reason, err });
+  }
+
+  /** Stops a worker with SIGKILL now (request_timeout on the direct path, where no request of it is ours to answer). */
+  kill(slot: SlotView, reason: RetireReason, err: ProxyError): void {
+    this.fire(slot, 'kill', { reason, err });
   }
 
   /** max_memory_hard (memory-caps.ts decided and wrote the message): SIGKILL now, its requests get 503. */
@@ -395,7 +430,7 @@ export class Supervisor {
     slot.log.info({ spawnMs, workers: this.procs.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
     this.reportedStartError = undefined;
     slot.readyAt = this.clock.now();
-    this.crashes.ready(w.pid);
+    if (this.deps.acceptsItself !== true) this.crashes.ready(w.pid);
     this.mem?.ready(slot);
     const settle = slot.settle;
     slot.settle = undefined;
@@ -417,7 +452,7 @@ export class Supervisor {
     else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
     slot.endpoint?.closeIdle();
     // A worker running requests finishes them first (`idle`: drained).
-    if (slot.busy === 0) this.procs.signal(slot);
+    if (slot.busy === 0 || this.deps.acceptsItself === true) this.procs.signal(slot);
   }
 
   private doStop(slot: Slot, reason: RetireReason, err: ProxyError): void {
@@ -471,6 +506,8 @@ export class Supervisor {
    */
   private countExit(slot: Slot, exit: WorkerExit, verdict: ExitVerdict): boolean {
     if (verdict.crash) this.stats.crashes++;
+    // It recycled itself (php-cgi after PHP_FCGI_MAX_REQUESTS): counted as the recycle it is.
+    if (verdict.rule === 'recycled') this.stats.recycled('max_requests');
     // An OOM kill says the page wanted too much, not that the worker cannot start.
     if (verdict.early && slot.mem?.oomKilled !== true) {
       const why = slot.spawnFailure?.message ?? `worker ${slot.pid ?? '?'} ${exitText(exit)}`;
