@@ -207,7 +207,7 @@ export class HostGovernor implements MemoryGovernor {
       const count = o.workerCount();
       if (count === 0 && !o.hasDemand()) continue;
       const leaving = o.leavingCount();
-      others.push({ member: o, count: count - leaving, leaving, idle: o.idleWorkers(), busy: o.busyWorkers() });
+      others.push({ member: o, count: count - leaving, leaving, waiting: this.waiters.has(o) && o.hasDemand(), idle: o.idleWorkers(), busy: o.busyWorkers() });
     }
     const mineLeaving = m.leavingCount();
     const s = decideShare({ want: d.admit, demand: Math.min(ask.demand, d.admit), mine: m.workerCount() - mineLeaving, mineLeaving, max: this.processMax, others });

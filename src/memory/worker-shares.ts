@@ -6,8 +6,9 @@
  * pools, and a pool below its share that needs a worker while the host is full takes it
  * from a pool above its share: an idle worker now (least recently used first), or, when
  * it has no worker at all, a busy one after its request. Spawns beyond the share (spare
- * workers, or demand above the share) take only free room. When workers come free, the
- * waiting pool with the fewest workers is asked first (host-governor.ts).
+ * workers, or demand above the share) take only free room, never the places a pool below
+ * its share waits for. When workers come free, the waiting pool with the fewest workers is
+ * asked first (host-governor.ts).
  *
  * Pure: counts in, a decision out; host-governor.ts gathers and carries out.
  */
@@ -19,6 +20,8 @@ export interface ShareMember<M> {
   count: number;
   /** Workers retiring (alive until they exit: they hold their place until then). */
   leaving: number;
+  /** Its requests wait for a place. */
+  waiting: boolean;
   idle: readonly WorkerRef[];
   busy: readonly WorkerRef[];
 }
@@ -54,7 +57,13 @@ export function decideShare<M>(ask: ShareAsk<M>): ShareDecision<M> {
   const share = Math.max(1, Math.floor(ask.max / active));
   const leaving = ask.mineLeaving + ask.others.reduce((n, o) => n + o.leaving, 0);
   const total = ask.mine + leaving + ask.others.reduce((n, o) => n + o.count, 0);
-  const free = Math.max(0, ask.max - total);
+  // A pool at its share or above does not take the places a pool below its share waits for
+  // (the worker it gave up exits, and its own replacement would otherwise take the place back).
+  const reserved =
+    ask.mine + ask.mineLeaving >= share
+      ? ask.others.filter((o) => o.waiting && o.count + o.leaving < share).reduce((n, o) => n + share - o.count - o.leaving, 0)
+      : 0;
+  const free = Math.max(0, ask.max - total - reserved);
   const demand = Math.min(ask.demand, ask.want);
   const admitDemand = Math.min(demand, free);
   const admit = admitDemand + Math.min(ask.want - demand, free - admitDemand);

@@ -10,8 +10,8 @@ function refs(pool: string, n: number, from = 0): WorkerRef[] {
   return Array.from({ length: n }, (_, i) => ({ pool, id: from + i, pid: 1000 + from + i, charge: 1, value: undefined, since: from + i }));
 }
 
-function member(name: string, count: number, idle: number, leaving = 0): ShareMember<string> {
-  return { member: name, count, leaving, idle: refs(name, idle), busy: refs(name, count - idle, idle) };
+function member(name: string, count: number, idle: number, leaving = 0, waiting = false): ShareMember<string> {
+  return { member: name, count, leaving, waiting, idle: refs(name, idle), busy: refs(name, count - idle, idle) };
 }
 
 test('free room is taken first, spare spawns included', () => {
@@ -59,4 +59,14 @@ test('workers already leaving are waited for: no second eviction while one is on
 test('spare spawns never evict: only requests waiting claim a share', () => {
   const d = decideShare({ want: 2, demand: 0, mine: 1, mineLeaving: 0, max: 8, others: [member('noisy', 7, 7)] });
   assert.deepEqual({ admit: d.admit, evict: d.evict.length }, { admit: 0, evict: 0 });
+});
+
+test('a pool at its share does not take back the place a pool below its share waits for', () => {
+  // The noisy pool gave a worker up for the quiet one (which waits with 0 workers); that
+  // worker has exited and the noisy pool's queue asks for a replacement first.
+  const d = decideShare({ want: 1, demand: 1, mine: 3, mineLeaving: 0, max: 4, others: [member('quiet', 0, 0, 0, true)] });
+  assert.equal(d.admit, 0);
+  assert.deepEqual(d.evict, []);
+  const q = decideShare({ want: 1, demand: 1, mine: 0, mineLeaving: 0, max: 4, others: [member('noisy', 3, 0)] });
+  assert.equal(q.admit, 1, 'the quiet pool takes the free place');
 });
