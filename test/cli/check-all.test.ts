@@ -33,7 +33,8 @@ test('check: schema problems, a bad user and a bad cwd, and a missing script arg
     '    user: nosuchuser', //                                                  8
     '    cwd: /nonexistent-cwd', //                                             9
     '  py:', //                                                                 10
-    '    command: [/usr/bin/python3, ../../bin/fcgi-pm-wsgi, mysite.wsgi:application]', // 11
+    '    command: [/usr/bin/python3, ../../no-such-bin/fcgi-pm-wsgi, mysite.wsgi:application]', // 11
+    // (../../bin would be /bin from a checkout two levels under /, where the package test installs fcgi-pm-wsgi while this runs)
     '    user: www-data', //                                                    12
     '  typo:', //                                                               13
     '    command: [php-cgi]', //                                                14
@@ -47,7 +48,7 @@ test('check: schema problems, a bad user and a bad cwd, and a missing script arg
   at(4, /listen\[1\]\.document_root: \/nonexistent-root: no such directory/);
   at(8, /pools\.php\.user: no such user "nosuchuser"/);
   at(9, /pools\.php\.cwd: \/nonexistent-cwd: no such directory/);
-  at(11, /pools\.py\.command\[1\]: \.\.\/\.\.\/bin\/fcgi-pm-wsgi \(relative to fcgi-pm's working directory .*\): no such file \(ENOENT\)/);
+  at(11, /pools\.py\.command\[1\]: \.\.\/\.\.\/no-such-bin\/fcgi-pm-wsgi \(relative to fcgi-pm's working directory .*\): no such file \(ENOENT\)/);
   at(15, /pools\.typo\.max_childs: unknown key/);
   assert.equal(r.lines.length, 5, r.lines.join('\n'));
 });

@@ -66,7 +66,8 @@ export class Children {
   private judge(slot: Slot, exit: WorkerExit): ExitVerdict {
     const seenWorking = slot.requests > 0 || slot.seats.some((s) => s.idleSince > 0);
     const verdict = judgeExit({ exit, ...this.deps.counting, seenWorking });
-    const fields = { worker: slot.worker.id, wpid: slot.pid, exitCode: exit.code, signal: exit.signal, reason: exit.reason, uptime: exit.uptime, requests: slot.requests, early: verdict.early };
+    // A worker that was ready logs through slot.log, which names its pid already (Supervisor.offer).
+    const fields = { worker: slot.worker.id, ...(slot.readyAt === 0 ? { wpid: slot.pid } : {}), exitCode: exit.code, signal: exit.signal, reason: exit.reason, uptime: exit.uptime, requests: slot.requests, early: verdict.early };
     const msg = `worker ${verdict.message}`;
     if (slot.spawnFailure !== undefined) slot.log.debug(fields, msg);
     else if (verdict.code === undefined) slot.log[verdict.level](fields, msg);
