@@ -77,5 +77,7 @@ test('HTTP: the first head is due header_timeout after the accept: a client sile
   clearTimeout(late);
   s.destroy();
   assert.equal(outcome, 'closed');
-  assert.equal(answer, '', 'closed without an answer: no byte of a head came');
+  // Closed by our deadline (no answer: no byte came) or by node's own check of the same
+  // timeout (a 408), whichever runs first; never served.
+  assert.ok(answer === '' || /^HTTP\/1\.1 408 /.test(answer), answer);
 });
