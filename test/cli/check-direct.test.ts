@@ -2,11 +2,10 @@
 // in fallback and why; with the addon, no notice.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../helpers/paths.js';
-import { runBin } from './helpers.js';
+import { installWithoutAddon, runBin } from './helpers.js';
 
 function config(dir: string): string {
   const file = join(dir, 'c.yaml');
@@ -29,15 +28,9 @@ test('check: a direct pool without the addon gets a notice naming ERR_DIRECT_SOC
   const dir = mkdtempSync(join(tmpdir(), 'fpm-direct-check-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = config(dir);
-  // A copy of what the CLI loads at run time, without native/build: an install with no compiler.
-  const app = join(dir, 'app');
-  mkdirSync(join(app, 'dist'), { recursive: true });
-  cpSync(join(REPO_ROOT, 'bin'), join(app, 'bin'), { recursive: true });
-  cpSync(join(REPO_ROOT, 'package.json'), join(app, 'package.json'));
-  cpSync(join(REPO_ROOT, 'dist', 'src'), join(app, 'dist', 'src'), { recursive: true });
-  symlinkSync(join(REPO_ROOT, 'node_modules'), join(app, 'node_modules'));
+  const bin = installWithoutAddon(dir);
 
-  const without = await runBin(['check', '-c', file, '--allow-root'], { bin: join(app, 'bin', 'fcgi-pm') });
+  const without = await runBin(['check', '-c', file, '--allow-root'], { bin });
   assert.equal(without.code, 0, without.stderr + without.stdout);
   const out = without.stdout + without.stderr;
   assert.match(out, /pools\.app\.accept: accept: direct is not available here \(the native addon .*direct-socket\.node is not built/);

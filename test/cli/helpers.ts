@@ -1,6 +1,9 @@
 /** Runs bin/fcgi-pm as a real child process, bounded in time. */
 import { execFile } from 'node:child_process';
+import { cpSync, mkdirSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { REPO_ROOT } from '../helpers/paths.js';
 
 export const BIN = fileURLToPath(new URL('../../../bin/fcgi-pm', import.meta.url));
 
@@ -9,6 +12,20 @@ export interface RunResult {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
+}
+
+/**
+ * A copy under `dir` of what the CLI loads at run time, without native/build: an install
+ * where no compiler built the addons. Returns its bin/fcgi-pm.
+ */
+export function installWithoutAddon(dir: string): string {
+  const app = join(dir, 'app');
+  mkdirSync(join(app, 'dist'), { recursive: true });
+  cpSync(join(REPO_ROOT, 'bin'), join(app, 'bin'), { recursive: true });
+  cpSync(join(REPO_ROOT, 'package.json'), join(app, 'package.json'));
+  cpSync(join(REPO_ROOT, 'dist', 'src'), join(app, 'dist', 'src'), { recursive: true });
+  symlinkSync(join(REPO_ROOT, 'node_modules'), join(app, 'node_modules'));
+  return join(app, 'bin', 'fcgi-pm');
 }
 
 export function runBin(args: string[], opts: { bin?: string; timeoutMs?: number; cwd?: string } = {}): Promise<RunResult> {

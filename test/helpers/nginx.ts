@@ -141,6 +141,34 @@ export function startNginxKeptAlive(scope: Scope, port: number, opts: { keepaliv
   );
 }
 
+/** A location that passes /unix/NAME.php to fcgi-pm's Unix listener `sock` (for startNginxKeptAlive's `locations`). */
+export function unixPhpLocation(sock: string): string {
+  return `
+    location ~ ^/unix/(.*\\.php)$ {
+      fastcgi_pass unix:${sock};
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME $document_root/$1;
+    }`;
+}
+
+/**
+ * nginx in front of an `accept: direct` pool as docs/direct.md shows it: everything to
+ * PHP (the guard in the worker decides), the pool's Unix socket `sock` first, its
+ * overflow listener on 127.0.0.1:`port` as the backup.
+ */
+export function startNginxDirect(scope: Scope, root: string, sock: string, port: number, readTimeout = '30s'): Promise<Nginx> {
+  return startNginx(
+    scope,
+    `root ${root};
+    location / {
+      fastcgi_pass direct;
+      fastcgi_read_timeout ${readTimeout};
+      ${fastcgiParams()}
+    }`,
+    { httpExtra: `upstream direct { server unix:${sock} max_fails=0; server 127.0.0.1:${port} backup; }` },
+  );
+}
+
 /** fastcgi_param lines for a PHP location served from `root`. */
 export function fastcgiParams(): string {
   return `

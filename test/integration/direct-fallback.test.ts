@@ -7,27 +7,18 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, symlinkSync } from 'node:fs';
-import { join } from 'node:path';
 import { httpRequest } from '../helpers/http-client.js';
-import { fastcgiParams, startNginx } from '../helpers/nginx.js';
-import { PHP_FIXTURES, REPO_ROOT } from '../helpers/paths.js';
+import { startNginxDirect } from '../helpers/nginx.js';
+import { PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { orphanPids, phpCommand } from '../helpers/spawned.js';
 import { makeTempDir } from '../helpers/tmp.js';
-import { runBin } from '../cli/helpers.js';
+import { installWithoutAddon, runBin } from '../cli/helpers.js';
 import { opsDaemon } from '../ops/helpers.js';
 
 test('without the native addon, a direct pool falls back: fcgi-pm answers on direct_listen, nginx logs no error, status says fallback', { timeout: 60_000 }, async (t) => {
   const dir = makeTempDir(t, 'fpm-direct-fb-');
-  // What the CLI loads at run time, without native/build: an install with no compiler.
-  const app = join(dir, 'app');
-  mkdirSync(join(app, 'dist'), { recursive: true });
-  cpSync(join(REPO_ROOT, 'bin'), join(app, 'bin'), { recursive: true });
-  cpSync(join(REPO_ROOT, 'package.json'), join(app, 'package.json'));
-  cpSync(join(REPO_ROOT, 'dist', 'src'), join(app, 'dist', 'src'), { recursive: true });
-  symlinkSync(join(REPO_ROOT, 'node_modules'), join(app, 'node_modules'));
-  const bin = join(app, 'bin', 'fcgi-pm');
+  const bin = installWithoutAddon(dir);
 
   const port = await freePort();
   const ops = await opsDaemon(t, {
@@ -40,15 +31,7 @@ test('without the native addon, a direct pool falls back: fcgi-pm answers on dir
   t.after(() => {
     for (const pid of orphanPids(dir)) process.kill(pid, 'SIGKILL');
   });
-  const ngx = await startNginx(
-    t,
-    `root ${PHP_FIXTURES};
-    location / {
-      fastcgi_pass direct;
-      ${fastcgiParams()}
-    }`,
-    { httpExtra: `upstream direct { server unix:${dir}/direct.sock max_fails=0; server 127.0.0.1:${port} backup; }` },
-  );
+  const ngx = await startNginxDirect(t, PHP_FIXTURES, `${dir}/direct.sock`, port, '60s');
   for (let i = 0; i < 20; i++) {
     const r = await httpRequest(`${ngx.url}/hello.php`, { timeout: 20_000 });
     assert.equal(r.status, 200, r.text);

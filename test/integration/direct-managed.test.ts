@@ -11,7 +11,7 @@ import { copyFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { httpRequest } from '../helpers/http-client.js';
-import { fastcgiParams, startNginx, type Nginx } from '../helpers/nginx.js';
+import { startNginxDirect, type Nginx } from '../helpers/nginx.js';
 import { PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { Cleanup } from '../helpers/scope.js';
@@ -49,16 +49,7 @@ async function directBehindNginx(scope: Cleanup, pool: Record<string, unknown>):
   scope.after(() => {
     for (const pid of orphanPids(dir)) process.kill(pid, 'SIGKILL');
   });
-  const ngx = await startNginx(
-    scope,
-    `root ${root};
-    location / {
-      fastcgi_pass direct;
-      fastcgi_read_timeout 30s;
-      ${fastcgiParams()}
-    }`,
-    { httpExtra: `upstream direct { server unix:${dir}/direct.sock max_fails=0; server 127.0.0.1:${port} backup; }` },
-  );
+  const ngx = await startNginxDirect(scope, root, `${dir}/direct.sock`, port);
   return {
     ops,
     ngx,

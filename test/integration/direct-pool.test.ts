@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { httpRequest } from '../helpers/http-client.js';
-import { fastcgiParams, startNginx, type Nginx } from '../helpers/nginx.js';
+import { startNginxDirect, type Nginx } from '../helpers/nginx.js';
 import { PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { Cleanup } from '../helpers/scope.js';
@@ -87,16 +87,7 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
       log: { level: 'info', access: true },
     });
     // Everything goes to PHP, as a careless config would: the guard in the worker decides.
-    ngx = await startNginx(
-      scope,
-      `root ${root};
-      location / {
-        fastcgi_pass direct;
-        fastcgi_read_timeout 30s;
-        ${fastcgiParams()}
-      }`,
-      { httpExtra: `upstream direct { server unix:${dir}/direct.sock max_fails=0; server 127.0.0.1:${port} backup; }` },
-    );
+    ngx = await startNginxDirect(scope, root, `${dir}/direct.sock`, port);
     // By this run's own directory: another run of this file on the machine has workers with the same marker.
     scope.after(() => {
       for (const pid of orphanPids(dir)) process.kill(pid, 'SIGKILL');

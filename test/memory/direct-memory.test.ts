@@ -12,7 +12,7 @@ import { memoryFiles } from '../../src/memory/cgroup.js';
 import { directSocketSupport } from '../../src/worker/shared-socket.js';
 import { makeMemoryBox } from '../helpers/cgroup.js';
 import { httpRequest } from '../helpers/http-client.js';
-import { fastcgiParams, startNginx } from '../helpers/nginx.js';
+import { startNginxDirect } from '../helpers/nginx.js';
 import { PHP_CGI, PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { makeTempDir } from '../helpers/tmp.js';
@@ -58,16 +58,7 @@ test('a direct pool with memory_limit: its workers sit in the pool cgroup with t
   const poolDir = String(created.cgroup);
   assert.ok(poolDir.startsWith(box.dir + '/'), `${poolDir} is under the daemon's cgroup ${box.dir}`);
   assert.equal(Number(readFileSync(join(poolDir, memoryFiles(box.cg.version).limit), 'latin1')), limit);
-  const ngx = await startNginx(
-    t,
-    `root ${PHP_FIXTURES};
-    location / {
-      fastcgi_pass direct;
-      fastcgi_read_timeout 60s;
-      ${fastcgiParams()}
-    }`,
-    { httpExtra: `upstream direct { server unix:${dir}/direct.sock max_fails=0; server 127.0.0.1:${port} backup; }` },
-  );
+  const ngx = await startNginxDirect(t, PHP_FIXTURES, `${dir}/direct.sock`, port, '60s');
   const get = (path: string): Promise<{ status: number; text: string }> => httpRequest(`${ngx.url}${path}`, { timeout: 60_000 });
 
   const warm = await get('/alloc.php?mb=4');

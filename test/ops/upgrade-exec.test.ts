@@ -16,7 +16,7 @@ import { statusOf } from '../helpers/control-status.js';
 import { ManagedChild } from '../helpers/child.js';
 import { Daemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
-import { startNginxKeptAlive } from '../helpers/nginx.js';
+import { startNginxKeptAlive, unixPhpLocation } from '../helpers/nginx.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import type { Scope } from '../helpers/scope.js';
@@ -67,15 +67,7 @@ async function supervised(t: Scope, root: string, marker: string) {
   await d.waitForLog((l) => l.kind === 'ready', { what: 'ready', timeout: 20_000 }).catch((err: Error) => {
     throw new Error(`${err.message}\n${d.dump()}`);
   });
-  const ngx = await startNginxKeptAlive(t, port, {
-    keepalive: 8,
-    locations: `
-    location ~ ^/unix/(.*\\.php)$ {
-      fastcgi_pass unix:${sock};
-      include /etc/nginx/fastcgi_params;
-      fastcgi_param SCRIPT_FILENAME $document_root/$1;
-    }`,
-  });
+  const ngx = await startNginxKeptAlive(t, port, { keepalive: 8, locations: unixPhpLocation(sock) });
   return { d, dir, ngx, control: join(dir, 'control.sock'), pidFile: join(dir, 'fcgi-pm.pid') };
 }
 

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { poolStatusOf, statusOf } from '../helpers/control-status.js';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { httpRequest } from '../helpers/http-client.js';
-import { startNginxKeptAlive } from '../helpers/nginx.js';
+import { startNginxKeptAlive, unixPhpLocation } from '../helpers/nginx.js';
 import { FCGI_PM_BIN, PHP_FIXTURES } from '../helpers/paths.js';
 import { freePort } from '../helpers/ports.js';
 import { isAlive } from '../helpers/proc.js';
@@ -57,15 +57,7 @@ async function phpBehindNginx(t: Scope, marker: string, extra: Record<string, un
   };
   const d = await startDaemon(t, config, { dir });
   await d.waitForLog((l) => l.kind === 'ready', { what: 'ready', timeout: 15_000 });
-  const ngx = await startNginxKeptAlive(t, port, {
-    keepalive: 8,
-    locations: `
-    location ~ ^/unix/(.*\\.php)$ {
-      fastcgi_pass unix:${sock};
-      include /etc/nginx/fastcgi_params;
-      fastcgi_param SCRIPT_FILENAME $document_root/$1;
-    }`,
-  });
+  const ngx = await startNginxKeptAlive(t, port, { keepalive: 8, locations: unixPhpLocation(sock) });
   return { d, dir, port, ngx, pidFile: join(dir, 'fcgi-pm.pid') };
 }
 
