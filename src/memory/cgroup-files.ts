@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import {
   ancestors,
   cgroupDir,
-  cpuWeightFile,
   memoryFiles,
   oomKillsFrom,
   parseLimit,
@@ -124,9 +123,4 @@ export function locateCpuCgroup(proc = '/proc/self'): { root: CpuCgroupRoot } | 
     return { root: { version: 2, dir } };
   }
   return { why: 'no cpu cgroup hierarchy mounted' };
-}
-
-/** The weight file of a CPU cgroup, read back (what the kernel holds). */
-export function readCpuWeight(version: CgroupVersion, dir: string): string | undefined {
-  return readText(`${dir}/${cpuWeightFile(version, 100).file}`)?.trim();
 }

@@ -10,16 +10,13 @@
  * kernel refuses while fcgi-pm's own cgroup holds processes). Where it cannot, pools go
  * without, and the daemon says why once at start (cpuCgroupsAtStart).
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { cpuWeightFile } from './cgroup.js';
 import { locateCpuCgroup, type CpuCgroupRoot } from './cgroup-files.js';
-import { removeStale } from './pool-cgroup.js';
+import { makePoolCgroupDir, moveIntoCgroup, removeCgroupDir } from './pool-cgroup.js';
 
 /** cpu_weight's default: an equal share (v2's own default cpu.weight). */
 export const DEFAULT_CPU_WEIGHT = 100;
 
-let serial = 0;
 let located: { root: CpuCgroupRoot } | { why: string } | undefined;
 
 /** fcgi-pm's own CPU cgroup, found once per process. */
@@ -54,52 +51,24 @@ export class PoolCpuCgroup {
   static create(pool: string, weight: number): PoolCpuCgroup {
     const r = root();
     if ('why' in r) throw Object.assign(new Error(r.why), { code: 'ENOCGROUP' });
-    const { version, dir: parent } = r.root;
-    if (version === 2) enableCpuController(parent);
-    removeStale(parent);
-    const dir = path.join(parent, `fcgi-pm-${process.pid}-${pool.replace(/[^A-Za-z0-9_.-]/g, '_')}-${++serial}`);
-    fs.mkdirSync(dir);
-    const w = cpuWeightFile(version, weight);
-    try {
-      fs.writeFileSync(path.join(dir, w.file), w.value);
-    } catch (e) {
-      fs.rmdirSync(dir);
-      throw e;
-    }
+    const w = cpuWeightFile(r.root.version, weight);
+    const dir = makePoolCgroupDir(r.root.dir, r.root.version, 'cpu', pool, w.file, w.value);
     return new PoolCpuCgroup(dir, weight, w.file, w.value);
   }
 
   /** Moves process `pid` in; the error code when it could not. */
   add(pid: number): string | undefined {
-    try {
-      fs.writeFileSync(path.join(this.dir, 'cgroup.procs'), String(pid));
-      return undefined;
-    } catch (e) {
-      return (e as NodeJS.ErrnoException).code ?? String(e);
-    }
+    return moveIntoCgroup(this.dir, pid);
   }
 
   /** Removes the directory (its processes must be gone); the error code when it could not. */
   remove(): string | undefined {
-    try {
-      fs.rmdirSync(this.dir);
-      return undefined;
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      return code === 'ENOENT' ? undefined : (code ?? String(e));
-    }
+    return removeCgroupDir(this.dir);
   }
 
   view(): CpuPlacementView {
     return { dir: this.dir, weight: this.weight, file: this.file, value: this.value };
   }
-}
-
-/** v2: children of `dir` get the cpu controller (fails with EBUSY when `dir` holds processes). */
-function enableCpuController(dir: string): void {
-  const file = path.join(dir, 'cgroup.subtree_control');
-  if (fs.readFileSync(file, 'latin1').split(/\s+/).includes('cpu')) return;
-  fs.writeFileSync(file, '+cpu');
 }
 
 /**

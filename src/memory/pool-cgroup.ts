@@ -9,14 +9,55 @@
  * v2 has "no processes in inner cgroups": the memory controller can only be enabled for
  * children of a cgroup that holds no process, so under v2 fcgi-pm must run in a leaf of
  * a delegated subtree whose parent has +memory in cgroup.subtree_control; when that
- * cannot be arranged, the pool goes without a cgroup (one line says why).
+ * cannot be arranged, the pool goes without a cgroup (one line says why). The directory
+ * helpers (make, move into, remove) serve the pool's CPU cgroup too (cpu-cgroup.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { memoryFiles } from './cgroup.js';
+import { memoryFiles, type CgroupVersion } from './cgroup.js';
 import { readOomKills, type MemoryCgroup } from './cgroup-files.js';
 
 let serial = 0;
+
+/**
+ * Makes `<parent>/fcgi-pm-<pid>-<pool>-<n>` with `file` set to `value` (a memory limit, a
+ * CPU weight), after sweeping stale ones; under v2 the parent first gives `controller` to
+ * its children. Returns the directory; throws with a reason when it cannot.
+ */
+export function makePoolCgroupDir(parent: string, version: CgroupVersion, controller: 'memory' | 'cpu', pool: string, file: string, value: string): string {
+  if (version === 2) enableController(parent, controller);
+  removeStale(parent);
+  const dir = path.join(parent, `fcgi-pm-${process.pid}-${pool.replace(/[^A-Za-z0-9_.-]/g, '_')}-${++serial}`);
+  fs.mkdirSync(dir);
+  try {
+    fs.writeFileSync(path.join(dir, file), value);
+  } catch (e) {
+    fs.rmdirSync(dir);
+    throw e;
+  }
+  return dir;
+}
+
+/** Moves process `pid` into cgroup `dir`; the error code when it could not. */
+export function moveIntoCgroup(dir: string, pid: number): string | undefined {
+  try {
+    fs.writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
+    return undefined;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code ?? String(e);
+  }
+}
+
+/** Removes cgroup `dir` (its processes must be gone); the error code when it could not. */
+export function removeCgroupDir(dir: string): string | undefined {
+  try {
+    fs.rmdirSync(dir);
+    return undefined;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? undefined : (code ?? String(e));
+  }
+}
 
 export class PoolCgroup {
   readonly cg: MemoryCgroup;
@@ -31,44 +72,23 @@ export class PoolCgroup {
 
   /** Creates `<parent>/fcgi-pm-<pid>-<pool>-<n>` with `limit`; throws with a reason when it cannot. */
   static create(parent: MemoryCgroup, pool: string, limit: number): PoolCgroup {
-    if (parent.version === 2) enableMemoryController(parent.dir);
-    removeStale(parent.dir);
-    const name = `fcgi-pm-${process.pid}-${pool.replace(/[^A-Za-z0-9_.-]/g, '_')}-${++serial}`;
-    const dir = path.join(parent.dir, name);
-    fs.mkdirSync(dir);
-    try {
-      fs.writeFileSync(path.join(dir, memoryFiles(parent.version).limit), String(limit));
-    } catch (e) {
-      fs.rmdirSync(dir);
-      throw e;
-    }
+    const dir = makePoolCgroupDir(parent.dir, parent.version, 'memory', pool, memoryFiles(parent.version).limit, String(limit));
     return new PoolCgroup({ version: parent.version, dir, mount: parent.mount }, limit);
   }
 
   /** Moves process `pid` in; the error code when it could not. */
   add(pid: number): string | undefined {
-    try {
-      fs.writeFileSync(path.join(this.cg.dir, 'cgroup.procs'), String(pid));
-      return undefined;
-    } catch (e) {
-      return (e as NodeJS.ErrnoException).code ?? String(e);
-    }
+    return moveIntoCgroup(this.cg.dir, pid);
   }
 
   /** Removes the directory (its processes must be gone); the error code when it could not. */
   remove(): string | undefined {
-    try {
-      fs.rmdirSync(this.cg.dir);
-      return undefined;
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      return code === 'ENOENT' ? undefined : (code ?? String(e));
-    }
+    return removeCgroupDir(this.cg.dir);
   }
 }
 
 /** Pool cgroups (memory or CPU) of an fcgi-pm that died without removing them (SIGKILL): empty once its workers died with it. */
-export function removeStale(dir: string): void {
+function removeStale(dir: string): void {
   let names: string[];
   try {
     names = fs.readdirSync(dir);
@@ -95,11 +115,11 @@ function alive(pid: number): boolean {
   }
 }
 
-/** v2: children of `dir` get the memory controller (fails with EBUSY when `dir` holds processes). */
-function enableMemoryController(dir: string): void {
+/** v2: children of `dir` get `controller` (fails with EBUSY when `dir` holds processes). */
+function enableController(dir: string, controller: 'memory' | 'cpu'): void {
   const file = path.join(dir, 'cgroup.subtree_control');
-  if (fs.readFileSync(file, 'latin1').split(/\s+/).includes('memory')) return;
-  fs.writeFileSync(file, '+memory');
+  if (fs.readFileSync(file, 'latin1').split(/\s+/).includes(controller)) return;
+  fs.writeFileSync(file, `+${controller}`);
 }
 
 /**
