@@ -25,6 +25,9 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 # Packages (test/package): scripts/build-deb.sh (dpkg-deb), lintian, the installed units
 # checked with systemd-analyze, the man pages found with man -w.
 have lintian || need+=(lintian)
+# build-deb.sh builds the addons with dpkg-buildflags, strips them and finds their Depends with dpkg-shlibdeps.
+{ have dpkg-buildflags && have dpkg-shlibdeps; } || need+=(dpkg-dev)
+have strip || need+=(binutils)
 have systemd-analyze || need+=(systemd)
 have man || need+=(man-db)
 # The dashboard's browser test (puppeteer-core drives it; it downloads no browser).
