@@ -45,6 +45,33 @@ export function acceptFd(line: string): number | false | undefined {
   return Number.isInteger(fd) && fd >= 0 ? fd : undefined;
 }
 
+/**
+ * What a process is blocked in, for a log line: the syscall number and its first
+ * argument from /proc/PID/syscall ("0 0x5": read() on fd 5), and what that fd is
+ * ("socket:[1234]"). A php-cgi that sits out SIGTERM is one waiting in read() on a
+ * connection kept open to it (it retries a read interrupted by a signal). Undefined when
+ * the process is gone or the file is not readable.
+ */
+export function blockedIn(pid: number): { syscall: string; fd?: string } | undefined {
+  let line: string;
+  try {
+    line = fs.readFileSync(`/proc/${pid}/syscall`, 'latin1').trim();
+  } catch {
+    return undefined;
+  }
+  const [nr, arg0] = line.split(' ', 2);
+  const fdNum = arg0 === undefined ? NaN : Number.parseInt(arg0, 16);
+  let fd: string | undefined;
+  if (Number.isInteger(fdNum) && fdNum >= 0 && fdNum < 1 << 20) {
+    try {
+      fd = fs.readlinkSync(`/proc/${pid}/fd/${fdNum}`);
+    } catch {
+      fd = undefined;
+    }
+  }
+  return { syscall: arg0 === undefined ? nr! : `${nr} ${arg0}`, ...(fd === undefined ? {} : { fd }) };
+}
+
 /** Pure: whether a /proc/PID/syscall line is a wait in accept() on fd 0. */
 export function parseSyscall(line: string): boolean | undefined {
   const fd = acceptFd(line);

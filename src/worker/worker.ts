@@ -35,6 +35,7 @@ import { checkCwd, resolveCommand, startProcess } from './spawn.js';
 import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from './types.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { ErrorCodes } from '../errors.js';
+import { blockedIn } from './accept-state.js';
 
 export interface WorkerOptions {
   /** Default: setpriv --pdeathsig when available, else the sh watchdog. */
@@ -283,7 +284,9 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.killTimer = setTimeout(() => {
       this.killTimer = undefined;
       if (this.finished) return;
-      this.log.warn({ code: ErrorCodes.KILL_TIMEOUT, killTimeout: this.spec.killTimeout }, 'worker did not exit within kill_timeout after SIGTERM; sending SIGKILL');
+      // Where it waits tells why it sat out SIGTERM (a connection left open to it, a stuck script).
+      const blocked = this.pid === undefined ? undefined : blockedIn(this.pid);
+      this.log.warn({ code: ErrorCodes.KILL_TIMEOUT, killTimeout: this.spec.killTimeout, blockedIn: blocked }, 'worker did not exit within kill_timeout after SIGTERM; sending SIGKILL');
       this.killSent = true;
       this.signalGroup('SIGKILL');
     }, this.spec.killTimeout);

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { acceptFd, parseSyscall, readAcceptState } from '../../src/worker/accept-state.js';
+import { acceptFd, blockedIn, parseSyscall, readAcceptState } from '../../src/worker/accept-state.js';
 import { directSocketSupport, SharedSocket } from '../../src/worker/shared-socket.js';
 import { unixAddress } from '../../src/worker/socket.js';
 import { REPO_ROOT } from '../helpers/paths.js';
@@ -73,4 +73,21 @@ test('a real process blocked in accept() on the shared socket reads as accepting
   }, { timeout: 5000, what: 'busy with a connection' });
   assert.notEqual(busy.conn, ino);
   assert.ok(busy.cpuNs > 0);
+});
+
+test('blockedIn names the syscall a process waits in and what its fd is: cat reading its empty stdin (a socketpair from libuv)', async (t) => {
+  const cat = spawn('cat', [], { stdio: ['pipe', 'ignore', 'ignore'] });
+  t.after(() => cat.kill('SIGKILL'));
+  await new Promise((r) => cat.once('spawn', r));
+  // Until cat reaches its read(), the line says something else (running, execve, ...).
+  let seen: ReturnType<typeof blockedIn>;
+  for (let i = 0; i < 500 && !/^socket:/.test(seen?.fd ?? ''); i++) {
+    seen = blockedIn(cat.pid!);
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.match(seen?.fd ?? '', /^socket:\[\d+\]$/, JSON.stringify(seen));
+  assert.match(seen!.syscall, /^\d+ 0x0$/, 'read() on fd 0');
+  cat.kill('SIGKILL');
+  await new Promise((r) => cat.once('exit', r));
+  assert.equal(blockedIn(cat.pid!), undefined, 'gone');
 });
