@@ -96,8 +96,12 @@ test('warm zero: the next request is served by a fork of the paused parent, from
   const again = pool(before, 'php').preload!;
   assert.equal(again.pid, parent.pid);
   assert.ok(again.memory! >= 2 * MiB, `the parent measures ${again.memory} bytes`);
-  const budget = Math.floor((before.memory!.committed! - 1 * MiB) / MiB);
-  d.rewrite(config(`${budget}MiB`));
+  // other's 1 MiB must not fit (budget < committed + 1 MiB) and must fit once the parent is
+  // gone (budget ≥ committed − parent + 1 MiB). The daemon's own memory, in committed, moves
+  // between this read and the reload (a GC frees megabytes): the budget sits in the middle of
+  // that window, half the parent's size from each end, not 2 MiB from one of them.
+  const budget = Math.floor((before.memory!.committed! + 1 * MiB - again.memory! / 2) / 1024);
+  d.rewrite(config(`${budget}KiB`));
   const since = d.daemon.mark();
   assert.equal((await d.ctl(['reload'])).code, 0);
   const r = await httpRequest(`http://127.0.0.1:${ports.other}/app`, { timeout: 30_000 });
