@@ -106,10 +106,10 @@ export interface PoolConfig {
   preloadIdleTimeout?: number;
   /** php-cgi: a file cache of the pool's own for opcache (src/worker/php-cache.ts); default true. */
   opcacheFileCache?: boolean;
-  /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
+  /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (unset: 1, or max_children with resident_parent). */
   groupSize?: number;
-  /** php-cgi: keep the last worker's parent, paused, when the pool scales to zero (warm zero). */
-  residentParent?: boolean;
+  /** php-cgi: the workers are forks of one parent, kept paused when the pool scales to zero (warm zero); auto: src/pool/resident.ts decides. */
+  residentParent?: boolean | 'auto';
   startChildren: number; // dynamic; default min_spare
   minSpare: number; // default 1
   maxSpare: number; // default 3
