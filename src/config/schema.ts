@@ -156,7 +156,8 @@ function convert(type: KeyType, v: unknown, path: KeyPath, ctx: Ctx): Converted 
       return n;
     }
     case 'bool':
-      return typeof v === 'boolean' ? v : bad(`must be true or false, got ${show(v)}`);
+      if (type.auto === true && typeof v === 'string' && v.trim().toLowerCase() === 'auto') return 'auto';
+      return typeof v === 'boolean' ? v : bad(`must be true or false${type.auto === true ? ' or auto' : ''}, got ${show(v)}`);
     case 'string': {
       const s = scalarText(v);
       if (s === undefined || typeof v === 'boolean') return bad(`must be a string, got ${show(v)}`);
@@ -865,6 +866,7 @@ function buildVhosts(obj: unknown, ctx: Ctx): VhostsConfig | undefined {
     idleTimeout: v.idleTimeout as number,
     pollInterval: v.pollInterval as number,
     defaultSite: v.defaultSite as string | undefined,
+    siteMaxChildren: v.siteMaxChildren as number,
     defaults,
   };
 }

@@ -106,10 +106,10 @@ export interface PoolConfig {
   preloadIdleTimeout?: number;
   /** php-cgi: a file cache of the pool's own for opcache (src/worker/php-cache.ts); default true. */
   opcacheFileCache?: boolean;
-  /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
+  /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (unset: 1, or max_children with resident_parent). */
   groupSize?: number;
-  /** php-cgi: keep the last worker's parent, paused, when the pool scales to zero (warm zero). */
-  residentParent?: boolean;
+  /** php-cgi: the workers are forks of one parent, kept paused when the pool scales to zero (warm zero); auto: src/pool/resident.ts decides. */
+  residentParent?: boolean | 'auto';
   startChildren: number; // dynamic; default min_spare
   minSpare: number; // default 1
   maxSpare: number; // default 3
@@ -242,7 +242,12 @@ export interface VhostsConfig {
   defaultSite: string | undefined;
   /** Pool settings in file form, under each site's own. */
   defaults: Record<string, unknown>;
+  /** site_max_children: a ceiling on each site's worker counts (0 = none). */
+  siteMaxChildren: number;
 }
+
+/** What every site is read over: vhosts.defaults and the per-site cap. */
+export type SiteBase = Pick<VhostsConfig, 'defaults' | 'siteMaxChildren'>;
 
 /** One site: a file in vhosts.dir or a table row, validated (src/config/site.ts). */
 export interface SiteConfig {

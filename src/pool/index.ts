@@ -20,6 +20,7 @@ import { ErrorCodes } from '../errors.js';
 import type { DirectFallback, EndpointFactory, Pool } from './types.js';
 import { limitsOf, withLimits } from './rlimit.js';
 import { addOpcacheFileCache, buildWorkerSpec } from './worker-spec.js';
+import { residentConfig } from './resident.js';
 
 export interface PoolDeps {
   logger: Logger;
@@ -56,11 +57,12 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
   if (cfg.command === undefined || cfg.command.length === 0) {
     return new ExternalPool(cfg, logger, clock, endpointFactory);
   }
+  const memory = deps.memory ?? new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, clock, disposeWhenEmpty: true });
+  cfg = residentConfig(cfg, memory.budget);
   const spec = buildWorkerSpec(cfg, deps.runtimeDir);
   addOpcacheFileCache(cfg, spec, deps.opcacheRoot, logger);
   const limits = limitsOf(cfg);
   if (limits !== undefined) spec.command = withLimits(spec, limits);
-  const memory = deps.memory ?? new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, clock, disposeWhenEmpty: true });
   let directFallback: DirectFallback | undefined;
   if (cfg.accept === 'direct') {
     const unsupported = directSocketSupport();
