@@ -814,6 +814,7 @@ function buildVhosts(obj: unknown, ctx: Ctx): VhostsConfig | undefined {
     idleTimeout: v.idleTimeout as number,
     pollInterval: v.pollInterval as number,
     defaultSite: v.defaultSite as string | undefined,
+    siteMaxChildren: v.siteMaxChildren as number,
     defaults,
   };
 }

@@ -234,7 +234,12 @@ export interface VhostsConfig {
   defaultSite: string | undefined;
   /** Pool settings in file form, under each site's own. */
   defaults: Record<string, unknown>;
+  /** site_max_children: a ceiling on each site's worker counts (0 = none). */
+  siteMaxChildren: number;
 }
+
+/** What every site is read over: vhosts.defaults and the per-site cap. */
+export type SiteBase = Pick<VhostsConfig, 'defaults' | 'siteMaxChildren'>;
 
 /** One site: a file in vhosts.dir or a table row, validated (src/config/site.ts). */
 export interface SiteConfig {
