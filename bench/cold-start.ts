@@ -273,7 +273,7 @@ async function php(rows: Row[]): Promise<void> {
 
   rows.push(await measure('PHP', variant('fcgi-pm, no file cache (before)', { opcacheFileCache: false }), page, holdPage, { busy: true }));
   rows.push(await measure('PHP', variant('fcgi-pm cold zero (default: exec, file cache)', {}), page, holdPage, { busy: true }));
-  rows.push(await measure('PHP', variant('fcgi-pm warm zero (resident_parent: paused php-cgi parent)', { residentParent: true }), page, holdPage, { busy: true }));
+  rows.push(await measure('PHP', variant('fcgi-pm warm zero (resident_parent: one php-cgi group, its parent paused)', { residentParent: true }), page, holdPage, { busy: true }));
   rows.push(await measure('PHP', variant('fcgi-pm, file cache + opcache.preload', { command: [...php, ...preload] }), page, holdPage, { busy: true }));
   rows.push(await measure('PHP', variant('fcgi-pm, opcache.preload alone', { command: [...php, ...preload], opcacheFileCache: false }), page, holdPage, { busy: true }));
   // Kept warm: one worker kept (what "last one out waits" gives while it waits), and a

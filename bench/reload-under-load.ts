@@ -4,9 +4,11 @@
  * steady, then while the pool's config is changed and reloaded (SIGHUP) every second.
  * Prints figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/reload-under-load.js [--seconds 8] [--connections 8] [--rounds 2] [--fcgi-pm BIN]
+ *   npx tsc -p . && node dist/bench/reload-under-load.js [--seconds 8] [--connections 8] [--rounds 2] [--fcgi-pm BIN] [--resident]
  *
  * --fcgi-pm runs another build's bin/fcgi-pm (an older commit's, for a before/after).
+ * --resident: the pool has resident_parent (one php-cgi group: each generation is one exec
+ * whose children share its opcache, instead of one exec per worker).
  *
  * The daemon is bin/fcgi-pm run (its own temp dir and config); pool: ondemand,
  * max_children 8, idle_timeout 60 s; each reload changes its env, so the pool is replaced.
@@ -27,6 +29,7 @@ const arg = (name: string, def: number): number => {
 const SECONDS = arg('--seconds', 8);
 const CONNECTIONS = arg('--connections', 8);
 const ROUNDS = arg('--rounds', 2);
+const RESIDENT = process.argv.includes('--resident');
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -41,7 +44,7 @@ const config = (generation: number): void =>
     runtime_dir: join(dir, 'run'),
     log: { access: false, level: 'warn' },
     listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'php', document_root: app }],
-    pools: { php: { command: ['php-cgi'], pm: 'ondemand', max_children: 8, idle_timeout: '60s', env: { GENERATION: String(generation) } } },
+    pools: { php: { command: ['php-cgi'], pm: 'ondemand', max_children: 8, idle_timeout: '60s', env: { GENERATION: String(generation) }, ...(RESIDENT ? { resident_parent: true } : {}) } },
   }));
 config(0);
 const bin = process.argv.includes('--fcgi-pm') ? process.argv[process.argv.indexOf('--fcgi-pm') + 1]! : join(ROOT, 'bin', 'fcgi-pm');
@@ -58,7 +61,7 @@ for (let i = 0; ; i++) {
 }
 
 const row = (what: string, r: WrkResult): string => `| ${what} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.errors + r.non2xx} |`;
-console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; ${bin}`);
+console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; ${bin}${RESIDENT ? '; resident_parent (one php-cgi group)' : ''}`);
 const lines = ['| run | req/s | p50 ms | p99 ms | failed |', '|---|---|---|---|---|'];
 await runWrk(url, CONNECTIONS, 3); // warm-up: the pool grows to its width under this load
 let generation = 0;

@@ -7,7 +7,10 @@
  * daemon is this bench's child, as under runit: the last line says whether the pid it
  * holds still serves. Prints figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/upgrade-under-load.js [--seconds 20] [--connections 10] [--upgrades 5] [--pm static|dynamic|ondemand] [--upgrade exec|spawn]
+ *   npx tsc -p . && node dist/bench/upgrade-under-load.js [--seconds 20] [--connections 10] [--upgrades 5] [--pm static|dynamic|ondemand] [--upgrade exec|spawn] [--resident]
+ *
+ * --resident: the pool has resident_parent (one php-cgi group whose children are forks of
+ * one parent: a new generation starts one php-cgi exec instead of one per worker).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -28,6 +31,7 @@ const CONNECTIONS = arg('--connections', 10);
 const UPGRADES = arg('--upgrades', 5);
 const PM = process.argv.includes('--pm') ? process.argv[process.argv.indexOf('--pm') + 1]! : 'static';
 const MODE = process.argv.includes('--upgrade') ? process.argv[process.argv.indexOf('--upgrade') + 1]! : 'exec';
+const RESIDENT = process.argv.includes('--resident');
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const randomPort = (): number => 20_000 + Math.floor(Math.random() * 20_000);
@@ -46,7 +50,7 @@ writeFileSync(file, stringify({
   upgrade: MODE,
   log: { access: false, level: 'warn' },
   listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${fcgiPort}`, pool: 'php' }],
-  pools: { php: { command: ['php-cgi'], pm: PM, max_children: 4, kill_timeout: '2s' } },
+  pools: { php: { command: ['php-cgi'], pm: PM, max_children: 4, kill_timeout: '2s', ...(RESIDENT ? { resident_parent: true } : {}) } },
 }));
 const bin = join(ROOT, 'bin', 'fcgi-pm');
 const startDaemon = (): ChildProcess => spawn(process.execPath, [bin, 'run', '--allow-root', '-c', file], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -87,7 +91,7 @@ await waitServing();
 await sleep(500);
 
 const row = (what: string, r: WrkResult): string => `| ${what} | ${r.requests} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.non2xx} | ${r.errors} |`;
-console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; nginx → fcgi-pm (FastCGI, ${PM} 4 php-cgi, upgrade: ${MODE}) → 400-class app`);
+console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; nginx → fcgi-pm (FastCGI, ${PM} 4 php-cgi${RESIDENT ? ' as one resident group' : ''}, upgrade: ${MODE}) → 400-class app`);
 const lines = ['| run | requests | req/s | p50 ms | p99 ms | non-2xx | socket errors |', '|---|---|---|---|---|---|---|'];
 await runWrk(url, CONNECTIONS, 3); // warm-up
 lines.push(row('steady', await runWrk(url, CONNECTIONS, SECONDS)));

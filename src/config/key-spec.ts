@@ -7,7 +7,8 @@ export type KeyType =
   | { kind: 'int'; min: number; max?: number }
   | { kind: 'duration'; min: number }
   | { kind: 'size'; min: number; max: number }
-  | { kind: 'bool' }
+  /** auto: the word auto is a third value, resolved by the code that reads the key. */
+  | { kind: 'bool'; auto?: true }
   | { kind: 'string' }
   /** A filesystem path; relative ones are resolved against the config file's directory. */
   | { kind: 'path' }

@@ -33,6 +33,16 @@ const MEMORY_TOP_KEYS: readonly KeySpec[] = [
   { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: -500, doc: "fcgi-pm's own oom_score_adj, set at start where it may lower it (root, CAP_SYS_RESOURCE); otherwise left as it is." },
 ];
 
+// What a spawned worker process is given besides its command (src/pool/rlimit.ts, src/worker/spawn.ts)
+// and php-cgi's own settings (src/pool/php-settings.ts).
+const PROCESS_POOL_KEYS: readonly KeySpec[] = [
+  { key: 'rlimit_files', field: 'rlimitFiles', type: { kind: 'int', min: 1, max: 1 << 30 }, defaultText: "(fcgi-pm's own)", scope: 'spawned', doc: "Open-files limit (RLIMIT_NOFILE, soft and hard) of workers, set by prlimit before the program starts (PHP-FPM's rlimit_files); at most fcgi-pm's own hard limit when the workers run as another user (LimitNOFILE= in the unit)." },
+  { key: 'rlimit_core', field: 'rlimitCore', type: memorySize, defaultText: "(fcgi-pm's own)", scope: 'spawned', doc: "Largest core file a crashing worker may write (RLIMIT_CORE, bytes; 0 for none), set like rlimit_files (PHP-FPM's rlimit_core)." },
+  { key: 'process_priority', field: 'processPriority', type: { kind: 'int', min: -19, max: 20 }, defaultText: "(fcgi-pm's own)", scope: 'spawned', doc: "Workers' nice value, -19 (first) to 20 (last), set right after spawn (PHP-FPM's process.priority); below fcgi-pm's own needs root." },
+  { key: 'php_value', field: 'phpValue', type: { kind: 'string-map' }, defaultText: '(none)', scope: 'spawned', doc: "php-cgi: PHP settings for this pool's workers (php -d NAME=VALUE), which a script may change (PHP-FPM's php_value); e.g. { error_log: /var/log/php/site.log }." },
+  { key: 'php_admin', field: 'phpAdmin', type: { kind: 'string-map' }, defaultText: '(none)', scope: 'spawned', doc: "php-cgi: PHP settings a script cannot change, neither by ini_set nor a .user.ini (PHP-FPM's php_admin_value/php_admin_flag). php-cgi can hold those PHP lets only the system (PHP_INI_SYSTEM) or a directory (PHP_INI_PERDIR: fcgi-pm then turns .user.ini files off for the pool) set, and open_basedir (ini_set may only narrow it); a setting any script may change (PHP_INI_ALL, e.g. memory_limit) is refused with the reason: use php_value, or for memory max_memory_hard. Checked against the pool's own php-cgi (docs/apps.md \"Locked PHP settings\")." },
+];
+
 // Which files a pool may run; checked on SCRIPT_FILENAME by every front end (src/frontend/script-guard.ts).
 const SCRIPT_POOL_KEYS: readonly KeySpec[] = [
   { key: 'limit_extensions', field: 'limitExtensions', type: { kind: 'extensions' }, defaultText: '(.php .phar when command is php-cgi*, else off)', doc: 'The file SCRIPT_FILENAME would run (after php\'s cgi.fix_pathinfo walk) must be a regular file ending in one of these, else 403 ERR_SCRIPT_FORBIDDEN (404 ERR_SCRIPT_NOT_FOUND when there is none); off or [] turns the check off (PHP-FPM security.limit_extensions).' },
@@ -118,8 +128,8 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'max_children', field: 'maxChildren', type: { kind: 'int', min: 1, max: 100_000 }, default: 5, scope: 'spawned', doc: 'Most workers alive at once; more requests wait in the queue.' },
   { key: 'preload', field: 'preload', type: { kind: 'bool' }, default: false, scope: 'spawned', doc: 'Python WSGI (bin/fcgi-pm-wsgi in command; fcgi-pm gives it --preload): one parent imports the application once and forks each worker (milliseconds instead of an exec and import; children share its pages copy-on-write). Workers are counted, capped and stopped one by one as usual; a reload starts a new parent and the old workers drain.' },
   { key: 'preload_idle_timeout', field: 'preloadIdleTimeout', type: anyDuration, default: '5m', scope: 'spawned', doc: 'preload: stop the parent after the pool has had no worker this long (0 = never); the next worker then costs one exec and import again.' },
-  { key: 'group_size', field: 'groupSize', type: { kind: 'int', min: 1, max: 256 }, default: 1, scope: 'spawned', doc: 'php-cgi groups: each worker is one php-cgi parent started with PHP_FCGI_CHILDREN=k (and PHP_FCGI_MAX_REQUESTS=0 unless env sets it) whose k children accept on one socket and share its opcache; a worker then takes k requests at once. max_children, start_children and the spares count php processes, rounded up to whole groups.' },
-  { key: 'resident_parent', field: 'residentParent', type: { kind: 'bool' }, default: false, scope: 'spawned', doc: 'php-cgi pools: warm zero. Each worker is a php-cgi parent with PHP_FCGI_CHILDREN=group_size; when the pool scales to zero, the last worker\'s child stops and its parent stays, paused (SIGSTOP), with PHP and its opcache shared memory loaded; the next request wakes it (SIGCONT) and it forks a child that finds the scripts compiled (a few ms instead of an exec). The parent counts in the pool\'s memory (memory_limit, the budget), shows in status and workers, and is the first thing given back under memory pressure; then the next start is cold (exec, opcache file cache). docs/memory.md "Warm zero and cold zero".' },
+  { key: 'group_size', field: 'groupSize', type: { kind: 'int', min: 1, max: 256 }, defaultText: '1; max_children with resident_parent', scope: 'spawned', doc: 'php-cgi groups: each worker is one php-cgi parent started with PHP_FCGI_CHILDREN=k (and PHP_FCGI_MAX_REQUESTS=0 unless env sets it) whose k children accept on one socket and share its opcache; a worker then takes k requests at once. max_children, start_children and the spares count php processes, rounded up to whole groups. With resident_parent the pool is one group unless set: every child is a fork of the warm parent.' },
+  { key: 'resident_parent', field: 'residentParent', type: { kind: 'bool', auto: true }, default: false, scope: 'spawned', doc: 'php-cgi pools (accept: proxy): warm zero. The pool\'s workers are the children of one php-cgi parent (PHP_FCGI_CHILDREN: group_size, by default max_children), forked from it with PHP and its opcache shared memory loaded, so a worker that starts while others are busy is warm too. When the pool scales to zero the parent stays, paused (SIGSTOP), with one child paused beside it and the others ended; the next request wakes both (SIGCONT): the child accepts it and the parent forks the others again (milliseconds instead of an exec). The parent counts in the pool\'s memory (memory_limit, the budget), shows in status and workers, and is the first thing given back under memory pressure; then the next start is cold (exec, opcache file cache). auto: on for php-cgi pm ondemand pools while a memory_budget is set (the budget then decides whether the parent may stay). docs/memory.md "Warm zero and cold zero".' },
   { key: 'opcache_file_cache', field: 'opcacheFileCache', type: { kind: 'bool' }, default: true, scope: 'spawned', doc: 'php-cgi: keep compiled scripts in a file cache of this pool\'s own (opcache.file_cache, a 0700 directory owned by its user under opcache_dir), so a new worker starts warm instead of compiling the application again. Timestamps are still validated as the ini says. Off, or when the command sets opcache.file_cache or opcache.enable itself (-d), nothing is added.' },
   { key: 'start_children', field: 'startChildren', type: { kind: 'int', min: 0, max: 100_000 }, defaultText: '(static: max_children, dynamic: min_spare, ondemand: 0)', scope: 'spawned', doc: 'Workers spawned at start.' },
   { key: 'min_spare', field: 'minSpare', type: { kind: 'int', min: 0, max: 100_000 }, default: 1, scope: 'spawned', doc: 'pm dynamic: spawn workers when fewer than this are idle.' },
@@ -139,6 +149,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '5s', doc: 'A request waiting in the queue this long gets 503.' },
   { key: 'queue_max_wait', field: 'queueMaxWait', type: anyDuration, default: '300ms', scope: 'spawned', doc: 'While the queue grows (requests arrive faster than the pool completes them, over several service times), a request is queued only while the requests ahead of it can be served within this time, at the mean service time measured for the pool and its max_children workers (at least 2 waiting requests per worker); otherwise it gets a 503 at once, so an overload is answered fast instead of with long waits. A queue that merely stands (clients that each wait for their answer, a burst) waits up to queue_timeout (0 = off: queue_limit alone).' },
   ...MEMORY_POOL_KEYS,
+  ...PROCESS_POOL_KEYS,
   ...SCRIPT_POOL_KEYS,
   ...AUTHORIZER_POOL_KEYS,
 ];
@@ -193,7 +204,7 @@ export function describeType(t: KeyType): string {
     case 'size':
       return 'size';
     case 'bool':
-      return 'true | false';
+      return t.auto === true ? 'true | false | auto' : 'true | false';
     case 'string':
       return 'string';
     case 'path':

@@ -8,7 +8,7 @@ import { ConfigError } from '../errors.js';
 import { parseYamlText } from './load.js';
 import { Problems, type Locator } from './problems.js';
 import { poolConfigFromObject, readSiteParts } from './schema.js';
-import type { PoolConfig, RewriteRule, SiteConfig } from './types.js';
+import type { PoolConfig, RewriteRule, SiteBase, SiteConfig } from './types.js';
 import { SITE_KEYS } from './vhosts-keys.js';
 
 /** Site ids become pool names (logs, status, socket file names). */
@@ -25,7 +25,7 @@ export interface SiteWhere {
 }
 
 /** Validates a site in file form; throws ConfigError listing every problem. */
-export function siteFromObject(id: string, obj: unknown, defaults: Record<string, unknown>, where: SiteWhere): SiteConfig {
+export function siteFromObject(id: string, obj: unknown, base: SiteBase, where: SiteWhere): SiteConfig {
   const problems = new Problems(where.label, where.locate);
   if (!SITE_ID.test(id)) problems.add([], `site id "${id}" may use letters, digits, "_", "-" and "." (and start with a letter or digit); it names the site's pool`);
   const given = typeof obj === 'object' && obj !== null && !Array.isArray(obj) ? { ...(obj as Record<string, unknown>) } : obj;
@@ -41,11 +41,22 @@ export function siteFromObject(id: string, obj: unknown, defaults: Record<string
   });
   const documentRoot = parts.values.documentRoot as string | undefined;
   const own = (parts.values.pool ?? {}) as Record<string, unknown>;
-  const settings: Record<string, unknown> = { ...defaults, ...own };
+  const settings: Record<string, unknown> = { ...base.defaults, ...own };
   if (settings.script_roots === undefined && documentRoot !== undefined) settings.script_roots = [documentRoot];
+  if (base.siteMaxChildren > 0) capWorkers(settings, base.siteMaxChildren);
   parts.pool(id, settings); // validated now, built again when the site gets a pool
   if (problems.count > 0) throw new ConfigError(problems.texts());
   return { id, names, documentRoot: documentRoot!, settings, baseDir: where.baseDir, rewrite: (parts.values.rewrite as RewriteRule[] | undefined) ?? [], origin: where.label };
+}
+
+/** Worker counts a site may set, each held to site_max_children (max_children always: its default may be above the cap). */
+const CAPPED = ['max_children', 'start_children', 'min_spare', 'max_spare'] as const;
+
+function capWorkers(settings: Record<string, unknown>, cap: number): void {
+  for (const key of CAPPED) {
+    const v = settings[key];
+    if (typeof v === 'number' ? v > cap : key === 'max_children') settings[key] = cap;
+  }
 }
 
 /** The site's PoolConfig (its settings were validated when the site was read). */
@@ -54,7 +65,7 @@ export function sitePool(site: SiteConfig): PoolConfig {
 }
 
 /** A site file's text (YAML or JSON). */
-export function siteFromText(id: string, text: string, defaults: Record<string, unknown>, label: string, baseDir: string): SiteConfig {
+export function siteFromText(id: string, text: string, base: SiteBase, label: string, baseDir: string): SiteConfig {
   const { obj, locate } = parseYamlText(text, label, '"names" and "document_root"');
-  return siteFromObject(id, obj, defaults, { label, locate, baseDir });
+  return siteFromObject(id, obj, base, { label, locate, baseDir });
 }

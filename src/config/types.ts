@@ -106,10 +106,10 @@ export interface PoolConfig {
   preloadIdleTimeout?: number;
   /** php-cgi: a file cache of the pool's own for opcache (src/worker/php-cache.ts); default true. */
   opcacheFileCache?: boolean;
-  /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (default 1). */
+  /** Seats per worker: one php-cgi parent with PHP_FCGI_CHILDREN=k (unset: 1, or max_children with resident_parent). */
   groupSize?: number;
-  /** php-cgi: keep the last worker's parent, paused, when the pool scales to zero (warm zero). */
-  residentParent?: boolean;
+  /** php-cgi: the workers are forks of one parent, kept paused when the pool scales to zero (warm zero); auto: src/pool/resident.ts decides. */
+  residentParent?: boolean | 'auto';
   startChildren: number; // dynamic; default min_spare
   minSpare: number; // default 1
   maxSpare: number; // default 3
@@ -137,6 +137,14 @@ export interface PoolConfig {
   /** Assumed size of a new worker before any was measured (default 32 MiB). */
   expectedWorkerMemory?: number;
   rlimitAs?: number;
+  /** RLIMIT_NOFILE and RLIMIT_CORE of workers (prlimit), undefined = fcgi-pm's own. */
+  rlimitFiles?: number | undefined;
+  rlimitCore?: number | undefined;
+  /** Workers' nice value, undefined = fcgi-pm's own. */
+  processPriority?: number | undefined;
+  /** php-cgi settings, as -d NAME=VALUE: php_value may be changed by a script, php_admin not. */
+  phpValue?: Record<string, string> | undefined;
+  phpAdmin?: Record<string, string> | undefined;
   /** undefined = the top-level memory_sample_interval. */
   memorySampleInterval?: number | undefined;
 
@@ -234,7 +242,12 @@ export interface VhostsConfig {
   defaultSite: string | undefined;
   /** Pool settings in file form, under each site's own. */
   defaults: Record<string, unknown>;
+  /** site_max_children: a ceiling on each site's worker counts (0 = none). */
+  siteMaxChildren: number;
 }
+
+/** What every site is read over: vhosts.defaults and the per-site cap. */
+export type SiteBase = Pick<VhostsConfig, 'defaults' | 'siteMaxChildren'>;
 
 /** One site: a file in vhosts.dir or a table row, validated (src/config/site.ts). */
 export interface SiteConfig {

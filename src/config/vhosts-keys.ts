@@ -12,6 +12,7 @@ export const VHOSTS_KEYS: readonly KeySpec[] = [
   { key: 'idle_timeout', field: 'idleTimeout', type: { kind: 'duration', min: 1000 }, default: '10m', doc: "A site that got no request for this long is evicted: its workers stop and its pool is freed; the next request starts it again." },
   { key: 'poll_interval', field: 'pollInterval', type: { kind: 'duration', min: 100 }, default: '2s', doc: 'How often the directory is rescanned (besides watching it) or the table checked for changes.' },
   { key: 'default_site', field: 'defaultSite', type: { kind: 'string' }, defaultText: '(none: 404)', doc: 'Site id that serves requests whose host no site names; without it they get 404 ERR_VHOST_UNKNOWN.' },
+  { key: 'site_max_children', field: 'siteMaxChildren', type: { kind: 'int', min: 0 }, default: 0, doc: "The most workers any one site may run (0 = no cap beyond each site's own max_children): a site's file or row asking for more gets this many (and its start_children and spares no more), so one tenant cannot set itself a share of the host. With max_children_total each active site can still always reach its fair share of the total." },
   { key: 'defaults', field: 'defaults', type: { kind: 'mapping' }, default: {}, doc: "Pool settings every site starts from (command, user, pm, max_children...); a site's own `pool` settings override them." },
 ];
 

@@ -17,6 +17,7 @@ import type { Exchange } from '../protocol/exchange.js';
 import { readMeminfo } from '../memory/budget.js';
 import { readBox } from '../memory/box-watch.js';
 import { createHostGovernor, type HostGovernor } from '../memory/host-governor.js';
+import { settleInLeaf } from '../memory/cgroup-files.js';
 import { adjustOwnOomScore } from '../memory/oom-score.js';
 import type { BudgetSnapshot } from '../memory/types.js';
 import type { SitesView } from '../control/types.js';
@@ -194,6 +195,7 @@ export class Daemon {
       // Early, so a second daemon on the same control_socket stops here.
       await this.ops.openControl(cfg, { stop: (ms) => this.requestStop(ms), upgrade: () => this.upgrade() });
       this.ops.writePidFile(cfg);
+      this.settleInCgroupLeaf();
       this.governor = createHostGovernor(cfg, this.logger.child({ component: 'memory' }));
       this.openFiles();
       adjustOwnOomScore(cfg.oomScoreAdj, this.logger.child({ component: 'memory' }));
@@ -230,6 +232,15 @@ export class Daemon {
   }
 
   /** What this host would refuse (src/daemon/preflight.ts): throws ConfigError; notices are logged. */
+  /** Under a delegated cgroup v2 (systemd's Delegate=yes), into a leaf of it, so pools' memory and CPU cgroups can be made. */
+  private settleInCgroupLeaf(): void {
+    const r = settleInLeaf();
+    const log = this.logger.child({ component: 'memory' });
+    if (r === undefined) return;
+    if ('moved' in r) log.info({ kind: 'cgroup', leaf: r.moved }, `cgroup: moved into ${r.moved}, so that the pools' cgroups can be made beside it`);
+    else log.info({ kind: 'cgroup', why: r.why }, `cgroup: staying where started (${r.why})`);
+  }
+
   private checkHost(cfg: Config): void {
     assertPreflight(cfg, { allowRoot: this.allowRoot }, (line) => this.logger.info({ kind: 'notice' }, line));
     for (const line of addDirectFallbacks(cfg)) this.logger.warn({ code: ErrorCodes.DIRECT_SOCKET, kind: 'direct-fallback' }, line);

@@ -5,8 +5,11 @@
  * instead of throwing: no cgroup, no such file, not Linux.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import {
+  aboveLeaf,
   ancestors,
+  DAEMON_LEAF,
   cgroupDir,
   memoryFiles,
   oomKillsFrom,
@@ -56,9 +59,42 @@ export function locateMemoryCgroup(proc = '/proc/self'): MemoryCgroup | undefine
   }
   if (paths.v2 !== undefined && mounts.v2 !== undefined) {
     const dir = cgroupDir(mounts.v2, paths.v2);
-    if (dir !== undefined) return { version: 2, dir, mount: mounts.v2.mount };
+    if (dir !== undefined) return { version: 2, dir: aboveLeaf(dir), mount: mounts.v2.mount };
   }
   return undefined;
+}
+
+/**
+ * Under cgroup v2, moves the daemon into DAEMON_LEAF below its cgroup when that cgroup was
+ * delegated to it (it has the memory or cpu controller and the daemon may write there)
+ * and holds no other process: the pools' cgroups can then be made beside the leaf (a
+ * systemd unit with Delegate=yes puts the daemon in such a cgroup). Called once at start,
+ * before any worker. undefined: nothing to do (v1, already in the leaf, no controller);
+ * else where it moved, or why it did not.
+ */
+export function settleInLeaf(proc = '/proc/self', pid = process.pid): { moved: string } | { why: string } | undefined {
+  const cg = readText(`${proc}/cgroup`);
+  const mi = readText(`${proc}/mountinfo`);
+  if (cg === undefined || mi === undefined) return undefined;
+  const paths = parseProcCgroup(cg);
+  const mounts = parseMountinfo(mi);
+  // v1 hierarchies have no rule against processes in inner cgroups.
+  if (paths.v1Memory !== undefined && paths.v1Cpu !== undefined) return undefined;
+  if (paths.v2 === undefined || mounts.v2 === undefined) return undefined;
+  const dir = cgroupDir(mounts.v2, paths.v2);
+  if (dir === undefined || dir === mounts.v2.mount.replace(/\/$/, '') || path.basename(dir) === DAEMON_LEAF) return undefined;
+  const controllers = readText(`${dir}/cgroup.controllers`)?.split(/\s+/) ?? [];
+  if (!controllers.includes('memory') && !controllers.includes('cpu')) return undefined;
+  const procs = (readText(`${dir}/cgroup.procs`) ?? '').split('\n').filter((l) => l !== '');
+  if (procs.length !== 1 || Number(procs[0]) !== pid) return { why: `${dir} holds other processes (${procs.length}), so its controllers cannot be given to pools' cgroups` };
+  const leaf = path.join(dir, DAEMON_LEAF);
+  try {
+    fs.mkdirSync(leaf, { recursive: true });
+    fs.writeFileSync(path.join(leaf, 'cgroup.procs'), String(pid));
+  } catch (e) {
+    return { why: `cannot move into ${leaf}: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
+  }
+  return { moved: leaf };
 }
 
 /** The tightest limit on `cg` and its parents (a v2 cgroup without the memory controller has no memory.max). */
@@ -116,8 +152,9 @@ export function locateCpuCgroup(proc = '/proc/self'): { root: CpuCgroupRoot } | 
     if (dir !== undefined) return { root: { version: 1, dir } };
   }
   if (paths.v2 !== undefined && mounts.v2 !== undefined) {
-    const dir = cgroupDir(mounts.v2, paths.v2);
-    if (dir === undefined) return { why: `cgroup ${paths.v2} is not visible under ${mounts.v2.mount}` };
+    const at = cgroupDir(mounts.v2, paths.v2);
+    if (at === undefined) return { why: `cgroup ${paths.v2} is not visible under ${mounts.v2.mount}` };
+    const dir = aboveLeaf(at);
     const controllers = readText(`${dir}/cgroup.controllers`)?.split(/\s+/) ?? [];
     if (!controllers.includes('cpu')) return { why: `the cpu controller is not delegated to ${dir}` };
     return { root: { version: 2, dir } };

@@ -103,6 +103,19 @@ export function cgroupDir(m: CgroupMount, path: string): string | undefined {
   return rel === '/' ? base : base + rel;
 }
 
+/**
+ * The leaf fcgi-pm moves itself into under cgroup v2 (settleInLeaf): a cgroup that holds
+ * processes cannot give controllers to its children, so the daemon leaves its delegated
+ * cgroup (a systemd service's, with Delegate=yes) to a child of its own and the pools'
+ * cgroups go beside that child.
+ */
+export const DAEMON_LEAF = 'fcgi-pm.daemon';
+
+/** fcgi-pm's cgroup under v2: the one above its leaf when it runs in DAEMON_LEAF. */
+export function aboveLeaf(dir: string): string {
+  return dir.endsWith(`/${DAEMON_LEAF}`) ? dir.slice(0, -DAEMON_LEAF.length - 1) : dir;
+}
+
 /** The directories from `dir` up to the mount point `top`, nearest first. */
 export function ancestors(dir: string, top: string): string[] {
   const out: string[] = [];

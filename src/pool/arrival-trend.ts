@@ -19,7 +19,14 @@
  *   clients between an answer and their next request (at most one per seat), so
  *   completions and arrivals cannot part by a fifth in 3 sub-windows of 4;
  * - an open loop at 1.25× capacity or more shows growth in every sub-window.
- * A slighter overload is bounded by queue_timeout alone.
+ * Once seen, the growth holds until arrivals no longer exceed completions in at least 3 of
+ * the last 4 sub-windows: an overload just past the pool's rate (1.1×) does not part by a
+ * fifth every time, and a verdict that came and went would let the queue fill past its
+ * bound between two refusals. An overload that never parts by a fifth in 3 sub-windows of
+ * 4 is bounded by queue_timeout alone.
+ *
+ * The same sub-windows give the rate at which the pool really drains its queue while it
+ * is saturated (completions over the history's span): what a wait is predicted from.
  *
  * Pure: times are passed in; no timers. The counts rotate lazily when asked.
  */
@@ -32,14 +39,24 @@ const GROWING_IN = 3;
 const SERVICE_TIMES_PER_WINDOW = 5;
 /** ...and at least this long, ms. */
 const MIN_WINDOW_MS = 50;
+/** A sub-window's arrivals exceeded its completions by more than a fifth... */
+const GREW = 2;
+/** ...or by anything at all. */
+const OUTRAN = 1;
 
 export class ArrivalTrend {
   private arrivals = 0;
   private completions = 0;
   private windowStart = -Infinity;
-  /** Ring of the last HISTORY whole sub-windows: 1 = showed growth. */
+  /** Ring of the last HISTORY whole sub-windows: GREW, OUTRAN or 0... */
   private readonly grew = new Uint8Array(HISTORY);
+  /** ...its completions... */
+  private readonly done = new Float64Array(HISTORY);
+  /** ...and how long it lasted, ms. */
+  private readonly spans = new Float64Array(HISTORY);
   private next = 0;
+  /** The verdict: GROWING_IN of the last HISTORY sub-windows grew; held while arrivals still outrun completions. */
+  private seen = false;
 
   /** A request was offered to the pool (whatever became of it). */
   arrival(): void {
@@ -52,12 +69,33 @@ export class ArrivalTrend {
     this.completions++;
   }
 
-  /** True when arrivals have outrun completions in GROWING_IN of the last HISTORY sub-windows. */
+  /** True when the queue is growing (see the class comment). */
   growing(now: number, serviceMs: number): boolean {
     this.rotate(now, serviceMs);
-    let n = 0;
-    for (let i = 0; i < HISTORY; i++) n += this.grew[i]!;
-    return n >= GROWING_IN;
+    let grew = 0;
+    let outran = 0;
+    for (let i = 0; i < HISTORY; i++) {
+      const g = this.grew[i]!;
+      if (g === GREW) grew++;
+      if (g !== 0) outran++;
+    }
+    this.seen = this.seen ? outran >= GROWING_IN : grew >= GROWING_IN;
+    return this.seen;
+  }
+
+  /**
+   * Completions per ms over the last HISTORY whole sub-windows, or 0 when they hold fewer
+   * than `atLeast` (too few to judge a rate by).
+   */
+  drainRate(now: number, serviceMs: number, atLeast: number): number {
+    this.rotate(now, serviceMs);
+    let done = 0;
+    let span = 0;
+    for (let i = 0; i < HISTORY; i++) {
+      done += this.done[i]!;
+      span += this.spans[i]!;
+    }
+    return done < atLeast || span <= 0 ? 0 : done / span;
   }
 
   private rotate(now: number, serviceMs: number): void {
@@ -65,18 +103,21 @@ export class ArrivalTrend {
     if (now - this.windowStart < span) return;
     if (this.windowStart !== -Infinity) {
       const c = this.completions;
-      this.push(this.arrivals > c + Math.max(1, c / 5) ? 1 : 0);
       // Sub-windows that passed with nothing counted showed no growth.
       const idle = Math.min(HISTORY, Math.floor((now - this.windowStart) / span) - 1);
-      for (let i = 0; i < idle; i++) this.push(0);
+      const a = this.arrivals;
+      this.push(a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0, c, now - this.windowStart - idle * span);
+      for (let i = 0; i < idle; i++) this.push(0, 0, span);
     }
     this.windowStart = now;
     this.arrivals = 0;
     this.completions = 0;
   }
 
-  private push(v: number): void {
-    this.grew[this.next] = v;
+  private push(grew: number, done: number, spanMs: number): void {
+    this.grew[this.next] = grew;
+    this.done[this.next] = done;
+    this.spans[this.next] = spanMs;
     this.next = (this.next + 1) % HISTORY;
   }
 }

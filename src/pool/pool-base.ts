@@ -61,6 +61,7 @@ export abstract class PoolBase implements Pool {
     this.queue = new RequestQueue(clock, Math.max(0, cfg.queueLimit), Math.max(0, cfg.queueTimeout), {
       timeout: (ex, waited) => this.onQueueTimeout(ex, waited),
       aborted: (ex) => this.onQueuedAbort(ex),
+      shed: (ex) => this.reject(ex, 'queueFull', this.queueFull()),
     }, Math.max(0, cfg.queueMaxWait ?? 0));
   }
 
@@ -105,19 +106,20 @@ export abstract class PoolBase implements Pool {
     this.queue.arrival();
     if (this.queue.length === 0 && this.startNow(ex)) return;
     if (!this.queue.push(ex, this.starting() + this.growable())) {
-      const limit = this.queue.effectiveLimit;
-      this.reject(
-        ex,
-        'queueFull',
-        this.prebuilt(ErrorCodes.QUEUE_FULL, limit, () =>
-          limit < this.queue.limit
-            ? `pool ${this.name}: queue full (requests arrive faster than the ${this.targetNoun()}s finish them; ${limit} waiting is what they serve within queue_max_wait ${this.cfg.queueMaxWait} ms)`
-            : `pool ${this.name}: queue full (${limit} waiting)`,
-        ),
-      );
+      this.reject(ex, 'queueFull', this.queueFull());
       return;
     }
     this.onQueued();
+  }
+
+  /** The bound a growing queue has moves with the measured rate: its message names the rule, the log line the number. */
+  private queueFull(): ProxyError {
+    const growing = this.queue.effectiveLimit < this.queue.limit;
+    return this.prebuilt(ErrorCodes.QUEUE_FULL, growing ? -1 : this.queue.limit, () =>
+      growing
+        ? `pool ${this.name}: queue full (requests arrive faster than the ${this.targetNoun()}s finish them; more would wait past queue_max_wait ${this.cfg.queueMaxWait} ms)`
+        : `pool ${this.name}: queue full (${this.queue.limit} waiting)`,
+    );
   }
 
   stop(timeoutMs: number, reason: 'shutdown' | 'reload' = 'shutdown'): Promise<void> {
@@ -148,6 +150,10 @@ export abstract class PoolBase implements Pool {
   protected fail(ex: Exchange, err: ProxyError): void {
     if (ex.finished) return;
     this.stats.error(err);
+    // A worker that speaks another protocol than `backend` fails every request: say so, with what it answered.
+    if (err.code === ErrorCodes.BACKEND_PROTOCOL && this.rejectEpisodes.hit(err.code)) {
+      this.log.warn({ code: err.code, backend: this.cfg.backend }, `pool ${this.name} (backend: ${this.cfg.backend}): ${err.message}; answered 502 (does it speak ${this.cfg.backend === 'scgi' ? 'SCGI' : 'FastCGI'}? fcgi-pm check says when the command and backend disagree)`);
+    }
     ex.respondError(err);
   }
 

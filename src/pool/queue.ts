@@ -21,10 +21,18 @@ export interface QueueEvents {
   timeout(ex: Exchange, waitedMs: number): void;
   /** The client went away while queued; it is out of the queue. */
   aborted(ex: Exchange): void;
+  /** Refused from the tail: the queue grew past what the pool serves within queue_max_wait. It is out of the queue, not yet answered. */
+  shed(ex: Exchange): void;
 }
 
 /** Weight of a new service time in the pool's running mean (1/16: the mean follows a change within tens of requests). */
 const SERVICE_EWMA = 1 / 16;
+/**
+ * A growing queue holding more than its bound by this fraction sheds its newest requests
+ * down to the bound: they would wait past queue_max_wait, and the bound moves with the
+ * measured rate, so a little room keeps it from shedding on every wobble.
+ */
+const SHED_MARGIN = 1 / 4;
 
 export class RequestQueue {
   /** queue_limit: the most requests that ever wait. */
@@ -94,14 +102,18 @@ export class RequestQueue {
   }
 
   /**
-   * As many requests as the seats serve within queue_max_wait at the measured service
-   * time (at least 2 per seat, so slow pages still queue a few), at most queue_limit;
-   * queue_limit when there is no such bound (off, or no service time yet).
+   * As many requests as the pool serves within queue_max_wait (at least 2 per seat, so slow
+   * pages still queue a few), at most queue_limit; queue_limit when there is no such bound
+   * (off, or no service time yet). The rate is the one measured over the last sub-windows
+   * (read while the queue grows, the pool is saturated, so it is what the pool really
+   * drains, the time between two requests on a worker and a machine short of CPU
+   * included); the seats over the mean service time before enough completions are counted.
    */
   get waitLimit(): number {
     if (this.maxWaitMs <= 0 || this.seats <= 0 || this.serviceMs <= 0) return this.limit;
-    const byWait = Math.floor((this.maxWaitMs * this.seats) / this.serviceMs);
-    return Math.min(this.limit, Math.max(2 * this.seats, byWait));
+    const measured = this.trend.drainRate(this.clock.now(), this.serviceMs, this.seats);
+    const perMs = measured > 0 ? measured : this.seats / this.serviceMs;
+    return Math.min(this.limit, Math.max(2 * this.seats, Math.floor(this.maxWaitMs * perMs)));
   }
 
   /**
@@ -129,8 +141,16 @@ export class RequestQueue {
   push(ex: Exchange, reserved = 0): boolean {
     const waiting = this.list.length - reserved;
     if (waiting >= this.limit) return false;
-    // The growth verdict is read only once the queue is past its wait bound.
-    if (waiting >= this.waitLimit && this.trend.growing(this.clock.now(), this.serviceMs)) return false;
+    // Past the smallest bound there can be, the growth verdict and then the bound are read.
+    if (waiting >= 2 * this.seats && this.maxWaitMs > 0 && this.trend.growing(this.clock.now(), this.serviceMs)) {
+      const bound = this.waitLimit;
+      if (waiting >= bound) {
+        // What queued while the growth was being seen, or before the bound fell, would
+        // be served late: refused now instead, newest first.
+        if (waiting > bound * (1 + SHED_MARGIN)) this.shed(waiting - bound);
+        return false;
+      }
+    }
     this.link(ex, false);
     return true;
   }
@@ -173,6 +193,16 @@ export class RequestQueue {
 
   dispose(): void {
     this.list.dispose();
+  }
+
+  private shed(n: number): void {
+    for (let i = 0; i < n; i++) {
+      const last = this.list.last;
+      if (last === null) return;
+      this.list.remove(last);
+      last.item.onAbort = undefined;
+      this.events.shed(last.item);
+    }
   }
 
   /** @internal */

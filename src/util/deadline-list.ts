@@ -46,6 +46,10 @@ export class DeadlineList<T> {
     return this.head;
   }
 
+  get last(): DeadlineNode<T> | null {
+    return this.tail;
+  }
+
   /** Appends; the entry expires timeoutMs from now. */
   push(node: DeadlineNode<T>): void {
     if (node.list) node.list.remove(node);

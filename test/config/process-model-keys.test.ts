@@ -12,12 +12,12 @@ pools:
     command: ${command}
 ${extra}`;
 
-test('defaults: no preload, parent idle timeout 5 min, group_size 1', (t) => {
+test('defaults: no preload, parent idle timeout 5 min, group_size unset (1, or max_children for a resident parent: src/pool/resident.ts)', (t) => {
   const cfg = loadConfig(fixture(tempDir(t), 'ok.yaml', pool('    max_children: 4\n')));
   const p = cfg.pools.get('app')!;
   assert.equal(p.preload, false);
   assert.equal(p.preloadIdleTimeout, 300_000);
-  assert.equal(p.groupSize, 1);
+  assert.equal(p.groupSize, undefined);
 });
 
 test('group_size above max_children, and preload with group_size or socket: argv, are refused', (t) => {

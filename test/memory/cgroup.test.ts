@@ -3,9 +3,12 @@
 // and the box's measured memory out of its headroom (governor.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   ancestors,
   cgroupDir,
+  DAEMON_LEAF,
   oomKillsFrom,
   parseLimit,
   cpuWeightFile,
@@ -16,6 +19,8 @@ import {
 } from '../../src/memory/cgroup.js';
 import { parseMeminfo, resolveBudget } from '../../src/memory/budget.js';
 import { decideSpawn, type HostView, type SpawnAsk } from '../../src/memory/governor.js';
+import { locateCpuCgroup, locateMemoryCgroup, settleInLeaf } from '../../src/memory/cgroup-files.js';
+import { makeTempDir } from '../helpers/tmp.js';
 
 const MiB = 1024 * 1024;
 
@@ -140,4 +145,42 @@ test('cpu_weight in each version: v2 cpu.weight as given; v1 cpu.shares scaled s
   assert.deepEqual(cpuWeightFile(1, 100), { file: 'cpu.shares', value: '1024' });
   assert.deepEqual(cpuWeightFile(1, 50), { file: 'cpu.shares', value: '512' });
   assert.deepEqual(cpuWeightFile(1, 1), { file: 'cpu.shares', value: '10' });
+});
+
+/** A fake /proc/self and cgroup2 mount in `base`: the daemon (`pid`) in /system.slice/x.service with `procs`. */
+function fakeV2(base: string, pid: number, procs: number[], controllers: string): { proc: string; svc: string } {
+  const mount = join(base, 'cg');
+  const svc = join(mount, 'system.slice', 'x.service');
+  mkdirSync(svc, { recursive: true });
+  writeFileSync(join(svc, 'cgroup.controllers'), controllers);
+  writeFileSync(join(svc, 'cgroup.procs'), procs.map((p) => `${p}\n`).join(''));
+  const proc = join(base, 'proc');
+  mkdirSync(proc);
+  writeFileSync(join(proc, 'cgroup'), '0::/system.slice/x.service\n');
+  writeFileSync(join(proc, 'mountinfo'), `41 31 0:38 / ${mount} rw,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate\n`);
+  return { proc, svc };
+}
+
+// The kernel's cgroupfs cannot run with the cpu and memory controllers on v2 on this
+// machine (its v1 hierarchies hold them), so the directory is a plain one standing in.
+test('cgroup v2 delegated (Delegate=yes): the daemon alone in its cgroup moves into a leaf, and the pools\' cgroups go beside it', (t) => {
+  const base = makeTempDir(t, 'fpm-leaf-');
+  const { proc, svc } = fakeV2(base, 4242, [4242], 'cpu memory pids\n');
+  assert.deepEqual(settleInLeaf(proc, 4242), { moved: join(svc, DAEMON_LEAF) });
+  assert.equal(readFileSync(join(svc, DAEMON_LEAF, 'cgroup.procs'), 'latin1'), '4242');
+  // Where the daemon now is (and where an upgrade in place finds itself): the cgroup above the leaf is fcgi-pm's.
+  writeFileSync(join(proc, 'cgroup'), `0::/system.slice/x.service/${DAEMON_LEAF}\n`);
+  assert.equal(settleInLeaf(proc, 4242), undefined, 'already settled');
+  const cpu = locateCpuCgroup(proc);
+  assert.deepEqual(cpu, { root: { version: 2, dir: svc } });
+  assert.equal(locateMemoryCgroup(proc)?.dir, svc);
+});
+
+test('cgroup v2: a cgroup shared with other processes, or without the controllers, is left as it is', (t) => {
+  const shared = fakeV2(makeTempDir(t, 'fpm-leaf-'), 4242, [4242, 4243], 'cpu memory\n');
+  assert.match(JSON.stringify(settleInLeaf(shared.proc, 4242)), /holds other processes \(2\)/);
+  assert.equal(existsSync(join(shared.svc, DAEMON_LEAF)), false);
+  const bare = fakeV2(makeTempDir(t, 'fpm-leaf-'), 4242, [4242], 'pids\n');
+  assert.equal(settleInLeaf(bare.proc, 4242), undefined);
+  assert.equal(existsSync(join(bare.svc, DAEMON_LEAF)), false);
 });

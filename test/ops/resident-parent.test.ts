@@ -1,7 +1,8 @@
 /**
- * resident_parent (warm zero): a php-cgi pool scaled to zero keeps its last worker's
- * parent, paused, and the next request is served by a child it forks, which finds the
- * scripts in the parent's opcache; the parent shows in status and workers with its memory,
+ * resident_parent (warm zero): a php-cgi pool scaled to zero keeps its workers' parent,
+ * paused, and the next request is served by a child it forks, which finds the scripts in
+ * the parent's opcache, as does a worker that starts while another is busy (the pool is
+ * one php-cgi group); the parent shows in status and workers with its memory,
  * counts in the pool's, and is the first thing given back under memory pressure, after
  * which the pool starts cold. Real php-cgi behind real nginx.
  */
@@ -27,7 +28,7 @@ interface Served {
   cached: boolean;
 }
 
-test('warm zero: the next request is served by a fork of the paused parent, from its opcache; the parent is in status and workers, and memory pressure gives it back first', { timeout: 120_000 }, async (t) => {
+test('warm zero: the next request, and one beside a busy worker, are served by forks of the paused parent, from its opcache; the parent is in status and workers, and memory pressure gives it back first', { timeout: 120_000 }, async (t) => {
   const MiB = 1024 * 1024;
   const port = await freePort();
   const ports = { keep: await freePort(), other: await freePort() };
@@ -60,7 +61,7 @@ test('warm zero: the next request is served by a fork of the paused parent, from
   const first = await get();
   // No file cache: whatever the next worker finds compiled comes from the parent's shared memory.
   assert.equal(first.cached, true);
-  // Scaled to zero: the worker's child stopped, its parent stays, paused, measured and counted.
+  // Scaled to zero: the parent stays, paused, with one child paused beside it, measured and counted.
   const atZero = await waitFor(async () => {
     const p = pool(await status(), 'php');
     return p.workers.length === 0 && p.preload?.memory !== undefined ? p : undefined;
@@ -68,8 +69,12 @@ test('warm zero: the next request is served by a fork of the paused parent, from
   const parent = atZero.preload!;
   assert.equal(parent.kind, 'php-cgi');
   assert.equal(parent.pid, first.ppid, 'the parent is the first child\'s parent');
-  const child = listProcesses().find((x) => x.pid === first.pid);
-  assert.ok(child === undefined || child.state === 'Z', `the child is gone: ${JSON.stringify(child)}`);
+  // The other children were sent SIGTERM as the pool parked: gone, or zombies of the stopped parent, once they handled it.
+  const [kept] = await waitFor(() => {
+    const live = listProcesses().filter((x) => x.ppid === parent.pid && x.state !== 'Z');
+    return live.length === 1 ? live : undefined;
+  }, { timeout: 5_000, what: 'one child left beside the parent' });
+  assert.equal(kept!.state, 'T', 'the kept child is stopped (SIGSTOP)');
   assert.equal(listProcesses().find((x) => x.pid === parent.pid)?.state, 'T', 'the parent is stopped (SIGSTOP)');
   assert.ok(parent.memory! > 0);
   assert.ok((atZero.memory as { committed: number }).committed >= parent.memory!, 'the parent counts in the pool');
@@ -79,12 +84,21 @@ test('warm zero: the next request is served by a fork of the paused parent, from
   const text = await d.ctl(['status', '--pool', 'php']);
   assert.match(text.stdout, new RegExp(`php-cgi parent ${parent.pid}: paused at warm zero, woken 0 time\\(s\\)`));
 
-  // The next request: a new child of the same parent, whose opcache (started with the parent) already holds the page.
+  // The next request: a child of the same parent (the kept one, or one it forks on waking), whose opcache (started with the parent) already holds the page.
   const second = await get();
-  assert.notEqual(second.pid, first.pid);
   assert.equal(second.ppid, parent.pid, 'forked by the resident parent');
   assert.equal(second.opcache_start, first.opcache_start, 'the same opcache shared memory');
   assert.ok(second.hits > first.hits, `opcache hits on the new child's first request (${first.hits} → ${second.hits})`);
+
+  // A worker that starts while another is busy is a child of the same parent too, not an exec.
+  const slow = httpRequest(`${ngx.url}/sleep.php?ms=2000`, { timeout: 30_000 });
+  await waitFor(async () => pool(await status(), 'php').workers.some((w) => w.state === 'busy' || (w.busySlots ?? 0) > 0), { timeout: 10_000, what: 'the slow request running' });
+  const beside = await get();
+  assert.equal(beside.ppid, parent.pid, 'the worker beside a busy one is forked by the resident parent');
+  assert.equal(beside.opcache_start, first.opcache_start, 'and shares its opcache');
+  const slept = await slow;
+  assert.equal(slept.status, 200, slept.text);
+  assert.doesNotMatch(slept.text, new RegExp(`pid ${beside.pid}\\b`), 'two children served the two requests');
 
   // Back at warm zero, then memory pressure: a budget just short of what is counted. other's
   // demand cannot fit beside the parent, and the parent alone makes room for it.
@@ -96,6 +110,7 @@ test('warm zero: the next request is served by a fork of the paused parent, from
   const again = pool(before, 'php').preload!;
   assert.equal(again.pid, parent.pid);
   assert.ok(again.memory! >= 2 * MiB, `the parent measures ${again.memory} bytes`);
+  const parked = await waitFor(() => listProcesses().find((x) => x.ppid === again.pid && x.state === 'T'), { timeout: 5_000, what: 'a child kept beside the parent again' });
   // other's 1 MiB must not fit (budget < committed + 1 MiB) and must fit once the parent is
   // gone (budget ≥ committed − parent + 1 MiB). The daemon's own memory, in committed, moves
   // between this read and the reload (a GC frees megabytes): the budget sits in the middle of
@@ -109,6 +124,7 @@ test('warm zero: the next request is served by a fork of the paused parent, from
   const line = await d.daemon.waitForLog((l) => l.code === 'ERR_PRELOAD_PARENT_EVICTED', { since, what: 'the parent evicted' });
   assert.equal(line.wpid, parent.pid);
   await waitFor(() => !isAlive(parent.pid), { timeout: 10_000, what: 'the parent gone' });
+  await waitFor(() => !isAlive(parked.pid), { timeout: 10_000, what: `its kept child ${parked.pid} gone too (continued, it gets its parent's SIGTERM)` });
   const evictions = d.daemon.logsSince(since).filter((l) => l.victimPool !== undefined);
   assert.deepEqual(evictions.map((l) => l.victimPid), [parent.pid], `only the parent was given back:\n${d.daemon.dump(since)}`);
   assert.equal(pool(await status(), 'php').preload, undefined);
@@ -116,7 +132,7 @@ test('warm zero: the next request is served by a fork of the paused parent, from
   // Cold zero: with room again the next request is an exec, with an opcache of its own.
   d.rewrite(config('4GiB'));
   assert.equal((await d.ctl(['reload'])).code, 0);
-  const third = await get();
-  assert.notEqual(third.ppid, parent.pid);
-  assert.notEqual(third.opcache_start, first.opcache_start, 'a new opcache');
+  const cold = await get();
+  assert.notEqual(cold.ppid, parent.pid);
+  assert.notEqual(cold.opcache_start, first.opcache_start, 'a new opcache');
 });

@@ -95,3 +95,34 @@ test('an idle spell counts as sub-windows without growth', () => {
   s.now += 10_000;
   assert.equal(s.trend.growing(s.now, 25), false);
 });
+
+test('the drain rate is the completions over the last sub-windows, and 0 while too few are counted to judge', () => {
+  const s = sim();
+  // 4 seats of 20 ms, saturated: 4 completions per step, for 1 s.
+  for (let t = 0; t < 50; t++) step(s, 20, 6, 4);
+  const rate = s.trend.drainRate(s.now, 20, 4);
+  assert.ok(Math.abs(rate - 4 / 20) < 0.02, `0.2 a ms: ${rate}`);
+  // Half the completions from now on: the rate follows within the history (4 × 100 ms).
+  for (let t = 0; t < 25; t++) step(s, 20, 6, 2);
+  const halved = s.trend.drainRate(s.now, 20, 4);
+  assert.ok(Math.abs(halved - 2 / 20) < 0.015, `0.1 a ms: ${halved}`);
+  // A pool that has just started: too few completions to judge.
+  const fresh = sim();
+  step(fresh, 20, 1, 1);
+  assert.equal(fresh.trend.drainRate(fresh.now, 20, 4), 0);
+});
+
+test('a growth once seen holds while arrivals still outrun completions (1.1×), and ends when they no longer do', () => {
+  const s = sim();
+  // 2× on 4 seats of 20 ms: seen.
+  for (let t = 0; t < 25; t++) step(s, 20, 8, 4);
+  assert.equal(s.verdicts.at(-1), true);
+  // 1.1×: 11 arrivals for 10 completions, never a fifth more, always more.
+  s.verdicts.length = 0;
+  for (let t = 0; t < 50; t++) step(s, 20, t % 2 === 0 ? 5 : 6, 5);
+  assert.deepEqual(s.verdicts.filter((v) => !v), [], 'held throughout');
+  // Arrivals below completions: the queue drains, the verdict ends within the history.
+  s.verdicts.length = 0;
+  for (let t = 0; t < 25; t++) step(s, 20, 3, 4);
+  assert.equal(s.verdicts.at(-1), false);
+});

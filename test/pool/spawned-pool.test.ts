@@ -318,6 +318,65 @@ test('queue_max_wait: an open loop at 2× what the workers serve is refused at a
   assert.ok(maxQueued >= 30 && maxQueued <= 30 + 40, `the queue stayed near 30, at most ${maxQueued}`);
 });
 
+test('queue_max_wait: a growing queue is bounded by the rate the pool really drains, not by its seats (two of four workers stuck)', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  // Two workers take a page that never ends; the other two serve 20 ms pages.
+  send(4);
+  clock.advance(20);
+  const serving = wf.workers.slice(0, 2);
+  for (const w of serving) ep(w).finish();
+  // 2 served per 20 ms; 4 arrive (2×) for 3 s. Within 300 ms the two serve 30, not the 60 four seats would.
+  const all: ReturnType<typeof send> = [];
+  for (let t = 0; t < 150; t++) {
+    all.push(...send(4));
+    clock.advance(20);
+    for (const w of serving) if (ep(w).active) ep(w).finish();
+  }
+  const served = all.filter((r) => r.sink.error === undefined && r.ex.workerPid !== undefined);
+  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  // Queued up to the bound, and what queued past it by a quarter shed: 1.25 × 300 ms and a step at most.
+  assert.ok(worst <= 300 * 1.25 + 20, `the longest wait of a request served: ${worst} ms`);
+  const refused = all.filter((r) => r.sink.error !== undefined);
+  assert.ok(refused.every((r) => r.sink.error!.code === ErrorCodes.QUEUE_FULL && r.sink.status === 503));
+});
+
+test('queue_max_wait: when the rate falls (two of four workers stuck mid-run), the newest of a growing queue are refused down to the new bound', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  send(4);
+  clock.advance(20);
+  finishAll(wf, ep);
+  // 20 ms pages; 6 arrive per 20 ms (1.5× four workers) for 2 s: the queue stands at its bound, 60.
+  const all: ReturnType<typeof send> = [];
+  for (let t = 0; t < 100; t++) {
+    all.push(...send(6));
+    clock.advance(20);
+    finishAll(wf, ep);
+  }
+  const before = pool.snapshot().queued;
+  assert.ok(before >= 55 && before <= 65, `the queue at its bound: ${before}`);
+  // Two workers now hang on their page; the other two go on.
+  const serving = wf.workers.slice(0, 2);
+  // What arrives once the rate is measured again (4 sub-windows of 100 ms, and the queue's turnover).
+  const late: ReturnType<typeof send> = [];
+  for (let t = 0; t < 100; t++) {
+    const sent = send(6);
+    if (t >= 40) late.push(...sent);
+    clock.advance(20);
+    for (const w of serving) if (ep(w).active) ep(w).finish();
+  }
+  const after = pool.snapshot().queued;
+  assert.ok(after <= 30 * 1.25 + 6, `the queue follows the two workers' bound, 30: ${after}`);
+  const served = late.filter((r) => r.sink.error === undefined && r.ex.workerPid !== undefined && r.sink.status === 200);
+  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  assert.ok(worst <= 300 * 1.25 + 20, `the longest wait of a request served: ${worst} ms`);
+});
+
 test('queue_max_wait: a burst is queued whole, it is not an overload', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
   const started = pool.start();

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node
 import * as nodePath from 'node:path';
 import { siteFromText } from '../../config/site.js';
 import { ConfigError } from '../../errors.js';
-import type { SiteConfig } from '../../config/types.js';
+import type { SiteBase, SiteConfig } from '../../config/types.js';
 import type { SiteSource, SourceRead } from './source.js';
 
 const SITE_FILE = /^([^.].*)\.(ya?ml|json)$/;
@@ -31,7 +31,7 @@ export class DirSource implements SiteSource {
 
   constructor(
     private readonly dir: string,
-    private readonly defaults: Record<string, unknown>,
+    private readonly base: SiteBase,
     private readonly pollMs: number,
   ) {
     this.label = `vhosts.dir ${dir}`;
@@ -80,7 +80,7 @@ export class DirSource implements SiteSource {
     let c: Cached;
     this.parsing++;
     try {
-      c = { stamp, site: siteFromText(id, readFileSync(path, 'utf8'), this.defaults, path, this.dir), problems: [] };
+      c = { stamp, site: siteFromText(id, readFileSync(path, 'utf8'), this.base, path, this.dir), problems: [] };
     } catch (err) {
       c = { stamp, site: undefined, problems: err instanceof ConfigError ? err.problems : [`${path}: ${(err as Error).message}`] };
     }

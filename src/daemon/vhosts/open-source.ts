@@ -9,7 +9,7 @@ export function openSiteSource(v: VhostsConfig): SiteSource {
   const s = v.source;
   switch (s.kind) {
     case 'dir':
-      return new DirSource(s.dir, v.defaults, v.pollInterval);
+      return new DirSource(s.dir, v, v.pollInterval);
     case 'sqlite':
       return new SqliteSource(s, v);
     case 'postgres':

@@ -28,7 +28,7 @@ export class PostgresSource implements SiteSource {
     this.table = source.table;
     this.pollMs = v.pollInterval;
     this.label = `vhosts.postgres ${redacted(this.url)} table ${this.table}`;
-    this.rows = new RowSites(`postgres table ${this.table}`, '/', v.defaults);
+    this.rows = new RowSites(`postgres table ${this.table}`, '/', v);
   }
 
   private connect(): Promise<pg.Client> {

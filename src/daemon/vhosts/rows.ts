@@ -5,7 +5,7 @@
  */
 import { parseYamlText } from '../../config/load.js';
 import { siteFromObject } from '../../config/site.js';
-import type { SiteConfig } from '../../config/types.js';
+import type { SiteBase, SiteConfig } from '../../config/types.js';
 import { ConfigError } from '../../errors.js';
 import type { SourceRead } from './source.js';
 
@@ -31,7 +31,7 @@ export class RowSites {
   constructor(
     private readonly where: string,
     private readonly baseDir: string,
-    private readonly defaults: Record<string, unknown>,
+    private readonly base: SiteBase,
   ) {}
 
   read(rows: readonly SiteRow[]): SourceRead {
@@ -58,7 +58,7 @@ export class RowSites {
     try {
       const poolText = r.pool === null || r.pool === undefined ? '' : String(r.pool);
       const pool = poolText.trim() === '' ? {} : parseYamlText(poolText, `${label} column pool`, 'pool settings').obj;
-      const site = siteFromObject(id, { names: r.names ?? undefined, document_root: r.document_root ?? undefined, pool }, this.defaults, { label, baseDir: this.baseDir });
+      const site = siteFromObject(id, { names: r.names ?? undefined, document_root: r.document_root ?? undefined, pool }, this.base, { label, baseDir: this.baseDir });
       return { text, site, problems: [] };
     } catch (err) {
       return { text, site: undefined, problems: err instanceof ConfigError ? err.problems : [`${label}: ${(err as Error).message}`] };

@@ -145,7 +145,7 @@ export class Sites {
   private problemsOf(id: string, text: string, file: string): string[] {
     let site: SiteConfig;
     try {
-      site = siteFromText(id, text, this.cfg.defaults, file, this.source.baseDir ?? nodePath.dirname(file));
+      site = siteFromText(id, text, this.cfg, file, this.source.baseDir ?? nodePath.dirname(file));
     } catch (err) {
       if (err instanceof ConfigError) return err.problems;
       return [`${file}: ${(err as Error).message}`];

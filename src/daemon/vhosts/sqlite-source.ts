@@ -26,7 +26,7 @@ export class SqliteSource implements SiteSource {
     ({ file: this.file, table: this.table } = source);
     this.pollMs = v.pollInterval;
     this.label = `vhosts.sqlite ${this.file} table ${this.table}`;
-    this.rows = new RowSites(`${this.file} table ${this.table}`, nodePath.dirname(this.file), v.defaults);
+    this.rows = new RowSites(`${this.file} table ${this.table}`, nodePath.dirname(this.file), v);
   }
 
   private open(): Database.Database {

@@ -47,18 +47,27 @@ export class PoolEstimate {
 
   /** A worker that served exited: its peak joins the history. */
   exited(slot: SlotView): void {
-    const m = slot.mem;
-    if (m !== undefined && m.peak > 0 && slot.requests > 0) this.history.record(m.peak);
+    const peak = peakOf(slot);
+    if (peak > 0 && slot.requests > 0) this.history.record(peak);
   }
 
   /** Recomputed from the history and the live workers that served. */
   update(slots: Iterable<SlotView>): void {
     const live: number[] = [];
     for (const slot of slots) {
-      const m = slot.mem;
-      if (m !== undefined && m.peak > 0 && slot.requests > 0) live.push(m.peak);
+      const peak = peakOf(slot);
+      if (peak > 0 && slot.requests > 0) live.push(peak);
     }
     this.learnedFrom = this.history.values().length + live.length;
     this.est = estimateWorker(this.history.values(), live, this.configured ?? this.est.bytes, this.cap);
   }
+}
+
+/** A worker's peak; a php-cgi group's is its parent's and its children's together (what the group can hold at once, at most). */
+function peakOf(slot: SlotView): number {
+  const own = slot.mem?.peak ?? 0;
+  if (own === 0 || slot.children === undefined) return own;
+  let sum = own;
+  for (const m of slot.children.values()) sum += m.peak;
+  return sum;
 }

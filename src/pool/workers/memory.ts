@@ -152,25 +152,25 @@ export class PoolMemory implements BudgetMember {
 
   committed(): number {
     let sum = this.parent.value() + this.parent.stopping;
-    for (const slot of this.hooks.slots()) sum += chargeOf(slot.mem?.last?.value, this.est.bytes);
+    for (const slot of this.hooks.slots()) sum += chargeOf(heldBy(slot), this.est.bytes);
     return sum;
   }
 
   measured(): number {
     let sum = this.parent.value() + this.parent.stopping;
-    for (const slot of this.hooks.slots()) sum += slot.mem?.last?.value ?? 0;
+    for (const slot of this.hooks.slots()) sum += heldBy(slot) ?? 0;
     return sum;
   }
 
   freeing(): number {
     let sum = this.parent.stopping;
-    for (const slot of this.hooks.slots()) if (retiring(slot)) sum += chargeOf(slot.mem?.last?.value, this.est.bytes);
+    for (const slot of this.hooks.slots()) if (retiring(slot)) sum += chargeOf(heldBy(slot), this.est.bytes);
     return sum;
   }
 
   freeingMeasured(): number {
     let sum = this.parent.stopping;
-    for (const slot of this.hooks.slots()) if (retiring(slot)) sum += slot.mem?.last?.value ?? 0;
+    for (const slot of this.hooks.slots()) if (retiring(slot)) sum += heldBy(slot) ?? 0;
     return sum;
   }
 
@@ -260,9 +260,10 @@ export class PoolMemory implements BudgetMember {
     let pss = 0;
     for (const slot of this.hooks.slots()) {
       const v = slot.mem?.last;
-      committed += chargeOf(v?.value, this.est.bytes);
-      if (v === undefined) continue;
-      total += v.value;
+      const held = heldBy(slot);
+      committed += chargeOf(held, this.est.bytes);
+      if (v === undefined || held === undefined) continue;
+      total += held;
       sampled++;
       if (v.measure === 'pss') pss++;
     }
@@ -286,7 +287,7 @@ export class PoolMemory implements BudgetMember {
   }
 
   private ref(slot: SlotView, since: number): WorkerRef {
-    const value = slot.mem?.last?.value;
+    const value = heldBy(slot);
     return { pool: this.name, id: slot.worker.id, pid: slot.pid, charge: chargeOf(value, this.est.bytes), value, since };
   }
 }
@@ -294,4 +295,17 @@ export class PoolMemory implements BudgetMember {
 function retiring(slot: SlotView): boolean {
   const st = slot.workerState;
   return st === 'draining' || st === 'stopping';
+}
+
+/**
+ * What a worker holds: its latest sample and, for a php-cgi group, its children's (groups.ts
+ * samples them every round; PSS splits the pages they share with their parent, so the sum is
+ * what the group holds).
+ */
+function heldBy(slot: SlotView): number | undefined {
+  const own = slot.mem?.last?.value;
+  if (own === undefined || slot.children === undefined) return own;
+  let sum = own;
+  for (const m of slot.children.values()) sum += m.last?.value ?? 0;
+  return sum;
 }

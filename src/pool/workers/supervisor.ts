@@ -141,11 +141,14 @@ export class Supervisor {
   readonly mem: PoolMemory | undefined;
   /**
    * resident_parent: the last worker, paused when the pool scaled to zero (its php-cgi
-   * parent stopped with SIGSTOP, its children ended): not a worker for the policy, the
-   * seats or the memory part, which counts it as the pool's parent; woken by the next
-   * spawn the policy wants (SIGCONT: the parent forks its children again, warm).
+   * parent and one child stopped with SIGSTOP, its other children ended): not a worker for
+   * the policy, the seats or the memory part, which counts it as the pool's parent; woken
+   * by the next spawn the policy wants (SIGCONT: the kept child accepts again at once, and
+   * the parent forks the others again, warm).
    */
   private parked: Slot | undefined;
+  /** The parked parent's child kept stopped beside it: the next request's, without waiting for a fork. */
+  private keptChild: number | undefined;
   /** Times the parked parent was woken (status: its "forks"). */
   private wakes = 0;
   private readonly resident: boolean;
@@ -186,7 +189,7 @@ export class Supervisor {
       scale: () => this.scale(),
       queued: () => hooks.waiting(),
       preloadParent: () => deps.forkServer?.parent?.pid ?? this.parked?.pid,
-      preloadSpare: () => deps.forkServer?.parent?.spare,
+      preloadSpare: () => deps.forkServer?.parent?.spare ?? this.keptChild,
       stopPreloadParent: () => deps.forkServer?.stopIdle() ?? this.evictParked(),
     }, clock, this.log);
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
@@ -376,10 +379,13 @@ export class Supervisor {
     slot.state = cell.next;
     // A parked parent that is retired, stopped or gone is no longer the pool's resident.
     const unparked = slot === this.parked && cell.next !== 'up';
-    if (unparked) this.parked = undefined;
+    const kept = unparked ? this.keptChild : undefined;
+    if (unparked) this.parked = this.keptChild = undefined;
     this.act(cell.action, slot, ctx);
-    // Stopped (SIGSTOP), it would hold the signal it was just sent until kill_timeout.
+    // Stopped (SIGSTOP), it would hold the signal it was just sent until kill_timeout; the
+    // kept child would hold its parent's SIGTERM for ever.
     if (unparked && slot.pid !== undefined && cell.next !== 'gone') continueProcess(slot.pid);
+    if (kept !== undefined) continueProcess(kept);
   }
 
   private act(action: SlotAction, slot: Slot, ctx: Readonly<SlotEventContext>): void {
@@ -652,7 +658,12 @@ export class Supervisor {
 
   // ---- warm zero (resident_parent) --------------------------------------------------------
 
-  /** The pool's last worker stays as a paused parent: its seats withdrawn, the parent stopped, its children ended. */
+  /**
+   * The pool's last worker stays as a paused parent: its seats withdrawn, the parent and
+   * one child stopped, its other children ended. The kept child takes the next request as
+   * soon as it runs again: woken, a group's parent forks all its children at once, and on
+   * two busy cores the first of k new children reaches accept() k times later than one.
+   */
   private park(slot: Slot): void {
     const pid = slot.pid;
     if (pid === undefined) return;
@@ -664,22 +675,27 @@ export class Supervisor {
     } catch {
       return; // gone: its exit comes as an event
     }
-    for (const c of children) {
-      try {
-        process.kill(c, 'SIGTERM');
-      } catch {
-        // already gone
-      }
-    }
+    let kept: number | undefined = children[0];
+    const ended = children.slice(1);
+    if (kept !== undefined && !signal(kept, 'SIGSTOP')) kept = undefined; // gone meanwhile
+    // Idle (their seats are withdrawn and their connections closed): SIGKILL spares each the
+    // PHP shutdown SIGTERM would run, tens of ms of CPU the next wake would compete with.
+    for (const c of ended) signal(c, 'SIGKILL');
     this.parked = slot;
-    slot.log.info({ kind: 'park', children }, `pool ${this.name} at warm zero: worker ${pid}'s php-cgi parent stays, paused, with PHP and its opcache loaded; its child ${children.join(', ')} stopped`);
+    this.keptChild = kept;
+    slot.log.info({ kind: 'park', kept: this.keptChild, ended },
+      `pool ${this.name} at warm zero: worker ${pid}'s php-cgi parent stays, paused, with PHP and its opcache loaded` +
+      (this.keptChild !== undefined ? `, and its child ${this.keptChild} paused beside it` : '') + (ended.length > 0 ? `; its child(ren) ${ended.join(', ')} stopped` : ''));
   }
 
   /** Wakes the parked parent, if any: 1 when one was woken. Its seats take requests at once (they queue in its socket until the child accepts). */
   private wake(): number {
     const slot = this.parked;
     if (slot === undefined || slot.pid === undefined) return 0;
-    this.parked = undefined;
+    const kept = this.keptChild;
+    this.parked = this.keptChild = undefined;
+    // The child first: it accepts what waits while the parent forks the others.
+    if (kept !== undefined) continueProcess(kept);
     continueProcess(slot.pid);
     this.wakes++;
     slot.log.info({ kind: 'wake', wakes: this.wakes }, `pool ${this.name}: waking the parked php-cgi parent ${slot.pid}`);
@@ -805,9 +821,15 @@ export class Supervisor {
 
 /** SIGCONT: a parked parent runs again (and receives what it was sent meanwhile). */
 function continueProcess(pid: number): void {
+  signal(pid, 'SIGCONT');
+}
+
+/** False when the process is gone (its exit comes as an event, or its parent reaps it). */
+function signal(pid: number, sig: NodeJS.Signals): boolean {
   try {
-    process.kill(pid, 'SIGCONT');
+    process.kill(pid, sig);
+    return true;
   } catch {
-    // gone: its exit comes as an event
+    return false;
   }
 }
