@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-// Writes fcgi-pm.8, fcgi-pm.yaml.5 and the bash completion into DIR, from the compiled
-// command line and key tables (src/cli/manual.ts). Used by scripts/build-deb.sh.
+// Writes fcgi-pm.8, a page per command (fcgi-pm-status.8 ...), fcgi-pm.yaml.5 and the
+// bash, zsh and fish completions into DIR, from the compiled command line and key tables
+// (src/cli/manual.ts). Used by scripts/build-deb.sh.
 //   node scripts/gen-manual.mjs DIR [DATE]
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildProgram } from '../dist/src/cli/main.js';
-import { renderBashCompletion, renderConfigManPage, renderHelpManPage, renderProgramManPage } from '../dist/src/cli/manual.js';
+import { commandPageName, renderBashCompletion, renderCommandManPage, renderConfigManPage, renderFishCompletion, renderHelpManPage, renderProgramManPage, renderZshCompletion } from '../dist/src/cli/manual.js';
 import { packageVersion } from '../dist/src/version.js';
 
 const dir = process.argv[2];
@@ -22,7 +23,10 @@ mkdirSync(dir, { recursive: true });
 process.stdout.columns = 80;
 writeFileSync(join(dir, 'fcgi-pm.8'), renderProgramManPage(buildProgram(), version, date));
 writeFileSync(join(dir, 'fcgi-pm.yaml.5'), renderConfigManPage(version, date));
+for (const c of buildProgram().commands) writeFileSync(join(dir, `${commandPageName(c)}.8`), renderCommandManPage(c, version, date));
 writeFileSync(join(dir, 'fcgi-pm.bash-completion'), renderBashCompletion(buildProgram()));
+writeFileSync(join(dir, 'fcgi-pm.zsh-completion'), renderZshCompletion(buildProgram()));
+writeFileSync(join(dir, 'fcgi-pm.fish-completion'), renderFishCompletion(buildProgram()));
 // The WSGI adapter's page is its own --help (argparse), as the daemon's is commander's.
 const wsgi = spawnSync('python3', [new URL('../bin/fcgi-pm-wsgi', import.meta.url).pathname, '--help'], { encoding: 'utf8', env: { ...process.env, COLUMNS: '80' } });
 if (wsgi.status !== 0) {

@@ -48,8 +48,38 @@ export function renderProgramManPage(program: Command, version: string, date: st
   }
   out += '.SH SIGNALS\n';
   for (const [sig, what] of SIGNALS) out += `.TP\n.B ${roff(sig)}\n${roff(what)}\n`;
+  out += exitStatus();
   out += `.SH FILES\n.TP\n.I /etc/fcgi\\-pm/fcgi\\-pm.yaml\nThe configuration file; see \\fBfcgi\\-pm.yaml\\fR(5).\n.TP\n.I /run/fcgi\\-pm/\nControl sockets, runtime directories and the pid file of daemons run as root.\n`;
   out += `.SH SEE ALSO\n\\fBfcgi\\-pm.yaml\\fR(5), \\fBnginx\\fR(8), \\fBphp\\-fpm\\fR(8)\n.PP\nThe README and docs/ in /usr/share/doc/fcgi\\-pm (or the npm package).\n`;
+  return out;
+}
+
+/** The exit codes every command shares (docs/operations.md "Exit codes"). */
+export const EXIT_CODES: ReadonlyArray<[number, string]> = [
+  [0, 'Done: the config is valid (check), the daemon answered and did it, ready says ready.'],
+  [1, 'Failed: an invalid config or a failed host check (check, run), a daemon that could not start, an action the daemon refused or that failed (reload of an invalid file, an upgrade whose new code cannot start); ready: not ready.'],
+  [2, 'Wrong usage: an unknown option, a missing argument.'],
+  [3, 'No daemon answers on the control socket (status, reload, stop, reopen-logs, upgrade, workers, ready and the pool actions).'],
+];
+
+function exitStatus(): string {
+  let out = '.SH EXIT STATUS\n';
+  for (const [code, what] of EXIT_CODES) out += `.TP\n.B ${code}\n${roff(what)}\n`;
+  return out;
+}
+
+/** Where each command's page is: fcgi-pm-status(8) for `fcgi-pm status`. */
+export function commandPageName(command: Command): string {
+  return `fcgi-pm-${command.name()}`;
+}
+
+/** One command's page (man fcgi-pm-status), as git has one per verb: its --help, the exit codes. */
+export function renderCommandManPage(command: Command, version: string, date: string): string {
+  let out = header(commandPageName(command), 8, date, version, command.description().split('\n')[0]!.replace(/[.]$/, ''));
+  out += `.SH SYNOPSIS\n.B fcgi\\-pm ${roff(command.name())}\n[\\fIoptions\\fR]\n`;
+  out += `.SH DESCRIPTION\n${block(command.helpInformation())}`;
+  out += exitStatus();
+  out += `.SH SEE ALSO\n\\fBfcgi\\-pm\\fR(8), \\fBfcgi\\-pm.yaml\\fR(5)\n`;
   return out;
 }
 
@@ -117,4 +147,71 @@ ${cases}
 }
 complete -F _fcgi_pm fcgi-pm
 `;
+}
+
+/** What follows an option that takes a value: a file, a directory, or anything. */
+function valueKind(o: Option): 'file' | 'dir' | 'value' | undefined {
+  if (!o.required && !o.optional) return undefined;
+  if (/^--(config|control)$/.test(o.long ?? '')) return 'file';
+  if (o.long === '--document-root') return 'dir';
+  return 'value';
+}
+
+function escapeSingle(s: string): string {
+  return s.replace(/'/g, "'\\''");
+}
+
+/** A zsh completion (_fcgi-pm) for the commands and their options. */
+export function renderZshCompletion(program: Command): string {
+  const spec = (o: Option): string => {
+    const kind = valueKind(o);
+    const desc = escapeSingle(o.description.replace(/[[\]:]/g, ' ')).slice(0, 80);
+    const action = kind === 'file' ? ':file:_files' : kind === 'dir' ? ':directory:_files -/' : kind === 'value' ? ':value: ' : '';
+    const names = [o.short, o.long].filter((n): n is string => n !== undefined);
+    const head = names.length > 1 ? `'(${names.join(' ')})'{${names.join(',')}}'` : `'${names[0]}`;
+    return `${head}[${desc}]${action}'`;
+  };
+  const commands = program.commands.map((c) => `    '${c.name()}:${escapeSingle(c.description().split('\n')[0]!.replace(/:/g, ' ')).slice(0, 90)}'`).join('\n');
+  const cases = program.commands.map((c) => `    (${c.name()})\n      _arguments -s ${c.options.map(spec).join(' ')}\n      ;;`).join('\n');
+  return `#compdef fcgi-pm
+# zsh completion for fcgi-pm (generated from its command line definition)
+_fcgi-pm() {
+  local curcontext="$curcontext" state line
+  local -a commands
+  commands=(
+${commands}
+  )
+  _arguments -C ${program.options.map(spec).join(' ')} '1:command:->command' '*::arg:->args'
+  case $state in
+    (command) _describe -t commands 'fcgi-pm command' commands ;;
+    (args)
+      case $line[1] in
+${cases}
+      esac
+      ;;
+  esac
+}
+_fcgi-pm "$@"
+`;
+}
+
+/** A fish completion for the commands and their options. */
+export function renderFishCompletion(program: Command): string {
+  const names = program.commands.map((c) => c.name()).join(' ');
+  const lines = [`# fish completion for fcgi-pm (generated from its command line definition)`, `complete -c fcgi-pm -f`];
+  const quote = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  for (const c of program.commands) lines.push(`complete -c fcgi-pm -n "not __fish_seen_subcommand_from ${names}" -a ${c.name()} -d ${quote(c.description().split('\n')[0]!.slice(0, 90))}`);
+  const option = (o: Option, cond: string): string => {
+    const kind = valueKind(o);
+    const parts = [`complete -c fcgi-pm -n "${cond}"`];
+    if (o.short !== undefined) parts.push(`-s ${o.short.replace(/^-/, '')}`);
+    if (o.long !== undefined) parts.push(`-l ${o.long.replace(/^--/, '')}`);
+    if (kind === 'file' || kind === 'dir') parts.push('-r -F');
+    else if (kind === 'value') parts.push('-r');
+    parts.push(`-d ${quote(o.description.slice(0, 90))}`);
+    return parts.join(' ');
+  };
+  for (const o of program.options) lines.push(option(o, `not __fish_seen_subcommand_from ${names}`));
+  for (const c of program.commands) for (const o of c.options) lines.push(option(o, `__fish_seen_subcommand_from ${c.name()}`));
+  return `${lines.join('\n')}\n`;
 }

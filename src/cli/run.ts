@@ -2,6 +2,7 @@
  * `fcgi-pm run`: the daemon in the foreground, from a config file (-c) or the quick
  * form (--fastcgi/--scgi/--http plus --backend or --command).
  */
+import * as nodePath from 'node:path';
 import { Command, Option } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { configFromObject } from '../config/schema.js';
@@ -20,6 +21,7 @@ interface RunOptions extends QuickOptions {
   logLevel?: string;
   logFormat?: Config['log']['format'];
   allowRoot?: boolean;
+  pidFile?: string;
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -42,6 +44,7 @@ export function runCommand(): Command {
     .option('--shutdown-timeout <duration>', 'quick form: how long a stop waits for running requests (default 30s)')
     .option('--no-access-log', 'quick form: do not log one line per request')
     .option('-R, --allow-root', 'as root, let pools without "user" run their workers as root (refused otherwise)')
+    .option('--pid-file <path>', 'write the pid to this file, whatever pid_file says ("off" for none): for init scripts')
     .addHelpText(
       'after',
       `
@@ -77,6 +80,7 @@ Examples:
 
 function buildConfig(opts: RunOptions): Config {
   const cfg = configFromOptions(opts);
+  if (opts.pidFile !== undefined) cfg.pidFile = opts.pidFile === 'off' ? false : nodePath.resolve(opts.pidFile);
   if (opts.logFormat !== undefined) cfg.log.format = opts.logFormat;
   return cfg;
 }

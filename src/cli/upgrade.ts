@@ -53,7 +53,7 @@ async function untilRestarted(o: TargetOptions, started: number, timeoutMs = 180
 
 /** `fcgi-pm reopen-logs`: reopen log.file and log.access_file (after logrotate moved them), as SIGUSR1. */
 export function reopenLogsCommand(): Command {
-  return addTargetOptions(new Command('reopen-logs').description('reopen the log files after they were moved (logrotate), as SIGUSR1; exit 1 when no daemon answers')).action(async (o: TargetOptions) =>
+  return addTargetOptions(new Command('reopen-logs').description('reopen the log files after they were moved (logrotate), as SIGUSR1; exit 3 when no daemon answers')).action(async (o: TargetOptions) =>
     runTarget(async () => {
       const session = await ask(o, { cmd: 'reopen-logs' });
       session.end();

@@ -33,6 +33,16 @@ const MEMORY_TOP_KEYS: readonly KeySpec[] = [
   { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: -500, doc: "fcgi-pm's own oom_score_adj, set at start where it may lower it (root, CAP_SYS_RESOURCE); otherwise left as it is." },
 ];
 
+// What a spawned worker process is given besides its command (src/pool/rlimit.ts, src/worker/spawn.ts)
+// and php-cgi's own settings (src/pool/php-settings.ts).
+const PROCESS_POOL_KEYS: readonly KeySpec[] = [
+  { key: 'rlimit_files', field: 'rlimitFiles', type: { kind: 'int', min: 1, max: 1 << 30 }, defaultText: "(fcgi-pm's own)", scope: 'spawned', doc: "Open-files limit (RLIMIT_NOFILE, soft and hard) of workers, set by prlimit before the program starts (PHP-FPM's rlimit_files); at most fcgi-pm's own hard limit when the workers run as another user (LimitNOFILE= in the unit)." },
+  { key: 'rlimit_core', field: 'rlimitCore', type: memorySize, defaultText: "(fcgi-pm's own)", scope: 'spawned', doc: "Largest core file a crashing worker may write (RLIMIT_CORE, bytes; 0 for none), set like rlimit_files (PHP-FPM's rlimit_core)." },
+  { key: 'process_priority', field: 'processPriority', type: { kind: 'int', min: -19, max: 20 }, defaultText: "(fcgi-pm's own)", scope: 'spawned', doc: "Workers' nice value, -19 (first) to 20 (last), set right after spawn (PHP-FPM's process.priority); below fcgi-pm's own needs root." },
+  { key: 'php_value', field: 'phpValue', type: { kind: 'string-map' }, defaultText: '(none)', scope: 'spawned', doc: "php-cgi: PHP settings for this pool's workers (php -d NAME=VALUE), which a script may change (PHP-FPM's php_value); e.g. { error_log: /var/log/php/site.log }." },
+  { key: 'php_admin', field: 'phpAdmin', type: { kind: 'string-map' }, defaultText: '(none)', scope: 'spawned', doc: "php-cgi: PHP settings a script cannot change, neither by ini_set nor a .user.ini (PHP-FPM's php_admin_value/php_admin_flag). php-cgi can hold those PHP lets only the system (PHP_INI_SYSTEM) or a directory (PHP_INI_PERDIR: fcgi-pm then turns .user.ini files off for the pool) set, and open_basedir (ini_set may only narrow it); a setting any script may change (PHP_INI_ALL, e.g. memory_limit) is refused with the reason: use php_value, or for memory max_memory_hard. Checked against the pool's own php-cgi (docs/apps.md \"Locked PHP settings\")." },
+];
+
 // Which files a pool may run; checked on SCRIPT_FILENAME by every front end (src/frontend/script-guard.ts).
 const SCRIPT_POOL_KEYS: readonly KeySpec[] = [
   { key: 'limit_extensions', field: 'limitExtensions', type: { kind: 'extensions' }, defaultText: '(.php .phar when command is php-cgi*, else off)', doc: 'The file SCRIPT_FILENAME would run (after php\'s cgi.fix_pathinfo walk) must be a regular file ending in one of these, else 403 ERR_SCRIPT_FORBIDDEN (404 ERR_SCRIPT_NOT_FOUND when there is none); off or [] turns the check off (PHP-FPM security.limit_extensions).' },
@@ -139,6 +149,7 @@ export const POOL_KEYS: readonly KeySpec[] = [
   { key: 'queue_timeout', field: 'queueTimeout', type: positiveDuration, default: '5s', doc: 'A request waiting in the queue this long gets 503.' },
   { key: 'queue_max_wait', field: 'queueMaxWait', type: anyDuration, default: '300ms', scope: 'spawned', doc: 'While the queue grows (requests arrive faster than the pool completes them, over several service times), a request is queued only while the requests ahead of it can be served within this time, at the mean service time measured for the pool and its max_children workers (at least 2 waiting requests per worker); otherwise it gets a 503 at once, so an overload is answered fast instead of with long waits. A queue that merely stands (clients that each wait for their answer, a burst) waits up to queue_timeout (0 = off: queue_limit alone).' },
   ...MEMORY_POOL_KEYS,
+  ...PROCESS_POOL_KEYS,
   ...SCRIPT_POOL_KEYS,
   ...AUTHORIZER_POOL_KEYS,
 ];

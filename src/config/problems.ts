@@ -27,7 +27,7 @@ export function formatKeyPath(path: KeyPath): string {
 }
 
 export class Problems {
-  private readonly list: Array<{ line: number; order: number; text: string }> = [];
+  private readonly list: Array<{ line: number; order: number; text: string; path: KeyPath }> = [];
 
   constructor(
     private readonly label: string,
@@ -42,7 +42,12 @@ export class Problems {
     const line = this.lineOf(path);
     const where = line === undefined ? this.label : `${this.label}:${line}`;
     const key = formatKeyPath(path);
-    this.list.push({ line: line ?? Infinity, order: this.list.length, text: key === '' ? `${where}: ${message}` : `${where}: ${key}: ${message}` });
+    this.list.push({ line: line ?? Infinity, order: this.list.length, text: key === '' ? `${where}: ${message}` : `${where}: ${key}: ${message}`, path });
+  }
+
+  /** The key paths of the problems added since there were `count`. */
+  pathsSince(count: number): KeyPath[] {
+    return this.list.slice(count).map((p) => p.path);
   }
 
   raw(path: KeyPath): string | undefined {

@@ -82,6 +82,30 @@ function checkPreload(pool: PoolConfig, path: KeyPath, ctx: Ctx): void {
   }
 }
 
+/**
+ * The workers must speak the pool's `backend`, or every request fails 502
+ * ERR_BACKEND_PROTOCOL: fcgi-pm-wsgi speaks FastCGI unless given --scgi, php-cgi only
+ * FastCGI.
+ */
+function checkWorkerProtocol(pool: PoolConfig, path: KeyPath, present: ReadonlySet<string>, ctx: Ctx): void {
+  const cmd = pool.command;
+  if (cmd === undefined || pool.backend === undefined) return;
+  let speaks: 'fastcgi' | 'scgi' | undefined;
+  let at = -1;
+  if (wsgiAdapterIndex(cmd) >= 0) {
+    const scgi = cmd.lastIndexOf('--scgi');
+    const fcgi = cmd.lastIndexOf('--fastcgi');
+    speaks = scgi > fcgi ? 'scgi' : 'fastcgi';
+    at = Math.max(scgi, fcgi);
+  } else if (runsPhpCgi(cmd)) speaks = 'fastcgi';
+  if (speaks === undefined || speaks === pool.backend) return;
+  const prog = nodePath.basename(cmd[wsgiAdapterIndex(cmd) >= 0 ? wsgiAdapterIndex(cmd) : 0]!);
+  const says = at >= 0 ? `${prog} ${cmd[at]} speaks ${speaks === 'scgi' ? 'SCGI' : 'FastCGI'}` : `${prog} speaks ${speaks === 'scgi' ? 'SCGI' : 'FastCGI'}${speaks === 'fastcgi' && prog !== 'fcgi-pm-wsgi' ? ' only' : ' (without --scgi)'}`;
+  const fix = speaks === 'scgi' ? 'set backend: scgi, or drop --scgi' : at >= 0 || prog === 'fcgi-pm-wsgi' ? 'set backend: fastcgi, or give it --scgi' : 'set backend: fastcgi';
+  const key = present.has('backend') ? 'backend' : 'command';
+  ctx.problems.add(key === 'command' && at >= 0 ? [...path, 'command', at] : [...path, key], `${says} but the pool's backend is ${pool.backend}${key === 'command' ? ' (the default)' : ''}: every request would fail 502 ERR_BACKEND_PROTOCOL; ${fix}`);
+}
+
 /** Environment defaults for php-cgi: fcgi-pm runs one process per worker and recycles it itself. */
 const PHP_CGI_ENV: Record<string, string> = { PHP_FCGI_CHILDREN: '0', PHP_FCGI_MAX_REQUESTS: '0' };
 const PHP_CGI_EXTENSIONS = ['.php', '.phar'];
@@ -464,6 +488,10 @@ function buildPool(name: string, obj: unknown, ctx: Ctx, path: KeyPath = ['pools
   checkMemoryKeys(pool, path, s.present, ctx);
   checkAuthorizerCache(pool, path, ctx);
   checkPreload(pool, path, ctx);
+  checkWorkerProtocol(pool, path, s.present, ctx);
+  for (const key of ['php_value', 'php_admin'] as const) {
+    if (s.present.has(key) && pool.command !== undefined && !runsPhpCgi(pool.command)) ctx.problems.add([...path, key], `is for php-cgi pools (given as -d NAME=VALUE); this command is ${nodePath.basename(pool.command[0]!)}`);
+  }
   if (pool.residentParent === true) {
     if (pool.command === undefined || !runsPhpCgi(pool.command)) ctx.problems.add([...path, 'resident_parent'], 'is for php-cgi pools: it keeps a php-cgi parent (PHP_FCGI_CHILDREN) paused to fork from; this command is not php-cgi');
     else if (pool.accept === 'direct') ctx.problems.add([...path, 'resident_parent'], 'accept: direct pools exec every worker on the shared socket; resident_parent is for accept: proxy pools');
@@ -688,6 +716,12 @@ export interface ConfigValidation {
   valid: Config | undefined;
   /** Every problem found, in file order; the host checks may add theirs. */
   problems: Problems;
+  /**
+   * Pools in `valid` whose keys had problems of their own: the keys, left at their
+   * defaults there, for the host checks to pass over (a bad user: who the workers run as
+   * is unknown, but their cwd and command are still checked).
+   */
+  brokenKeys?: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
 export function validateConfig(obj: unknown, source: string, opts: FromObjectOptions = {}): ConfigValidation {
@@ -704,6 +738,8 @@ export function validateConfig(obj: unknown, source: string, opts: FromObjectOpt
     return { value, clean: problems.count === before };
   };
   const cleanPools = new Set<string>();
+  /** Pools with problems in some keys only: rebuilt without those keys for the host checks. */
+  const partPools = new Map<string, { obj: Record<string, unknown>; broken: Set<string> }>();
 
   const topNames = [...SECTION_KEYS, ...TOP_KEYS.map((k) => k.key)];
   for (const key of Object.keys(obj)) {
@@ -727,9 +763,14 @@ export function validateConfig(obj: unknown, source: string, opts: FromObjectOpt
         problems.add(['pools', name], `must be a mapping with "backends" or "command", got ${show(p)}`);
         continue;
       }
+      const before = problems.count;
       const built = cleanly(() => buildPool(name, p, ctx));
       pools.set(name, built.value);
       if (built.clean && POOL_NAME.test(name)) cleanPools.add(name);
+      else if (POOL_NAME.test(name)) {
+        const keys = problems.pathsSince(before).map((path) => path[2]);
+        if (keys.every((k) => typeof k === 'string')) partPools.set(name, { obj: p, broken: new Set(keys as string[]) });
+      }
     }
   }
   const poolNames = isMapping(poolsObj) ? Object.keys(poolsObj) : [];
@@ -779,18 +820,29 @@ export function validateConfig(obj: unknown, source: string, opts: FromObjectOpt
   const fallback = (section: Section, specs: readonly KeySpec[]): Record<string, unknown> =>
     section.ok ? section.values : Object.fromEntries(specs.map((k) => [k.field, defaultOf(k)]));
   const topValues = fallback(top, TOP_KEYS);
+  const checked = new Map([...pools].filter(([name]) => cleanPools.has(name)));
+  const brokenKeys = new Map<string, ReadonlySet<string>>();
+  for (const [name, { obj: p, broken }] of partPools) {
+    // The other keys as written, the broken ones at their defaults; problems of the rebuild were said already.
+    const rest = Object.fromEntries(Object.entries(p).filter(([k]) => !broken.has(k)));
+    const scratch: Ctx = { ...ctx, problems: new Problems(opts.label ?? source, undefined) };
+    const pool = buildPool(name, rest, scratch);
+    if (pool.command === undefined && pool.backends.length === 0) continue;
+    checked.set(name, pool);
+    brokenKeys.set(name, broken);
+  }
   const valid: Config = {
     ...config,
     // At their indexes, so the host checks name the right line; a value that did not validate is undefined.
     listen: listeners.map((l) => l ?? ({} as ListenerConfig)),
-    pools: new Map([...pools].filter(([name]) => cleanPools.has(name))),
+    pools: checked,
     log: fallback(log, LOG_KEYS) as unknown as Config['log'],
     runtimeDir: topValues.runtimeDir as string | undefined,
     opcacheDir: topValues.opcacheDir as string | false | undefined,
     controlSocket: topValues.controlSocket as string | false | undefined,
     vhosts: undefined,
   };
-  return { config: undefined, valid, problems };
+  return { config: undefined, valid, problems, brokenKeys };
 }
 
 /** The vhosts section: exactly one source; `defaults` are checked as pool keys here, and again under each site. */

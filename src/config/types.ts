@@ -137,6 +137,14 @@ export interface PoolConfig {
   /** Assumed size of a new worker before any was measured (default 32 MiB). */
   expectedWorkerMemory?: number;
   rlimitAs?: number;
+  /** RLIMIT_NOFILE and RLIMIT_CORE of workers (prlimit), undefined = fcgi-pm's own. */
+  rlimitFiles?: number | undefined;
+  rlimitCore?: number | undefined;
+  /** Workers' nice value, undefined = fcgi-pm's own. */
+  processPriority?: number | undefined;
+  /** php-cgi settings, as -d NAME=VALUE: php_value may be changed by a script, php_admin not. */
+  phpValue?: Record<string, string> | undefined;
+  phpAdmin?: Record<string, string> | undefined;
   /** undefined = the top-level memory_sample_interval. */
   memorySampleInterval?: number | undefined;
 

@@ -20,7 +20,7 @@
  *   - php-cgi pools' opcache file cache root (opcache_dir) can be made by fcgi-pm and
  *     entered by each pool's user (src/worker/php-cache.ts makes the directories).
  */
-import { statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { controlSocketPath, isDefaultControlSocket } from '../config/control-path.js';
 import { opcacheRoot } from '../config/opcache-path.js';
@@ -29,11 +29,14 @@ import { Problems, type KeyPath } from '../config/problems.js';
 import type { Config, PoolConfig, SiteConfig } from '../config/types.js';
 import { ConfigError, ErrorCodes } from '../errors.js';
 import { workerEnv } from '../pool/worker-spec.js';
-import { lookupUser } from '../config/system-users.js';
+import { lookupGroup, lookupUser } from '../config/system-users.js';
+import { formatSize } from '../config/units.js';
+import { frontEndFor, unreachable, type FrontEnd } from './front-end-reach.js';
 import { sitePool } from '../config/site.js';
 import { accessAs, credentialsOfSelf, currentIds, resolveIdentity, type Credentials, type Self } from '../worker/identity.js';
 import { setsOwnOpcache } from '../worker/php-cache.js';
 import { resolveCommand } from '../worker/spawn.js';
+import { phpIniAccess, PHP_INI_USER } from '../worker/php-ini-access.js';
 import { directSocketSupport } from '../worker/shared-socket.js';
 
 export interface PreflightOptions {
@@ -41,7 +44,28 @@ export interface PreflightOptions {
   allowRoot?: boolean;
   /** Who the daemon runs as (default: this process). */
   self?: Self;
+  /** Pool keys the schema refused (ConfigValidation.brokenKeys): not checked again. */
+  brokenKeys?: ReadonlyMap<string, ReadonlySet<string>>;
+  /**
+   * `fcgi-pm check`: a socket the front end the config names cannot reach is a problem
+   * (at start and reload, a notice: the daemon serves, and says so).
+   */
+  strict?: boolean;
+  /** The host's facts, for tests (default: /proc and the files of this host). */
+  host?: HostFacts;
 }
+
+/** What the host has, read once per check. */
+export interface HostFacts {
+  /** /proc/sys/kernel/pid_max. */
+  pidMax?: number | undefined;
+  /** MemTotal, bytes. */
+  memTotal?: number | undefined;
+  /** Whether a program is installed (nginx, apache2: who the front end is). */
+  installed?: (file: string) => boolean;
+}
+
+type Host = { pidMax: number | undefined; memTotal: number | undefined; installed: (file: string) => boolean };
 
 export interface PreflightResult {
   problems: string[];
@@ -67,13 +91,37 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Probl
   const daemon = credentialsOfSelf(self);
   let rootRefusals = 0;
 
+  const host = readHostFacts(opts.host);
+  const front = frontEndFor(undefined, undefined, host.installed);
+  /** A socket the front end cannot reach: a problem for check when the config names the front end. */
+  const reach = (path: KeyPath, socketPath: string, named: FrontEnd | undefined, socket: Parameters<typeof unreachable>[3]): void => {
+    const who = named ?? front;
+    const why = who === undefined ? undefined : unreachable(socketPath, who, self, socket);
+    if (why !== undefined) (opts.strict === true && who!.named ? problems : notices).add(path, why);
+  };
+
   for (const pool of cfg.pools.values()) {
-    if (checkPool(pool, ['pools', pool.name], self, opts.allowRoot === true, cfg.source === QUICK_SOURCE, problems, notices)) rootRefusals++;
+    const broken = opts.brokenKeys?.get(pool.name);
+    if (checkPool(pool, ['pools', pool.name], self, opts.allowRoot === true, cfg.source === QUICK_SOURCE, problems, notices, broken)) rootRefusals++;
+    checkPoolSize(pool, ['pools', pool.name], host, problems);
+    if (broken?.has('command') !== true) checkPhpAdmin(pool, ['pools', pool.name], problems, notices);
     const direct = pool.accept === 'direct' ? pool.directListen : undefined;
     if (direct?.kind === 'unix') {
       const why = dirProblem(nodePath.dirname(direct.path), cfg.runtimeDir, daemon);
       if (why !== undefined) problems.add(['pools', pool.name, 'direct_listen'], `cannot create ${direct.text}: ${why}`);
+      else if (broken === undefined || !(broken.has('user') || broken.has('group'))) {
+        // The socket belongs to the workers' user and group (the native addon chowns it).
+        const u = pool.user === undefined ? undefined : lookupUser(pool.user);
+        const g = pool.group === undefined ? undefined : lookupGroup(pool.group);
+        const owner = u === undefined ? undefined : { id: u.uid, name: u.name };
+        const group = g !== undefined ? { id: g.gid, name: g.name } : u !== undefined ? { id: u.gid, name: String(u.gid) } : undefined;
+        reach(['pools', pool.name, 'direct_listen'], direct.path, undefined, { owner: self.uid === 0 ? owner : undefined, group: self.uid === 0 ? group : undefined, mode: pool.directSocketMode ?? 0o660 });
+      }
     }
+  }
+  const total = cfg.maxChildrenTotal ?? 0;
+  if (total > 0 && host.pidMax !== undefined && total > host.pidMax) {
+    problems.add(['max_children_total'], `${total} is above this host's pid_max (${host.pidMax}, /proc/sys/kernel/pid_max): that many processes cannot exist`);
   }
 
   cfg.listen.forEach((l, i) => {
@@ -81,6 +129,7 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Probl
     if (l.address?.kind === 'unix') {
       const why = dirProblem(nodePath.dirname(l.address.path), cfg.runtimeDir, daemon);
       if (why !== undefined) problems.add(['listen', i, 'address'], `cannot create ${l.address.text}: ${why}`);
+      else reach(['listen', i, 'address'], l.address.path, l.owner !== undefined || l.group !== undefined ? frontEndFor(l.owner, l.group) : undefined, { owner: l.owner, group: l.group, mode: l.mode ?? 0o600 });
     }
     if (l.documentRoot !== undefined) {
       const why = notDirectory(l.documentRoot);
@@ -111,6 +160,79 @@ export function preflight(cfg: Config, opts: PreflightOptions = {}, into?: Probl
   }
 
   return { problems: problems.texts(), rootRefusals, notices: notices.texts() };
+}
+
+/**
+ * php_admin holds what php-cgi keeps from scripts (src/pool/php-settings.ts): each name
+ * must be a setting the pool's php-cgi knows that no script may set (access without
+ * PHP_INI_USER), or open_basedir, which a script may only narrow.
+ */
+function checkPhpAdmin(pool: PoolConfig, path: KeyPath, problems: Problems, notices: Problems): void {
+  const names = Object.keys(pool.phpAdmin ?? {});
+  if (names.length === 0 || pool.command === undefined || !runsPhpCgi(pool.command)) return;
+  const cmd = resolveCommand(pool.command[0]!, workerEnv(pool), pool.cwd);
+  if (!cmd.ok) return; // said by checkPoolFiles
+  const access = phpIniAccess(cmd.file);
+  if (typeof access === 'string') {
+    notices.add([...path, 'php_admin'], `could not ask php-cgi which settings it can keep from scripts (${access}); not checked`);
+    return;
+  }
+  for (const name of names) {
+    const bits = access.get(name);
+    if (bits === undefined) problems.add([...path, 'php_admin', name], `${cmd.file} has no setting named ${name} (a typo, or an extension it does not load)`);
+    else if ((bits & PHP_INI_USER) !== 0 && name !== 'open_basedir') {
+      problems.add([...path, 'php_admin', name], `a script may change ${name} with ini_set (PHP_INI_ALL), and php-cgi cannot lock a setting as php-fpm's php_admin_value does: set it in php_value (a default scripts may change)${/memory/.test(name) ? ', and cap memory with max_memory_hard or rlimit_as, which no script can change' : ''}`);
+    }
+  }
+}
+
+function readHostFacts(given: HostFacts | undefined): Host {
+  return {
+    pidMax: given?.pidMax ?? readNumber('/proc/sys/kernel/pid_max'),
+    memTotal: given?.memTotal ?? readMemTotal(),
+    installed: given?.installed ?? ((f: string) => existsSync(f)),
+  };
+}
+
+function readNumber(file: string): number | undefined {
+  try {
+    const n = Number(readFileSync(file, 'utf8').trim());
+    return Number.isFinite(n) && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function readMemTotal(): number | undefined {
+  try {
+    const m = /^MemTotal:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'));
+    return m === null ? undefined : Number(m[1]) * 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * max_children that cannot be: more processes than the kernel's pid_max, or a static pool
+ * (all its workers at once, from the start) whose workers at expected_worker_memory each
+ * need more than its memory_limit or this host's memory.
+ */
+function checkPoolSize(pool: PoolConfig, path: KeyPath, host: Host, problems: Problems): void {
+  if (pool.command === undefined) return;
+  const n = pool.maxChildren;
+  if (host.pidMax !== undefined && n > host.pidMax) {
+    problems.add([...path, 'max_children'], `${n} is above this host's pid_max (${host.pidMax}, /proc/sys/kernel/pid_max): that many processes cannot exist`);
+    return;
+  }
+  if (pool.pm !== 'static') return;
+  const workers = Math.ceil(n / (pool.groupSize ?? 1));
+  const each = pool.expectedWorkerMemory ?? 32 * 1024 * 1024;
+  const need = workers * each;
+  const limit = pool.memoryLimit ?? 0;
+  const [room, what] = limit > 0 && (host.memTotal === undefined || limit < host.memTotal) ? [limit, 'its memory_limit'] : [host.memTotal, "this host's memory (MemTotal)"];
+  if (room !== undefined && need > room) {
+    problems.add([...path, 'max_children'], `pm static starts all ${workers} workers at once: at expected_worker_memory (${formatSize(each)}) each that is ${formatSize(need)}, more than ${what} (${formatSize(room)}); lower max_children or use pm: dynamic or ondemand`);
+  }
 }
 
 /**
@@ -185,15 +307,20 @@ export type SiteCheckMemo = Map<string, { problems: string[]; notices: string[] 
 /** Stands for the site's label in a memo's texts. */
 const ANY_SITE = '\0';
 
-/** A spawned pool's user, root policy and files; true when it was refused for running as root. */
-function checkPool(pool: PoolConfig, path: KeyPath, self: Self, allowRoot: boolean, quick: boolean, problems: Problems, notices: Problems): boolean {
+/**
+ * A spawned pool's user, root policy and files; true when it was refused for running as
+ * root. `broken`: keys the schema refused, said already (a bad user: who the workers run
+ * as is unknown, so the files are checked as fcgi-pm's user).
+ */
+function checkPool(pool: PoolConfig, path: KeyPath, self: Self, allowRoot: boolean, quick: boolean, problems: Problems, notices: Problems, broken?: ReadonlySet<string>): boolean {
   if (pool.command === undefined) return false;
-  const who = resolveIdentity(pool.user, pool.group, self);
-  if (!who.ok) {
-    problems.add([...path, who.key], who.message);
+  const unknown = broken !== undefined && (broken.has('user') || broken.has('group'));
+  const who = unknown ? undefined : resolveIdentity(pool.user, pool.group, self);
+  if (who === undefined || !who.ok) {
+    if (who !== undefined) problems.add([...path, who.key], who.message);
     // The rest is still checked, as fcgi-pm itself: one run reports every problem.
     const asSelf = credentialsOfSelf(self);
-    checkPoolFiles(pool, path, asSelf, self, problems);
+    checkPoolFiles(pool, path, asSelf, self, problems, broken?.has('cwd') !== true);
     checkScript(pool, path, asSelf, self, problems);
     return false;
   }
@@ -202,7 +329,7 @@ function checkPool(pool: PoolConfig, path: KeyPath, self: Self, allowRoot: boole
   }
   const refused = self.uid === 0 && who.runsAs.uid === 0 && pool.user === undefined && !allowRoot;
   if (refused) problems.add(path, rootAdvice(quick));
-  checkPoolFiles(pool, path, who.runsAs, self, problems);
+  checkPoolFiles(pool, path, who.runsAs, self, problems, broken?.has('cwd') !== true);
   checkScript(pool, path, who.runsAs, self, problems);
   if (pool.accept === 'direct') {
     const unavailable = directSocketSupport();
@@ -229,9 +356,9 @@ function rootAdvice(quick: boolean): string {
     : `workers would run as root; add user: ${user} (or user: root to allow it, or run with --allow-root)`;
 }
 
-function checkPoolFiles(pool: PoolConfig, path: KeyPath, runsAs: Credentials, self: Self, problems: Problems): void {
+function checkPoolFiles(pool: PoolConfig, path: KeyPath, runsAs: Credentials, self: Self, problems: Problems, cwdKnown = true): void {
   const other = runsAs.uid !== self.uid;
-  let cwdOk = true;
+  let cwdOk = cwdKnown;
   if (pool.cwd !== undefined) {
     const missing = notDirectory(pool.cwd);
     const closed = missing === undefined && other ? accessAs(pool.cwd, runsAs, 'enter') : undefined;

@@ -13,7 +13,7 @@
  * with SIGKILL (or a crash) cannot remove its directory, so at start the daemon sweeps the
  * base: a `fcgi-pm.<pid>.` directory whose pid no longer runs is a dead predecessor's.
  */
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { controlSocketName, defaultControlDir } from '../config/control-path.js';
 
@@ -40,6 +40,9 @@ export interface MadeRuntimeDir {
 
 export function makeRuntimeDir(cfg: RuntimeSetting, alive: (pid: number) => boolean = pidAlive): MadeRuntimeDir {
   const base = runtimeBase(cfg);
+  // /run/fcgi-pm holds the sockets the front end connects to (docs/direct.md puts them
+  // there): it must let others pass, whoever made it first.
+  if (base === SHARED_RUN_DIR || nodePath.dirname(base) === SHARED_RUN_DIR) openSharedRunDir(SHARED_RUN_DIR);
   if (cfg.runtimeDir !== undefined) mkdirSync(base, { recursive: true, mode: 0o755 });
   else {
     // Its parent may be a shared tmpdir: the base is private and must be ours.
@@ -50,6 +53,19 @@ export function makeRuntimeDir(cfg: RuntimeSetting, alive: (pid: number) => bool
   }
   const swept = sweepDead(base, alive);
   return { dir: mkdtempSync(nodePath.join(base, `fcgi-pm.${process.pid}.`)), swept };
+}
+
+/** Where root's daemons keep their control sockets, private bases, and Unix listeners. */
+export const SHARED_RUN_DIR = '/run/fcgi-pm';
+
+/**
+ * /run/fcgi-pm as 0755: made so, or opened up when root made it 0700 (fcgi-pm before it
+ * knew better, or a mkdir -p under umask 077); a directory of someone else's is left alone.
+ */
+export function openSharedRunDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  const st = lstatSync(dir);
+  if (st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o055) !== 0o055) chmodSync(dir, (st.mode & 0o7777) | 0o055);
 }
 
 /** Removes the private directories in `base` whose daemon no longer runs. */

@@ -18,7 +18,7 @@ import { DirectPool } from './direct/direct-pool.js';
 import { directSocketSupport } from '../worker/shared-socket.js';
 import { ErrorCodes } from '../errors.js';
 import type { DirectFallback, EndpointFactory, Pool } from './types.js';
-import { limitAddressSpace } from './rlimit.js';
+import { limitsOf, withLimits } from './rlimit.js';
 import { addOpcacheFileCache, buildWorkerSpec } from './worker-spec.js';
 import { residentConfig } from './resident.js';
 
@@ -61,7 +61,8 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
   cfg = residentConfig(cfg, memory.budget);
   const spec = buildWorkerSpec(cfg, deps.runtimeDir);
   addOpcacheFileCache(cfg, spec, deps.opcacheRoot, logger);
-  if ((cfg.rlimitAs ?? 0) > 0) spec.command = limitAddressSpace(spec, cfg.rlimitAs!);
+  const limits = limitsOf(cfg);
+  if (limits !== undefined) spec.command = withLimits(spec, limits);
   let directFallback: DirectFallback | undefined;
   if (cfg.accept === 'direct') {
     const unsupported = directSocketSupport();

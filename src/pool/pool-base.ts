@@ -150,6 +150,10 @@ export abstract class PoolBase implements Pool {
   protected fail(ex: Exchange, err: ProxyError): void {
     if (ex.finished) return;
     this.stats.error(err);
+    // A worker that speaks another protocol than `backend` fails every request: say so, with what it answered.
+    if (err.code === ErrorCodes.BACKEND_PROTOCOL && this.rejectEpisodes.hit(err.code)) {
+      this.log.warn({ code: err.code, backend: this.cfg.backend }, `pool ${this.name} (backend: ${this.cfg.backend}): ${err.message}; answered 502 (does it speak ${this.cfg.backend === 'scgi' ? 'SCGI' : 'FastCGI'}? fcgi-pm check says when the command and backend disagree)`);
+    }
     ex.respondError(err);
   }
 

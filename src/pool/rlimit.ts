@@ -1,9 +1,11 @@
 /**
- * rlimit_as: an address-space limit (RLIMIT_AS) on spawned workers, for hosts that want
- * the kernel itself to refuse allocations past a size. The worker command is prefixed
- * with `prlimit --as=BYTES --` (util-linux), which sets the limit on itself and execs the
- * command, so the worker keeps the pid the pool spawned. Without prlimit, `/bin/sh -c
- * 'ulimit -v KIB && exec "$0" "$@"'` does the same (KiB granularity).
+ * Resource limits on spawned workers: rlimit_as (an address-space limit, for hosts that
+ * want the kernel itself to refuse allocations past a size), rlimit_files and rlimit_core
+ * (PHP-FPM's). The worker command is prefixed with `prlimit --as=BYTES --nofile=N:N
+ * --core=B:B --` (util-linux), which sets the limits on itself and execs the command, so
+ * the worker keeps the pid the pool spawned. Without prlimit, `/bin/sh -c 'ulimit -v KIB
+ * && exec "$0" "$@"'` does the same. prlimit runs as the workers' user already: it may
+ * lower a hard limit, not raise it above fcgi-pm's own.
  *
  * The limit is on virtual size, not on memory used: php-cgi maps ~200 MiB (opcache's
  * shared memory among it), Node and Go reserve gigabytes they never touch. Set it well
@@ -37,16 +39,41 @@ export function findPrlimit(envPath = process.env['PATH'] ?? DEFAULT_PATH): stri
   return undefined;
 }
 
+export interface WorkerLimits {
+  /** RLIMIT_AS, bytes (rlimit_as). */
+  as?: number | undefined;
+  /** RLIMIT_NOFILE (rlimit_files). */
+  nofile?: number | undefined;
+  /** RLIMIT_CORE, bytes (rlimit_core). */
+  core?: number | undefined;
+}
+
+/** The pool's limits, or undefined when it sets none. */
+export function limitsOf(cfg: { rlimitAs?: number | undefined; rlimitFiles?: number | undefined; rlimitCore?: number | undefined }): WorkerLimits | undefined {
+  const as = (cfg.rlimitAs ?? 0) > 0 ? cfg.rlimitAs : undefined;
+  if (as === undefined && cfg.rlimitFiles === undefined && cfg.rlimitCore === undefined) return undefined;
+  return { as, nofile: cfg.rlimitFiles, core: cfg.rlimitCore };
+}
+
 /**
- * The worker command with the address-space limit applied. The real program is resolved
- * now (as the worker would), so "not found" still names it rather than prlimit.
+ * The worker command with the limits applied (soft and hard alike, as PHP-FPM sets them).
+ * The real program is resolved now (as the worker would), so "not found" still names it
+ * rather than prlimit.
  */
-export function limitAddressSpace(spec: WorkerSpec, bytes: number, prlimit = findPrlimit()): string[] {
+export function withLimits(spec: WorkerSpec, limits: WorkerLimits, prlimit = findPrlimit()): string[] {
   const [cmd, ...args] = spec.command;
   if (cmd === undefined) return spec.command;
   const resolved = resolveCommand(cmd, spec.env, spec.cwd);
   const file = resolved.ok ? resolved.file : cmd;
-  if (prlimit !== undefined) return [prlimit, `--as=${bytes}`, '--', file, ...args];
-  if (executable('/bin/sh')) return ['/bin/sh', '-c', `ulimit -v ${Math.max(1, Math.floor(bytes / 1024))} && exec "$0" "$@"`, file, ...args];
-  throw new ConfigError([`pools.${spec.pool}.rlimit_as: needs prlimit (util-linux) or /bin/sh to set the limit; neither was found`]);
+  const flags: string[] = [];
+  if (limits.as !== undefined) flags.push(`--as=${limits.as}`);
+  if (limits.nofile !== undefined) flags.push(`--nofile=${limits.nofile}:${limits.nofile}`);
+  if (limits.core !== undefined) flags.push(`--core=${limits.core}:${limits.core}`);
+  if (prlimit !== undefined) return [prlimit, ...flags, '--', file, ...args];
+  const ulimit: string[] = [];
+  if (limits.as !== undefined) ulimit.push(`ulimit -v ${Math.max(1, Math.floor(limits.as / 1024))}`);
+  if (limits.nofile !== undefined) ulimit.push(`ulimit -n ${limits.nofile}`);
+  if (limits.core !== undefined) ulimit.push(`ulimit -c ${Math.floor(limits.core / 512)}`);
+  if (executable('/bin/sh')) return ['/bin/sh', '-c', `${ulimit.join(' && ')} && exec "$0" "$@"`, file, ...args];
+  throw new ConfigError([`pools.${spec.pool}: rlimit_as, rlimit_files and rlimit_core need prlimit (util-linux) or /bin/sh to set the limit; neither was found`]);
 }

@@ -12,6 +12,7 @@ import type { Logger } from '../log/log.js';
 import { resolveIdentity } from '../worker/identity.js';
 import { preparePoolCacheDir, RUNTIME_CACHE_SUBDIR, setsOwnOpcache, withFileCache } from '../worker/php-cache.js';
 import type { WorkerSpec } from '../worker/types.js';
+import { withPhpSettings } from './php-settings.js';
 
 /** The worker's whole environment: inherit_env names from ours, then `env`. */
 export function workerEnv(cfg: PoolConfig, parentEnv: NodeJS.ProcessEnv = process.env): Record<string, string> {
@@ -37,7 +38,7 @@ export function buildWorkerSpec(cfg: PoolConfig, runtimeDir: string, parentEnv: 
   if (!who.ok) throw new ConfigError([`pools.${cfg.name}.${who.key}: ${who.message}`]);
   return {
     pool: cfg.name,
-    command: withPreloadFlag(cfg),
+    command: withPhpSettings(withPreloadFlag(cfg), cfg),
     socket: cfg.socket,
     env,
     cwd: cfg.cwd,
@@ -46,6 +47,7 @@ export function buildWorkerSpec(cfg: PoolConfig, runtimeDir: string, parentEnv: 
     runtimeDir,
     spawnTimeout: cfg.spawnTimeout,
     killTimeout: cfg.killTimeout,
+    priority: cfg.processPriority,
   };
 }
 

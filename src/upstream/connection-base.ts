@@ -120,7 +120,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
       try {
         this.onData(chunk);
       } catch (err) {
-        this.onThrown(err);
+        this.onThrown(err, chunk);
       }
     });
     this.socket.on('end', () => this.onPeerClosed(undefined));
@@ -303,13 +303,13 @@ export abstract class UpstreamConnection implements BodyConsumer {
    * A decoder threw (the backend broke the protocol), or a sink called from inside
    * onData did (a bug): either way only this request and connection are lost.
    */
-  private onThrown(err: unknown): void {
+  private onThrown(err: unknown, chunk: Buffer): void {
     if (this.state !== 'busy') {
       this.close();
       return;
     }
     if (err instanceof ProtocolError) {
-      this.fail(protocolFault(this.address.text, err));
+      this.fail(protocolFault(this.address.text, err, chunk));
       return;
     }
     this.logger.error({ code: ErrorCodes.INTERNAL, err }, 'internal error while relaying a backend response');

@@ -60,10 +60,22 @@ export function closedEarly(address: string, err: Error | undefined, afterHead: 
   return failed(new ProxyError(ErrorCodes.BACKEND_CLOSED, 502, `backend ${address} closed the connection ${when} (${how})`), facts, false);
 }
 
-/** Garbage records, an invalid CGI head, an END_REQUEST without a response. */
-export function protocolFault(address: string, detail: string | ProtocolError): FailedOutcome {
+/**
+ * Garbage records, an invalid CGI head, an END_REQUEST without a response. `answered`:
+ * the bytes that broke it, quoted (their start) so a worker speaking the other protocol
+ * shows what it said.
+ */
+export function protocolFault(address: string, detail: string | ProtocolError, answered?: Buffer): FailedOutcome {
   const text = typeof detail === 'string' ? detail : `${detail.message} (${detail.code})`;
-  return failed(new ProxyError(ErrorCodes.BACKEND_PROTOCOL, 502, `backend ${address} broke the protocol: ${text}`), plain('protocol', true), false);
+  const said = answered === undefined || answered.length === 0 ? '' : `; it answered ${quoteBytes(answered, 48)}`;
+  return failed(new ProxyError(ErrorCodes.BACKEND_PROTOCOL, 502, `backend ${address} broke the protocol: ${text}${said}`), plain('protocol', true), false);
+}
+
+/** The first `max` bytes as a JSON string, control and non-ASCII bytes as \xNN. */
+function quoteBytes(b: Buffer, max: number): string {
+  let out = '';
+  for (const c of b.subarray(0, max)) out += c >= 0x20 && c < 0x7f && c !== 0x22 && c !== 0x5c ? String.fromCharCode(c) : c === 0x0a ? '\\n' : c === 0x0d ? '\\r' : `\\x${c.toString(16).padStart(2, '0')}`;
+  return `"${out}"${b.length > max ? '…' : ''}`;
 }
 
 /** END_REQUEST with CANT_MPX_CONN / OVERLOADED: the application did not take the request. */

@@ -95,7 +95,8 @@ export function accessAs(path: string, who: Credentials, want: Want): string | u
   return undefined;
 }
 
-function allowed(mode: number, ownerUid: number, ownerGid: number, who: Credentials, want: Want): boolean {
+/** Whether `who` may `want` a file of this mode and owner, by its mode bits alone. */
+export function allowed(mode: number, ownerUid: number, ownerGid: number, who: Credentials, want: Want): boolean {
   if (who.uid === 0) return want !== 'execute' || (mode & 0o111) !== 0;
   const shift = who.uid === ownerUid ? 6 : who.gids.includes(ownerGid) ? 3 : 0;
   return ((mode >> shift) & BITS[want]) === BITS[want];

@@ -63,6 +63,8 @@ export interface WorkerSpec {
    * of the worker's own; the worker is ready once it runs (nothing connects to probe it).
    */
   sharedSocket?: { fd: number; address: SocketAddress } | undefined;
+  /** Nice value set right after spawn (process_priority); undefined = fcgi-pm's own. */
+  priority?: number | undefined;
   /** Called synchronously once the process exists, before its socket can accept (memory cgroup, oom_score_adj). */
   onStarted?: ((pid: number) => void) | undefined;
 }

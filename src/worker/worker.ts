@@ -9,6 +9,7 @@
  * members of its process group.
  */
 import { EventEmitter } from 'node:events';
+import { setPriority } from 'node:os';
 import type { ChildProcess } from 'node:child_process';
 import { childLogger, type Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
@@ -185,6 +186,13 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     spec.onStarted?.(child.pid);
     // `wpid`, not `pid`: the base logger's `pid` is the daemon's.
     this.log = this.log.child({ wpid: child.pid });
+    if (spec.priority !== undefined) {
+      try {
+        setPriority(child.pid, spec.priority);
+      } catch (e) {
+        this.log.warn({ code: ErrorCodes.SPAWN_FAILED, err: (e as Error).message }, `process_priority ${spec.priority} not set: ${(e as Error).message} (below fcgi-pm's own nice value needs root)`);
+      }
+    }
     this.out.logger = this.log;
     this.guard.started(child.pid);
     child.on('exit', (code, signal) => this.onExit(code, signal));

@@ -6,10 +6,14 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeTempDir } from '../helpers/tmp.js';
 import { runBin } from './helpers.js';
+import { freePort } from '../helpers/ports.js';
 
 const asRoot = process.geteuid?.() === 0;
 
-function config(pool: string[], listen = '  - { protocol: fastcgi, address: 127.0.0.1:9000, pool: app }'): string {
+// A port nothing holds: check tries the addresses run would bind.
+const port = await freePort();
+
+function config(pool: string[], listen = `  - { protocol: fastcgi, address: 127.0.0.1:${port}, pool: app }`): string {
   return ['control_socket: off', 'listen:', listen, 'pools:', '  app:', '    command: [php-cgi]', ...pool, ''].join('\n');
 }
 
@@ -26,7 +30,7 @@ const BROKEN: Array<{ what: string; text: string; line: number; problem: RegExp 
   },
   {
     what: 'document_root missing',
-    text: config(['    user: www-data'], '  - { protocol: http, address: 127.0.0.1:8080, pool: app, document_root: /nonexistent-root }'),
+    text: config(['    user: www-data'], `  - { protocol: http, address: 127.0.0.1:${port}, pool: app, document_root: /nonexistent-root }`),
     line: 3,
     problem: /listen\[0\]\.document_root: \/nonexistent-root: no such directory \(ENOENT\)/,
   },
@@ -79,8 +83,8 @@ test('check: a good config with a user, its cwd, socket directory and document_r
   chmodSync(dir, 0o755);
   const file = join(dir, 'fcgi-pm.yaml');
   writeFileSync(file, config([`    user: www-data`, `    cwd: ${dir}`], [
-    `  - { protocol: fastcgi, address: "unix:${dir}/app.sock", pool: app }`,
-    `  - { protocol: http, address: 127.0.0.1:8080, pool: app, document_root: ${dir} }`,
+    `  - { protocol: fastcgi, address: "unix:${dir}/app.sock", pool: app, group: www-data, mode: "0660" }`,
+    `  - { protocol: http, address: 127.0.0.1:${port}, pool: app, document_root: ${dir} }`,
   ].join('\n')));
   const r = await runBin(['check', '-c', file]);
   assert.deepEqual([r.code, r.stdout, r.stderr], [0, 'config OK: 2 listeners, 1 pool\n', '']);

@@ -5,6 +5,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
 import { BIN, runBin } from './helpers.js';
+import { freePort } from '../helpers/ports.js';
+
+// Ports nothing holds: check tries the addresses run would bind.
+const [P1, P2] = [await freePort(), await freePort()];
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -40,8 +44,8 @@ test('check: a good file → exit 0 and a one-line summary', async (t) => {
   const file = path.join(tempDir(t), 'fcgi-pm.yaml');
   writeFileSync(file, [
     'listen:',
-    '  - { protocol: fastcgi, address: 127.0.0.1:9000, pool: php }',
-    '  - { protocol: http, address: 127.0.0.1:8080, pool: php }',
+    `  - { protocol: fastcgi, address: 127.0.0.1:${P1}, pool: php }`,
+    `  - { protocol: http, address: 127.0.0.1:${P2}, pool: php }`,
     'pools:',
     '  php: { command: [php-cgi], max_children: 4, user: www-data }',
     '',
@@ -56,7 +60,7 @@ test('check: a bad file → exit 1 and every problem on stderr, one per line wit
   const file = path.join(tempDir(t), 'bad.yaml');
   writeFileSync(file, [
     'listen:',
-    '  - { protocol: fastcgi, address: 127.0.0.1:9000, pool: php }',
+    `  - { protocol: fastcgi, address: 127.0.0.1:${P1}, pool: php }`,
     'pools:',
     '  php:',
     '    command: [php-cgi]',
@@ -68,10 +72,13 @@ test('check: a bad file → exit 1 and every problem on stderr, one per line wit
   assert.equal(r.code, 1);
   assert.equal(r.stdout, '');
   const lines = r.stderr.trimEnd().split('\n');
+  // As root the pool's other keys are checked too: it has no user.
+  const root = process.geteuid?.() === 0 ? [`${file}:4: pools.php: workers would run as root; add user: www-data (or user: root to allow it, or run with --allow-root)`] : [];
   assert.deepEqual(lines, [
+    ...root,
     `${file}:6: pools.php.max_children: must be a whole number ≥ 1, got "ten"`,
     `${file}:7: pools.php.idle_timout: unknown key (did you mean "idle_timeout"?)`,
-    'fcgi-pm: 2 problems in the configuration',
+    `fcgi-pm: ${2 + root.length} problems in the configuration`,
   ]);
 });
 

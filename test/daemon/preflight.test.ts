@@ -2,11 +2,12 @@
 // database, with the daemon's own ids given so both the root and the non-root rules run.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { openSharedRunDir } from '../../src/daemon/runtime-dir.js';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { stringify as stringifyYaml } from 'yaml';
-import { parseConfigText } from '../../src/config/load.js';
+import { parseConfigText, validateConfigFile } from '../../src/config/load.js';
 import { preflight, assertPreflight, type PreflightOptions } from '../../src/daemon/preflight.js';
 import { ConfigError } from '../../src/errors.js';
 import { lookupUser } from '../../src/config/system-users.js';
@@ -171,4 +172,96 @@ test('assertPreflight: notices out, problems as one ConfigError with a code for 
   const ignored = parseConfigText(stringifyYaml({ control_socket: 'off', ...php({ user: 'www-data' }) }), c.file, c.file);
   assertPreflight(ignored, { self: AS_NOBODY }, (n) => notices.push(n));
   assert.equal(notices.length, 1);
+});
+
+test('max_children above pid_max, and a static pool beyond its memory_limit or the host, are named at max_children', (t) => {
+  const host = { pidMax: 1000, memTotal: 4 * 1024 ** 3, installed: () => false };
+  const cfg = load(t, {
+    control_socket: 'off',
+    listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'many' }],
+    pools: {
+      many: { command: ['php-cgi'], user: 'www-data', max_children: 1001 },
+      fits: { command: ['php-cgi'], user: 'www-data', max_children: 1000, pm: 'static', expected_worker_memory: '4MiB' },
+      limited: { command: ['php-cgi'], user: 'www-data', pm: 'static', max_children: 10, memory_limit: '256MiB' },
+      host: { command: ['php-cgi'], user: 'www-data', pm: 'static', max_children: 200 },
+      ondemand: { command: ['php-cgi'], user: 'www-data', max_children: 200 },
+    },
+  });
+  const r = preflight(cfg, { self: ROOT, host });
+  assert.deepEqual(r.problems.map((p) => p.replace(/^[^:]*:\d+: /, '')), [
+    "pools.many.max_children: 1001 is above this host's pid_max (1000, /proc/sys/kernel/pid_max): that many processes cannot exist",
+    'pools.limited.max_children: pm static starts all 10 workers at once: at expected_worker_memory (32MiB) each that is 320MiB, more than its memory_limit (256MiB); lower max_children or use pm: dynamic or ondemand',
+    "pools.host.max_children: pm static starts all 200 workers at once: at expected_worker_memory (32MiB) each that is 6400MiB, more than this host's memory (MemTotal) (4GiB); lower max_children or use pm: dynamic or ondemand",
+  ]);
+});
+
+test('a Unix socket the front end cannot reach: a problem for check when the config names it, a notice otherwise', (t) => {
+  const closed = makeTempDir(t, 'fpm-reach-');
+  chmodSync(closed, 0o700);
+  const open = makeTempDir(t, 'fpm-reach-');
+  chmodSync(open, 0o755);
+  const www = lookupUser('www-data')!;
+  const cfg = load(t, {
+    control_socket: 'off',
+    listen: [
+      { protocol: 'fastcgi', address: `unix:${closed}/named.sock`, pool: 'app', group: 'www-data', mode: '0660' },
+      { protocol: 'fastcgi', address: `unix:${closed}/guessed.sock`, pool: 'app' },
+      { protocol: 'fastcgi', address: `unix:${open}/closed-mode.sock`, pool: 'app', group: 'www-data', mode: '0600' },
+      { protocol: 'fastcgi', address: `unix:${open}/fine.sock`, pool: 'app', group: 'www-data', mode: '0660' },
+    ],
+    pools: { app: { backends: ['127.0.0.1:9'] } },
+  });
+  const host = { installed: (f: string) => f === '/usr/sbin/nginx' };
+  const strict = preflight(cfg, { self: ROOT, host, strict: true });
+  assert.deepEqual(strict.problems.map((p) => p.replace(/^[^:]*:\d+: /, '')), [
+    `listen[0].address: group www-data cannot pass through ${closed} (mode 0700, owner uid 0 gid 0) to reach the socket: put it in a directory others may enter (chmod o+x, or a group the front end is in)`,
+    `listen[2].address: group www-data cannot connect: the socket will be uid 0 gid ${www.gid} mode 0600; give it the front end's group and mode "0660" (group: www-data), or mode "0666"`,
+  ]);
+  assert.deepEqual(strict.notices.map((p) => p.replace(/^[^:]*:\d+: /, '')), [
+    `listen[1].address: nginx's user www-data cannot pass through ${closed} (mode 0700, owner uid 0 gid 0) to reach the socket: put it in a directory others may enter (chmod o+x, or a group the front end is in)`,
+  ]);
+  // At start and reload the daemon serves, and says so.
+  const atStart = preflight(cfg, { self: ROOT, host });
+  assert.deepEqual(atStart.problems, []);
+  assert.equal(atStart.notices.length, 3);
+});
+
+test('pools with a schema problem are still host-checked for their other keys', (t) => {
+  const dir = makeTempDir(t, 'fpm-pf-');
+  const file = join(dir, 'fcgi-pm.yaml');
+  writeFileSync(file, stringifyYaml({
+    control_socket: 'off',
+    listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'app' }],
+    pools: { app: { command: ['php-cgi'], user: 'nosuchuser', cwd: '/nonexistent', max_childs: 3 } },
+  }));
+  const v = validateConfigFile(file);
+  assert.equal(v.config, undefined);
+  assert.deepEqual([...(v.brokenKeys?.get('app') ?? [])], ['max_childs']);
+  const r = preflight(v.valid!, { self: ROOT, brokenKeys: v.brokenKeys }, v.problems);
+  const texts = r.problems.map((p) => p.replace(/^[^:]*:\d+: /, ''));
+  assert.equal(texts.length, 3, texts.join('\n'));
+  assert.match(texts[0]!, /^pools\.app\.user: no such user "nosuchuser"/);
+  assert.equal(texts[1], 'pools.app.cwd: /nonexistent: no such directory (ENOENT)');
+  assert.equal(texts[2], 'pools.app.max_childs: unknown key (did you mean "max_children"?)');
+  assert.equal(r.rootRefusals, 0);
+});
+
+function load(t: TestContext, config: Record<string, unknown>) {
+  const dir = makeTempDir(t, 'fpm-pf-');
+  chmodSync(dir, 0o755);
+  const file = join(dir, 'fcgi-pm.yaml');
+  const text = stringifyYaml(config);
+  writeFileSync(file, text);
+  return parseConfigText(text, file, file);
+}
+
+test('/run/fcgi-pm as root made it 0700 is opened to 0755; its private directories stay 0700', (t) => {
+  const base = join(makeTempDir(t, 'fpm-run-'), 'fcgi-pm');
+  mkdirSync(base, { mode: 0o700 });
+  chmodSync(base, 0o700);
+  openSharedRunDir(base);
+  assert.equal(statSync(base).mode & 0o777, 0o755);
+  const fresh = join(base, 'made');
+  openSharedRunDir(fresh);
+  assert.equal(statSync(fresh).mode & 0o055, 0o055);
 });

@@ -106,11 +106,13 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
   });
 
   it('status shows the direct pool and its sampled workers, busy and idle', async () => {
-    const slow = get('/sleep.php?ms=4000');
+    // Busy for longer than a loaded machine needs to start the worker and run `status` a few
+    // times (each a Node process): a busy window shorter than the wait could pass unseen.
+    const slow = get('/sleep.php?ms=10000');
     const busy = await waitFor(async () => {
       const s = await appStatus();
       return s.workers.some((w: { state: string }) => w.state === 'busy') ? s : undefined;
-    }, { timeout: 5000, what: 'a worker sampled busy' });
+    }, { timeout: 9000, what: 'a worker sampled busy' });
     assert.equal(busy.kind, 'direct');
     assert.equal(busy.direct.address, `unix:${dir}/direct.sock`);
     assert.equal(busy.direct.backlog, MAX_CHILDREN);

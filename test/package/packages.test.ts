@@ -10,9 +10,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { gunzipSync } from 'node:zlib';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ManagedChild } from '../helpers/child.js';
 import { httpRequest } from '../helpers/http-client.js';
@@ -87,11 +88,20 @@ describe('packages', { timeout: 170_000 }, () => {
     t.after(async () => {
       await run('dpkg', ['--purge', 'fcgi-pm']).catch(() => undefined);
     });
+    // Without systemd, postinst starts the packaged config through the init script where
+    // invoke-rc.d knows the runlevel (not in a container or chroot): stop it, this test
+    // runs its own copy (the init script has a test of its own below).
+    if (!existsSync('/run/systemd/system')) await run('/etc/init.d/fcgi-pm', ['stop']);
     assert.equal((await run('/usr/bin/fcgi-pm', ['--version'])).stdout.trim(), JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).version);
     const check = await run('/usr/bin/fcgi-pm', ['check', '-c', '/etc/fcgi-pm/fcgi-pm.yaml']);
     assert.match(check.stdout, /config OK/);
     if (have('systemd-analyze')) await run('systemd-analyze', ['verify', '/lib/systemd/system/fcgi-pm.socket', '/lib/systemd/system/fcgi-pm.service']);
     assert.match((await run('man', ['-w', 'fcgi-pm.yaml'])).stdout, /fcgi-pm\.yaml\.5\.gz/);
+    // A page per command, and completion for bash, zsh and fish.
+    assert.match((await run('man', ['-w', 'fcgi-pm-status'])).stdout, /man8\/fcgi-pm-status\.8\.gz/);
+    assert.match(execGz('/usr/share/man/man8/fcgi-pm-reopen-logs.8.gz'), /EXIT STATUS[\s\S]*\n\.B 3\nNo daemon answers/);
+    for (const f of ['/usr/share/bash-completion/completions/fcgi-pm', '/usr/share/zsh/vendor-completions/_fcgi-pm', '/usr/share/fish/vendor_completions.d/fcgi-pm.fish']) assert.ok(existsSync(f), f);
+    assert.ok(existsSync('/usr/lib/fcgi-pm/docs/fcgi-pm.schema.json'));
 
     // The installed config, moved off the shared port and /run so parallel runs cannot collide.
     const dir = worldReadableDir(t, makeTempDir(t, 'fpm-deb-'));
@@ -144,7 +154,65 @@ describe('packages', { timeout: 170_000 }, () => {
     assert.deepEqual(left, [], 'files left after purge');
     for (const p of ['/etc/fcgi-pm', '/var/log/fcgi-pm', '/usr/lib/fcgi-pm', '/etc/systemd/system/multi-user.target.wants/fcgi-pm.service']) assert.equal(existsSync(p), false, p);
   });
+
+  it('without systemd: the init script starts, reloads and stops the installed package; nginx as www-data reaches its Unix sockets in /run/fcgi-pm', { skip: process.getuid?.() !== 0 || existsSync('/run/systemd/system') }, async (t) => {
+    const lock = await holdLock('/tmp/fcgi-pm-package-test.lock');
+    t.after(() => lock.stdin?.end());
+    // docs/direct.md's shape: the workers' socket and the overflow listener in /run/fcgi-pm,
+    // no runtime_dir (the private directories under /run/fcgi-pm/<name>-<hash>/).
+    const dir = worldReadableDir(t, makeTempDir(t, 'fpm-init-'));
+    const tag = `test-${process.pid}`;
+    const direct = `/run/fcgi-pm/${tag}-app.sock`;
+    const overflow = `/run/fcgi-pm/${tag}-overflow.sock`;
+    const file = join(dir, 'fcgi-pm.yaml');
+    writeFileSync(file, stringifyYaml({
+      control_socket: join(dir, 'control.sock'),
+      log: { file: join(dir, 'fcgi-pm.log') },
+      listen: [{ protocol: 'fastcgi', address: `unix:${overflow}`, pool: 'app', mode: '0660', group: 'www-data' }],
+      pools: { app: { command: ['php-cgi'], user: 'www-data', accept: 'direct', direct_listen: `unix:${direct}`, pm: 'ondemand', max_children: 2 } },
+    }));
+    const pidFile = join(dir, 'fcgi-pm.pid');
+    writeFileSync('/etc/default/fcgi-pm', `CONFIG=${file}\nPIDFILE=${pidFile}\nOUTPUT=${join(dir, 'fcgi-pm.out')}\n`);
+    t.after(() => rmSync('/etc/default/fcgi-pm', { force: true }));
+    await run('dpkg', ['-i', deb]);
+    t.after(async () => {
+      await run('/etc/init.d/fcgi-pm', ['stop']).catch(() => undefined);
+      await run('dpkg', ['--purge', 'fcgi-pm']).catch(() => undefined);
+    });
+    assert.ok(readdirSync('/etc/rc2.d').some((f) => /^S\d\dfcgi-pm$/.test(f)), 'update-rc.d enabled it');
+    // postinst started it (unless a policy-rc.d said no); start is idempotent.
+    const started = await run('/etc/init.d/fcgi-pm', ['start']);
+    assert.match(started.stdout, /Starting FastCGI process manager: fcgi-pm/);
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), new RegExp(`run\0-c\0${file}\0--pid-file\0${pidFile}`));
+    await run('/etc/init.d/fcgi-pm', ['status']);
+    assert.equal(statSync('/run/fcgi-pm').mode & 0o055, 0o055, '/run/fcgi-pm lets the front end pass');
+
+    const docroot = worldReadableDir(t, PHP_FIXTURES);
+    const ngx = await startNginx(t, `root ${docroot};
+      location /overflow/ { fastcgi_pass unix:${overflow}; include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root/whoami.php; }
+      location ~ \\.php$ { fastcgi_pass app; ${fastcgiParams()} }`, { user: 'www-data', httpExtra: `upstream app { server unix:${direct} max_fails=0; server unix:${overflow} backup; }` });
+    for (const path of ['/whoami.php', '/overflow/x']) {
+      const r = await httpRequest(`${ngx.url}${path}`);
+      assert.equal(r.status, 200, `${path}: ${r.text}\n${ngx.errorLog()}`);
+      assert.match(r.text, /^uid=33 /);
+    }
+
+    await run('/etc/init.d/fcgi-pm', ['reload']);
+    assert.equal(Number(readFileSync(pidFile, 'utf8').trim()), pid, 'a reload keeps the pid');
+    await run('/etc/init.d/fcgi-pm', ['stop']);
+    assert.equal(existsSync(`/proc/${pid}`), false, 'stopped');
+    assert.equal(existsSync(pidFile), false, 'pid file removed');
+    assert.equal(await run('/etc/init.d/fcgi-pm', ['status']).then(() => 0, (e: { code: number }) => e.code), 3);
+    await run('dpkg', ['--purge', 'fcgi-pm']);
+    assert.ok(!readdirSync('/etc/rc2.d').some((f) => f.endsWith('fcgi-pm')), 'purge removed the rc links');
+  });
 });
+
+/** A gzipped file's text (man pages). */
+function execGz(file: string): string {
+  return gunzipSync(readFileSync(file)).toString('utf8');
+}
 
 /** Directories other packages own too (/usr/bin, /etc/logrotate.d ...): they stay. */
 function isSharedDir(p: string): boolean {

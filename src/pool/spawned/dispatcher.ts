@@ -28,6 +28,8 @@ import type { WorkerExit } from '../../worker/types.js';
 import type { ForkServer } from '../../worker/fork-server.js';
 import { PoolBase } from '../pool-base.js';
 import { RequestTimer } from './request-timer.js';
+import { formatBacktrace, requestBacktrace } from '../../worker/php-backtrace.js';
+import { runsPhpCgi } from '../../config/schema.js';
 import { exitText, scriptOf, workerSnapshot, type SlotView } from '../workers/slot.js';
 import { Seat } from './seats.js';
 import { EXIT_GRACE_MS, SEAT_TABLE, type SeatAction, type SeatEvent } from './seat-table.js';
@@ -50,6 +52,8 @@ export class SpawnedPool extends PoolBase {
   /** Idle seats; the end is the most recently used (taken first), index 0 the longest idle. */
   private readonly idle: Seat[] = [];
   private readonly requestTimer: RequestTimer<Seat>;
+  /** Its workers run php-cgi: the slow log reads their PHP stack. */
+  private readonly phpCgi: boolean;
   /** @internal The worker processes (exposed for tests that look at them). */
   readonly supervisor: Supervisor;
   /** Each worker's seats, made when it is spawned. */
@@ -58,6 +62,7 @@ export class SpawnedPool extends PoolBase {
 
   constructor(cfg: PoolConfig, deps: SpawnedPoolDeps) {
     super(cfg, deps.logger, deps.clock);
+    this.phpCgi = cfg.command !== undefined && runsPhpCgi(cfg.command);
     this.deps = deps;
     const clock = deps.clock;
     const hooks: SupervisorHooks = {
@@ -482,9 +487,12 @@ export class SpawnedPool extends PoolBase {
     if (ex === undefined) return;
     this.stats.slowRequests++;
     const elapsed = Math.round(this.clock.now() - seat.busySince);
+    // php-cgi: where the script is, as PHP-FPM's slowlog shows it (read from the worker's memory).
+    const trace = this.phpCgi && seat.pid !== undefined ? requestBacktrace(seat.pid, ex.params.get('SCRIPT_FILENAME')) : undefined;
+    const backtrace = trace === undefined || typeof trace === 'string' ? undefined : formatBacktrace(trace);
     seat.log.warn(
-      { code: ErrorCodes.SLOW_REQUEST, script: scriptOf(ex), uri: ex.params.get('REQUEST_URI'), elapsedMs: elapsed, slowRequest: this.cfg.slowRequest, slowRequests: this.stats.slowRequests },
-      `slow request: ${scriptOf(ex)} still running after ${elapsed} ms`,
+      { code: ErrorCodes.SLOW_REQUEST, script: scriptOf(ex), uri: ex.params.get('REQUEST_URI'), elapsedMs: elapsed, slowRequest: this.cfg.slowRequest, slowRequests: this.stats.slowRequests, backtrace, backtraceError: typeof trace === 'string' ? trace : undefined },
+      `slow request: ${scriptOf(ex)} still running after ${elapsed} ms${backtrace === undefined || backtrace.length === 0 ? '' : `: ${backtrace.join(' ← ')}`}`,
     );
   }
 }
