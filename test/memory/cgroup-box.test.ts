@@ -67,8 +67,7 @@ test('a pool whose expected_worker_memory does not fit the budget still serves: 
   const o = await opsDaemon(t, {
     listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'php', document_root: PHP_FIXTURES }],
     memory_budget: '256MiB',
-    // Exec'd workers admitted one by one (under a budget, auto would make the pool one resident php-cgi group).
-    pools: { php: { command: PHP, user: 'root', pm: 'ondemand', max_children: 2, expected_worker_memory: '1GiB', queue_timeout: '20s', resident_parent: false } },
+    pools: { php: { command: PHP, user: 'root', pm: 'ondemand', max_children: 2, expected_worker_memory: '1GiB', queue_timeout: '20s' } },
   });
   const d = o.daemon;
   const answers = await Promise.all(Array.from({ length: 4 }, () => httpRequest(`http://127.0.0.1:${port}/alloc.php?mb=2&ms=300`, { timeout: 30_000 })));
