@@ -110,9 +110,12 @@ test('memory pressure: the idle preload parent of a pool scaled to zero is evict
   assert.equal(spare.length, 1, `one spare, no worker: ${JSON.stringify(spare)}`);
   assert.ok((pool(before, 'py').memory as { committed: number }).committed >= parent.memory!, 'the parent counts in the pool');
 
-  // A budget 16 MiB short of what is counted now (and far above what is used): other's
-  // demand cannot fit beside the parent, and the parent alone makes room for it.
-  const budget = Math.floor((before.memory!.committed! - 16 * MiB) / MiB);
+  // A budget 32 MiB short of what is counted now (and far above what is used): other's
+  // demand cannot fit beside the parent, and the parent alone (48 MiB) makes room for it.
+  // The margin is wide because fcgi-pm itself is counted too, and its heap may shrink by
+  // several MiB between this snapshot and other's request (a CI run at load 14 saw other's
+  // worker fit without an eviction at a 16 MiB margin).
+  const budget = Math.floor((before.memory!.committed! - 32 * MiB) / MiB);
   d.rewrite(config(`${budget}MiB`));
   const since = d.daemon.mark();
   assert.equal((await d.ctl(['reload'])).code, 0);
