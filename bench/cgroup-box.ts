@@ -107,9 +107,9 @@ function rssAnon(pid: number): number | undefined {
   return t === undefined ? undefined : parseStatus(t).rssAnon;
 }
 
-function pss(pid: number): number | undefined {
+function rollup(pid: number): ReturnType<typeof parseSmapsRollup> {
   const t = read(`/proc/${pid}/smaps_rollup`);
-  return t === undefined ? undefined : parseSmapsRollup(t)?.pss;
+  return t === undefined ? undefined : parseSmapsRollup(t);
 }
 
 /** The profile with only what a bench without lighttpd must change. */
@@ -242,13 +242,14 @@ async function main(): Promise<void> {
   const watch = setInterval(() => sampleBox(box, peaks), 20);
   try {
     await waitListening(ports[0]!, 15_000);
-    const pssIdle = pss(daemon.pid!);
+    const pssIdle = rollup(daemon.pid!)?.pss;
     const anonIdle = rssAnon(daemon.pid!);
     const started = Date.now();
     const result = await load(ports, started + SECONDS * 1000);
     const seconds = (Date.now() - started) / 1000;
     await sleep(500);
-    const pssAfter = pss(daemon.pid!);
+    const after = rollup(daemon.pid!);
+    const pssAfter = after?.pss;
     const anonAfter = rssAnon(daemon.pid!);
     clearInterval(watch);
     // Pool cgroups are removed when fcgi-pm stops: count before.
@@ -278,6 +279,9 @@ async function main(): Promise<void> {
       kernelPeakUsageMiB: Number.isFinite(maxUsage) ? Math.round((maxUsage / MiB) * 10) / 10 : undefined,
       daemonPssIdleMiB: pssIdle === undefined ? undefined : Math.round((pssIdle / MiB) * 10) / 10,
       daemonPssAfterMiB: pssAfter === undefined ? undefined : Math.round((pssAfter / MiB) * 10) / 10,
+      // The file part is the node binary's pages, split with every other node process on the host.
+      daemonPssAnonAfterMiB: after?.pssAnon === undefined ? undefined : Math.round((after.pssAnon / MiB) * 10) / 10,
+      daemonPssFileAfterMiB: after?.pssFile === undefined ? undefined : Math.round((after.pssFile / MiB) * 10) / 10,
       daemonRssAnonIdleMiB: anonIdle === undefined ? undefined : Math.round((anonIdle / MiB) * 10) / 10,
       daemonRssAnonAfterMiB: anonAfter === undefined ? undefined : Math.round((anonAfter / MiB) * 10) / 10,
       log: logCounts(join(dir, 'fcgi-pm.log')),
@@ -293,7 +297,7 @@ async function main(): Promise<void> {
       console.log(`  connection errors         ${result.connErrors}`);
       console.log(`  peak anonymous memory     ${report.peakAnonMiB} MiB (${((limit - peaks.anon) / MiB).toFixed(1)} MiB under the limit)`);
       console.log(`  peak not reclaimable      ${report.peakUnreclaimableMiB} MiB; kernel's peak usage (page cache included) ${report.kernelPeakUsageMiB ?? 'n/a'} MiB`);
-      console.log(`  fcgi-pm PSS               ${report.daemonPssIdleMiB} MiB idle, ${report.daemonPssAfterMiB} MiB after the load (RssAnon ${report.daemonRssAnonIdleMiB}, ${report.daemonRssAnonAfterMiB} MiB)`);
+      console.log(`  fcgi-pm PSS               ${report.daemonPssIdleMiB} MiB idle, ${report.daemonPssAfterMiB} MiB after the load (anon ${report.daemonPssAnonAfterMiB}, file ${report.daemonPssFileAfterMiB}; RssAnon ${report.daemonRssAnonIdleMiB}, ${report.daemonRssAnonAfterMiB} MiB)`);
       console.log(`  log                       ${Object.entries(report.log).map(([k, n]) => `${k}: ${n}`).join('; ')}`);
     }
   } finally {

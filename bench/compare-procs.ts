@@ -4,7 +4,7 @@
  * dies of an error. Nothing is ever stopped by name.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 
 const live = new Map<number, { name: string; signal: NodeJS.Signals }>();
 
@@ -109,6 +109,18 @@ export async function waitReady(what: string, target: { path: string } | { port:
     if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs} ms\n${p?.output() ?? ''}`);
     await sleep(20);
   }
+}
+
+/** A loopback TCP port free at the time of asking. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
 }
 
 export { sleep };

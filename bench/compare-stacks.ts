@@ -84,6 +84,8 @@ export interface FcgiPmOptions {
   directBacklog?: number;
   /** max_requests (default: none). */
   maxRequests?: number;
+  /** More pool keys, YAML lines without their indent (e.g. "cpu_weight: 0"). */
+  poolKeys?: string[];
 }
 
 export async function startFcgiPm(dir: string, doc: string, o: FcgiPmOptions): Promise<Server & { httpPort: number | undefined; proc: Started; directSock: string }> {
@@ -100,7 +102,7 @@ pools:
     command: ${JSON.stringify(o.command ?? ['/usr/bin/php-cgi'])}
     pm: ${o.pm}
     max_children: ${o.workers}
-${direct}${o.maxRequests !== undefined ? `    max_requests: ${o.maxRequests}\n` : ''}${o.idleTimeout !== undefined ? `    idle_timeout: ${o.idleTimeout}\n` : ''}${o.queueTimeout !== undefined ? `    queue_timeout: ${o.queueTimeout}\n` : ''}log: { level: warn, access: false }
+${direct}${(o.poolKeys ?? []).map((k) => `    ${k}\n`).join('')}${o.maxRequests !== undefined ? `    max_requests: ${o.maxRequests}\n` : ''}${o.idleTimeout !== undefined ? `    idle_timeout: ${o.idleTimeout}\n` : ''}${o.queueTimeout !== undefined ? `    queue_timeout: ${o.queueTimeout}\n` : ''}log: { level: warn, access: false }
 runtime_dir: ${dir}
 `;
   writeFileSync(join(dir, 'fcgi-pm.yaml'), conf);

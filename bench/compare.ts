@@ -34,7 +34,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -43,7 +43,7 @@ import { runBench, type BenchOptions } from '../src/bench/runner.js';
 import { parseTarget } from '../src/bench/target.js';
 import { childPids, cpuSeconds, rssAnon } from '../src/bench/proc-info.js';
 import { listenFd0 } from '../src/worker/socket.js';
-import { sleep, stopAll, track, untrack } from './compare-procs.js';
+import { freePort, sleep, stopAll, track, untrack } from './compare-procs.js';
 import { findPhpFpm, startFcgiPm, startFloor, startNginx, startPhpFpm, startSpawnFcgi, writePages, nginxErrors, type Server } from './compare-stacks.js';
 import { runWrk, type WrkResult } from './compare-wrk.js';
 
@@ -93,17 +93,6 @@ function parseArgs(argv: string[]): Args {
 }
 
 // ---- helpers ----
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);

@@ -12,28 +12,17 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, cpSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuSeconds, rssAnon } from '../src/bench/proc-info.js';
 import { summarise } from './cpuprofile-top.js';
-import { sleep, stopAll, track, untrack } from './compare-procs.js';
+import { freePort, sleep, stopAll, track, untrack } from './compare-procs.js';
 import { REPO, startFcgiPm, startNginx, writePages } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1]! : def;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function main(): Promise<void> {

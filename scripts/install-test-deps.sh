@@ -19,6 +19,9 @@ have spawn-fcgi || need+=(spawn-fcgi)
 have sqlite3 || need+=(sqlite3)
 # examples/authorizer/token-authorizer.c is built by its test against libfcgi.
 [ -e /usr/include/fcgiapp.h ] || need+=(libfcgi-dev)
+# bench/budget.ts --short after the tests: wrk loads nginx → fcgi-pm beside nginx → php-fpm.
+have wrk || need+=(wrk)
+ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need+=(php-fpm)
 have promtool || need+=(prometheus)  # `promtool check metrics` on the Prometheus pages
 have ss || need+=(iproute2)      # the backlog test reads the listen queue with ss
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)

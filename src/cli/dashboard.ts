@@ -8,8 +8,6 @@ import { Command } from 'commander';
 import { parseAddress } from '../protocol/address.js';
 import { parseDuration } from '../config/units.js';
 import type { DashboardConfig } from '../config/types.js';
-import { hashPassword } from '../dashboard/auth.js';
-import { DashboardServer } from '../dashboard/server.js';
 import { createLogger } from '../log/log.js';
 import { recentWarnings } from '../log/warning-ring.js';
 import { EXIT_USAGE } from './report.js';
@@ -51,6 +49,7 @@ export function dashboardCommand(): Command {
       if (o.hashPassword) {
         const pw = await readStdin();
         if (pw === '') usage('--hash-password: no password on stdin');
+        const { hashPassword } = await import('../dashboard/auth.js');
         process.stdout.write(hashPassword(pw) + '\n');
         return;
       }
@@ -67,6 +66,8 @@ export function dashboardCommand(): Command {
       const peers = o.peers.map((p) => (p.startsWith('unix:') ? p.slice(5) : p));
       const cfg: DashboardConfig = { address, token, peers, peerToken: o.peerToken, history, sampleInterval: interval, idleSampleInterval: 10_000 };
       const logger = createLogger({ level: 'info' });
+      // Loaded here, not with the command line: `fcgi-pm run` never needs the dashboard's modules.
+      const { DashboardServer } = await import('../dashboard/server.js');
       const server = new DashboardServer({ config: () => cfg, logger, warnings: recentWarnings });
       const at = await server.listen();
       if (given === undefined) process.stderr.write(`fcgi-pm dashboard: log in at http://${at}/ with the token ${token}\n`);

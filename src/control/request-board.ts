@@ -77,13 +77,16 @@ export class RequestBoard {
     return out;
   }
 
-  /** Age in ms of the oldest request of `pool` that waits for a worker or backend. */
-  oldestQueuedMs(pool: string, now = performance.now()): number {
-    let oldest = now;
+  /** By pool: when its oldest request still waiting for a worker or backend started (performance.now()); one walk for every pool. */
+  oldestQueued(): Map<string, number> {
+    const out = new Map<string, number>();
     this.live.forEach((ex) => {
-      if (ex.pool === pool && ex.workerPid === undefined && ex.backend === undefined && ex.startedAt < oldest) oldest = ex.startedAt;
+      const pool = ex.pool;
+      if (pool === undefined || ex.workerPid !== undefined || ex.backend !== undefined) return;
+      const at = out.get(pool);
+      if (at === undefined || ex.startedAt < at) out.set(pool, ex.startedAt);
     });
-    return now - oldest;
+    return out;
   }
 
   /** The last finished request of a worker, if known. */

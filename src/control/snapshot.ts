@@ -5,7 +5,6 @@
  * (WorkerSnapshot.memory); a worker it has not sampled is read with pidusage when the
  * per-process view is asked for.
  */
-import pidusage from 'pidusage';
 import { countersOf, foldCounters } from '../pool/counters.js';
 import type { Pool, PoolSnapshot, WorkerSnapshot } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
@@ -67,8 +66,16 @@ function snapOrUndefined(p: Pool): PoolSnapshot | undefined {
   }
 }
 
+/** What every pool's status reads of the requests in flight: walked once per snapshot, not once per pool. */
+interface InFlight {
+  board: RequestBoard;
+  running: Map<number, Exchange>;
+  /** By pool: performance.now() of its oldest queued request's start. */
+  oldestQueued: Map<string, number>;
+}
+
 /** One pool name's status from its live generation, draining ones and folded counters. */
-export function poolStatus(group: PoolGroup, gens: PoolGenerations, board: RequestBoard, nowPerf: number, nowEpoch: number): PoolStatus | undefined {
+function poolStatus(group: PoolGroup, gens: PoolGenerations, inFlight: InFlight, nowPerf: number, nowEpoch: number): PoolStatus | undefined {
   const live: Array<{ snap: PoolSnapshot; retiring: boolean; pool: Pool }> = [];
   if (group.current) {
     const s = snapOrUndefined(group.current);
@@ -85,9 +92,8 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, board: Reque
   const totals = all.slice(1).reduce(foldCounters, countersOf(all[0]!));
   const liveSum = (f: (s: PoolSnapshot) => number): number => live.reduce((n, l) => n + f(l.snap), 0);
 
-  const running = board.runningByPid();
   const workers: WorkerStatus[] = [];
-  for (const l of live) for (const w of l.snap.workers) workers.push(workerStatus(w, l.retiring, running, board, nowPerf, nowEpoch));
+  for (const l of live) for (const w of l.snap.workers) workers.push(workerStatus(w, l.retiring, inFlight.running, inFlight.board, nowPerf, nowEpoch));
   const processes = { spawning: 0, idle: 0, busy: 0, draining: 0, stopping: 0, total: 0 };
   for (const w of workers) {
     if (w.state in processes && w.state !== 'total') processes[w.state as keyof typeof processes]++;
@@ -115,7 +121,7 @@ export function poolStatus(group: PoolGroup, gens: PoolGenerations, board: Reque
       length: liveSum((x) => x.queued),
       max: totals.maxQueued,
       limit: s.queueLimit,
-      oldestWaitMs: Math.round(board.oldestQueuedMs(group.name, nowPerf)),
+      oldestWaitMs: Math.round(nowPerf - (inFlight.oldestQueued.get(group.name) ?? nowPerf)),
       waits: totals.queueWait,
     },
     processes,
@@ -171,6 +177,9 @@ function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number,
 async function sampleUnmeasured(pools: PoolStatus[]): Promise<void> {
   const todo: WorkerStatus[] = [];
   for (const p of pools) for (const w of p.workers) if (w.memory === undefined && w.pid > 0) todo.push(w);
+  if (todo.length === 0) return;
+  // Loaded when first needed: on Linux the governor's /proc sampler measures the workers.
+  const { default: pidusage } = await import('pidusage');
   await Promise.all(
     todo.map(async (w) => {
       try {
@@ -189,8 +198,9 @@ export async function takeSnapshot(src: SnapshotSources, opts: SnapshotOptions =
   const nowPerf = performance.now();
   const nowEpoch = Date.now();
   const pools: PoolStatus[] = [];
+  const inFlight: InFlight = { board: src.board, running: src.board.runningByPid(), oldestQueued: src.board.oldestQueued() };
   for (const g of src.generations.groups(src.pools())) {
-    const st = poolStatus(g, src.generations, src.board, nowPerf, nowEpoch);
+    const st = poolStatus(g, src.generations, inFlight, nowPerf, nowEpoch);
     if (st) {
       st.outcomes = src.outcomes?.of(g.name);
       st.rps = src.outcomes?.rate(g.name, nowPerf);

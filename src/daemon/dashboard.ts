@@ -2,10 +2,11 @@
  * The daemon's side of the dashboard (src/dashboard/): opened at start when the config
  * has a `dashboard:` section, given this daemon's snapshot, config file and reload;
  * reopened by a reload that adds, removes or moves it (other settings are read live).
+ * The dashboard's modules load when it first opens: a daemon without one never holds them.
  */
 import type { Config, DashboardConfig } from '../config/types.js';
 import type { PoolVerb, SiteEditTarget } from '../dashboard/actions.js';
-import { DashboardServer } from '../dashboard/server.js';
+import type { DashboardServer } from '../dashboard/server.js';
 import type { ReadWhat } from '../dashboard/peers.js';
 import type { StatusSnapshot } from '../control/types.js';
 import { ErrorCodes } from '../errors.js';
@@ -40,6 +41,7 @@ export class DashboardHost {
     const d = cfg.dashboard;
     if (d === undefined) return;
     this.cfg = d;
+    const { DashboardServer } = await import('../dashboard/server.js');
     const server = new DashboardServer({
       config: () => this.cfg!,
       logger: this.logger,

@@ -1,7 +1,8 @@
 /**
  * The page's table (pure): one small row per daemon and pool, from a tick's cluster and
- * points, so a page watching 200 active pools gets a few dozen bytes per pool per tick;
- * a pool's full status, workers and chart points come on demand for the rows opened.
+ * points, so a page watching 200 active pools gets a few dozen bytes per pool per tick,
+ * and only for the rows that changed (SentRows); a pool's full status, workers and chart
+ * points come on demand for the rows opened.
  */
 import { percentile } from '../control/histogram.js';
 import type { PoolStatus } from '../control/types.js';
@@ -61,6 +62,38 @@ function poolRow(d: string, p: PoolStatus, pt: PoolPoint | undefined): PoolRow {
     e5: o?.status['5xx'] ?? 0,
     refused: o === undefined ? 0 : Object.values(o.refusals).reduce((a, b) => a + b, 0),
   };
+}
+
+/** A row's key: daemon id and pool joined as the page joins them (app.js keyOf). */
+export const rowKey = (r: Pick<PoolRow, 'd' | 'pool'>): string => `${r.d}\u241f${r.pool}`;
+
+/**
+ * What one page has been sent of the table: each row's JSON by key. `next` returns the
+ * rows that changed since (as JSON) and the keys of rows gone, and remembers the table.
+ */
+export class SentRows {
+  private readonly sent = new Map<string, string>();
+
+  next(rows: readonly PoolRow[]): { changed: string[]; gone: string[] } {
+    const changed: string[] = [];
+    const seen = new Set<string>();
+    for (const r of rows) {
+      const k = rowKey(r);
+      seen.add(k);
+      const json = JSON.stringify(r);
+      if (this.sent.get(k) !== json) {
+        this.sent.set(k, json);
+        changed.push(json);
+      }
+    }
+    const gone: string[] = [];
+    for (const k of this.sent.keys()) {
+      if (seen.has(k)) continue;
+      this.sent.delete(k);
+      gone.push(k);
+    }
+    return { changed, gone };
+  }
 }
 
 export function tableOf(cluster: Cluster, points: Record<string, PoolPoint>): { daemons: DaemonRow[]; rows: PoolRow[] } {

@@ -38,7 +38,7 @@ import type { WarningRing } from '../log/warning-ring.js';
 import { editPools, poolForm, reloadTargets, type ActionContext, type EditRequest, type LocalDaemon } from './actions.js';
 import { COOKIE, DashboardAuth, SESSION_MS } from './auth.js';
 import { EDITABLE_KEYS } from './config-edit.js';
-import { tableOf } from './rows.js';
+import { SentRows, tableOf } from './rows.js';
 import { ClusterSampler, type Tick } from './sampler.js';
 import type { ReadWhat } from './peers.js';
 
@@ -206,6 +206,8 @@ export class DashboardServer {
     const send = (event: string, data: unknown): void => void res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     send('hello', { intervalMs: this.deps.config().sampleInterval, historyMs: this.deps.config().history, editable: EDITABLE_KEYS });
     let warned = '';
+    // Each tick sends this page the rows that changed since the last one, and the keys gone.
+    const sent = new SentRows();
     // Every defined site once (the search finds idle ones too), again when a daemon's count changes.
     let defined = '';
     const sendSites = async (): Promise<void> => {
@@ -219,7 +221,9 @@ export class DashboardServer {
         defined = counts;
         void sendSites().catch(() => undefined);
       }
-      send('tick', { at: cluster.at, ...tableOf(cluster, points) });
+      const table = tableOf(cluster, points);
+      const { changed, gone } = sent.next(table.rows);
+      res.write(`event: tick\ndata: {"at":${cluster.at},"daemons":${JSON.stringify(table.daemons)},"rows":[${changed.join(',')}],"gone":${JSON.stringify(gone)}}\n\n`);
       const w = JSON.stringify(warnings);
       if (w !== warned) {
         warned = w;

@@ -164,20 +164,6 @@ export class ProcHandle {
     }
   }
 
-  async readStatAsync(): Promise<StatFields | undefined> {
-    if (this.closed) return undefined;
-    try {
-      this.statFd ??= fs.openSync(`/proc/${this.pid}/stat`, 'r');
-    } catch {
-      this.close();
-      return undefined;
-    }
-    const text = await this.preadAsync(this.statFd);
-    const s = text === undefined ? undefined : parseStat(text);
-    if (s === undefined) this.close();
-    return s;
-  }
-
   async readRollupAsync(): Promise<RollupFields | undefined> {
     if (this.closed || !this.hasRollup) return undefined;
     const text = await this.preadAsync(this.rollupFd!);

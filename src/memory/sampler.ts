@@ -6,14 +6,17 @@
  * PAGESIZE` through a shell on its first call, switches to spawning `ps` on every call
  * when PIDUSAGE_USE_PS=true is in the environment, keeps one descriptor per pid open for
  * a minute after the process is gone (pidusage.clear() drops them without closing), and
- * gives no PSS. Per worker and sample: one pread of /proc/PID/stat (CPU, RSS); PSS from
- * /proc/PID/smaps_rollup is re-read only when RSS moved by more than 1 MiB or 5 % since
- * the last PSS read, or every PSS_REFRESH_SAMPLES samples (PSS also drifts when other
- * processes start or stop sharing pages); in between it is carried forward with the
- * RSS change. A forced read (`fresh`) always reads it. Rounds (`read`) go through the
- * libuv threadpool, so the page-table walk behind smaps_rollup (~0.4 ms for a php-cgi
- * worker, ~1 ms for a Node one) never stalls the event loop; `readNow` is for one worker
- * right after its request.
+ * gives no PSS. Per worker and sample: one pread of /proc/PID/stat (CPU, RSS: counters,
+ * a few µs, read in place); PSS from /proc/PID/smaps_rollup is re-read only when RSS
+ * moved by more than 1 MiB or 5 % since the last PSS read, or every PSS_REFRESH_SAMPLES
+ * samples of a process that ran since (PSS also drifts when other processes start or
+ * stop sharing pages), every PSS_QUIET_REFRESH_SAMPLES of one that did not (an idle
+ * worker of an idle site: only that drift moves it); in between it is carried forward
+ * with the RSS change. So a round over 200 idle workers costs 200 stat reads and a few
+ * rollups, not 40. A forced read (`fresh`) always reads it. A round's rollups (`read`) go
+ * through the libuv threadpool, so the page-table walk behind smaps_rollup (~0.4 ms for a
+ * php-cgi worker, ~1 ms for a Node one) never stalls the event loop; `readNow` is for one
+ * worker right after its request.
  *
  * Elsewhere ('pidusage'): one batched pidusage call per round (one `ps` for all pids on
  * macOS/BSD), RSS only, and no synchronous reads, so no re-check right after a request.
@@ -44,6 +47,8 @@ export interface MemorySampler {
 }
 
 export const PSS_REFRESH_SAMPLES = 5;
+/** Samples between PSS reads of a process that has not run since the last one. */
+export const PSS_QUIET_REFRESH_SAMPLES = 30;
 const PSS_REREAD_BYTES = 1024 * 1024;
 const PSS_REREAD_SHARE = 0.05;
 const MS_PER_TICK = 1000 / CLK_TCK;
@@ -56,6 +61,8 @@ interface Tracked {
   anon: number | undefined;
   /** RSS when pss was read. */
   rssAtPss: number;
+  /** CPU ticks when pss was read: unchanged, the process has not run since. */
+  ticksAtPss: number;
   samplesSincePss: number;
   /** The asynchronous read in flight. */
   pending: Promise<MemorySample | undefined> | undefined;
@@ -90,10 +97,10 @@ export class ProcSampler implements MemorySampler {
       return undefined;
     }
     let rss = st.rssPages * this.page;
-    if (t.handle.hasRollup && this.rollupDue(t, rss, fresh)) {
+    if (t.handle.hasRollup && this.rollupDue(t, rss, st.cpuTicks, fresh)) {
       this.rollupReads++;
       const r = t.handle.readRollup();
-      if (r !== undefined) rss = this.rolledUp(t, r);
+      if (r !== undefined) rss = this.rolledUp(t, r, st.cpuTicks);
     }
     return this.sample(t, pid, now, st, rss);
   }
@@ -123,16 +130,17 @@ export class ProcSampler implements MemorySampler {
 
   private async readTracked(t: Tracked, pid: number, now: number): Promise<MemorySample | undefined> {
     this.statReads++;
-    const st = await t.handle.readStatAsync();
+    // In place: counters, no page-table walk (a trip through the threadpool would cost more).
+    const st = t.handle.readStat();
     if (st === undefined) {
       if (this.tracked.get(pid) === t) this.forget(pid);
       return undefined;
     }
     let rss = st.rssPages * this.page;
-    if (t.handle.hasRollup && this.rollupDue(t, rss, false)) {
+    if (t.handle.hasRollup && this.rollupDue(t, rss, st.cpuTicks, false)) {
       this.rollupReads++;
       const r = await t.handle.readRollupAsync();
-      if (r !== undefined) rss = this.rolledUp(t, r);
+      if (r !== undefined) rss = this.rolledUp(t, r, st.cpuTicks);
     }
     return this.sample(t, pid, now, st, rss);
   }
@@ -140,15 +148,16 @@ export class ProcSampler implements MemorySampler {
   private track(pid: number): Tracked {
     let t = this.tracked.get(pid);
     if (t === undefined) {
-      t = { handle: new ProcHandle(pid), lastTicks: 0, lastAt: undefined, pss: undefined, anon: undefined, rssAtPss: 0, samplesSincePss: 0, pending: undefined };
+      t = { handle: new ProcHandle(pid), lastTicks: 0, lastAt: undefined, pss: undefined, anon: undefined, rssAtPss: 0, ticksAtPss: -1, samplesSincePss: 0, pending: undefined };
       this.tracked.set(pid, t);
     }
     return t;
   }
 
-  private rollupDue(t: Tracked, rss: number, fresh: boolean): boolean {
+  private rollupDue(t: Tracked, rss: number, ticks: number, fresh: boolean): boolean {
     const moved = Math.abs(rss - t.rssAtPss);
-    if (fresh || t.pss === undefined || t.samplesSincePss >= PSS_REFRESH_SAMPLES - 1 || (moved > PSS_REREAD_BYTES && moved > t.rssAtPss * PSS_REREAD_SHARE)) return true;
+    const every = ticks === t.ticksAtPss ? PSS_QUIET_REFRESH_SAMPLES : PSS_REFRESH_SAMPLES;
+    if (fresh || t.pss === undefined || t.samplesSincePss >= every - 1 || (moved > PSS_REREAD_BYTES && moved > t.rssAtPss * PSS_REREAD_SHARE)) return true;
     t.samplesSincePss++;
     return false;
   }
@@ -159,10 +168,11 @@ export class ProcSampler implements MemorySampler {
    * PSS from after an allocation beside an RSS from before it would read the allocation
    * twice over (PSS above RSS, and carried forward so until the next rollup).
    */
-  private rolledUp(t: Tracked, r: RollupFields): number {
+  private rolledUp(t: Tracked, r: RollupFields, ticks: number): number {
     t.pss = r.pss;
     t.anon = r.anon;
     t.rssAtPss = r.rss;
+    t.ticksAtPss = ticks;
     t.samplesSincePss = 0;
     return r.rss;
   }

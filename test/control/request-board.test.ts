@@ -80,10 +80,10 @@ test('requests in flight: added, walked, deleted in any order', () => {
     return ex;
   });
   assert.equal(board.inFlight, 3);
-  assert.equal(board.oldestQueuedMs('p', 10), 9);
+  assert.deepEqual(board.oldestQueued(), new Map([['p', 1]]));
   board.finished(exs[0]!, 20);
   assert.equal(board.inFlight, 2);
-  assert.equal(board.oldestQueuedMs('p', 10), 8);
+  assert.deepEqual(board.oldestQueued(), new Map([['p', 2]]));
   exs[2]!.workerPid = 77;
   assert.deepEqual([...board.runningByPid().keys()], [77]);
   board.finished(exs[2]!, 20);

@@ -1,6 +1,6 @@
 // Dashboard units: merging peers' snapshots, the sample ring's bound, chart points from
 // cumulative counters, the config writer keeping comments (and refusing what the schema
-// refuses), the line diff, password hashes, the warnings ring.
+// refuses), the line diff, password hashes, the warnings ring, the rows a page is sent.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { percentile } from '../../src/control/histogram.js';
 import { waitFor } from '../helpers/wait.js';
 import { poolPoint } from '../../src/dashboard/points.js';
 import { SampleRing } from '../../src/dashboard/ring.js';
+import { rowKey, SentRows, type PoolRow } from '../../src/dashboard/rows.js';
 import { hashPassword, verifyPassword } from '../../src/dashboard/auth.js';
 import { WarningRing } from '../../src/log/warning-ring.js';
 import { configFromObject } from '../../src/config/schema.js';
@@ -272,4 +273,18 @@ test('site files: current values read from pool:, edited there (made when missin
   const judged = editSettingsText(text, 'a.yaml', SITE_POOL_PATH, { max_children: '-1' }, (next) => (next.includes('-1') ? ['a.yaml:5: pool.max_children: must be a whole number ≥ 1'] : []));
   assert.deepEqual(judged.problems, ['a.yaml:5: pool.max_children: must be a whole number ≥ 1']);
   assert.deepEqual(settingsAt('pools: {}\n', ['pools', 'x']), {});
+});
+
+test('a page is sent only the rows that changed since its last tick, and the keys of rows gone', () => {
+  const row = (d: string, p: string, rps: number): PoolRow => ({ d, pool: p, state: 'running', pm: 'ondemand', busy: 0, idle: 1, max: 2, queue: 0, limit: 10, rps, p99: 5, mem: 1024, e4: 0, e5: 0, refused: 0 });
+  const sent = new SentRows();
+  const first = sent.next([row('self', 'a', 0), row('self', 'b', 1), row('peer', 'a', 0)]);
+  assert.equal(first.changed.length, 3, 'a new page gets every row');
+  assert.deepEqual(first.gone, []);
+  assert.deepEqual(sent.next([row('self', 'a', 0), row('self', 'b', 1), row('peer', 'a', 0)]), { changed: [], gone: [] });
+  const third = sent.next([row('self', 'a', 0), row('self', 'b', 2.5)]);
+  assert.deepEqual(third.changed.map((j) => JSON.parse(j)), [row('self', 'b', 2.5)]);
+  assert.deepEqual(third.gone, [rowKey({ d: 'peer', pool: 'a' })]);
+  // A row that comes back is sent again whole.
+  assert.equal(sent.next([row('self', 'a', 0), row('self', 'b', 2.5), row('peer', 'a', 0)]).changed.length, 1);
 });

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readlinkSync } from 'node:fs';
 import { once } from 'node:events';
 import { parseSmapsRollup, parseStat, parseStatus, ProcHandle } from '../../src/memory/proc.js';
-import { PidusageSampler, ProcSampler, PSS_REFRESH_SAMPLES } from '../../src/memory/sampler.js';
+import { PidusageSampler, ProcSampler, PSS_QUIET_REFRESH_SAMPLES, PSS_REFRESH_SAMPLES } from '../../src/memory/sampler.js';
 import { AUTO_SHARE, parseMeminfo, resolveBudget } from '../../src/memory/budget.js';
 import { killChildNow } from '../../src/pool/workers/hard-kill.js';
 import { configFromObject, poolConfigFromObject } from '../../src/config/schema.js';
@@ -94,15 +94,40 @@ test('ProcSampler: PSS and RSS of a real process follow its growth; CPU since th
   assert.ok(b.pss! - a.pss! > 35 * MiB, `pss grew (re-read because rss moved): ${a.pss} → ${b.pss}`);
   assert.ok(b.anon! - a.anon! > 35 * MiB, 'anonymous memory grew');
   assert.ok(b.cpu > 0, 'allocating 40 MiB took CPU');
-  // A steady process: PSS is carried forward and re-read every PSS_REFRESH_SAMPLES samples.
-  const reads = s.rollupReads;
-  for (let i = 0; i < PSS_REFRESH_SAMPLES * 2; i++) s.readNow(g.pid, 3000 + i * 1000);
-  assert.equal(s.rollupReads - reads, 2);
+  // A steady process: PSS is carried forward, and re-read every PSS_REFRESH_SAMPLES samples
+  // while it runs, every PSS_QUIET_REFRESH_SAMPLES while it does not. Whether it ran is
+  // its CPU ticks, made here to stand still or move at each sample.
+  const realStat = ProcHandle.prototype.readStat;
+  let ticks = 0;
+  let running = false;
+  ProcHandle.prototype.readStat = function (this: ProcHandle) {
+    const st = realStat.call(this);
+    return st === undefined ? st : { ...st, cpuTicks: running ? ++ticks : ticks };
+  };
+  try {
+    let at = 3000;
+    s.readNow(g.pid, (at += 1000), true);
+    let reads = s.rollupReads;
+    for (let i = 0; i < PSS_QUIET_REFRESH_SAMPLES * 2; i++) s.readNow(g.pid, (at += 1000));
+    assert.equal(s.rollupReads - reads, 2, 'an idle process: PSS read twice in twice PSS_QUIET_REFRESH_SAMPLES samples');
+    running = true;
+    reads = s.rollupReads;
+    for (let i = 0; i < PSS_REFRESH_SAMPLES * 2; i++) s.readNow(g.pid, (at += 1000));
+    assert.equal(s.rollupReads - reads, 2, 'a running one: twice in twice PSS_REFRESH_SAMPLES samples');
+    // Rounds (read) follow the same rule, the rollup through the threadpool.
+    running = false;
+    s.readNow(g.pid, (at += 1000), true);
+    reads = s.rollupReads;
+    for (let i = 0; i < PSS_QUIET_REFRESH_SAMPLES; i++) assert.ok((await s.read([g.pid], (at += 1000))).has(g.pid));
+    assert.equal(s.rollupReads - reads, 1);
+  } finally {
+    ProcHandle.prototype.readStat = realStat;
+  }
   const forced = s.rollupReads;
-  s.readNow(g.pid, 20_000, true);
+  s.readNow(g.pid, 200_000, true);
   assert.equal(s.rollupReads, forced + 1, 'fresh forces a PSS read');
   await g.kill();
-  assert.equal(s.readNow(g.pid, 30_000), undefined);
+  assert.equal(s.readNow(g.pid, 300_000), undefined);
   assert.equal(procFds(g.pid), 0, 'descriptors of a gone process are closed');
 });
 
@@ -146,14 +171,18 @@ test('ProcSampler.forget closes the descriptors of a live process; self() measur
   assert.equal(procFds(process.pid), 0);
 });
 
-test('ProcSampler rounds read through the threadpool; a process forgotten mid-read keeps its descriptors until the read ends', async (t) => {
+test('ProcSampler rounds read PSS through the threadpool; a process forgotten mid-read keeps its descriptors until the read ends', async (t) => {
   const g = await grower(t);
   const s = new ProcSampler();
   t.after(() => s.close());
   const got = await s.read([g.pid, 999_999_999], 1);
   assert.ok(got.get(g.pid)!.pss! > 0);
   assert.ok(!got.has(999_999_999));
+  // Grown: the next round's PSS read is due, and goes through the threadpool.
+  await g.grow(40);
+  const reads = s.rollupReads;
   const inFlight = s.read([g.pid], 2);
+  assert.equal(s.rollupReads, reads + 1);
   s.forget(g.pid);
   // Closing now could hand the descriptor number to a new socket before the read runs.
   assert.equal(procFds(g.pid), 2, 'still open while a read is in flight');

@@ -1,15 +1,17 @@
-// fcgi-pm dashboard page: a table of every pool and vhosts site of the cluster, fed by
-// server-sent events (/api/events: small rows per tick), searchable and sortable; a row
-// opened shows that pool's figures, charts, workers, actions and edit form, fetched on
-// demand (/api/pool). No framework, no build step.
+// fcgi-pm dashboard page: a table of the cluster's active pools (vhosts sites with no pool
+// now are a count, listed when searched for or asked), fed by server-sent events
+// (/api/events: each tick sends only the rows that changed), searchable and sortable; a
+// row opened shows that pool's figures, charts, workers, actions and edit form, fetched on
+// demand (/api/pool). At most three screens of rows: a search narrows the rest. No
+// framework, no build step.
 'use strict';
 (() => {
   const $ = (sel, el = document) => el.querySelector(sel);
   const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
   // Joins daemon id and pool in a row key; HTML turns a NUL in an attribute into U+FFFD.
   const SEP = '\u241f';
-  /** Rows drawn at most; a search narrows the rest. */
-  const MAX_ROWS = 300;
+  /** Rows drawn at most (about two screens); a search narrows the rest. */
+  const MAX_ROWS = 100;
   /** An open row's details are fetched again at most this often. */
   const DETAILS_MS = 5000;
   const NUMERIC = new Set(['busy', 'idle', 'max', 'queue', 'rps', 'p99', 'mem', 'errors', 'refused']);
@@ -17,6 +19,8 @@
   let editable = [];
   let daemons = [];
   let rows = [];
+  /** Row key → row, as the ticks left it (each tick sends the rows that changed and the keys gone). */
+  const rowByKey = new Map();
   /** daemon id → [[site id, names]] */
   let sites = new Map();
   let warnings = [];
@@ -39,16 +43,17 @@
 
   // ---- the table ----------------------------------------------------------------------
 
-  /** Active pools, then (when asked) the defined sites that have no pool now. */
-  function allRows() {
+  /** Active pools, then the defined sites that have no pool now: when asked, or searched for. */
+  function allRows(q) {
     const out = rows.slice();
-    if ($('#show-idle').checked) {
+    if ($('#show-idle').checked || q !== '') {
       const active = new Set(rows.map(keyOf));
       for (const [d, list] of sites) for (const [id, names] of list) if (!active.has(d + SEP + id)) out.push({ d, pool: id, names, state: 'idle', idleSite: true });
     }
     const names = new Map();
     for (const [d, list] of sites) for (const [id, n] of list) names.set(d + SEP + id, n);
-    for (const r of out) if (r.names === undefined) r.names = names.get(keyOf(r)) ?? '';
+    // Rows live from tick to tick (only changed ones are sent): their names follow the latest site list.
+    for (const r of out) r.names = names.get(keyOf(r)) ?? '';
     return out;
   }
 
@@ -108,7 +113,7 @@
    */
   function renderTable(reorder = open.size === 0) {
     const q = $('#search').value.trim().toLowerCase();
-    const everything = allRows();
+    const everything = allRows(q);
     const list = everything.filter((r) => matches(r, q));
     const { key, dir } = sort;
     list.sort((a, b) => {
@@ -167,7 +172,11 @@
       rowEls.delete(k);
     }
     while (prev ? prev.nextSibling : tbody.firstChild) (prev ? prev.nextSibling : tbody.firstChild).remove();
-    $('#count').textContent = `${list.length} shown of ${everything.length} (${rows.length} active)${open.size > 0 ? ' · order held while a row is open' : ''}`;
+    const active = new Set(rows.map(keyOf));
+    let idleSites = 0;
+    for (const [d, list] of sites) for (const [id] of list) if (!active.has(d + SEP + id)) idleSites++;
+    const hidden = everything.some((r) => r.idleSite) ? '' : idleSites > 0 ? ` · ${idleSites} idle sites not listed: search finds them` : '';
+    $('#count').textContent = `${list.length} shown of ${everything.length} (${rows.length} active)${hidden}${open.size > 0 ? ' · order held while a row is open' : ''}`;
     $('#more').textContent = list.length > shown.length ? `${list.length - shown.length} more: narrow the search` : '';
     for (const th of document.querySelectorAll('#pools th')) th.setAttribute('aria-sort', th.dataset.sort === key ? (dir < 0 ? 'descending' : 'ascending') : 'none');
   }
@@ -382,7 +391,9 @@
   es.addEventListener('tick', (e) => {
     const t = JSON.parse(e.data);
     daemons = t.daemons;
-    rows = t.rows;
+    for (const k of t.gone) rowByKey.delete(k);
+    for (const r of t.rows) rowByKey.set(keyOf(r), r);
+    rows = [...rowByKey.values()];
     steady(() => {
       renderDaemons();
       $('#updated').textContent = `updated ${new Date(t.at).toLocaleTimeString()}`;
