@@ -2,7 +2,7 @@
  * Whether the front end can reach a Unix socket fcgi-pm will bind: every directory above
  * it must let the front end's user pass (x), and the socket's mode must let it connect
  * (w). Who the front end is: the socket's `owner`/`group` when the config names them,
- * else www-data where nginx or Apache is installed (Debian runs their workers so).
+ * else www-data where nginx, Apache or lighttpd is installed (Debian runs them so).
  * Directories that do not exist yet are fcgi-pm's to make (0755), and /run/fcgi-pm is
  * opened to 0755 by a root daemon at start (runtime-dir.ts): neither is a problem.
  */
@@ -21,7 +21,7 @@ export interface FrontEnd {
   named: boolean;
 }
 
-const WEB_SERVERS: Array<[string, string]> = [['/usr/sbin/nginx', 'nginx'], ['/usr/sbin/apache2', 'Apache']];
+const WEB_SERVERS: Array<[string, string]> = [['/usr/sbin/nginx', 'nginx'], ['/usr/sbin/apache2', 'Apache'], ['/usr/sbin/lighttpd', 'lighttpd']];
 
 /** Who connects to a socket with this owner and group; undefined when nothing says. */
 export function frontEndFor(owner: AccountId | undefined, group: AccountId | undefined, installed: (file: string) => boolean = existsSync): FrontEnd | undefined {
