@@ -27,7 +27,7 @@ function typeSchema(t: KeyType): Schema {
     case 'size':
       return { anyOf: [{ type: 'integer', minimum: t.min, maximum: t.max }, { type: 'string', pattern: SIZE }] };
     case 'bool':
-      return { type: 'boolean' };
+      return t.auto === true ? { anyOf: [{ type: 'boolean' }, { const: 'auto' }] } : { type: 'boolean' };
     case 'string':
       return { type: ['string', 'number'], minLength: 1 };
     case 'path':

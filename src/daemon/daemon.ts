@@ -10,6 +10,8 @@
 import * as frontend from '../frontend/index.js';
 import * as poolModule from '../pool/index.js';
 import type { Config, PoolConfig, ListenerConfig, VhostsConfig } from '../config/types.js';
+import * as nodePath from 'node:path';
+import { runsPhpCgi } from '../config/schema.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { PoolDeps } from '../pool/index.js';
 import type { Pool } from '../pool/types.js';
@@ -31,7 +33,8 @@ import { Sites } from './vhosts/sites.js';
 import { openSiteSource } from './vhosts/open-source.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
 import { takeReadySeats, UpgradeError, type ExecPlan, type Successor } from './upgrade.js';
-import { opcacheRoot } from '../config/opcache-path.js';
+import { opcacheRoot, ROOT_CACHE_DIR } from '../config/opcache-path.js';
+import { sweepCacheRoots } from '../worker/php-cache.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import { warmStartOf, type ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
@@ -175,6 +178,15 @@ export class Daemon {
     return this.privateDir;
   }
 
+  /** As root, php-cgi pools' cache roots of configs that no longer exist go (src/worker/php-cache.ts). */
+  private sweepOpcacheRoots(cfg: Config): void {
+    const root = opcacheRoot(cfg);
+    if (typeof root !== 'string' || nodePath.dirname(root) !== ROOT_CACHE_DIR || !nodePath.isAbsolute(cfg.source)) return;
+    if (![...cfg.pools.values()].some((p) => p.command !== undefined && runsPhpCgi(p.command))) return;
+    const swept = sweepCacheRoots(ROOT_CACHE_DIR, { root, source: cfg.source });
+    if (swept.length > 0) this.logger.info({ kind: 'opcache_dir', swept }, `removed ${swept.length} opcache file cache root(s) of config files that no longer exist: ${swept.join(', ')}`);
+  }
+
   /**
    * Makes the runtime directory, creates and starts every pool, then opens the
    * listeners (pools first, so the first request finds its workers), after the host
@@ -190,6 +202,7 @@ export class Daemon {
       const made = makeRuntimeDir(cfg);
       this.privateDir = made.dir;
       if (made.swept.length > 0) this.logger.info({ kind: 'runtime_dir', swept: made.swept }, `removed ${made.swept.length} runtime dir(s) of dead predecessors: ${made.swept.join(', ')}`);
+      this.sweepOpcacheRoots(cfg);
       // Before anything binds: sockets from systemd or from the daemon we replace.
       this.ops.adoptInheritedSockets(cfg);
       // Early, so a second daemon on the same control_socket stops here.

@@ -186,6 +186,13 @@ function checkPhpAdmin(pool: PoolConfig, path: KeyPath, problems: Problems, noti
   }
 }
 
+/** A size as written when whole (4GiB), else to a tenth of a GiB or a MiB (MemTotal). */
+function roughSize(bytes: number): string {
+  const exact = formatSize(bytes);
+  if (!/KiB$|\dB$/.test(exact)) return exact;
+  return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)}GiB` : `${Math.round(bytes / 2 ** 20)}MiB`;
+}
+
 function readHostFacts(given: HostFacts | undefined): Host {
   return {
     pidMax: given?.pidMax ?? readNumber('/proc/sys/kernel/pid_max'),
@@ -231,7 +238,7 @@ function checkPoolSize(pool: PoolConfig, path: KeyPath, host: Host, problems: Pr
   const limit = pool.memoryLimit ?? 0;
   const [room, what] = limit > 0 && (host.memTotal === undefined || limit < host.memTotal) ? [limit, 'its memory_limit'] : [host.memTotal, "this host's memory (MemTotal)"];
   if (room !== undefined && need > room) {
-    problems.add([...path, 'max_children'], `pm static starts all ${workers} workers at once: at expected_worker_memory (${formatSize(each)}) each that is ${formatSize(need)}, more than ${what} (${formatSize(room)}); lower max_children or use pm: dynamic or ondemand`);
+    problems.add([...path, 'max_children'], `pm static starts all ${workers} workers at once: at expected_worker_memory (${formatSize(each)}) each that is ${roughSize(need)}, more than ${what} (${roughSize(room)}); lower max_children or use pm: dynamic or ondemand`);
   }
 }
 

@@ -8,7 +8,7 @@
  * opcache still checks timestamps against the source (opcache.validate_timestamps, from
  * the ini as usual), and its file cache lives in a subdirectory per PHP build.
  */
-import { chmodSync, chownSync, lstatSync, mkdirSync, rmSync, type Stats } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import * as nodePath from 'node:path';
 import { accessAs, type Credentials } from './identity.js';
 
@@ -77,4 +77,44 @@ function lstatOrUndefined(p: string): Stats | undefined {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
+}
+
+/** In each default cache root (/var/cache/fcgi-pm/<name>-<hash>): the config file it is for. */
+const CONFIG_MARK = '.config';
+
+/**
+ * A root daemon's cache roots are named after config files (src/config/opcache-path.ts),
+ * so every config ever run as root would leave one. Each root records its config file;
+ * at start the daemon marks its own and removes the roots whose config file is gone
+ * (as the runtime directories of dead daemons are swept). Roots without a mark (made
+ * before marks) are left alone. Returns the roots removed.
+ */
+export function sweepCacheRoots(parent: string, own: { root: string; source: string }): string[] {
+  try {
+    mkdirSync(own.root, { recursive: true, mode: 0o711 });
+    writeFileSync(nodePath.join(own.root, CONFIG_MARK), `${own.source}\n`, { mode: 0o644 });
+  } catch {
+    return []; // the pools say why their caches cannot be made
+  }
+  const swept: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return swept;
+  }
+  for (const name of names) {
+    const root = nodePath.join(parent, name);
+    if (root === own.root) continue;
+    let source: string;
+    try {
+      source = readFileSync(nodePath.join(root, CONFIG_MARK), 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (source === '' || !nodePath.isAbsolute(source) || existsSync(source)) continue;
+    rmSync(root, { recursive: true, force: true });
+    swept.push(root);
+  }
+  return swept;
 }

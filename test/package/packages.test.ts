@@ -200,6 +200,11 @@ describe('packages', { timeout: 170_000 }, () => {
 
     await run('/etc/init.d/fcgi-pm', ['reload']);
     assert.equal(Number(readFileSync(pidFile, 'utf8').trim()), pid, 'a reload keeps the pid');
+    // What a package upgrade runs: the installed code in place, same pid, still serving.
+    await run('/etc/init.d/fcgi-pm', ['upgrade']);
+    assert.equal(Number(readFileSync(pidFile, 'utf8').trim()), pid, 'an upgrade in place keeps the pid');
+    await run('/etc/init.d/fcgi-pm', ['status']);
+    assert.equal((await httpRequest(`${ngx.url}/whoami.php`)).status, 200);
     await run('/etc/init.d/fcgi-pm', ['stop']);
     assert.equal(existsSync(`/proc/${pid}`), false, 'stopped');
     assert.equal(existsSync(pidFile), false, 'pid file removed');

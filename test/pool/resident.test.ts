@@ -18,8 +18,9 @@ test('resident_parent: the pool is one group of max_children unless group_size i
   assert.equal(residentConfig(php({ resident_parent: true, group_size: 2 }), undefined).groupSize, 2);
   // Without max_requests nothing recycles: php-cgi's own default (500) stays off.
   assert.equal(residentConfig(php({ resident_parent: true }), undefined).env['PHP_FCGI_MAX_REQUESTS'], '0');
-  const off = php();
-  assert.equal(residentConfig(off, 64 * MiB), off, 'off by default, with or without a budget');
+  const off = php({ resident_parent: false });
+  assert.equal(residentConfig(off, 64 * MiB), off, 'off, with or without a budget');
+  assert.equal(php().residentParent, false, 'the default: cold zero');
 });
 
 test('resident_parent: auto is on for a php-cgi ondemand pool through the proxy while a memory budget is set, and off otherwise', () => {
