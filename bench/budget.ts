@@ -199,8 +199,10 @@ function child(script: string, args: string[]): Promise<string> {
     p.stderr.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-2000)));
     const stop = (): void => void p.kill('SIGTERM');
     process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
     p.on('exit', (code, sig) => {
       process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
       if (code === 0) resolve(out);
       // The error's own line, not the source line Node prints above it.
       else reject(new Error(`${script} exited ${code ?? sig}: ${(err.split('\n').filter((l) => /Error|error:/.test(l)).slice(-2).join(' ') || err.trim() || out.slice(-1000)).slice(0, 500)}`));
@@ -265,7 +267,8 @@ async function main(): Promise<void> {
   if (JSON_FILE !== undefined) writeFileSync(JSON_FILE, JSON.stringify({ started, load: [load0, load1], short: SHORT, rows }, null, 2));
 }
 
-process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
+// Ctrl-C, or CI's time limit (scripts/test-all.sh): what was started is stopped by pid first.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stopAll().then(() => process.exit(130)));
 main().catch(async (err: unknown) => {
   process.stderr.write(`budget: ${err instanceof Error ? err.stack : String(err)}\n`);
   await stopAll();
