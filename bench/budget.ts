@@ -6,13 +6,15 @@
  *
  *   npx tsc -p . && node dist/bench/budget.js [--short] [--rows cpu,box,scale] [--rounds 3]
  *       [--seconds 5] [--sites 1000] [--active 200] [--cpu-seconds 30] [--json FILE]
+ *       [--variant "cpu_weight: 0"]
  *
  * Rows (as root for box and scale):
  *   cpu    nginx → fcgi-pm → php-cgi beside the floor (nginx → bench/relay-floor → php-cgi)
  *          and nginx → php-fpm (static), 2 workers, wrk -c10, the 100 B and 8,750 B pages,
  *          interleaved round by round (the starting stack rotated): the daemon's CPU per
  *          request and ÷ the floor's; req/s ÷ php-fpm's; fcgi-pm's RssAnon and PSS idle
- *          (fresh) and under load (read halfway through its runs)
+ *          (fresh) and under load (read halfway through its runs). --variant runs a second
+ *          fcgi-pm with that pool key beside them (an A/B of a setting in the same run)
  *   box    bench/cgroup-box.js: fcgi-pm's PSS inside a 64 MiB memory cgroup under load
  *   scale  bench/observability.js: --sites vhosts sites with --active of them active, a
  *          Prometheus scrape (median of 20), the dashboard in headless Chromium (first
@@ -44,6 +46,10 @@ const ACTIVE = opt('--active', '200');
 const CPU_SECONDS = opt('--cpu-seconds', SHORT ? '5' : '30');
 const BOX_SECONDS = opt('--box-seconds', SHORT ? '5' : '30');
 const JSON_FILE = argv.includes('--json') ? opt('--json', '') : undefined;
+/** Pool keys of a second fcgi-pm stack ("key: value"), measured beside the first. */
+const VARIANT = argv.includes('--variant') ? opt('--variant', '') : undefined;
+/** Seconds of load per stack and page before the rounds: php-cgi's first requests and V8's compilations are no one's cost. */
+const WARM_SECONDS = SHORT ? 1 : 3;
 const WORKERS = 2;
 const CONCURRENCY = 10;
 const MiB = 1024 * 1024;
@@ -102,24 +108,28 @@ async function cpuRows(): Promise<void> {
   try {
     const fcgipm = await startFcgiPm(join(dir, 'fcgi-pm'), doc, { pm: 'static', workers: WORKERS, queueTimeout: '5s' });
     const fpm = await startPhpFpm(join(dir, 'fpm'), { pm: 'static', workers: WORKERS });
+    const variant = VARIANT === undefined ? undefined : await startFcgiPm(join(dir, 'variant'), doc, { pm: 'static', workers: WORKERS, queueTimeout: '5s', poolKeys: [VARIANT] });
+    // Last: php-cgi drops a connection that brings no request within 5 s of the floor's start.
     const floor = await startFloor(join(dir, 'floor'), WORKERS);
-    const ports = [await freePort(), await freePort(), await freePort()];
+    const ports = [await freePort(), await freePort(), await freePort(), await freePort()];
     const ngx = await startNginx(join(dir, 'nginx'), doc, [
       { port: ports[0]!, upstream: `unix:${fcgipm.sock}`, keepAlive: true },
       { port: ports[1]!, upstream: `unix:${floor.sock}`, keepAlive: true },
       { port: ports[2]!, upstream: `unix:${fpm.sock}`, keepAlive: false },
+      ...(variant === undefined ? [] : [{ port: ports[3]!, upstream: `unix:${variant.sock}`, keepAlive: true }]),
     ]);
     const stacks = [
-      { key: 'fcgi-pm', url: `http://127.0.0.1:${ports[0]}`, pid: fcgipm.pid as number | undefined },
       { key: 'floor', url: `http://127.0.0.1:${ports[1]}`, pid: floor.pid as number | undefined },
+      { key: 'fcgi-pm', url: `http://127.0.0.1:${ports[0]}`, pid: fcgipm.pid as number | undefined },
       { key: 'php-fpm', url: `http://127.0.0.1:${ports[2]}`, pid: undefined as number | undefined },
+      ...(variant === undefined ? [] : [{ key: `fcgi-pm (${VARIANT})`, url: `http://127.0.0.1:${ports[3]}`, pid: variant.pid as number | undefined }]),
     ];
     const idleAnon = rssAnon(fcgipm.pid);
     const idleRollup = rollup(fcgipm.pid);
     let loadAnon = 0;
     let loadRollup: RollupFields | undefined;
     // Warm-up: php-cgi's first requests and V8's first compilations are no one's cost.
-    for (const s of stacks) for (const p of PAGES) await runWrk(`${s.url}/${p.page}`, CONCURRENCY, 1);
+    for (const s of stacks) for (const p of PAGES) await runWrk(`${s.url}/${p.page}`, CONCURRENCY, WARM_SECONDS);
     const cells = new Map<string, Cell>();
     const cellOf = (stack: string, page: string): Cell => {
       const k = `${stack}|${page}`;
@@ -127,7 +137,7 @@ async function cpuRows(): Promise<void> {
       if (c === undefined) cells.set(k, (c = { requests: 0, rps: [], cpu: 0 }));
       return c;
     };
-    say(`cpu: ${ROUNDS} round(s) × ${SECONDS} s per cell, ${WORKERS} workers, wrk -c${CONCURRENCY} (load average ${load()})`);
+    say(`cpu: ${ROUNDS} round(s) × ${SECONDS} s per cell after ${WARM_SECONDS} s of warm-up, ${WORKERS} workers, wrk -c${CONCURRENCY} (load average ${load()})`);
     for (let round = 0; round < ROUNDS; round++) {
       for (const p of PAGES) {
         for (let i = 0; i < stacks.length; i++) {
@@ -159,10 +169,15 @@ async function cpuRows(): Promise<void> {
       row(`daemon CPU per request, ${p.label} page (fcgi-pm, the floor)`, `${f(us(ours))} µs, ${f(us(fl))} µs: ${f(ratio, 2)}× the floor's`, '≤ 1.15× the floor', Number.isFinite(ratio) ? ratio <= 1.15 : undefined, ratio);
       const vs = median(ours.rps) / median(fp.rps);
       row(`req/s ÷ php-fpm's, ${p.label} page (fcgi-pm; the floor)`, `${f(vs, 2)}; ${f(median(fl.rps) / median(fp.rps), 2)} (${f(median(ours.rps), 0)}, ${f(median(fl.rps), 0)}, ${f(median(fp.rps), 0)} req/s)`, `≥ ${p.vsFpm.toFixed(2)}`, Number.isFinite(vs) ? vs >= p.vsFpm : undefined, vs);
+      if (variant !== undefined) {
+        const v = cellOf(`fcgi-pm (${VARIANT})`, p.page);
+        row(`the same with ${VARIANT}, ${p.label} page: CPU per request; req/s ÷ php-fpm's`, `${f(us(v))} µs: ${f(us(v) / us(fl), 2)}× the floor's; ${f(median(v.rps) / median(fp.rps), 2)} (${f(median(v.rps), 0)} req/s)`, '–', undefined, us(v) / us(fl));
+      }
     }
     row('fcgi-pm RssAnon; PSS, idle (fresh)', `${mib(idleAnon)} MiB; ${pssText(idleRollup)}`, '–', undefined, idleRollup?.pss);
     row('fcgi-pm RssAnon; PSS under load (the largest of the runs)', `${mib(loadAnon)} MiB; ${pssText(loadRollup)}`, '–', undefined, loadRollup?.pss);
     await ngx.stop();
+    await variant?.stop();
     await floor.stop();
     await fpm.stop();
     await fcgipm.stop();
@@ -184,8 +199,10 @@ function child(script: string, args: string[]): Promise<string> {
     p.stderr.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-2000)));
     const stop = (): void => void p.kill('SIGTERM');
     process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
     p.on('exit', (code, sig) => {
       process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
       if (code === 0) resolve(out);
       // The error's own line, not the source line Node prints above it.
       else reject(new Error(`${script} exited ${code ?? sig}: ${(err.split('\n').filter((l) => /Error|error:/.test(l)).slice(-2).join(' ') || err.trim() || out.slice(-1000)).slice(0, 500)}`));
@@ -250,7 +267,8 @@ async function main(): Promise<void> {
   if (JSON_FILE !== undefined) writeFileSync(JSON_FILE, JSON.stringify({ started, load: [load0, load1], short: SHORT, rows }, null, 2));
 }
 
-process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
+// Ctrl-C, or CI's time limit (scripts/test-all.sh): what was started is stopped by pid first.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void stopAll().then(() => process.exit(130)));
 main().catch(async (err: unknown) => {
   process.stderr.write(`budget: ${err instanceof Error ? err.stack : String(err)}\n`);
   await stopAll();

@@ -207,7 +207,8 @@ function fcgiPmVariant(label: string, cfg: PoolConfig, runtimeDir: string, opts:
     atZero: opts.zero ? () => pool.snapshot().workers.length === 0 && (opts.parentGone !== true || others().length === 0) : undefined,
     // Kept warm, what is held is the workers themselves.
     // At zero: the parent and what it keeps beside it (a preload spare, a resident parent's kept child).
-    heldPss: () => sum((opts.zero ? others().flatMap((p) => [p, ...childrenOf(p)]) : tree()).map(pss)),
+    // (Children it ended are zombies until it runs again: no memory, no smaps_rollup.)
+    heldPss: () => sum((opts.zero ? others().flatMap((p) => [p, ...childrenOf(p)]) : tree()).map(pss).filter(Number.isFinite)),
     workerPss: () => sum(tree().map(pss)),
     holding: () => pool.snapshot().workers.some((w) => w.state === 'busy' || (w.busySlots ?? 0) > 0),
     spawnMs: () => {

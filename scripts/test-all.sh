@@ -10,5 +10,6 @@ npm test || status=$?
 # figures go to the log beside their budgets. A CI machine is not a quiet one, so they
 # decide nothing and never fail the run; the tests' own status is the run's.
 echo "--- cost budget (short form; figures from a busy CI machine are noisy) ---"
-node dist/bench/budget.js --short || echo "budget: the short form did not complete (not a test failure)"
+# Bounded: a hang there must not hold the CI run (SIGTERM stops what it started, by pid).
+timeout -k 30 900 node dist/bench/budget.js --short || echo "budget: the short form did not complete (not a test failure)"
 exit "$status"

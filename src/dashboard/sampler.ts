@@ -80,10 +80,13 @@ export class ClusterSampler {
   subscribe(fn: (t: Tick) => void): () => void {
     const first = this.subscribers.size === 0;
     this.subscribers.add(fn);
+    // The page draws its first screen from the last sample (the idle rate's, when it is the
+    // first page), not after a read of every daemon; the fresh read follows.
+    if (this.latest !== undefined) fn(this.latest);
     if (first) {
       this.pace();
       void this.tick();
-    } else if (this.latest !== undefined) fn(this.latest);
+    }
     return () => {
       if (this.subscribers.delete(fn) && this.subscribers.size === 0) this.pace();
     };

@@ -17,19 +17,21 @@ export interface StatFields {
   cpuTicks: number;
   /** Resident pages. */
   rssPages: number;
+  /** Page faults (minor + major) since it started: unchanged, no page was mapped in since, so its RSS and its high-water mark cannot have grown. */
+  faults: number;
 }
 
 /** Parses /proc/PID/stat; undefined when it is not one. comm may hold spaces and ')'. */
 export function parseStat(text: string): StatFields | undefined {
   const close = text.lastIndexOf(')');
   if (close < 0) return undefined;
-  // Fields after "pid (comm) ": state is [0]; utime [11], stime [12], rss [21].
+  // Fields after "pid (comm) ": state is [0]; minflt [7], majflt [9], utime [11], stime [12], rss [21].
   const f = text.slice(close + 2).split(' ');
   const utime = Number(f[11]);
   const stime = Number(f[12]);
   const rss = Number(f[21]);
   if (!Number.isFinite(utime) || !Number.isFinite(stime) || !Number.isFinite(rss)) return undefined;
-  return { cpuTicks: utime + stime, rssPages: rss };
+  return { cpuTicks: utime + stime, rssPages: rss, faults: Number(f[7]) + Number(f[9]) };
 }
 
 export interface RollupFields {

@@ -9,11 +9,13 @@
  * gives no PSS. Per worker and sample: one pread of /proc/PID/stat (CPU, RSS: counters,
  * a few µs, read in place); PSS from /proc/PID/smaps_rollup is re-read only when RSS
  * moved by more than 1 MiB or 5 % since the last PSS read, or every PSS_REFRESH_SAMPLES
- * samples of a process that ran since (PSS also drifts when other processes start or
- * stop sharing pages), every PSS_QUIET_REFRESH_SAMPLES of one that did not (an idle
- * worker of an idle site: only that drift moves it); in between it is carried forward
- * with the RSS change. So a round over 200 idle workers costs 200 stat reads and a few
- * rollups, not 40. A forced read (`fresh`) always reads it. A round's rollups (`read`) go
+ * samples of a process that mapped pages since (a page fault: /proc/PID/stat counts
+ * them; PSS also drifts when other processes start or stop sharing pages), every
+ * PSS_QUIET_REFRESH_SAMPLES of one that did not (an idle worker of an idle site: only
+ * that drift moves it); in between it is carried forward with the RSS change. Its RSS
+ * high-water mark (/proc/PID/status) is read again only after a fault too. So a round
+ * over 200 idle workers costs 200 stat reads and a few rollups, not 40 rollups and 200
+ * status reads. A forced read (`fresh`) always reads it. A round's rollups (`read`) go
  * through the libuv threadpool, so the page-table walk behind smaps_rollup (~0.4 ms for a
  * php-cgi worker, ~1 ms for a Node one) never stalls the event loop; `readNow` is for one
  * worker right after its request.
@@ -47,7 +49,7 @@ export interface MemorySampler {
 }
 
 export const PSS_REFRESH_SAMPLES = 5;
-/** Samples between PSS reads of a process that has not run since the last one. */
+/** Samples between PSS reads of a process that has mapped no page since the last one. */
 export const PSS_QUIET_REFRESH_SAMPLES = 30;
 const PSS_REREAD_BYTES = 1024 * 1024;
 const PSS_REREAD_SHARE = 0.05;
@@ -61,8 +63,11 @@ interface Tracked {
   anon: number | undefined;
   /** RSS when pss was read. */
   rssAtPss: number;
-  /** CPU ticks when pss was read: unchanged, the process has not run since. */
-  ticksAtPss: number;
+  /** Page faults at the last sample, and when pss and hwm were read: unchanged, no page was mapped in since. */
+  lastFaults: number;
+  faultsAtPss: number;
+  hwm: number | undefined;
+  faultsAtHwm: number;
   samplesSincePss: number;
   /** The asynchronous read in flight. */
   pending: Promise<MemorySample | undefined> | undefined;
@@ -84,8 +89,15 @@ export class ProcSampler implements MemorySampler {
     me.close();
   }
 
+  /** VmHWM, read again only when the process faulted a page in since the last read (a tracked process: after its sample). */
   hwm(pid: number): number | undefined {
-    return readHwm(pid);
+    const t = this.tracked.get(pid);
+    if (t === undefined) return readHwm(pid);
+    if (t.hwm === undefined || t.faultsAtHwm !== t.lastFaults) {
+      t.hwm = readHwm(pid);
+      t.faultsAtHwm = t.lastFaults;
+    }
+    return t.hwm;
   }
 
   readNow(pid: number, now: number, fresh = false): MemorySample | undefined {
@@ -97,10 +109,10 @@ export class ProcSampler implements MemorySampler {
       return undefined;
     }
     let rss = st.rssPages * this.page;
-    if (t.handle.hasRollup && this.rollupDue(t, rss, st.cpuTicks, fresh)) {
+    if (t.handle.hasRollup && this.rollupDue(t, rss, st.faults, fresh)) {
       this.rollupReads++;
       const r = t.handle.readRollup();
-      if (r !== undefined) rss = this.rolledUp(t, r, st.cpuTicks);
+      if (r !== undefined) rss = this.rolledUp(t, r, st.faults);
     }
     return this.sample(t, pid, now, st, rss);
   }
@@ -137,10 +149,10 @@ export class ProcSampler implements MemorySampler {
       return undefined;
     }
     let rss = st.rssPages * this.page;
-    if (t.handle.hasRollup && this.rollupDue(t, rss, st.cpuTicks, false)) {
+    if (t.handle.hasRollup && this.rollupDue(t, rss, st.faults, false)) {
       this.rollupReads++;
       const r = await t.handle.readRollupAsync();
-      if (r !== undefined) rss = this.rolledUp(t, r, st.cpuTicks);
+      if (r !== undefined) rss = this.rolledUp(t, r, st.faults);
     }
     return this.sample(t, pid, now, st, rss);
   }
@@ -148,15 +160,15 @@ export class ProcSampler implements MemorySampler {
   private track(pid: number): Tracked {
     let t = this.tracked.get(pid);
     if (t === undefined) {
-      t = { handle: new ProcHandle(pid), lastTicks: 0, lastAt: undefined, pss: undefined, anon: undefined, rssAtPss: 0, ticksAtPss: -1, samplesSincePss: 0, pending: undefined };
+      t = { handle: new ProcHandle(pid), lastTicks: 0, lastAt: undefined, pss: undefined, anon: undefined, rssAtPss: 0, lastFaults: -1, faultsAtPss: -1, hwm: undefined, faultsAtHwm: -1, samplesSincePss: 0, pending: undefined };
       this.tracked.set(pid, t);
     }
     return t;
   }
 
-  private rollupDue(t: Tracked, rss: number, ticks: number, fresh: boolean): boolean {
+  private rollupDue(t: Tracked, rss: number, faults: number, fresh: boolean): boolean {
     const moved = Math.abs(rss - t.rssAtPss);
-    const every = ticks === t.ticksAtPss ? PSS_QUIET_REFRESH_SAMPLES : PSS_REFRESH_SAMPLES;
+    const every = faults === t.faultsAtPss ? PSS_QUIET_REFRESH_SAMPLES : PSS_REFRESH_SAMPLES;
     if (fresh || t.pss === undefined || t.samplesSincePss >= every - 1 || (moved > PSS_REREAD_BYTES && moved > t.rssAtPss * PSS_REREAD_SHARE)) return true;
     t.samplesSincePss++;
     return false;
@@ -168,11 +180,11 @@ export class ProcSampler implements MemorySampler {
    * PSS from after an allocation beside an RSS from before it would read the allocation
    * twice over (PSS above RSS, and carried forward so until the next rollup).
    */
-  private rolledUp(t: Tracked, r: RollupFields, ticks: number): number {
+  private rolledUp(t: Tracked, r: RollupFields, faults: number): number {
     t.pss = r.pss;
     t.anon = r.anon;
     t.rssAtPss = r.rss;
-    t.ticksAtPss = ticks;
+    t.faultsAtPss = faults;
     t.samplesSincePss = 0;
     return r.rss;
   }
@@ -180,6 +192,7 @@ export class ProcSampler implements MemorySampler {
   private sample(t: Tracked, pid: number, now: number, st: StatFields, rss: number): MemorySample {
     const cpu = t.lastAt !== undefined && now > t.lastAt ? (((st.cpuTicks - t.lastTicks) * MS_PER_TICK) / (now - t.lastAt)) * 100 : 0;
     t.lastTicks = st.cpuTicks;
+    t.lastFaults = st.faults;
     t.lastAt = now;
     const pss = t.pss !== undefined && t.handle.hasRollup ? Math.max(0, t.pss + (rss - t.rssAtPss)) : undefined;
     const anon = t.anon !== undefined ? Math.max(0, t.anon + (rss - t.rssAtPss)) : undefined;

@@ -103,10 +103,16 @@ export class ArrivalTrend {
     if (now - this.windowStart < span) return;
     if (this.windowStart !== -Infinity) {
       const c = this.completions;
-      // Sub-windows that passed with nothing counted showed no growth.
-      const idle = Math.min(HISTORY, Math.floor((now - this.windowStart) / span) - 1);
       const a = this.arrivals;
-      this.push(a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0, c, now - this.windowStart - idle * span);
+      const elapsed = now - this.windowStart;
+      // Whole sub-windows that passed with nothing counted. Fewer than the history's are
+      // more likely a stall of the daemon's own loop (a busy machine, a GC) than idleness:
+      // the requests of that time wait in the kernel and are counted after it, so the
+      // time joins the sub-window that was open. As many as the history holds: the pool
+      // was idle, and the history starts afresh.
+      const gaps = Math.floor(elapsed / span) - 1;
+      const idle = gaps >= HISTORY ? HISTORY : 0;
+      this.push(a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0, c, idle > 0 ? span : elapsed);
       for (let i = 0; i < idle; i++) this.push(0, 0, span);
     }
     this.windowStart = now;

@@ -199,12 +199,13 @@ test('sampler: fast while someone watches, the idle rate otherwise; rings bounde
   const ticks: number[] = [];
   idle = 20;
   const stop = sampler.subscribe((t) => ticks.push(t.cluster.daemons.length));
+  assert.deepEqual(ticks, [1], 'a new page gets the last sample at once, before any read');
   assert.equal(sampler.watching, true);
   assert.equal(sampler.rate, 1000);
   const n = reads;
   await sampler.tick(); // joins the read subscribe() started rather than doubling it
   assert.equal(reads, n);
-  assert.deepEqual(ticks, [1]);
+  assert.deepEqual(ticks, [1, 1], 'then the fresh read');
   stop();
   assert.equal(sampler.watching, false, 'the last page gone');
   assert.equal(sampler.rate, 20, 'back to the idle rate');

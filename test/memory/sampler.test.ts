@@ -18,7 +18,7 @@ const MiB = 1024 * 1024;
 
 test('parseStat: comm with spaces and parentheses; utime+stime and rss pages', () => {
   const text = '4759 (we(i)rd name) S 4756 4756 30670 0 -1 4194304 15202 0 0 0 150 25 0 0 20 0 11 0 212272 832249856 23617 18446744073709551615 1 2 3\n';
-  assert.deepEqual(parseStat(text), { cpuTicks: 175, rssPages: 23617 });
+  assert.deepEqual(parseStat(text), { cpuTicks: 175, rssPages: 23617, faults: 15202 });
   assert.equal(parseStat('garbage'), undefined);
 });
 
@@ -95,25 +95,33 @@ test('ProcSampler: PSS and RSS of a real process follow its growth; CPU since th
   assert.ok(b.anon! - a.anon! > 35 * MiB, 'anonymous memory grew');
   assert.ok(b.cpu > 0, 'allocating 40 MiB took CPU');
   // A steady process: PSS is carried forward, and re-read every PSS_REFRESH_SAMPLES samples
-  // while it runs, every PSS_QUIET_REFRESH_SAMPLES while it does not. Whether it ran is
-  // its CPU ticks, made here to stand still or move at each sample.
+  // while it faults pages in, every PSS_QUIET_REFRESH_SAMPLES while it does not (nor its
+  // high-water mark, which is read again after a fault only). Its page faults are made
+  // here to stand still or move at each sample.
   const realStat = ProcHandle.prototype.readStat;
-  let ticks = 0;
+  let faults = 0;
   let running = false;
   ProcHandle.prototype.readStat = function (this: ProcHandle) {
     const st = realStat.call(this);
-    return st === undefined ? st : { ...st, cpuTicks: running ? ++ticks : ticks };
+    return st === undefined ? st : { ...st, faults: running ? ++faults : faults };
   };
   try {
     let at = 3000;
     s.readNow(g.pid, (at += 1000), true);
     let reads = s.rollupReads;
-    for (let i = 0; i < PSS_QUIET_REFRESH_SAMPLES * 2; i++) s.readNow(g.pid, (at += 1000));
-    assert.equal(s.rollupReads - reads, 2, 'an idle process: PSS read twice in twice PSS_QUIET_REFRESH_SAMPLES samples');
+    const hwm = s.hwm(g.pid)!;
+    assert.ok(hwm >= b.rss, `VmHWM ${hwm} at least the RSS seen`);
+    await g.grow(20); // a fault the stand-still count hides: the high-water mark is not read again
+    for (let i = 0; i < PSS_QUIET_REFRESH_SAMPLES * 2; i++) {
+      s.readNow(g.pid, (at += 1000));
+      assert.equal(s.hwm(g.pid), hwm);
+    }
+    assert.equal(s.rollupReads - reads, 2, 'an idle process: PSS read at once (its RSS moved by 20 MiB), then PSS_QUIET_REFRESH_SAMPLES samples later');
     running = true;
     reads = s.rollupReads;
     for (let i = 0; i < PSS_REFRESH_SAMPLES * 2; i++) s.readNow(g.pid, (at += 1000));
     assert.equal(s.rollupReads - reads, 2, 'a running one: twice in twice PSS_REFRESH_SAMPLES samples');
+    assert.ok(s.hwm(g.pid)! >= hwm + 19 * MiB, 'after a fault the high-water mark is read again');
     // Rounds (read) follow the same rule, the rollup through the threadpool.
     running = false;
     s.readNow(g.pid, (at += 1000), true);

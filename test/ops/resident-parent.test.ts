@@ -42,7 +42,7 @@ test('warm zero: the next request, and one beside a busy worker, are served by f
     memory_budget: budget,
     memory_sample_interval: '100ms',
     pools: {
-      php: { command: phpCommand(logs, 'resident'), pm: 'ondemand', max_children: 2, idle_timeout: '1s', resident_parent: true, opcache_file_cache: false },
+      php: { command: phpCommand(logs, 'resident'), pm: 'ondemand', max_children: 2, idle_timeout: '1s', resident_parent: true, opcache_file_cache: false, max_requests: 2 },
       // Never asked: charged at this estimate, so the budget can sit below what is counted and above what is used.
       keep: { command: fixtureCommand('responder'), pm: 'static', max_children: 1, expected_worker_memory: '200MiB', inherit_env: ['PATH'] },
       other: { command: fixtureCommand('responder'), pm: 'ondemand', max_children: 1, expected_worker_memory: '1MiB', inherit_env: ['PATH'], queue_timeout: '20s' },
@@ -99,6 +99,12 @@ test('warm zero: the next request, and one beside a busy worker, are served by f
   const slept = await slow;
   assert.equal(slept.status, 200, slept.text);
   assert.doesNotMatch(slept.text, new RegExp(`pid ${beside.pid}\\b`), 'two children served the two requests');
+
+  // php-cgi recycles its children after max_requests (2) and the parent forks them again: the parent, and its opcache, stay.
+  const served: Served[] = [];
+  for (let i = 0; i < 5; i++) served.push(await get());
+  for (const s of served) assert.deepEqual([s.ppid, s.opcache_start], [parent.pid, first.opcache_start]);
+  assert.ok(new Set(served.map((s) => s.pid)).size > 2, `two children served five requests, two each at most: ${served.map((s) => s.pid).join(' ')}`);
 
   // Back at warm zero, then memory pressure: a budget just short of what is counted. other's
   // demand cannot fit beside the parent, and the parent alone makes room for it.

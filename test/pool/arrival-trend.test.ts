@@ -126,3 +126,19 @@ test('a growth once seen holds while arrivals still outrun completions (1.1×), 
   for (let t = 0; t < 25; t++) step(s, 20, 3, 4);
   assert.equal(s.verdicts.at(-1), false);
 });
+
+test('a stall of the daemon\'s loop (nothing counted for 3 sub-windows, then all that waited) does not end a growth, and a long idle does', () => {
+  const s = sim();
+  // 2× on 2 seats of 25 ms (sub-windows of 125 ms).
+  for (let t = 0; t < 40; t++) step(s, 25, 4, 2);
+  assert.equal(s.verdicts.at(-1), true);
+  // 400 ms without an event, then what arrived and finished meanwhile, counted at once.
+  s.now += 400;
+  step(s, 25, 64, 32);
+  for (let t = 0; t < 3; t++) step(s, 25, 4, 2);
+  assert.deepEqual(s.verdicts.slice(-4), [true, true, true, true], 'still growing after the stall');
+  // 2 s with nothing: the pool was idle; a burst after it is not taken for the old growth.
+  s.now += 2000;
+  step(s, 25, 30, 2);
+  assert.equal(s.verdicts.at(-1), false);
+});
