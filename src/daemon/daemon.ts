@@ -209,11 +209,13 @@ export class Daemon {
     // After an exec in place: the workers the code before handed on, still our children.
     const handover = takeHandover();
     let adopt = new Map<string, HandedWorker[]>();
+    let adoptedCount = 0;
     try {
       this.checkHost(cfg);
       const made = makeRuntimeDir(cfg, undefined, handover?.runtimeDir);
       this.privateDir = made.dir;
       if (handover !== undefined) adopt = this.sortHanded(handover, made.reused === true);
+      adoptedCount = [...adopt.values()].reduce((n, w) => n + w.length, 0);
       if (made.swept.length > 0) this.logger.info({ kind: 'runtime_dir', swept: made.swept }, `removed ${made.swept.length} runtime dir(s) of dead predecessors: ${made.swept.join(', ')}`);
       this.sweepOpcacheRoots(cfg);
       // Before anything binds: sockets from systemd or from the daemon we replace.
@@ -257,7 +259,7 @@ export class Daemon {
     }
     if (this.stopping) return;
     this._state = 'running';
-    if (handover !== undefined) this.logPhases(handover);
+    if (handover !== undefined) this.logPhases(handover, adoptedCount);
     this.logger.info(
       { kind: 'ready', listeners: this.listenerList.length, pools: this.registry.size, sites: this.sites?.status().defined, runtime_dir: this.privateDir, config: cfg.source },
       `fcgi-pm ready: ${this.listenerList.length} listener(s), ${this.registry.size} pool(s)${this.sites ? `, ${this.sites.status().defined} site(s)` : ''}`,
@@ -288,11 +290,10 @@ export class Daemon {
   }
 
   /** One line with how long each phase of the upgrade that started this code took (kind upgrade_phases). */
-  private logPhases(h: Handover): void {
+  private logPhases(h: Handover, adopted: number): void {
     const ready = Date.now();
     const t = h.times;
     const phases = { check_ms: t.checked - t.begin, stop_ms: t.exec - t.checked, boot_ms: this.startBegan - t.exec, start_ms: ready - this.startBegan };
-    const adopted = h.pools.reduce((n, p) => n + (this._config.pools.has(p.pool) ? p.workers.length : 0), 0);
     this.logger.info(
       { kind: 'upgrade_phases', ...phases, total_ms: ready - t.begin, unserved_ms: ready - t.checked, handed: h.pools.reduce((n, p) => n + p.workers.length, 0), adopted },
       `upgrade phases: check ${phases.check_ms} ms, stop ${phases.stop_ms} ms, exec and load ${phases.boot_ms} ms, start ${phases.start_ms} ms; no listener accepted for ${ready - t.checked} ms`,

@@ -77,6 +77,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     w.log = w.log.child({ wpid: h.pid });
     w.out.logger = w.log;
     w.guard.started(h.pid);
+    // Into the pool's cgroups and oom_score_adj as a spawned one (the same ones, unless the code changed them).
+    spec.onStarted?.(h.pid);
     try {
       w.readOutput(new Socket({ fd: h.out, readable: true, writable: false }), new Socket({ fd: h.err, readable: true, writable: false }), [h.out, h.err]);
     } catch (e) {

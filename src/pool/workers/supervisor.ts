@@ -226,11 +226,11 @@ export class Supervisor {
       `pool ${this.name} (${this.cfg.pm}) starting ${n} worker(s)${group}${n < wanted ? ` of ${wanted} (memory)` : ''}${adopted.length > 0 ? `, ${adopted.length} adopted from before the upgrade` : ''}`,
     );
     const step = Math.max(1, opts.step ?? n);
+    // The adopted ones are waited for with the first step (spawned in the same tick, so the policy counts them as starting).
+    let waits: Array<Promise<void>> = adopted.map((slot) => new Promise<void>((resolve) => (slot.settle = resolve)));
     try {
-      await Promise.all(adopted.map((slot) => new Promise<void>((resolve) => (slot.settle = resolve))));
-      for (let started = 0; started < n && !this.shuttingDown; ) {
+      for (let started = 0; started < n && !this.shuttingDown; waits = []) {
         const now = started < initial ? Math.min(n, initial) - started : Math.min(step, n - started);
-        const waits: Array<Promise<void>> = [];
         for (let i = 0; i < now; i++) {
           const slot = this.spawn();
           waits.push(new Promise<void>((resolve) => (slot.settle = resolve)));
@@ -238,6 +238,7 @@ export class Supervisor {
         started += now;
         await Promise.all(waits);
       }
+      if (waits.length > 0) await Promise.all(waits);
     } finally {
       this.warming = false;
       this.inServiceAt = this.clock.now();
