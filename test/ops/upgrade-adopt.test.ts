@@ -132,5 +132,4 @@ test('USR2: an unchanged pool keeps its worker pids and they serve; a changed po
   assert.ok(after.includes(same[1]!), 'the other adopted worker serves on');
   assert.equal((await httpRequest(`${ngx.url}/hello.php`)).status, 200);
   assert.deepEqual(d.logsSince(since).filter((l) => (l.level ?? 0) >= 50), [], 'no error across the upgrade');
-  if (process.env['DEBUG_ADOPT']) console.log(d.logsSince(since).filter((l) => /upgrade|adopt|exit|worker/.test(String(l.kind) + String(l.msg))).map((l) => JSON.stringify(l)).join('\n'));
 });
