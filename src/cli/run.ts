@@ -15,6 +15,7 @@ import { EXIT_FAILURE, isExpectedError, reportError } from './report.js';
 import { packageVersion } from '../version.js';
 import { startSuccessor, stopHanded, UPGRADE_CHECK_ENV, type ExecPlan } from '../daemon/upgrade.js';
 import { execInPlace } from '../daemon/exec-in-place.js';
+import { bridgeConfig } from '../daemon/bridge.js';
 
 interface RunOptions extends QuickOptions {
   config?: string;
@@ -69,6 +70,8 @@ Examples:
         process.exitCode = reportError(err);
         return;
       }
+      // The bridge of an upgrade by exec (src/daemon/bridge.ts) serves the old code's workers while the process re-executes.
+      config = bridgeConfig(config) ?? config;
       if (process.env[UPGRADE_CHECK_ENV] !== undefined) {
         process.exitCode = await checkForUpgrade(config, opts.allowRoot === true);
         return;
