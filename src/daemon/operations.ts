@@ -280,7 +280,8 @@ export class Operations {
   private async startBridge(): Promise<number | undefined> {
     const cfg = this.view.config;
     const sockets = this.sockets.handOn();
-    const listeners = sockets.filter((s) => s.address !== undefined && cfg.listen.some((l) => l.address.text === s.address));
+    // Never the Unix socket files' owner: the bridge's stop must leave them to the new code.
+    const listeners = sockets.filter((s) => s.address !== undefined && cfg.listen.some((l) => l.address.text === s.address)).map((s) => ({ ...s, ownsPath: false }));
     const missing = cfg.listen.find((l) => !listeners.some((s) => s.address === l.address.text));
     const workers = new Map<string, string[]>();
     for (const [name, pool] of this.view.pools) {

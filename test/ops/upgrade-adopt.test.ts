@@ -139,5 +139,7 @@ test('USR2: a bridge serves during the exec; an unchanged pool keeps its worker 
   assert.ok(!after.includes(victim));
   assert.ok(after.includes(same[1]!), 'the other adopted worker serves on');
   assert.equal((await httpRequest(`${ngx.url}/hello.php`)).status, 200);
+  // The bridge's stop left the Unix listener's socket file to the daemon.
+  assert.equal((await httpRequest(`${ngx.url}/unix/hello.php`)).status, 200);
   assert.deepEqual(d.logsSince(since).filter((l) => (l.level ?? 0) >= 50), [], 'no error across the upgrade');
 });
