@@ -200,8 +200,8 @@ export class Operations {
   // ---- upgrade in place, pid file -----------------------------------------------------
 
   private upgrading: Promise<Successor> | undefined;
-  /** The sockets went to a new daemon: this one only drains now. */
-  private handedOver = false;
+  /** The sockets went to a new daemon or the new code (an upgrade): their queues are its. */
+  handedOver = false;
   private pidPath: string | undefined;
 
   /**
