@@ -1,5 +1,5 @@
 /**
- * What an operator needs of a running daemon (issue 5), wired beside the Daemon so that
+ * What an operator needs of a running daemon, wired beside the Daemon so that
  * daemon.ts keeps only small hooks. Three rooms do the work: the per-request observers
  * (request-observers.ts: board, outcomes, access log), the control socket
  * (control-endpoint.ts) and reloads (reload-runner.ts); here they meet the status
