@@ -28,4 +28,5 @@ test('the long slice goes on when a request waits and off a hold after the last 
   assert.deepEqual(calls, [true, false, true], 'on again at the next wait');
   s.dispose();
   assert.equal(clock.pending, 0, 'dispose clears the timer');
+  assert.deepEqual(calls, [true, false, true, false], 'and gives the default slice back (workers handed on)');
 });

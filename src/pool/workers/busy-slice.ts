@@ -51,9 +51,12 @@ export class BusySlice {
     }, ms);
   }
 
-  /** The pool stops: no timer left behind. */
+  /** The pool stops: no timer left behind, and workers handed on to a new daemon (upgrade) get the default slice back. */
   dispose(): void {
     if (this.timer !== undefined) this.clock.clearTimer(this.timer);
     this.timer = undefined;
+    if (!this.on) return;
+    this.on = false;
+    this.apply(false);
   }
 }
