@@ -47,12 +47,16 @@ export const UPGRADE_CHECK_MS = 30_000;
 
 /** LISTEN_FDNAMES prefix of a socket handed on by an upgrade; the rest is the address text, base64url. */
 const NAME_PREFIX = 'fcgi-pm.addr.';
+/** The same for a Unix socket whose file the daemon created: the last holder removes the file at its stop. */
+const OWNED_PREFIX = 'fcgi-pm.own.';
 
 export interface HandedSocket {
   fd: number;
   /** The address text the socket was bound for ("127.0.0.1:9000", "unix:/run/x.sock"), or a systemd name. */
   address?: string;
   name?: string;
+  /** A Unix socket file this daemon created (or took over from one that did), not systemd's. */
+  ownsPath?: boolean;
 }
 
 export class UpgradeError extends Error {
@@ -64,14 +68,15 @@ export class UpgradeError extends Error {
 }
 
 /** A LISTEN_FDNAMES entry for a socket bound for `address` (FDNAMES may not hold ':'). */
-export function upgradeName(address: string): string {
-  return NAME_PREFIX + Buffer.from(address).toString('base64url');
+export function upgradeName(address: string, ownsPath = false): string {
+  return (ownsPath ? OWNED_PREFIX : NAME_PREFIX) + Buffer.from(address).toString('base64url');
 }
 
-/** The address text an upgrade name stands for, or undefined for any other name. */
-export function upgradeAddress(name: string | undefined): string | undefined {
-  if (name === undefined || !name.startsWith(NAME_PREFIX)) return undefined;
-  return Buffer.from(name.slice(NAME_PREFIX.length), 'base64url').toString();
+/** The address text an upgrade name stands for and whether its file is ours, or undefined for any other name. */
+export function upgradeAddress(name: string | undefined): { address: string; ownsPath: boolean } | undefined {
+  const prefix = name === undefined ? undefined : [NAME_PREFIX, OWNED_PREFIX].find((p) => name.startsWith(p));
+  if (prefix === undefined) return undefined;
+  return { address: Buffer.from(name!.slice(prefix.length), 'base64url').toString(), ownsPath: prefix === OWNED_PREFIX };
 }
 
 export interface Successor {
@@ -87,7 +92,7 @@ export function ownCommandLine(): string[] {
 
 /** The LISTEN_FDNAMES / EXEC_FDS_ENV name a handed socket goes by. */
 function nameOf(s: HandedSocket): string {
-  return s.address !== undefined ? upgradeName(s.address) : (s.name ?? 'unknown');
+  return s.address !== undefined ? upgradeName(s.address, s.ownsPath === true) : (s.name ?? 'unknown');
 }
 
 /**
