@@ -157,6 +157,8 @@ export interface PoolConfig {
   oomScoreAdj?: number;
   /** The pool's CPU weight against other pools (1-10000, default 100; 0 = no CPU cgroup; src/memory/cpu-cgroup.ts). */
   cpuWeight?: number;
+  /** ms: the workers' CPU slice while requests wait for them (default 10; 0 = off; src/pool/workers/busy-slice.ts). */
+  busyCpuSlice?: number;
 
   // Authorization in front of the pool (src/frontend/authorize.ts).
   /** Pool asked, as a FastCGI authorizer, before each request is dispatched here. */
