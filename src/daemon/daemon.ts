@@ -47,6 +47,9 @@ import { formatDuration } from '../config/units.js';
 import { FdGuard } from '../frontend/fd-guard.js';
 import { describeOpenFiles, raiseOpenFilesLimit } from './open-files.js';
 
+/** How long a stop goes on accepting the connections already in the listeners' accept queues. */
+const BACKLOG_DRAIN_MS = 1000;
+
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
 export type CreatePool = (cfg: PoolConfig, deps: PoolDeps) => Pool;
@@ -58,7 +61,7 @@ export interface DaemonDeps {
   createPool?: CreatePool;
   /** Defaults to src/frontend's startListener. */
   startListener?: StartListener;
-  /** Operations (issue 5): log files, how a reload reads the config, systemd notifier. */
+  /** Operations: log files, how a reload reads the config, systemd notifier. */
   operations?: Partial<Omit<OperationsOptions, 'logger'>>;
   /** -R / --allow-root: running as root, spawned pools without `user` may run workers as root. */
   allowRoot?: boolean;
@@ -472,6 +475,11 @@ export class Daemon {
     const deadline = performance.now() + timeoutMs;
     await this.ops.reloadSettled();
     const left = (): number => Math.max(0, Math.round(deadline - performance.now()));
+    // Handed on, the queues stay with the successor; else they are taken before the close resets them.
+    if (!handOn && !this.ops.handedOver) {
+      const waiting = await this.ops.sockets.drainBacklogs(new Set(this.listenerList.map((l) => l.config.address.text)), Math.min(BACKLOG_DRAIN_MS, left()));
+      if (waiting > 0) this.logger.warn({ code: ErrorCodes.STOP_FAILED, kind: 'shutdown', waiting }, `stop: ${waiting} connection(s) still waiting in the listeners' accept queues are reset by the close`);
+    }
     const listeners = await Promise.allSettled(this.listenerList.map((l) => l.close(left())));
     this.logFailures(listeners, 'closing a listener failed');
     this.sites?.close();

@@ -1,5 +1,5 @@
 /**
- * What an operator needs of a running daemon (issue 5), wired beside the Daemon so that
+ * What an operator needs of a running daemon, wired beside the Daemon so that
  * daemon.ts keeps only small hooks. Three rooms do the work: the per-request observers
  * (request-observers.ts: board, outcomes, access log), the control socket
  * (control-endpoint.ts) and reloads (reload-runner.ts); here they meet the status
@@ -201,8 +201,8 @@ export class Operations {
   // ---- upgrade in place, pid file -----------------------------------------------------
 
   private upgrading: Promise<Successor> | undefined;
-  /** The sockets went to a new daemon: this one only drains now. */
-  private handedOver = false;
+  /** The sockets went to a new daemon or the new code (an upgrade): their queues are its. */
+  handedOver = false;
   private pidPath: string | undefined;
 
   /**
