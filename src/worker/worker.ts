@@ -493,11 +493,13 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 function outputPipes(): [[number, number], [number, number]] | undefined {
   const a = handOverAddon();
   if (a === undefined) return undefined;
-  const out = a.pipeForChild();
+  let out: [number, number] | undefined;
   try {
+    out = a.pipeForChild();
     return [out, a.pipeForChild()];
   } catch {
-    for (const fd of out) closeQuiet(fd);
+    // Out of descriptors: Node's own pipes will say so at spawn.
+    for (const fd of out ?? []) closeQuiet(fd);
     return undefined;
   }
 }
