@@ -10,7 +10,7 @@ import type { KeySpec, KeyType } from './key-spec.js';
 const positiveDuration = { kind: 'duration', min: 1 } as const;
 const anyDuration = { kind: 'duration', min: 0 } as const;
 
-// Memory governor (issue 4; docs/memory.md). Sizes of 0 mean off.
+// Memory governor (docs/memory.md). Sizes of 0 mean off.
 const memorySize = { kind: 'size', min: 0, max: 2 ** 40 } as const;
 const sampleInterval = { kind: 'duration', min: 100 } as const;
 const oomScore = { kind: 'int', min: -1000, max: 1000 } as const;
@@ -59,7 +59,7 @@ const AUTHORIZER_POOL_KEYS: readonly KeySpec[] = [
   { key: 'script', field: 'script', type: { kind: 'path' }, defaultText: '(none)', doc: 'Every request this pool gets runs this file: SCRIPT_FILENAME is set to it (SCRIPT_NAME and the rest are left as they came). For a PHP authorizer pool (authorizer requests carry no SCRIPT_FILENAME) or a single-entry application.' },
 ];
 
-// Operations (issue 5; docs/operations.md): status pages, the control socket, log files.
+// Operations (docs/operations.md): status pages, the control socket, log files.
 const OPERATIONS_LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'name', field: 'name', type: { kind: 'string' }, doc: 'A name for this listener: with systemd socket activation, the FileDescriptorName= of the socket it takes over.' },
   { key: 'status_path', field: 'statusPath', type: { kind: 'url-path' }, doc: "Answer requests for this path (e.g. /status) with fcgi-pm's status page (PHP-FPM compatible; ?json, ?full, ?html, ?openmetrics), even when every worker is busy." },

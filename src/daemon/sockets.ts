@@ -16,11 +16,11 @@ import { closeSync } from 'node:fs';
 import type { Server } from 'node:net';
 import type { Config } from '../config/types.js';
 import { ErrorCodes } from '../errors.js';
-import { keepUnixPaths, listenOn, removeSocketFile, type ListenOptions } from '../frontend/listen.js';
+import { keepUnixPaths, listenOn, releaseUnixPath, removeSocketFile, type ListenOptions } from '../frontend/listen.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import { findListeningFd } from '../util/proc-sockets.js';
-import { SharedSocket } from '../worker/shared-socket.js';
+import { acceptQueueOf, SharedSocket } from '../worker/shared-socket.js';
 import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
 import { upgradeAddress, type HandedSocket } from './upgrade.js';
 
@@ -128,6 +128,28 @@ export class Sockets {
     }
     this.waiting.clear();
     if (left.length > 0) this.logger.info({ kind: 'upgrade', closed: left }, `inherited sockets no listener uses, closed: ${left.join(', ')}`);
+  }
+
+  /**
+   * A stop with no successor: closing a listener resets the connections still in its
+   * accept queue (nginx answers them 502). So first the Unix socket files of `addresses`
+   * go (a new connection is refused at once and nginx tries its next server), then the
+   * servers go on accepting until their queues are empty, for at most `maxMs`; what they
+   * take is served like any connection accepted just before the close. A TCP port cannot
+   * turn new connections away while it listens: its queue is emptied once, and a
+   * connection arriving in the last instant is still reset. Resolves with the number
+   * left waiting (0 when all were taken).
+   */
+  async drainBacklogs(addresses: ReadonlySet<string>, maxMs: number): Promise<number> {
+    const live = [...this.bound].filter((b) => b.server.listening && addresses.has(b.address.text));
+    for (const b of live) if (b.address.kind === 'unix') releaseUnixPath(b.server);
+    const fds = live.map((b) => b.fd ?? fdOf(b.server, b.address)).filter((fd): fd is number => fd !== undefined);
+    const deadline = performance.now() + maxMs;
+    for (;;) {
+      const waiting = fds.reduce((n, fd) => n + (acceptQueueOf(fd) ?? 0), 0);
+      if (waiting === 0 || performance.now() >= deadline) return waiting;
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   /** Every listening socket held now, with its descriptor, for an upgrade in place. */

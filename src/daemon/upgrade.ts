@@ -105,9 +105,11 @@ export function startSuccessor(
   readySeats: ReadonlyMap<string, number> = new Map(),
   argv: readonly string[] = ownCommandLine(),
   readyMs = UPGRADE_READY_MS,
+  extraEnv: NodeJS.ProcessEnv = {},
 ): Promise<Successor> {
   const n = sockets.length;
-  const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_FD_ENV]: String(3 + n), [UPGRADE_WARM_ENV]: JSON.stringify(Object.fromEntries(readySeats)) };
+  const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_FD_ENV]: String(3 + n), [UPGRADE_WARM_ENV]: JSON.stringify(Object.fromEntries(readySeats)), ...extraEnv };
+  for (const [k, v] of Object.entries(extraEnv)) if (v === undefined) delete env[k];
   delete env['LISTEN_PID'];
   if (n > 0) {
     env['LISTEN_FDS'] = String(n);
@@ -209,6 +211,8 @@ export interface ExecPlan {
   keep?: number[];
   /** Epoch ms the upgrade began and the new code passed its check (the phases the new code logs). */
   times?: { begin: number; checked: number };
+  /** The pid of the bridge serving while the exec and the new code's start happen (bridge.ts). */
+  bridge?: number;
 }
 
 /**
@@ -219,6 +223,8 @@ export interface ExecPlan {
  */
 export interface Handover {
   runtimeDir: string | undefined;
+  /** The bridge that serves while the new code starts (bridge.ts): stopped once the new code serves. */
+  bridge?: number | undefined;
   pools: HandedPool[];
   times: { begin: number; checked: number; exec: number };
 }
@@ -235,7 +241,7 @@ export const UPGRADE_HANDOVER_ENV = 'FCGI_PM_UPGRADE_HANDOVER';
 /** The plan with the handed workers: their record in the environment, their output pipes kept. */
 export function withHandover(plan: ExecPlan, pools: HandedPool[], runtimeDir: string | undefined, now = Date.now()): ExecPlan {
   const begin = plan.times?.begin ?? now;
-  const h: Handover = { runtimeDir, pools, times: { begin, checked: plan.times?.checked ?? begin, exec: now } };
+  const h: Handover = { runtimeDir, pools, bridge: plan.bridge, times: { begin, checked: plan.times?.checked ?? begin, exec: now } };
   const keep = pools.flatMap((p) => p.workers.flatMap((w) => [w.out, w.err]));
   return { ...plan, env: { ...plan.env, [UPGRADE_HANDOVER_ENV]: JSON.stringify(h) }, keep: [...(plan.keep ?? []), ...keep] };
 }
@@ -250,7 +256,7 @@ export function takeHandover(env: NodeJS.ProcessEnv = process.env): Handover | u
     if (typeof h !== 'object' || h === null || !Array.isArray(h.pools) || typeof h.times !== 'object') return undefined;
     const pools = h.pools.filter((p) => typeof p.pool === 'string' && typeof p.config === 'string' && Array.isArray(p.workers));
     for (const p of pools) p.workers = p.workers.filter(isHandedWorker);
-    return { runtimeDir: typeof h.runtimeDir === 'string' ? h.runtimeDir : undefined, pools, times: h.times };
+    return { runtimeDir: typeof h.runtimeDir === 'string' ? h.runtimeDir : undefined, pools, bridge: Number.isInteger(h.bridge) ? h.bridge : undefined, times: h.times };
   } catch {
     return undefined;
   }

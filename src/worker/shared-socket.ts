@@ -48,6 +48,20 @@ export function directSocketSupport(): string | undefined {
   return addonProblem;
 }
 
+/**
+ * Connections waiting in the accept queue of any listening socket `fd` (Unix or TCP, a
+ * net.Server's too); undefined without the addon or when the kernel does not say.
+ */
+export function acceptQueueOf(fd: number): number | undefined {
+  const lib = loadAddon();
+  if (lib === undefined) return undefined;
+  try {
+    return lib.queued(fd)[0];
+  } catch {
+    return undefined;
+  }
+}
+
 export interface SocketOptions {
   backlog: number;
   /** Unix sockets: file mode and owner. */

@@ -170,6 +170,14 @@ export class SpawnedPool extends PoolBase {
     return this.handed;
   }
 
+  handableAddresses(): string[] {
+    if (this.deps.workerAdopter === undefined || this.deps.directFallback !== undefined) return [];
+    const parked = this.supervisor.parkedParent()?.slot;
+    const out: string[] = [];
+    for (const s of this.supervisor.slots) if (s.state === 'up' && s !== parked && s.worker.address.kind === 'unix') out.push(s.worker.address.text);
+    return out;
+  }
+
   protected async shutdown(reason: StopReason = 'shutdown'): Promise<void> {
     this.requestTimer.dispose();
     this.busySlice?.dispose();
