@@ -209,7 +209,7 @@ function stackPids(root: number, daemon: boolean): StackPids {
   return { daemon: daemon ? root : undefined, quiet: of('quiet'), noisy: of('noisy') };
 }
 
-/** Where a process runs, as the scheduler sees it: its CPU cgroup (v1 cpu, else v2) and its autogroup. */
+/** Where a process runs, as the scheduler sees it: its CPU cgroup (v1 cpu, else v2) and its autogroup with its nice. */
 function placement(pid: number | undefined): string {
   if (pid === undefined) return '–';
   try {
@@ -217,7 +217,7 @@ function placement(pid: number | undefined): string {
     const cpu = cg.find((l) => /^\d+:([^:]*,)?cpu(,[^:]*)?:/.test(l)) ?? cg.find((l) => l.startsWith('0::'));
     let auto = '';
     try {
-      auto = readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim().split(' ')[0]!;
+      auto = readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim();
     } catch {
       // no autogroups on this kernel
     }
@@ -250,7 +250,7 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
   const ngxWorker = childPids(ngx.pid);
   const pids = stacks.map((st) => stackPids(st.s.proc.pid, st.daemon));
   process.stdout.write(`\nnoisy neighbour: quiet pool (1 client, small page) alone, then beside a noisy pool (30 clients of a 20 ms CPU-bound page), 4 workers each, ${seconds} s windows; ${machineLine()}\n`);
-  process.stdout.write('where each runs (CPU cgroup, autogroup): ' + `nginx worker ${placement(ngxWorker[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
+  process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker ${placement(ngxWorker[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
   process.stdout.write('| stack | quiet p99 alone ms | quiet p99 beside ms | ratio | noisy served req/s | noisy answers |\n|---|---|---|---|---|---|\n');
   const waits: string[] = [];
   const us = (n: number | undefined): string => (n === undefined ? '–' : n.toFixed(0));
