@@ -172,11 +172,13 @@ async function main(): Promise<void> {
 
     const times: number[] = [];
     let body = '';
+    const s0 = nowUs();
     for (let i = 0; i < 20; i++) {
       const r = await get(`http://127.0.0.1:${http}/status?prometheus`);
       times.push(r.ms);
       body = r.body;
     }
+    windows.push({ what: '20 Prometheus scrapes', fromUs: s0, toUs: nowUs() });
     Object.assign(figures, { scrapeMedianMs: median(times), scrapeMinMs: Math.min(...times), scrapeMaxMs: Math.max(...times), scrapeBytes: body.length });
     console.log(`scrape with ${ACTIVE} active pools: median ${median(times).toFixed(1)} ms (min ${Math.min(...times).toFixed(1)}, max ${Math.max(...times).toFixed(1)}), ${(body.length / 1024).toFixed(0)} KiB, ${seriesOf(body)} series (${siteSeries(body)} of sites) (targets ≤ 50 ms, ≤ 1 MB)`);
 
