@@ -48,7 +48,8 @@ writeFileSync(file, stringify({
   runtime_dir: join(dir, 'run'),
   pid_file: pidFile,
   upgrade: MODE,
-  log: { access: false, level: 'warn' },
+  // info: the upgrades' phase lines (kind upgrade_phases) are printed at the end.
+  log: { access: false, level: 'info', file: join(dir, 'daemon.log') },
   listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${fcgiPort}`, pool: 'php' }],
   pools: { php: { command: ['php-cgi'], pm: PM, max_children: 4, kill_timeout: '2s', ...(RESIDENT ? { resident_parent: true } : {}) } },
 }));
@@ -124,6 +125,12 @@ const restarted = await runWrk(url, CONNECTIONS, SECONDS);
 await restart;
 lines.push(row('1 stop + start', restarted));
 console.log(lines.join('\n'));
+// What each upgrade's log line says of its phases, and how many workers went on.
+for (const l of readFileSync(join(dir, 'daemon.log'), 'utf8').split('\n')) {
+  if (!l.includes('"upgrade_phases"')) continue;
+  const o = JSON.parse(l) as Record<string, number>;
+  console.log(`upgrade phases: check ${o['check_ms']} ms (serving), stop ${o['stop_ms']} ms, exec and load ${o['boot_ms']} ms, start ${o['start_ms']} ms: no listener accepted for ${o['unserved_ms']} ms; workers handed over ${o['handed']}, adopted ${o['adopted']}`);
+}
 console.log(`daemons: ${pids.join(' → ')}; old daemons still running after the upgrades: ${left.length === 0 ? 'none' : left.join(', ')}`);
 console.log(`the pid this bench started and waits on (as runit would), ${held}: ${heldServes ? 'still serves after the upgrades' : 'exited; another pid serves'}`);
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static napi_value throw_errno(napi_env env, const char *what, int err) {
@@ -158,11 +159,66 @@ static napi_value exec_in_place(napi_env env, napi_callback_info info) {
   return throw_errno(env, what, err);
 }
 
+/*
+ * pipeForChild() -> [read, write]: a pipe for a worker's stdout or stderr, both ends
+ * close-on-exec, whose numbers the daemon knows (libuv's own stdio pipes are socketpairs
+ * whose descriptors Node does not say): an exec in place keeps the read end for the new code.
+ */
+static napi_value pipe_for_child(napi_env env, napi_callback_info info) {
+  (void)info;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) < 0) return throw_errno(env, "pipe2", errno);
+  napi_value out, r, w;
+  napi_create_array_with_length(env, 2, &out);
+  napi_create_int32(env, fds[0], &r);
+  napi_create_int32(env, fds[1], &w);
+  napi_set_element(env, out, 0, r);
+  napi_set_element(env, out, 1, w);
+  return out;
+}
+
+/*
+ * reap(pid) -> undefined while it runs; {code} or {signal} once it exited (reaped now);
+ * {gone: true} when it is no child of ours (already reaped). For the workers an exec in
+ * place handed to the new code: they are still this process's children, but libuv reaps
+ * only the children it spawned itself.
+ */
+static napi_value reap(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t pid = -1;
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &pid) != napi_ok || pid <= 0) return throw_errno(env, "reap", EINVAL);
+  int status = 0;
+  pid_t r;
+  do r = waitpid(pid, &status, WNOHANG);
+  while (r < 0 && errno == EINTR);
+  napi_value out, v;
+  if (r == 0) {
+    napi_get_undefined(env, &out);
+    return out;
+  }
+  napi_create_object(env, &out);
+  if (r < 0) {
+    napi_get_boolean(env, true, &v);
+    napi_set_named_property(env, out, "gone", v);
+  } else if (WIFSIGNALED(status)) {
+    napi_create_int32(env, WTERMSIG(status), &v);
+    napi_set_named_property(env, out, "signal", v);
+  } else {
+    napi_create_int32(env, WEXITSTATUS(status), &v);
+    napi_set_named_property(env, out, "code", v);
+  }
+  return out;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     {"dupForExec", NULL, dup_for_exec, NULL, NULL, NULL, napi_default, NULL},
     {"closeFd", NULL, close_fd, NULL, NULL, NULL, napi_default, NULL},
     {"exec", NULL, exec_in_place, NULL, NULL, NULL, napi_default, NULL},
+    {"pipeForChild", NULL, pipe_for_child, NULL, NULL, NULL, napi_default, NULL},
+    {"reap", NULL, reap, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

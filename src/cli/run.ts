@@ -13,7 +13,7 @@ import { hasQuickOptions, quickConfigObject, UsageError, type QuickOptions } fro
 import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
 import { EXIT_FAILURE, isExpectedError, reportError } from './report.js';
 import { packageVersion } from '../version.js';
-import { startSuccessor, UPGRADE_CHECK_ENV, type ExecPlan } from '../daemon/upgrade.js';
+import { startSuccessor, stopHanded, UPGRADE_CHECK_ENV, type ExecPlan } from '../daemon/upgrade.js';
 import { execInPlace } from '../daemon/exec-in-place.js';
 
 interface RunOptions extends QuickOptions {
@@ -175,6 +175,8 @@ async function reexec(plan: ExecPlan, config: Config): Promise<number> {
   const logFiles = new LogFiles(config.log);
   const logger = logFiles.logger;
   logger.error({ code: ErrorCodes.UPGRADE_FAILED, kind: 'upgrade', err: why }, `upgrade: the exec failed (${why}); starting the new code with a new pid instead`);
+  // The workers handed on for the exec go with this process: the new daemon starts its own.
+  stopHanded(plan);
   try {
     const next = await startSuccessor(plan.sockets, plan.readySeats);
     logger.warn({ code: ErrorCodes.UPGRADE_NO_EXEC, kind: 'upgrade', new_pid: next.pid }, `upgrade: the new code serves as pid ${next.pid}; pid ${process.pid} exits`);

@@ -32,11 +32,13 @@ import { PoolRegistry } from './pool-registry.js';
 import { Sites } from './vhosts/sites.js';
 import { openSiteSource } from './vhosts/open-source.js';
 import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
-import { takeReadySeats, UpgradeError, type ExecPlan, type Successor } from './upgrade.js';
+import { takeHandover, takeReadySeats, UpgradeError, withHandover, type ExecPlan, type HandedPool, type Handover, type Successor } from './upgrade.js';
+import type { HandedWorker } from '../worker/types.js';
+import { endHanded } from '../worker/handover.js';
 import { opcacheRoot, ROOT_CACHE_DIR } from '../config/opcache-path.js';
 import { sweepCacheRoots } from '../worker/php-cache.js';
 import { Operations, type OperationsOptions } from './operations.js';
-import { warmStartOf, type ReloadReport } from './reload.js';
+import { poolFingerprint, warmStartOf, type ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
 import { ErrorCodes } from '../errors.js';
 import { formatDuration } from '../config/units.js';
@@ -65,6 +67,8 @@ export interface StopOptions {
   immediate?: boolean;
   /** No shutdown_delay: the sockets stay open for what comes next (an exec in place). */
   noDelay?: boolean;
+  /** An exec in place follows: idle workers of spawned pools are handed on (handOn()) instead of stopped. */
+  handOn?: boolean;
   /** How long running requests may finish, instead of shutdown_timeout (fcgi-pm stop --graceful-timeout). */
   timeoutMs?: number;
 }
@@ -85,6 +89,10 @@ export class Daemon {
   /** The memory governor all pools share (memory_budget, sampling): docs/memory.md. */
   private governor: HostGovernor | undefined;
   private stopping: Promise<void> | undefined;
+  /** Workers the pools handed on in a stop for an exec in place, by pool. */
+  private readonly handed: HandedPool[] = [];
+  /** When start() began (epoch ms), for the upgrade's phases. */
+  private startBegan = 0;
   /** Ends shutdown_delay early (a second signal, an immediate stop). */
   private skipDelay: (() => void) | undefined;
   readonly ctx: FrontendContext;
@@ -196,11 +204,18 @@ export class Daemon {
   async start(): Promise<void> {
     if (this._state !== 'new') throw new Error(`Daemon.start() called in state ${this._state}`);
     this._state = 'starting';
+    this.startBegan = Date.now();
     const cfg = this._config;
+    // After an exec in place: the workers the code before handed on, still our children.
+    const handover = takeHandover();
+    let adopt = new Map<string, HandedWorker[]>();
+    let adoptedCount = 0;
     try {
       this.checkHost(cfg);
-      const made = makeRuntimeDir(cfg);
+      const made = makeRuntimeDir(cfg, undefined, handover?.runtimeDir);
       this.privateDir = made.dir;
+      if (handover !== undefined) adopt = this.sortHanded(handover, made.reused === true);
+      adoptedCount = [...adopt.values()].reduce((n, w) => n + w.length, 0);
       if (made.swept.length > 0) this.logger.info({ kind: 'runtime_dir', swept: made.swept }, `removed ${made.swept.length} runtime dir(s) of dead predecessors: ${made.swept.join(', ')}`);
       this.sweepOpcacheRoots(cfg);
       // Before anything binds: sockets from systemd or from the daemon we replace.
@@ -220,7 +235,12 @@ export class Daemon {
       }
       // After an upgrade in place, as many workers as the daemon we replace had ready.
       const handedSeats = takeReadySeats();
-      await Promise.all([...this.registry.pools.values()].map((p) => p.start(warmStartOf(handedSeats.get(p.name) ?? 0))));
+      await Promise.all([...this.registry.pools.values()].map((p) => {
+        const warm = warmStartOf(handedSeats.get(p.name) ?? 0);
+        const workers = adopt.get(p.name);
+        return p.start(workers === undefined ? warm : { seats: warm?.seats ?? 0, step: warm?.step ?? 1, adopt: workers });
+      }));
+      adopt.clear();
       if (cfg.vhosts !== undefined) await this.startSites(cfg.vhosts);
       for (const l of cfg.listen) {
         if (this.stopping) break; // a signal arrived while starting
@@ -231,17 +251,64 @@ export class Daemon {
       if (!this.stopping) await this.ops.dashboard.open(cfg);
       this.ops.closeUnusedInherited();
     } catch (err) {
+      // Handed workers no pool took must not outlive the start that failed.
+      for (const workers of adopt.values()) endHanded(workers, this.logger);
       // The caller reports the error once (src/cli/run.ts); here we only undo.
       await this.stop({ immediate: true });
       throw err;
     }
     if (this.stopping) return;
     this._state = 'running';
+    if (handover !== undefined) this.logPhases(handover, adoptedCount);
     this.logger.info(
       { kind: 'ready', listeners: this.listenerList.length, pools: this.registry.size, sites: this.sites?.status().defined, runtime_dir: this.privateDir, config: cfg.source },
       `fcgi-pm ready: ${this.listenerList.length} listener(s), ${this.registry.size} pool(s)${this.sites ? `, ${this.sites.status().defined} site(s)` : ''}`,
     );
     this.ops.ready();
+  }
+
+  /**
+   * The workers an exec in place handed on, by pool: those of a pool whose settings are the
+   * same go to it (adopted at its start); the others (a changed or removed pool, or their
+   * runtime dir not ours any more) are stopped and reaped. One line per pool says which.
+   */
+  private sortHanded(h: Handover, dirKept: boolean): Map<string, HandedWorker[]> {
+    const adopt = new Map<string, HandedWorker[]>();
+    for (const hp of h.pools) {
+      const p = this._config.pools.get(hp.pool);
+      const n = hp.workers.length;
+      const same = p !== undefined && dirKept && poolFingerprint(p) === hp.config;
+      if (same) adopt.set(hp.pool, hp.workers);
+      else endHanded(hp.workers, this.logger);
+      const why = p === undefined ? 'the pool is gone' : !dirKept ? 'their runtime dir is gone' : 'the pool changed';
+      this.logger.info(
+        { kind: 'upgrade', pool: hp.pool, handed: n, adopted: same ? n : 0, pids: hp.workers.map((w) => w.pid) },
+        same ? `upgrade: pool ${hp.pool}: ${n} worker(s) handed over, adopted` : `upgrade: pool ${hp.pool}: ${n} worker(s) handed over, stopped (${why}); new ones start`,
+      );
+    }
+    return adopt;
+  }
+
+  /** One line with how long each phase of the upgrade that started this code took (kind upgrade_phases). */
+  private logPhases(h: Handover, adopted: number): void {
+    const ready = Date.now();
+    const t = h.times;
+    const phases = { check_ms: t.checked - t.begin, stop_ms: t.exec - t.checked, boot_ms: this.startBegan - t.exec, start_ms: ready - this.startBegan };
+    this.logger.info(
+      { kind: 'upgrade_phases', ...phases, total_ms: ready - t.begin, unserved_ms: ready - t.checked, handed: h.pools.reduce((n, p) => n + p.workers.length, 0), adopted },
+      `upgrade phases: check ${phases.check_ms} ms, stop ${phases.stop_ms} ms, exec and load ${phases.boot_ms} ms, start ${phases.start_ms} ms; no listener accepted for ${ready - t.checked} ms`,
+    );
+  }
+
+  /**
+   * After a stop for an exec in place (stop({handOn})): the plan with the workers the
+   * pools handed on, one line per pool saying how many; the private runtime dir stays for them.
+   */
+  handOn(plan: ExecPlan): ExecPlan {
+    for (const hp of this.handed) {
+      this.logger.info({ kind: 'upgrade', pool: hp.pool, handed: hp.workers.length, pids: hp.workers.map((w) => w.pid) }, `upgrade: pool ${hp.pool} hands ${hp.workers.length} worker(s) over to the new code`);
+    }
+    return withHandover(plan, this.handed, this.handed.length > 0 ? this.privateDir : undefined);
   }
 
   /** What this host would refuse (src/daemon/preflight.ts): throws ConfigError; notices are logged. */
@@ -329,9 +396,10 @@ export class Daemon {
     this._state = 'stopping';
     this.ops.stopping();
     const delayMs = immediate || opts.noDelay === true ? 0 : this._config.shutdownDelay;
-    this.stopping = this.serveOn(delayMs).then(() => this.closeAll(immediate ? 0 : (opts.timeoutMs ?? this._config.shutdownTimeout))).finally(async () => {
+    this.stopping = this.serveOn(delayMs).then(() => this.closeAll(immediate ? 0 : (opts.timeoutMs ?? this._config.shutdownTimeout), opts.handOn === true)).finally(async () => {
       this.governor?.dispose();
-      this.removePrivateDir();
+      // Handed workers' sockets are in it: the new code takes it again.
+      if (this.handed.length === 0) this.removePrivateDir();
       this.ops.removePidFile();
       this._state = 'stopped';
       this.logger.info({ kind: 'stopped' }, 'fcgi-pm stopped');
@@ -379,15 +447,23 @@ export class Daemon {
     });
   }
 
-  private async closeAll(timeoutMs: number): Promise<void> {
+  private async closeAll(timeoutMs: number, handOn = false): Promise<void> {
     const deadline = performance.now() + timeoutMs;
     await this.ops.reloadSettled();
     const left = (): number => Math.max(0, Math.round(deadline - performance.now()));
     const listeners = await Promise.allSettled(this.listenerList.map((l) => l.close(left())));
     this.logFailures(listeners, 'closing a listener failed');
     this.sites?.close();
-    const pools = await this.registry.stopAll(left());
+    // Only the config's own pools hand workers on (a vhosts site's pool starts again on its first request).
+    const pools = await this.registry.stopAll(left(), (name) => (handOn && this._config.pools.has(name) ? 'upgrade' : 'shutdown'));
     this.logFailures(pools, 'stopping a pool failed');
+    if (handOn) {
+      for (const [name, pool] of this.registry.pools) {
+        const workers = pool.handedOn?.() ?? [];
+        const cfg = this._config.pools.get(name);
+        if (workers.length > 0 && cfg !== undefined) this.handed.push({ pool: name, config: poolFingerprint(cfg), workers: [...workers] });
+      }
+    }
     await this.ops.closeAll(left());
   }
 

@@ -213,13 +213,14 @@ export class Operations {
   upgrade(canExec = false): Promise<Successor> {
     if (this.handedOver) return Promise.reject(new UpgradeError('this daemon already handed its sockets to a new one'));
     if (this.upgrading !== undefined) return Promise.reject(new UpgradeError('an upgrade is already under way'));
+    const begin = Date.now();
     const run = async (): Promise<Successor> => {
       await this.reloadSettled();
       const seats = new Map<string, number>();
       for (const [name, pool] of this.view.pools) seats.set(name, readySeats(pool));
       if ((this.view.config.upgrade ?? 'exec') === 'exec') {
         const why = canExec ? execSupport() : 'this daemon does not own its process';
-        if (why === undefined) return this.prepareExec(seats);
+        if (why === undefined) return this.prepareExec(seats, begin);
         this.logger.warn({ code: ErrorCodes.UPGRADE_NO_EXEC, kind: 'upgrade', reason: why }, `upgrade: cannot re-execute in place (${why}); starting the new code with a new pid instead, which a supervisor waiting on pid ${process.pid} sees exit`);
       }
       const sockets = this.sockets.handOn();
@@ -249,7 +250,7 @@ export class Operations {
    * outlive the servers the stop closes, and connections wait in their queues), the pid
    * file stays (the pid does), and systemd hears RELOADING=1 (READY=1 comes from the new code).
    */
-  private async prepareExec(seats: ReadonlyMap<string, number>): Promise<Successor> {
+  private async prepareExec(seats: ReadonlyMap<string, number>, begin: number): Promise<Successor> {
     this.logger.info({ kind: 'upgrade' }, 'upgrade: checking that the new code on disk starts');
     await checkSuccessor();
     const sockets = this.sockets.handOn();
@@ -265,7 +266,7 @@ export class Operations {
     this.pidPath = undefined;
     void this.notifier.reloading();
     this.logger.info({ kind: 'upgrade', sockets: kept.length, exec: true }, `upgrade: the new code starts; pid ${process.pid} re-executes it once its running requests finish, keeping ${kept.length} listening socket(s) (new connections wait in their queues)`);
-    return { pid: process.pid, exec: execPlan(kept, seats) };
+    return { pid: process.pid, exec: { ...execPlan(kept, seats), times: { begin, checked: Date.now() } } };
   }
 
   writePidFile(cfg: Config): void {

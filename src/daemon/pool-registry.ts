@@ -8,7 +8,7 @@
 import type { PoolGenerations } from '../control/generations.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Logger } from '../log/log.js';
-import type { Pool } from '../pool/types.js';
+import type { Pool, StopReason } from '../pool/types.js';
 import { ErrorCodes } from '../errors.js';
 
 export type PoolFactory = (cfg: PoolConfig, runtimeDir?: string) => Pool;
@@ -77,7 +77,7 @@ export class PoolRegistry {
   }
 
   /** Stops every live pool (daemon stop); they stay listed until stopped. */
-  stopAll(timeoutMs: number): Promise<PromiseSettledResult<void>[]> {
-    return Promise.allSettled([...this.live.values()].map((p) => p.stop(timeoutMs)));
+  stopAll(timeoutMs: number, reason: (name: string) => StopReason = () => 'shutdown'): Promise<PromiseSettledResult<void>[]> {
+    return Promise.allSettled([...this.live.values()].map((p) => p.stop(timeoutMs, reason(p.name))));
   }
 }

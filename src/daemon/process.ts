@@ -42,13 +42,13 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
 
   const stopThenExit = (immediate: boolean, timeoutMs?: number, plan?: ExecPlan): void => {
     const noDelay = plan !== undefined;
-    const stopped = daemon.stop({ immediate, timeoutMs, noDelay });
+    const stopped = daemon.stop({ immediate, timeoutMs, noDelay, handOn: plan !== undefined });
     let done = false;
     const end = (code: number): void => {
       if (done) return;
       done = true;
       clearTimeout(watchdog);
-      if (plan !== undefined) hooks.exec(plan);
+      if (plan !== undefined) hooks.exec(daemon.handOn(plan));
       else hooks.exit(code);
     };
     // Pools bound their own stop by shutdown_timeout + kill_timeout; this is the last resort.

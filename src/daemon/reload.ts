@@ -22,6 +22,7 @@
  *     gap where connects are refused; avoid by changing those settings at a quiet time,
  *     or by adding a listener next to it).
  */
+import { createHash } from 'node:crypto';
 import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
 import type { FrontendContext, Listener } from '../frontend/index.js';
 import type { Logger } from '../log/log.js';
@@ -55,6 +56,11 @@ export function stable(v: unknown): string {
 
 export function samePool(a: PoolConfig, b: PoolConfig): boolean {
   return stable(a) === stable(b);
+}
+
+/** A pool's settings as a short digest: what an exec in place compares to adopt the workers of an unchanged pool. */
+export function poolFingerprint(p: PoolConfig): string {
+  return createHash('sha256').update(stable(p)).digest('base64url').slice(0, 22);
 }
 
 function withoutInPlace(l: ListenerConfig): Record<string, unknown> {

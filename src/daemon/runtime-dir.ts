@@ -36,9 +36,16 @@ export interface MadeRuntimeDir {
   dir: string;
   /** Directories of dead predecessors removed on the way. */
   swept: string[];
+  /** The directory the code before an exec in place kept (makeRuntimeDir's `reuse`). */
+  reused?: boolean;
 }
 
-export function makeRuntimeDir(cfg: RuntimeSetting, alive: (pid: number) => boolean = pidAlive): MadeRuntimeDir {
+/**
+ * `reuse`: the directory the code before an exec in place of this process kept for the
+ * workers it handed on (their sockets are in it), taken again when it is this process's
+ * own (same base, named for our pid) and still there.
+ */
+export function makeRuntimeDir(cfg: RuntimeSetting, alive: (pid: number) => boolean = pidAlive, reuse?: string): MadeRuntimeDir {
   const base = runtimeBase(cfg);
   // /run/fcgi-pm holds the sockets the front end connects to (docs/direct.md puts them
   // there): it must let others pass, whoever made it first.
@@ -52,7 +59,18 @@ export function makeRuntimeDir(cfg: RuntimeSetting, alive: (pid: number) => bool
     if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) throw new Error(`${base} is not a directory of ours (uid ${st.uid}); set runtime_dir`);
   }
   const swept = sweepDead(base, alive);
+  if (reuse !== undefined && ownPrivateDir(base, reuse)) return { dir: reuse, swept, reused: true };
   return { dir: mkdtempSync(nodePath.join(base, `fcgi-pm.${process.pid}.`)), swept };
+}
+
+function ownPrivateDir(base: string, dir: string): boolean {
+  if (nodePath.dirname(dir) !== base || PRIVATE.exec(nodePath.basename(dir))?.[1] !== String(process.pid)) return false;
+  try {
+    const st = lstatSync(dir);
+    return st.isDirectory() && st.uid === process.getuid?.();
+  } catch {
+    return false;
+  }
 }
 
 /** Where root's daemons keep their control sockets, private bases, and Unix listeners. */

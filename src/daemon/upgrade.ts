@@ -28,6 +28,7 @@ import { EXEC_FDS_ENV } from './socket-activation.js';
 import { closeSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { ErrorCodes } from '../errors.js';
+import type { HandedWorker } from '../worker/types.js';
 
 /** How long a new daemon may take to start its pools and listeners. */
 export const UPGRADE_READY_MS = 60_000;
@@ -199,6 +200,72 @@ export interface ExecPlan {
   /** The duplicated listening sockets, kept at their numbers; also what a fallback hands on. */
   sockets: HandedSocket[];
   readySeats: ReadonlyMap<string, number>;
+  /** Further descriptors the new code inherits at their numbers: the output pipes of the workers handed on. */
+  keep?: number[];
+  /** Epoch ms the upgrade began and the new code passed its check (the phases the new code logs). */
+  times?: { begin: number; checked: number };
+}
+
+/**
+ * What an exec in place hands the new code beside the sockets (UPGRADE_HANDOVER_ENV): the
+ * idle workers of each pool, with a fingerprint of the pool's settings (the new code adopts
+ * them only for a pool whose settings are the same), the private runtime dir their sockets
+ * are in (the new code keeps it), and when each phase of the upgrade began.
+ */
+export interface Handover {
+  runtimeDir: string | undefined;
+  pools: HandedPool[];
+  times: { begin: number; checked: number; exec: number };
+}
+
+export interface HandedPool {
+  pool: string;
+  /** poolFingerprint (reload.ts) of the pool's settings in the code that handed it on. */
+  config: string;
+  workers: HandedWorker[];
+}
+
+export const UPGRADE_HANDOVER_ENV = 'FCGI_PM_UPGRADE_HANDOVER';
+
+/** The plan with the handed workers: their record in the environment, their output pipes kept. */
+export function withHandover(plan: ExecPlan, pools: HandedPool[], runtimeDir: string | undefined, now = Date.now()): ExecPlan {
+  const begin = plan.times?.begin ?? now;
+  const h: Handover = { runtimeDir, pools, times: { begin, checked: plan.times?.checked ?? begin, exec: now } };
+  const keep = pools.flatMap((p) => p.workers.flatMap((w) => [w.out, w.err]));
+  return { ...plan, env: { ...plan.env, [UPGRADE_HANDOVER_ENV]: JSON.stringify(h) }, keep: [...(plan.keep ?? []), ...keep] };
+}
+
+/** In the new code after an exec in place: what the code before handed on (read once), or undefined. */
+export function takeHandover(env: NodeJS.ProcessEnv = process.env): Handover | undefined {
+  const v = env[UPGRADE_HANDOVER_ENV];
+  delete env[UPGRADE_HANDOVER_ENV];
+  if (v === undefined) return undefined;
+  try {
+    const h = JSON.parse(v) as Handover;
+    if (typeof h !== 'object' || h === null || !Array.isArray(h.pools) || typeof h.times !== 'object') return undefined;
+    const pools = h.pools.filter((p) => typeof p.pool === 'string' && typeof p.config === 'string' && Array.isArray(p.workers));
+    for (const p of pools) p.workers = p.workers.filter(isHandedWorker);
+    return { runtimeDir: typeof h.runtimeDir === 'string' ? h.runtimeDir : undefined, pools, times: h.times };
+  } catch {
+    return undefined;
+  }
+}
+
+/** An exec that failed: the workers handed on for it are stopped (SIGTERM to each group; libuv still reaps them here). */
+export function stopHanded(plan: ExecPlan): void {
+  const h = takeHandover({ ...plan.env });
+  for (const w of h?.pools.flatMap((p) => p.workers) ?? []) {
+    try {
+      process.kill(-w.pid, 'SIGTERM');
+    } catch {
+      // gone
+    }
+  }
+}
+
+function isHandedWorker(w: unknown): w is HandedWorker {
+  const o = w as Record<string, unknown>;
+  return typeof o === 'object' && o !== null && Number.isInteger(o['pid']) && typeof o['socket'] === 'string' && Number.isInteger(o['out']) && Number.isInteger(o['err']);
 }
 
 /** The plan for an exec of `argv` that keeps `sockets` (already duplicated). */

@@ -28,11 +28,18 @@ export function makePoolCgroupDir(parent: string, version: CgroupVersion, contro
   if (version === 2) enableController(parent, controller);
   removeStale(parent);
   const dir = path.join(parent, `fcgi-pm-${process.pid}-${pool.replace(/[^A-Za-z0-9_.-]/g, '_')}-${++serial}`);
-  fs.mkdirSync(dir);
+  let made = true;
+  try {
+    fs.mkdirSync(dir);
+  } catch (e) {
+    // Ours already: the code before an exec in place of this process left it for the workers it handed on.
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    made = false;
+  }
   try {
     fs.writeFileSync(path.join(dir, file), value);
   } catch (e) {
-    fs.rmdirSync(dir);
+    if (made) fs.rmdirSync(dir);
     throw e;
   }
   return dir;

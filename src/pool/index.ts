@@ -7,10 +7,10 @@ import { childLogger, type Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
 import { DEFAULT_SAMPLE_INTERVAL, HostGovernor, type MemoryGovernor } from '../memory/host-governor.js';
 import { createEndpoint } from '../upstream/endpoint.js';
-import type { WorkerFactory } from '../worker/types.js';
+import type { WorkerAdopter, WorkerFactory } from '../worker/types.js';
 import { processGroupDeathGuard } from '../worker/death-guard.js';
 import { ForkServer } from '../worker/fork-server.js';
-import { spawnWorker, Worker } from '../worker/worker.js';
+import { adoptWorker, spawnWorker, Worker } from '../worker/worker.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { ExternalPool } from './external/external-pool.js';
 import { SpawnedPool } from './spawned/dispatcher.js';
@@ -91,6 +91,8 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
     clock,
     spec,
     workerFactory: deps.workerFactory ?? workerFactoryFor(cfg, forks),
+    // Only exec'd workers go on across an exec in place of the daemon (a preload parent's forks are its children).
+    workerAdopter: forks === undefined && deps.workerFactory === undefined ? workerAdopterFor(cfg) : undefined,
     forkServer: forks,
     workerLogger: deps.logger,
     endpointFactory,
@@ -105,4 +107,10 @@ function workerFactoryFor(cfg: PoolConfig, forks: ForkServer | undefined): Worke
   if (forks !== undefined) return (s, l, id, owner) => Worker.spawn(s, l, id, owner, { forkServer: forks });
   if ((cfg.groupSize ?? 1) > 1) return (s, l, id, owner) => Worker.spawn(s, l, id, owner, { deathGuard: processGroupDeathGuard() });
   return spawnWorker;
+}
+
+/** Workers an exec in place of the daemon handed on, guarded as the factory above guards its own. */
+function workerAdopterFor(cfg: PoolConfig): WorkerAdopter {
+  if ((cfg.groupSize ?? 1) > 1) return (h, s, l, id, owner) => Worker.adopt(h, s, l, id, owner, { deathGuard: processGroupDeathGuard() });
+  return adoptWorker;
 }

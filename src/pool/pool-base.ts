@@ -13,7 +13,7 @@ import { WallClock, type Clock } from '../util/clock.js';
 import { RequestQueue } from './queue.js';
 import { countersOf } from './counters.js';
 import { PoolStats } from './stats.js';
-import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules, WarmStart } from './types.js';
+import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules, StopReason, WarmStart } from './types.js';
 
 export type PoolState = 'running' | 'stopping' | 'stopped';
 
@@ -72,7 +72,7 @@ export abstract class PoolBase implements Pool {
   /** Refuses new requests for a pool-specific reason (a failing pool), or undefined. */
   protected abstract refusal(): ProxyError | undefined;
   /** After the drain: stop workers / close connections; resolves when everything is gone. */
-  protected abstract shutdown(reason: 'shutdown' | 'reload'): Promise<void>;
+  protected abstract shutdown(reason: StopReason): Promise<void>;
   protected abstract fillSnapshot(s: PoolSnapshot): void;
   /** Targets being started that will each take a queued request: they do not use up queue_limit. */
   protected starting(): number {
@@ -122,7 +122,7 @@ export abstract class PoolBase implements Pool {
     );
   }
 
-  stop(timeoutMs: number, reason: 'shutdown' | 'reload' = 'shutdown'): Promise<void> {
+  stop(timeoutMs: number, reason: StopReason = 'shutdown'): Promise<void> {
     this.stopping ??= this.runStop(timeoutMs, reason);
     return this.stopping;
   }
@@ -242,7 +242,7 @@ export abstract class PoolBase implements Pool {
     );
   }
 
-  private async runStop(timeoutMs: number, reason: 'shutdown' | 'reload'): Promise<void> {
+  private async runStop(timeoutMs: number, reason: StopReason): Promise<void> {
     if (this.state === 'running') this.state = 'stopping';
     this.log.info({ queued: this.queue.length, active: this.stats.active, timeoutMs }, `pool ${this.name} stopping`);
     if (this.queue.length > 0 || this.stats.active > 0) {

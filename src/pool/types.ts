@@ -1,6 +1,7 @@
 /**
  * What front ends and the daemon see of a pool.
  */
+import type { HandedWorker } from '../worker/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { CpuPlacementView } from '../memory/cpu-cgroup.js';
 import type { PoolMemoryFigures, WorkerMemoryFigures } from '../memory/types.js';
@@ -116,10 +117,15 @@ export interface AuthorizerRules {
 }
 
 /** A reload's new generation: as many seats ready as the one it replaces had, before it takes a request. */
+/** Why a pool stops: the daemon's stop, a reload that replaced it, or an exec in place of the daemon (idle workers may be handed on). */
+export type StopReason = 'shutdown' | 'reload' | 'upgrade';
+
 export interface WarmStart {
   seats: number;
   /** Workers started at once; the next step waits for them to be ready. */
   step: number;
+  /** Spawned pools: workers the code before an exec in place of the daemon handed on, adopted first (they count toward `seats`). */
+  adopt?: readonly HandedWorker[];
 }
 
 export interface Pool {
@@ -142,7 +148,9 @@ export interface Pool {
    * finish for up to timeoutMs, then stops every worker (SIGTERM → kill_timeout → SIGKILL).
    * `reason` is the workers' retire reason: 'reload' when a reload replaced the pool.
    */
-  stop(timeoutMs: number, reason?: 'shutdown' | 'reload'): Promise<void>;
+  stop(timeoutMs: number, reason?: StopReason): Promise<void>;
+  /** After a stop for 'upgrade': the workers handed on to the new code (spawned pools). */
+  handedOn?(): readonly HandedWorker[];
   snapshot(): PoolSnapshot;
   /** Spawned pools: retire every worker (busy ones after their request); see Supervisor.drain. */
   drain?(): Promise<PoolActionReport>;

@@ -76,6 +76,8 @@ export interface StartOptions {
    * pool's shared socket as fd 5 (FCGI_PM_PRELOAD_FDS).
    */
   preload?: { dirFd: number; sharedFd?: number | undefined };
+  /** The write ends of pipes the daemon made for stdout and stderr (exec-addon.ts pipeForChild); else Node's own. */
+  output?: [number, number] | undefined;
 }
 
 /** May throw synchronously (EAGAIN, EPERM for uid/gid …); otherwise errors come as 'error'. */
@@ -83,7 +85,7 @@ export function startProcess(o: StartOptions): ChildProcess {
   const w = o.guard.wrap(o.file, o.args);
   return spawn(w.file, w.args, {
     stdio: o.preload === undefined
-      ? [o.fd0 ?? 'ignore', 'pipe', 'pipe']
+      ? [o.fd0 ?? 'ignore', o.output?.[0] ?? 'pipe', o.output?.[1] ?? 'pipe']
       : ['pipe', 'pipe', 'pipe', 'pipe', o.preload.dirFd, ...(o.preload.sharedFd === undefined ? [] : [o.preload.sharedFd])],
     env: o.preload !== undefined ? { ...o.spec.env, FCGI_PM_PRELOAD_FDS: o.preload.sharedFd === undefined ? '0,3,4' : '0,3,4,5' } : o.spec.env,
     cwd: o.spec.cwd,

@@ -117,6 +117,12 @@ export interface ManagedWorker {
    * killTimeout. Idempotent; resolves with the one exit. The owner's `reason()` says why.
    */
   stop(): Promise<WorkerExit>;
+  /**
+   * An exec in place of the daemon is about to happen: when this worker can go on in the
+   * new code (ready, on a Unix socket of its own, pipes the daemon knows), its record;
+   * from then on this handle reports nothing. Else undefined (it is stopped as usual).
+   */
+  handOver?(): HandedWorker | undefined;
   on<K extends keyof WorkerEventMap>(event: K, listener: (...args: WorkerEventMap[K]) => void): this;
   once<K extends keyof WorkerEventMap>(event: K, listener: (...args: WorkerEventMap[K]) => void): this;
   off<K extends keyof WorkerEventMap>(event: K, listener: (...args: WorkerEventMap[K]) => void): this;
@@ -124,3 +130,26 @@ export interface ManagedWorker {
 
 /** How a pool creates workers; `Worker.spawn` is the real one. */
 export type WorkerFactory = (spec: WorkerSpec, logger: Logger, id: number, owner: WorkerOwner) => ManagedWorker;
+
+/**
+ * A running worker handed to the new code by an exec in place of the daemon (the same
+ * pid: it is still our child): what the new code needs to adopt it, as JSON in the
+ * environment (src/daemon/upgrade.ts). Its stdout and stderr pipes are inherited at
+ * their numbers.
+ */
+export interface HandedWorker {
+  pid: number;
+  /** The Unix socket it accepts on (in the daemon's private runtime dir). */
+  socket: string;
+  /** The read ends of its stdout and stderr pipes. */
+  out: number;
+  err: number;
+  /** Requests the pool gave it so far. */
+  requests: number;
+  /** Epoch ms it was spawned and became ready. */
+  startedAt: number;
+  readyAt: number;
+}
+
+/** How a pool adopts a handed worker: `Worker.adopt` is the real one. */
+export type WorkerAdopter = (handed: HandedWorker, spec: WorkerSpec, logger: Logger, id: number, owner: WorkerOwner) => ManagedWorker;

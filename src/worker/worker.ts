@@ -9,7 +9,10 @@
  * members of its process group.
  */
 import { EventEmitter } from 'node:events';
+import { closeSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { setPriority } from 'node:os';
+import type { Readable } from 'node:stream';
 import type { ChildProcess } from 'node:child_process';
 import { childLogger, type Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
@@ -33,7 +36,9 @@ import {
 import type { ForkServer } from './fork-server.js';
 import { WorkerSpawnError } from './spawn-error.js';
 import { checkCwd, resolveCommand, startProcess } from './spawn.js';
-import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from './types.js';
+import type { HandedWorker, ManagedWorker, RetireReason, WorkerAdopter, WorkerEventMap, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from './types.js';
+import { handOverAddon } from './exec-addon.js';
+import { watchChild } from './reaper.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { ErrorCodes } from '../errors.js';
 import { blockedIn } from './accept-state.js';
@@ -55,6 +60,34 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   static spawn(spec: WorkerSpec, logger: Logger, id: number, owner: WorkerOwner = NO_OWNER, opts: WorkerOptions = {}): Worker {
     const w = new Worker(spec, logger, id, owner, opts);
     process.nextTick(() => void w.start());
+    return w;
+  }
+
+  /**
+   * A worker an exec in place of the daemon handed to this code: reaped through reaper.ts
+   * (libuv knows nothing of it), its output read again from the inherited pipes, ready at
+   * once (it accepted before the exec, and its socket kept queueing connections).
+   */
+  static adopt(h: HandedWorker, spec: WorkerSpec, logger: Logger, id: number, owner: WorkerOwner = NO_OWNER, opts: WorkerOptions = {}): Worker {
+    const age = Math.max(0, Date.now() - h.startedAt);
+    const w = new Worker(spec, logger, id, owner, opts, age);
+    w.pid = h.pid;
+    w.address = unixAddress(h.socket);
+    w.socketPath = h.socket;
+    w.log = w.log.child({ wpid: h.pid });
+    w.out.logger = w.log;
+    w.guard.started(h.pid);
+    // Into the pool's cgroups and oom_score_adj as a spawned one (the same ones, unless the code changed them).
+    spec.onStarted?.(h.pid);
+    try {
+      w.readOutput(new Socket({ fd: h.out, readable: true, writable: false }), new Socket({ fd: h.err, readable: true, writable: false }), [h.out, h.err]);
+    } catch (e) {
+      w.log.warn({ code: ErrorCodes.UPGRADE_FAILED, err: (e as Error).message }, `cannot read the output of adopted worker ${h.pid} again: ${(e as Error).message}`);
+    }
+    process.nextTick(() => {
+      watchChild(h.pid, (e) => w.onExit(e.code, e.signal));
+      w.onReady();
+    });
     return w;
   }
 
@@ -87,14 +120,18 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   private finished = false;
   private socketPath: string | undefined;
   private readonly forkServer: ForkServer | undefined;
+  private child: ChildProcess | undefined;
+  /** Its stdout and stderr streams, and their descriptors when the daemon made the pipes (an exec in place can keep them). */
+  private streams: Readable[] = [];
+  private outFds: [number, number] | undefined;
 
-  private constructor(spec: WorkerSpec, logger: Logger, id: number, owner: WorkerOwner, opts: WorkerOptions) {
+  private constructor(spec: WorkerSpec, logger: Logger, id: number, owner: WorkerOwner, opts: WorkerOptions, age = 0) {
     super();
     this.id = id;
     this.spec = spec;
     this.owner = owner;
     this.clock = owner.clock;
-    this.startedAt = this.clock.now();
+    this.startedAt = this.clock.now() - age;
     this.guard = opts.deathGuard ?? defaultDeathGuard();
     this.forkServer = opts.forkServer;
     this.log = childLogger(logger, { pool: spec.pool, worker: id });
@@ -116,6 +153,47 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       this.terminate();
     }
     return this.exitPromise;
+  }
+
+  /**
+   * An exec in place of the daemon follows: hands this worker on when it can go on in the
+   * new code (ready, not stopping, on a Unix socket of its own, output on pipes whose
+   * descriptors we know); its output is no longer read here (the pipes stay open for the
+   * exec), its exit no longer reported, and the watchdog forgets its group.
+   */
+  handOver(): HandedWorker | undefined {
+    const pid = this.pid;
+    if (this.finished || this.stopping || this.termSent || pid === undefined || this.readyAt === undefined) return undefined;
+    if (this.socketPath === undefined || this.outFds === undefined || this.forkServer !== undefined || this.spec.sharedSocket !== undefined) return undefined;
+    // From here this handle reports nothing: the new code adopts the process.
+    this.finished = true;
+    this.cancelProbe();
+    this.clearSpawnTimer();
+    this.child?.removeAllListeners('exit');
+    for (const s of this.streams) {
+      s.removeAllListeners('data');
+      s.pause();
+    }
+    this.out.flush();
+    this.guard.exited(pid);
+    const now = this.clock.now();
+    const wall = Date.now();
+    return {
+      pid,
+      socket: this.socketPath,
+      out: this.outFds[0],
+      err: this.outFds[1],
+      requests: this.owner.requests(),
+      startedAt: Math.round(wall - (now - this.startedAt)),
+      readyAt: Math.round(wall - (now - this.readyAt)),
+    };
+  }
+
+  private readOutput(stdout: Readable, stderr: Readable, fds: [number, number] | undefined): void {
+    this.streams = [stdout, stderr];
+    this.outFds = fds;
+    captureOutput(stdout, this.out, 'stdout', 'info');
+    captureOutput(stderr, this.out, 'stderr', 'warn');
   }
 
   // ---- start ------------------------------------------------------------------------
@@ -162,11 +240,14 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       return this.finish(null, null);
     }
 
+    // Pipes the daemon made, so that an exec in place can hand the worker on with them (not for accept: direct).
+    const pipes = shared === undefined ? outputPipes() : undefined;
     let child: ChildProcess;
     try {
-      child = startProcess({ spec, file: resolved.file, args, fd0: shared?.fd ?? fd0?.fd, guard: this.guard });
+      child = startProcess({ spec, file: resolved.file, args, fd0: shared?.fd ?? fd0?.fd, guard: this.guard, output: pipes && [pipes[0][1], pipes[1][1]] });
     } catch (e) {
       fd0?.abort();
+      if (pipes !== undefined) for (const fd of pipes.flat()) closeQuiet(fd);
       const err = e as NodeJS.ErrnoException;
       return this.failWithoutProcess(err.code ?? 'ESPAWN', `cannot start ${resolved.file}: ${err.message}`);
     }
@@ -180,8 +261,14 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
         this.log.error({ code: ErrorCodes.SPAWN_FAILED, err: e }, 'cannot publish the worker socket');
       }
     }
+    // The child has its copies of the write ends: ours would keep the pipes from ever ending.
+    if (pipes !== undefined) for (const [, w] of pipes) closeQuiet(w);
     child.on('error', (err: NodeJS.ErrnoException) => this.onChildError(err, resolved.file));
-    if (child.pid === undefined) return; // spawn failed; 'error' follows
+    if (child.pid === undefined) {
+      if (pipes !== undefined) for (const [r] of pipes) closeQuiet(r);
+      return; // spawn failed; 'error' follows
+    }
+    this.child = child;
     this.pid = child.pid;
     spec.onStarted?.(child.pid);
     // `wpid`, not `pid`: the base logger's `pid` is the daemon's.
@@ -196,8 +283,9 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.out.logger = this.log;
     this.guard.started(child.pid);
     child.on('exit', (code, signal) => this.onExit(code, signal));
-    captureOutput(child.stdout!, this.out, 'stdout', 'info');
-    captureOutput(child.stderr!, this.out, 'stderr', 'warn');
+    if (pipes !== undefined) {
+      this.readOutput(new Socket({ fd: pipes[0][0], readable: true, writable: false }), new Socket({ fd: pipes[1][0], readable: true, writable: false }), [pipes[0][0], pipes[1][0]]);
+    } else this.readOutput(child.stdout!, child.stderr!, undefined);
     this.log.debug({ command: [resolved.file, ...args], address: this.address.text }, 'worker spawned');
 
     // A probe on the shared socket would be taken by any worker.
@@ -401,5 +489,29 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   }
 }
 
+/** Pipes for a worker's stdout and stderr ([read, write] each) when the addon can make them; else Node's own. */
+function outputPipes(): [[number, number], [number, number]] | undefined {
+  const a = handOverAddon();
+  if (a === undefined) return undefined;
+  const out = a.pipeForChild();
+  try {
+    return [out, a.pipeForChild()];
+  } catch {
+    for (const fd of out) closeQuiet(fd);
+    return undefined;
+  }
+}
+
+function closeQuiet(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed
+  }
+}
+
 /** The real WorkerFactory for pools. */
 export const spawnWorker: WorkerFactory = (spec, logger, id, owner) => Worker.spawn(spec, logger, id, owner);
+
+/** The real WorkerAdopter for pools. */
+export const adoptWorker: WorkerAdopter = (h, spec, logger, id, owner) => Worker.adopt(h, spec, logger, id, owner);

@@ -10,7 +10,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../../src/log/log.js';
 import { ErrorCodes } from '../../src/errors.js';
-import type { ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerOwner, WorkerSpec } from '../../src/worker/types.js';
+import type { HandedWorker, ManagedWorker, RetireReason, WorkerEventMap, WorkerExit, WorkerOwner, WorkerSpec } from '../../src/worker/types.js';
 import type { WorkerState } from '../../src/pool/workers/supervisor-table.js';
 import type { SocketAddress } from '../../src/protocol/address.js';
 import type { FakeClock } from './fake-clock.js';
@@ -93,6 +93,17 @@ export class FakeWorker extends EventEmitter<WorkerEventMap> implements ManagedW
     }
     return this.exitPromise;
   }
+
+  /** Handed on by an exec in place (Worker.handOver): only a ready worker never signalled; from then on it reports nothing. */
+  handOver(): HandedWorker | undefined {
+    if (!this.wasReady || this.signalled || this.exited || this.pid === undefined) return undefined;
+    this.handedOver = true;
+    this.exited = true;
+    return { pid: this.pid, socket: this.address.text.slice('unix:'.length), out: -1, err: -1, requests: 0, startedAt: 0, readyAt: 0 };
+  }
+
+  /** Handed on: handOver() gave its record. */
+  handedOver = false;
 
   /** The process dies (crash when no reason was given). */
   exit(code: number | null, signal: NodeJS.Signals | null): void {

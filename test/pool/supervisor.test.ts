@@ -459,6 +459,68 @@ test('shutdown fires the table for every worker: each is stopping, and all are g
   assert.equal(e.sup.slots.size, 0);
 });
 
+test('up + handover → gone: hand_on (seats withdrawn, idle connections closed, out of the live set, never signalled)', async () => {
+  const e = into('up');
+  nextFireIsTested = true;
+  const handed = await e.sup.shutdown('shutdown', true);
+  assert.equal(e.slot.state, 'gone');
+  assert.deepEqual(handed.map((h) => h.pid), [e.worker.pid]);
+  assert.ok(e.worker.handedOver);
+  assert.deepEqual(e.worker.stopCalls, [], 'a handed worker is not signalled');
+  assert.deepEqual(e.names(), ['withdraw']);
+  assert.equal(e.closedIdle, 1);
+  assert.equal(e.sup.slots.size, 0);
+});
+
+test('shutdown with handOn: an idle worker that is up is handed on with its request count, a busy one is stopped as usual', async () => {
+  const e = into('up', { maxChildren: 2 });
+  for (const w of e.wf.workers) w.becomeReady();
+  const [idle, busy] = [...e.sup.slots];
+  occupy(e.sup, idle!, 1);
+  (idle!.seats[0] as TestSeat).busy = false;
+  occupy(e.sup, busy!);
+  const done = e.sup.shutdown('shutdown', true);
+  assert.equal(busy!.state, 'stopping');
+  e.clock.advance(1000);
+  const handed = await done;
+  assert.deepEqual(handed.map((h) => [h.pid, h.requests]), [[idle!.pid, 1]]);
+  assert.equal(e.wf.workers[1]!.stopCalls.length, 1);
+  assert.equal(e.sup.slots.size, 0);
+});
+
+test('start with adopt: a handed worker becomes a slot at once (its requests kept, no spawn counted, an adopted line), and only the rest are spawned', async () => {
+  const clock = new FakeClock();
+  const wf = new FakeWorkerFactory(clock);
+  wf.plan = { readyAfter: 10 };
+  const { logger, lines } = recordingLogger();
+  const cfg = poolConfig({ command: ['/fake/app'], pm: 'static', maxChildren: 2 });
+  const adopted: number[] = [];
+  const hooks = { waiting: () => 0, poolState: () => 'running' as const, seats: (_s: SlotView, n: number) => Array.from({ length: n }, () => ({ busy: false, inIdle: false, idleSince: 0, current: undefined, busySince: 0 })), connect: () => ({ closeIdle: () => undefined }) as unknown as Endpoint, offer: () => undefined, withdraw: () => undefined, cut: () => undefined, lost: () => undefined, refuseQueued: () => undefined, idleWorkers: () => [], unhold: () => true, pump: () => undefined, checkDrained: () => undefined };
+  const stats = new PoolStats();
+  const sup = new Supervisor(cfg, {
+    logger, clock, spec: buildWorkerSpec(cfg, '/tmp'), workerFactory: wf.create, workerLogger: logger, random: () => 0,
+    workerAdopter: (h, spec, l, id, owner) => {
+      adopted.push(h.pid);
+      const w = wf.create(spec, l, id, owner);
+      process.nextTick(() => (w as FakeWorker).becomeReady());
+      return w;
+    },
+  }, hooks, stats);
+  const started = sup.start({ seats: 2, step: 1, adopt: [{ pid: 4242, socket: '/fake/a.sock', out: -1, err: -1, requests: 7, startedAt: Date.now() - 5000, readyAt: Date.now() - 4900 }] });
+  await new Promise((r) => process.nextTick(r));
+  await new Promise((r) => setImmediate(r));
+  clock.advance(10);
+  await started;
+  assert.deepEqual(adopted, [4242]);
+  const slots = [...sup.slots];
+  assert.equal(slots.length, 2, 'one adopted, one spawned for static max_children 2');
+  const a = slots.find((s) => s.requests === 7);
+  assert.ok(a !== undefined && a.state === 'up', 'the adopted slot is up with its requests');
+  assert.ok(clock.now() - a.spawnedAt >= 4900, 'its age is kept');
+  assert.equal(stats.spawnLatency?.count, 1, 'only the spawned one counts as a spawn');
+  assert.ok(lines.some((l) => /adopted from before the upgrade/.test(String(l.msg))));
+});
+
 // Every other cell changes nothing: no hook, no signal, no spawn, same state.
 for (const state of SLOT_STATES) {
   for (const event of SLOT_EVENTS) {

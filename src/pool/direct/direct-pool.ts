@@ -33,7 +33,7 @@ import { SharedSocket, type QueueWatch } from '../../worker/shared-socket.js';
 import type { WorkerFactory, WorkerSpec } from '../../worker/types.js';
 import { OneTimer } from '../../util/clock.js';
 import { PoolBase } from '../pool-base.js';
-import type { EndpointFactory, PoolActionReport, PoolSnapshot, WarmStart } from '../types.js';
+import type { EndpointFactory, PoolActionReport, PoolSnapshot, StopReason, WarmStart } from '../types.js';
 import { workerSnapshot, type SlotView } from '../workers/slot.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from '../workers/supervisor.js';
 import { AcceptWatch, SAMPLE_MS } from './accept-watch.js';
@@ -298,7 +298,8 @@ export class DirectPool extends PoolBase {
     return 'worker';
   }
 
-  protected async shutdown(reason: 'shutdown' | 'reload'): Promise<void> {
+  protected async shutdown(stopReason: StopReason): Promise<void> {
+    const reason = stopReason === 'upgrade' ? 'shutdown' : stopReason;
     this.watch?.stop();
     this.watch = undefined;
     this.tickTimer.cancel();

@@ -24,7 +24,7 @@ import type { Exchange } from '../../protocol/exchange.js';
 import type { FailedOutcome } from '../../upstream/failures.js';
 import { mayRetryElsewhere } from '../../upstream/retry.js';
 import type { UpstreamOptions, UpstreamOutcome } from '../../upstream/types.js';
-import type { WorkerExit } from '../../worker/types.js';
+import type { HandedWorker, WorkerExit } from '../../worker/types.js';
 import type { ForkServer } from '../../worker/fork-server.js';
 import { PoolBase } from '../pool-base.js';
 import { RequestTimer } from './request-timer.js';
@@ -34,7 +34,7 @@ import { exitText, scriptOf, workerSnapshot, type SlotView } from '../workers/sl
 import { Seat } from './seats.js';
 import { EXIT_GRACE_MS, SEAT_TABLE, type SeatAction, type SeatEvent } from './seat-table.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from '../workers/supervisor.js';
-import type { DirectFallback, EndpointFactory, PoolActionReport, PoolSnapshot, WarmStart } from '../types.js';
+import type { DirectFallback, EndpointFactory, PoolActionReport, PoolSnapshot, StopReason, WarmStart } from '../types.js';
 
 export { EXIT_GRACE_MS } from './seat-table.js';
 
@@ -157,12 +157,19 @@ export class SpawnedPool extends PoolBase {
     return 'worker';
   }
 
-  protected async shutdown(reason: 'shutdown' | 'reload' = 'shutdown'): Promise<void> {
+  /** The workers handed on by a stop for 'upgrade'. */
+  private handed: readonly HandedWorker[] = [];
+
+  handedOn(): readonly HandedWorker[] {
+    return this.handed;
+  }
+
+  protected async shutdown(reason: StopReason = 'shutdown'): Promise<void> {
     this.requestTimer.dispose();
     // stop() ran out of time with these requests still running.
     const err = new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1);
     for (const slot of this.supervisor.slots) this.cut(slot, err);
-    await this.supervisor.shutdown(reason);
+    this.handed = await this.supervisor.shutdown(reason === 'upgrade' ? 'shutdown' : reason, reason === 'upgrade');
     await this.deps.forkServer?.stop();
   }
 

@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../../log/log.js';
 import type { Clock } from '../../util/clock.js';
-import type { ManagedWorker, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from '../../worker/types.js';
+import type { HandedWorker, ManagedWorker, WorkerAdopter, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
 import { judgeExit, type ExitFacts, type ExitVerdict } from './exit-verdict.js';
 import { killChildNow } from './hard-kill.js';
 import { Slot, type SeatView } from './slot.js';
@@ -25,6 +25,8 @@ export interface ChildrenDeps {
   /** With the memory part's hook that places each worker right after spawn. */
   spec: WorkerSpec;
   workerFactory: WorkerFactory;
+  /** How a worker handed on by an exec in place of the daemon is adopted (Worker.adopt). */
+  workerAdopter?: WorkerAdopter | undefined;
   /** Logger handed to workers (they bind pool and worker id themselves). */
   workerLogger: Logger;
   /** SIGKILL now; defaults to hard-kill.ts, which signals only our own children. */
@@ -52,8 +54,28 @@ export class Children {
   birth(maxRequests: number): Slot {
     const d = this.deps;
     const id = this.nextId++;
-    const spawn = (owner: WorkerOwner): ManagedWorker => d.workerFactory(d.spec, d.workerLogger, id, owner);
-    const slot = new Slot(spawn, d.clock, maxRequests, d.log, d.seats);
+    return this.track(new Slot((owner) => d.workerFactory(d.spec, d.workerLogger, id, owner), d.clock, maxRequests, d.log, d.seats));
+  }
+
+  /** A worker the code before an exec in place handed on (still our child), and its record, in the live set; undefined without an adopter. */
+  adopt(h: HandedWorker, maxRequests: number): Slot | undefined {
+    const d = this.deps;
+    const adopter = d.workerAdopter;
+    if (adopter === undefined) return undefined;
+    const id = this.nextId++;
+    const slot = new Slot((owner): ManagedWorker => adopter(h, d.spec, d.workerLogger, id, owner), d.clock, maxRequests, d.log, d.seats, Math.max(0, Date.now() - h.startedAt));
+    slot.adopted = true;
+    slot.requests = h.requests;
+    return this.track(slot);
+  }
+
+  /** Handed on to the new code (hand_on): out of the live set, never signalled nor reaped here. */
+  release(slot: Slot): void {
+    this.slots.delete(slot);
+    this.reapedAll();
+  }
+
+  private track(slot: Slot): Slot {
     this.slots.add(slot);
     const w = slot.worker;
     w.on('ready', () => this.events.ready(slot));
@@ -89,6 +111,10 @@ export class Children {
   reap(slot: Slot, exit: WorkerExit): void {
     slot.exit = exit;
     this.slots.delete(slot);
+    this.reapedAll();
+  }
+
+  private reapedAll(): void {
     if (this.allReaped !== undefined && this.slots.size === 0) {
       const r = this.allReaped;
       this.allReaped = undefined;

@@ -105,8 +105,11 @@ export class Slot implements SlotView {
    * `seats` makes its request places (the Dispatcher's); `spawn` its process, which reads
    * what it needs at its exit through the owner it is given.
    */
-  constructor(spawn: (owner: WorkerOwner) => ManagedWorker, clock: Clock, maxRequests: number, log: Logger, seats: (slot: Slot) => readonly SeatView[]) {
-    this.spawnedAt = clock.now();
+  /** Adopted from the code before an exec in place of the daemon (Worker.adopt), not spawned. */
+  adopted = false;
+
+  constructor(spawn: (owner: WorkerOwner) => ManagedWorker, clock: Clock, maxRequests: number, log: Logger, seats: (slot: Slot) => readonly SeatView[], age = 0) {
+    this.spawnedAt = clock.now() - age;
     this.maxRequests = maxRequests;
     this.log = log;
     this.seats = seats(this);

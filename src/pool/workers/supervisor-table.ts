@@ -14,6 +14,7 @@
  *   starting|up|retiring|stopping --killed--> gone (bury: replaced at once)
  *   up|retiring|stopping --suspect--> (same): hold; --grace--> (same): unhold
  *   starting|up|retiring|stopping --shutdown--> stopping (shut: the pool stops)
+ *   up --handover--> gone (hand_on: an exec in place of the daemon; the new code adopts it)
  *
  * What operators see of it (`workerState`: spawning, idle, busy, draining, stopping,
  * exited) is read from the state and the seats, never stored.
@@ -32,7 +33,7 @@ export type SlotState = 'starting' | 'up' | 'retiring' | 'stopping' | 'gone';
  * `exit` is the process ending by itself or as asked; `killed` is its end by a signal
  * fcgi-pm did not send (exit-policy.ts `outside`): not a start failure even before ready.
  */
-export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'idle' | 'exit' | 'killed' | 'suspect' | 'grace' | 'shutdown';
+export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'idle' | 'exit' | 'killed' | 'suspect' | 'grace' | 'shutdown' | 'handover';
 
 /**
  * offer        ready: count its spawn time, end the crash back-off, hand its slots to the dispatcher
@@ -54,9 +55,14 @@ export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'idle' | 'exit' |
  * shut         the pool stops (shutdown, or a reload that replaced it): close its idle
  *              connections and SIGTERM it (SIGKILL after kill_timeout); its requests were
  *              answered by the dispatcher, nothing is counted as a recycle, nothing respawned
+ * hand_on      the pool stops for an exec in place of the daemon and the idle worker goes on
+ *              in the new code (its process handle gave its record: Worker.handOver): its
+ *              seats withdrawn, its idle connections closed, out of the live set and the
+ *              memory part, not signalled; only an idle worker that is up is handed on
+ *              (the others get `shutdown`), so in any other state it changes nothing
  * none         nothing (the event changes nothing in this state)
  */
-export type SlotAction = 'offer' | 'retire' | 'stop' | 'kill' | 'drained' | 'start_failed' | 'bury' | 'hold' | 'unhold' | 'shut' | 'none';
+export type SlotAction = 'offer' | 'retire' | 'stop' | 'kill' | 'drained' | 'start_failed' | 'bury' | 'hold' | 'unhold' | 'shut' | 'hand_on' | 'none';
 
 export interface Cell {
   readonly next: SlotState;
@@ -64,17 +70,17 @@ export interface Cell {
 }
 
 export const SLOT_STATES: readonly SlotState[] = ['starting', 'up', 'retiring', 'stopping', 'gone'];
-export const SLOT_EVENTS: readonly SlotEvent[] = ['ready', 'retire', 'stop', 'kill', 'idle', 'exit', 'killed', 'suspect', 'grace', 'shutdown'];
+export const SLOT_EVENTS: readonly SlotEvent[] = ['ready', 'retire', 'stop', 'kill', 'idle', 'exit', 'killed', 'suspect', 'grace', 'shutdown', 'handover'];
 
 const cell = (next: SlotState, action: SlotAction): Cell => Object.freeze({ next, action });
 const same = (s: SlotState): Cell => cell(s, 'none');
 
 export const SUPERVISOR_TABLE: Readonly<Record<SlotState, Readonly<Record<SlotEvent, Cell>>>> = {
-  starting: { ready: cell('up', 'offer'), retire: cell('stopping', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), idle: same('starting'), exit: cell('gone', 'start_failed'), killed: cell('gone', 'bury'), suspect: same('starting'), grace: same('starting'), shutdown: cell('stopping', 'shut') },
-  up: { ready: same('up'), retire: cell('retiring', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), idle: same('up'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('up', 'hold'), grace: cell('up', 'unhold'), shutdown: cell('stopping', 'shut') },
-  retiring: { ready: same('retiring'), retire: same('retiring'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), idle: cell('retiring', 'drained'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('retiring', 'hold'), grace: cell('retiring', 'unhold'), shutdown: cell('stopping', 'shut') },
-  stopping: { ready: same('stopping'), retire: same('stopping'), stop: same('stopping'), kill: cell('stopping', 'kill'), idle: same('stopping'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('stopping', 'hold'), grace: cell('stopping', 'unhold'), shutdown: cell('stopping', 'shut') },
-  gone: { ready: same('gone'), retire: same('gone'), stop: same('gone'), kill: same('gone'), idle: same('gone'), exit: same('gone'), killed: same('gone'), suspect: same('gone'), grace: same('gone'), shutdown: same('gone') },
+  starting: { ready: cell('up', 'offer'), retire: cell('stopping', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), idle: same('starting'), exit: cell('gone', 'start_failed'), killed: cell('gone', 'bury'), suspect: same('starting'), grace: same('starting'), shutdown: cell('stopping', 'shut'), handover: same('starting') },
+  up: { ready: same('up'), retire: cell('retiring', 'retire'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), idle: same('up'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('up', 'hold'), grace: cell('up', 'unhold'), shutdown: cell('stopping', 'shut'), handover: cell('gone', 'hand_on') },
+  retiring: { ready: same('retiring'), retire: same('retiring'), stop: cell('stopping', 'stop'), kill: cell('stopping', 'kill'), idle: cell('retiring', 'drained'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('retiring', 'hold'), grace: cell('retiring', 'unhold'), shutdown: cell('stopping', 'shut'), handover: same('retiring') },
+  stopping: { ready: same('stopping'), retire: same('stopping'), stop: same('stopping'), kill: cell('stopping', 'kill'), idle: same('stopping'), exit: cell('gone', 'bury'), killed: cell('gone', 'bury'), suspect: cell('stopping', 'hold'), grace: cell('stopping', 'unhold'), shutdown: cell('stopping', 'shut'), handover: same('stopping') },
+  gone: { ready: same('gone'), retire: same('gone'), stop: same('gone'), kill: same('gone'), idle: same('gone'), exit: same('gone'), killed: same('gone'), suspect: same('gone'), grace: same('gone'), shutdown: same('gone'), handover: same('gone') },
 };
 
 /** A retiring or stopping worker still holds its place under max_children. */

@@ -23,12 +23,13 @@ import type { Logger } from '../../log/log.js';
 import type { PoolConfig } from '../../config/types.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
 import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
-import type { RetireReason, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
+import type { HandedWorker, RetireReason, WorkerAdopter, WorkerExit, WorkerFactory, WorkerSpec } from '../../worker/types.js';
 import type { ExitFacts, ExitVerdict } from './exit-verdict.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
 import { GroupChildren } from './groups.js';
 import { childrenOf } from '../../worker/children.js';
+import { endHanded } from '../../worker/handover.js';
 import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
@@ -43,6 +44,8 @@ export interface SupervisorDeps {
   clock: Clock;
   spec: WorkerSpec;
   workerFactory: WorkerFactory;
+  /** How workers handed on by an exec in place of the daemon are adopted (start's `adopt`). */
+  workerAdopter?: WorkerAdopter;
   /** Logger handed to workers (they bind pool and worker id themselves). */
   workerLogger: Logger;
   /** [0, 1), for max_requests_jitter. */
@@ -196,7 +199,7 @@ export class Supervisor {
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
     const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
     this.procs = new Children(
-      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k), counting: deps.counting ?? { served: 'exact', selfRecycles: false } },
+      { log: this.log, clock, spec, workerFactory: deps.workerFactory, workerAdopter: deps.workerAdopter, workerLogger: deps.workerLogger, killNow: deps.killNow, seats: (slot) => hooks.seats(slot, k), counting: deps.counting ?? { served: 'exact', selfRecycles: false } },
       { ready: (slot) => this.fire(slot, 'ready', NO_CONTEXT), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );
     if (k > 1 || this.resident) {
@@ -212,20 +215,23 @@ export class Supervisor {
    * on the cores that serve its requests.
    */
   async start(opts: Partial<WarmStart> = {}): Promise<void> {
-    const initial = Math.ceil(initialWorkers(this.scaling) / this.slotsPerWorker);
-    const wanted = Math.max(initial, Math.ceil(Math.min(opts.seats ?? 0, this.scaling.maxChildren) / this.slotsPerWorker));
+    this.warming = true;
+    // Workers the code before an exec in place handed on come first: they serve at once.
+    const adopted = this.adopt(opts.adopt ?? []);
+    const initial = Math.max(0, Math.ceil(initialWorkers(this.scaling) / this.slotsPerWorker) - adopted.length);
+    const wanted = Math.max(initial, Math.ceil(Math.min(opts.seats ?? 0, this.scaling.maxChildren) / this.slotsPerWorker) - adopted.length);
     const n = this.mem ? this.mem.admit(wanted, 0) : wanted;
     const group = this.slotsPerWorker > 1 ? ` (groups of ${this.slotsPerWorker})` : '';
     this.log.info(
-      { pm: this.cfg.pm, command: this.cfg.command, maxChildren: this.scaling.maxChildren, starting: n, slotsPerWorker: this.slotsPerWorker },
-      `pool ${this.name} (${this.cfg.pm}) starting ${n} worker(s)${group}${n < wanted ? ` of ${wanted} (memory)` : ''}`,
+      { pm: this.cfg.pm, command: this.cfg.command, maxChildren: this.scaling.maxChildren, starting: n, adopted: adopted.length, slotsPerWorker: this.slotsPerWorker },
+      `pool ${this.name} (${this.cfg.pm}) starting ${n} worker(s)${group}${n < wanted ? ` of ${wanted} (memory)` : ''}${adopted.length > 0 ? `, ${adopted.length} adopted from before the upgrade` : ''}`,
     );
     const step = Math.max(1, opts.step ?? n);
-    this.warming = true;
+    // The adopted ones are waited for with the first step (spawned in the same tick, so the policy counts them as starting).
+    let waits: Array<Promise<void>> = adopted.map((slot) => new Promise<void>((resolve) => (slot.settle = resolve)));
     try {
-      for (let started = 0; started < n && !this.shuttingDown; ) {
+      for (let started = 0; started < n && !this.shuttingDown; waits = []) {
         const now = started < initial ? Math.min(n, initial) - started : Math.min(step, n - started);
-        const waits: Array<Promise<void>> = [];
         for (let i = 0; i < now; i++) {
           const slot = this.spawn();
           waits.push(new Promise<void>((resolve) => (slot.settle = resolve)));
@@ -233,11 +239,30 @@ export class Supervisor {
         started += now;
         await Promise.all(waits);
       }
+      if (waits.length > 0) await Promise.all(waits);
     } finally {
       this.warming = false;
       this.inServiceAt = this.clock.now();
       if (this.firstIdleDue !== Infinity) this.idleTimer.armAt(this.inServiceAt + this.firstIdleDue);
     }
+  }
+
+  /** Slots for workers handed on by an exec in place (Worker.adopt), counted as starting until their ready on the next tick. */
+  private adopt(handed: readonly HandedWorker[]): Slot[] {
+    const out: Slot[] = [];
+    for (const [i, h] of handed.entries()) {
+      const slot = this.procs.adopt(h, this.maxRequestsOfNew());
+      if (slot === undefined) {
+        // A pool that cannot adopt (no adopter: a preload pool) still must not leave them running.
+        endHanded(handed.slice(i), this.log);
+        break;
+      }
+      this.inState.starting++;
+      slot.mem = this.mem?.spawned();
+      if (this.groups !== undefined) slot.children = new Map();
+      out.push(slot);
+    }
+    return out;
   }
 
   /** Live workers (not yet exited), as the others read them; a parked parent too (parkedParent()). */
@@ -424,6 +449,12 @@ export class Supervisor {
         slot.endpoint?.closeIdle();
         this.procs.signal(slot);
         return;
+      case 'hand_on':
+        this.hooks.withdraw(slot);
+        slot.endpoint?.closeIdle();
+        this.mem?.exited(slot);
+        this.procs.release(slot);
+        return;
       case 'none':
         return;
     }
@@ -431,10 +462,14 @@ export class Supervisor {
 
   private offer(slot: Slot): void {
     const w = slot.worker;
-    const spawnMs = Math.round(this.clock.now() - slot.spawnedAt);
-    this.stats.spawned(spawnMs);
     slot.log = this.log.child({ wpid: w.pid });
-    slot.log.info({ spawnMs, workers: this.procs.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
+    if (slot.adopted) {
+      slot.log.info({ kind: 'adopted', requests: slot.requests, uptimeMs: Math.round(this.clock.now() - slot.spawnedAt), workers: this.procs.slots.size }, `worker ${w.pid} adopted from before the upgrade, serving on`);
+    } else {
+      const spawnMs = Math.round(this.clock.now() - slot.spawnedAt);
+      this.stats.spawned(spawnMs);
+      slot.log.info({ spawnMs, workers: this.procs.slots.size }, `worker ${w.pid} ready after ${spawnMs} ms`);
+    }
     this.reportedStartError = undefined;
     slot.readyAt = this.clock.now();
     if (this.deps.acceptsItself !== true) this.crashes.ready(w.pid);
@@ -495,10 +530,13 @@ export class Supervisor {
 
   // ---- workers ----------------------------------------------------------------------
 
-  private spawn(): Slot {
+  private maxRequestsOfNew(): number {
     const cfg = this.cfg;
-    const maxRequests = cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
-    const slot = this.procs.birth(maxRequests);
+    return cfg.maxRequests > 0 ? cfg.maxRequests + Math.floor(this.deps.random() * (Math.max(0, cfg.maxRequestsJitter) + 1)) : Infinity;
+  }
+
+  private spawn(): Slot {
+    const slot = this.procs.birth(this.maxRequestsOfNew());
     this.inState.starting++;
     slot.mem = this.mem?.spawned();
     // A group's children, found and measured by groups.ts.
@@ -796,18 +834,39 @@ export class Supervisor {
 
   // ---- shutdown and status ----------------------------------------------------------
 
-  /** Stops every worker (the dispatcher has answered what still runs); resolves when all exited. */
-  async shutdown(reason: 'shutdown' | 'reload'): Promise<void> {
+  /**
+   * Stops every worker (the dispatcher has answered what still runs); resolves when all
+   * exited. `handOn` (an exec in place of the daemon follows): each idle worker that is up
+   * and can go on in the new code is handed on instead (hand_on), and its record returned.
+   */
+  async shutdown(reason: 'shutdown' | 'reload', handOn = false): Promise<HandedWorker[]> {
     this.shuttingDown = true;
     this.idleTimer.cancel();
     this.scaleTimer.cancel();
     this.crashes.dispose();
-    this.mem?.dispose();
     this.groups?.dispose();
-    for (const slot of [...this.procs.slots]) this.fire(slot, 'shutdown', { reason });
+    const handed: HandedWorker[] = [];
+    for (const slot of [...this.procs.slots]) {
+      const h = handOn && slot.state === 'up' && slot.busy === 0 ? this.handOver(slot) : undefined;
+      if (h !== undefined) handed.push(h);
+      else this.fire(slot, 'shutdown', { reason });
+    }
+    this.mem?.dispose();
     // The one wait: every worker's exit, reaped through the table (bury).
     await this.procs.reaped();
-    this.mem?.removeCgroup();
+    // A handed worker stays in the pool's cgroup: it is the new code's to remove.
+    if (handed.length === 0) this.mem?.removeCgroup();
+    return handed;
+  }
+
+  /** Its record when the worker can go on in the new code (a parked parent runs again first). */
+  private handOver(slot: Slot): HandedWorker | undefined {
+    if (slot === this.parked && slot.pid !== undefined) continueProcess(slot.pid);
+    const h = slot.worker.handOver?.();
+    if (h === undefined) return undefined;
+    h.requests = slot.requests;
+    this.fire(slot, 'handover', NO_CONTEXT);
+    return h;
   }
 
   /** Groups' children as /proc has them now (for status). */
