@@ -156,6 +156,12 @@ export class MemoryCaps {
     const slots = [...this.d.hooks.slots()].filter((s) => s.pid !== undefined && s.state !== 'gone' && !this.quiet(s));
     const parent = this.d.parent.pid();
     const spare = parent === undefined ? undefined : this.d.parent.sparePid();
+    if (slots.length === 0 && parent === undefined) {
+      // Every worker quiet: nothing new to estimate from or to hold against memory_limit.
+      this.d.parent.keep(undefined, undefined, undefined);
+      this.afterRound(false);
+      return;
+    }
     if (sampler.syncRounds === true) {
       for (const slot of slots) {
         const s = sampler.readNow(slot.pid!, now);
@@ -185,10 +191,13 @@ export class MemoryCaps {
       });
   }
 
-  private afterRound(): void {
+  /** `measured`: the round read something (else the pool's estimate and memory_limit have nothing new to go by). */
+  private afterRound(measured = true): void {
     if (this.disposed) return;
-    this.d.estimate.update(this.d.hooks.slots());
-    this.checkLimit();
+    if (measured) {
+      this.d.estimate.update(this.d.hooks.slots());
+      this.checkLimit();
+    }
     this.d.host.checkBudget();
     let live = false;
     for (const _ of this.d.hooks.slots()) {
