@@ -3,7 +3,7 @@
  * php-fpm (its own config, never the system service), fcgi-pm, spawn-fcgi + php-cgi,
  * and one nginx in front of them all. Every process is tracked by pid (compare-procs).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type SpawnOptions } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -187,7 +187,8 @@ export async function startNginx(dir: string, doc: string, servers: NginxServer[
  * nginx in the foreground with its own prefix `dir` (temp paths, pid, error log) and
  * `blocks` (upstream and server blocks) in http {}; ready once every port accepts.
  */
-export async function runNginx(dir: string, blocks: string[], ports: number[]): Promise<Started> {
+/** `spawnOpts.detached`: nginx in a session of its own, as a service runs (its own autogroup: the CPU is shared with it as with a service). */
+export async function runNginx(dir: string, blocks: string[], ports: number[], spawnOpts: SpawnOptions = {}): Promise<Started> {
   for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
   const conf = `${process.getuid?.() === 0 ? 'user root root;' : ''}
 daemon off;
@@ -208,7 +209,7 @@ http {
 }
 `;
   writeFileSync(join(dir, 'nginx.conf'), conf);
-  const p = start('nginx', '/usr/sbin/nginx', ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', join(dir, 'nginx.conf')]);
+  const p = start('nginx', '/usr/sbin/nginx', ['-p', dir, '-e', `${dir}/logs/error.log`, '-c', join(dir, 'nginx.conf')], spawnOpts);
   for (const port of ports) await waitReady('nginx', { port }, p);
   return p;
 }

@@ -9,14 +9,21 @@
  *   noisy      a quiet pool (1 client, a small page) alone, then beside a noisy pool (30
  *              clients of a 20 ms CPU-bound page, from wrk), 4 workers each, one daemon
  *              (one php-fpm master): the quiet pool's p99 beside ÷ alone, and what the
- *              noisy pool was served.
+ *              noisy pool was served; then where the quiet pool's requests waited for a
+ *              CPU (run-queue wait per wakeup of nginx's worker, the daemon and the quiet
+ *              workers, from /proc/PID/schedstat) and where each process runs (its CPU
+ *              cgroup, its autogroup). nginx, fcgi-pm and php-fpm each run in a session of
+ *              their own, as services do (with autogroups each session is one entity the
+ *              kernel shares the CPU between); the clients stay in this one. --variant
+ *              "key: value" adds a second fcgi-pm whose pools have that key (an A/B of a
+ *              setting, e.g. "cpu_weight: 0", in the same rounds).
  *   slowloris  a request head sent one byte every 0.5 s, header_timeout 3 s (nginx:
  *              client_header_timeout 3s): when each closes the connection, from the
  *              connect.
  *
- *   node dist/bench/fairness.js [--rows closed,noisy,slowloris] [--seconds 8]
+ *   node dist/bench/fairness.js [--rows closed,noisy,slowloris] [--seconds 8] [--variant "cpu_weight: 0"]
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -25,6 +32,7 @@ import { start, stopAll, waitReady, type Started } from './compare-procs.js';
 import { findPhpFpm, REPO, runNginx } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 import { freePort, machineLine } from './django.js';
+import { childPids, processTree } from '../src/bench/proc-info.js';
 import { pct } from './overload.js';
 
 function arg(name: string, def: string): string {
@@ -43,19 +51,27 @@ interface Pool {
   workers: number;
 }
 
-/** One fcgi-pm with a FastCGI Unix listener per pool, pm static, every queue key at its default. */
-async function startFcgiPm(dir: string, pools: Pool[]): Promise<{ proc: Started; socks: Map<string, string> }> {
+/** Marks a php-cgi worker's command line with its pool, so the bench finds it in /proc (php-fpm titles its own "php-fpm: pool NAME"). */
+const POOL_MARK = 'fcgipm_bench.pool';
+
+/**
+ * One fcgi-pm with a FastCGI Unix listener per pool, pm static, every queue key at its
+ * default (`keys`: pool keys added, "key: value"). `service`: in a session of its own.
+ */
+async function startFcgiPm(dir: string, pools: Pool[], keys: string[] = [], service = false): Promise<{ proc: Started; socks: Map<string, string> }> {
   mkdirSync(dir, { recursive: true });
   const socks = new Map(pools.map((p) => [p.name, join(dir, `${p.name}.sock`)]));
   const listen = pools.map((p) => `  - { protocol: fastcgi, address: "unix:${socks.get(p.name)}", pool: ${p.name} }`).join('\n');
-  const body = pools.map((p) => `  ${p.name}:\n    command: [/usr/bin/php-cgi]\n    pm: static\n    max_children: ${p.workers}\n`).join('');
+  const body = pools
+    .map((p) => `  ${p.name}:\n    command: [/usr/bin/php-cgi, -d, "${POOL_MARK}=${p.name}"]\n    pm: static\n    max_children: ${p.workers}\n${keys.map((k) => `    ${k}\n`).join('')}`)
+    .join('');
   writeFileSync(join(dir, 'fcgi-pm.yaml'), `listen:\n${listen}\npools:\n${body}log: { level: warn, access: false }\nruntime_dir: ${dir}\ncontrol_socket: ${dir}/control.sock\n`);
-  const proc = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir });
+  const proc = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir, detached: service });
   for (const s of socks.values()) await waitReady('fcgi-pm', { path: s }, proc);
   return { proc, socks };
 }
 
-/** One php-fpm master with a pool per entry, pm static, listen.backlog at its default. */
+/** One php-fpm master with a pool per entry, pm static, listen.backlog at its default (php-fpm makes a session of its own). */
 async function startFpm(dir: string, pools: Pool[]): Promise<{ proc: Started; socks: Map<string, string> }> {
   mkdirSync(dir, { recursive: true });
   const root = process.getuid?.() === 0;
@@ -68,14 +84,14 @@ async function startFpm(dir: string, pools: Pool[]): Promise<{ proc: Started; so
   return { proc, socks };
 }
 
-/** nginx with one server per (stack, pool), each passing *.php to that pool's socket. */
-async function startFront(dir: string, doc: string, routes: Array<{ port: number; sock: string }>, extra = ''): Promise<Started> {
+/** nginx with one server per (stack, pool), each passing *.php to that pool's socket. `service`: in a session of its own. */
+async function startFront(dir: string, doc: string, routes: Array<{ port: number; sock: string }>, service = false): Promise<Started> {
   const blocks = routes.map(
     (r, i) => `upstream u${i} { server unix:${r.sock}; }
-  server { listen 127.0.0.1:${r.port} backlog=4096; root ${doc}; ${extra}
+  server { listen 127.0.0.1:${r.port} backlog=4096; root ${doc};
     location ~ \\.php$ { include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_pass u${i}; } }`,
   );
-  return runNginx(dir, blocks, routes.map((r) => r.port));
+  return runNginx(dir, blocks, routes.map((r) => r.port), { detached: service });
 }
 
 interface LoopResult {
@@ -139,36 +155,131 @@ async function rowClosed(dir: string, doc: string, seconds: number): Promise<voi
   await ours.proc.stop();
 }
 
-async function rowNoisy(dir: string, doc: string, seconds: number): Promise<void> {
+/** A thread's CPU time and run-queue wait (ns) and its time slices, from /proc/PID/schedstat. */
+interface Sched {
+  runNs: number;
+  waitNs: number;
+  slices: number;
+}
+
+function schedOf(pids: number[]): Sched {
+  const t: Sched = { runNs: 0, waitNs: 0, slices: 0 };
+  for (const pid of pids) {
+    try {
+      const [run, wait, n] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
+      t.runNs += run!;
+      t.waitNs += wait!;
+      t.slices += n!;
+    } catch {
+      // gone
+    }
+  }
+  return t;
+}
+
+/** Run-queue wait per slice (µs) and CPU (s) between two readings. */
+function schedDelta(a: Sched, b: Sched): { waitUs: number; cpuS: number } {
+  return { waitUs: (b.waitNs - a.waitNs) / Math.max(1, b.slices - a.slices) / 1000, cpuS: (b.runNs - a.runNs) / 1e9 };
+}
+
+/** The processes of one stack the quiet pool's requests pass through, and the noisy pool's workers. */
+interface StackPids {
+  daemon: number | undefined;
+  quiet: number[];
+  noisy: number[];
+}
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+}
+
+/** Workers found by command line: fcgi-pm's php-cgi carry POOL_MARK, php-fpm's are titled "php-fpm: pool NAME". */
+function stackPids(root: number, daemon: boolean): StackPids {
+  const tree = processTree(root).slice(1);
+  const of = (pool: string): number[] => tree.filter((p) => cmdline(p).includes(`${POOL_MARK}=${pool}`) || cmdline(p).startsWith(`php-fpm: pool ${pool}`));
+  return { daemon: daemon ? root : undefined, quiet: of('quiet'), noisy: of('noisy') };
+}
+
+/** Where a process runs, as the scheduler sees it: its CPU cgroup (v1 cpu, else v2) and its autogroup. */
+function placement(pid: number | undefined): string {
+  if (pid === undefined) return '–';
+  try {
+    const cg = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n');
+    const cpu = cg.find((l) => /^\d+:([^:]*,)?cpu(,[^:]*)?:/.test(l)) ?? cg.find((l) => l.startsWith('0::'));
+    let auto = '';
+    try {
+      auto = readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim().split(' ')[0]!;
+    } catch {
+      // no autogroups on this kernel
+    }
+    return `${cpu?.slice(cpu.lastIndexOf(':') + 1) ?? '?'}${auto ? ` ${auto}` : ''}`;
+  } catch {
+    return '?';
+  }
+}
+
+async function rowNoisy(dir: string, doc: string, seconds: number, variant: string | undefined): Promise<void> {
   const pools = [{ name: 'quiet', workers: 4 }, { name: 'noisy', workers: 4 }];
   const fpm = await startFpm(join(dir, 'fpm-noisy'), pools);
-  const ours = await startFcgiPm(join(dir, 'ours-noisy'), pools);
-  const ports = { fpm: { quiet: await freePort(), noisy: await freePort() }, ours: { quiet: await freePort(), noisy: await freePort() } };
-  const ngx = await startFront(join(dir, 'nginx-noisy'), doc, [
-    { port: ports.fpm.quiet, sock: fpm.socks.get('quiet')! },
-    { port: ports.fpm.noisy, sock: fpm.socks.get('noisy')! },
-    { port: ports.ours.quiet, sock: ours.socks.get('quiet')! },
-    { port: ports.ours.noisy, sock: ours.socks.get('noisy')! },
-  ]);
+  const ours = await startFcgiPm(join(dir, 'ours-noisy'), pools, [], true);
+  const alt = variant === undefined ? undefined : await startFcgiPm(join(dir, 'alt-noisy'), pools, [variant], true);
+  const stacks = [
+    { name: 'php-fpm', s: fpm, daemon: false },
+    { name: 'fcgi-pm', s: ours, daemon: true },
+    ...(alt === undefined ? [] : [{ name: `fcgi-pm (${variant})`, s: alt, daemon: true }]),
+  ];
+  const ports = await Promise.all(stacks.map(async () => ({ quiet: await freePort(), noisy: await freePort() })));
+  const ngx = await startFront(
+    join(dir, 'nginx-noisy'),
+    doc,
+    stacks.flatMap((st, i) => [
+      { port: ports[i]!.quiet, sock: st.s.socks.get('quiet')! },
+      { port: ports[i]!.noisy, sock: st.s.socks.get('noisy')! },
+    ]),
+    true,
+  );
+  const ngxWorker = childPids(ngx.pid);
+  const pids = stacks.map((st) => stackPids(st.s.proc.pid, st.daemon));
   process.stdout.write(`\nnoisy neighbour: quiet pool (1 client, small page) alone, then beside a noisy pool (30 clients of a 20 ms CPU-bound page), 4 workers each, ${seconds} s windows; ${machineLine()}\n`);
+  process.stdout.write('where each runs (CPU cgroup, autogroup): ' + `nginx worker ${placement(ngxWorker[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
   process.stdout.write('| stack | quiet p99 alone ms | quiet p99 beside ms | ratio | noisy served req/s | noisy answers |\n|---|---|---|---|---|---|\n');
+  const waits: string[] = [];
+  const us = (n: number | undefined): string => (n === undefined ? '–' : n.toFixed(0));
   for (let round = 0; round < 2; round++) {
-    for (const name of ['php-fpm', 'fcgi-pm'] as const) {
-      const p = name === 'php-fpm' ? ports.fpm : ports.ours;
+    for (let i = 0; i < stacks.length; i++) {
+      const st = stacks[i]!;
+      const p = ports[i]!;
       const quietUrl = `http://127.0.0.1:${p.quiet}/small.php`;
+      const readAll = (): Sched[] => [schedOf(ngxWorker), schedOf(pids[i]!.daemon === undefined ? [] : [pids[i]!.daemon!]), schedOf(pids[i]!.quiet), schedOf(pids[i]!.noisy)];
+      const s0 = readAll();
       const alone = await closedLoop(quietUrl, 1, seconds);
+      const s1 = readAll();
       // The noise from wrk, a process of its own: timed in this one, the quiet client's
       // answers would wait behind the event loop's handling of 30 noisy ones.
       const [beside, noise] = await Promise.all([closedLoop(quietUrl, 1, seconds), runWrk(`http://127.0.0.1:${p.noisy}/cpu.php`, 30, seconds)]);
+      const s2 = readAll();
       const a = pct(alone.ms, 99);
       const b = pct(beside.ms, 99);
       const answers = `${noise.requests - noise.non2xx} × 200${noise.non2xx > 0 ? `, ${noise.non2xx} other` : ''}${noise.errors > 0 ? `, ${noise.errors} socket errors` : ''}`;
-      process.stdout.write(`| ${name} | ${a.toFixed(1)} | ${b.toFixed(1)} | ${(b / a).toFixed(1)}× | ${((noise.requests - noise.non2xx) / seconds).toFixed(0)} | ${answers} |\n`);
+      process.stdout.write(`| ${st.name} | ${a.toFixed(1)} | ${b.toFixed(1)} | ${(b / a).toFixed(1)}× | ${((noise.requests - noise.non2xx) / seconds).toFixed(0)} | ${answers} |\n`);
+      for (const [w, x, y, ms] of [['alone', s0, s1, alone.ms], ['beside', s1, s2, beside.ms]] as const) {
+        const d = x.map((v, k) => schedDelta(v, y[k]!));
+        const daemon = st.daemon ? d[1] : undefined;
+        waits.push(`| ${st.name} | ${w} | ${pct(ms, 50).toFixed(2)} / ${pct(ms, 99).toFixed(1)} | ${us(d[0]!.waitUs)} / ${us(daemon?.waitUs)} / ${us(d[2]!.waitUs)} | ${daemon === undefined ? '–' : daemon.cpuS.toFixed(2)} / ${d[2]!.cpuS.toFixed(2)} / ${d[3]!.cpuS.toFixed(2)} |`);
+      }
     }
   }
+  process.stdout.write('\nwhere the quiet requests waited for a CPU: run-queue wait per wakeup (/proc/PID/schedstat) of nginx\'s worker, the daemon and the quiet pool\'s workers; CPU used in the window\n');
+  process.stdout.write('| stack | window | quiet p50 / p99 ms | wait µs: nginx / daemon / quiet workers | CPU s: daemon / quiet / noisy workers |\n|---|---|---|---|---|\n');
+  process.stdout.write(waits.join('\n') + '\n');
   await ngx.stop();
   await fpm.proc.stop();
   await ours.proc.stop();
+  await alt?.proc.stop();
 }
 
 /** Connects, sends `head` one byte every `gapMs`; resolves with ms from connect to close (or to giving up). */
@@ -244,7 +355,7 @@ async function main(): Promise<void> {
   for (const [f, src] of Object.entries(PAGES)) writeFileSync(join(doc, f), src);
   try {
     if (rows.includes('closed')) await rowClosed(dir, doc, seconds);
-    if (rows.includes('noisy')) await rowNoisy(dir, doc, seconds);
+    if (rows.includes('noisy')) await rowNoisy(dir, doc, seconds, process.argv.includes('--variant') ? arg('--variant', '') : undefined);
     if (rows.includes('slowloris')) await rowSlowloris(dir, doc);
   } finally {
     await stopAll();

@@ -15,6 +15,7 @@ import { EXIT_FAILURE, isExpectedError, reportError } from './report.js';
 import { packageVersion } from '../version.js';
 import { startSuccessor, stopHanded, UPGRADE_CHECK_ENV, type ExecPlan } from '../daemon/upgrade.js';
 import { execInPlace } from '../daemon/exec-in-place.js';
+import { bridgeConfig, stopBridge } from '../daemon/bridge.js';
 
 interface RunOptions extends QuickOptions {
   config?: string;
@@ -69,6 +70,8 @@ Examples:
         process.exitCode = reportError(err);
         return;
       }
+      // The bridge of an upgrade by exec (src/daemon/bridge.ts) serves the old code's workers while the process re-executes.
+      config = bridgeConfig(config) ?? config;
       if (process.env[UPGRADE_CHECK_ENV] !== undefined) {
         process.exitCode = await checkForUpgrade(config, opts.allowRoot === true);
         return;
@@ -175,8 +178,9 @@ async function reexec(plan: ExecPlan, config: Config): Promise<number> {
   const logFiles = new LogFiles(config.log);
   const logger = logFiles.logger;
   logger.error({ code: ErrorCodes.UPGRADE_FAILED, kind: 'upgrade', err: why }, `upgrade: the exec failed (${why}); starting the new code with a new pid instead`);
-  // The workers handed on for the exec go with this process: the new daemon starts its own.
+  // The workers handed on for the exec, and the bridge, go with this process: the new daemon starts its own.
   stopHanded(plan);
+  if (plan.bridge !== undefined) stopBridge(plan.bridge);
   try {
     const next = await startSuccessor(plan.sockets, plan.readySeats);
     logger.warn({ code: ErrorCodes.UPGRADE_NO_EXEC, kind: 'upgrade', new_pid: next.pid }, `upgrade: the new code serves as pid ${next.pid}; pid ${process.pid} exits`);

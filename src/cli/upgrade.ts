@@ -34,7 +34,7 @@ export function upgradeCommand(): Command {
   );
 }
 
-/** Asks until the daemon answers with a later start time than `started` (the exec happened). */
+/** Asks until the daemon answers with a later start time than `started` (the exec happened) and is ready (its listeners took their sockets). */
 async function untilRestarted(o: TargetOptions, started: number, timeoutMs = 180_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -43,7 +43,10 @@ async function untilRestarted(o: TargetOptions, started: number, timeoutMs = 180
       const s = await ask(o, { cmd: 'ping' }, 5000);
       s.end();
       const now = s.response.ok ? (s.response.result as { started?: number }).started : undefined;
-      if (now !== undefined && now > started) return;
+      if (now === undefined || now <= started) continue;
+      const r = await ask(o, { cmd: 'ready' }, 5000);
+      r.end();
+      if (r.response.ok && (r.response.result as { ready?: boolean }).ready === true) return;
     } catch {
       // between the exec and the new code's control socket: ask again
     }

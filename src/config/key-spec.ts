@@ -24,7 +24,7 @@ export type KeyType =
   | { kind: 'mode' }
   /** memory_budget: a size ("512MiB"), a percentage of MemTotal or of the cgroup limit ("50%") or "auto". */
   | { kind: 'budget' }
-  // Operations (issue 5; docs/operations.md).
+  // Operations (docs/operations.md).
   /** A URL path starting with "/" (status_path, ping_path). */
   | { kind: 'url-path' }
   /** status_allow: CIDR blocks, addresses, or the words unix, local, all (src/config/cidr.ts). */

@@ -10,7 +10,7 @@ import type { KeySpec, KeyType } from './key-spec.js';
 const positiveDuration = { kind: 'duration', min: 1 } as const;
 const anyDuration = { kind: 'duration', min: 0 } as const;
 
-// Memory governor (issue 4; docs/memory.md). Sizes of 0 mean off.
+// Memory governor (docs/memory.md). Sizes of 0 mean off.
 const memorySize = { kind: 'size', min: 0, max: 2 ** 40 } as const;
 const sampleInterval = { kind: 'duration', min: 100 } as const;
 const oomScore = { kind: 'int', min: -1000, max: 1000 } as const;
@@ -24,6 +24,7 @@ const MEMORY_POOL_KEYS: readonly KeySpec[] = [
   { key: 'memory_sample_interval', field: 'memorySampleInterval', type: sampleInterval, defaultText: '(the top-level memory_sample_interval)', scope: 'spawned', doc: "How often this pool's workers are measured." },
   { key: 'oom_score_adj', field: 'oomScoreAdj', type: oomScore, default: 800, scope: 'spawned', doc: "Workers' /proc/PID/oom_score_adj, set right after spawn: the kernel's OOM killer takes a worker before fcgi-pm." },
   { key: 'cpu_weight', field: 'cpuWeight', type: { kind: 'int', min: 0, max: 10000 }, default: 100, scope: 'spawned', doc: "The pool's share of the CPU against other pools when the CPU is busy: its workers run in a CPU cgroup of their own (cgroup v2 cpu.weight; v1 cpu.shares, 100 = 1024), where fcgi-pm may create one (root, or a delegated subtree). Equal weights give each busy pool an equal share, however many workers it runs (0 = no CPU cgroup: the workers compete as plain processes)." },
+  { key: 'busy_cpu_slice', field: 'busyCpuSlice', type: anyDuration, default: '10ms', scope: 'spawned', doc: "While requests wait for this pool's workers (one queued within the last second), the workers run with this CPU time slice, longer than the kernel's default (0.7 ms × (1 + log2 CPUs)): any other task that wakes (fcgi-pm, the web server, another pool's worker) takes the CPU from them at once instead of waiting up to a clock tick, and the pool's share of the CPU (cpu_weight) is unchanged. Linux 6.12 or later (EEVDF custom slices, clamped to 0.1–100 ms) and the native addon native/sched-slice.c; elsewhere nothing changes (0 = off)." },
 ];
 
 const MEMORY_TOP_KEYS: readonly KeySpec[] = [
@@ -57,7 +58,7 @@ const AUTHORIZER_POOL_KEYS: readonly KeySpec[] = [
   { key: 'script', field: 'script', type: { kind: 'path' }, defaultText: '(none)', doc: 'Every request this pool gets runs this file: SCRIPT_FILENAME is set to it (SCRIPT_NAME and the rest are left as they came). For a PHP authorizer pool (authorizer requests carry no SCRIPT_FILENAME) or a single-entry application.' },
 ];
 
-// Operations (issue 5; docs/operations.md): status pages, the control socket, log files.
+// Operations (docs/operations.md): status pages, the control socket, log files.
 const OPERATIONS_LISTENER_KEYS: readonly KeySpec[] = [
   { key: 'name', field: 'name', type: { kind: 'string' }, doc: 'A name for this listener: with systemd socket activation, the FileDescriptorName= of the socket it takes over.' },
   { key: 'status_path', field: 'statusPath', type: { kind: 'url-path' }, doc: "Answer requests for this path (e.g. /status) with fcgi-pm's status page (PHP-FPM compatible; ?json, ?full, ?html, ?openmetrics), even when every worker is busy." },

@@ -1,5 +1,5 @@
 /**
- * Conversions for the operations keys (issue 5): status paths, status_allow, access_format
+ * Conversions for the operations keys: status paths, status_allow, access_format
  * and control_socket. Called from schema.ts's convert(); `bad` records the problem and
  * returns schema's INVALID marker.
  */

@@ -52,7 +52,7 @@ export interface ListenerConfig {
   /** After the site's own rules (src/frontend/rewrite.ts). */
   rewrite?: RewriteRule[] | undefined;
 
-  // Operations (issue 5). Optional so configs built in code may leave them out;
+  // Operations. Optional so configs built in code may leave them out;
   // schema.ts always sets pingResponse and statusAllow.
   /** Matched against systemd's LISTEN_FDNAMES for socket activation. */
   name?: string | undefined;
@@ -72,7 +72,7 @@ export interface PoolConfig {
   name: string;
   /** Protocol the backends speak. */
   backend: BackendProtocol;
-  /** External backends (issue 2). Empty when `command` is set. */
+  /** External backends. Empty when `command` is set. */
   backends: SocketAddress[];
   maxConnsPerBackend: number; // default 16
   /** How long a refusing backend is skipped (default 5s). */
@@ -84,7 +84,7 @@ export interface PoolConfig {
   /** FastCGI: role FCGI_AUTHORIZER as such, or as a responder request with FCGI_ROLE=AUTHORIZER (default native). */
   authorizerRole?: 'native' | 'responder';
 
-  // Spawned workers (issue 3). `command` undefined → external backends only.
+  // Spawned workers. `command` undefined → external backends only.
   command: string[] | undefined;
   socket: 'fd0' | 'argv';
   env: Record<string, string>;
@@ -129,7 +129,7 @@ export interface PoolConfig {
   /** Spawned pools: longest expected wait a request is queued for (0 = off); optional for configs built in code. */
   queueMaxWait?: number;
 
-  // Memory governor (issue 4). Optional so configs built in code may leave them out;
+  // Memory governor. Optional so configs built in code may leave them out;
   // schema.ts always sets them. Sizes in bytes, 0 = off.
   maxMemory?: number;
   maxMemoryHard?: number;
@@ -157,6 +157,8 @@ export interface PoolConfig {
   oomScoreAdj?: number;
   /** The pool's CPU weight against other pools (1-10000, default 100; 0 = no CPU cgroup; src/memory/cpu-cgroup.ts). */
   cpuWeight?: number;
+  /** ms: the workers' CPU slice while requests wait for them (default 10; 0 = off; src/pool/workers/busy-slice.ts). */
+  busyCpuSlice?: number;
 
   // Authorization in front of the pool (src/frontend/authorize.ts).
   /** Pool asked, as a FastCGI authorizer, before each request is dispatched here. */
@@ -189,7 +191,7 @@ export interface Config {
     /** auto | json | pretty (src/log/pretty.ts). */
     format: (typeof LOG_FORMATS)[number];
     access: boolean;
-    /** Log file instead of stdout (issue 5); reopened on SIGUSR1. */
+    /** Log file instead of stdout; reopened on SIGUSR1. */
     file?: string | undefined;
     /** Access lines to their own file instead of the main log. */
     accessFile?: string | undefined;

@@ -27,11 +27,12 @@ function row(p: PoolStatus): string[] {
   return [
     p.name,
     p.state + (p.generations > 1 ? '+' : ''),
-    p.pm,
+    // A direct pool's requests wait in its socket's accept queue, not in fcgi-pm's.
+    p.direct === undefined ? p.pm : `${p.pm} direct`,
     String(busy),
     p.kind === 'external' ? '-' : String(p.processes.idle),
     p.maxChildren === undefined ? '-' : String(p.maxChildren),
-    `${p.queue.length}/${p.queue.limit}`,
+    p.direct === undefined ? `${p.queue.length}/${p.queue.limit}` : `${p.direct.waiting ?? '?'}/${p.direct.backlog ?? '?'}`,
     (p.rps ?? 0).toFixed(1),
     // Upper bound of the bucket, since the pool started.
     o === undefined ? '-' : `≤${ms(percentile(undefined, o.latency, 0.99))}`,

@@ -1,12 +1,13 @@
 /**
  * `fcgi-pm check`: the addresses `run` would bind, tried now, so a port in use fails the
  * check rather than the start. A TCP address is bound and closed at once; a Unix socket
- * file is in use when something answers on it. Not wrong, so passed over: an address held
+ * file is in use when something listens on it. Not wrong, so passed over: an address held
  * by this config's own running daemon (a check before a reload), one held by systemd
  * (socket activation hands it to fcgi-pm), and ports this user may not bind (a check as
  * another user than the daemon's).
  */
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import * as nodePath from 'node:path';
 import * as net from 'node:net';
 import type { Problems, KeyPath } from '../config/problems.js';
 import type { Config } from '../config/types.js';
@@ -47,7 +48,48 @@ async function tcpInUse(a: { host: string; port: number; text: string }): Promis
 }
 
 async function unixInUse(path: string): Promise<string | undefined> {
-  const answers = await new Promise<boolean>((resolve) => {
+  const listening = listeningUnixPaths();
+  const answers = listening === undefined ? await connects(path) : listening.has(nodePath.resolve(path)) && isSocket(path);
+  return answers ? `unix:${path}: another program answers on this socket: run would fail to bind it (EADDRINUSE)` : undefined;
+}
+
+/**
+ * Paths with a listening Unix socket, from /proc/net/unix (undefined where it cannot be
+ * read). Looked up rather than connected to: a connection would wake what listens there
+ * (an ondemand direct pool starts a worker for it). fcgi-pm binds at a temporary name
+ * (.NAME.PID.tmp) and renames it into place; the kernel keeps the name bound, so that
+ * stands for NAME too.
+ */
+function listeningUnixPaths(): Set<string> | undefined {
+  let text: string;
+  try {
+    text = readFileSync('/proc/net/unix', 'utf8');
+  } catch {
+    return undefined;
+  }
+  const out = new Set<string>();
+  for (const line of text.split('\n').slice(1)) {
+    // Num RefCount Protocol Flags Type St Inode Path; flag 00010000 is __SO_ACCEPTCON (listening).
+    const f = line.trim().split(/\s+/);
+    if (f.length < 8 || f[3] !== '00010000' || !f[7]!.startsWith('/')) continue;
+    const bound = f.slice(7).join(' ');
+    out.add(bound);
+    const temp = /^\.(.+)\.\d+\.tmp$/.exec(nodePath.basename(bound));
+    if (temp !== null) out.add(nodePath.join(nodePath.dirname(bound), temp[1]!));
+  }
+  return out;
+}
+
+function isSocket(path: string): boolean {
+  try {
+    return lstatSync(path).isSocket();
+  } catch {
+    return false;
+  }
+}
+
+function connects(path: string): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
     const s = net.connect({ path });
     s.once('connect', () => {
       s.destroy();
@@ -55,7 +97,6 @@ async function unixInUse(path: string): Promise<string | undefined> {
     });
     s.once('error', () => resolve(false));
   });
-  return answers ? `unix:${path}: another program answers on this socket: run would fail to bind it (EADDRINUSE)` : undefined;
 }
 
 /** The process holding a listening TCP socket on `port`, from /proc (root sees every process). */

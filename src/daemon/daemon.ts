@@ -35,6 +35,8 @@ import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
 import { takeHandover, takeReadySeats, UpgradeError, withHandover, type ExecPlan, type HandedPool, type Handover, type Successor } from './upgrade.js';
 import type { HandedWorker } from '../worker/types.js';
 import { endHanded } from '../worker/handover.js';
+import { watchChild } from '../worker/reaper.js';
+import { stopBridge } from './bridge.js';
 import { opcacheRoot, ROOT_CACHE_DIR } from '../config/opcache-path.js';
 import { sweepCacheRoots } from '../worker/php-cache.js';
 import { Operations, type OperationsOptions } from './operations.js';
@@ -44,6 +46,9 @@ import { ErrorCodes } from '../errors.js';
 import { formatDuration } from '../config/units.js';
 import { FdGuard } from '../frontend/fd-guard.js';
 import { describeOpenFiles, raiseOpenFilesLimit } from './open-files.js';
+
+/** How long a stop goes on accepting the connections already in the listeners' accept queues. */
+const BACKLOG_DRAIN_MS = 1000;
 
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -56,7 +61,7 @@ export interface DaemonDeps {
   createPool?: CreatePool;
   /** Defaults to src/frontend's startListener. */
   startListener?: StartListener;
-  /** Operations (issue 5): log files, how a reload reads the config, systemd notifier. */
+  /** Operations: log files, how a reload reads the config, systemd notifier. */
   operations?: Partial<Omit<OperationsOptions, 'logger'>>;
   /** -R / --allow-root: running as root, spawned pools without `user` may run workers as root. */
   allowRoot?: boolean;
@@ -91,6 +96,8 @@ export class Daemon {
   private stopping: Promise<void> | undefined;
   /** Workers the pools handed on in a stop for an exec in place, by pool. */
   private readonly handed: HandedPool[] = [];
+  /** Handed workers no pool adopts that the upgrade's bridge may still be using: stopped once it exited. */
+  private readonly afterBridge: HandedWorker[][] = [];
   /** When start() began (epoch ms), for the upgrade's phases. */
   private startBegan = 0;
   /** Ends shutdown_delay early (a second signal, an immediate stop). */
@@ -252,7 +259,8 @@ export class Daemon {
       this.ops.closeUnusedInherited();
     } catch (err) {
       // Handed workers no pool took must not outlive the start that failed.
-      for (const workers of adopt.values()) endHanded(workers, this.logger);
+      for (const workers of [...adopt.values(), ...this.afterBridge.splice(0)]) endHanded(workers, this.logger);
+      if (handover?.bridge !== undefined) stopBridge(handover.bridge);
       // The caller reports the error once (src/cli/run.ts); here we only undo.
       await this.stop({ immediate: true });
       throw err;
@@ -260,6 +268,7 @@ export class Daemon {
     if (this.stopping) return;
     this._state = 'running';
     if (handover !== undefined) this.logPhases(handover, adoptedCount);
+    if (handover?.bridge !== undefined) this.endBridge(handover.bridge);
     this.logger.info(
       { kind: 'ready', listeners: this.listenerList.length, pools: this.registry.size, sites: this.sites?.status().defined, runtime_dir: this.privateDir, config: cfg.source },
       `fcgi-pm ready: ${this.listenerList.length} listener(s), ${this.registry.size} pool(s)${this.sites ? `, ${this.sites.status().defined} site(s)` : ''}`,
@@ -279,6 +288,7 @@ export class Daemon {
       const n = hp.workers.length;
       const same = p !== undefined && dirKept && poolFingerprint(p) === hp.config;
       if (same) adopt.set(hp.pool, hp.workers);
+      else if (h.bridge !== undefined) this.afterBridge.push(hp.workers);
       else endHanded(hp.workers, this.logger);
       const why = p === undefined ? 'the pool is gone' : !dirKept ? 'their runtime dir is gone' : 'the pool changed';
       this.logger.info(
@@ -289,14 +299,28 @@ export class Daemon {
     return adopt;
   }
 
+  /**
+   * The new code serves: the upgrade's bridge (bridge.ts, our child, unknown to libuv) is
+   * stopped and reaped here; the handed workers it may have used that no pool adopted go then.
+   */
+  private endBridge(pid: number): void {
+    const stoppedAt = Date.now();
+    watchChild(pid, (e) => {
+      this.logger.info({ kind: 'upgrade', bridge_pid: pid, exitCode: e.code, signal: e.signal, ms: Date.now() - stoppedAt }, `upgrade: the bridge (pid ${pid}) stopped after its requests`);
+      for (const workers of this.afterBridge.splice(0)) endHanded(workers, this.logger);
+    });
+    stopBridge(pid);
+  }
+
   /** One line with how long each phase of the upgrade that started this code took (kind upgrade_phases). */
   private logPhases(h: Handover, adopted: number): void {
     const ready = Date.now();
     const t = h.times;
     const phases = { check_ms: t.checked - t.begin, stop_ms: t.exec - t.checked, boot_ms: this.startBegan - t.exec, start_ms: ready - this.startBegan };
     this.logger.info(
-      { kind: 'upgrade_phases', ...phases, total_ms: ready - t.begin, unserved_ms: ready - t.checked, handed: h.pools.reduce((n, p) => n + p.workers.length, 0), adopted },
-      `upgrade phases: check ${phases.check_ms} ms, stop ${phases.stop_ms} ms, exec and load ${phases.boot_ms} ms, start ${phases.start_ms} ms; no listener accepted for ${ready - t.checked} ms`,
+      { kind: 'upgrade_phases', ...phases, total_ms: ready - t.begin, unserved_ms: ready - t.checked, bridge: h.bridge !== undefined, handed: h.pools.reduce((n, p) => n + p.workers.length, 0), adopted },
+      `upgrade phases: check ${phases.check_ms} ms, stop ${phases.stop_ms} ms, exec and load ${phases.boot_ms} ms, start ${phases.start_ms} ms; ` +
+        (h.bridge !== undefined ? `the bridge served for ${ready - t.checked} ms` : `no listener accepted for ${ready - t.checked} ms`),
     );
   }
 
@@ -451,6 +475,11 @@ export class Daemon {
     const deadline = performance.now() + timeoutMs;
     await this.ops.reloadSettled();
     const left = (): number => Math.max(0, Math.round(deadline - performance.now()));
+    // Handed on, the queues stay with the successor; else they are taken before the close resets them.
+    if (!handOn && !this.ops.handedOver) {
+      const waiting = await this.ops.sockets.drainBacklogs(new Set(this.listenerList.map((l) => l.config.address.text)), Math.min(BACKLOG_DRAIN_MS, left()));
+      if (waiting > 0) this.logger.warn({ code: ErrorCodes.STOP_FAILED, kind: 'shutdown', waiting }, `stop: ${waiting} connection(s) still waiting in the listeners' accept queues are reset by the close`);
+    }
     const listeners = await Promise.allSettled(this.listenerList.map((l) => l.close(left())));
     this.logFailures(listeners, 'closing a listener failed');
     this.sites?.close();

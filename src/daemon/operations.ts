@@ -1,5 +1,5 @@
 /**
- * What an operator needs of a running daemon (issue 5), wired beside the Daemon so that
+ * What an operator needs of a running daemon, wired beside the Daemon so that
  * daemon.ts keeps only small hooks. Three rooms do the work: the per-request observers
  * (request-observers.ts: board, outcomes, access log), the control socket
  * (control-endpoint.ts) and reloads (reload-runner.ts); here they meet the status
@@ -29,6 +29,7 @@ import { SystemdNotifier } from './sd-notify.js';
 import { Sockets } from './sockets.js';
 import { checkSuccessor, execPlan, startSuccessor, tellPredecessor, UpgradeError, type Successor } from './upgrade.js';
 import { closeDuplicates, dupForExec, execSupport } from './exec-in-place.js';
+import { bridgeBlocker, startBridge, stopBridge } from './bridge.js';
 
 export { AlreadyRunningError } from './control-endpoint.js';
 export type { DaemonView, ReloadParts } from './reload-runner.js';
@@ -200,8 +201,8 @@ export class Operations {
   // ---- upgrade in place, pid file -----------------------------------------------------
 
   private upgrading: Promise<Successor> | undefined;
-  /** The sockets went to a new daemon: this one only drains now. */
-  private handedOver = false;
+  /** The sockets went to a new daemon or the new code (an upgrade): their queues are its. */
+  handedOver = false;
   private pidPath: string | undefined;
 
   /**
@@ -253,12 +254,14 @@ export class Operations {
   private async prepareExec(seats: ReadonlyMap<string, number>, begin: number): Promise<Successor> {
     this.logger.info({ kind: 'upgrade' }, 'upgrade: checking that the new code on disk starts');
     await checkSuccessor();
+    const bridge = await this.startBridge();
     const sockets = this.sockets.handOn();
     const kept: typeof sockets = [];
     try {
       for (const s of sockets) kept.push({ ...s, fd: dupForExec(s.fd) });
     } catch (err) {
       closeDuplicates(kept.map((s) => s.fd));
+      if (bridge !== undefined) stopBridge(bridge);
       throw new UpgradeError(`cannot keep the listening sockets for the exec: ${(err as Error).message}; still serving`);
     }
     this.handedOver = true;
@@ -266,7 +269,38 @@ export class Operations {
     this.pidPath = undefined;
     void this.notifier.reloading();
     this.logger.info({ kind: 'upgrade', sockets: kept.length, exec: true }, `upgrade: the new code starts; pid ${process.pid} re-executes it once its running requests finish, keeping ${kept.length} listening socket(s) (new connections wait in their queues)`);
-    return { pid: process.pid, exec: { ...execPlan(kept, seats), times: { begin, checked: Date.now() } } };
+    return { pid: process.pid, exec: { ...execPlan(kept, seats), times: { begin, checked: Date.now() }, ...(bridge !== undefined ? { bridge } : {}) } };
+  }
+
+  /**
+   * The bridge (bridge.ts) when this config can have one: the new code (checked already)
+   * started on the listeners' sockets, serving through the workers that will be handed on
+   * while the process re-executes; undefined when there is none.
+   */
+  private async startBridge(): Promise<number | undefined> {
+    const cfg = this.view.config;
+    const sockets = this.sockets.handOn();
+    // Never the Unix socket files' owner: the bridge's stop must leave them to the new code.
+    const listeners = sockets.filter((s) => s.address !== undefined && cfg.listen.some((l) => l.address.text === s.address)).map((s) => ({ ...s, ownsPath: false }));
+    const missing = cfg.listen.find((l) => !listeners.some((s) => s.address === l.address.text));
+    const workers = new Map<string, string[]>();
+    for (const [name, pool] of this.view.pools) {
+      const addrs = pool.handableAddresses?.() ?? [];
+      if (addrs.length > 0) workers.set(name, addrs);
+    }
+    const why = bridgeBlocker(cfg) ?? (missing !== undefined ? `no descriptor for listener ${missing.address.text}` : workers.size === 0 ? 'no worker to hand on' : undefined);
+    if (why !== undefined) {
+      this.logger.info({ kind: 'upgrade', bridge: false, reason: why }, `upgrade: no bridge (${why}); connections wait in the queues while the process re-executes`);
+      return undefined;
+    }
+    this.logger.info({ kind: 'upgrade', bridge: true, pools: Object.fromEntries([...workers].map(([n, a]) => [n, a.length])) }, 'upgrade: starting the new code as a bridge that serves through the workers while the process re-executes');
+    try {
+      const b = await startBridge(listeners, workers);
+      this.logger.info({ kind: 'upgrade', bridge_pid: b.pid }, `upgrade: the bridge (pid ${b.pid}) serves; the new code starts`);
+      return b.pid;
+    } catch (err) {
+      throw new UpgradeError(`the upgrade's bridge did not start (${(err as Error).message.replace(/; still serving$/, '')}); not upgrading, still serving`);
+    }
   }
 
   writePidFile(cfg: Config): void {

@@ -24,6 +24,7 @@ import type { Logger } from '../log/log.js';
 import type { Daemon } from './daemon.js';
 import type { ExecPlan } from './upgrade.js';
 import { closeDuplicates } from './exec-in-place.js';
+import { stopBridge } from './bridge.js';
 import { ErrorCodes } from '../errors.js';
 
 /** Extra time after shutdown_timeout before the process exits no matter what. */
@@ -102,6 +103,7 @@ export function attachToProcess(daemon: Daemon, logger: Logger, hooks: ProcessHo
     if (signals > 0) {
       logger.info({ kind: 'upgrade' }, 'upgrade: a stop came first; not re-executing');
       closeDuplicates(plan.sockets.map((s) => s.fd));
+      if (plan.bridge !== undefined) stopBridge(plan.bridge);
       return;
     }
     signals++;

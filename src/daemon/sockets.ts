@@ -16,11 +16,11 @@ import { closeSync } from 'node:fs';
 import type { Server } from 'node:net';
 import type { Config } from '../config/types.js';
 import { ErrorCodes } from '../errors.js';
-import { keepUnixPaths, listenOn, type ListenOptions } from '../frontend/listen.js';
+import { keepUnixPaths, listenOn, releaseUnixPath, removeSocketFile, type ListenOptions } from '../frontend/listen.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import { findListeningFd } from '../util/proc-sockets.js';
-import { SharedSocket } from '../worker/shared-socket.js';
+import { acceptQueueOf, SharedSocket } from '../worker/shared-socket.js';
 import { describeInherited, matchInherited, takeInheritedSockets, type InheritedSocket } from './socket-activation.js';
 import { upgradeAddress, type HandedSocket } from './upgrade.js';
 
@@ -29,6 +29,8 @@ interface Bound {
   address: SocketAddress;
   /** Known when inherited; else found through /proc when handed on. */
   fd: number | undefined;
+  /** Its Unix socket file is ours to remove at the final stop (bound here, or by the daemon we replaced). */
+  ownsPath: boolean;
 }
 
 export class Sockets {
@@ -37,6 +39,8 @@ export class Sockets {
   private readonly waiting = new Map<string, number>();
   /** Addresses whose socket was inherited (status shows it). */
   readonly inherited = new Set<string>();
+  /** Inherited from the daemon we replaced, which had created their Unix socket files. */
+  private readonly ownedPaths = new Set<string>();
   /** Sockets from systemd that match nothing: kept open and handed on, as systemd expects. */
   private readonly unclaimed: InheritedSocket[] = [];
   private readonly bound = new Set<Bound>();
@@ -55,13 +59,14 @@ export class Sockets {
     const fromSystemd: InheritedSocket[] = [];
     const directByAddress = new Map([...cfg.pools.values()].filter((p) => p.accept === 'direct' && p.directListen !== undefined).map((p) => [p.directListen!.text, p.directListen!]));
     for (const s of sockets) {
-      const address = upgradeAddress(s.name);
-      const direct = address === undefined ? undefined : directByAddress.get(address);
-      if (address === undefined) fromSystemd.push(s);
-      else if (direct !== undefined) SharedSocket.adopt(direct, s.fd);
+      const handed = upgradeAddress(s.name);
+      const direct = handed === undefined ? undefined : directByAddress.get(handed.address);
+      if (handed === undefined) fromSystemd.push(s);
+      else if (direct !== undefined) SharedSocket.adopt(direct, s.fd, handed.ownsPath);
       else {
-        this.waiting.set(address, s.fd);
-        this.inherited.add(address);
+        this.waiting.set(handed.address, s.fd);
+        this.inherited.add(handed.address);
+        if (handed.ownsPath) this.ownedPaths.add(handed.address);
       }
     }
     const { byListener, unmatched } = matchInherited(fromSystemd, cfg.listen);
@@ -96,15 +101,20 @@ export class Sockets {
   readonly listen = async (server: Server, address: SocketAddress, opts: ListenOptions = {}): Promise<string> => {
     const fd = this.waiting.get(address.text);
     this.waiting.delete(address.text);
-    const text = await listenOn(server, address, { ...opts, fd });
-    const b: Bound = { server, address, fd };
+    const ownsPath = address.kind === 'unix' && (fd === undefined || this.ownedPaths.has(address.text));
+    const text = await listenOn(server, address, { ...opts, fd, ownsPath });
+    const b: Bound = { server, address, fd, ownsPath };
     this.bound.add(b);
     // Closed by a reload or the stop: not ours to hand on any more.
     server.once('close', () => this.bound.delete(b));
     return text;
   };
 
-  /** Once started: inherited sockets for addresses the config no longer has are closed, not left to queue connections. */
+  /**
+   * Once started (or stopped while starting): inherited sockets for addresses the config no
+   * longer has are closed, not left to queue connections; the files of those the daemon
+   * we replaced had created go with them.
+   */
   closeUnused(): void {
     const left = [...this.waiting.keys()];
     for (const [address, fd] of this.waiting) {
@@ -114,9 +124,32 @@ export class Sockets {
         // already closed
       }
       this.inherited.delete(address);
+      if (this.ownedPaths.delete(address) && address.startsWith('unix:')) removeSocketFile(address.slice('unix:'.length));
     }
     this.waiting.clear();
     if (left.length > 0) this.logger.info({ kind: 'upgrade', closed: left }, `inherited sockets no listener uses, closed: ${left.join(', ')}`);
+  }
+
+  /**
+   * A stop with no successor: closing a listener resets the connections still in its
+   * accept queue (nginx answers them 502). So first the Unix socket files of `addresses`
+   * go (a new connection is refused at once and nginx tries its next server), then the
+   * servers go on accepting until their queues are empty, for at most `maxMs`; what they
+   * take is served like any connection accepted just before the close. A TCP port cannot
+   * turn new connections away while it listens: its queue is emptied once, and a
+   * connection arriving in the last instant is still reset. Resolves with the number
+   * left waiting (0 when all were taken).
+   */
+  async drainBacklogs(addresses: ReadonlySet<string>, maxMs: number): Promise<number> {
+    const live = [...this.bound].filter((b) => b.server.listening && addresses.has(b.address.text));
+    for (const b of live) if (b.address.kind === 'unix') releaseUnixPath(b.server);
+    const fds = live.map((b) => b.fd ?? fdOf(b.server, b.address)).filter((fd): fd is number => fd !== undefined);
+    const deadline = performance.now() + maxMs;
+    for (;;) {
+      const waiting = fds.reduce((n, fd) => n + (acceptQueueOf(fd) ?? 0), 0);
+      if (waiting === 0 || performance.now() >= deadline) return waiting;
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   /** Every listening socket held now, with its descriptor, for an upgrade in place. */
@@ -126,12 +159,12 @@ export class Sockets {
       // Closing (its 'close' comes once its connections ended): no longer listening.
       if (!b.server.listening) continue;
       const fd = b.fd ?? fdOf(b.server, b.address);
-      if (fd !== undefined) out.push({ fd, address: b.address.text });
+      if (fd !== undefined) out.push({ fd, address: b.address.text, ownsPath: b.ownsPath });
       else this.logger.warn({ code: ErrorCodes.UPGRADE_FAILED, kind: 'upgrade', address: b.address.text }, `cannot find the descriptor of the socket for ${b.address.text} in /proc/self/fd; it is not handed on`);
     }
     for (const s of this.unclaimed) out.push({ fd: s.fd, name: s.name });
     // accept: direct pools' sockets: the new daemon's workers accept on them while the old ones drain.
-    for (const s of SharedSocket.held()) out.push({ fd: s.fd, address: s.address.text });
+    for (const s of SharedSocket.held()) out.push({ fd: s.fd, address: s.address.text, ownsPath: s.ownsPath });
     return out;
   }
 

@@ -47,12 +47,16 @@ export const UPGRADE_CHECK_MS = 30_000;
 
 /** LISTEN_FDNAMES prefix of a socket handed on by an upgrade; the rest is the address text, base64url. */
 const NAME_PREFIX = 'fcgi-pm.addr.';
+/** The same for a Unix socket whose file the daemon created: the last holder removes the file at its stop. */
+const OWNED_PREFIX = 'fcgi-pm.own.';
 
 export interface HandedSocket {
   fd: number;
   /** The address text the socket was bound for ("127.0.0.1:9000", "unix:/run/x.sock"), or a systemd name. */
   address?: string;
   name?: string;
+  /** A Unix socket file this daemon created (or took over from one that did), not systemd's. */
+  ownsPath?: boolean;
 }
 
 export class UpgradeError extends Error {
@@ -64,14 +68,15 @@ export class UpgradeError extends Error {
 }
 
 /** A LISTEN_FDNAMES entry for a socket bound for `address` (FDNAMES may not hold ':'). */
-export function upgradeName(address: string): string {
-  return NAME_PREFIX + Buffer.from(address).toString('base64url');
+export function upgradeName(address: string, ownsPath = false): string {
+  return (ownsPath ? OWNED_PREFIX : NAME_PREFIX) + Buffer.from(address).toString('base64url');
 }
 
-/** The address text an upgrade name stands for, or undefined for any other name. */
-export function upgradeAddress(name: string | undefined): string | undefined {
-  if (name === undefined || !name.startsWith(NAME_PREFIX)) return undefined;
-  return Buffer.from(name.slice(NAME_PREFIX.length), 'base64url').toString();
+/** The address text an upgrade name stands for and whether its file is ours, or undefined for any other name. */
+export function upgradeAddress(name: string | undefined): { address: string; ownsPath: boolean } | undefined {
+  const prefix = name === undefined ? undefined : [NAME_PREFIX, OWNED_PREFIX].find((p) => name.startsWith(p));
+  if (prefix === undefined) return undefined;
+  return { address: Buffer.from(name!.slice(prefix.length), 'base64url').toString(), ownsPath: prefix === OWNED_PREFIX };
 }
 
 export interface Successor {
@@ -87,7 +92,7 @@ export function ownCommandLine(): string[] {
 
 /** The LISTEN_FDNAMES / EXEC_FDS_ENV name a handed socket goes by. */
 function nameOf(s: HandedSocket): string {
-  return s.address !== undefined ? upgradeName(s.address) : (s.name ?? 'unknown');
+  return s.address !== undefined ? upgradeName(s.address, s.ownsPath === true) : (s.name ?? 'unknown');
 }
 
 /**
@@ -100,9 +105,11 @@ export function startSuccessor(
   readySeats: ReadonlyMap<string, number> = new Map(),
   argv: readonly string[] = ownCommandLine(),
   readyMs = UPGRADE_READY_MS,
+  extraEnv: NodeJS.ProcessEnv = {},
 ): Promise<Successor> {
   const n = sockets.length;
-  const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_FD_ENV]: String(3 + n), [UPGRADE_WARM_ENV]: JSON.stringify(Object.fromEntries(readySeats)) };
+  const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_FD_ENV]: String(3 + n), [UPGRADE_WARM_ENV]: JSON.stringify(Object.fromEntries(readySeats)), ...extraEnv };
+  for (const [k, v] of Object.entries(extraEnv)) if (v === undefined) delete env[k];
   delete env['LISTEN_PID'];
   if (n > 0) {
     env['LISTEN_FDS'] = String(n);
@@ -204,6 +211,8 @@ export interface ExecPlan {
   keep?: number[];
   /** Epoch ms the upgrade began and the new code passed its check (the phases the new code logs). */
   times?: { begin: number; checked: number };
+  /** The pid of the bridge serving while the exec and the new code's start happen (bridge.ts). */
+  bridge?: number;
 }
 
 /**
@@ -214,6 +223,8 @@ export interface ExecPlan {
  */
 export interface Handover {
   runtimeDir: string | undefined;
+  /** The bridge that serves while the new code starts (bridge.ts): stopped once the new code serves. */
+  bridge?: number | undefined;
   pools: HandedPool[];
   times: { begin: number; checked: number; exec: number };
 }
@@ -230,7 +241,7 @@ export const UPGRADE_HANDOVER_ENV = 'FCGI_PM_UPGRADE_HANDOVER';
 /** The plan with the handed workers: their record in the environment, their output pipes kept. */
 export function withHandover(plan: ExecPlan, pools: HandedPool[], runtimeDir: string | undefined, now = Date.now()): ExecPlan {
   const begin = plan.times?.begin ?? now;
-  const h: Handover = { runtimeDir, pools, times: { begin, checked: plan.times?.checked ?? begin, exec: now } };
+  const h: Handover = { runtimeDir, pools, bridge: plan.bridge, times: { begin, checked: plan.times?.checked ?? begin, exec: now } };
   const keep = pools.flatMap((p) => p.workers.flatMap((w) => [w.out, w.err]));
   return { ...plan, env: { ...plan.env, [UPGRADE_HANDOVER_ENV]: JSON.stringify(h) }, keep: [...(plan.keep ?? []), ...keep] };
 }
@@ -245,7 +256,7 @@ export function takeHandover(env: NodeJS.ProcessEnv = process.env): Handover | u
     if (typeof h !== 'object' || h === null || !Array.isArray(h.pools) || typeof h.times !== 'object') return undefined;
     const pools = h.pools.filter((p) => typeof p.pool === 'string' && typeof p.config === 'string' && Array.isArray(p.workers));
     for (const p of pools) p.workers = p.workers.filter(isHandedWorker);
-    return { runtimeDir: typeof h.runtimeDir === 'string' ? h.runtimeDir : undefined, pools, times: h.times };
+    return { runtimeDir: typeof h.runtimeDir === 'string' ? h.runtimeDir : undefined, pools, bridge: Number.isInteger(h.bridge) ? h.bridge : undefined, times: h.times };
   } catch {
     return undefined;
   }

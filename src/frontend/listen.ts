@@ -37,6 +37,8 @@ export interface ListenOptions {
   backlog?: number | undefined;
   /** A socket already bound and listening for this address (socket activation, an upgrade): taken over instead of binding. */
   fd?: number | undefined;
+  /** With `fd`: the Unix socket file was created by the daemon we replaced, so closing removes it as if bound here. */
+  ownsPath?: boolean | undefined;
 }
 
 /** How a listener binds: the daemon's socket owner (src/daemon/sockets.ts) in a daemon, listenOn alone in tests. */
@@ -85,6 +87,7 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
   if (fd !== undefined) {
     // Mode and stale-socket handling were systemd's (SocketMode=); the socket is live.
     await bind(server, `${address.text} (inherited fd ${fd})`, () => server.listen({ fd }));
+    if (opts.ownsPath === true && address.kind === 'unix') rememberPath(server, address.path);
     return address.kind === 'tcp' ? tcpText(server, address) : address.text;
   }
   if (address.kind === 'tcp') {
@@ -99,11 +102,7 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
   if (temp !== path) {
     applyOrClose(server, address, 'cannot move the socket into place', () => renameSync(temp, path));
   }
-  try {
-    boundPaths.set(server, { path, ino: lstatSync(path).ino });
-  } catch {
-    // removed under us: nothing to release later
-  }
+  rememberPath(server, path);
   // The socket is 0600 to us until here. Giving it away goes through mode 0 (nobody but
   // root) so no one connects in between whom the final owner, group and mode do not admit.
   const owner = opts.owner ?? -1;
@@ -120,8 +119,16 @@ export async function listenOn(server: Server, address: SocketAddress, opts: Lis
   return address.text;
 }
 
-/** A leftover of a crashed process with our pid; only ever a socket. */
-function removeSocketFile(path: string): void {
+function rememberPath(server: Server, path: string): void {
+  try {
+    boundPaths.set(server, { path, ino: lstatSync(path).ino });
+  } catch {
+    // removed under us: nothing to release later
+  }
+}
+
+/** A leftover of a crashed process with our pid, or an inherited socket's file no listener took; only ever a socket. */
+export function removeSocketFile(path: string): void {
   try {
     if (lstatSync(path).isSocket()) unlinkSync(path);
   } catch {

@@ -3,7 +3,7 @@
  * bound to {kind: 'access'}. The daemon sets the same function as every exchange's
  * onFinish, so there is no closure per request.
  *
- * createAccessLog (issue 5) adds the choices: JSON fields or a PHP-FPM-like %-format
+ * createAccessLog adds the choices: JSON fields or a PHP-FPM-like %-format
  * (src/log/access-format.ts), in the main log or in its own file (log.access_file), and
  * a request that ran past its pool's slow_request is logged at warn with `slow: true`
  * (or %S), so slow requests can be found in the access log too.

@@ -87,6 +87,9 @@ export interface MemoryGovernor {
 
 export const DEFAULT_SAMPLE_INTERVAL = 2000;
 
+/** How long the daemon's own memory counts at its highest reading (HostGovernor.self). */
+export const SELF_PEAK_MS = 30_000;
+
 const systemClock: MemoryClock = {
   now: () => performance.now(),
   setTimer(fn, ms) {
@@ -118,6 +121,9 @@ export class HostGovernor implements MemoryGovernor {
   private readonly waiters = new Set<BudgetMember>();
   private selfSample: MemorySample | undefined;
   private selfPending = false;
+  /** The daemon's readings of the last SELF_PEAK_MS, falling values only (the first is the peak). */
+  private readonly selfPeaks: Array<{ at: number; value: number }> = [];
+  private selfCounted = 0;
   private retryHandle: unknown;
   private stallHandle: unknown;
   private disposed = false;
@@ -329,16 +335,16 @@ export class HostGovernor implements MemoryGovernor {
   /**
    * The daemon's own memory. Read synchronously once; after that refreshed in the
    * background at most once per sample interval (a Node process's smaps_rollup costs
-   * about a millisecond), the last reading standing in meanwhile.
+   * about a millisecond), the last reading standing in meanwhile. It counts at its peak
+   * of the last SELF_PEAK_MS: a garbage collection frees megabytes that the heap takes
+   * back soon after, and a worker admitted into that dip would be evicted for it.
    */
   self(): MemorySample {
     const now = this.clock.now();
-    const s = this.selfSample;
+    let s = this.selfSample;
     if (s === undefined) {
-      this.selfSample = this.sampler.self(now);
-      return this.selfSample;
-    }
-    if (now - s.at >= this.sampleInterval && !this.selfPending && !this.disposed) {
+      s = this.selfSample = this.sampler.self(now);
+    } else if (now - s.at >= this.sampleInterval && !this.selfPending && !this.disposed) {
       this.selfPending = true;
       void this.sampler
         .selfAsync(now)
@@ -346,7 +352,18 @@ export class HostGovernor implements MemoryGovernor {
         .catch(() => {})
         .finally(() => (this.selfPending = false));
     }
-    return s;
+    const peaks = this.selfPeaks;
+    const last = peaks[peaks.length - 1];
+    if (last === undefined || last.at !== s.at) {
+      while (peaks.length > 0 && peaks[peaks.length - 1]!.value <= s.value) peaks.pop();
+      peaks.push({ at: s.at, value: s.value });
+    }
+    while (peaks.length > 1 && peaks[0]!.at < now - SELF_PEAK_MS) peaks.shift();
+    const peak = peaks[0]!.value;
+    // The daemon gave memory back for good: pools waiting for the budget may fit now.
+    if (peak < this.selfCounted && this.waiters.size > 0) this.scheduleRetry();
+    this.selfCounted = peak;
+    return peak === s.value ? s : { ...s, value: peak };
   }
 
   /** The budget share left for `m`: budget - daemon - what every other pool keeps while idle. */

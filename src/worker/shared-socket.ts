@@ -48,6 +48,20 @@ export function directSocketSupport(): string | undefined {
   return addonProblem;
 }
 
+/**
+ * Connections waiting in the accept queue of any listening socket `fd` (Unix or TCP, a
+ * net.Server's too); undefined without the addon or when the kernel does not say.
+ */
+export function acceptQueueOf(fd: number): number | undefined {
+  const lib = loadAddon();
+  if (lib === undefined) return undefined;
+  try {
+    return lib.queued(fd)[0];
+  } catch {
+    return undefined;
+  }
+}
+
 export interface SocketOptions {
   backlog: number;
   /** Unix sockets: file mode and owner. */
@@ -68,6 +82,10 @@ export class SharedSocket {
   private readonly lib: Addon;
   /** Passed in by systemd: its file and descriptor are systemd's to remove. */
   private readonly inherited: boolean;
+  /** Its Unix socket file is ours to remove (an upgrade hands this on). */
+  get ownsPath(): boolean {
+    return !this.inherited && this.address.kind === 'unix';
+  }
 
   private constructor(lib: Addon, address: SocketAddress, fd: number, inherited: boolean) {
     this.lib = lib;
@@ -77,16 +95,17 @@ export class SharedSocket {
   }
 
   /**
-   * A listening socket systemd passed us (socket activation) for `address`: the pool that
-   * acquires that address takes it instead of binding. Made blocking if the unit said
-   * NonBlocking=yes. Kept open for the daemon's life, as systemd expects.
+   * A listening socket passed to us for `address`: the pool that acquires that address
+   * takes it instead of binding. Made blocking if the unit said NonBlocking=yes. One from
+   * systemd (socket activation) is kept open for the daemon's life, as systemd expects;
+   * one whose file the daemon we replaced created (`ownsPath`) is ours as if bound here.
    */
-  static adopt(address: SocketAddress, fd: number): void {
+  static adopt(address: SocketAddress, fd: number, ownsPath = false): void {
     const lib = loadAddon();
     if (lib === undefined) throw new Error(addonProblem);
     if (lib.isNonBlocking(fd)) lib.makeBlocking(fd);
-    const s = new SharedSocket(lib, address, fd, true);
-    s.refs = 1;
+    const s = new SharedSocket(lib, address, fd, !ownsPath);
+    s.refs = ownsPath ? 0 : 1;
     SharedSocket.open.set(address.text, s);
   }
 

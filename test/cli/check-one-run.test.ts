@@ -5,7 +5,7 @@
 // port in use. Each of these passed check before and failed later (at start, or as 502s).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../helpers/paths.js';
@@ -93,4 +93,27 @@ test('check: the addresses of a running daemon of the same config are its own, n
   const busy = await runBin(['check', '-c', d.configPath]);
   assert.equal(busy.code, 1);
   assert.match(busy.stderr, new RegExp(`:3: listen\\[0\\]\\.address: 127\\.0\\.0\\.1:${port} is in use`));
+});
+
+test('check: a Unix socket another program listens on is in use, found without connecting to it (a connection would wake an ondemand pool)', async (t) => {
+  const dir = makeTempDir(t, 'fpm-chk3-');
+  const sock = join(dir, 'taken.sock');
+  let connections = 0;
+  const holder = createServer(() => connections++);
+  await new Promise<void>((resolve) => holder.listen(sock, resolve));
+  t.after(() => holder.close());
+  // A socket bound at a temporary name and renamed into place, as fcgi-pm binds its own.
+  const renamed = join(dir, 'renamed.sock');
+  const other = createServer(() => connections++);
+  await new Promise<void>((resolve) => other.listen(join(dir, '.renamed.sock.4242.tmp'), resolve));
+  t.after(() => other.close());
+  renameSync(join(dir, '.renamed.sock.4242.tmp'), renamed);
+  const file = join(dir, 'fcgi-pm.yaml');
+  writeFileSync(file, ['control_socket: off', 'listen:', `  - { protocol: fastcgi, address: "unix:${sock}", pool: app }`, `  - { protocol: fastcgi, address: "unix:${renamed}", pool: app }`, `  - { protocol: fastcgi, address: "unix:${dir}/free.sock", pool: app }`, 'pools:', '  app: { backends: ["127.0.0.1:9"] }', ''].join('\n'));
+  const r = await runBin(['check', '-c', file, '--allow-root']);
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  assert.match(r.stderr, new RegExp(`:3: listen\\[0\\]\\.address: unix:${sock}: another program answers on this socket`));
+  assert.match(r.stderr, new RegExp(`:4: listen\\[1\\]\\.address: unix:${renamed}: another program answers`));
+  assert.doesNotMatch(r.stderr, /free\.sock/);
+  assert.equal(connections, 0, 'check connected to the sockets it looked at');
 });

@@ -20,7 +20,7 @@ const POOL_FIELDS: Record<Exclude<keyof PoolConfig, 'name'>, true> = {
   preloadIdleTimeout: true, startChildren: true, minSpare: true, maxSpare: true, maxSpawnRate: true, spawnTimeout: true,
   idleTimeout: true, maxRequests: true, maxRequestsJitter: true, maxLifetime: true, requestTimeout: true, slowRequest: true,
   killTimeout: true, crashLimit: true, crashWindow: true, queueLimit: true, queueTimeout: true, queueMaxWait: true,
-  maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true, oomScoreAdj: true, cpuWeight: true,
+  maxMemory: true, maxMemoryHard: true, memoryLimit: true, expectedWorkerMemory: true, rlimitAs: true, memorySampleInterval: true, oomScoreAdj: true, cpuWeight: true, busyCpuSlice: true,
   rlimitFiles: true, rlimitCore: true, processPriority: true, phpValue: true, phpAdmin: true,
   limitExtensions: true, scriptRoots: true,
   authorizer: true, authorizerCache: true, authorizerCacheKey: true, script: true,

@@ -177,14 +177,19 @@ describe('accept: direct pool through nginx', { timeout: 120_000, skip: process.
   it('kill -9 of a worker under load fails only its own request', async () => {
     await waitFor(async () => (await get('/hello.php')).status === 200 && workers().length >= 1, { timeout: 5000 });
     // Two running, two waiting in the backlog: within capacity, so only the victim's may fail.
-    // Long enough that a worker found busy by status (a CLI run, slow under load) is still in its request.
-    const reqs = Array.from({ length: 4 }, () => get('/sleep.php?ms=1500'));
-    const victim = await waitFor(async () => (await sampledBusy()).find(inSleep), { timeout: 10_000, what: 'a worker asleep in a request' });
+    const reqs = Array.from({ length: 4 }, () => get('/sleep.php?ms=3000'));
+    // One of the pool's workers (not one of the test before on its way out), asleep in a request
+    // now: read from /proc at the moment of the kill, not from the pool's sampled state, which
+    // lags by a sample and a status CLI run (seconds on a loaded machine).
+    const victim = await waitFor(async () => {
+      const pool = new Set((await appStatus()).workers.map((w: { pid: number }) => w.pid));
+      return workers().find((pid) => pool.has(pid) && inSleep(pid));
+    }, { timeout: 10_000, what: 'a worker asleep in a request' });
     process.kill(victim, 'SIGKILL');
     const results = await Promise.all(reqs);
     const failed = results.filter((r) => r.status !== 200);
     assert.ok(failed.length <= 1, `failed: ${JSON.stringify(failed)}`);
-    for (const r of results.filter((x) => x.status === 200)) assert.match(r.text, /^slept 1500 pid \d+/);
+    for (const r of results.filter((x) => x.status === 200)) assert.match(r.text, /^slept 3000 pid \d+/);
   });
 
   it('a rolling restart replaces the workers while requests go on', async () => {

@@ -347,3 +347,34 @@ test('a quiet worker (idle, given nothing since its last sample) is read once in
   assert.equal(reads(1), 1, 'given a request: read at the next round');
   assert.equal(reads(QUIET_ROUNDS), 1, 'then quiet again');
 });
+
+test('the daemon counts at its peak of the last 30 s: a garbage collection\'s dip is not room a worker may take', async () => {
+  const W = world(110 * MiB);
+  const a = W.pool('a', { maxChildren: 4, expectedWorkerMemory: 30 * MiB, idleTimeout: 600_000, queueTimeout: 120_000 });
+  await a.pool.start();
+  W.sampler.selfValue = 40 * MiB;
+  W.governor.self();
+  const settle = async (): Promise<void> => {
+    // The background read of the daemon lands on the next turn; the reading after it counts.
+    W.clock.advance(1000);
+    W.governor.self();
+    await new Promise((r) => setImmediate(r));
+    W.governor.self();
+  };
+  // 40 MiB of daemon and two 30 MiB workers leave 10 MiB of 110: a third does not fit.
+  a.send(3);
+  W.clock.advance(10);
+  assert.equal(a.live().length, 2);
+  // A collection frees 20 MiB: read, but the daemon still counts at 40.
+  W.sampler.selfValue = 20 * MiB;
+  await settle();
+  assert.equal(W.governor.self().value, 40 * MiB, 'the peak of the last 30 s');
+  assert.equal(W.governor.self().pss, 20 * MiB, 'the reading itself is kept');
+  W.clock.advance(10);
+  assert.equal(a.live().length, 2, 'no worker admitted into the dip');
+  // Thirty seconds later the peak has aged out: 20 + 3 × 30 fits 110, and the third worker starts.
+  for (let i = 0; i < 31; i++) await settle();
+  assert.equal(W.governor.self().value, 20 * MiB);
+  W.clock.advance(10);
+  assert.equal(a.live().length, 3, JSON.stringify(W.lines.map((l) => l.msg)));
+});

@@ -122,6 +122,7 @@ test('warm zero: the next request, and one beside a busy worker, are served by f
   // between this read and the reload (a GC frees megabytes): the budget sits in the middle of
   // that window, half the parent's size from each end, not 2 MiB from one of them.
   const budget = Math.floor((before.memory!.committed! + 1 * MiB - again.memory! / 2) / 1024);
+
   d.rewrite(config(`${budget}KiB`));
   const since = d.daemon.mark();
   assert.equal((await d.ctl(['reload'])).code, 0);

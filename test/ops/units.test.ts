@@ -361,6 +361,14 @@ test('compact status: one line per pool, busiest first; 200 active sites of 1,00
   assert.match(lines.join('\n'), /^ {2}… 2 more broken \(status --all-sites\)$/m);
 });
 
+test('compact status: a direct pool says so beside its pm, and its queue is the socket\'s accept queue', () => {
+  const direct = { address: 'unix:/run/fcgi-pm/app.sock', waiting: 3, backlog: 511, arrivals: 9, overflowActive: 0, guard: false, since: 0 };
+  const s = snapshot([poolStatus({ name: 'app', pm: 'ondemand', direct, workers: [] }), poolStatus({ name: 'proxied', pm: 'ondemand', workers: [] })]);
+  const rows = renderCompact(s).split('\n').filter((l) => /^(app|proxied) /.test(l));
+  assert.match(rows.find((r) => r.startsWith('app '))!, /^app +running +ondemand direct +1 +1 +4 +3\/511 /);
+  assert.match(rows.find((r) => r.startsWith('proxied '))!, /^proxied +running +ondemand +1 +1 +4 +0\/1024 /);
+});
+
 test('recent request rate: the last 10 whole seconds, the current one left out, old seconds forgotten', () => {
   const c = new OutcomeCounter();
   const ex = (): Exchange => {

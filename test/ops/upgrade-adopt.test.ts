@@ -1,7 +1,8 @@
 /**
  * An upgrade by exec keeps the workers of the pools whose settings did not change: the
  * same pids serve on in the new code (adopted: reaped by the daemon itself, their output
- * read again), while a changed pool gets new workers. Real php-cgi behind real nginx; the
+ * read again), while a changed pool gets new workers; meanwhile a bridge (the new code in
+ * a child process) serves the listeners through those workers, and is reaped afterwards. Real php-cgi behind real nginx; the
  * daemon is this test's child, as a foreground supervisor's is.
  */
 import { test } from 'node:test';
@@ -78,7 +79,7 @@ const PAGES: LoadPage[] = [
   { path: '/unix/hello.php', expect: /^Hello from PHP/ },
 ];
 
-test('USR2: an unchanged pool keeps its worker pids and they serve; a changed pool gets new workers; an adopted worker that exits is reaped and replaced', { timeout: 150_000 }, async (t) => {
+test('USR2: a bridge serves during the exec; an unchanged pool keeps its worker pids and they serve; a changed pool gets new workers; an adopted worker that exits is reaped and replaced', { timeout: 150_000 }, async (t) => {
   const { d, ngx, control, changeConfig } = await supervised(t);
   const same = await poolPids(control, 'same');
   const changed = await poolPids(control, 'changed');
@@ -104,7 +105,14 @@ test('USR2: an unchanged pool keeps its worker pids and they serve; a changed po
   assert.deepEqual(await poolPids(control, 'same'), same, `pool same's workers were replaced\n${d.dump(since)}`);
   const adoptedLine = d.findLog((l) => l.kind === 'upgrade' && l.pool === 'same' && l.adopted === 2, since);
   assert.ok(adoptedLine !== undefined, `no line saying pool same's 2 workers were adopted\n${d.dump(since)}`);
-  assert.ok(d.findLog((l) => l.kind === 'upgrade_phases', since) !== undefined, 'no upgrade_phases line');
+  // The bridge served the listeners through the same workers while the process re-executed, then was stopped and reaped.
+  const phases = d.findLog((l) => l.kind === 'upgrade_phases', since);
+  assert.ok(phases !== undefined, 'no upgrade_phases line');
+  assert.equal(phases.bridge, true, `no bridge served during the exec\n${d.dump(since)}`);
+  const bridgeGone = await d.waitForLog((l) => l.kind === 'upgrade' && typeof l.bridge_pid === 'number' && /stopped/.test(String(l.msg)), { since, timeout: 30_000, what: 'the bridge stopped' });
+  const bridgePid = bridgeGone.bridge_pid as number;
+  assert.notEqual(bridgePid, d.pid);
+  await waitFor(() => procState(bridgePid) === undefined, { timeout: 10_000, what: `the bridge ${bridgePid} reaped (state ${procState(bridgePid)})` });
   const answeredBy = new Set<number>();
   for (let i = 0; i < 6; i++) {
     const r = await httpRequest(`${ngx.url}/pid.php`);
@@ -131,6 +139,7 @@ test('USR2: an unchanged pool keeps its worker pids and they serve; a changed po
   assert.ok(!after.includes(victim));
   assert.ok(after.includes(same[1]!), 'the other adopted worker serves on');
   assert.equal((await httpRequest(`${ngx.url}/hello.php`)).status, 200);
+  // The bridge's stop left the Unix listener's socket file to the daemon.
+  assert.equal((await httpRequest(`${ngx.url}/unix/hello.php`)).status, 200);
   assert.deepEqual(d.logsSince(since).filter((l) => (l.level ?? 0) >= 50), [], 'no error across the upgrade');
-  if (process.env['DEBUG_ADOPT']) console.log(d.logsSince(since).filter((l) => /upgrade|adopt|exit|worker/.test(String(l.kind) + String(l.msg))).map((l) => JSON.stringify(l)).join('\n'));
 });

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { appendFileSync, cpSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify as stringifyYaml } from 'yaml';
@@ -151,6 +151,16 @@ test('fcgi-pm upgrade waits until the same pid answers with the new code', { tim
   assert.equal(after.daemon.pid, d.pid);
   assert.ok(after.daemon.startedAt > before.daemon.startedAt);
   assert.ok(d.running);
+});
+
+test('the stop after two upgrades removes the Unix socket files the first daemon created (listener and control socket)', { timeout: 150_000 }, async (t) => {
+  const root = installCopy(t);
+  const { d, dir, control } = await supervised(t, root, 'upx-files');
+  const sock = join(dir, 'fcgi.sock');
+  for (let i = 0; i < 2; i++) await run(process.execPath, [join(root, 'bin', 'fcgi-pm'), 'upgrade', '-c', d.configPath]);
+  assert.ok(existsSync(sock) && existsSync(control), 'the files serve while the daemon runs');
+  await d.stop();
+  assert.deepEqual([sock, control].filter((f) => existsSync(f)), [], `socket files left behind by the final stop\n${d.dump()}`);
 });
 
 test('without the exec addon the upgrade falls back to a new pid, and says so', { timeout: 150_000 }, async (t) => {

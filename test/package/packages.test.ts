@@ -28,7 +28,7 @@ import { canConnect, waitFor } from '../helpers/wait.js';
 const run = promisify(execFile);
 const have = (cmd: string): boolean => ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].some((d) => existsSync(join(d, cmd)));
 
-describe('packages', { timeout: 170_000 }, () => {
+describe('packages', { timeout: 420_000 }, () => {
   const scope = new Cleanup();
   let work: string;
   let tarball: string;

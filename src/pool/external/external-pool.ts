@@ -1,5 +1,5 @@
 /**
- * A pool of external backends (issue 2, "Pen-like"): one Endpoint per address,
+ * A pool of external backends ("Pen-like"): one Endpoint per address,
  * least-busy dispatch (fewest running requests, ties taken round-robin), at most
  * max_conns_per_backend each (else the request queues). A backend that looks down is
  * skipped for backend_down_time and the request, which never reached it, goes to the

@@ -34,6 +34,7 @@ import { exitText, scriptOf, workerSnapshot, type SlotView } from '../workers/sl
 import { Seat } from './seats.js';
 import { EXIT_GRACE_MS, SEAT_TABLE, type SeatAction, type SeatEvent } from './seat-table.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from '../workers/supervisor.js';
+import { BusySlice, DEFAULT_BUSY_CPU_SLICE_MS } from '../workers/busy-slice.js';
 import type { DirectFallback, EndpointFactory, PoolActionReport, PoolSnapshot, StopReason, WarmStart } from '../types.js';
 
 export { EXIT_GRACE_MS } from './seat-table.js';
@@ -59,6 +60,8 @@ export class SpawnedPool extends PoolBase {
   /** Each worker's seats, made when it is spawned. */
   private readonly seatsOf = new WeakMap<SlotView, readonly Seat[]>();
   private readonly outcome = (seat: Seat, o: UpstreamOutcome): void => this.onOutcome(seat, o);
+  /** busy_cpu_slice: the workers' long CPU slice while requests wait (with a memory part, which places workers). */
+  private readonly busySlice: BusySlice | undefined;
 
   constructor(cfg: PoolConfig, deps: SpawnedPoolDeps) {
     super(cfg, deps.logger, deps.clock);
@@ -81,6 +84,8 @@ export class SpawnedPool extends PoolBase {
       checkDrained: () => this.checkDrained(),
     };
     this.supervisor = new Supervisor(cfg, deps, hooks, this.stats);
+    const mem = this.supervisor.mem;
+    if (mem !== undefined && (cfg.busyCpuSlice ?? DEFAULT_BUSY_CPU_SLICE_MS) > 0) this.busySlice = new BusySlice(clock, (on) => mem.busySlice(on));
     const k = this.supervisor.slotsPerWorker;
     this.queue.setSeats(cfg.maxChildren * k);
     this.upstreamOpts = {
@@ -137,6 +142,7 @@ export class SpawnedPool extends PoolBase {
   }
 
   protected onQueued(): void {
+    this.busySlice?.queued();
     this.supervisor.scale();
   }
 
@@ -164,8 +170,17 @@ export class SpawnedPool extends PoolBase {
     return this.handed;
   }
 
+  handableAddresses(): string[] {
+    if (this.deps.workerAdopter === undefined || this.deps.directFallback !== undefined) return [];
+    const parked = this.supervisor.parkedParent()?.slot;
+    const out: string[] = [];
+    for (const s of this.supervisor.slots) if (s.state === 'up' && s !== parked && s.worker.address.kind === 'unix') out.push(s.worker.address.text);
+    return out;
+  }
+
   protected async shutdown(reason: StopReason = 'shutdown'): Promise<void> {
     this.requestTimer.dispose();
+    this.busySlice?.dispose();
     // stop() ran out of time with these requests still running.
     const err = new ProxyError(ErrorCodes.SHUTTING_DOWN, 503, `pool ${this.name} is shutting down`, 1);
     for (const slot of this.supervisor.slots) this.cut(slot, err);

@@ -13,6 +13,7 @@ import { boxHeadroom } from '../../memory/box-watch.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
 import { setOomScoreAdj } from '../../memory/oom-score.js';
 import { PoolCpuCgroup, type CpuPlacementView } from '../../memory/cpu-cgroup.js';
+import { setSlice, sliceSupport } from '../../memory/cpu-slice.js';
 import { PoolCgroup } from '../../memory/pool-cgroup.js';
 import type { WorkerExit } from '../../worker/types.js';
 
@@ -28,8 +29,12 @@ export class WorkerPlacement {
   private readonly log: Logger;
   /** Placing a worker in the cgroup or setting its oom_score_adj failed: said once. */
   private warnedPlace = false;
+  /** busy_cpu_slice in ns (0: off, or the kernel call is missing), and whether the workers have it now. */
+  private readonly busySliceNs: number;
+  private sliceOn = false;
+  private warnedSlice = false;
 
-  constructor(name: string, limit: number, oomScoreAdj: number, cpuWeight: number, host: MemoryGovernor, log: Logger) {
+  constructor(name: string, limit: number, oomScoreAdj: number, cpuWeight: number, busySliceMs: number, host: MemoryGovernor, log: Logger) {
     this.name = name;
     this.limit = limit;
     this.oomScoreAdj = oomScoreAdj;
@@ -37,6 +42,26 @@ export class WorkerPlacement {
     this.log = log;
     this.cgroup = this.makeCgroup();
     this.cpu = this.makeCpuCgroup(cpuWeight);
+    this.busySliceNs = busySliceMs > 0 && sliceSupported(log) ? busySliceMs * 1e6 : 0;
+  }
+
+  /**
+   * busy_cpu_slice: the long slice for every worker while the pool's requests wait
+   * (busy-slice.ts decides), the kernel's default again after. One line the first time
+   * the kernel refuses (a worker of another user without CAP_SYS_NICE).
+   */
+  setBusySlice(on: boolean, pids: Iterable<number>): void {
+    if (this.busySliceNs === 0 || on === this.sliceOn) return;
+    this.sliceOn = on;
+    this.log.debug({ busyCpuSlice: on ? this.busySliceNs / 1e6 : 0 }, `pool ${this.name}: requests ${on ? 'wait: workers run with the long CPU slice' : 'no longer wait: workers back to the default CPU slice'}`);
+    for (const pid of pids) this.applySlice(pid);
+  }
+
+  private applySlice(pid: number): void {
+    const err = setSlice(pid, this.sliceOn ? this.busySliceNs : 0);
+    if (err === undefined || this.warnedSlice) return;
+    this.warnedSlice = true;
+    this.log.warn({ code: ErrorCodes.CPU_CGROUP, wpid: pid, errno: err }, `pool ${this.name}: cannot set worker ${pid}'s CPU slice (${err}); busy_cpu_slice has no effect on it`);
   }
 
   /** The pool's own CPU cgroup where the daemon found it may make them (said once at start); one line when this one fails. */
@@ -80,6 +105,7 @@ export class WorkerPlacement {
     if (inCg !== undefined) errs.push(`cannot move it into ${this.cgroup!.cg.dir}: ${inCg}`);
     const inCpu = this.cpu?.add(pid);
     if (inCpu !== undefined) errs.push(`cannot move it into ${this.cpu!.dir}: ${inCpu}`);
+    if (this.sliceOn) this.applySlice(pid);
     const adj = setOomScoreAdj(pid, this.oomScoreAdj);
     if (adj !== undefined) errs.push(`cannot set its oom_score_adj to ${this.oomScoreAdj}: ${adj}`);
     if (errs.length === 0 || this.warnedPlace) return;
@@ -114,4 +140,15 @@ export class WorkerPlacement {
     const used = cg && readCgroupUsed(cg.cg);
     return used === undefined ? undefined : cg!.limit - boxHeadroom(cg!.limit) - used;
   }
+}
+
+/** Whether this process can set slices; the reason why not said once (info: nothing fails, busy pools keep the kernel's slice). */
+let saidNoSlice = false;
+function sliceSupported(log: Logger): boolean {
+  const why = sliceSupport();
+  if (why !== undefined && !saidNoSlice) {
+    saidNoSlice = true;
+    log.info(`busy_cpu_slice: workers keep the kernel's CPU slice (${why})`);
+  }
+  return why === undefined;
 }

@@ -35,6 +35,7 @@ import { MemoryCaps, type MemoryCapsHooks } from './memory-caps.js';
 import { PoolEstimate } from './memory-estimate.js';
 import { PreloadParentMemory, type PreloadParentHooks } from './memory-parent.js';
 import { WorkerPlacement } from './memory-placement.js';
+import { DEFAULT_BUSY_CPU_SLICE_MS } from './busy-slice.js';
 import { WorkerMemory } from './worker-memory.js';
 import type { PoolSnapshot } from '../types.js';
 
@@ -71,7 +72,7 @@ export class PoolMemory implements BudgetMember {
     this.interval = cfg.memorySampleInterval ?? host.sampleInterval;
     this.est = new PoolEstimate(cfg);
     this.parent = new PreloadParentMemory(cfg.name, host, hooks, clock, this.interval);
-    this.placement = new WorkerPlacement(cfg.name, this.limit, cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ, cfg.cpuWeight ?? DEFAULT_CPU_WEIGHT, host, log);
+    this.placement = new WorkerPlacement(cfg.name, this.limit, cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ, cfg.cpuWeight ?? DEFAULT_CPU_WEIGHT, cfg.busyCpuSlice ?? DEFAULT_BUSY_CPU_SLICE_MS, host, log);
     this.cgroup = this.placement.cgroup;
     const slots = (): Iterable<SlotView> => hooks.slots();
     const queued = (): number => hooks.queued();
@@ -91,6 +92,13 @@ export class PoolMemory implements BudgetMember {
   /** The process started (not yet ready): into the pool's cgroup, and its oom_score_adj, before it can serve. */
   started(pid: number): void {
     this.placement.place(pid);
+  }
+
+  /** busy_cpu_slice: the pool's requests wait (on) or no longer do (off); busy-slice.ts decides. */
+  busySlice(on: boolean): void {
+    const pids: number[] = [];
+    for (const slot of this.hooks.slots()) if (slot.pid !== undefined) pids.push(slot.pid);
+    this.placement.setBusySlice(on, pids);
   }
 
   /** Ready: measured at once, so its charge is what it is rather than the guess. */
