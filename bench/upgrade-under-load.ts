@@ -129,7 +129,7 @@ console.log(lines.join('\n'));
 for (const l of readFileSync(join(dir, 'daemon.log'), 'utf8').split('\n')) {
   if (!l.includes('"upgrade_phases"')) continue;
   const o = JSON.parse(l) as Record<string, number | boolean>;
-  const gap = o['bridge'] === true ? `the bridge served for ${o['unserved_ms']} ms` : `no listener accepted for ${o['unserved_ms']} ms`;
+  const gap = o['bridge'] === true ? `the bridge served, its stop ${o['bridge_stop_ms']} ms (connections waited)` : `no listener accepted for ${o['unserved_ms']} ms`;
   console.log(`upgrade phases: check ${o['check_ms']} ms (serving), stop ${o['stop_ms']} ms, exec and load ${o['boot_ms']} ms, start ${o['start_ms']} ms: ${gap}; workers handed over ${o['handed']}, adopted ${o['adopted']}`);
 }
 console.log(`daemons: ${pids.join(' → ')}; old daemons still running after the upgrades: ${left.length === 0 ? 'none' : left.join(', ')}`);

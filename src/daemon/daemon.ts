@@ -50,6 +50,9 @@ import { describeOpenFiles, raiseOpenFilesLimit } from './open-files.js';
 /** How long a stop goes on accepting the connections already in the listeners' accept queues. */
 const BACKLOG_DRAIN_MS = 1000;
 
+/** How long the new code waits for the upgrade's bridge to finish its requests and exit. */
+const BRIDGE_STOP_MS = 5000;
+
 export type DaemonState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
 export type CreatePool = (cfg: PoolConfig, deps: PoolDeps) => Pool;
@@ -217,6 +220,7 @@ export class Daemon {
     const handover = takeHandover();
     let adopt = new Map<string, HandedWorker[]>();
     let adoptedCount = 0;
+    let bridgeMs: number | undefined;
     try {
       this.checkHost(cfg);
       const made = makeRuntimeDir(cfg, undefined, handover?.runtimeDir);
@@ -249,6 +253,9 @@ export class Daemon {
       }));
       adopt.clear();
       if (cfg.vhosts !== undefined) await this.startSites(cfg.vhosts);
+      // The bridge goes before this code accepts: a php-cgi serves one connection at a time,
+      // and the bridge's last requests would wait behind the connections this code keeps open.
+      if (handover?.bridge !== undefined) bridgeMs = await this.endBridge(handover.bridge);
       for (const l of cfg.listen) {
         if (this.stopping) break; // a signal arrived while starting
         const listener = await this.startListener(l, this.ctx);
@@ -267,8 +274,7 @@ export class Daemon {
     }
     if (this.stopping) return;
     this._state = 'running';
-    if (handover !== undefined) this.logPhases(handover, adoptedCount);
-    if (handover?.bridge !== undefined) this.endBridge(handover.bridge);
+    if (handover !== undefined) this.logPhases(handover, adoptedCount, bridgeMs);
     this.logger.info(
       { kind: 'ready', listeners: this.listenerList.length, pools: this.registry.size, sites: this.sites?.status().defined, runtime_dir: this.privateDir, config: cfg.source },
       `fcgi-pm ready: ${this.listenerList.length} listener(s), ${this.registry.size} pool(s)${this.sites ? `, ${this.sites.status().defined} site(s)` : ''}`,
@@ -300,27 +306,42 @@ export class Daemon {
   }
 
   /**
-   * The new code serves: the upgrade's bridge (bridge.ts, our child, unknown to libuv) is
-   * stopped and reaped here; the handed workers it may have used that no pool adopted go then.
+   * The pools are up: the upgrade's bridge (bridge.ts, our child, unknown to libuv) stops
+   * (SIGTERM: it finishes what it runs) and is reaped here, within BRIDGE_STOP_MS (then
+   * SIGKILL); the handed workers it may have used that no pool adopted go then. Resolves
+   * with how long it took.
    */
-  private endBridge(pid: number): void {
-    const stoppedAt = Date.now();
-    watchChild(pid, (e) => {
-      this.logger.info({ kind: 'upgrade', bridge_pid: pid, exitCode: e.code, signal: e.signal, ms: Date.now() - stoppedAt }, `upgrade: the bridge (pid ${pid}) stopped after its requests`);
-      for (const workers of this.afterBridge.splice(0)) endHanded(workers, this.logger);
+  private endBridge(pid: number): Promise<number> {
+    const began = Date.now();
+    return new Promise<number>((resolve) => {
+      const timer = setTimeout(() => {
+        this.logger.warn({ code: ErrorCodes.KILL_TIMEOUT, kind: 'upgrade', bridge_pid: pid }, `upgrade: the bridge (pid ${pid}) did not stop within ${BRIDGE_STOP_MS} ms; sending SIGKILL`);
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }, BRIDGE_STOP_MS);
+      watchChild(pid, (e) => {
+        clearTimeout(timer);
+        const ms = Date.now() - began;
+        this.logger.info({ kind: 'upgrade', bridge_pid: pid, exitCode: e.code, signal: e.signal, ms }, `upgrade: the bridge (pid ${pid}) stopped after its requests`);
+        for (const workers of this.afterBridge.splice(0)) endHanded(workers, this.logger);
+        resolve(ms);
+      });
+      stopBridge(pid);
     });
-    stopBridge(pid);
   }
 
   /** One line with how long each phase of the upgrade that started this code took (kind upgrade_phases). */
-  private logPhases(h: Handover, adopted: number): void {
+  private logPhases(h: Handover, adopted: number, bridgeMs: number | undefined): void {
     const ready = Date.now();
     const t = h.times;
-    const phases = { check_ms: t.checked - t.begin, stop_ms: t.exec - t.checked, boot_ms: this.startBegan - t.exec, start_ms: ready - this.startBegan };
+    const phases = { check_ms: t.checked - t.begin, stop_ms: t.exec - t.checked, boot_ms: this.startBegan - t.exec, start_ms: ready - this.startBegan, bridge_stop_ms: bridgeMs };
     this.logger.info(
       { kind: 'upgrade_phases', ...phases, total_ms: ready - t.begin, unserved_ms: ready - t.checked, bridge: h.bridge !== undefined, handed: h.pools.reduce((n, p) => n + p.workers.length, 0), adopted },
       `upgrade phases: check ${phases.check_ms} ms, stop ${phases.stop_ms} ms, exec and load ${phases.boot_ms} ms, start ${phases.start_ms} ms; ` +
-        (h.bridge !== undefined ? `the bridge served for ${ready - t.checked} ms` : `no listener accepted for ${ready - t.checked} ms`),
+        (h.bridge !== undefined ? `the bridge served, then its stop took ${bridgeMs ?? 0} ms while connections waited in the queues` : `no listener accepted for ${ready - t.checked} ms`),
     );
   }
 

@@ -261,7 +261,10 @@ export class Operations {
       for (const s of sockets) kept.push({ ...s, fd: dupForExec(s.fd) });
     } catch (err) {
       closeDuplicates(kept.map((s) => s.fd));
-      if (bridge !== undefined) stopBridge(bridge);
+      if (bridge !== undefined) {
+        stopBridge(bridge);
+        for (const pool of this.view.pools.values()) pool.holdForHandover?.(false);
+      }
       throw new UpgradeError(`cannot keep the listening sockets for the exec: ${(err as Error).message}; still serving`);
     }
     this.handedOver = true;
@@ -285,7 +288,7 @@ export class Operations {
     const missing = cfg.listen.find((l) => !listeners.some((s) => s.address === l.address.text));
     const workers = new Map<string, string[]>();
     for (const [name, pool] of this.view.pools) {
-      const addrs = pool.handableAddresses?.() ?? [];
+      const addrs = pool.holdForHandover?.() ?? [];
       if (addrs.length > 0) workers.set(name, addrs);
     }
     const why = bridgeBlocker(cfg) ?? (missing !== undefined ? `no descriptor for listener ${missing.address.text}` : workers.size === 0 ? 'no worker to hand on' : undefined);
@@ -299,6 +302,7 @@ export class Operations {
       this.logger.info({ kind: 'upgrade', bridge_pid: b.pid }, `upgrade: the bridge (pid ${b.pid}) serves; the new code starts`);
       return b.pid;
     } catch (err) {
+      for (const pool of this.view.pools.values()) pool.holdForHandover?.(false);
       throw new UpgradeError(`the upgrade's bridge did not start (${(err as Error).message.replace(/; still serving$/, '')}); not upgrading, still serving`);
     }
   }

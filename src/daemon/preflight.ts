@@ -287,17 +287,19 @@ export function assertPreflight(cfg: Config, opts: PreflightOptions, notice: (li
 
 /**
  * One vhost site's host checks, as a pool's: its user (as root each site needs one, or
- * --allow-root), command and cwd, and its document_root. Problems name the site's file or row.
+ * --allow-root), command and cwd, its size, its php_admin settings, and its document_root. Problems name the site's file or row.
  */
 export function preflightSite(site: SiteConfig, opts: PreflightOptions = {}, memo?: SiteCheckMemo): { problems: string[]; notices: string[] } {
   const pool = sitePool(site);
   // Everything checkPool looks at; sites sharing vhosts.defaults share one check.
-  const key = JSON.stringify([pool.command, pool.user, pool.group, pool.cwd, pool.env, pool.inheritEnv]);
+  const key = JSON.stringify([pool.command, pool.user, pool.group, pool.cwd, pool.env, pool.inheritEnv, pool.phpAdmin, pool.pm, pool.maxChildren, pool.expectedWorkerMemory]);
   let checked = memo?.get(key);
   if (checked === undefined) {
     const p = new Problems(ANY_SITE, undefined);
     const n = new Problems(ANY_SITE, undefined);
     checkPool(pool, ['pool'], opts.self ?? currentIds(), opts.allowRoot === true, false, p, n);
+    checkPoolSize(pool, ['pool'], readHostFacts(opts.host), p);
+    checkPhpAdmin(pool, ['pool'], p, n);
     checked = { problems: p.texts(), notices: n.texts() };
     memo?.set(key, checked);
   }

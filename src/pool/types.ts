@@ -149,8 +149,12 @@ export interface Pool {
    * `reason` is the workers' retire reason: 'reload' when a reload replaced the pool.
    */
   stop(timeoutMs: number, reason?: StopReason): Promise<void>;
-  /** Spawned pools: the sockets of the workers that serve now and can be handed on by an exec in place (the upgrade's bridge sends requests there meanwhile). */
-  handableAddresses?(): string[];
+  /**
+   * Spawned pools, an exec in place is coming: the sockets of the workers that serve now
+   * and can be handed on (the upgrade's bridge sends requests there meanwhile); from now on
+   * none of them is stopped for being idle. `false`: the upgrade failed, idle stops resume.
+   */
+  holdForHandover?(hold?: boolean): string[];
   /** After a stop for 'upgrade': the workers handed on to the new code (spawned pools). */
   handedOn?(): readonly HandedWorker[];
   snapshot(): PoolSnapshot;

@@ -170,8 +170,10 @@ export class SpawnedPool extends PoolBase {
     return this.handed;
   }
 
-  handableAddresses(): string[] {
+  holdForHandover(hold = true): string[] {
     if (this.deps.workerAdopter === undefined || this.deps.directFallback !== undefined) return [];
+    this.supervisor.holdIdle(hold);
+    if (!hold) return [];
     const parked = this.supervisor.parkedParent()?.slot;
     const out: string[] = [];
     for (const s of this.supervisor.slots) if (s.state === 'up' && s !== parked && s.worker.address.kind === 'unix') out.push(s.worker.address.text);

@@ -139,6 +139,8 @@ export class Supervisor {
   private readonly firstIdleDue: number;
   /** start() is bringing up workers that take no request yet: none of them is idle for the policy. */
   private warming = false;
+  /** holdIdle(): the workers are about to be handed on; none is stopped for idleness. */
+  private idleHeld = false;
   /** When start() finished: idle time counts from then at the earliest. */
   private inServiceAt = 0;
   readonly mem: PoolMemory | undefined;
@@ -670,8 +672,15 @@ export class Supervisor {
     this.atMaxChildren = at;
   }
 
+  /** An exec in place is coming: no idle stop from now on (the upgrade's bridge sends requests to these workers); `false`: again. */
+  holdIdle(hold: boolean): void {
+    this.idleHeld = hold;
+    if (hold) this.idleTimer.cancel();
+    else if (this.firstIdleDue !== Infinity) this.idleTimer.armAt(this.clock.now());
+  }
+
   private onIdleTimer(): void {
-    if (this.shuttingDown || this.warming) return; // start() arms it again when done
+    if (this.shuttingDown || this.warming || this.idleHeld) return; // start() arms it again when done
     const now = this.clock.now();
     const k = this.slotsPerWorker;
     const idle = this.hooks.idleWorkers();
