@@ -21,7 +21,7 @@ interface ProfileNode {
   callFrame: CallFrame;
   children?: number[];
 }
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -47,8 +47,11 @@ function where(cf: CallFrame): string {
   return `${u}:${cf.lineNumber + 1}`;
 }
 
-/** Costs per function; `busyOnly` leaves idle time out of the percentages. */
-export function summarise(p: CpuProfile): { costs: FunctionCost[]; busyMs: number; totalMs: number; idleMs: number; gcMs: number } {
+/**
+ * Costs per function (percentages of busy time: idle left out); `fromUs`..`toUs` keeps the
+ * samples of that window only (the profile's clock: CLOCK_MONOTONIC µs, process.hrtime's).
+ */
+export function summarise(p: CpuProfile, fromUs = -Infinity, toUs = Infinity): { costs: FunctionCost[]; busyMs: number; totalMs: number; idleMs: number; gcMs: number } {
   const byId = new Map<number, ProfileNode>();
   const parent = new Map<number, number>();
   for (const n of p.nodes) {
@@ -61,7 +64,10 @@ export function summarise(p: CpuProfile): { costs: FunctionCost[]; busyMs: numbe
   let idle = 0;
   let gc = 0;
   let all = 0;
+  let at = p.startTime;
   for (let i = 0; i < p.samples.length; i++) {
+    at += p.timeDeltas[i] ?? 0;
+    if (at < fromUs || at > toUs) continue;
     const dt = (p.timeDeltas[i + 1] ?? p.timeDeltas[i] ?? 0) / 1000;
     const n = byId.get(p.samples[i]!)!;
     all += dt;

@@ -15,8 +15,9 @@
  *              cgroup, its autogroup). nginx, fcgi-pm and php-fpm each run in a session of
  *              their own, as services do (with autogroups each session is one entity the
  *              kernel shares the CPU between); the clients stay in this one. --variant
- *              "key: value" adds a second fcgi-pm whose pools have that key (an A/B of a
- *              setting, e.g. "cpu_weight: 0", in the same rounds).
+ *              "key: value" adds a second fcgi-pm whose pools have that key, or whose top
+ *              level has it when it is a top-level key (an A/B of a setting in the same
+ *              rounds: "busy_cpu_slice: 0", "daemon_cpu_weight: 0", "cpu_weight: 0").
  *   slowloris  a request head sent one byte every 0.5 s, header_timeout 3 s (nginx:
  *              client_header_timeout 3s): when each closes the connection, from the
  *              connect.
@@ -33,6 +34,7 @@ import { findPhpFpm, REPO, runNginx } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 import { freePort, machineLine } from './django.js';
 import { childPids, processTree } from '../src/bench/proc-info.js';
+import { TOP_KEYS } from '../src/config/keys.js';
 import { pct } from './overload.js';
 
 function arg(name: string, def: string): string {
@@ -62,10 +64,13 @@ async function startFcgiPm(dir: string, pools: Pool[], keys: string[] = [], serv
   mkdirSync(dir, { recursive: true });
   const socks = new Map(pools.map((p) => [p.name, join(dir, `${p.name}.sock`)]));
   const listen = pools.map((p) => `  - { protocol: fastcgi, address: "unix:${socks.get(p.name)}", pool: ${p.name} }`).join('\n');
+  // A key of the top level (daemon_cpu_weight) goes there, any other to every pool.
+  const top = new Set(TOP_KEYS.map((k) => k.key));
+  const isTop = (k: string): boolean => top.has(k.slice(0, k.indexOf(':')).trim());
   const body = pools
-    .map((p) => `  ${p.name}:\n    command: [/usr/bin/php-cgi, -d, "${POOL_MARK}=${p.name}"]\n    pm: static\n    max_children: ${p.workers}\n${keys.map((k) => `    ${k}\n`).join('')}`)
+    .map((p) => `  ${p.name}:\n    command: [/usr/bin/php-cgi, -d, "${POOL_MARK}=${p.name}"]\n    pm: static\n    max_children: ${p.workers}\n${keys.filter((k) => !isTop(k)).map((k) => `    ${k}\n`).join('')}`)
     .join('');
-  writeFileSync(join(dir, 'fcgi-pm.yaml'), `listen:\n${listen}\npools:\n${body}log: { level: warn, access: false }\nruntime_dir: ${dir}\ncontrol_socket: ${dir}/control.sock\n`);
+  writeFileSync(join(dir, 'fcgi-pm.yaml'), `listen:\n${listen}\npools:\n${body}${keys.filter(isTop).map((k) => `${k}\n`).join('')}log: { level: warn, access: false }\nruntime_dir: ${dir}\ncontrol_socket: ${dir}/control.sock\n`);
   const proc = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir, detached: service });
   for (const s of socks.values()) await waitReady('fcgi-pm', { path: s }, proc);
   return { proc, socks };
@@ -204,7 +209,7 @@ function stackPids(root: number, daemon: boolean): StackPids {
   return { daemon: daemon ? root : undefined, quiet: of('quiet'), noisy: of('noisy') };
 }
 
-/** Where a process runs, as the scheduler sees it: its CPU cgroup (v1 cpu, else v2) and its autogroup. */
+/** Where a process runs, as the scheduler sees it: its CPU cgroup (v1 cpu, else v2) and its autogroup with its nice. */
 function placement(pid: number | undefined): string {
   if (pid === undefined) return '–';
   try {
@@ -212,7 +217,7 @@ function placement(pid: number | undefined): string {
     const cpu = cg.find((l) => /^\d+:([^:]*,)?cpu(,[^:]*)?:/.test(l)) ?? cg.find((l) => l.startsWith('0::'));
     let auto = '';
     try {
-      auto = readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim().split(' ')[0]!;
+      auto = readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim();
     } catch {
       // no autogroups on this kernel
     }
@@ -245,7 +250,7 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
   const ngxWorker = childPids(ngx.pid);
   const pids = stacks.map((st) => stackPids(st.s.proc.pid, st.daemon));
   process.stdout.write(`\nnoisy neighbour: quiet pool (1 client, small page) alone, then beside a noisy pool (30 clients of a 20 ms CPU-bound page), 4 workers each, ${seconds} s windows; ${machineLine()}\n`);
-  process.stdout.write('where each runs (CPU cgroup, autogroup): ' + `nginx worker ${placement(ngxWorker[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
+  process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker ${placement(ngxWorker[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
   process.stdout.write('| stack | quiet p99 alone ms | quiet p99 beside ms | ratio | noisy served req/s | noisy answers |\n|---|---|---|---|---|---|\n');
   const waits: string[] = [];
   const us = (n: number | undefined): string => (n === undefined ? '–' : n.toFixed(0));

@@ -14,14 +14,17 @@
  *    then), the page's height once drawn (against the 1,000 px viewport), daemon a's CPU
  *    over `--cpu-seconds` with the page open against with none.
  * --json FILE also writes the figures there (bench/budget.ts reads them).
+ * --profile DIR runs daemon a under `node --cpu-prof` (its file written in DIR as it exits)
+ * and prints where its CPU went in each window: no page open, one page open.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
+import { summarise, type CpuProfile } from './cpuprofile-top.js';
 
 const arg = (name: string, def: string): string => {
   const i = process.argv.indexOf(name);
@@ -31,6 +34,10 @@ const SITES = Number(arg('--sites', '1000'));
 const ACTIVE = Number(arg('--active', '200'));
 const CPU_S = Number(arg('--cpu-seconds', '30'));
 const JSON_FILE = process.argv.includes('--json') ? arg('--json', '') : undefined;
+const PROFILE_DIR = process.argv.includes('--profile') ? arg('--profile', '') : undefined;
+/** The CPU windows, in the profile's clock (CLOCK_MONOTONIC, µs: what process.hrtime reads). */
+const windows: Array<{ what: string; fromUs: number; toUs: number }> = [];
+const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
 /** What --json writes. */
 const figures: Record<string, number> = {};
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -63,6 +70,30 @@ function cpuTicks(pid: number): number {
   return Number(rest[11]) + Number(rest[12]); // utime + stime
 }
 
+/** CPU time (ns) of each of a process's threads, summed by thread name. */
+function threadCpu(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      out.set(name, (out.get(name) ?? 0) + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
+    } catch {
+      // a thread that just ended
+    }
+  }
+  return out;
+}
+
+/** Where a window's CPU went by thread: "node 1.2 %, V8 DefaultWorke 0.3 %". */
+function threadShares(before: Map<string, number>, after: Map<string, number>, seconds: number): string {
+  const parts: string[] = [];
+  for (const [name, ns] of after) {
+    const pct = ((ns - (before.get(name) ?? 0)) / 1e9 / seconds) * 100;
+    if (pct >= 0.01) parts.push(`${name} ${pct.toFixed(2)} %`);
+  }
+  return parts.join(', ');
+}
+
 function run(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const p = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -72,10 +103,12 @@ function run(args: string[]): Promise<string> {
   });
 }
 
-async function daemon(dir: string, text: string, allowRoot = false): Promise<{ proc: ChildProcess; control: string }> {
+async function daemon(dir: string, text: string, allowRoot = false, profileDir?: string): Promise<{ proc: ChildProcess; control: string }> {
   const file = join(dir, 'fcgi-pm.yaml');
   writeFileSync(file, text);
-  const proc = spawn(BIN, ['run', '-c', file, ...(allowRoot ? ['--allow-root'] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // The heap flags bin/fcgi-pm gives a daemon, and the profiler.
+  const env = profileDir === undefined ? process.env : { ...process.env, FCGI_PM_NODE_FLAGS: `--max-semi-space-size=2 --max-old-space-size=256 --cpu-prof --cpu-prof-dir=${profileDir}` };
+  const proc = spawn(BIN, ['run', '-c', file, ...(allowRoot ? ['--allow-root'] : [])], { stdio: ['ignore', 'pipe', 'pipe'], env });
   await new Promise<void>((resolve, reject) => {
     let buf = '';
     proc.stdout!.setEncoding('utf8').on('data', (c: string) => {
@@ -86,6 +119,25 @@ async function daemon(dir: string, text: string, allowRoot = false): Promise<{ p
   });
   proc.stdout!.resume();
   return { proc, control: join(dir, 'control.sock') };
+}
+
+/** Where daemon a's CPU went in each window (its profile is written as it exits). */
+function printProfile(dir: string): void {
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (file === undefined) {
+    console.log(`no .cpuprofile in ${dir}`);
+    return;
+  }
+  const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
+  for (const w of windows) {
+    const s = summarise(profile, w.fromUs, w.toUs);
+    console.log(`\ndaemon a, ${w.what}: busy ${s.busyMs.toFixed(0)} ms of ${s.totalMs.toFixed(0)} ms (GC ${s.gcMs.toFixed(0)} ms)\n  total%  self%  function  (file:line), fcgi-pm's own, inclusive`);
+    const own = s.costs.filter((c) => c.where.startsWith('dist/src/')).sort((a, b) => b.totalMs - a.totalMs).slice(0, 25);
+    for (const c of own) console.log(`  ${c.totalPct.toFixed(1).padStart(6)}  ${c.selfPct.toFixed(1).padStart(5)}  ${c.name}  ${c.where}`);
+    console.log('  self%  function, any');
+    for (const c of [...s.costs].sort((a, b) => b.selfMs - a.selfMs).slice(0, 12)) console.log(`  ${c.selfPct.toFixed(1).padStart(5)}  ${c.name}  ${c.where}`);
+  }
+  console.log(`profile: ${join(dir, file)}`);
 }
 
 async function main(): Promise<void> {
@@ -118,6 +170,8 @@ async function main(): Promise<void> {
     const a = await daemon(
       adir,
       `control_socket: ${join(adir, 'control.sock')}\nlisten:\n  - { protocol: http, address: "127.0.0.1:${http}", vhosts: true, status_path: /status }\nvhosts:\n  dir: ${sites}\n  defaults: { command: [php-cgi] }\ndashboard:\n  address: "127.0.0.1:${dash}"\n  token: ${TOKEN}\n  peers: [${peers.join(', ')}]\nlog: { access: false }\n`,
+      false,
+      PROFILE_DIR,
     );
     procs.push(a.proc);
     console.log(`${SITES} sites, daemon a ready in ${Math.round(performance.now() - t0)} ms`);
@@ -142,18 +196,24 @@ async function main(): Promise<void> {
 
     const times: number[] = [];
     let body = '';
+    const s0 = nowUs();
     for (let i = 0; i < 20; i++) {
       const r = await get(`http://127.0.0.1:${http}/status?prometheus`);
       times.push(r.ms);
       body = r.body;
     }
+    windows.push({ what: '20 Prometheus scrapes', fromUs: s0, toUs: nowUs() });
     Object.assign(figures, { scrapeMedianMs: median(times), scrapeMinMs: Math.min(...times), scrapeMaxMs: Math.max(...times), scrapeBytes: body.length });
     console.log(`scrape with ${ACTIVE} active pools: median ${median(times).toFixed(1)} ms (min ${Math.min(...times).toFixed(1)}, max ${Math.max(...times).toFixed(1)}), ${(body.length / 1024).toFixed(0)} KiB, ${seriesOf(body)} series (${siteSeries(body)} of sites) (targets ≤ 50 ms, ≤ 1 MB)`);
 
     // CPU of daemon a with no page open (the idle sampler runs every 10 s).
     const pid = a.proc.pid!;
     let c0 = cpuTicks(pid);
+    let w0 = nowUs();
+    let th0 = threadCpu(pid);
     await sleep(CPU_S * 1000);
+    const idleThreads = threadShares(th0, threadCpu(pid), CPU_S);
+    windows.push({ what: 'no page open', fromUs: w0, toUs: nowUs() });
     const idleCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
 
     const profile = mkdtempSync(join(tmpdir(), 'fpm-obs-chrome-'));
@@ -185,10 +245,15 @@ async function main(): Promise<void> {
       console.log(`dashboard first render (navigation to the table drawn, ${ACTIVE + 2} active pools known, ${SITES} sites): ${Math.round(render)} ms (target ≤ 1000 ms); page weight until then ${(loaded / 1024).toFixed(0)} KiB (target ≤ 300 KB); page height ${height} px (target ≤ 3,000 px: three screens of 1,000)`);
       c0 = cpuTicks(pid);
       const b0 = bytes;
+      w0 = nowUs();
+      th0 = threadCpu(pid);
       await sleep(CPU_S * 1000);
+      const openThreads = threadShares(th0, threadCpu(pid), CPU_S);
+      windows.push({ what: 'one page open', fromUs: w0, toUs: nowUs() });
       const openCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
       Object.assign(figures, { cpuIdlePct: idleCpu, cpuPageOpenPct: openCpu });
       console.log(`daemon a CPU over ${CPU_S} s: ${idleCpu.toFixed(2)} % of a core with no page open, ${openCpu.toFixed(2)} % with one page open (target ≤ 1 %); the page received ${((bytes - b0) / 1024 / CPU_S).toFixed(1)} KiB/s`);
+      console.log(`  by thread, no page open: ${idleThreads}\n  by thread, one page open: ${openThreads}`);
     } finally {
       await browser.close();
       rmSync(profile, { recursive: true, force: true });
@@ -198,6 +263,7 @@ async function main(): Promise<void> {
     await sleep(3000);
     rmSync(base, { recursive: true, force: true });
   }
+  if (PROFILE_DIR !== undefined) printProfile(PROFILE_DIR);
   if (JSON_FILE !== undefined && JSON_FILE !== '') writeFileSync(JSON_FILE, JSON.stringify(figures, null, 2));
 }
 

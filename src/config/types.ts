@@ -210,6 +210,8 @@ export interface Config {
   memoryBudget?: MemoryBudgetSetting | undefined;
   /** max_children_total: workers across all pools, shared fairly (0 / undefined = off). */
   maxChildrenTotal?: number;
+  /** fcgi-pm's own CPU weight beside its pools' CPU cgroups (default 300; 0 = leave it; src/memory/cpu-cgroup.ts). */
+  daemonCpuWeight?: number;
   /** How often workers are measured (default 2s). */
   memorySampleInterval?: number;
   /** fcgi-pm's own oom_score_adj where it may lower it (default -500). */

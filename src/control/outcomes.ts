@@ -25,7 +25,7 @@ class Answers {
     if (code !== undefined) this.refusals[code] = (this.refusals[code] ?? 0) + 1;
   }
 
-  view(): AnswerCounts {
+  counts(): AnswerCounts {
     const [a, b, d, e, f] = this.classes as [number, number, number, number, number];
     return { status: { '1xx': a, '2xx': b, '3xx': d, '4xx': e, '5xx': f }, refusals: { ...this.refusals } };
   }
@@ -81,6 +81,10 @@ class RecentRate {
 }
 
 class PoolCounts extends Answers {
+  /** Answers counted, and the view made at that count: an idle pool's view is the same object at every snapshot. */
+  finished = 0;
+  view: PoolOutcomes | undefined;
+  viewAt = -1;
   readonly rate = new RecentRate();
   readonly latency = new Buckets();
   readonly queueWait = new Buckets();
@@ -106,6 +110,7 @@ export class OutcomeCounter {
     let c = this.byPool.get(name);
     if (c === undefined) this.byPool.set(name, (c = new PoolCounts()));
     c.count(ex);
+    c.finished++;
     c.rate.add(nowPerf);
     c.latency.add(nowPerf - ex.startedAt);
     // Only requests a worker or backend took waited for one; a refusal waited for nothing.
@@ -119,12 +124,21 @@ export class OutcomeCounter {
     }
   }
 
+  /**
+   * A pool's counts as they are now; made again only after an answer was counted, so
+   * snapshots of idle pools share it (readers never change it). A status at 200 pools
+   * copied their histograms every time, and the dashboard keeps each sample for the
+   * next one: a copy per pool per sample, every one kept long enough to be promoted.
+   */
   of(pool: string): PoolOutcomes | undefined {
     const c = this.byPool.get(pool);
     if (c === undefined) return undefined;
-    const out: PoolOutcomes = { ...c.view(), latency: c.latency.view(), queueWait: c.queueWait.view() };
+    if (c.view !== undefined && c.viewAt === c.finished) return c.view;
+    const out: PoolOutcomes = { ...c.counts(), latency: c.latency.view(), queueWait: c.queueWait.view() };
     if (c.authorizer !== undefined) out.authorizer = { ...c.authorizer };
     if (c.answers !== undefined) out.authorizerAnswers = { ...c.answers };
+    c.view = out;
+    c.viewAt = c.finished;
     return out;
   }
 
@@ -134,7 +148,7 @@ export class OutcomeCounter {
   }
 
   ofListener(address: string): AnswerCounts | undefined {
-    return this.byListener.get(address)?.view();
+    return this.byListener.get(address)?.counts();
   }
 
   /** Pools that no longer exist (after a reload removed them), listeners no longer open. */

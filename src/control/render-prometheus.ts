@@ -12,16 +12,6 @@ export const OPENMETRICS_CONTENT_TYPE = 'application/openmetrics-text; version=1
 
 type Labels = Array<[string, string]>;
 
-/**
- * A sample's labels are text from the start (`pool="www",le="0.5"`): a scrape of 200 pools
- * is some 15,000 samples, and arrays of pairs joined per sample made it slow.
- */
-interface Sample {
-  suffix: string;
-  labels: string;
-  value: number;
-}
-
 const NEEDS_ESCAPE = /[\\"\n]/;
 
 function escapeLabel(v: string): string {
@@ -52,25 +42,89 @@ function num(v: number): string {
   return Number.isInteger(v) ? String(v) : String(Math.round(v * 1e6) / 1e6);
 }
 
-function labelText(labels: string): string {
-  return labels === '' ? '' : `{${labels}}`;
+/** `le="…"` of a bucket bound (ms), kept: every pool's histograms have the same few bounds. */
+const leTexts = new Map<number, string>();
+
+function leOf(boundMs: number | undefined): string {
+  if (boundMs === undefined) return 'le="+Inf"';
+  let t = leTexts.get(boundMs);
+  if (t === undefined) {
+    t = `le="${num(boundMs / 1000)}"`;
+    if (leTexts.size < 256) leTexts.set(boundMs, t);
+  }
+  return t;
 }
 
-class Writer {
-  private out = '';
+/** About the last exposition's size: the next buffer starts there instead of growing to it. */
+let sizeHint = 64 * 1024;
 
+/**
+ * The exposition written into one growing buffer, lines a few kilobytes at a time: a
+ * scrape of 200 pools is some 15,000 samples, and a string built of them all (or an
+ * object per sample) lived until the end of the scrape, so every young-generation
+ * collection copied it again; here a line is garbage as soon as its chunk is written.
+ */
+class Writer {
+  private buf = Buffer.allocUnsafe(sizeHint);
+  private pos = 0;
+  /** Lines not yet in `buf`. */
+  private chunk = '';
+  /** Where the open family's header starts in buf, and whether it has a sample yet. */
+  private familyPos = 0;
+  private samples = 0;
+  /** The open family's sample name prefix. */
+  private metric = '';
   constructor(private readonly openMetrics: boolean) {}
 
-  family(metric: string, type: MetricType, help: string, samples: Sample[]): void {
-    if (samples.length === 0) return;
-    // OpenMetrics names a counter family without its _total suffix; 0.0.4 uses the sample name.
-    const name = this.openMetrics && type === 'counter' ? metric.replace(/_total$/, '') : metric;
-    this.out += `# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`;
-    for (const s of samples) this.out += `${metric}${s.suffix}${labelText(s.labels)} ${num(s.value)}\n`;
+  private put(text: string): void {
+    this.chunk += text;
+    if (this.chunk.length >= 16 * 1024) this.flush();
   }
 
-  text(): string {
-    return this.openMetrics ? `${this.out}# EOF\n` : this.out;
+  private flush(): void {
+    const text = this.chunk;
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (this.pos + text.length * 3 > this.buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + text.length * 3));
+      this.buf.copy(bigger, 0, 0, this.pos);
+      this.buf = bigger;
+    }
+    this.pos += this.buf.write(text, this.pos, 'utf8');
+    this.chunk = '';
+  }
+
+  /** Opens a family; one with no sample is taken back out when the next opens or the text ends. */
+  family(metric: string, type: MetricType, help: string): void {
+    this.close();
+    this.flush();
+    // OpenMetrics names a counter family without its _total suffix; 0.0.4 uses the sample name.
+    const name = this.openMetrics && type === 'counter' ? metric.replace(/_total$/, '') : metric;
+    this.familyPos = this.pos;
+    this.samples = 0;
+    this.metric = metric;
+    this.put(`# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`);
+  }
+
+  /** One sample of the open family: `labels` and `extra` as text (`pool="www"`, `le="0.5"`), '' for none. */
+  sample(suffix: string, labels: string, extra: string, value: number): void {
+    this.samples++;
+    const all = labels === '' ? extra : extra === '' ? labels : `${labels},${extra}`;
+    this.put(all === '' ? `${this.metric}${suffix} ${num(value)}\n` : `${this.metric}${suffix}{${all}} ${num(value)}\n`);
+  }
+
+  /** Takes an empty family's header back out. */
+  private close(): void {
+    if (this.samples > 0) return;
+    this.pos = this.familyPos;
+    this.chunk = '';
+  }
+
+  bytes(): Buffer {
+    this.close();
+    if (this.openMetrics) this.chunk += '# EOF\n';
+    this.flush();
+    sizeHint = Math.max(64 * 1024, Math.min(16 * 1024 * 1024, Math.ceil(this.pos * 1.25)));
+    return this.buf.subarray(0, this.pos);
   }
 }
 
@@ -78,49 +132,60 @@ function scale(f: Field<unknown>): number {
   return f.unit === 'ms' ? 1 / 1000 : 1;
 }
 
-function samplesOf<T>(f: Field<T>, items: Array<{ x: T; labels: string }>, now: number): Sample[] {
-  const out: Sample[] = [];
+function samplesOf<T>(w: Writer, f: Field<T>, items: Array<{ x: T; labels: string }>, now: number): void {
   const k = scale(f as Field<unknown>);
   for (const { x, labels } of items) {
     if (f.type === 'histogram') {
       const h = f.histogram?.(x);
-      if (h !== undefined) histogramSamples(h, labels, out);
+      if (h !== undefined) histogramSamples(w, h, labels);
     } else if (f.summary) {
       const s = f.summary(x);
       if (s === undefined) continue;
-      out.push({ suffix: '_sum', labels, value: (s.totalMs / 1000) }, { suffix: '_count', labels, value: s.count });
+      w.sample('_sum', labels, '', s.totalMs / 1000);
+      w.sample('_count', labels, '', s.count);
     } else if (f.labelled) {
-      for (const [lv, v] of f.labelled.values(x)) out.push({ suffix: '', labels: withLabel(labels, f.labelled.label, lv), value: v });
+      for (const [lv, v] of f.labelled.values(x)) w.sample('', labels, `${f.labelled.label}="${escapeLabel(lv)}"`, v);
     } else if (f.value) {
       const v = f.value(x, now);
-      if (typeof v === 'number') out.push({ suffix: '', labels, value: v * k });
+      if (typeof v === 'number') w.sample('', labels, '', v * k);
     }
   }
-  return out;
 }
 
-/** Cumulative _bucket series (le in seconds, then +Inf), _sum and _count, added to `out`. */
-function histogramSamples(h: Histogram, labels: string, out: Sample[]): void {
+/** Cumulative _bucket series (le in seconds, then +Inf), _sum and _count. */
+function histogramSamples(w: Writer, h: Histogram, labels: string): void {
   let seen = 0;
   for (let i = 0; i < h.counts.length; i++) {
     seen += h.counts[i]!;
-    const le = i < h.boundsMs.length ? num(h.boundsMs[i]! / 1000) : '+Inf';
-    out.push({ suffix: '_bucket', labels: withLabel(labels, 'le', le), value: seen });
+    w.sample('_bucket', labels, leOf(h.boundsMs[i]), seen);
   }
-  out.push({ suffix: '_sum', labels, value: h.sumMs / 1000 }, { suffix: '_count', labels, value: seen });
+  w.sample('_sum', labels, '', h.sumMs / 1000);
+  w.sample('_count', labels, '', seen);
 }
 
-export function renderPrometheus(s: StatusSnapshot, opts: { openMetrics?: boolean } = {}): string {
+/** The exposition as UTF-8 bytes (what a scrape sends). */
+export function renderPrometheusBytes(s: StatusSnapshot, opts: { openMetrics?: boolean } = {}): Buffer {
   const w = new Writer(opts.openMetrics === true);
   const now = s.daemon.now;
   for (const m of DAEMON_METRICS) {
-    const samples: Sample[] = [];
-    for (const x of m.samples(s)) if (x.value !== undefined) samples.push({ suffix: '', labels: labelsOf(x.labels), value: x.value });
-    w.family(m.metric, m.type, m.help, samples);
+    w.family(m.metric, m.type, m.help);
+    for (const x of m.samples(s)) if (x.value !== undefined) w.sample('', labelsOf(x.labels), '', x.value);
   }
   const pools = s.pools.map((p) => ({ x: p, labels: withLabel('', 'pool', p.name) }));
-  for (const f of POOL_FIELDS) if (f.metric) w.family(f.metric, f.type, f.help, samplesOf(f, pools, now));
+  for (const f of POOL_FIELDS) {
+    if (f.metric === undefined) continue;
+    w.family(f.metric, f.type, f.help);
+    samplesOf(w, f, pools, now);
+  }
   const workers = s.pools.flatMap((p) => p.workers.map((x) => ({ x, labels: labelsOf([['pool', p.name], ['pid', String(x.pid)]]) })));
-  for (const f of WORKER_FIELDS) if (f.metric) w.family(f.metric, f.type, f.help, samplesOf(f, workers, now));
-  return w.text();
+  for (const f of WORKER_FIELDS) {
+    if (f.metric === undefined) continue;
+    w.family(f.metric, f.type, f.help);
+    samplesOf(w, f, workers, now);
+  }
+  return w.bytes();
+}
+
+export function renderPrometheus(s: StatusSnapshot, opts: { openMetrics?: boolean } = {}): string {
+  return renderPrometheusBytes(s, opts).toString('utf8');
 }

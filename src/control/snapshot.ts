@@ -88,8 +88,8 @@ function poolStatus(group: PoolGroup, gens: PoolGenerations, inFlight: InFlight,
   const head = live[0];
   if (head === undefined) return undefined;
   // Counters over every generation (live, draining, and those gone), gauges over the live ones.
-  const all = group.base ? [...live.map((l) => l.snap), group.base] : live.map((l) => l.snap);
-  const totals = all.slice(1).reduce(foldCounters, countersOf(all[0]!));
+  // One generation and none gone (most pools): its snapshot, made for this call, is the total.
+  const totals = live.length === 1 && group.base === undefined ? head.snap : [...live.slice(1).map((l) => l.snap), ...(group.base ? [group.base] : [])].reduce(foldCounters, countersOf(head.snap));
   const liveSum = (f: (s: PoolSnapshot) => number): number => live.reduce((n, l) => n + f(l.snap), 0);
 
   const workers: WorkerStatus[] = [];

@@ -17,7 +17,7 @@ import type { Logger } from '../log/log.js';
 import { parseCgiHead } from '../protocol/cgi-response.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { FPM_CONTENT_TYPES, renderFpmPool, type FpmFormat } from './render-fpm.js';
-import { OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, renderPrometheus } from './render-prometheus.js';
+import { OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, renderPrometheusBytes } from './render-prometheus.js';
 import type { Readiness } from './readiness.js';
 import type { SnapshotOptions } from './snapshot.js';
 import type { StatusSnapshot } from './types.js';
@@ -33,9 +33,9 @@ const NO_CACHE = 'Cache-Control: no-cache, no-store, must-revalidate\r\nExpires:
 /** Drops a request body nobody reads, so the front end is never left paused. */
 const DISCARD = { data: (): boolean => true, end: (): void => {} };
 
-function answer(ex: Exchange, status: number, reason: string, contentType: string, body: string): void {
+function answer(ex: Exchange, status: number, reason: string, contentType: string, body: string | Buffer): void {
   if (ex.finished) return;
-  const buf = Buffer.from(body, 'utf8');
+  const buf = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
   const head = `Status: ${status} ${reason}\r\nContent-Type: ${contentType}\r\nContent-Length: ${buf.length}\r\n${NO_CACHE}\r\n`;
   ex.respondHead(parseCgiHead(Buffer.from(head, 'latin1')));
   if (buf.length > 0) ex.respondBody(buf);
@@ -98,7 +98,7 @@ export function createStatusResponder(snapshot: (opts: SnapshotOptions) => Promi
         if (native) return answer(ex, 200, 'OK', 'application/json', JSON.stringify(s) + '\n');
         if (prometheus) {
           const om = q.has('openmetrics');
-          return answer(ex, 200, 'OK', om ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE, renderPrometheus(s, { openMetrics: om }));
+          return answer(ex, 200, 'OK', om ? OPENMETRICS_CONTENT_TYPE : PROMETHEUS_CONTENT_TYPE, renderPrometheusBytes(s, { openMetrics: om }));
         }
         const pool = s.pools.find((p) => p.name === poolName);
         if (pool === undefined) return answer(ex, 404, 'Not Found', 'text/plain; charset=utf-8', `no pool named ${poolName}\n`);

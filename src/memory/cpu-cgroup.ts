@@ -10,7 +10,9 @@
  * kernel refuses while fcgi-pm's own cgroup holds processes). Where it cannot, pools go
  * without, and the daemon says why once at start (cpuCgroupsAtStart).
  */
-import { cpuWeightFile } from './cgroup.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cpuWeightFile, DAEMON_LEAF, parseProcCgroup } from './cgroup.js';
 import { locateCpuCgroup, type CpuCgroupRoot } from './cgroup-files.js';
 import { makePoolCgroupDir, moveIntoCgroup, removeCgroupDir } from './pool-cgroup.js';
 
@@ -86,5 +88,45 @@ export function cpuCgroupsAtStart(): { ok: true; dir: string; version: number } 
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? String(e);
     return { ok: false, why: `cannot create a cgroup under ${r.root.dir} (${code}): run as root, or delegate a cgroup subtree with the cpu controller` };
+  }
+}
+
+/** daemon_cpu_weight's default: three pools' worth (the daemon relays every pool's requests and uses only what it needs). */
+export const DEFAULT_DAEMON_CPU_WEIGHT = 300;
+
+/** The nice value whose weight is nearest `weight` on cpu_weight's scale (100 = nice 0; the kernel's table steps by about 1.25×). */
+export function niceForWeight(weight: number): number {
+  return Math.max(-20, Math.min(19, Math.round(-Math.log(weight / 100) / Math.log(1.25))));
+}
+
+/**
+ * daemon_cpu_weight: fcgi-pm's own share beside its pools' CPU cgroups, so the process
+ * every request passes through does not wait behind busy workers. Under v2 the weight of
+ * its leaf (DAEMON_LEAF, beside the pools' cgroups); under v1 the pools' cgroups are
+ * siblings of the daemon's autogroup (the kernel's one entity per session in the root
+ * cgroup), whose nice it sets when the session is the daemon's own (a service's; in a
+ * terminal's session it would raise the shell's too). Returns what was done, or why not.
+ */
+export function raiseDaemonShare(weight: number, proc = '/proc/self'): { done: string } | { why: string } {
+  const r = root();
+  if ('why' in r) return { why: r.why };
+  try {
+    if (r.root.version === 2) {
+      const leaf = join(r.root.dir, DAEMON_LEAF);
+      writeFileSync(join(leaf, 'cpu.weight'), String(weight));
+      return { done: `cpu.weight ${weight} on ${leaf}` };
+    }
+    const at = parseProcCgroup(readFileSync(`${proc}/cgroup`, 'latin1')).v1Cpu;
+    if (at !== '/') return { why: `the daemon runs in CPU cgroup ${at}, where autogroups do not apply` };
+    const auto = readFileSync(`${proc}/autogroup`, 'latin1');
+    const stat = readFileSync(`${proc}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const pid = Number(stat.slice(0, stat.indexOf(' ')));
+    if (Number(fields[3]) !== pid) return { why: `the daemon shares its session's autogroup (${auto.trim()}); run it as a service or under setsid` };
+    const nice = niceForWeight(weight);
+    writeFileSync(`${proc}/autogroup`, String(nice));
+    return { done: `nice ${nice} on its autogroup (${auto.split(' ')[0]})` };
+  } catch (e) {
+    return { why: `${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
   }
 }

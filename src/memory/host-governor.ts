@@ -18,7 +18,7 @@ import { readMeminfo, resolveBudget, type MemInfo, type ResolvedBudget } from '.
 import { boxHeadroom, BoxWatch, readBox } from './box-watch.js';
 import type { MemoryBox, MemoryCgroup } from './cgroup-files.js';
 import { formatBytes } from './format.js';
-import { cpuCgroupsAtStart } from './cpu-cgroup.js';
+import { cpuCgroupsAtStart, DEFAULT_DAEMON_CPU_WEIGHT, raiseDaemonShare } from './cpu-cgroup.js';
 import { OomCounter } from './pool-cgroup.js';
 import { decideShare, type ShareMember } from './worker-shares.js';
 import { collectWorkers, decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
@@ -459,7 +459,7 @@ export class HostGovernor implements MemoryGovernor {
 
 /** The daemon's governor: memory_budget resolved against /proc/meminfo and the cgroup limit now, one start-up line. */
 export function createHostGovernor(
-  cfg: Pick<Config, 'memoryBudget' | 'memorySampleInterval' | 'maxChildrenTotal'>,
+  cfg: Pick<Config, 'memoryBudget' | 'memorySampleInterval' | 'maxChildrenTotal' | 'daemonCpuWeight'>,
   logger: Logger,
   opts: { sampler?: MemorySampler; meminfo?: MemInfo; clock?: MemoryClock; cgroup?: MemoryCgroup; box?: MemoryBox; cpuCgroups?: ReturnType<typeof cpuCgroupsAtStart> } = {},
 ): HostGovernor {
@@ -468,7 +468,12 @@ export function createHostGovernor(
   const box = found.box;
   const budget = cfg.memoryBudget !== undefined ? resolveBudget(cfg.memoryBudget, meminfo, box && { limit: box.limit, dir: box.limitDir }) : undefined;
   const cpu = opts.cpuCgroups ?? (opts.cgroup === undefined && opts.meminfo === undefined ? cpuCgroupsAtStart() : undefined);
-  if (cpu?.ok === true) logger.info({ kind: 'cpu', cpuCgroups: cpu.dir, cgroupVersion: cpu.version }, `cpu: each pool's workers run in a CPU cgroup of their own under ${cpu.dir}, weighted by cpu_weight (100 each unless set)`);
+  if (cpu?.ok === true) {
+    const weight = cfg.daemonCpuWeight ?? DEFAULT_DAEMON_CPU_WEIGHT;
+    const own = weight === 0 ? undefined : opts.cpuCgroups === undefined ? raiseDaemonShare(weight) : { why: 'not asked' };
+    const ownText = own === undefined ? '' : 'done' in own ? `; fcgi-pm's own daemon_cpu_weight ${weight}: ${own.done}` : `; fcgi-pm's own share left as it is (${own.why})`;
+    logger.info({ kind: 'cpu', cpuCgroups: cpu.dir, cgroupVersion: cpu.version, daemonCpuWeight: own !== undefined && 'done' in own ? weight : undefined }, `cpu: each pool's workers run in a CPU cgroup of their own under ${cpu.dir}, weighted by cpu_weight (100 each unless set)${ownText}`);
+  }
   else if (cpu !== undefined) logger.info({ kind: 'cpu', cpuCgroups: false, why: cpu.why }, `cpu: no CPU cgroups for pools (${cpu.why}); pools share the CPU as plain processes, cpu_weight has no effect`);
   const g = new HostGovernor({ logger, sampleInterval: cfg.memorySampleInterval ?? DEFAULT_SAMPLE_INTERVAL, budget, meminfo, cgroup: found.cgroup, box, sampler: opts.sampler, clock: opts.clock, cpuCgroups: cpu?.ok === true, processMax: cfg.maxChildrenTotal ?? 0 });
   const self = g.self();

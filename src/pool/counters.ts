@@ -60,15 +60,19 @@ export function zeroCounters(): PoolCounters {
   };
 }
 
+/** Zeros to fold from (folding never changes its inputs), and the counters' names: a snapshot folds every pool's, so neither is made again per fold. */
+const ZERO: PoolCounters = zeroCounters();
+const KEYS: readonly string[] = Object.keys(ZERO);
+
 /** The counters of `c` alone (a snapshot carries gauges and lists beside them). */
 export function countersOf(c: PoolCounters): PoolCounters {
-  return foldCounters(zeroCounters(), c);
+  return foldCounters(ZERO, c);
 }
 
 /** `a` and `b` folded (a new record; neither is changed). */
 export function foldCounters(a: PoolCounters, b: PoolCounters): PoolCounters {
   const out = {} as Record<string, unknown>;
-  for (const key of Object.keys(zeroCounters())) {
+  for (const key of KEYS) {
     out[key] = fold(key, (a as unknown as Record<string, unknown>)[key], (b as unknown as Record<string, unknown>)[key]);
   }
   return out as unknown as PoolCounters;

@@ -78,6 +78,11 @@ export function parseSyscall(line: string): boolean | undefined {
   return fd === undefined ? undefined : fd === 0;
 }
 
+/** /proc/PID/syscall (for acceptFd); undefined when the process is gone or the file is not readable. */
+export function readSyscall(pid: number): string | undefined {
+  return readText(`/proc/${pid}/syscall`);
+}
+
 /** Inode of the socket `fd` of `pid`; undefined when it is not a socket (or gone). */
 function socketInode(pid: number, fd: number): number | undefined {
   let target: string;

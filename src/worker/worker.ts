@@ -41,7 +41,7 @@ import { handOverAddon } from './exec-addon.js';
 import { watchChild } from './reaper.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { ErrorCodes } from '../errors.js';
-import { blockedIn } from './accept-state.js';
+import { acceptFd, blockedIn, readSyscall } from './accept-state.js';
 
 export interface WorkerOptions {
   /** Default: setpriv --pdeathsig when available, else the sh watchdog. */
@@ -53,6 +53,9 @@ export interface WorkerOptions {
 }
 
 /** A worker nobody gives requests (tests, tools): the system clock, no requests, stopped without a reason. */
+/** How long after SIGTERM a worker still waiting in accept() gets it again (Worker.retryTermWhileAccepting). */
+const TERM_RETRY_MS = 200;
+
 const NO_OWNER: WorkerOwner = { clock: systemClock, busy: () => false, requests: () => 0, reason: () => undefined };
 
 export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorker {
@@ -114,6 +117,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   private probe: ReadyProbe | undefined;
   private spawnTimer: NodeJS.Timeout | undefined;
   private killTimer: NodeJS.Timeout | undefined;
+  private termRetryTimer: NodeJS.Timeout | undefined;
   private termSent = false;
   private killSent = false;
   private failureEmitted = false;
@@ -377,6 +381,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     if (this.termSent || this.finished || this.pid === undefined) return; // no process yet: start() sees the state
     this.termSent = true;
     this.signalGroup('SIGTERM');
+    this.retryTermWhileAccepting();
     this.killTimer = setTimeout(() => {
       this.killTimer = undefined;
       if (this.finished) return;
@@ -386,6 +391,25 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       this.killSent = true;
       this.signalGroup('SIGKILL');
     }, this.spec.killTimeout);
+  }
+
+  /**
+   * php-cgi looks for a SIGTERM it got before it blocks in accept(): one that lands between
+   * that look and the accept is noted and then slept through, until SIGKILL. A worker still
+   * waiting in accept() a moment after SIGTERM serves nothing that a second SIGTERM could cut
+   * short, and the second one interrupts the accept.
+   */
+  private retryTermWhileAccepting(): void {
+    const retry = (): void => {
+      this.termRetryTimer = undefined;
+      if (this.finished || this.pid === undefined || this.killSent) return;
+      const line = readSyscall(this.pid);
+      const fd = line === undefined ? undefined : acceptFd(line);
+      if (fd === undefined || fd === false) return;
+      this.signalGroup('SIGTERM');
+      this.termRetryTimer = setTimeout(retry, TERM_RETRY_MS);
+    };
+    this.termRetryTimer = setTimeout(retry, TERM_RETRY_MS);
   }
 
   private signalGroup(sig: NodeJS.Signals): void {
@@ -442,6 +466,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.clearSpawnTimer();
     if (this.killTimer !== undefined) clearTimeout(this.killTimer);
     this.killTimer = undefined;
+    if (this.termRetryTimer !== undefined) clearTimeout(this.termRetryTimer);
+    this.termRetryTimer = undefined;
     if (this.socketPath !== undefined) unlinkQuiet(this.socketPath);
     this.out.flush();
     const busy = this.owner.busy();

@@ -67,7 +67,7 @@ test('a direct pool with memory_limit: its workers sit in the pool cgroup with t
   assert.ok(procsOf(poolDir).includes(wpid), `direct worker ${wpid} in ${poolDir}: ${procsOf(poolDir).join(',')}`);
   assert.equal(Number(readFileSync(`/proc/${wpid}/oom_score_adj`, 'latin1').trim()), 800);
 
-  // Waves of eight requests holding 40 MiB each (about 50 MiB PSS a worker): the limit holds about three.
+  // Waves of eight requests holding 40 MiB each (about 50 MiB PSS a worker, less as more share php-cgi's pages).
   let maxProcs = 0;
   const sample = setInterval(() => (maxProcs = Math.max(maxProcs, procsOf(poolDir).length)), 10);
   t.after(() => clearInterval(sample));
@@ -78,7 +78,9 @@ test('a direct pool with memory_limit: its workers sit in the pool cgroup with t
   clearInterval(sample);
   const st = JSON.parse((await o.ctl(['status', '--json'])).stdout).pools.find((p: { name: string }) => p.name === 'app');
   t.diagnostic(`max workers in the pool cgroup ${maxProcs}; memory ${JSON.stringify(st.memory)}`);
-  assert.ok(maxProcs >= 2 && maxProcs <= 3, `saw ${maxProcs} php-cgi processes in the pool's cgroup (limit about three)`);
+  // Each holds 40 MiB of its own plus its share of php-cgi's pages (PSS splits what they
+  // share, so the more run, the smaller each measures): three fit 170 MiB, four at most, never eight.
+  assert.ok(maxProcs >= 2 && maxProcs <= 4, `saw ${maxProcs} php-cgi processes in the pool's cgroup (the limit holds three or four)`);
   assert.equal(st.memory.limit, limit);
   assert.ok(st.memory.refusedSpawns > 0, 'spawns were held back by memory_limit');
   assert.ok(st.memory.total > 0, 'the direct workers are measured as the pool\'s');

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCodes } from '../../src/errors.js';
 import { linesMatching, MiB, world } from './helpers.js';
+import { QUIET_ROUNDS } from '../../src/pool/workers/memory-caps.js';
 
 test('sampling runs only while a pool has workers, at its own interval', async () => {
   const W = world();
@@ -317,6 +318,34 @@ test('no memory cap: a small measured size does not hold spawns back one at a ti
   a.send(4);
   assert.equal(a.workers().length, 4, 'all spawned at once');
   assert.deepEqual(linesMatching(W.lines, /not spawning/), []);
+});
+
+test('a quiet worker (idle, given nothing since its last sample) is read once in QUIET_ROUNDS rounds; one given a request at the next round', async () => {
+  const W = world();
+  const a = W.pool('a');
+  await a.pool.start();
+  a.send(1);
+  W.clock.advance(10);
+  const w = a.live()[0]!;
+  W.sampler.values.set(w.pid!, 20 * MiB);
+  a.finishAll();
+  W.clock.advance(2000); // sampled once idle
+  const reads = (rounds: number): number => {
+    const n = W.sampler.reads;
+    W.clock.advance(rounds * 1000);
+    return W.sampler.reads - n;
+  };
+  assert.equal(reads(QUIET_ROUNDS), 1, 'quiet: one read in QUIET_ROUNDS rounds');
+  assert.equal(reads(2 * QUIET_ROUNDS), 2);
+  W.sampler.values.set(w.pid!, 25 * MiB); // grew while idle (it cannot, but then it is still seen)
+  W.clock.advance(QUIET_ROUNDS * 1000);
+  assert.equal(a.pool.snapshot().workers[0]!.memory!.pss, 25 * MiB, 'a quiet worker is still measured');
+  a.send(1);
+  W.clock.advance(10);
+  a.finishAll();
+  W.clock.advance(10);
+  assert.equal(reads(1), 1, 'given a request: read at the next round');
+  assert.equal(reads(QUIET_ROUNDS), 1, 'then quiet again');
 });
 
 test('the daemon counts at its peak of the last 30 s: a garbage collection\'s dip is not room a worker may take', async () => {

@@ -67,3 +67,35 @@ test('pools run in CPU cgroups of their own, weighted by cpu_weight, shown in st
   await waitFor(() => (d.daemon.running ? undefined : true), { timeout: 15_000, what: 'the daemon stopped' });
   for (const dir of dirs) assert.equal(existsSync(dir), false, `${dir} removed at stop`);
 });
+
+// daemon_cpu_weight under cgroup v1 with autogroups: the daemon's session is one entity
+// beside the pools' cgroups; a daemon that leads its session (a service) raises its
+// autogroup's weight, one in a terminal's session leaves it (it would raise the shell's).
+const autogroups = ((): string | undefined => {
+  if (!host.ok) return `no CPU cgroups: ${host.why}`;
+  if (host.version !== 1) return 'cgroup v2: the daemon leaf carries the weight';
+  try {
+    if (readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'latin1').trim() !== '1') return 'autogroups are off';
+    return /^\d+:([^:]*,)?cpu(,[^:]*)?:\/$/m.test(readFileSync('/proc/self/cgroup', 'latin1')) ? undefined : 'not in the root CPU cgroup';
+  } catch {
+    return 'no autogroups on this kernel';
+  }
+})();
+
+test('a daemon that leads its session raises its autogroup to daemon_cpu_weight; one in a shared session leaves it', { timeout: 60_000, skip: autogroups ?? false }, async (t) => {
+  const dir = makeTempDir(t);
+  const config = (port: number): Record<string, unknown> => ({
+    listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'app', document_root: PHP_FIXTURES }],
+    pools: { app: { command: phpCommand(dir, 'cpu-own'), pm: 'static', max_children: 1 } },
+    log: { level: 'info' },
+  });
+  const service = await opsDaemon(t, config(await freePort()), { prefix: ['setsid'] });
+  const line = await service.daemon.waitForLog((l) => l.kind === 'cpu' && typeof l.cpuCgroups === 'string', { timeout: 5000, what: 'the start-up line on CPU cgroups' });
+  assert.equal(line.daemonCpuWeight, 300, JSON.stringify(line));
+  assert.match(readFileSync(`/proc/${service.daemon.pid}/autogroup`, 'latin1'), / nice -5$/m, 'weight 300 ≈ nice −5');
+  const shared = await opsDaemon(t, config(await freePort()));
+  const line2 = await shared.daemon.waitForLog((l) => l.kind === 'cpu' && typeof l.cpuCgroups === 'string', { timeout: 5000, what: 'the start-up line on CPU cgroups' });
+  assert.equal(line2.daemonCpuWeight, undefined);
+  assert.match(String(line2.msg), /shares its session's autogroup/);
+  assert.match(readFileSync(`/proc/${shared.daemon.pid}/autogroup`, 'latin1'), / nice 0$/m);
+});

@@ -34,8 +34,9 @@ test('ready_path and fcgi-pm ready: 200 serving, 503 for a full pool, 404 for no
   assert.equal((await httpRequest(`${url}/ready?pool=php`)).status, 200);
   assert.equal((await httpRequest(`${url}/ready?pool=nope`)).status, 404);
   assert.equal((await d.ctl(['ready'])).code, 0);
-  // The pool's one worker busy and no queue: that pool is not ready, the daemon is.
-  const slow = httpRequest(`${url}/sleep.php?ms=3000&flush=1`, { timeout: 20_000 });
+  // The pool's one worker busy and no queue: that pool is not ready, the daemon is. Busy long
+  // enough for a CLI run after it (seconds on a loaded machine) to find it busy still.
+  const slow = httpRequest(`${url}/sleep.php?ms=8000&flush=1`, { timeout: 30_000 });
   await waitFor(async () => (await httpRequest(`${url}/ready?pool=php`)).status === 503, { timeout: 10_000, interval: 50, what: 'the full pool to be not ready' });
   r = await httpRequest(`${url}/ready?pool=php`);
   assert.match(r.text, /pool php is full \(1 running, 0 waiting, queue_limit 0\)/);

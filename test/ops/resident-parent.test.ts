@@ -91,7 +91,8 @@ test('warm zero: the next request, and one beside a busy worker, are served by f
   assert.ok(second.hits > first.hits, `opcache hits on the new child's first request (${first.hits} → ${second.hits})`);
 
   // A worker that starts while another is busy is a child of the same parent too, not an exec.
-  const slow = httpRequest(`${ngx.url}/sleep.php?ms=2000`, { timeout: 30_000 });
+  // Long enough that a status CLI run (seconds on a loaded machine) still finds it running.
+  const slow = httpRequest(`${ngx.url}/sleep.php?ms=6000`, { timeout: 30_000 });
   await waitFor(async () => pool(await status(), 'php').workers.some((w) => w.state === 'busy' || (w.busySlots ?? 0) > 0), { timeout: 10_000, what: 'the slow request running' });
   const beside = await get();
   assert.equal(beside.ppid, parent.pid, 'the worker beside a busy one is forked by the resident parent');

@@ -386,3 +386,23 @@ test('recent request rate: the last 10 whole seconds, the current one left out, 
   assert.equal(c.rate('p', 200_000), 0);
   assert.equal(c.rate('nope', 200_000), 0);
 });
+
+test("a pool's outcomes: the same view while nothing was answered, a new one with the new counts after an answer", () => {
+  const c = new OutcomeCounter();
+  const ex = (status: number): Exchange => {
+    const e = new Exchange(new CgiParams(), sink, 'fastcgi', 0);
+    e.pool = 'p';
+    e.status = status;
+    return e;
+  };
+  c.finished(ex(200), 1000);
+  const first = c.of('p')!;
+  assert.equal(c.of('p'), first, 'nothing answered since: the view is kept, not copied');
+  c.finished(ex(503), 1005);
+  const second = c.of('p')!;
+  assert.notEqual(second, first);
+  assert.deepEqual([second.status['2xx'], second.status['5xx']], [1, 1], 'the new answer is in the new view');
+  assert.equal(second.latency.counts.reduce((a, b) => a + b, 0), 2);
+  assert.deepEqual([first.status['2xx'], first.status['5xx']], [1, 0], 'a view given out is never changed');
+  assert.equal(c.of('p'), second);
+});

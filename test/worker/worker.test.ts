@@ -139,6 +139,35 @@ test('stop escalates SIGTERM → SIGKILL after killTimeout for a worker that ign
   assert.equal(await r.w.stop(), exit);
 });
 
+test('a worker that slept through SIGTERM in accept() (php-cgi\'s race between its shutdown check and accept) gets it again and exits, no SIGKILL', async (t) => {
+  const dir = tempDir(t);
+  // Notes the first SIGTERM and goes on accepting, as php-cgi does when the signal lands
+  // between its look at in_shutdown and accept(); the second one ends it.
+  const script = path.join(dir, 'race.py');
+  fs.writeFileSync(script, [
+    'import signal, socket, sys',
+    'seen = []',
+    'def term(signo, frame):',
+    '    seen.append(signo)',
+    '    print("SIGTERM %d" % len(seen), flush=True)',
+    '    if len(seen) > 1: sys.exit(0)',
+    'signal.signal(signal.SIGTERM, term)',
+    'listener = socket.socket(fileno=0)',
+    'while True:',
+    '    conn, _ = listener.accept()',
+    '    conn.close()',
+    '',
+  ].join('\n'));
+  const { logger, records } = captureLogger();
+  const r = spawnRecorded(t, makeSpec(dir, ['/usr/bin/python3', script], { killTimeout: 10_000 }), logger);
+  await once(r.w, 'ready');
+  r.pool.retire('shutdown');
+  const exit = await r.w.stop();
+  assert.deepEqual([exit.code, exit.signal], [0, null], JSON.stringify(records.map((x) => x.msg)));
+  assert.ok(records.some((x) => x['stream'] === 'stdout' && x.msg === 'SIGTERM 2'), 'it got SIGTERM twice');
+  assert.equal(records.find((x) => x['code'] === ErrorCodes.KILL_TIMEOUT), undefined);
+});
+
 test('a worker retired while it served is stopped after its request: the exit carries the pool\'s reason and the request served', async (t) => {
   const dir = tempDir(t);
   const r = spawnRecorded(t, makeSpec(dir, fixtureCommand('responder')));

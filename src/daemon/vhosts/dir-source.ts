@@ -1,8 +1,10 @@
 /**
- * vhosts.dir: one NAME.yaml (.yml, .json) per site. Watched with fs.watch, and
- * rescanned every poll_interval as a safety net (watch events can be lost, and some
- * file systems have none); a rescan stats every file and parses only those whose
- * size, mtime or inode changed.
+ * vhosts.dir: one NAME.yaml (.yml, .json) per site. Watched with fs.watch, and checked
+ * every poll_interval as a safety net (watch events can be lost, and some file systems
+ * have none). A rescan stats every file and parses only those whose size, mtime or inode
+ * changed. Without a watch every poll is a rescan; while the watch is up a poll stats the
+ * directory and a tenth of the files in turn, and rescans only when one of them changed:
+ * a thousand stats every two seconds was most of an idle daemon's CPU.
  */
 import { readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
 import * as nodePath from 'node:path';
@@ -13,6 +15,8 @@ import type { SiteSource, SourceRead } from './source.js';
 
 const SITE_FILE = /^([^.].*)\.(ya?ml|json)$/;
 const YIELD_EVERY = 100;
+/** While watched, every file is stat'ed once in this many polls. */
+export const WATCHED_POLL_SPREAD = 10;
 
 interface Cached {
   stamp: string;
@@ -28,6 +32,10 @@ export class DirSource implements SiteSource {
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private debounce: NodeJS.Timeout | undefined;
+  /** The directory's stamp before the last rescan's readdir, and the site files it found. */
+  private dirStamp: string | undefined;
+  private files: string[] = [];
+  private cursor = 0;
 
   constructor(
     private readonly dir: string,
@@ -41,6 +49,8 @@ export class DirSource implements SiteSource {
     const out: SourceRead = { sites: [], broken: [] };
     const seen = new Set<string>();
     let parsed = 0;
+    this.dirStamp = stampOf(this.dir);
+    const files: string[] = [];
     for (const file of readdirSync(this.dir).sort()) {
       // Parsing is garbage; a turn of the event loop now and then lets it die young
       // instead of growing the old space (RssAnon) for good, and lets requests in.
@@ -58,25 +68,41 @@ export class DirSource implements SiteSource {
       seen.add(id);
       const entry = this.entry(file, id);
       if (entry === undefined) continue; // gone between readdir and stat
+      files.push(file);
       if (entry.site !== undefined) out.sites.push(entry.site);
       else out.broken.push({ id, problems: entry.problems });
     }
     for (const file of this.cache.keys()) if (!seen.has(SITE_FILE.exec(file)?.[1] ?? '')) this.cache.delete(file);
+    this.files = files;
     return out;
+  }
+
+  /**
+   * Whether a rescan may find something new, from the directory's stamp and the next
+   * tenth of the files' (each file's in WATCHED_POLL_SPREAD calls): the watch's safety net.
+   */
+  changedSinceRead(): boolean {
+    if (this.dirStamp === undefined || stampOf(this.dir) !== this.dirStamp) return true;
+    const n = this.files.length;
+    for (let left = Math.ceil(n / WATCHED_POLL_SPREAD); left > 0; left--) {
+      this.cursor = (this.cursor + 1) % n;
+      const file = this.files[this.cursor]!;
+      if (stampOf(nodePath.join(this.dir, file)) !== this.cache.get(file)?.stamp) return true;
+    }
+    return false;
   }
 
   private entry(file: string, id: string): Cached | undefined {
     const path = nodePath.join(this.dir, file);
-    let stamp: string;
-    try {
-      const st = statSync(path);
-      if (!st.isFile()) return { stamp: '', site: undefined, problems: [`${path}: not a regular file`] };
-      stamp = `${st.ino}:${st.size}:${st.mtimeMs}`;
-    } catch {
-      return undefined;
-    }
+    const stamp = stampOf(path);
+    if (stamp === undefined) return undefined;
     const hit = this.cache.get(file);
     if (hit?.stamp === stamp) return hit;
+    if (!stamp.startsWith('f')) {
+      const c = { stamp, site: undefined, problems: [`${path}: not a regular file`] };
+      this.cache.set(file, c);
+      return c;
+    }
     let c: Cached;
     this.parsing++;
     try {
@@ -122,7 +148,9 @@ export class DirSource implements SiteSource {
     } catch {
       // no watch here (a missing directory, inotify limits): the rescan still runs
     }
-    this.timer = setInterval(changed, this.pollMs);
+    this.timer = setInterval(() => {
+      if (this.watcher === undefined || this.changedSinceRead()) changed();
+    }, this.pollMs);
     this.timer.unref();
   }
 
@@ -130,5 +158,15 @@ export class DirSource implements SiteSource {
     this.watcher?.close();
     clearInterval(this.timer);
     clearTimeout(this.debounce);
+  }
+}
+
+/** A file's kind, inode, size and mtime; undefined when it is gone (or cannot be stat'ed). */
+function stampOf(path: string): string | undefined {
+  try {
+    const st = statSync(path);
+    return `${st.isFile() ? 'f' : 'o'}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return undefined;
   }
 }

@@ -5,6 +5,10 @@
  * near a cap or served its first one (which teaches the pool its real worker size), and
  * on each sample max_memory (recycle after the request), max_memory_hard (kill now, 503)
  * and, after each round, memory_limit (idle workers go first when measured use is over it).
+ * A quiet worker (idle at its last sample and now, given no request since) is read once
+ * in QUIET_ROUNDS rounds: it cannot have grown without running, and at 200 idle sites
+ * a read of every worker every round was most of the sampler's cost. Rounds start on a
+ * ROUND_GRAIN grid, so the rounds of many pools share one wake-up of the daemon.
  * What it decides is carried out through the pool's hooks (PoolMemoryHooks).
  */
 import { ErrorCodes } from '../../errors.js';
@@ -23,6 +27,8 @@ import { scriptOf, type SlotView } from './slot.js';
 export interface MemoryCapsHooks {
   /** Live workers (spawned, not yet exited). */
   slots(): Iterable<SlotView>;
+  /** The pool hands each request to its worker (not `accept: direct`): a worker given none since its last sample did not run. */
+  readonly handsRequests: boolean;
   /** Retires a worker (busy ones after their request), logging `msg` with `fields` as its one line. */
   retire(slot: SlotView, reason: RetireReason, fields: Record<string, unknown>, msg: string): void;
   /** Stops a worker now with SIGKILL; a request it runs is answered 503 MEMORY_HARD_LIMIT. Logs `msg` at warn. */
@@ -31,6 +37,11 @@ export interface MemoryCapsHooks {
   scale(): void;
   queued(): number;
 }
+
+/** A quiet worker is read in one round of this many. */
+export const QUIET_ROUNDS = 5;
+/** Rounds start on multiples of this (monotonic ms). */
+export const ROUND_GRAIN = 250;
 
 export interface MemoryCapsDeps {
   /** The pool's part in the budget: memory_limit's relief evicts through it. */
@@ -63,7 +74,25 @@ export class MemoryCaps {
 
   /** A worker was spawned: sampling runs while the pool has any. */
   spawned(): void {
-    if (!this.timer.armed && !this.disposed) this.timer.armAt(this.d.clock.now() + this.d.interval);
+    if (!this.timer.armed && !this.disposed) this.armNext();
+  }
+
+  /**
+   * The next round, an interval from now, on the ROUND_GRAIN grid (a finer one for a
+   * shorter interval): the grid point at or just before, so a round that fired a little
+   * late keeps its beat.
+   */
+  private armNext(): void {
+    const grain = Math.min(ROUND_GRAIN, this.d.interval);
+    this.timer.armAt(Math.floor((this.d.clock.now() + this.d.interval) / grain) * grain);
+  }
+
+  /** Passes over a quiet worker in this round, except once in QUIET_ROUNDS. */
+  private quiet(slot: SlotView): boolean {
+    const m = slot.mem;
+    if (m === undefined || !this.d.hooks.handsRequests || !m.idleAtSample || !slot.inIdle || slot.requests !== m.requestsAtSample) return false;
+    if (++m.roundsSkipped < QUIET_ROUNDS) return true;
+    return false;
   }
 
   /** Ready: measured at once, so its charge is what it is rather than the guess. */
@@ -72,7 +101,9 @@ export class MemoryCaps {
     const sampler = this.d.host.sampler;
     if (pid === undefined || slot.mem === undefined || !sampler.sync) return;
     const s = sampler.readNow(pid, this.d.clock.now(), true);
-    if (s !== undefined) slot.mem.recordFresh(s);
+    if (s === undefined) return;
+    slot.mem.recordFresh(s);
+    slot.mem.sampledWhen(slot.requests, slot.inIdle);
   }
 
   /**
@@ -122,9 +153,15 @@ export class MemoryCaps {
     if (this.disposed || this.sampling) return;
     const now = this.d.clock.now();
     const sampler = this.d.host.sampler;
-    const slots = [...this.d.hooks.slots()].filter((s) => s.pid !== undefined && s.state !== 'gone');
+    const slots = [...this.d.hooks.slots()].filter((s) => s.pid !== undefined && s.state !== 'gone' && !this.quiet(s));
     const parent = this.d.parent.pid();
     const spare = parent === undefined ? undefined : this.d.parent.sparePid();
+    if (slots.length === 0 && parent === undefined) {
+      // Every worker quiet: nothing new to estimate from or to hold against memory_limit.
+      this.d.parent.keep(undefined, undefined, undefined);
+      this.afterRound(false);
+      return;
+    }
     if (sampler.syncRounds === true) {
       for (const slot of slots) {
         const s = sampler.readNow(slot.pid!, now);
@@ -154,10 +191,13 @@ export class MemoryCaps {
       });
   }
 
-  private afterRound(): void {
+  /** `measured`: the round read something (else the pool's estimate and memory_limit have nothing new to go by). */
+  private afterRound(measured = true): void {
     if (this.disposed) return;
-    this.d.estimate.update(this.d.hooks.slots());
-    this.checkLimit();
+    if (measured) {
+      this.d.estimate.update(this.d.hooks.slots());
+      this.checkLimit();
+    }
     this.d.host.checkBudget();
     let live = false;
     for (const _ of this.d.hooks.slots()) {
@@ -165,7 +205,7 @@ export class MemoryCaps {
       break;
     }
     // No workers, no sampling: the next spawn starts it again.
-    if (live) this.timer.armAt(this.d.clock.now() + this.d.interval);
+    if (live) this.armNext();
   }
 
   private apply(slot: SlotView, s: MemorySample): void {
@@ -182,6 +222,7 @@ export class MemoryCaps {
     const m = slot.mem;
     if (m === undefined) return;
     m.record(s);
+    m.sampledWhen(slot.requests, slot.inIdle);
     const hwm = this.d.host.sampler.hwm?.(s.pid);
     if (hwm !== undefined) m.peak = Math.max(m.peak, hwm - (s.rss - s.value));
   }

@@ -189,6 +189,7 @@ export class Supervisor {
     this.resident = cfg.residentParent === true && deps.forkServer === undefined;
     this.mem = deps.memory && new PoolMemory(cfg, deps.memory, {
       slots: () => this.workers(),
+      handsRequests: (deps.counting?.served ?? 'exact') === 'exact',
       retire: (slot, reason, fields, msg) => this.retire(slot, reason, { fields, msg }),
       kill: (slot, fields, msg) => this.killForMemory(slot, fields, msg),
       scale: () => this.scale(),

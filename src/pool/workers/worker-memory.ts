@@ -15,6 +15,18 @@ export class WorkerMemory {
   near = false;
   /** The kernel's OOM killer killed it. */
   oomKilled = false;
+  /** At the last sample: the requests it had been given, and whether it was idle. */
+  requestsAtSample = -1;
+  idleAtSample = false;
+  /** Sampling rounds passed over it since its last sample (quiet: idle, nothing served since). */
+  roundsSkipped = 0;
+
+  /** After a sample: what the worker had done by then (a quiet one is read less often). */
+  sampledWhen(requests: number, idle: boolean): void {
+    this.requestsAtSample = requests;
+    this.idleAtSample = idle;
+    this.roundsSkipped = 0;
+  }
 
   record(s: MemorySample): void {
     this.last = s;
