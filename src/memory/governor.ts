@@ -16,6 +16,12 @@
  * plausible worker (`probe`) fits, and then learns its real size; and when fcgi-pm runs
  * in a memory cgroup, no spawn may take the box's measured anonymous memory into its
  * headroom (`room`).
+ *
+ * The budget is fcgi-pm's target, the box's limit the kernel's: a pool with no worker
+ * whose requests wait for memory that nothing can give back (the daemon's own, other
+ * pools' last workers) starts one where the box has room (lastResort), and relief never
+ * retires a pool's last busy worker. Else, on a 64 MiB board where the daemon and one
+ * worker pass the budget, the pool would never serve again.
  */
 import type { BudgetMember, WorkerRef } from './types.js';
 
@@ -121,6 +127,7 @@ export function decideSpawn(ask: SpawnAsk): SpawnDecision {
   const free = boxTighter ? host.room! : budgetFree;
   let fit = fitCount(free, est);
   if (fit === 0 && host.starving && firstFits(free)) fit = 1;
+  if (fit === 0 && lastResort(host, demand, ask.probe ?? est)) fit = 1;
   const admitDemand = Math.min(demand, fit);
   const admitSpare = host.othersWaiting ? 0 : Math.min(k - demand, fit - admitDemand);
   const admit = admitDemand + admitSpare;
@@ -150,6 +157,12 @@ export function decideSpawn(ask: SpawnAsk): SpawnDecision {
     retire.push([...host.busy].sort((a, b) => (b.value ?? b.charge) - (a.value ?? a.charge))[0]!);
   }
   return { admit, limitedBy, evict, retire, covered, unmetDemand: unmet };
+}
+
+/** A pool with none that nothing could make room for starts one worker past the budget, within the box. */
+function lastResort(host: HostView, demand: number, size: number): boolean {
+  const nothingToTake = host.idle.length === 0 && host.busy.length === 0 && host.freeing === 0;
+  return host.starving && demand > 0 && nothingToTake && (host.room === undefined || host.room >= size);
 }
 
 /**

@@ -317,7 +317,8 @@ export class HostGovernor implements MemoryGovernor {
       measured += o.measured();
       freeing += o.freeingMeasured();
       collectWorkers(o, o.idleWorkers(), idle, owners);
-      collectWorkers(o, o.busyWorkers(), busy, owners);
+      // A pool's last busy worker stays: without it the pool serves nothing (governor.ts).
+      if (o.workerCount() > 1) collectWorkers(o, o.busyWorkers(), busy, owners);
     }
     const excess = measured - freeing - budget;
     if (excess <= 0) return;

@@ -115,16 +115,29 @@ function ask(over: Partial<SpawnAsk> = {}): SpawnAsk {
 }
 
 test('a pool with no worker measured starts one when the smallest plausible worker fits, though its guess does not', () => {
-  // The 56 MiB case: 18 MiB uncommitted, a 32 MiB guess.
-  assert.equal(decideSpawn(ask()).admit, 0, 'without a probe: starved (the old behaviour)');
+  // The 56 MiB case: 18 MiB uncommitted, a 32 MiB guess; another pool's busy worker holds memory it could give back.
+  const other = { pool: 'other', id: 1, pid: 1001, charge: 20 * MiB, value: 20 * MiB, since: 0 };
+  assert.equal(decideSpawn(ask({ host: hostView({ busy: [other] }) })).admit, 0, 'without a probe: waits for the other pool (the old behaviour)');
   const d = decideSpawn(ask({ probe: 4 * MiB }));
   assert.equal(d.admit, 1);
   assert.equal(d.limitedBy, 'memory_budget');
-  assert.equal(decideSpawn(ask({ probe: 4 * MiB, host: hostView({ committed: 53 * MiB }) })).admit, 0, 'not even the probe fits');
+  assert.equal(decideSpawn(ask({ probe: 4 * MiB, host: hostView({ committed: 53 * MiB, busy: [other] }) })).admit, 0, 'not even the probe fits');
   assert.equal(decideSpawn(ask({ probe: 4 * MiB, host: hostView({ starving: false }) })).admit, 0, 'a pool with a worker waits for it');
   // memory_limit below the guess, above the probe.
   assert.equal(decideSpawn(ask({ probe: 4 * MiB, poolLimit: 16 * MiB, host: undefined })).admit, 1);
   assert.equal(decideSpawn(ask({ probe: 4 * MiB, poolLimit: 16 * MiB, poolCommitted: 32 * MiB, host: undefined })).admit, 0);
+});
+
+test('a pool with no worker, whose memory nothing can give back (the daemon holds it), starts one past the budget where the box has room', () => {
+  // The 64 MiB board: a 51 MiB budget, 37 MiB of it the daemon's, a measured 22 MiB worker.
+  const board = (over: Partial<HostView>): SpawnAsk => ask({ want: 8, demand: 8, estimate: 22 * MiB, host: hostView({ budget: 51 * MiB, committed: 37 * MiB, ...over }) });
+  const d = decideSpawn(board({ room: 26 * MiB }));
+  assert.equal(d.admit, 1, 'one, not eight');
+  assert.equal(decideSpawn(board({})).admit, 1, 'outside a memory cgroup too');
+  assert.equal(decideSpawn(board({ room: 10 * MiB })).admit, 0, 'not into the box\'s headroom');
+  assert.equal(decideSpawn(board({ starving: false, room: 26 * MiB })).admit, 0, 'a pool with a worker waits for it');
+  assert.equal(decideSpawn(board({ freeing: 30 * MiB, room: 26 * MiB })).admit, 0, 'memory on its way back: wait for it');
+  assert.equal(decideSpawn(ask({ want: 1, demand: 0, estimate: 22 * MiB, host: hostView({ budget: 51 * MiB, committed: 37 * MiB, room: 26 * MiB }) })).admit, 0, 'a spare spawn never');
 });
 
 test('the box: no spawn takes measured memory into the cgroup headroom, whatever the budget says', () => {
