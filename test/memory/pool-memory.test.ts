@@ -378,3 +378,16 @@ test('the daemon counts at its peak of the last 30 s: a garbage collection\'s di
   W.clock.advance(10);
   assert.equal(a.live().length, 3, JSON.stringify(W.lines.map((l) => l.msg)));
 });
+
+test('host budget: a pool\'s last busy worker is never retired for it (the pool would serve nothing)', async () => {
+  const W = world(50 * MiB);
+  const a = W.pool('a', { expectedWorkerMemory: 10 * MiB });
+  await a.pool.start();
+  a.send(1);
+  W.clock.advance(10);
+  const [only] = a.live();
+  a.setAll(60 * MiB); // 10 of the daemon + 60 > 50
+  W.clock.advance(1000);
+  assert.equal(only!.retireReason, undefined, 'the only worker stays');
+  assert.equal(W.governor.snapshot().overBudget, 0);
+});
