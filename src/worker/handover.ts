@@ -7,7 +7,7 @@
 import { closeSync } from 'node:fs';
 import type { Logger } from '../log/log.js';
 import { ErrorCodes } from '../errors.js';
-import { watchChild } from './reaper.js';
+import { signalGroup, watchChild } from './reaper.js';
 import { unlinkQuiet } from './socket.js';
 import type { HandedWorker } from './types.js';
 
@@ -34,17 +34,5 @@ export function endHanded(workers: readonly HandedWorker[], log: Logger, killMs 
       }
       unlinkQuiet(h.socket);
     });
-  }
-}
-
-function signalGroup(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, sig);
-  } catch {
-    try {
-      process.kill(pid, sig);
-    } catch {
-      // gone
-    }
   }
 }

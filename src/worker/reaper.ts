@@ -47,3 +47,16 @@ function reapWatched(): void {
     timer = undefined;
   }
 }
+
+/** `sig` to the process group `pid` leads, or to `pid` alone where it leads none; quiet when it is gone. */
+export function signalGroup(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // gone
+    }
+  }
+}

@@ -38,7 +38,7 @@ import { WorkerSpawnError } from './spawn-error.js';
 import { checkCwd, resolveCommand, startProcess } from './spawn.js';
 import type { HandedWorker, ManagedWorker, RetireReason, WorkerAdopter, WorkerEventMap, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from './types.js';
 import { handOverAddon } from './exec-addon.js';
-import { watchChild } from './reaper.js';
+import { signalGroup, watchChild } from './reaper.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { ErrorCodes } from '../errors.js';
 import { acceptFd, blockedIn, readSyscall } from './accept-state.js';
@@ -413,17 +413,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   }
 
   private signalGroup(sig: NodeJS.Signals): void {
-    const pid = this.pid;
-    if (pid === undefined) return;
-    try {
-      process.kill(-pid, sig);
-    } catch {
-      try {
-        process.kill(pid, sig);
-      } catch {
-        /* already gone */
-      }
-    }
+    if (this.pid !== undefined) signalGroup(this.pid, sig);
   }
 
   // ---- exit -------------------------------------------------------------------------
