@@ -10,35 +10,17 @@
  * older kernel nothing changes: the slice read back from /proc says so.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { nativeAddon } from '../util/native-addon.js';
 
 interface Addon {
   setSlice(tid: number, ns: number): number;
 }
 
-const ADDON_PATH = new URL('../../../native/build/sched-slice.node', import.meta.url).pathname;
-
-let addon: Addon | undefined;
-let problem: string | undefined;
-
-function load(): Addon | undefined {
-  if (addon !== undefined || problem !== undefined) return addon;
-  if (process.platform !== 'linux') {
-    problem = 'CPU slices are a Linux scheduler setting';
-    return undefined;
-  }
-  try {
-    addon = createRequire(import.meta.url)(ADDON_PATH) as Addon;
-  } catch (e) {
-    problem = `the native addon ${ADDON_PATH} is not built (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); run "node scripts/build-native.mjs" with a C compiler and Node's headers`;
-  }
-  return addon;
-}
+const sched = nativeAddon<Addon>('sched-slice', 'CPU slices are a Linux scheduler setting');
 
 /** undefined when slices can be set from this process; else why not. */
 export function sliceSupport(): string | undefined {
-  load();
-  return problem;
+  return sched.problem();
 }
 
 /**
@@ -47,7 +29,7 @@ export function sliceSupport(): string | undefined {
  * name (a process gone meanwhile is not an error).
  */
 export function setSlice(pid: number, ns: number): string | undefined {
-  const a = load();
+  const a = sched.get();
   if (a === undefined) return 'ENOADDON';
   let failed: string | undefined;
   for (const p of [pid, ...childrenOf(pid)]) {

@@ -5,7 +5,7 @@
  * daemon knows (pipeForChild), and a reaper for children libuv did not spawn (reap).
  * Without it (no compiler at install, not Linux) `problem()` says why.
  */
-import { createRequire } from 'node:module';
+import { nativeAddon } from '../util/native-addon.js';
 
 export interface ExecAddon {
   dupForExec(fd: number): number;
@@ -15,32 +15,17 @@ export interface ExecAddon {
   reap(pid: number): { code?: number; signal?: number; gone?: true } | undefined;
 }
 
-const ADDON_PATH = new URL('../../../native/build/exec-in-place.node', import.meta.url).pathname;
-
-let addon: ExecAddon | undefined;
-let why: string | undefined;
+// An addon built by an older fcgi-pm lacks the worker calls: the daemon still execs, its workers are not handed on.
+const loader = nativeAddon<ExecAddon>('exec-in-place', 'an exec in place is built for Linux only');
 
 /** The addon, or undefined (then `problem()` says why). */
 export function execAddon(): ExecAddon | undefined {
-  if (addon !== undefined || why !== undefined) return addon;
-  if (process.platform !== 'linux') {
-    why = 'an exec in place is built for Linux only';
-    return undefined;
-  }
-  try {
-    const a = createRequire(import.meta.url)(ADDON_PATH) as Partial<ExecAddon>;
-    // An addon built by an older fcgi-pm lacks the worker calls: the daemon still execs, its workers are not handed on.
-    addon = a as ExecAddon;
-  } catch (e) {
-    why = `the native addon ${ADDON_PATH} is not built (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); run "node scripts/build-native.mjs" with a C compiler and Node's headers`;
-  }
-  return addon;
+  return loader.get();
 }
 
 /** undefined when the addon loaded; else why not. */
 export function execAddonProblem(): string | undefined {
-  execAddon();
-  return why;
+  return loader.problem();
 }
 
 /** The addon when it can hand workers on (pipes it made, a reaper); else undefined. */
