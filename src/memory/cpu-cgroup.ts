@@ -122,7 +122,8 @@ export function raiseDaemonShare(weight: number, proc = '/proc/self'): { done: s
     const stat = readFileSync(`${proc}/stat`, 'latin1');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const pid = Number(stat.slice(0, stat.indexOf(' ')));
-    if (Number(fields[3]) !== pid) return { why: `the daemon shares its session's autogroup (${auto.trim()}); run it as a service or under setsid` };
+    // An empty file: the session is init's, whose tasks stay in the root task group.
+    if (Number(fields[3]) !== pid) return { why: `the daemon shares its session's autogroup (${auto.trim() || 'the root one'}); run it as a service or under setsid` };
     const nice = niceForWeight(weight);
     writeFileSync(`${proc}/autogroup`, String(nice));
     return { done: `nice ${nice} on its autogroup (${auto.split(' ')[0]})` };
