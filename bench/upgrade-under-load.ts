@@ -130,7 +130,7 @@ for (const l of readFileSync(join(dir, 'daemon.log'), 'utf8').split('\n')) {
   if (!l.includes('"upgrade_phases"')) continue;
   const o = JSON.parse(l) as Record<string, number | boolean>;
   const gap = o['bridge'] === true ? `the bridge served, its stop ${o['bridge_stop_ms']} ms (connections waited)` : `no listener accepted for ${o['unserved_ms']} ms`;
-  console.log(`upgrade phases: check ${o['check_ms']} ms (serving), stop ${o['stop_ms']} ms, exec and load ${o['boot_ms']} ms, start ${o['start_ms']} ms: ${gap}; workers handed over ${o['handed']}, adopted ${o['adopted']}`);
+  console.log(`upgrade phases: check ${o['check_ms']} ms (serving), bridge start ${o['bridge_start_ms'] ?? '–'} ms (serving), stop ${o['stop_ms']} ms, exec and load ${o['boot_ms']} ms, start ${o['start_ms']} ms: ${gap}; workers handed over ${o['handed']}, adopted ${o['adopted']}`);
 }
 console.log(`daemons: ${pids.join(' → ')}; old daemons still running after the upgrades: ${left.length === 0 ? 'none' : left.join(', ')}`);
 console.log(`the pid this bench started and waits on (as runit would), ${held}: ${heldServes ? 'still serves after the upgrades' : 'exited; another pid serves'}`);

@@ -24,7 +24,7 @@ const REJECT_LOG_INTERVAL_MS = 1000;
 
 export abstract class PoolBase implements Pool {
   readonly name: string;
-  protected readonly cfg: PoolConfig;
+  protected cfg: PoolConfig;
   protected readonly log: Logger;
   protected readonly clock: Clock;
   /** Epoch times in the status, from the monotonic clock. */
