@@ -91,9 +91,14 @@ console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.t
 const lines = ['| run | req/s | p50 ms | p99 ms | failed | daemon CPU ms/s | workers CPU ms/s | workers µs/req |', '|---|---|---|---|---|---|---|---|'];
 await runWrk(url, CONNECTIONS, 3); // warm-up: the pool grows to its width under this load
 let generation = 0;
+/** One request every 20 ms beside wrk during the reloads runs: when it started, how long it took. */
+const probes: Array<{ at: number; ms: number }> = [];
+let steadyP99 = 0;
 for (let round = 0; round < ROUNDS; round++) {
   let cpu0 = treeCpu(daemon.pid!);
-  lines.push(row('steady', await runWrk(url, CONNECTIONS, SECONDS), cpuSince(cpu0)));
+  const steady = await runWrk(url, CONNECTIONS, SECONDS);
+  steadyP99 = Math.max(steadyP99, steady.p99Ms);
+  lines.push(row('steady', steady, cpuSince(cpu0)));
   cpu0 = treeCpu(daemon.pid!);
   let reloading = true;
   let reloads = 0;
@@ -106,8 +111,24 @@ for (let round = 0; round < ROUNDS; round++) {
       reloads++;
     }
   })();
+  let probing = true;
+  const probe = (async () => {
+    while (probing) {
+      const at = Date.now();
+      const t0 = performance.now();
+      try {
+        await (await fetch(url)).arrayBuffer();
+      } catch {
+        /* counted by wrk */
+      }
+      probes.push({ at, ms: performance.now() - t0 });
+      await sleep(20);
+    }
+  })();
   const r = await runWrk(url, CONNECTIONS, SECONDS);
   const cpu = cpuSince(cpu0);
+  probing = false;
+  await probe;
   reloading = false;
   await reloader;
   lines.push(row(`${reloads} reloads`, r, cpu));
@@ -130,6 +151,7 @@ function printPhases(): void {
     }
   }
   const at = (l: Line): number => Date.parse(l.time);
+  const windows: Array<{ name: string; from: number; to: number }> = [];
   const out = ['| reload | SIGHUP → commit ms | workers started | spawn → ready ms (mean / max) | retuned in place | old generation drained ms |', '|---|---|---|---|---|---|'];
   let n = 0;
   for (let i = 0; i < log.length; i++) {
@@ -148,9 +170,19 @@ function printPhases(): void {
     const stopping = log.slice(i, j + 1).findIndex((l) => / stopping$/.test(l.msg));
     const stopped = stopping < 0 ? undefined : log.slice(i + stopping).find((l) => / stopped$/.test(l.msg));
     const mean = spawns.length > 0 ? spawns.reduce((a, b) => a + b, 0) / spawns.length : 0;
+    windows.push({ name: 'starting the new generation', from: begin, to: at(done) }, { name: 'first second after the commit', from: at(done), to: at(done) + 1000 });
     out.push(`| ${++n} | ${at(done) - begin} | ${spawns.length} | ${spawns.length > 0 ? `${mean.toFixed(0)} / ${Math.max(...spawns)}` : '–'} | ${retuned || '–'} | ${stopped === undefined ? '–' : at(stopped) - at(log[i + stopping]!)} |`);
   }
   for (const l of out) console.log(l);
+  // Where the probe's requests waited: by the window they started in (a later reload's window wins).
+  const by = new Map<string, number[]>();
+  for (const p of probes) {
+    const name = [...windows].reverse().find((w) => p.at >= w.from && p.at < w.to)?.name ?? 'otherwise';
+    by.set(name, [...(by.get(name) ?? []), p.ms]);
+  }
+  const q = (xs: number[], f: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))] ?? 0;
+  console.log(`probe (one request every 20 ms beside wrk during the reloads runs), by when it started:\n| window | requests | p50 ms | p90 ms | max ms | over 2× steady p99 (${(2 * steadyP99).toFixed(1)} ms) |\n|---|---|---|---|---|---|`);
+  for (const [name, xs] of by) console.log(`| ${name} | ${xs.length} | ${q(xs, 0.5).toFixed(1)} | ${q(xs, 0.9).toFixed(1)} | ${Math.max(...xs).toFixed(1)} | ${xs.filter((x) => x > 2 * steadyP99).length} |`);
 }
 await new Promise((r) => daemon.once('exit', r));
 rmSync(dir, { recursive: true, force: true });
