@@ -4,23 +4,31 @@
  * steady, then while the pool's config is changed and reloaded (SIGHUP) every second.
  * Prints figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/reload-under-load.js [--seconds 8] [--connections 8] [--rounds 2] [--fcgi-pm BIN] [--resident]
+ *   npx tsc -p . && node dist/bench/reload-under-load.js [--seconds 8] [--connections 8] [--rounds 2] [--fcgi-pm BIN] [--resident] [--change env|scaling] [--log FILE]
  *
  * --fcgi-pm runs another build's bin/fcgi-pm (an older commit's, for a before/after).
  * --resident: the pool has resident_parent (one php-cgi group: each generation is one exec
  * whose children share its opcache, instead of one exec per worker).
+ * --change: what each reload changes: the pool's env (default: a new generation of
+ * workers), or its scaling keys alone (max_children 8 ↔ 9: taken in place).
+ * --log: keep the daemon's log lines (info) there.
  *
  * The daemon is bin/fcgi-pm run (its own temp dir and config); pool: ondemand,
- * max_children 8, idle_timeout 60 s; each reload changes its env, so the pool is replaced.
+ * max_children 8, idle_timeout 60 s. Beside each run: the CPU the daemon and its workers
+ * used (from /proc: live workers and the ones reaped meanwhile; a resident group's children
+ * are reaped by their parent, not counted once it exits), and per reload, from the
+ * daemon's log: how long it took (SIGHUP to commit), how many workers the new generation
+ * started and their spawn → ready time, how long the old generation drained.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { runWrk, type WrkResult } from './compare-wrk.js';
 import { generatePhpApp } from './php-app.js';
+import { treeCpu, type TreeCpu } from './proc-tree-cpu.js';
 
 const arg = (name: string, def: number): number => {
   const i = process.argv.indexOf(name);
@@ -30,6 +38,7 @@ const SECONDS = arg('--seconds', 8);
 const CONNECTIONS = arg('--connections', 8);
 const ROUNDS = arg('--rounds', 2);
 const RESIDENT = process.argv.includes('--resident');
+const CHANGE = process.argv.includes('--change') ? process.argv[process.argv.indexOf('--change') + 1]! : 'env';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -38,13 +47,22 @@ const app = join(dir, 'app');
 generatePhpApp(app, 400);
 const port = 20_000 + Math.floor(Math.random() * 20_000);
 const file = join(dir, 'fcgi-pm.yaml');
+const logFile = process.argv.includes('--log') ? process.argv[process.argv.indexOf('--log') + 1]! : join(dir, 'daemon.log');
 const config = (generation: number): void =>
   writeFileSync(file, stringify({
     control_socket: join(dir, 'control.sock'),
     runtime_dir: join(dir, 'run'),
-    log: { access: false, level: 'warn' },
+    log: { access: false, level: 'info', file: logFile },
     listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'php', document_root: app }],
-    pools: { php: { command: ['php-cgi'], pm: 'ondemand', max_children: 8, idle_timeout: '60s', env: { GENERATION: String(generation) }, ...(RESIDENT ? { resident_parent: true } : {}) } },
+    pools: {
+      php: {
+        command: ['php-cgi'],
+        pm: 'ondemand',
+        idle_timeout: '60s',
+        ...(CHANGE === 'scaling' ? { max_children: 8 + (generation % 2) } : { max_children: 8, env: { GENERATION: String(generation) } }),
+        ...(RESIDENT ? { resident_parent: true } : {}),
+      },
+    },
   }));
 config(0);
 const bin = process.argv.includes('--fcgi-pm') ? process.argv[process.argv.indexOf('--fcgi-pm') + 1]! : join(ROOT, 'bin', 'fcgi-pm');
@@ -60,13 +78,28 @@ for (let i = 0; ; i++) {
   await sleep(50);
 }
 
-const row = (what: string, r: WrkResult): string => `| ${what} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.errors + r.non2xx} |`;
-console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; ${bin}${RESIDENT ? '; resident_parent (one php-cgi group)' : ''}`);
-const lines = ['| run | req/s | p50 ms | p99 ms | failed |', '|---|---|---|---|---|'];
+/** A run's row; CPU: the daemon's and its workers' in ms per second of the run, and the workers' µs per request. */
+const row = (what: string, r: WrkResult, cpu: TreeCpu): string => {
+  const perReq = r.rps > 0 ? (cpu.workers * 1000) / (r.rps * SECONDS) : 0;
+  return `| ${what} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.errors + r.non2xx} | ${(cpu.self / SECONDS).toFixed(0)} | ${(cpu.workers / SECONDS).toFixed(0)} | ${perReq.toFixed(0)} |`;
+};
+const cpuSince = (a: TreeCpu): TreeCpu => {
+  const b = treeCpu(daemon.pid!);
+  return { self: b.self - a.self, workers: b.workers - a.workers };
+};
+console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; ${bin}${RESIDENT ? '; resident_parent (one php-cgi group)' : ''}; each reload changes the pool's ${CHANGE === 'scaling' ? 'max_children (8 ↔ 9)' : 'env'}`);
+const lines = ['| run | req/s | p50 ms | p99 ms | failed | daemon CPU ms/s | workers CPU ms/s | workers µs/req |', '|---|---|---|---|---|---|---|---|'];
 await runWrk(url, CONNECTIONS, 3); // warm-up: the pool grows to its width under this load
 let generation = 0;
+/** One request every 20 ms beside wrk during the reloads runs: when it started, how long it took. */
+const probes: Array<{ at: number; ms: number }> = [];
+let steadyP99 = 0;
 for (let round = 0; round < ROUNDS; round++) {
-  lines.push(row('steady', await runWrk(url, CONNECTIONS, SECONDS)));
+  let cpu0 = treeCpu(daemon.pid!);
+  const steady = await runWrk(url, CONNECTIONS, SECONDS);
+  steadyP99 = Math.max(steadyP99, steady.p99Ms);
+  lines.push(row('steady', steady, cpuSince(cpu0)));
+  cpu0 = treeCpu(daemon.pid!);
   let reloading = true;
   let reloads = 0;
   const reloader = (async () => {
@@ -78,14 +111,78 @@ for (let round = 0; round < ROUNDS; round++) {
       reloads++;
     }
   })();
+  let probing = true;
+  const probe = (async () => {
+    while (probing) {
+      const at = Date.now();
+      const t0 = performance.now();
+      try {
+        await (await fetch(url)).arrayBuffer();
+      } catch {
+        /* counted by wrk */
+      }
+      probes.push({ at, ms: performance.now() - t0 });
+      await sleep(20);
+    }
+  })();
   const r = await runWrk(url, CONNECTIONS, SECONDS);
+  const cpu = cpuSince(cpu0);
+  probing = false;
+  await probe;
   reloading = false;
   await reloader;
-  lines.push(row(`${reloads} reloads`, r));
+  lines.push(row(`${reloads} reloads`, r, cpu));
   await sleep(2000);
 }
 for (const l of lines) console.log(l);
+printPhases();
 console.log(`load average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 daemon.kill('SIGTERM');
+
+/** Per reload, from the daemon's log lines: its phases (see the header). */
+function printPhases(): void {
+  interface Line { time: string; msg: string; kind?: string; ok?: boolean; spawnMs?: number; retuned?: string[] }
+  const log: Line[] = [];
+  for (const l of readFileSync(logFile, 'utf8').split('\n')) {
+    try {
+      log.push(JSON.parse(l) as Line);
+    } catch {
+      // not a JSON line
+    }
+  }
+  const at = (l: Line): number => Date.parse(l.time);
+  const windows: Array<{ name: string; from: number; to: number }> = [];
+  const out = ['| reload | SIGHUP → commit ms | workers started | spawn → ready ms (mean / max) | retuned in place | old generation drained ms |', '|---|---|---|---|---|---|'];
+  let n = 0;
+  for (let i = 0; i < log.length; i++) {
+    if (!(log[i]!.kind === 'reload' && log[i]!.msg.startsWith('reloading'))) continue;
+    const begin = at(log[i]!);
+    const spawns: number[] = [];
+    let retuned = '';
+    let j = i + 1;
+    for (; j < log.length && !(log[j]!.kind === 'reload' && log[j]!.ok !== undefined); j++) {
+      if (log[j]!.spawnMs !== undefined) spawns.push(log[j]!.spawnMs!);
+      if (log[j]!.retuned !== undefined) retuned = log[j]!.retuned!.join(', ');
+    }
+    const done = log[j];
+    if (done === undefined) break;
+    // The old generation: "stopping" at the commit, "stopped" once it drained.
+    const stopping = log.slice(i, j + 1).findIndex((l) => / stopping$/.test(l.msg));
+    const stopped = stopping < 0 ? undefined : log.slice(i + stopping).find((l) => / stopped$/.test(l.msg));
+    const mean = spawns.length > 0 ? spawns.reduce((a, b) => a + b, 0) / spawns.length : 0;
+    windows.push({ name: 'starting the new generation', from: begin, to: at(done) }, { name: 'first second after the commit', from: at(done), to: at(done) + 1000 });
+    out.push(`| ${++n} | ${at(done) - begin} | ${spawns.length} | ${spawns.length > 0 ? `${mean.toFixed(0)} / ${Math.max(...spawns)}` : '–'} | ${retuned || '–'} | ${stopped === undefined ? '–' : at(stopped) - at(log[i + stopping]!)} |`);
+  }
+  for (const l of out) console.log(l);
+  // Where the probe's requests waited: by the window they started in (a later reload's window wins).
+  const by = new Map<string, number[]>();
+  for (const p of probes) {
+    const name = [...windows].reverse().find((w) => p.at >= w.from && p.at < w.to)?.name ?? 'otherwise';
+    by.set(name, [...(by.get(name) ?? []), p.ms]);
+  }
+  const q = (xs: number[], f: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))] ?? 0;
+  console.log(`probe (one request every 20 ms beside wrk during the reloads runs), by when it started:\n| window | requests | p50 ms | p90 ms | max ms | over 2× steady p99 (${(2 * steadyP99).toFixed(1)} ms) |\n|---|---|---|---|---|---|`);
+  for (const [name, xs] of by) console.log(`| ${name} | ${xs.length} | ${q(xs, 0.5).toFixed(1)} | ${q(xs, 0.9).toFixed(1)} | ${Math.max(...xs).toFixed(1)} | ${xs.filter((x) => x > 2 * steadyP99).length} |`);
+}
 await new Promise((r) => daemon.once('exit', r));
 rmSync(dir, { recursive: true, force: true });

@@ -7,7 +7,13 @@
  * daemon is this bench's child, as under runit: the last line says whether the pid it
  * holds still serves. Prints figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/upgrade-under-load.js [--seconds 20] [--connections 10] [--upgrades 5] [--pm static|dynamic|ondemand] [--upgrade exec|spawn] [--resident]
+ *   npx tsc -p . && node dist/bench/upgrade-under-load.js [--seconds 20] [--connections 10] [--upgrades 5] [--pm static|dynamic|ondemand] [--upgrade exec|spawn] [--resident] [--by cli|signal]
+ *
+ * --by: how each upgrade is asked for: SIGUSR2 (the default, as a supervisor sends it; the
+ * bench then waits for the upgrade's phases line in the log) or `fcgi-pm upgrade` (a CLI
+ * run per upgrade: its own Node start, about a third of a second of CPU, competes too).
+ * Beside wrk, a probe sends one request every 20 ms and keeps each one's time, so the
+ * slow ones are put in the upgrade phase they started in (from the phases lines).
  *
  * --resident: the pool has resident_parent (one php-cgi group whose children are forks of
  * one parent: a new generation starts one php-cgi exec instead of one per worker).
@@ -32,6 +38,7 @@ const UPGRADES = arg('--upgrades', 5);
 const PM = process.argv.includes('--pm') ? process.argv[process.argv.indexOf('--pm') + 1]! : 'static';
 const MODE = process.argv.includes('--upgrade') ? process.argv[process.argv.indexOf('--upgrade') + 1]! : 'exec';
 const RESIDENT = process.argv.includes('--resident');
+const BY = process.argv.includes('--by') ? process.argv[process.argv.indexOf('--by') + 1]! : 'signal';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const randomPort = (): number => 20_000 + Math.floor(Math.random() * 20_000);
@@ -95,18 +102,48 @@ const row = (what: string, r: WrkResult): string => `| ${what} | ${r.requests} |
 console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; nginx → fcgi-pm (FastCGI, ${PM} 4 php-cgi${RESIDENT ? ' as one resident group' : ''}, upgrade: ${MODE}) → 400-class app`);
 const lines = ['| run | requests | req/s | p50 ms | p99 ms | non-2xx | socket errors |', '|---|---|---|---|---|---|---|'];
 await runWrk(url, CONNECTIONS, 3); // warm-up
-lines.push(row('steady', await runWrk(url, CONNECTIONS, SECONDS)));
+const steady = await runWrk(url, CONNECTIONS, SECONDS);
+const steadyP99 = steady.p99Ms;
+lines.push(row('steady', steady));
 
 const pids: number[] = [pidNow()];
+const logText = (): string => readFileSync(join(dir, 'daemon.log'), 'utf8');
+const phaseLines = (): number => logText().split('"upgrade_phases"').length - 1;
 const upgrading = (async () => {
   const gap = (SECONDS * 1000) / (UPGRADES + 1);
   for (let i = 0; i < UPGRADES; i++) {
     await sleep(gap);
-    await promisify(execFile)(process.execPath, [bin, 'upgrade', '-c', file], { timeout: 120_000 });
+    if (BY === 'cli') {
+      await promisify(execFile)(process.execPath, [bin, 'upgrade', '-c', file], { timeout: 120_000 });
+    } else {
+      const before = phaseLines();
+      process.kill(pidNow(), 'SIGUSR2');
+      for (let k = 0; phaseLines() === before; k++) {
+        if (k > 1200) throw new Error('no upgrade_phases line within 120 s');
+        await sleep(100);
+      }
+    }
     pids.push(pidNow());
   }
 })();
+const probes: Array<{ at: number; ms: number }> = [];
+let probing = true;
+const probe = (async () => {
+  while (probing) {
+    const at = Date.now();
+    const t0 = performance.now();
+    try {
+      await (await fetch(url)).arrayBuffer();
+    } catch {
+      /* counted by wrk's errors */
+    }
+    probes.push({ at, ms: performance.now() - t0 });
+    await sleep(20);
+  }
+})();
 const during = await runWrk(url, CONNECTIONS, SECONDS);
+probing = false;
+await probe;
 await upgrading;
 lines.push(row(`${UPGRADES} upgrades (${MODE})`, during));
 await sleep(3000);
@@ -126,11 +163,32 @@ await restart;
 lines.push(row('1 stop + start', restarted));
 console.log(lines.join('\n'));
 // What each upgrade's log line says of its phases, and how many workers went on.
-for (const l of readFileSync(join(dir, 'daemon.log'), 'utf8').split('\n')) {
+const phases: Array<{ name: string; from: number; to: number }> = [];
+for (const l of logText().split('\n')) {
   if (!l.includes('"upgrade_phases"')) continue;
-  const o = JSON.parse(l) as Record<string, number | boolean>;
+  const o = JSON.parse(l) as Record<string, number | boolean | string>;
+  // The line is written when the new code serves: the phases end there, one after another.
+  let to = Date.parse(String(o['time']));
+  for (const [name, key] of [['start (bridge stop, listeners)', 'start_ms'], ['exec and load (bridge serves)', 'boot_ms'], ['stop (drain)', 'stop_ms'], ['bridge start', 'bridge_start_ms'], ['check', 'check_ms']] as const) {
+    const ms = Number(o[key] ?? 0);
+    phases.push({ name, from: to - ms, to });
+    to -= ms;
+  }
   const gap = o['bridge'] === true ? `the bridge served, its stop ${o['bridge_stop_ms']} ms (connections waited)` : `no listener accepted for ${o['unserved_ms']} ms`;
-  console.log(`upgrade phases: check ${o['check_ms']} ms (serving), stop ${o['stop_ms']} ms, exec and load ${o['boot_ms']} ms, start ${o['start_ms']} ms: ${gap}; workers handed over ${o['handed']}, adopted ${o['adopted']}`);
+  console.log(`upgrade phases: check ${o['check_ms']} ms (serving), bridge start ${o['bridge_start_ms'] ?? '–'} ms (serving), stop ${o['stop_ms']} ms, exec and load ${o['boot_ms']} ms, start ${o['start_ms']} ms: ${gap}; workers handed over ${o['handed']}, adopted ${o['adopted']}`);
+}
+// The probe's requests by the phase they started in.
+const byPhase = new Map<string, number[]>();
+for (const p of probes) {
+  const name = phases.find((ph) => p.at >= ph.from && p.at < ph.to)?.name ?? 'between upgrades';
+  const list = byPhase.get(name) ?? [];
+  list.push(p.ms);
+  byPhase.set(name, list);
+}
+const q = (xs: number[], f: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(f * xs.length))] ?? 0;
+console.log(`probe (one request every 20 ms beside wrk, during the upgrades run), by the phase it started in:\n| phase | requests | p50 ms | p90 ms | max ms | over 2× steady p99 (${(2 * steadyP99).toFixed(1)} ms) |\n|---|---|---|---|---|---|`);
+for (const [name, xs] of [...byPhase].sort((a, b) => b[1].length - a[1].length)) {
+  console.log(`| ${name} | ${xs.length} | ${q(xs, 0.5).toFixed(1)} | ${q(xs, 0.9).toFixed(1)} | ${Math.max(...xs).toFixed(1)} | ${xs.filter((x) => x > 2 * steadyP99).length} |`);
 }
 console.log(`daemons: ${pids.join(' → ')}; old daemons still running after the upgrades: ${left.length === 0 ? 'none' : left.join(', ')}`);
 console.log(`the pid this bench started and waits on (as runit would), ${held}: ${heldServes ? 'still serves after the upgrades' : 'exited; another pid serves'}`);

@@ -26,6 +26,8 @@ export function reloadCommand(): Command {
       const rep = r.result as ReloadReport;
       let out = `reloaded fcgi-pm (${describeDaemon(r.daemon)})\n`;
       out += list('pools added', rep.pools.added) + list('pools removed', rep.pools.removed) + list('pools changed', rep.pools.changed);
+      // An older daemon's report has no retuned list.
+      out += list('pools retuned in place (workers kept)', rep.pools.retuned ?? []);
       out += list('listeners added', rep.listeners.added) + list('listeners removed', rep.listeners.removed);
       out += list('listeners reopened', rep.listeners.reopened) + list('listeners updated', rep.listeners.updated);
       for (const n of rep.notes) out += `  note: ${n}\n`;

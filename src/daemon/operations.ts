@@ -254,6 +254,7 @@ export class Operations {
   private async prepareExec(seats: ReadonlyMap<string, number>, begin: number): Promise<Successor> {
     this.logger.info({ kind: 'upgrade' }, 'upgrade: checking that the new code on disk starts');
     await checkSuccessor();
+    const checked = Date.now();
     const bridge = await this.startBridge();
     const sockets = this.sockets.handOn();
     const kept: typeof sockets = [];
@@ -272,7 +273,7 @@ export class Operations {
     this.pidPath = undefined;
     void this.notifier.reloading();
     this.logger.info({ kind: 'upgrade', sockets: kept.length, exec: true }, `upgrade: the new code starts; pid ${process.pid} re-executes it once its running requests finish, keeping ${kept.length} listening socket(s) (new connections wait in their queues)`);
-    return { pid: process.pid, exec: { ...execPlan(kept, seats), times: { begin, checked: Date.now() }, ...(bridge !== undefined ? { bridge } : {}) } };
+    return { pid: process.pid, exec: { ...execPlan(kept, seats), times: { begin, checked, bridged: Date.now() }, ...(bridge !== undefined ? { bridge } : {}) } };
   }
 
   /**

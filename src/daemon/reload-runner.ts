@@ -169,7 +169,7 @@ export class ReloadRunner {
       report.notes.push(...(await this.opts.applied(cur, next)));
       this.stats.ok++;
       this.stats.last = { at: Date.now(), ok: true };
-      this.logger.info({ kind: 'reload', ok: true, ...report }, `reload done: pools +${report.pools.added.length} -${report.pools.removed.length} ~${report.pools.changed.length}, listeners +${report.listeners.added.length} -${report.listeners.removed.length} ~${report.listeners.reopened.length + report.listeners.updated.length}`);
+      this.logger.info({ kind: 'reload', ok: true, ...report }, `reload done: pools +${report.pools.added.length} -${report.pools.removed.length} ~${report.pools.changed.length} (${report.pools.retuned.length} in place), listeners +${report.listeners.added.length} -${report.listeners.removed.length} ~${report.listeners.reopened.length + report.listeners.updated.length}`);
       for (const n of report.notes) this.logger.warn({ code: ErrorCodes.RELOAD_INCOMPLETE, kind: 'reload' }, n);
       return report;
     } catch (err) {

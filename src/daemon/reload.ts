@@ -7,12 +7,16 @@
  *     kept ones which take their new settings in place (pool, name, status paths,
  *     status_allow: read per request; allowed_clients: read per connection) and which
  *     must be reopened (anything else).
+ *     A pool whose only changes are scaling keys (pool/retune.ts: how many workers, when
+ *     they start and stop) is retuned instead: it keeps its workers and takes the new
+ *     keys at the commit, as a changed listener's in-place settings do.
  *  2. start new and changed pools (static pools wait for their workers); a changed pool's
  *     new generation first starts as many workers as the old one has ready, a few at a
  *     time (uWSGI's chain reload), so the swap never leaves the pool narrower than it was;
  *  3. bind added listeners. A failure in 2 or 3 undoes them: the old config keeps running.
  *  4. commit, synchronously: the pool registry (which listeners read per request) points to
- *     the new pools; kept listeners get their new settings; so no request sees a gap.
+ *     the new pools; retuned pools and kept listeners get their new settings; so no request
+ *     sees a gap.
  *  5. old generations drain in the background: a replaced pool stops (retire reason
  *     'reload') after its queued and running requests finished with its own workers;
  *     a removed listener stops accepting and closes once its connections are idle; a
@@ -30,9 +34,13 @@ import type { PoolRegistry } from './pool-registry.js';
 import { availableParallelism } from 'node:os';
 import type { Pool, WarmStart } from '../pool/types.js';
 import { ErrorCodes } from '../errors.js';
+import { keysRetuned, retunesInPlace } from '../pool/retune.js';
+import { stable } from '../util/stable-json.js';
+
+export { stable };
 
 export interface ReloadReport {
-  pools: { added: string[]; removed: string[]; changed: string[]; unchanged: string[] };
+  pools: { added: string[]; removed: string[]; changed: string[]; retuned: string[]; unchanged: string[] };
   listeners: { added: string[]; removed: string[]; reopened: string[]; updated: string[]; unchanged: string[] };
   /** Settings that changed but take a restart, and similar notes. */
   notes: string[];
@@ -42,17 +50,6 @@ export interface ReloadReport {
 export const IN_PLACE_LISTENER_FIELDS = ['pool', 'authorizerPool', 'name', 'statusPath', 'pingPath', 'readyPath', 'pingResponse', 'statusAllow', 'allowedClients'] as const;
 
 type InPlace = (typeof IN_PLACE_LISTENER_FIELDS)[number];
-
-/** JSON with keys sorted and undefined left out: equal values give equal text. */
-export function stable(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => {
-    if (x instanceof Map) return Object.fromEntries(x);
-    if (x !== null && typeof x === 'object' && !Array.isArray(x)) {
-      return Object.fromEntries(Object.entries(x as Record<string, unknown>).filter(([, y]) => y !== undefined).sort(([a], [b]) => a.localeCompare(b)));
-    }
-    return x;
-  });
-}
 
 export function samePool(a: PoolConfig, b: PoolConfig): boolean {
   return stable(a) === stable(b);
@@ -85,23 +82,27 @@ export interface ListenerPlan {
 }
 
 export interface ReloadPlan {
-  pools: { added: PoolConfig[]; removed: string[]; changed: PoolConfig[]; unchanged: string[] };
+  /** retuned: changed only in scaling keys, and the running pool takes them in place (Pool.retune). */
+  pools: { added: PoolConfig[]; removed: string[]; changed: PoolConfig[]; retuned: PoolConfig[]; unchanged: string[] };
   listeners: ListenerPlan;
 }
 
 /**
  * What a reload from `cur` to `next` does; pure. Listeners are matched by configured address.
  * Pools named in `restart` count as changed even when their settings are the same (a
- * restart of their workers through the same graceful swap).
+ * restart of their workers through the same graceful swap). `retunable`: whether the
+ * running pool takes `next` with its workers (Pool.retune; default: none does).
  */
-export function planReload(cur: Config, next: Config, running: readonly Listener[], restart: ReadonlySet<string> = new Set()): ReloadPlan {
-  const pools: ReloadPlan['pools'] = { added: [], removed: [], changed: [], unchanged: [] };
+export function planReload(cur: Config, next: Config, running: readonly Listener[], restart: ReadonlySet<string> = new Set(), retunable: (next: PoolConfig) => boolean = () => false): ReloadPlan {
+  const pools: ReloadPlan['pools'] = { added: [], removed: [], changed: [], retuned: [], unchanged: [] };
   for (const [name, p] of next.pools) {
     const old = cur.pools.get(name);
     if (old === undefined) pools.added.push(p);
     // A preload pool is renewed even when unchanged: its new parent imports the code as
     // it is now, and the old parent's workers drain.
-    else if (samePool(old, p) && p.preload !== true && !restart.has(name)) pools.unchanged.push(name);
+    else if (p.preload === true || restart.has(name)) pools.changed.push(p);
+    else if (samePool(old, p)) pools.unchanged.push(name);
+    else if (retunesInPlace(old, p) && retunable(p)) pools.retuned.push(p);
     else pools.changed.push(p);
   }
   for (const name of cur.pools.keys()) if (!next.pools.has(name)) pools.removed.push(name);
@@ -169,7 +170,13 @@ function name(l: Listener | ListenerConfig): string {
 
 /** Applies `next`; on failure before the commit nothing changed and the error is thrown. */
 export async function applyReload(t: ReloadTarget, next: Config): Promise<ReloadReport> {
-  const plan = planReload(t.current, next, t.listeners, t.restart);
+  // A pool that takes the change in place says so now, and takes it at the commit.
+  const retunes = new Map<string, () => void>();
+  const plan = planReload(t.current, next, t.listeners, t.restart, (p) => {
+    const commit = t.pools.pools.get(p.name)?.retune?.(p);
+    if (commit !== undefined) retunes.set(p.name, commit);
+    return commit !== undefined;
+  });
   const log = t.logger;
   const notes: string[] = [];
   const drainMs = next.shutdownTimeout;
@@ -202,6 +209,11 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
 
   // 4. Commit.
   for (const pool of fresh.values()) t.pools.put(pool, (old) => old.stop(drainMs, 'reload'));
+  for (const p of plan.pools.retuned) {
+    retunes.get(p.name)!();
+    const keys = keysRetuned(t.current.pools.get(p.name)!, p);
+    log.info({ kind: 'reload', pool: p.name, retuned: keys }, `pool ${p.name}: ${keys.join(', ')} changed in place; its workers serve on`);
+  }
   for (const { listener, next: n } of plan.listeners.updated) Object.assign(listener.config, inPlaceOf(n));
   t.listeners.push(...opened);
   const removedListeners = plan.listeners.removed;
@@ -252,6 +264,7 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
       added: plan.pools.added.map((p) => p.name),
       removed: plan.pools.removed,
       changed: plan.pools.changed.map((p) => p.name),
+      retuned: plan.pools.retuned.map((p) => p.name),
       unchanged: plan.pools.unchanged,
     },
     listeners: {

@@ -27,6 +27,7 @@ import { spawn } from 'node:child_process';
 import { EXEC_FDS_ENV } from './socket-activation.js';
 import { closeSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
+import { setPriority } from 'node:os';
 import { ErrorCodes } from '../errors.js';
 import type { HandedWorker } from '../worker/types.js';
 
@@ -44,6 +45,9 @@ export const UPGRADE_CHECK_ENV = 'FCGI_PM_UPGRADE_CHECK';
 
 /** How long the check of the new code may take. */
 export const UPGRADE_CHECK_MS = 30_000;
+
+/** The check's nice value: lowest priority (it shares the daemon's session, and so its autogroup). */
+const CHECK_NICE = 19;
 
 /** LISTEN_FDNAMES prefix of a socket handed on by an upgrade; the rest is the address text, base64url. */
 const NAME_PREFIX = 'fcgi-pm.addr.';
@@ -162,6 +166,15 @@ export function checkSuccessor(argv: readonly string[] = ownCommandLine(), check
   const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_CHECK_ENV]: '1' };
   for (const k of ['LISTEN_PID', 'LISTEN_FDS', 'LISTEN_FDNAMES', 'NOTIFY_SOCKET', EXEC_FDS_ENV]) delete env[k];
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env });
+  // It serves nothing: loading the program (about half a second of CPU) takes what the
+  // daemon, in the same session, leaves, instead of delaying the requests it serves.
+  if (child.pid !== undefined) {
+    try {
+      setPriority(child.pid, CHECK_NICE);
+    } catch {
+      // gone already: its exit says why
+    }
+  }
   let said = '';
   const keep = (b: Buffer): void => {
     said = (said + b.toString('utf8')).slice(-4000);
@@ -210,7 +223,7 @@ export interface ExecPlan {
   /** Further descriptors the new code inherits at their numbers: the output pipes of the workers handed on. */
   keep?: number[];
   /** Epoch ms the upgrade began and the new code passed its check (the phases the new code logs). */
-  times?: { begin: number; checked: number };
+  times?: { begin: number; checked: number; bridged?: number };
   /** The pid of the bridge serving while the exec and the new code's start happen (bridge.ts). */
   bridge?: number;
 }
@@ -226,7 +239,8 @@ export interface Handover {
   /** The bridge that serves while the new code starts (bridge.ts): stopped once the new code serves. */
   bridge?: number | undefined;
   pools: HandedPool[];
-  times: { begin: number; checked: number; exec: number };
+  /** bridged: the bridge served (or, without one, the check was done); absent from an older code's record. */
+  times: { begin: number; checked: number; bridged?: number; exec: number };
 }
 
 export interface HandedPool {
@@ -241,7 +255,7 @@ export const UPGRADE_HANDOVER_ENV = 'FCGI_PM_UPGRADE_HANDOVER';
 /** The plan with the handed workers: their record in the environment, their output pipes kept. */
 export function withHandover(plan: ExecPlan, pools: HandedPool[], runtimeDir: string | undefined, now = Date.now()): ExecPlan {
   const begin = plan.times?.begin ?? now;
-  const h: Handover = { runtimeDir, pools, bridge: plan.bridge, times: { begin, checked: plan.times?.checked ?? begin, exec: now } };
+  const h: Handover = { runtimeDir, pools, bridge: plan.bridge, times: { begin, checked: plan.times?.checked ?? begin, bridged: plan.times?.bridged, exec: now } };
   const keep = pools.flatMap((p) => p.workers.flatMap((w) => [w.out, w.err]));
   return { ...plan, env: { ...plan.env, [UPGRADE_HANDOVER_ENV]: JSON.stringify(h) }, keep: [...(plan.keep ?? []), ...keep] };
 }

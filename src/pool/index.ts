@@ -99,6 +99,7 @@ export function createPool(cfg: PoolConfig, deps: PoolDeps): Pool {
     random: deps.random ?? Math.random,
     memory,
     directFallback,
+    resolveConfig: (next) => residentConfig(next, memory.budget),
   });
 }
 

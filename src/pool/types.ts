@@ -1,6 +1,7 @@
 /**
  * What front ends and the daemon see of a pool.
  */
+import type { PoolConfig } from '../config/types.js';
 import type { HandedWorker } from '../worker/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import type { CpuPlacementView } from '../memory/cpu-cgroup.js';
@@ -155,6 +156,13 @@ export interface Pool {
    * none of them is stopped for being idle. `false`: the upgrade failed, idle stops resume.
    */
   holdForHandover?(hold?: boolean): string[];
+  /**
+   * Pools whose requests fcgi-pm hands to workers it spawned: when `next` differs from the
+   * running settings only in scaling keys (retune.ts), the function that applies it with the
+   * workers the pool has (a reload calls it at its commit); undefined: a reload replaces the
+   * pool. Absent: always replaced.
+   */
+  retune?(next: PoolConfig): (() => void) | undefined;
   /** After a stop for 'upgrade': the workers handed on to the new code (spawned pools). */
   handedOn?(): readonly HandedWorker[];
   snapshot(): PoolSnapshot;

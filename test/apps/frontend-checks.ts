@@ -118,7 +118,9 @@ export function frontEndSuite(name: string, setup: (scope: Scope, dir: string) =
       try {
         const rs = await Promise.all(Array.from({ length: 40 }, (_, i) => httpRequest(url(`/echo.php?i=${i}`), { agent, timeout: 30_000 })));
         const bad = rs.map((r, i) => [i, r] as const).filter(([i, r]) => r.status !== 200 || JSON.parse(r.text).get.i !== String(i));
-        assert.deepEqual(bad.map(([i, r]) => `${i}: ${r.status} ${r.text.slice(0, 80)}`), []);
+        // On a refusal, the daemon's lines about it say which rule refused (queue length, bound, growth).
+        const refusals = (): string => target.daemons.flatMap((d) => d.logs.filter((l) => l.status === 503 || /QUEUE|queue/.test(String(l.code ?? l.msg ?? '')))).slice(-8).map((l) => JSON.stringify(l)).join('\n');
+        assert.deepEqual(bad.map(([i, r]) => `${i}: ${r.status} ${r.text.slice(0, 80)}`), [], bad.length > 0 ? refusals() : undefined);
       } finally {
         agent.destroy();
       }

@@ -182,7 +182,7 @@ test('reload: a new pool is created and started, unchanged ones and the listener
   const listeners = [...daemon.listeners];
   const next = configFromObject({ ...TWO_LISTENERS, pools: { ...TWO_LISTENERS.pools, extra: { command: ['php-cgi'] } } }, '<test>');
   const report = await daemon.reload(next);
-  assert.deepEqual(report.pools, { added: ['extra'], removed: [], changed: [], unchanged: ['web'] });
+  assert.deepEqual(report.pools, { added: ['extra'], removed: [], changed: [], retuned: [], unchanged: ['web'] });
   assert.deepEqual(report.listeners.unchanged.length, 2);
   assert.deepEqual(events.slice(-2), ['pool extra create', 'pool extra start']);
   assert.ok(daemon.pools.has('extra'));

@@ -2,8 +2,9 @@
 // (FastCGI) → php-cgi workers while the config is changed and reloaded ten times with
 // `fcgi-pm reload` (pool size changed, a pool added, the listener moved to it and back,
 // a pool and a listener removed, one invalid config): no request fails or is refused,
-// the invalid one is reported (exit 1, old config running), and the workers of every
-// replaced pool are gone once they drained.
+// the invalid one is reported (exit 1, old config running), the workers of every
+// replaced pool are gone once they drained, and a pool whose size alone changed keeps
+// its workers (it is retuned in place, not replaced).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
@@ -49,14 +50,14 @@ test('eleven reloads under a steady load through nginx: no failed or refused req
   const { ngx, load } = await loadThroughNginx(t, port, 4);
   await load.more(20);
 
-  let oldA = await poolPids(d, 'a');
+  const oldA = await poolPids(d, 'a');
   assert.equal(oldA.length, 2);
-  const steps: Array<{ what: string; cfg: Record<string, unknown>; replaces?: 'a' | 'b'; invalid?: boolean; cannotBind?: boolean }> = [
-    { what: 'a: max_children 2 → 3', cfg: config({ a: { max_children: 3 } }), replaces: 'a' },
+  const steps: Array<{ what: string; cfg: Record<string, unknown>; replaces?: 'a' | 'b'; keeps?: 'a' | 'b'; invalid?: boolean; cannotBind?: boolean }> = [
+    { what: 'a: max_children 2 → 3', cfg: config({ a: { max_children: 3 } }), keeps: 'a' },
     { what: 'pool b and a listener for it added', cfg: config({ a: { max_children: 3 }, b: {}, extraListener: true }) },
     { what: 'the main listener moves to pool b', cfg: config({ a: { max_children: 3 }, b: {}, extraListener: true, mainPool: 'b' }) },
     { what: 'invalid: b max_children 0', cfg: config({ a: { max_children: 3 }, b: { max_children: 0 }, extraListener: true, mainPool: 'b' }), invalid: true },
-    { what: 'b (serving the load): max_children 2 → 3', cfg: config({ a: { max_children: 3 }, b: { max_children: 3 }, extraListener: true, mainPool: 'b' }), replaces: 'b' },
+    { what: 'b (serving the load): max_children 2 → 3', cfg: config({ a: { max_children: 3 }, b: { max_children: 3 }, extraListener: true, mainPool: 'b' }), keeps: 'b' },
     { what: 'the main listener moves back to a', cfg: config({ a: { max_children: 3 }, b: { max_children: 3 }, extraListener: true }) },
     { what: 'pool b and its listener removed', cfg: config({ a: { max_children: 3 } }), replaces: 'b' },
     { what: 'a: pm static → dynamic', cfg: config({ a: { pm: 'dynamic', max_children: 3 } }), replaces: 'a' },
@@ -66,6 +67,7 @@ test('eleven reloads under a steady load through nginx: no failed or refused req
   ];
   for (const [i, step] of steps.entries()) {
     const before = step.replaces ? await poolPids(d, step.replaces) : [];
+    const kept = step.keeps ? await poolPids(d, step.keeps) : [];
     // Pool a is static and unchanged from step 2 to 7: the same workers must serve on.
     const keptA = i >= 1 && i <= 6 ? await poolPids(d, 'a') : undefined;
     d.rewrite(step.cfg);
@@ -87,16 +89,21 @@ test('eleven reloads under a steady load through nginx: no failed or refused req
     await load.more(20);
     assert.deepEqual(load.failures, [], `after reload ${i + 1} (${step.what})`);
     if (keptA !== undefined) assert.deepEqual(await poolPids(d, 'a'), keptA, `${step.what}: pool a kept its workers`);
+    if (step.keeps) {
+      assert.match(r.stdout, new RegExp(`pools retuned in place \\(workers kept\\): ${step.keeps}\\b`), r.stdout);
+      const now = await poolPids(d, step.keeps);
+      for (const p of kept) assert.ok(now.includes(p) && isAlive(p), `${step.what}: worker ${p} serves on (now ${now.join(', ')})`);
+    }
     if (step.replaces && before.length > 0) {
       await goneAfterDrain(t, before, step.what);
       const now: number[] = await poolPids(d, "a").catch(() => []);
       for (const p of before) assert.ok(!now.includes(p), `${p} is not listed any more`);
     }
     if (i === 0) {
-      const fresh = await poolPids(d, 'a');
-      assert.equal(fresh.length, 3, 'the new static pool runs max_children 3');
-      assert.ok(fresh.every((p) => !oldA.includes(p) && isAlive(p)));
-      oldA = fresh;
+      // Static: the retuned pool starts its third worker beside the two it kept.
+      await waitFor(async () => (await poolPids(d, 'a')).length === 3, { timeout: 20_000, what: 'pool a runs max_children 3' });
+      const grown = await poolPids(d, 'a');
+      assert.ok(oldA.every((p) => grown.includes(p)), `${oldA.join(', ')} kept in ${grown.join(', ')}`);
     }
   }
   await load.more(20);

@@ -242,6 +242,23 @@ test('reload plan: pools added/removed/changed, listeners kept, updated in place
   assert.deepEqual([restart.pools.changed.map((p) => p.name), restart.pools.unchanged], [['a'], ['b', 'c']], 'a restart swaps only the named pool');
 });
 
+test('reload plan: a pool whose scaling keys alone changed is retuned when the running pool takes it, else changed', () => {
+  const pools = (a: Record<string, unknown>, b: Record<string, unknown>) => cfg({ listen: [{ protocol: 'fastcgi', address: '127.0.0.1:9000', pool: 'a' }], pools: { a: { command: ['php-cgi'], max_children: 2, ...a }, b: { command: ['php-cgi'], max_children: 2, ...b } } });
+  const cur = pools({}, {});
+  const running = cur.listen.map((c) => ({ config: c, address: c.address.text, connections: 0, accepted: 0, refused: 0, overflowed: 0, fd: undefined, close: async () => {} }) as Listener);
+  const next = pools({ max_children: 4, idle_timeout: '1m' }, { max_children: 4, env: { X: '1' } });
+  const asked: string[] = [];
+  const plan = planReload(cur, next, running, new Set(), (p) => {
+    asked.push(p.name);
+    return true;
+  });
+  assert.deepEqual(plan.pools.retuned.map((p) => p.name), ['a']);
+  assert.deepEqual(plan.pools.changed.map((p) => p.name), ['b'], 'env changed too: a new generation');
+  assert.deepEqual(asked, ['a'], 'the running pool is asked only about scaling changes');
+  assert.deepEqual(planReload(cur, next, running).pools.changed.map((p) => p.name), ['a', 'b'], 'no pool takes it in place: both replaced');
+  assert.deepEqual(planReload(cur, next, running, new Set(['a']), () => true).pools.retuned, [], 'a restart replaces even a retunable pool');
+});
+
 test('socket activation: /proc addresses and matching by name, then address', () => {
   assert.deepEqual(parseProcAddress('0100007F:2328'), { host: '127.0.0.1', port: 9000 });
   assert.deepEqual(parseProcAddress('00000000000000000000000001000000:0050'), { host: '::1', port: 80 });

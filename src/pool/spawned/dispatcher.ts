@@ -20,6 +20,7 @@
  */
 import { ErrorCodes, ProxyError } from '../../errors.js';
 import type { PoolConfig } from '../../config/types.js';
+import { retunesInPlace } from '../retune.js';
 import type { Exchange } from '../../protocol/exchange.js';
 import type { FailedOutcome } from '../../upstream/failures.js';
 import { mayRetryElsewhere } from '../../upstream/retry.js';
@@ -45,6 +46,8 @@ export interface SpawnedPoolDeps extends SupervisorDeps {
   forkServer?: ForkServer;
   /** accept: direct without the native addon: this pool stands in, proxied. */
   directFallback?: DirectFallback;
+  /** What createPool makes of a config (resident_parent decided): retune compares that with the running one. */
+  resolveConfig?: (cfg: PoolConfig) => PoolConfig;
 }
 
 export class SpawnedPool extends PoolBase {
@@ -161,6 +164,17 @@ export class SpawnedPool extends PoolBase {
 
   protected override targetNoun(): string {
     return 'worker';
+  }
+
+  retune(next: PoolConfig): (() => void) | undefined {
+    // As createPool made the running settings (resident_parent decided); a preload pool is renewed, not retuned.
+    const cfg = this.deps.resolveConfig?.(next) ?? next;
+    if (this.deps.forkServer !== undefined || this.state !== 'running' || !retunesInPlace(this.cfg, cfg)) return undefined;
+    return () => {
+      this.cfg = cfg;
+      this.queue.setSeats(cfg.maxChildren * this.supervisor.slotsPerWorker);
+      this.supervisor.retune(cfg);
+    };
   }
 
   /** The workers handed on by a stop for 'upgrade'. */

@@ -45,7 +45,7 @@ export interface PoolMemoryHooks extends MemoryCapsHooks, PreloadParentHooks {}
 export class PoolMemory implements BudgetMember {
   readonly name: string;
   readonly interval: number;
-  private readonly cfg: PoolConfig;
+  private cfg: PoolConfig;
   private readonly host: MemoryGovernor;
   private readonly hooks: PoolMemoryHooks;
   private readonly log: Logger;
@@ -87,6 +87,11 @@ export class PoolMemory implements BudgetMember {
   spawned(): WorkerMemory {
     this.sampling.spawned();
     return new WorkerMemory();
+  }
+
+  /** A reload changed the pool's scaling keys in place (Supervisor.retune). */
+  retune(next: PoolConfig): void {
+    this.cfg = next;
   }
 
   /** The process started (not yet ready): into the pool's cgroup, and its oom_score_adj, before it can serve. */

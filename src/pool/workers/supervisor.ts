@@ -116,14 +116,14 @@ function own(view: SlotView): Slot {
 
 export class Supervisor {
   readonly slotsPerWorker: number;
-  private readonly cfg: PoolConfig;
+  private cfg: PoolConfig;
   private readonly name: string;
   private readonly deps: SupervisorDeps;
   private readonly hooks: SupervisorHooks;
   private readonly stats: PoolStats;
   private readonly log: Logger;
   private readonly clock: Clock;
-  private readonly scaling: ScalingConfig;
+  private scaling: ScalingConfig;
   private readonly procs: Children;
   private readonly inState: Record<SlotState, number> = { starting: 0, up: 0, retiring: 0, stopping: 0, gone: 0 };
   private round: SpawnRound = NO_ROUND;
@@ -136,7 +136,7 @@ export class Supervisor {
   private readonly idleTimer: OneTimer;
   private readonly scaleTimer: OneTimer;
   /** How long after going idle a worker may first be due to stop (Infinity: never). */
-  private readonly firstIdleDue: number;
+  private firstIdleDue: number;
   /** start() is bringing up workers that take no request yet: none of them is idle for the policy. */
   private warming = false;
   /** holdIdle(): the workers are about to be handed on; none is stopped for idleness. */
@@ -170,22 +170,12 @@ export class Supervisor {
     this.clock = deps.clock;
     const k = Math.max(1, cfg.groupSize ?? 1);
     this.slotsPerWorker = k;
-    // The policy counts seats (with group_size, php processes), rounded up to whole groups.
-    this.scaling = {
-      pm: cfg.pm,
-      maxChildren: Math.ceil(Math.max(1, cfg.maxChildren) / k) * k,
-      startChildren: cfg.startChildren,
-      minSpare: cfg.minSpare,
-      maxSpare: cfg.maxSpare,
-      maxSpawnRate: cfg.maxSpawnRate,
-      idleTimeout: cfg.idleTimeout,
-    };
+    this.scaling = scalingOf(cfg, k);
     const clock = deps.clock;
     this.crashes = new CrashGuard(cfg.name, cfg.crashLimit, cfg.crashWindow, clock, this.log, () => this.onProbe());
     this.idleTimer = new OneTimer(clock, () => this.onIdleTimer());
     this.scaleTimer = new OneTimer(clock, () => this.scale());
-    const idleTimeout = cfg.idleTimeout > 0 ? cfg.idleTimeout : Infinity;
-    this.firstIdleDue = cfg.pm === 'static' ? Infinity : cfg.pm === 'dynamic' ? Math.min(SURPLUS_IDLE_MS, idleTimeout) : idleTimeout;
+    this.firstIdleDue = firstIdleDueOf(cfg);
     this.resident = cfg.residentParent === true && deps.forkServer === undefined;
     this.mem = deps.memory && new PoolMemory(cfg, deps.memory, {
       slots: () => this.workers(),
@@ -763,6 +753,29 @@ export class Supervisor {
     return exited;
   }
 
+  // ---- a reload that changed only the scaling policy ---------------------------------------
+
+  /**
+   * Takes `next`, which differs from the running config only in the scaling keys
+   * (reload.ts POOL_KEYS_IN_PLACE), with the running workers: the idle timer counts by the
+   * new idle_timeout, a lower max_children retires the surplus (idle workers first, busy
+   * ones once their request ends), and the mode starts what it wants now (a higher static
+   * size, a higher min_spare).
+   */
+  retune(next: PoolConfig): void {
+    this.cfg = next;
+    this.scaling = scalingOf(next, this.slotsPerWorker);
+    this.firstIdleDue = firstIdleDueOf(next);
+    this.mem?.retune(next);
+    // Idle ones first, then the least busy.
+    const live = [...this.workers()].filter((s) => s.state === 'up').sort((a, b) => a.busy - b.busy);
+    const surplus = live.length - this.scaling.maxChildren / this.slotsPerWorker;
+    for (const slot of live.slice(0, Math.max(0, surplus))) this.retire(slot, 'scale_down');
+    this.idleTimer.cancel();
+    if (this.firstIdleDue !== Infinity && !this.shuttingDown) this.idleTimer.armAt(this.clock.now());
+    this.scale();
+  }
+
   // ---- operator actions (fcgi-pm drain, fcgi-pm restart --rolling) ----------------------
 
   /**
@@ -903,4 +916,23 @@ function signal(pid: number, sig: NodeJS.Signals): boolean {
   } catch {
     return false;
   }
+}
+
+/** The policy counts seats (with group_size, php processes), max_children rounded up to whole groups. */
+function scalingOf(cfg: PoolConfig, k: number): ScalingConfig {
+  return {
+    pm: cfg.pm,
+    maxChildren: Math.ceil(Math.max(1, cfg.maxChildren) / k) * k,
+    startChildren: cfg.startChildren,
+    minSpare: cfg.minSpare,
+    maxSpare: cfg.maxSpare,
+    maxSpawnRate: cfg.maxSpawnRate,
+    idleTimeout: cfg.idleTimeout,
+  };
+}
+
+/** How long after going idle a worker may first be due to stop (Infinity: never). */
+function firstIdleDueOf(cfg: PoolConfig): number {
+  const idleTimeout = cfg.idleTimeout > 0 ? cfg.idleTimeout : Infinity;
+  return cfg.pm === 'static' ? Infinity : cfg.pm === 'dynamic' ? Math.min(SURPLUS_IDLE_MS, idleTimeout) : idleTimeout;
 }
