@@ -214,11 +214,11 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
     throw err;
   }
 
-  // 4. Commit. A changed pool whose old generation has ready workers hands over from it
+  // 4. Commit. A changed pool whose old generation is serving hands over from it
   // (pool/handover.ts): the new workers' first requests do not all come at once.
   for (const pool of fresh.values()) {
     const old = t.pools.pools.get(pool.name);
-    if (old !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && readySeats(old) > 0 && canHandOver(old, pool)) {
+    if (old !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && old.snapshot().active > 0 && canHandOver(old, pool)) {
       const cores = availableParallelism();
       const chain: HandoverPool = new HandoverPool(pool, old, {
         clock: systemClock,

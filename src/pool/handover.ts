@@ -7,7 +7,8 @@
  * request goes to a new worker that has served before, or to one that has not while fewer
  * than `firstAtOnce` first requests run; else to the old generation (at once, or in its
  * queue: its workers are warm and each request there is short). The hand-over ends when every new worker that is
- * up has finished a request, when no request came for `quietMs`, after `maxMs`, or when the pool is
+ * up has finished a request, when no request came for `quietMs` and the old generation runs
+ * none, after `maxMs`, or when the pool is
  * stopped or handed on; then the new pool serves alone and the old one drains (`ended`).
  * For a few seconds, requests may thus run under the old settings, as in uWSGI's chain
  * reload, where old workers serve until each is replaced.
@@ -22,7 +23,7 @@ export interface HandoverOptions {
   clock: Clock;
   /** First requests of new workers running at once. */
   firstAtOnce: number;
-  /** The hand-over ends after this long without a request. */
+  /** The hand-over ends after this long without a request (and none running in the old generation). */
   quietMs: number;
   /** ...and after this long at most. */
   maxMs: number;
@@ -103,7 +104,10 @@ export class HandoverPool implements Pool {
     if (this.over) return;
     const now = this.opts.clock.now();
     const w = this.next.warmth?.();
-    if (w === undefined || warmAll(w) || now - this.lastRequest >= this.opts.quietMs || now - this.began >= this.opts.maxMs) this.end();
+    // Quiet: no request came for quietMs and the old generation runs none (long requests in
+    // flight at the commit bring their clients' next ones later).
+    const quiet = now - this.lastRequest >= this.opts.quietMs && this.prev.snapshot().active === 0;
+    if (w === undefined || warmAll(w) || quiet || now - this.began >= this.opts.maxMs) this.end();
     else this.timer = this.opts.clock.setTimer(() => this.check(), CHECK_MS);
   }
 
