@@ -35,7 +35,7 @@ import { availableParallelism } from 'node:os';
 import type { Pool, WarmStart } from '../pool/types.js';
 import { ErrorCodes } from '../errors.js';
 import { keysRetuned, retunesInPlace } from '../pool/retune.js';
-import { canHandOver, HandoverPool } from '../pool/handover.js';
+import { canHandOver, HandoverPool, type HandoverEnd } from '../pool/handover.js';
 import { systemClock } from '../util/clock.js';
 import { stable } from '../util/stable-json.js';
 
@@ -45,6 +45,14 @@ export { stable };
 const HANDOVER_QUIET_MS = 1000;
 /** and after this long at most. */
 const HANDOVER_MAX_MS = 10_000;
+const HANDOVER_WHY: Record<HandoverEnd, string> = {
+  warm: 'each new worker has served',
+  quiet: 'no request for a second',
+  max: `${HANDOVER_MAX_MS / 1000} s at most`,
+  stop: 'the pool was stopped or replaced',
+  upgrade: 'an upgrade',
+  action: 'a drain or restart of the pool',
+};
 
 export interface ReloadReport {
   pools: { added: string[]; removed: string[]; changed: string[]; retuned: string[]; unchanged: string[] };
@@ -225,7 +233,10 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
         firstAtOnce: Math.max(1, Math.floor(cores / 2)),
         quietMs: HANDOVER_QUIET_MS,
         maxMs: HANDOVER_MAX_MS,
-        ended: () => t.pools.swap(chain, pool),
+        ended: (why, ms) => {
+          t.pools.swap(chain, pool);
+          log.info({ kind: 'reload', pool: pool.name, handoverMs: ms, why }, `pool ${pool.name}: the new generation serves alone after a hand-over of ${ms} ms (${HANDOVER_WHY[why]}); the old one drains`);
+        },
       });
       t.pools.put(chain, (o) => chain.ended.then(() => o.stop(drainMs, 'reload')));
     } else t.pools.put(pool, (o) => o.stop(drainMs, 'reload'));

@@ -27,9 +27,12 @@ export interface HandoverOptions {
   quietMs: number;
   /** ...and after this long at most. */
   maxMs: number;
-  /** Called once when it ends: the new pool serves alone from then on. */
-  ended(): void;
+  /** Called once when it ends (why, and how long it lasted): the new pool serves alone from then on. */
+  ended(why: HandoverEnd, ms: number): void;
 }
+
+/** Why a hand-over ended: every new worker served, quiet, maxMs, or the pool was stopped, handed on, drained or restarted. */
+export type HandoverEnd = 'warm' | 'quiet' | 'max' | 'stop' | 'upgrade' | 'action';
 
 /** How often it looks whether the hand-over is over while no request comes. */
 const CHECK_MS = 100;
@@ -83,7 +86,7 @@ export class HandoverPool implements Pool {
     if (!this.over) {
       this.lastRequest = this.opts.clock.now();
       const w = this.next.warmth?.();
-      if (w === undefined || warmAll(w)) this.end();
+      if (w === undefined || warmAll(w)) this.end('warm');
       // Anything else waits for the old generation's warm workers rather than piling more
       // first requests on the new ones.
       else if (!(w.next === 'warm' || (w.next === 'cold' && w.firstRunning < this.opts.firstAtOnce)) && this.prev.warmth?.() !== undefined) return this.prev.dispatch(ex);
@@ -92,11 +95,11 @@ export class HandoverPool implements Pool {
   }
 
   /** Ends the hand-over: the new pool serves alone, the old one may drain. */
-  end(): void {
+  end(why: HandoverEnd): void {
     if (this.over) return;
     this.over = true;
     this.opts.clock.clearTimer(this.timer);
-    this.opts.ended();
+    this.opts.ended(why, Math.round(this.opts.clock.now() - this.began));
     this.resolveEnded();
   }
 
@@ -107,7 +110,9 @@ export class HandoverPool implements Pool {
     // Quiet: no request came for quietMs and the old generation runs none (long requests in
     // flight at the commit bring their clients' next ones later).
     const quiet = now - this.lastRequest >= this.opts.quietMs && this.prev.snapshot().active === 0;
-    if (w === undefined || warmAll(w) || quiet || now - this.began >= this.opts.maxMs) this.end();
+    if (w === undefined || warmAll(w)) this.end('warm');
+    else if (quiet) this.end('quiet');
+    else if (now - this.began >= this.opts.maxMs) this.end('max');
     else this.timer = this.opts.clock.setTimer(() => this.check(), CHECK_MS);
   }
 
@@ -116,7 +121,7 @@ export class HandoverPool implements Pool {
   }
 
   stop(timeoutMs: number, reason?: StopReason): Promise<void> {
-    this.end();
+    this.end('stop');
     return this.next.stop(timeoutMs, reason);
   }
 
@@ -125,7 +130,7 @@ export class HandoverPool implements Pool {
   }
 
   holdForHandover(hold?: boolean): string[] {
-    this.end();
+    this.end('upgrade');
     return this.next.holdForHandover?.(hold) ?? [];
   }
 
@@ -144,12 +149,12 @@ export class HandoverPool implements Pool {
   }
 
   drain(): Promise<PoolActionReport> {
-    this.end();
+    this.end('action');
     return this.next.drain?.() ?? Promise.resolve({ pool: this.name, action: 'drain', retired: [], started: [] });
   }
 
   rollingRestart(): Promise<PoolActionReport> {
-    this.end();
+    this.end('action');
     return this.next.rollingRestart?.() ?? Promise.resolve({ pool: this.name, action: 'restart', retired: [], started: [] });
   }
 }

@@ -19,7 +19,7 @@ test('hand-over: one first request at a time on the new workers, the rest on the
   const old = await started();
   const neu = await started();
   let ended = 0;
-  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => ended++ });
+  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void ended++ });
   const send = () => {
     const r = makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php' });
     chain.dispatch(r.ex);
@@ -57,12 +57,12 @@ test('hand-over: it ends after quietMs without a request, and at stop', async ()
   const old = await started();
   const neu = await started();
   let ended = 0;
-  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => ended++ });
+  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void ended++ });
   neu.clock.advance(900);
   assert.equal(ended, 0);
   neu.clock.advance(200);
   assert.equal(ended, 1, 'no request for a second: the new pool serves alone');
-  const again = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => ended++ });
+  const again = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void ended++ });
   const stopped = again.stop(0);
   assert.equal(ended, 2);
   neu.clock.advance(10_000);
