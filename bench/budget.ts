@@ -6,7 +6,7 @@
  *
  *   npx tsc -p . && node dist/bench/budget.js [--short] [--rows cpu,box,scale] [--rounds 3]
  *       [--seconds 5] [--sites 1000] [--active 200] [--cpu-seconds 30] [--json FILE]
- *       [--variant "cpu_weight: 0"]
+ *       [--variant "cpu_weight: 0"] [--variant-repo ../main] [--variant-node-flags "--single-threaded-gc"]
  *
  * Rows (as root for box and scale):
  *   cpu    nginx → fcgi-pm → php-cgi beside the floor (nginx → bench/relay-floor → php-cgi)
@@ -14,7 +14,10 @@
  *          interleaved round by round (the starting stack rotated): the daemon's CPU per
  *          request and ÷ the floor's; req/s ÷ php-fpm's; fcgi-pm's RssAnon and PSS idle
  *          (fresh) and under load (read halfway through its runs). --variant runs a second
- *          fcgi-pm with that pool key beside them (an A/B of a setting in the same run)
+ *          fcgi-pm with that pool key beside them (an A/B of a setting in the same run);
+ *          --variant-repo runs that second fcgi-pm from another built checkout (an A/B of
+ *          code: main's beside a branch's), --variant-node-flags with those V8 flags
+ *          (bin/fcgi-pm's FCGI_PM_NODE_FLAGS); the three combine
  *   box    bench/cgroup-box.js: fcgi-pm's PSS inside a 64 MiB memory cgroup under load
  *   scale  bench/observability.js: --sites vhosts sites with --active of them active, a
  *          Prometheus scrape (median of 20), the dashboard in headless Chromium (first
@@ -46,8 +49,14 @@ const ACTIVE = opt('--active', '200');
 const CPU_SECONDS = opt('--cpu-seconds', SHORT ? '5' : '30');
 const BOX_SECONDS = opt('--box-seconds', SHORT ? '5' : '30');
 const JSON_FILE = argv.includes('--json') ? opt('--json', '') : undefined;
-/** Pool keys of a second fcgi-pm stack ("key: value"), measured beside the first. */
-const VARIANT = argv.includes('--variant') ? opt('--variant', '') : undefined;
+/** A second fcgi-pm stack measured beside the first: a pool key ("key: value"), another built checkout, V8 flags. */
+const VARIANT_KEY = argv.includes('--variant') ? opt('--variant', '') : undefined;
+const VARIANT_REPO = argv.includes('--variant-repo') ? opt('--variant-repo', '') : undefined;
+const VARIANT_FLAGS = argv.includes('--variant-node-flags') ? opt('--variant-node-flags', '') : undefined;
+const VARIANT =
+  VARIANT_KEY === undefined && VARIANT_REPO === undefined && VARIANT_FLAGS === undefined
+    ? undefined
+    : [VARIANT_KEY, VARIANT_REPO === undefined ? undefined : `from ${VARIANT_REPO}`, VARIANT_FLAGS === undefined ? undefined : `node ${VARIANT_FLAGS || '(defaults)'}`].filter((x) => x !== undefined).join(', ');
 /** Seconds of load per stack and page before the rounds: php-cgi's first requests and V8's compilations are no one's cost. */
 const WARM_SECONDS = SHORT ? 1 : 3;
 const WORKERS = 2;
@@ -108,7 +117,17 @@ async function cpuRows(): Promise<void> {
   try {
     const fcgipm = await startFcgiPm(join(dir, 'fcgi-pm'), doc, { pm: 'static', workers: WORKERS, queueTimeout: '5s' });
     const fpm = await startPhpFpm(join(dir, 'fpm'), { pm: 'static', workers: WORKERS });
-    const variant = VARIANT === undefined ? undefined : await startFcgiPm(join(dir, 'variant'), doc, { pm: 'static', workers: WORKERS, queueTimeout: '5s', poolKeys: [VARIANT] });
+    const variant =
+      VARIANT === undefined
+        ? undefined
+        : await startFcgiPm(join(dir, 'variant'), doc, {
+            pm: 'static',
+            workers: WORKERS,
+            queueTimeout: '5s',
+            poolKeys: VARIANT_KEY === undefined ? [] : [VARIANT_KEY],
+            repo: VARIANT_REPO,
+            nodeFlags: VARIANT_FLAGS,
+          });
     // Last: php-cgi drops a connection that brings no request within 5 s of the floor's start.
     const floor = await startFloor(join(dir, 'floor'), WORKERS);
     const ports = [await freePort(), await freePort(), await freePort(), await freePort()];

@@ -26,6 +26,7 @@ export class ScriptGate {
   /** The HTTP listener's document_root (latin1), which scripts must resolve into too. */
   readonly documentRoot: string | undefined;
   private readonly latin1Roots = new WeakMap<ScriptRules, string[]>();
+  private readonly rootSets = new WeakMap<ScriptRules, RootSets>();
   /** A scanner must not flood the log: a burst of lines, then one a second with a count. */
   private readonly logBucket = new TokenBucket({ ratePerSec: 1, burst: 10 });
 
@@ -79,15 +80,19 @@ export class ScriptGate {
 
   /** Judges the file that would run against the extensions and every set of roots (their real paths). */
   private judge(t: { name: string; file: ResolvedPath }, rules: ScriptRules): ScriptVerdict | Promise<ScriptVerdict> {
-    const roots = this.rootsOf(rules);
-    const n = roots.length;
-    const paths = this.documentRoot === undefined ? roots : [...roots, this.documentRoot];
-    return this.thenAll(paths, (all) => {
-      const sets: string[][] = [];
-      if (n > 0) sets.push(realDirs(all.slice(0, n)));
-      if (this.documentRoot !== undefined) sets.push(realDirs(all.slice(n)));
-      return judgeFile(t.name, t.file, rules, sets);
-    });
+    const rec = this.rootSetsOf(rules);
+    const paths = rec.paths;
+    const now = Date.now();
+    // The roots' sets are made again only when a cache entry they came from changed: a
+    // request to a pool with script rules then allocates nothing here.
+    let same = true;
+    for (let i = 0; i < paths.length; i++) {
+      const r = this.cache.peekResolved(paths[i]!, now);
+      if (r === undefined) return Promise.all(paths.map((q) => this.cache.resolve(q))).then((all) => judgeFile(t.name, t.file, rules, rootSets(rec, all)));
+      if (r !== rec.resolved[i]) same = false;
+    }
+    if (!same) rootSets(rec, paths.map((q) => this.cache.peekResolved(q, now)!));
+    return judgeFile(t.name, t.file, rules, rec.sets);
   }
 
   /** `decide` over the resolved `paths`: at once when all are cached, else after looking them up. */
@@ -102,6 +107,18 @@ export class ScriptGate {
     return decide(known);
   }
 
+  /** The paths a pool's rules are judged against (its script_roots, then document_root), with the sets last made from them. */
+  private rootSetsOf(rules: ScriptRules): RootSets {
+    let rec = this.rootSets.get(rules);
+    if (rec === undefined) {
+      const roots = this.rootsOf(rules);
+      const paths = this.documentRoot === undefined ? roots : [...roots, this.documentRoot];
+      rec = { paths, roots: roots.length, resolved: [], sets: [] };
+      this.rootSets.set(rules, rec);
+    }
+    return rec;
+  }
+
   private rootsOf(rules: ScriptRules): string[] {
     let r = this.latin1Roots.get(rules);
     if (r === undefined) {
@@ -112,8 +129,28 @@ export class ScriptGate {
   }
 }
 
+/** The sets of real roots a pool's scripts must lie in, and the cache entries they were made from. */
+interface RootSets {
+  /** The pool's script_roots (the first `roots`), then the listener's document_root if any; latin1. */
+  readonly paths: readonly string[];
+  readonly roots: number;
+  resolved: readonly ResolvedPath[];
+  sets: string[][];
+}
+
+/** Makes rec's sets from the resolved `all` (one per path) and returns them. */
+function rootSets(rec: RootSets, all: readonly ResolvedPath[]): string[][] {
+  const n = rec.roots;
+  const sets: string[][] = [];
+  if (n > 0) sets.push(realDirs(all.slice(0, n)));
+  if (rec.paths.length > n) sets.push(realDirs(all.slice(n)));
+  rec.resolved = all;
+  rec.sets = sets;
+  return sets;
+}
+
 /** Real paths of the roots that are directories (a missing root contains nothing). */
-function realDirs(roots: ResolvedPath[]): string[] {
+function realDirs(roots: readonly ResolvedPath[]): string[] {
   const out: string[] = [];
   for (const r of roots) if (r.kind === 'dir' && r.real !== undefined) out.push(r.real);
   return out;

@@ -42,16 +42,21 @@ const OUTSIDE = forbidden('SCRIPT_FILENAME resolves outside the script roots');
  * ("x.php"; a bare ".php" is a dotfile). Case-sensitive, like PHP-FPM.
  */
 export function hasAllowedExtension(name: string, extensions: readonly string[]): boolean {
-  const base = name.slice(name.lastIndexOf('/') + 1);
-  for (const e of extensions) if (base.length > e.length && base.endsWith(e)) return true;
+  return segmentAllowed(name, name.lastIndexOf('/') + 1, name.length, extensions);
+}
+
+/** name[start, end) ends in one of `extensions` and is more than it; no slice (this runs per request). */
+function segmentAllowed(name: string, start: number, end: number, extensions: readonly string[]): boolean {
+  for (const e of extensions) if (end - start > e.length && name.endsWith(e, end)) return true;
   return false;
 }
 
 /** True when `real` is below one of `roots` (real paths, no trailing slash but "/"). */
 export function isInside(real: string, roots: readonly string[]): boolean {
   for (const r of roots) {
-    const prefix = r.endsWith('/') ? r : r + '/';
-    if (real.length > prefix.length && real.startsWith(prefix)) return true;
+    // real starts with r + '/' (r itself when it ends in one), without building that string.
+    const n = r.endsWith('/') ? r.length : r.length + 1;
+    if (real.length > n && real.startsWith(r) && (n === r.length || real.charCodeAt(r.length) === 47)) return true;
   }
   return false;
 }
@@ -61,7 +66,7 @@ function someSegmentAllowed(name: string, extensions: readonly string[]): boolea
   let end = name.length;
   while (end > 0) {
     const start = name.lastIndexOf('/', end - 1);
-    if (hasAllowedExtension(name.slice(start + 1, end), extensions)) return true;
+    if (segmentAllowed(name, start + 1, end, extensions)) return true;
     end = start;
   }
   return false;

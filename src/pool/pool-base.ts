@@ -10,7 +10,7 @@ import type { Logger } from '../log/log.js';
 import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { WallClock, type Clock } from '../util/clock.js';
-import { RequestQueue } from './queue.js';
+import { RequestQueue, type QueueRefusal } from './queue.js';
 import { countersOf } from './counters.js';
 import { PoolStats } from './stats.js';
 import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules, StopReason, WarmStart } from './types.js';
@@ -61,7 +61,7 @@ export abstract class PoolBase implements Pool {
     this.queue = new RequestQueue(clock, Math.max(0, cfg.queueLimit), Math.max(0, cfg.queueTimeout), {
       timeout: (ex, waited) => this.onQueueTimeout(ex, waited),
       aborted: (ex) => this.onQueuedAbort(ex),
-      shed: (ex) => this.reject(ex, 'queueFull', this.queueFull()),
+      shed: (ex) => this.reject(ex, 'queueFull', this.queueFull('growing')),
     }, Math.max(0, cfg.queueMaxWait ?? 0));
   }
 
@@ -105,20 +105,22 @@ export abstract class PoolBase implements Pool {
     }
     this.queue.arrival();
     if (this.queue.length === 0 && this.startNow(ex)) return;
-    if (!this.queue.push(ex, this.starting() + this.growable())) {
-      this.reject(ex, 'queueFull', this.queueFull());
+    const full = this.queue.push(ex, this.starting() + this.growable());
+    if (full !== undefined) {
+      this.reject(ex, 'queueFull', this.queueFull(full));
       return;
     }
     this.onQueued();
   }
 
   /** The bound a growing queue has moves with the measured rate: its message names the rule, the log line the number. */
-  private queueFull(): ProxyError {
-    const growing = this.queue.effectiveLimit < this.queue.limit;
-    return this.prebuilt(ErrorCodes.QUEUE_FULL, growing ? -1 : this.queue.limit, () =>
-      growing
+  private queueFull(why: QueueRefusal): ProxyError {
+    return this.prebuilt(ErrorCodes.QUEUE_FULL, why === 'limit' ? this.queue.limit : why === 'growing' ? -1 : -2, () =>
+      why === 'growing'
         ? `pool ${this.name}: queue full (requests arrive faster than the ${this.targetNoun()}s finish them; more would wait past queue_max_wait ${this.cfg.queueMaxWait} ms)`
-        : `pool ${this.name}: queue full (${this.queue.limit} waiting)`,
+        : why === 'late'
+          ? `pool ${this.name}: queue full (a request queued now would wait past queue_timeout ${this.cfg.queueTimeout} ms)`
+          : `pool ${this.name}: queue full (${this.queue.limit} waiting)`,
     );
   }
 

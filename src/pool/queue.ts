@@ -1,7 +1,9 @@
 /**
  * The bounded FIFO of requests waiting for a backend or worker (queue_limit,
  * queue_max_wait, queue_timeout). One timer for the whole queue: entries share one timeout, so the
- * head always expires first. A client that goes away while queued leaves the queue.
+ * head always expires first. A client that goes away while queued leaves the queue. A
+ * request is refused at admission, not after waiting, whenever its wait can be told
+ * beforehand to pass a bound (docs/overload.md).
  */
 import type { Exchange } from '../protocol/exchange.js';
 import type { Clock } from '../util/clock.js';
@@ -10,11 +12,19 @@ import { ArrivalTrend } from './arrival-trend.js';
 
 class QueueEntry extends DeadlineNode<Exchange> {
   readonly onAbort: () => void;
+  /** Requests waiting ahead of it when it was queued: at the head, they left in the time it waited. */
+  ahead = 0;
   constructor(ex: Exchange, queue: RequestQueue) {
     super(ex);
     this.onAbort = () => queue.removeAborted(this);
   }
 }
+
+/**
+ * Why push() refused: `limit` queue_limit; `growing` the queue grows and more would wait
+ * past queue_max_wait; `late` it would wait past queue_timeout whatever the trend.
+ */
+export type QueueRefusal = 'limit' | 'growing' | 'late';
 
 export interface QueueEvents {
   /** The request waited queue_timeout; it is out of the queue, not yet answered. */
@@ -111,9 +121,36 @@ export class RequestQueue {
    */
   get waitLimit(): number {
     if (this.maxWaitMs <= 0 || this.seats <= 0 || this.serviceMs <= 0) return this.limit;
-    const measured = this.trend.drainRate(this.clock.now(), this.serviceMs, this.seats);
+    return Math.min(this.limit, Math.max(2 * this.seats, Math.floor(this.maxWaitMs * this.drainPerMs())));
+  }
+
+  /**
+   * Requests a ms the queue drains: the rate measured over the last sub-windows (the
+   * seats over the mean service time before enough completions are counted), and no
+   * faster than the head saw: the requests that were ahead of it when it came left in
+   * the time it has waited. The head's wait follows a fall of the rate (workers stuck, a
+   * machine short of CPU) as it happens, the sub-windows only once they are counted.
+   */
+  private drainPerMs(): number {
+    const now = this.clock.now();
+    const measured = this.trend.drainRate(now, this.serviceMs, this.seats);
     const perMs = measured > 0 ? measured : this.seats / this.serviceMs;
-    return Math.min(this.limit, Math.max(2 * this.seats, Math.floor(this.maxWaitMs * perMs)));
+    const head = this.list.first as QueueEntry | null;
+    if (head === null || head.ahead < this.seats) return perMs;
+    const waited = now - head.addedAt;
+    return waited > 0 ? Math.min(perMs, head.ahead / waited) : perMs;
+  }
+
+  /**
+   * A request queued behind `waiting` others starts once they and one more have ended
+   * (a seat frees for each). When that would take longer than queue_timeout even at the
+   * fastest the pool has drained (or could: every seat at the mean service time), it
+   * would get its 503 after waiting; it gets it now. Needs a service time.
+   */
+  private wouldTimeOut(waiting: number): boolean {
+    if (this.list.timeoutMs <= 0 || this.serviceMs <= 0 || this.seats <= 0 || waiting < this.seats) return false;
+    const fastest = Math.max(this.trend.drainRate(this.clock.now(), this.serviceMs, this.seats), this.seats / this.serviceMs);
+    return (waiting + 1) / fastest > this.list.timeoutMs;
   }
 
   /**
@@ -134,13 +171,14 @@ export class RequestQueue {
   }
 
   /**
-   * Appends; false (and nothing queued) when the queue is at its limit (effectiveLimit).
+   * Appends and returns undefined, or returns why not (nothing queued): queue_limit, the
+   * bound of a growing queue (effectiveLimit), or a wait past queue_timeout.
    * `reserved`: requests at the head that a starting worker will take, not counted
    * against the limit.
    */
-  push(ex: Exchange, reserved = 0): boolean {
+  push(ex: Exchange, reserved = 0): QueueRefusal | undefined {
     const waiting = this.list.length - reserved;
-    if (waiting >= this.limit) return false;
+    if (waiting >= this.limit) return 'limit';
     // Past the smallest bound there can be, the growth verdict and then the bound are read.
     if (waiting >= 2 * this.seats && this.maxWaitMs > 0 && this.trend.growing(this.clock.now(), this.serviceMs)) {
       const bound = this.waitLimit;
@@ -148,11 +186,12 @@ export class RequestQueue {
         // What queued while the growth was being seen, or before the bound fell, would
         // be served late: refused now instead, newest first.
         if (waiting > bound * (1 + SHED_MARGIN)) this.shed(waiting - bound);
-        return false;
+        return 'growing';
       }
     }
+    if (this.wouldTimeOut(waiting)) return 'late';
     this.link(ex, false);
-    return true;
+    return undefined;
   }
 
   /** Puts a request back at the head, past the limit: it was accepted once already. */
@@ -214,6 +253,7 @@ export class RequestQueue {
 
   private link(ex: Exchange, front: boolean): void {
     const entry = new QueueEntry(ex, this);
+    if (!front) entry.ahead = this.list.length;
     ex.onAbort = entry.onAbort;
     if (front) this.list.unshift(entry);
     else this.list.push(entry);

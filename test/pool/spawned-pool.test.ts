@@ -571,3 +571,35 @@ test('queue_limit 0, ondemand: a request spawns a worker and waits for it; one b
   for (const r of more) assert.equal(r.sink.status, 200);
   assert.equal(pool.snapshot().rejected.queueFull, 1);
 });
+
+test('queue_max_wait: when the workers slow down, the head\'s wait lowers the bound as it happens, so the excess is refused at admission rather than after waiting', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  send(4);
+  clock.advance(20);
+  finishAll(wf, ep);
+  // 20 ms pages; 6 arrive per 20 ms (1.5× four workers) for 2 s: the queue stands at its bound, 60.
+  for (let t = 0; t < 100; t++) {
+    send(6);
+    clock.advance(20);
+    finishAll(wf, ep);
+  }
+  // Every page now takes 80 ms: the workers serve a quarter of what they did. The
+  // sub-windows count the new rate only after 4 × 100 ms; the head's wait shows it at once.
+  const slow: ReturnType<typeof send> = [];
+  const atAdmission = new Set<(typeof slow)[number]>();
+  for (let t = 0; t < 100; t++) {
+    const sent = send(6);
+    for (const r of sent) if (r.sink.error !== undefined) atAdmission.add(r);
+    slow.push(...sent);
+    clock.advance(20);
+    if (t % 4 === 3) finishAll(wf, ep);
+  }
+  const refused = slow.filter((r) => r.sink.error !== undefined);
+  const late = refused.filter((r) => !atAdmission.has(r));
+  assert.ok(refused.length > 500, `the excess refused: ${refused.length} of ${slow.length}`);
+  // Queued while the bound still held the old rate, then refused from the tail: 37 without the head's wait.
+  assert.ok(late.length <= 10, `${late.length} refused after waiting`);
+});

@@ -599,7 +599,9 @@ export class Supervisor {
   counts(): WorkerCounts {
     const k = this.slotsPerWorker;
     const c: WorkerCounts = { idle: 0, busy: 0, spawning: 0, retiring: 0, queued: this.hooks.waiting() };
-    for (const s of this.workers()) {
+    // A plain walk, not workers(): scale() runs for every request that queues, and a generator allocates per worker.
+    for (const s of this.procs.slots) {
+      if (s === this.parked) continue;
       if (s.state === 'starting') c.spawning += k;
       else if (s.state === 'up') {
         c.busy += s.busy;
