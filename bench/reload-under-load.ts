@@ -18,7 +18,8 @@
  * used (from /proc: live workers and the ones reaped meanwhile; a resident group's children
  * are reaped by their parent, not counted once it exits), and per reload, from the
  * daemon's log: how long it took (SIGHUP to commit), how many workers the new generation
- * started and their spawn → ready time, how long the old generation drained.
+ * started and their spawn → ready time; how long each hand-over from the old generation
+ * lasted and why it ended, and how long the old generations then drained.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -141,7 +142,7 @@ daemon.kill('SIGTERM');
 
 /** Per reload, from the daemon's log lines: its phases (see the header). */
 function printPhases(): void {
-  interface Line { time: string; msg: string; kind?: string; ok?: boolean; spawnMs?: number; retuned?: string[] }
+  interface Line { time: string; msg: string; kind?: string; ok?: boolean; spawnMs?: number; retuned?: string[]; handoverMs?: number; why?: string }
   const log: Line[] = [];
   for (const l of readFileSync(logFile, 'utf8').split('\n')) {
     try {
@@ -152,7 +153,7 @@ function printPhases(): void {
   }
   const at = (l: Line): number => Date.parse(l.time);
   const windows: Array<{ name: string; from: number; to: number }> = [];
-  const out = ['| reload | SIGHUP → commit ms | workers started | spawn → ready ms (mean / max) | retuned in place | old generation drained ms |', '|---|---|---|---|---|---|'];
+  const out = ['| reload | SIGHUP → commit ms | workers started | spawn → ready ms (mean / max) | retuned in place |', '|---|---|---|---|---|'];
   let n = 0;
   for (let i = 0; i < log.length; i++) {
     if (!(log[i]!.kind === 'reload' && log[i]!.msg.startsWith('reloading'))) continue;
@@ -166,14 +167,21 @@ function printPhases(): void {
     }
     const done = log[j];
     if (done === undefined) break;
-    // The old generation: "stopping" at the commit, "stopped" once it drained.
-    const stopping = log.slice(i, j + 1).findIndex((l) => / stopping$/.test(l.msg));
-    const stopped = stopping < 0 ? undefined : log.slice(i + stopping).find((l) => / stopped$/.test(l.msg));
     const mean = spawns.length > 0 ? spawns.reduce((a, b) => a + b, 0) / spawns.length : 0;
     windows.push({ name: 'starting the new generation', from: begin, to: at(done) }, { name: 'first second after the commit', from: at(done), to: at(done) + 1000 });
-    out.push(`| ${++n} | ${at(done) - begin} | ${spawns.length} | ${spawns.length > 0 ? `${mean.toFixed(0)} / ${Math.max(...spawns)}` : '–'} | ${retuned || '–'} | ${stopped === undefined ? '–' : at(stopped) - at(log[i + stopping]!)} |`);
+    out.push(`| ${++n} | ${at(done) - begin} | ${spawns.length} | ${spawns.length > 0 ? `${mean.toFixed(0)} / ${Math.max(...spawns)}` : '–'} | ${retuned || '–'} |`);
   }
   for (const l of out) console.log(l);
+  // The hand-overs, as the daemon says each ended (in the order they ended), and the old generations' drains.
+  const handovers = log.filter((l) => l.handoverMs !== undefined).map((l) => `${l.handoverMs} ms (${l.why})`);
+  if (handovers.length > 0) console.log(`hand-overs: ${handovers.join(', ')}`);
+  const drains: number[] = [];
+  for (let k = 0; k < log.length; k++) {
+    if (!/ stopping$/.test(log[k]!.msg)) continue;
+    const stopped = log.slice(k).find((l) => / stopped$/.test(l.msg));
+    if (stopped !== undefined) drains.push(at(stopped) - at(log[k]!));
+  }
+  if (drains.length > 0) console.log(`old generations drained in (ms): ${drains.join(', ')}`);
   // Where the probe's requests waited: by the window they started in (a later reload's window wins).
   const by = new Map<string, number[]>();
   for (const p of probes) {

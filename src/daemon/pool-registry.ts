@@ -67,6 +67,11 @@ export class PoolRegistry {
     if (old !== undefined && old !== pool) this.generations.retire(old, stop(old));
   }
 
+  /** Puts `to` in service in place of `from`, which leaves without draining (a reload's hand-over ended); nothing when `from` is not the live pool any more. */
+  swap(from: Pool, to: Pool): void {
+    if (this.live.get(from.name) === from) this.live.set(from.name, to);
+  }
+
   /** Takes `name` out of service; its pool drains (`stop` says how). False when it had none. */
   retire(name: string, stop: (old: Pool) => Promise<unknown>): boolean {
     const old = this.live.get(name);

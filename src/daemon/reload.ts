@@ -35,9 +35,24 @@ import { availableParallelism } from 'node:os';
 import type { Pool, WarmStart } from '../pool/types.js';
 import { ErrorCodes } from '../errors.js';
 import { keysRetuned, retunesInPlace } from '../pool/retune.js';
+import { canHandOver, HandoverPool, type HandoverEnd } from '../pool/handover.js';
+import { systemClock } from '../util/clock.js';
 import { stable } from '../util/stable-json.js';
 
 export { stable };
+
+/** A reload's hand-over (pool/handover.ts) ends after this long without a request, */
+const HANDOVER_QUIET_MS = 1000;
+/** and after this long at most. */
+const HANDOVER_MAX_MS = 10_000;
+const HANDOVER_WHY: Record<HandoverEnd, string> = {
+  warm: 'each new worker has served',
+  quiet: 'no request for a second',
+  max: `${HANDOVER_MAX_MS / 1000} s at most`,
+  stop: 'the pool was stopped or replaced',
+  upgrade: 'an upgrade',
+  action: 'a drain or restart of the pool',
+};
 
 export interface ReloadReport {
   pools: { added: string[]; removed: string[]; changed: string[]; retuned: string[]; unchanged: string[] };
@@ -207,8 +222,25 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
     throw err;
   }
 
-  // 4. Commit.
-  for (const pool of fresh.values()) t.pools.put(pool, (old) => old.stop(drainMs, 'reload'));
+  // 4. Commit. A changed pool whose old generation is serving hands over from it
+  // (pool/handover.ts): the new workers' first requests do not all come at once.
+  for (const pool of fresh.values()) {
+    const old = t.pools.pools.get(pool.name);
+    if (old !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && old.snapshot().active > 0 && canHandOver(old, pool)) {
+      const cores = availableParallelism();
+      const chain: HandoverPool = new HandoverPool(pool, old, {
+        clock: systemClock,
+        firstAtOnce: Math.max(1, Math.floor(cores / 2)),
+        quietMs: HANDOVER_QUIET_MS,
+        maxMs: HANDOVER_MAX_MS,
+        ended: (why, ms) => {
+          t.pools.swap(chain, pool);
+          log.info({ kind: 'reload', pool: pool.name, handoverMs: ms, why }, `pool ${pool.name}: the new generation serves alone after a hand-over of ${ms} ms (${HANDOVER_WHY[why]}); the old one drains`);
+        },
+      });
+      t.pools.put(chain, (o) => chain.ended.then(() => o.stop(drainMs, 'reload')));
+    } else t.pools.put(pool, (o) => o.stop(drainMs, 'reload'));
+  }
   for (const p of plan.pools.retuned) {
     retunes.get(p.name)!();
     const keys = keysRetuned(t.current.pools.get(p.name)!, p);

@@ -163,6 +163,14 @@ export interface Pool {
    * pool. Absent: always replaced.
    */
   retune?(next: PoolConfig): (() => void) | undefined;
+  /**
+   * Spawned pools of one seat per worker (a reload's hand-over, handover.ts): what the next
+   * request would meet ('warm': an idle worker that has served before; 'cold': an idle
+   * worker that has not; 'wait': none idle), how many workers run their first request, and
+   * how many are up and have served none. undefined: the pool cannot tell (php-cgi groups)
+   * or takes no request (stopping).
+   */
+  warmth?(): Warmth | undefined;
   /** After a stop for 'upgrade': the workers handed on to the new code (spawned pools). */
   handedOn?(): readonly HandedWorker[];
   snapshot(): PoolSnapshot;
@@ -170,6 +178,13 @@ export interface Pool {
   drain?(): Promise<PoolActionReport>;
   /** Spawned pools: replace the workers one at a time; see Supervisor.rollingRestart. */
   rollingRestart?(): Promise<PoolActionReport>;
+}
+
+/** Pool.warmth's answer. */
+export interface Warmth {
+  next: 'warm' | 'cold' | 'wait';
+  firstRunning: number;
+  unserved: number;
 }
 
 /** What drain or a rolling restart did: the pids retired, and those started in their place. */

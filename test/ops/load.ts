@@ -8,6 +8,8 @@ import type { OpsDaemon } from './helpers.js';
 export interface Load {
   ok: number;
   failures: string[];
+  /** Each answer that passed, with the time (Date.now()) its request was sent. */
+  answers: Array<{ sentAt: number; body: string }>;
   /** Resolves once `n` more requests succeeded than when called. */
   more(n: number): Promise<void>;
   stop(): Promise<void>;
@@ -29,6 +31,7 @@ export function startLoad(base: string, clients: number, page: LoadPage = PID_PA
   const load: Load = {
     ok: 0,
     failures: [],
+    answers: [],
     more(n) {
       const at = load.ok + n;
       return new Promise((resolve) => waiters.push({ at, resolve }));
@@ -41,11 +44,15 @@ export function startLoad(base: string, clients: number, page: LoadPage = PID_PA
   };
   const one = (): Promise<void> =>
     new Promise((resolve) => {
+      const sentAt = Date.now();
       const req = http.get(`${base}${page.path}`, { agent, timeout: 20_000 }, (res) => {
         let body = '';
         res.setEncoding('utf8').on('data', (c: string) => (body += c));
         res.on('end', () => {
-          if (res.statusCode === 200 && page.expect.test(body)) load.ok++;
+          if (res.statusCode === 200 && page.expect.test(body)) {
+            load.ok++;
+            load.answers.push({ sentAt, body });
+          }
           else load.failures.push(`HTTP ${res.statusCode}: ${body.slice(0, 200)}`);
           for (const w of waiters.filter((x) => load.ok >= x.at)) {
             waiters.splice(waiters.indexOf(w), 1);

@@ -36,7 +36,7 @@ import { Seat } from './seats.js';
 import { EXIT_GRACE_MS, SEAT_TABLE, type SeatAction, type SeatEvent } from './seat-table.js';
 import { Supervisor, type SupervisorDeps, type SupervisorHooks } from '../workers/supervisor.js';
 import { BusySlice, DEFAULT_BUSY_CPU_SLICE_MS } from '../workers/busy-slice.js';
-import type { DirectFallback, EndpointFactory, PoolActionReport, PoolSnapshot, StopReason, WarmStart } from '../types.js';
+import type { DirectFallback, EndpointFactory, PoolActionReport, PoolSnapshot, StopReason, WarmStart, Warmth } from '../types.js';
 
 export { EXIT_GRACE_MS } from './seat-table.js';
 
@@ -164,6 +164,19 @@ export class SpawnedPool extends PoolBase {
 
   protected override targetNoun(): string {
     return 'worker';
+  }
+
+  warmth(): Warmth | undefined {
+    if (this.supervisor.slotsPerWorker !== 1 || this.state !== 'running') return undefined;
+    let firstRunning = 0;
+    let unserved = 0;
+    for (const s of this.supervisor.slots) {
+      if (s.state !== 'up') continue;
+      if (s.requests === 0) unserved++;
+      else if (s.requests === 1 && s.busy > 0) firstRunning++;
+    }
+    const top = this.idle.at(-1);
+    return { next: top === undefined ? 'wait' : top.slot.requests > 0 ? 'warm' : 'cold', firstRunning, unserved };
   }
 
   retune(next: PoolConfig): (() => void) | undefined {

@@ -1,0 +1,72 @@
+// A reload's hand-over (pool/handover.ts): the new generation's workers take their first
+// requests a few at a time while the old generation's idle workers take the rest, and it
+// ends once every new worker has served (fake workers, fake clocks).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HandoverPool } from '../../src/pool/handover.js';
+import { makeRequest } from './helpers.js';
+import { setup } from './spawned-harness.js';
+
+async function started(over = {}) {
+  const s = setup({ pm: 'static', maxChildren: 2, ...over });
+  const p = s.pool.start();
+  s.clock.advance(10);
+  await p;
+  return s;
+}
+
+test('hand-over: one first request at a time on the new workers, the rest on the old ones, then the new pool alone', async () => {
+  const old = await started();
+  const neu = await started();
+  let ended = 0;
+  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void ended++ });
+  const send = () => {
+    const r = makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php' });
+    chain.dispatch(r.ex);
+    return r;
+  };
+  const [a, b, c] = [send(), send(), send()];
+  const [n1, n2] = neu.wf.workers;
+  const [o1, o2] = old.wf.workers;
+  assert.equal(neu.ep(n2!).running[0]?.ex, a.ex, 'the first goes to a new worker (the most recently offered)');
+  assert.deepEqual([old.ep(o2!).running[0]?.ex, old.ep(o1!).running[0]?.ex], [b.ex, c.ex], 'the next two to the old generation, while a first request runs');
+  // The old generation is busy: a fourth waits in its queue, not on a second first request.
+  const d = send();
+  assert.equal(neu.ep(n1!).running.length, 0);
+  assert.equal(old.pool.snapshot().queued, 1);
+  old.ep(o1!).finish();
+  assert.equal(old.ep(o1!).running[0]?.ex, d.ex, 'the old worker takes it next');
+  neu.ep(n2!).finish();
+  old.ep(o1!).finish();
+  // n2 has served: warm, it takes the next one.
+  const e = send();
+  assert.equal(neu.ep(n2!).running[0]?.ex, e.ex);
+  assert.equal(ended, 0, 'n1 has not served yet');
+  // Its first request: n2 is busy, no first request runs.
+  const g = send();
+  assert.equal(neu.ep(n1!).running[0]?.ex, g.ex);
+  neu.ep(n1!).finish();
+  neu.clock.advance(100);
+  assert.equal(ended, 1, 'every new worker has served: over');
+  const f = send();
+  assert.equal(neu.ep(n1!).running[0]?.ex, f.ex);
+  assert.equal(old.pool.snapshot().completed, 2);
+});
+
+test('hand-over: it ends after quietMs without a request, and at stop', async () => {
+  const old = await started();
+  const neu = await started();
+  let ended = 0;
+  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void ended++ });
+  neu.clock.advance(900);
+  assert.equal(ended, 0);
+  neu.clock.advance(200);
+  assert.equal(ended, 1, 'no request for a second: the new pool serves alone');
+  const again = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void ended++ });
+  const stopped = again.stop(0);
+  assert.equal(ended, 2);
+  neu.clock.advance(10_000);
+  await stopped;
+  await again.ended;
+  void chain;
+});
