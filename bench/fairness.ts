@@ -11,8 +11,9 @@
  *              (one php-fpm master): the quiet pool's p99 beside ÷ alone, and what the
  *              noisy pool was served; then where the quiet pool's requests waited for a
  *              CPU (run-queue wait per wakeup of nginx's worker, the daemon and the quiet
- *              workers, from /proc/PID/schedstat) and where each process runs (its CPU
- *              cgroup, its autogroup). nginx, fcgi-pm and php-fpm each run in a session of
+ *              workers, from /proc/PID/schedstat), the share of slow quiet requests at the
+ *              client beside the share the daemon saw (its latency histogram: arrival to
+ *              end), and where each process runs (its CPU cgroup, its autogroup). nginx, fcgi-pm and php-fpm each run in a session of
  *              their own, as services do (with autogroups each session is one entity the
  *              kernel shares the CPU between); the clients stay in this one. --variant
  *              "key: value" adds a second fcgi-pm whose pools have that key, or whose top
@@ -34,6 +35,9 @@ import { findPhpFpm, REPO, runNginx } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 import { freePort, machineLine } from './django.js';
 import { childPids, processTree } from '../src/bench/proc-info.js';
+import { controlRequest } from '../src/control/client.js';
+import { LATENCY_BOUNDS_MS } from '../src/control/outcomes.js';
+import type { Histogram, StatusSnapshot } from '../src/control/types.js';
 import { TOP_KEYS } from '../src/config/keys.js';
 import { pct } from './overload.js';
 
@@ -60,7 +64,7 @@ const POOL_MARK = 'fcgipm_bench.pool';
  * One fcgi-pm with a FastCGI Unix listener per pool, pm static, every queue key at its
  * default (`keys`: pool keys added, "key: value"). `service`: in a session of its own.
  */
-async function startFcgiPm(dir: string, pools: Pool[], keys: string[] = [], service = false): Promise<{ proc: Started; socks: Map<string, string> }> {
+async function startFcgiPm(dir: string, pools: Pool[], keys: string[] = [], service = false): Promise<{ proc: Started; socks: Map<string, string>; control: string }> {
   mkdirSync(dir, { recursive: true });
   const socks = new Map(pools.map((p) => [p.name, join(dir, `${p.name}.sock`)]));
   const listen = pools.map((p) => `  - { protocol: fastcgi, address: "unix:${socks.get(p.name)}", pool: ${p.name} }`).join('\n');
@@ -73,7 +77,32 @@ async function startFcgiPm(dir: string, pools: Pool[], keys: string[] = [], serv
   writeFileSync(join(dir, 'fcgi-pm.yaml'), `listen:\n${listen}\npools:\n${body}${keys.filter(isTop).map((k) => `${k}\n`).join('')}log: { level: warn, access: false }\nruntime_dir: ${dir}\ncontrol_socket: ${dir}/control.sock\n`);
   const proc = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir, detached: service });
   for (const s of socks.values()) await waitReady('fcgi-pm', { path: s }, proc);
-  return { proc, socks };
+  return { proc, socks, control: join(dir, 'control.sock') };
+}
+
+/** A pool's latency histogram (arrival to end, as the daemon saw it), from the status; undefined without a daemon. */
+async function daemonLatency(control: string | undefined, pool: string): Promise<Histogram | undefined> {
+  if (control === undefined) return undefined;
+  const c = await controlRequest(control, { cmd: 'status' }, 10_000);
+  c.end();
+  if (!c.response.ok) throw new Error(`status: ${JSON.stringify(c.response.error)}`);
+  const latency = (c.response.result as StatusSnapshot).pools.find((p) => p.name === pool)?.outcomes?.latency;
+  // A pool that has finished nothing yet has no histogram: all zeros.
+  return latency ?? { boundsMs: [...LATENCY_BOUNDS_MS], counts: new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0), sumMs: 0 };
+}
+
+/** Share of the requests counted between two histograms that took longer than `ms` (a bound of the histogram), as "n.n %". */
+function tailShare(a: Histogram | undefined, b: Histogram | undefined, ms: number): string {
+  if (a === undefined || b === undefined) return '–';
+  const d = b.counts.map((n, i) => n - a.counts[i]!);
+  const total = d.reduce((x, y) => x + y, 0);
+  const over = d.slice(b.boundsMs.indexOf(ms) + 1).reduce((x, y) => x + y, 0);
+  return total === 0 ? '–' : `${((100 * over) / total).toFixed(1)} %`;
+}
+
+/** Share of `ms` longer than `limit`, as "n.n %". */
+function overShare(ms: number[], limit: number): string {
+  return ms.length === 0 ? '–' : `${((100 * ms.filter((v) => v > limit).length) / ms.length).toFixed(1)} %`;
 }
 
 /** One php-fpm master with a pool per entry, pm static, listen.backlog at its default (php-fpm makes a session of its own). */
@@ -260,26 +289,30 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
       const p = ports[i]!;
       const quietUrl = `http://127.0.0.1:${p.quiet}/small.php`;
       const readAll = (): Sched[] => [schedOf(ngxWorker), schedOf(pids[i]!.daemon === undefined ? [] : [pids[i]!.daemon!]), schedOf(pids[i]!.quiet), schedOf(pids[i]!.noisy)];
+      const control = 'control' in st.s ? (st.s.control as string) : undefined;
+      const h0 = await daemonLatency(control, 'quiet');
       const s0 = readAll();
       const alone = await closedLoop(quietUrl, 1, seconds);
       const s1 = readAll();
+      const h1 = await daemonLatency(control, 'quiet');
       // The noise from wrk, a process of its own: timed in this one, the quiet client's
       // answers would wait behind the event loop's handling of 30 noisy ones.
       const [beside, noise] = await Promise.all([closedLoop(quietUrl, 1, seconds), runWrk(`http://127.0.0.1:${p.noisy}/cpu.php`, 30, seconds)]);
       const s2 = readAll();
+      const h2 = await daemonLatency(control, 'quiet');
       const a = pct(alone.ms, 99);
       const b = pct(beside.ms, 99);
       const answers = `${noise.requests - noise.non2xx} × 200${noise.non2xx > 0 ? `, ${noise.non2xx} other` : ''}${noise.errors > 0 ? `, ${noise.errors} socket errors` : ''}`;
       process.stdout.write(`| ${st.name} | ${a.toFixed(1)} | ${b.toFixed(1)} | ${(b / a).toFixed(1)}× | ${((noise.requests - noise.non2xx) / seconds).toFixed(0)} | ${answers} |\n`);
-      for (const [w, x, y, ms] of [['alone', s0, s1, alone.ms], ['beside', s1, s2, beside.ms]] as const) {
+      for (const [w, x, y, ms, ha, hb] of [['alone', s0, s1, alone.ms, h0, h1], ['beside', s1, s2, beside.ms, h1, h2]] as const) {
         const d = x.map((v, k) => schedDelta(v, y[k]!));
         const daemon = st.daemon ? d[1] : undefined;
-        waits.push(`| ${st.name} | ${w} | ${pct(ms, 50).toFixed(2)} / ${pct(ms, 99).toFixed(1)} | ${us(d[0]!.waitUs)} / ${us(daemon?.waitUs)} / ${us(d[2]!.waitUs)} | ${daemon === undefined ? '–' : daemon.cpuS.toFixed(2)} / ${d[2]!.cpuS.toFixed(2)} / ${d[3]!.cpuS.toFixed(2)} |`);
+        waits.push(`| ${st.name} | ${w} | ${pct(ms, 50).toFixed(2)} / ${pct(ms, 99).toFixed(1)} | ${overShare(ms, 2)} / ${tailShare(ha, hb, 2)} | ${overShare(ms, 5)} / ${tailShare(ha, hb, 5)} | ${us(d[0]!.waitUs)} / ${us(daemon?.waitUs)} / ${us(d[2]!.waitUs)} | ${daemon === undefined ? '–' : daemon.cpuS.toFixed(2)} / ${d[2]!.cpuS.toFixed(2)} / ${d[3]!.cpuS.toFixed(2)} |`);
       }
     }
   }
-  process.stdout.write('\nwhere the quiet requests waited for a CPU: run-queue wait per wakeup (/proc/PID/schedstat) of nginx\'s worker, the daemon and the quiet pool\'s workers; CPU used in the window\n');
-  process.stdout.write('| stack | window | quiet p50 / p99 ms | wait µs: nginx / daemon / quiet workers | CPU s: daemon / quiet / noisy workers |\n|---|---|---|---|---|\n');
+  process.stdout.write('\nwhere the quiet requests waited: the share over 2 ms and over 5 ms at the client and inside fcgi-pm (from its arrival to its end: the daemon and the worker; the rest is nginx, the client and the sockets between); run-queue wait per wakeup (/proc/PID/schedstat) of nginx\'s worker, the daemon and the quiet pool\'s workers; CPU used in the window\n');
+  process.stdout.write('| stack | window | quiet p50 / p99 ms | > 2 ms: client / inside | > 5 ms: client / inside | wait µs: nginx / daemon / quiet workers | CPU s: daemon / quiet / noisy workers |\n|---|---|---|---|---|---|---|\n');
   process.stdout.write(waits.join('\n') + '\n');
   await ngx.stop();
   await fpm.proc.stop();

@@ -9,6 +9,7 @@
 #include <node_api.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
@@ -31,14 +32,21 @@ struct slice_attr {
 
 #define RESET_ON_FORK 0x01
 
-/* setSlice(tid, ns) -> 0, or the errno (0 ns: the kernel's default slice again). A real-time or idle thread is left alone (0). */
+/*
+ * setSlice(tid, ns[, resetOnFork]) -> 0, or the errno (0 ns: the kernel's default slice
+ * again). A real-time or idle thread is left alone (0). A child inherits its parent's
+ * slice; resetOnFork true makes the thread's children start with the kernel's default
+ * (SCHED_FLAG_RESET_ON_FORK), as a process that spawns others wants for its own slice.
+ */
 static napi_value set_slice(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+  size_t argc = 3;
+  napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int32_t tid = 0;
   double ns = 0;
+  bool reset = false;
   int err = 0;
+  if (argc >= 3) napi_get_value_bool(env, argv[2], &reset);
   if (argc < 2 || napi_get_value_int32(env, argv[0], &tid) != napi_ok || napi_get_value_double(env, argv[1], &ns) != napi_ok || tid <= 0 || ns < 0) {
     err = EINVAL;
   } else {
@@ -49,6 +57,7 @@ static napi_value set_slice(napi_env env, napi_callback_info info) {
     } else if (a.sched_policy == SCHED_OTHER || a.sched_policy == SCHED_BATCH) {
       a.size = sizeof a;
       a.sched_flags &= RESET_ON_FORK;
+      if (reset) a.sched_flags |= RESET_ON_FORK;
       a.sched_runtime = (uint64_t)ns;
       if (syscall(SYS_sched_setattr, tid, &a, 0) != 0) err = errno;
     }

@@ -212,6 +212,8 @@ export interface Config {
   maxChildrenTotal?: number;
   /** fcgi-pm's own CPU weight beside its pools' CPU cgroups (default 300; 0 = leave it; src/memory/cpu-cgroup.ts). */
   daemonCpuWeight?: number;
+  /** fcgi-pm's event loop on the shortest CPU slice (default true; src/memory/cpu-slice.ts). */
+  daemonShortSlice?: boolean;
   /** How often workers are measured (default 2s). */
   memorySampleInterval?: number;
   /** fcgi-pm's own oom_score_adj where it may lower it (default -500). */

@@ -19,6 +19,7 @@ import type { Exchange } from '../protocol/exchange.js';
 import { readMeminfo } from '../memory/budget.js';
 import { readBox } from '../memory/box-watch.js';
 import { createHostGovernor, type HostGovernor } from '../memory/host-governor.js';
+import { applyDaemonSlice } from '../memory/cpu-slice.js';
 import { settleInLeaf } from '../memory/cgroup-files.js';
 import { adjustOwnOomScore } from '../memory/oom-score.js';
 import type { BudgetSnapshot } from '../memory/types.js';
@@ -236,6 +237,7 @@ export class Daemon {
       this.ops.writePidFile(cfg);
       this.settleInCgroupLeaf();
       this.governor = createHostGovernor(cfg, this.logger.child({ component: 'memory' }));
+      if (cfg.daemonShortSlice !== false) applyDaemonSlice(this.logger.child({ component: 'memory' }));
       this.openFiles();
       adjustOwnOomScore(cfg.oomScoreAdj, this.logger.child({ component: 'memory' }));
       // Probe for setpriv now, not inside the first request's cold start (~8 ms).

@@ -10,11 +10,17 @@
  * older kernel nothing changes: the slice read back from /proc says so.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
+import type { Logger } from '../log/log.js';
 import { nativeAddon } from '../util/native-addon.js';
 
 interface Addon {
-  setSlice(tid: number, ns: number): number;
+  /** resetOnFork: the thread's children start with the kernel's default slice. */
+  setSlice(tid: number, ns: number, resetOnFork?: boolean): number;
 }
+
+/** daemon_short_slice: the shortest slice the kernel takes, ns. */
+export const DAEMON_SLICE_NS = 100_000;
 
 const sched = nativeAddon<Addon>('sched-slice', 'CPU slices are a Linux scheduler setting');
 
@@ -64,6 +70,27 @@ function childrenOf(pid: number): number[] {
 
 function errnoName(n: number): string {
   return n === 1 ? 'EPERM' : n === 22 ? 'EINVAL' : n === 38 ? 'ENOSYS' : `errno ${n}`;
+}
+
+/**
+ * daemon_short_slice: this process's event-loop thread (its main thread) gets the
+ * shortest slice, so that when it wakes on a CPU another task holds with a longer one, it
+ * runs at once (EEVDF lets a waking task with a shorter slice take the CPU). The workers
+ * it spawns from that thread start with the kernel's default (reset on fork, which would
+ * also take a negative nice from them: a daemon that runs at one keeps the default
+ * slice). Said once at start, at info.
+ */
+export function applyDaemonSlice(log: Logger): void {
+  const a = sched.get();
+  // Reset on fork also gives children of a negative nice nice 0, and workers take fcgi-pm's own nice.
+  const nice = getPriority();
+  const why = a === undefined ? sched.problem() : nice < 0 ? `it runs at nice ${nice}, which its workers would lose` : errnoOf(a.setSlice(process.pid, DAEMON_SLICE_NS, true));
+  if (why === undefined && readSlice(process.pid) === DAEMON_SLICE_NS) log.info({ kind: 'cpu', daemonSliceNs: DAEMON_SLICE_NS }, `cpu: fcgi-pm's event loop runs with a ${DAEMON_SLICE_NS / 1e6} ms CPU slice (daemon_short_slice): it takes the CPU at once when it wakes`);
+  else log.info({ kind: 'cpu', daemonSliceNs: 0 }, `cpu: fcgi-pm keeps the kernel's CPU slice (${why ?? 'this kernel has no custom CPU slices (Linux 6.12+)'}); daemon_short_slice has no effect`);
+}
+
+function errnoOf(err: number): string | undefined {
+  return err === 0 ? undefined : `sched_setattr: ${errnoName(err)}`;
 }
 
 /** A thread's slice as the kernel holds it (ns), from /proc/PID/sched; undefined on kernels that do not show one. */

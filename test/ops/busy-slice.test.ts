@@ -67,3 +67,20 @@ test('a pool whose requests wait runs its workers with the long CPU slice, the o
   // No request has waited since: the default again after the hold.
   await waitFor(() => (readSlice(pid('busy')) === defaultSlice ? true : undefined), { timeout: 5000, what: "the busy pool's worker back on the default slice" });
 });
+
+test("daemon_short_slice: the daemon's event loop runs with the short slice, the workers it starts keep the default", { timeout: 60_000, skip: noSlices ?? false }, async (t) => {
+  const dir = makeTempDir(t);
+  const port = await freePort();
+  const pools = { app: { command: phpCommand(dir, 'slice-daemon'), pm: 'static', max_children: 1 } };
+  const d = await opsDaemon(t, { listen: [{ protocol: 'http', address: `127.0.0.1:${port}`, pool: 'app', document_root: PHP_FIXTURES }], pools });
+  const worker = async (ops: typeof d): Promise<number> =>
+    waitFor(async () => (JSON.parse((await ops.ctl(['status', '--json'])).stdout) as { pools: PoolStatus[] }).pools[0]!.workers[0]?.pid ?? undefined, { timeout: 15_000, what: 'the worker up' });
+  assert.equal(readSlice(d.daemon.pid), 100_000, 'daemon_short_slice on by default: 0.1 ms');
+  const w = await worker(d);
+  assert.notEqual(readSlice(w), 100_000, 'a worker starts with the kernel default, not the daemon\'s slice');
+  assert.equal(readSlice(w), readSlice(process.pid), 'the kernel default, as this test runner has');
+  assert.equal((await httpRequest(`http://127.0.0.1:${port}/hello.php`)).status, 200);
+  // false: the daemon keeps the kernel's default too.
+  const off = await opsDaemon(t, { listen: [{ protocol: 'http', address: `127.0.0.1:${await freePort()}`, pool: 'app', document_root: PHP_FIXTURES }], pools: { app: { ...pools.app, command: phpCommand(dir, 'slice-daemon-off') } }, daemon_short_slice: false });
+  assert.equal(readSlice(off.daemon.pid), readSlice(process.pid));
+});
