@@ -49,7 +49,8 @@ const HANDOVER_WHY: Record<HandoverEnd, string> = {
   warm: 'each new worker has served',
   quiet: 'no request for a second',
   max: `${HANDOVER_MAX_MS / 1000} s at most`,
-  stop: 'the pool was stopped or replaced',
+  stop: 'the pool was stopped',
+  replaced: 'a newer reload replaced it',
   upgrade: 'an upgrade',
   action: 'a drain or restart of the pool',
 };
@@ -225,7 +226,12 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
   // 4. Commit. A changed pool whose old generation is serving hands over from it
   // (pool/handover.ts): the new workers' first requests do not all come at once.
   for (const pool of fresh.values()) {
-    const old = t.pools.pools.get(pool.name);
+    let old = t.pools.pools.get(pool.name);
+    // A hand-over still running ends first: two generations serve at most, never a pile of them.
+    if (old instanceof HandoverPool) {
+      old.end('replaced');
+      old = old.next;
+    }
     if (old !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && old.snapshot().active > 0 && canHandOver(old, pool)) {
       const cores = availableParallelism();
       const chain: HandoverPool = new HandoverPool(pool, old, {

@@ -31,8 +31,8 @@ export interface HandoverOptions {
   ended(why: HandoverEnd, ms: number): void;
 }
 
-/** Why a hand-over ended: every new worker served, quiet, maxMs, or the pool was stopped, handed on, drained or restarted. */
-export type HandoverEnd = 'warm' | 'quiet' | 'max' | 'stop' | 'upgrade' | 'action';
+/** Why a hand-over ended: every new worker served, quiet, maxMs, or the pool was stopped, replaced by a newer reload, handed on, drained or restarted. */
+export type HandoverEnd = 'warm' | 'quiet' | 'max' | 'stop' | 'replaced' | 'upgrade' | 'action';
 
 /** How often it looks whether the hand-over is over while no request comes. */
 const CHECK_MS = 100;
@@ -136,7 +136,7 @@ export class HandoverPool implements Pool {
 
   retune(next: PoolConfig): (() => void) | undefined {
     void next;
-    // A reload during the hand-over replaces the pool (a new hand-over, from this one).
+    // A reload during the hand-over ends it, then replaces the pool (daemon/reload.ts).
     return undefined;
   }
 
