@@ -127,14 +127,18 @@ export class RequestQueue {
   /**
    * Requests a ms the queue drains: the rate measured over the last sub-windows (the
    * seats over the mean service time before enough completions are counted), and no
-   * faster than the head saw: the requests that were ahead of it when it came left in
-   * the time it has waited. The head's wait follows a fall of the rate (workers stuck, a
-   * machine short of CPU) as it happens, the sub-windows only once they are counted.
+   * faster than the head saw while the pool drains: the requests that were ahead of it
+   * when it came left in the time it has waited. The head's wait follows a fall of the
+   * rate (workers stuck, a machine short of CPU) as it happens, the sub-windows only once
+   * they are counted.
    */
   private drainPerMs(): number {
     const now = this.clock.now();
     const measured = this.trend.drainRate(now, this.serviceMs, this.seats);
-    const perMs = measured > 0 ? measured : this.seats / this.serviceMs;
+    if (measured <= 0) return this.seats / this.serviceMs;
+    // Only while the pool drains (completions counted): before, the head waited for
+    // workers being started (a cold burst), not behind a slower rate.
+    const perMs = measured;
     const head = this.list.first as QueueEntry | null;
     if (head === null || head.ahead < this.seats) return perMs;
     const waited = now - head.addedAt;

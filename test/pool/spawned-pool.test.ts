@@ -603,3 +603,29 @@ test('queue_max_wait: when the workers slow down, the head\'s wait lowers the bo
   // Queued while the bound still held the old rate, then refused from the tail: 37 without the head's wait.
   assert.ok(late.length <= 10, `${late.length} refused after waiting`);
 });
+
+test('queue_max_wait: a burst that comes over a few sub-windows while ondemand workers start is queued whole (their start is not a slower rate)', async () => {
+  const { clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 4, queueLimit: 100, queueTimeout: 60_000, queueMaxWait: 300, idleTimeout: 60_000 });
+  // Fast pages first: a short mean service time, and the workers go idle and stop.
+  for (let i = 0; i < 8; i++) {
+    send(1);
+    clock.advance(10);
+    for (const w of wf.workers) if (ep(w)?.active) ep(w)!.finish();
+  }
+  wf.plan = { readyAfter: 100 };
+  clock.advance(120_000);
+  // 50 requests over 250 ms (10 every 50 ms, as through a busy front end) while new
+  // workers take 100 ms to start and their first pages 200 ms more: no completion yet.
+  const burst: ReturnType<typeof send> = [];
+  for (let t = 0; t < 5; t++) {
+    burst.push(...send(10));
+    clock.advance(50);
+  }
+  for (let t = 0; t < 40; t++) {
+    clock.advance(200);
+    // Workers still starting have no endpoint yet.
+    for (const w of wf.workers) if (ep(w)?.active) ep(w)!.finish();
+  }
+  assert.deepEqual(burst.filter((r) => r.sink.error !== undefined).map((r) => r.sink.error!.code), []);
+  assert.equal(burst.filter((r) => r.sink.status === 200).length, 50);
+});
