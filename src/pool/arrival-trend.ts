@@ -12,15 +12,13 @@
  * counted in sub-windows of five mean service times (at least 50 ms), so that a
  * sub-window at capacity holds about five completions per seat. A sub-window shows growth
  * when its arrivals exceed its completions by more than a fifth (and at least one). The
- * queue is growing when at least 3 of the last 4 whole sub-windows show growth, or the
- * last 2 whole ones and the one in progress (read once a service time of it has passed):
+ * queue is growing when at least 3 of the last 4 whole sub-windows show growth:
  * - a burst (many requests at once, then no more than the workers finish) fills at most
  *   2 sub-windows, so it is queued whole;
  * - in a closed loop the requests in the system only move between waiting and the few
  *   clients between an answer and their next request (at most one per seat), so
- *   completions and arrivals cannot part by a fifth in 3 sub-windows of 4, nor 3 in a row;
- * - an open loop at 1.25× capacity or more shows growth in every sub-window, and is seen
- *   while the third grows.
+ *   completions and arrivals cannot part by a fifth in 3 sub-windows of 4;
+ * - an open loop at 1.25× capacity or more shows growth in every sub-window.
  * Once seen, the growth holds until arrivals no longer exceed completions in at least 3 of
  * the last 4 sub-windows: an overload just past the pool's rate (1.1×) does not part by a
  * fifth every time, and a verdict that came and went would let the queue fill past its
@@ -57,7 +55,7 @@ export class ArrivalTrend {
   /** ...and how long it lasted, ms. */
   private readonly spans = new Float64Array(HISTORY);
   private next = 0;
-  /** The verdict: GROWING_IN of the last HISTORY sub-windows grew (the open one may count); held while arrivals still outrun completions. */
+  /** The verdict: GROWING_IN of the last HISTORY sub-windows grew; held while arrivals still outrun completions. */
   private seen = false;
 
   /** A request was offered to the pool (whatever became of it). */
@@ -81,26 +79,8 @@ export class ArrivalTrend {
       if (g === GREW) grew++;
       if (g !== 0) outran++;
     }
-    const open = this.open(now, serviceMs);
-    if (this.seen) this.seen = outran + (open !== 0 ? 1 : 0) >= GROWING_IN;
-    else this.seen = grew >= GROWING_IN || (this.lastTwoGrew() && open === GREW);
+    this.seen = this.seen ? outran >= GROWING_IN : grew >= GROWING_IN;
     return this.seen;
-  }
-
-  /** The two newest whole sub-windows both grew by a fifth. */
-  private lastTwoGrew(): boolean {
-    return this.grew[(this.next + HISTORY - 1) % HISTORY] === GREW && this.grew[(this.next + HISTORY - 2) % HISTORY] === GREW;
-  }
-
-  /**
-   * The sub-window in progress, read as it happens once a service time of it has passed
-   * (0 before): a third sub-window of growth is seen while it grows, not when it ends. A
-   * burst is over by then (arrivals no faster than completions), and a closed loop's
-   * clients come back as fast as they are answered, so neither grows in a third one.
-   */
-  private open(now: number, serviceMs: number): number {
-    if (now - this.windowStart < Math.max(serviceMs, MIN_WINDOW_MS / SERVICE_TIMES_PER_WINDOW)) return 0;
-    return grewBy(this.arrivals, this.completions);
   }
 
   /**
@@ -132,7 +112,7 @@ export class ArrivalTrend {
       // was idle, and the history starts afresh.
       const gaps = Math.floor(elapsed / span) - 1;
       const idle = gaps >= HISTORY ? HISTORY : 0;
-      this.push(grewBy(a, c), c, idle > 0 ? span : elapsed);
+      this.push(a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0, c, idle > 0 ? span : elapsed);
       for (let i = 0; i < idle; i++) this.push(0, 0, span);
     }
     this.windowStart = now;
@@ -146,9 +126,4 @@ export class ArrivalTrend {
     this.spans[this.next] = spanMs;
     this.next = (this.next + 1) % HISTORY;
   }
-}
-
-/** How a sub-window's arrivals `a` compare with its completions `c`. */
-function grewBy(a: number, c: number): number {
-  return a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0;
 }

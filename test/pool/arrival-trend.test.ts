@@ -60,38 +60,18 @@ test('a burst is queued whole: many requests at once, then arrivals no faster th
 });
 
 for (const factor of [1.5, 2, 10]) {
-  test(`an open loop at ${factor}× capacity is growing while its third sub-window of growth is in progress, and stays so`, () => {
+  test(`an open loop at ${factor}× capacity is growing within four sub-windows, and stays so`, () => {
     const s = sim();
     for (let t = 0; t < 10; t++) step(s, 25, 4, 4);
     // Arrivals come whatever happens to them; the seats still finish 4 per step.
     for (let t = 0; t < 100; t++) step(s, 25, Math.round(4 * factor), 4);
     const first = s.verdicts.indexOf(true);
     assert.ok(first >= 10, 'not growing before the overload');
-    // Sub-windows of 5 service times (steps): the one the overload began in, one whole
-    // one, and the third read as it grows, not once it has ended (15 steps).
-    assert.ok(first - 10 <= 2 * 5 + 3, `growing after ${first - 10} steps`);
+    // Sub-windows of 5 service times: growth seen in 3 of them, plus the one in progress.
+    assert.ok(first - 10 <= 4 * 5, `growing after ${first - 10} steps`);
     assert.deepEqual(s.verdicts.slice(first).filter((v) => !v), [], 'growing as long as the overload lasts');
   });
 }
-
-test('the third sub-window read as it happens does not take a burst or a closed loop for growth', () => {
-  // A burst across a sub-window's end (two sub-windows grew), then arrivals at the pool's rate.
-  const s = sim();
-  for (let t = 0; t < 20; t++) step(s, 25, 4, 4);
-  while (s.verdicts.length % 5 !== 4) step(s, 25, 4, 4);
-  step(s, 25, 104, 4);
-  step(s, 25, 104, 4);
-  for (let t = 0; t < 40; t++) step(s, 25, 4, 4);
-  assert.deepEqual(s.verdicts.filter(Boolean), []);
-  // Clients joining a closed loop in two waves, a sub-window apart, then coming back as answered.
-  const c = sim();
-  for (let t = 0; t < 20; t++) step(c, 25, 4, 4);
-  step(c, 25, 24, 4);
-  for (let t = 0; t < 4; t++) step(c, 25, 4, 4);
-  step(c, 25, 24, 4);
-  for (let t = 0; t < 40; t++) step(c, 25, 4, 4);
-  assert.deepEqual(c.verdicts.filter(Boolean), []);
-});
 
 test('the verdict ends with the overload: two whole quiet sub-windows and it is standing again', () => {
   const s = sim();
