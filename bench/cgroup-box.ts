@@ -5,13 +5,14 @@
  * cgroup).
  *
  *   npx tsc -p . && node dist/bench/cgroup-box.js [--limit 64] [--pools 1] [--clients 20]
- *       [--seconds 30] [--mb 6] [--hold-ms 50] [--json] [--keep] [--node-options "..."]
+ *       [--seconds 30] [--mb 6] [--hold-ms 50] [--json] [--keep] [--node-flags "..."]
  *
  * The profile is used as written, except: HTTP listeners on loopback instead of the Unix
  * sockets lighttpd would use (one per pool), runtime_dir and cwd in a temp dir, log
  * level info to a file (for the counts below), and workers as root when www-data cannot
  * read the temp dir. fcgi-pm starts inside the cgroup (a shell writes its pid to
- * cgroup.procs, then execs node with the README's NODE_OPTIONS), so its first page is
+ * cgroup.procs, then execs node with the README's V8 flags, as bin/fcgi-pm passes
+ * FCGI_PM_NODE_FLAGS; --node-flags replaces them), so its first page is
  * charged there. --clients keep-alive clients each loop on a page that allocates --mb
  * MB and holds it --hold-ms, spread over --pools pools (site, then admin), for --seconds.
  *
@@ -47,8 +48,10 @@ const JSON_OUT = process.argv.includes('--json');
 const KEEP = process.argv.includes('--keep');
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MiB = 1024 * 1024;
-/** The README's NODE_OPTIONS for a 64 MB board; --node-options replaces them (a heap setting compared in the same box; only flags Node takes in NODE_OPTIONS). */
-const NODE_OPTIONS = process.argv.includes('--node-options') ? process.argv[process.argv.indexOf('--node-options') + 1]! : '--max-semi-space-size=1 --max-old-space-size=32 --v8-pool-size=1';
+/** The README's V8 flags for a 64 MB board (FCGI_PM_NODE_FLAGS: on node's command line, where --optimize-for-size is allowed); --node-flags replaces them. */
+const NODE_FLAGS = (process.argv.includes('--node-flags') ? process.argv[process.argv.indexOf('--node-flags') + 1]! : '--max-semi-space-size=1 --max-old-space-size=32 --v8-pool-size=1 --optimize-for-size')
+  .split(' ')
+  .filter((x) => x !== '');
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const read = (f: string): string | undefined => {
@@ -231,9 +234,9 @@ async function main(): Promise<void> {
   const cfgPath = join(dir, 'fcgi-pm.yaml');
   writeFileSync(cfgPath, stringifyYaml(benchConfig(dir, ports)));
   const bin = join(ROOT, 'bin', 'fcgi-pm');
-  const daemon = spawn('/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', join(box.dir, 'cgroup.procs'), process.execPath, bin, 'run', '-c', cfgPath], {
+  const daemon = spawn('/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', join(box.dir, 'cgroup.procs'), process.execPath, ...NODE_FLAGS, bin, 'run', '-c', cfgPath], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, NODE_OPTIONS, UV_THREADPOOL_SIZE: '2' },
+    env: { ...process.env, UV_THREADPOOL_SIZE: '2' },
   });
   let stderr = '';
   daemon.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -230,8 +230,9 @@ class FcgiConnection:
         env = build_environ(params, EmptyInput() if req.authorizer else FcgiInput(req), errors, self.server.mount)
         resp = Response(req, env['REQUEST_METHOD'], req.authorizer)
         status = 0
+        tail = []
         try:
-            call_app(self.server.app, env, resp)
+            tail = call_app(self.server.app, env, resp)
         except ResponseBroken:
             self.current = None
             self.server.request_done()
@@ -242,13 +243,21 @@ class FcgiConnection:
                 self.server.request_done()
                 return 'close'
             status = 1
-        return self.end(req, status)
+        return self.end(req, status, tail)
 
-    def end(self, req: FcgiRequest, app_status: int):
+    def end(self, req: FcgiRequest, app_status: int, tail=()):
+        """The last STDOUT data (`tail`, held by the response), the empty STDOUT record and
+        END_REQUEST, in one write: the front end reads the end of a response once."""
         keep = req.keep_conn
         self.served += 1
+        if req.aborted and tail:
+            tail, app_status = (), 1  # as when a send notices the abort
+        out = []
+        for b in tail:
+            if len(b):
+                out += stream_records(FCGI_STDOUT, req.id, b)
         try:
-            send_buffers(self.sock, [record_header(FCGI_STDOUT, req.id, 0), encode_end_request(req.id, app_status, FCGI_REQUEST_COMPLETE)])
+            send_buffers(self.sock, out + [record_header(FCGI_STDOUT, req.id, 0), encode_end_request(req.id, app_status, FCGI_REQUEST_COMPLETE)])
         finally:
             self.current = None if keep else req
             self.server.request_done()

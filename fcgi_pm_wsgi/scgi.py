@@ -73,7 +73,9 @@ def serve_scgi(sock: socket.socket, server) -> None:
         # An authorizer's body (fcgi-pm sends none) is not read; linger_close drops it.
         body = ScgiInput(reader, length)
         env = build_environ(params, EmptyInput() if authorizer else body, sys.stderr, server.mount)
-        call_app(server.app, env, Response(ScgiOut(sock), env['REQUEST_METHOD'], authorizer))
+        # SCGI ends a response by closing: what the response held goes out in one write
+        # before the close (a write and a close cannot be merged into one call).
+        send_buffers(sock, call_app(server.app, env, Response(ScgiOut(sock), env['REQUEST_METHOD'], authorizer)))
     except ProtocolError as e:
         log(f'bad SCGI request: {e}')
         try:

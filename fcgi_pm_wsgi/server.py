@@ -27,6 +27,11 @@ class Server:
         self.served = 0
         self.busy = False
         self.stopping = False
+        # A signal's byte (signal.set_wakeup_fd): an idle wait that began just after the
+        # interpreter last looked for signals still ends at once (select sees no EINTR then).
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.wake_r.setblocking(False)
+        self.wake_w.setblocking(False)
 
     def on_signal(self, signum, frame) -> None:
         self.stopping = True
@@ -47,8 +52,17 @@ class Server:
         connections open to one worker would otherwise wait on the idle one)."""
         if conn.reader.buffered():
             return True
-        r, _, _ = select.select([conn.sock, self.listener], [], [])
+        r, _, _ = select.select([conn.sock, self.listener, self.wake_r], [], [])
+        if self.wake_r in r:
+            self.drain_wakeups()
         return conn.sock in r
+
+    def drain_wakeups(self) -> None:
+        try:
+            while self.wake_r.recv(64):
+                pass
+        except BlockingIOError:
+            pass
 
     def serve_forever(self) -> None:
         while True:
@@ -118,6 +132,7 @@ def serve(app, listener: socket.socket, protocol: str, mount, max_requests: int 
     server = Server(app, listener, protocol, mount, max_requests)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, server.on_signal)
+    signal.set_wakeup_fd(server.wake_w.fileno(), warn_on_full_buffer=False)
     try:
         server.serve_forever()
     except SystemExit as e:

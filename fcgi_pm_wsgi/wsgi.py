@@ -194,6 +194,12 @@ class Response:
     """start_response(), write() and the CGI response head; `out` sends bytes to the front end.
 
     For an authorizer request (`authorizer`) a 200 is sent as its head alone.
+
+    What is already known to be the end of the body (every part of a list result, the
+    write that completes Content-Length, the head of an empty body) is held in `held`
+    rather than sent: the caller sends it with the end of the response (FastCGI's
+    END_REQUEST) in one write, so the front end wakes once. A streamed chunk is never
+    held: the next write sends what is held first.
     """
 
     def __init__(self, out, method: str, authorizer: bool = False):
@@ -203,6 +209,9 @@ class Response:
         self.status = None
         self.headers = None
         self.head_sent = False
+        self.held = []
+        self.hold_all = False  # the application returned its whole body (a list)
+        self.body_left = None  # bytes still due by Content-Length, once the head is out
 
     def start_response(self, status, headers, exc_info=None):
         if exc_info:
@@ -258,9 +267,31 @@ class Response:
             raise TypeError(f'the application must write/yield bytes, got {type(data).__name__}')
         if not self.head_sent:
             self.head_sent = True
-            self.out.send([self.head_bytes()] if self.head_only else [self.head_bytes(), data])
+            self.body_left = self.declared_length()
+            bufs = [self.head_bytes()] if self.head_only else [self.head_bytes(), data]
         elif len(data) and not self.head_only:
-            self.out.send([data])
+            bufs = [data]
+        else:
+            return
+        if self.body_left is not None and not self.head_only:
+            self.body_left -= len(data)
+        if self.hold_all or (self.body_left is not None and self.body_left <= 0):
+            self.held += bufs
+        else:
+            self.out.send(self.held + bufs)
+            self.held = []
+
+    def declared_length(self):
+        for k, v in self.headers:
+            if k.lower() == 'content-length':
+                return int(v) if v.strip().isdigit() else None
+        return None
+
+    def flush(self) -> None:
+        """Sends what is held (before cutting a response: what the application made goes out)."""
+        if self.held:
+            bufs, self.held = self.held, []
+            self.out.send(bufs)
 
     def finish(self) -> None:
         """The iterable is exhausted: send the head if nothing was sent yet."""
@@ -269,6 +300,7 @@ class Response:
         if not self.head_sent:
             if not self.has_header('Content-Length') and self.body_allowed() and self.method != 'HEAD':
                 self.headers.append(('Content-Length', '0'))
+            self.hold_all = True  # the end of the body: the head goes with the end
             self.write(b'')
 
     def set_length_for(self, result) -> None:
@@ -277,6 +309,11 @@ class Response:
             return
         if all(isinstance(b, (bytes, bytearray)) for b in result):
             self.headers.append(('Content-Length', str(sum(len(b) for b in result))))
+
+    def hold_whole(self, result) -> None:
+        """A list or tuple of bytes is the whole body: hold it all for the end of the response."""
+        if all(isinstance(b, (bytes, bytearray, memoryview)) for b in result):
+            self.hold_all = True
 
 
 def error_head(code: int) -> bytes:
@@ -295,8 +332,9 @@ def log_exception(errors, env, what: str) -> None:
         log(f'{what} ({where}):\n{traceback.format_exc()}')
 
 
-def call_app(app, env: dict, resp: Response) -> None:
-    """Runs one request through the application, PEP 3333 style.
+def call_app(app, env: dict, resp: Response) -> list:
+    """Runs one request through the application, PEP 3333 style; returns the buffers held
+    for the end of the response (Response.held), which the caller sends with that end.
 
     An exception before the head went out becomes a 500 with the traceback on
     wsgi.errors; after it, ResponseBroken (the caller cuts the response so the front end
@@ -308,6 +346,7 @@ def call_app(app, env: dict, resp: Response) -> None:
             result = app(env, resp.start_response)
             if isinstance(result, (list, tuple)):
                 resp.set_length_for(result)
+                resp.hold_whole(result)
             for data in result:
                 if not isinstance(data, (bytes, bytearray, memoryview)):
                     raise TypeError(f'the application must yield bytes, got {type(data).__name__}')
@@ -329,5 +368,8 @@ def call_app(app, env: dict, resp: Response) -> None:
     except Exception:
         log_exception(env['wsgi.errors'], env, 'application error')
         if resp.head_sent:
+            resp.flush()
             raise ResponseBroken() from None
         resp.out.send([error_head(500)])
+    held, resp.held = resp.held, []
+    return held

@@ -151,6 +151,8 @@ class StartResponseTest(unittest.TestCase):
         for authorizer, status in ((True, '401 Unauthorized'), (False, '200 OK')):
             r, sent = self.response(authorizer)
             r.start_response(status, [('Content-Length', '4')])(b'body')
+            self.assertEqual(sent, [])  # the whole length is written: held for the end
+            r.flush()
             self.assertEqual(sent, [f'Status: {status}\r\nContent-Length: 4\r\n\r\nbody'.encode()])
 
     def test_non_latin1_header_value(self):
