@@ -295,7 +295,8 @@ describe('authorizer: POOL in front of php-cgi pools', { timeout: 120_000 }, () 
     assert.match(bad.stdout + bad.stderr, /fcgi-pm\.yaml:\d+: pools\.cached\.authorizer: names this pool itself/);
     assert.equal(await ask(), 200);
     assert.equal((await pools()).auth!.accepted, kept, 'the old config serves on, its cache too');
-    d.rewrite({ ...config, pools: { ...poolsOf, auth: { ...poolsOf.auth, max_children: 3 } } });
+    // max_requests: a new generation (a max_children change alone is retuned in place and keeps the pool, and its cache).
+    d.rewrite({ ...config, pools: { ...poolsOf, auth: { ...poolsOf.auth, max_requests: 1000 } } });
     const ok = await d.ctl(['reload'], 60_000);
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
     assert.equal(await ask(), 200);
