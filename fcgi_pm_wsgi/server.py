@@ -29,9 +29,10 @@ class Server:
         self.stopping = False
         # A signal's byte (signal.set_wakeup_fd): an idle wait that began just after the
         # interpreter last looked for signals still ends at once (select sees no EINTR then).
-        self.wake_r, self.wake_w = socket.socketpair()
-        self.wake_r.setblocking(False)
-        self.wake_w.setblocking(False)
+        # A pipe, not a socketpair: the worker's sockets stay its listener and connections.
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
 
     def on_signal(self, signum, frame) -> None:
         self.stopping = True
@@ -59,7 +60,7 @@ class Server:
 
     def drain_wakeups(self) -> None:
         try:
-            while self.wake_r.recv(64):
+            while os.read(self.wake_r, 64):
                 pass
         except BlockingIOError:
             pass
@@ -132,7 +133,7 @@ def serve(app, listener: socket.socket, protocol: str, mount, max_requests: int 
     server = Server(app, listener, protocol, mount, max_requests)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, server.on_signal)
-    signal.set_wakeup_fd(server.wake_w.fileno(), warn_on_full_buffer=False)
+    signal.set_wakeup_fd(server.wake_w, warn_on_full_buffer=False)
     try:
         server.serve_forever()
     except SystemExit as e:
