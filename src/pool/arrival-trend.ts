@@ -25,6 +25,12 @@
  * bound between two refusals. An overload that never parts by a fifth in 3 sub-windows of
  * 4 is bounded by queue_timeout alone.
  *
+ * A sub-window in which a request arrived while the pool was starting workers does not
+ * begin a verdict: its completions lag because seats are not up yet, not because arrivals
+ * outrun what the pool serves (a burst that reaches an ondemand pool over several
+ * sub-windows on a busy machine, while the pool scales up, is queued whole). It still
+ * holds a verdict already seen (a worker replaced under an overload does not end it).
+ *
  * The same sub-windows give the rate at which the pool really drains its queue while it
  * is saturated (completions over the history's span): what a wait is predicted from.
  *
@@ -43,12 +49,16 @@ const MIN_WINDOW_MS = 50;
 const GREW = 2;
 /** ...or by anything at all. */
 const OUTRAN = 1;
+/** Flag on a sub-window's value: the pool was starting workers during it. */
+const SCALING = 4;
 
 export class ArrivalTrend {
   private arrivals = 0;
   private completions = 0;
   private windowStart = -Infinity;
-  /** Ring of the last HISTORY whole sub-windows: GREW, OUTRAN or 0... */
+  /** The open sub-window saw an arrival while the pool was starting workers. */
+  private scaling = false;
+  /** Ring of the last HISTORY whole sub-windows: GREW, OUTRAN or 0, flagged SCALING... */
   private readonly grew = new Uint8Array(HISTORY);
   /** ...its completions... */
   private readonly done = new Float64Array(HISTORY);
@@ -58,9 +68,10 @@ export class ArrivalTrend {
   /** The verdict: GROWING_IN of the last HISTORY sub-windows grew; held while arrivals still outrun completions. */
   private seen = false;
 
-  /** A request was offered to the pool (whatever became of it). */
-  arrival(): void {
+  /** A request was offered to the pool (whatever became of it); `scaling`: the pool is starting workers. */
+  arrival(scaling = false): void {
     this.arrivals++;
+    if (scaling) this.scaling = true;
   }
 
   /** A request left the pool answered, at `now`; `serviceMs` is the pool's mean service time. */
@@ -77,7 +88,7 @@ export class ArrivalTrend {
     for (let i = 0; i < HISTORY; i++) {
       const g = this.grew[i]!;
       if (g === GREW) grew++;
-      if (g !== 0) outran++;
+      if ((g & ~SCALING) !== 0) outran++;
     }
     this.seen = this.seen ? outran >= GROWING_IN : grew >= GROWING_IN;
     return this.seen;
@@ -112,12 +123,13 @@ export class ArrivalTrend {
       // was idle, and the history starts afresh.
       const gaps = Math.floor(elapsed / span) - 1;
       const idle = gaps >= HISTORY ? HISTORY : 0;
-      this.push(a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0, c, idle > 0 ? span : elapsed);
+      this.push((a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0) | (this.scaling ? SCALING : 0), c, idle > 0 ? span : elapsed);
       for (let i = 0; i < idle; i++) this.push(0, 0, span);
     }
     this.windowStart = now;
     this.arrivals = 0;
     this.completions = 0;
+    this.scaling = false;
   }
 
   private push(grew: number, done: number, spanMs: number): void {

@@ -103,7 +103,7 @@ export abstract class PoolBase implements Pool {
       this.reject(ex, 'failing', refused);
       return;
     }
-    this.queue.arrival();
+    this.queue.arrival(this.starting() > 0);
     if (this.queue.length === 0 && this.startNow(ex)) return;
     const full = this.queue.push(ex, this.starting() + this.growable());
     if (full !== undefined) {

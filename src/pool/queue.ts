@@ -92,9 +92,9 @@ export class RequestQueue {
     this.seats = n;
   }
 
-  /** A request was offered to the pool (started at once, queued or refused): the arrival rate. */
-  arrival(): void {
-    this.trend.arrival();
+  /** A request was offered to the pool (started at once, queued or refused): the arrival rate; `scaling`: workers are starting. */
+  arrival(scaling: boolean): void {
+    this.trend.arrival(scaling);
   }
 
   /** A request ran to its end in `ms` (from its start on a worker): the mean the wait is judged by. */

@@ -51,6 +51,31 @@ test('a closed loop whose clients come back late (in the next step) is never gro
   assert.deepEqual(s.verdicts.filter(Boolean), []);
 });
 
+test('a burst that reaches the pool over several sub-windows while it starts workers does not begin a verdict, but a replacement does not end one', () => {
+  // A loaded machine: 40 requests reach an ondemand pool of 2 running workers over 200 ms
+  // (four sub-windows of 50 ms) while 6 more start; the 2 finish one every 20 ms each.
+  const burst = (scaling: boolean): boolean[] => {
+    const s = sim();
+    for (let t = 0; t < 20; t++) step(s, 10, 1, 1);
+    for (let t = 0; t < 20; t++) {
+      for (let i = 0; i < 2; i++) s.trend.arrival(scaling);
+      step(s, 10, 0, 1);
+    }
+    return s.verdicts.slice(20);
+  };
+  assert.ok(burst(false).some(Boolean), 'the same arrivals with every seat up read as growth');
+  assert.deepEqual(burst(true).filter(Boolean), [], 'not while workers start');
+  // An open loop at 2x, seen; then one worker is replaced while it lasts: still growing.
+  const s = sim();
+  for (let t = 0; t < 40; t++) step(s, 10, 8, 4);
+  assert.equal(s.verdicts.at(-1), true);
+  for (let t = 0; t < 20; t++) {
+    for (let i = 0; i < 8; i++) s.trend.arrival(true);
+    step(s, 10, 0, 4);
+  }
+  assert.deepEqual(s.verdicts.slice(-20).filter((v) => !v), [], 'a replacement under an overload does not end it');
+});
+
 test('a burst is queued whole: many requests at once, then arrivals no faster than completions', () => {
   const s = sim();
   for (let t = 0; t < 20; t++) step(s, 25, 2, 2);
