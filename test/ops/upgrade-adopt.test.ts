@@ -97,7 +97,9 @@ test('USR2: a bridge serves during the exec; an unchanged pool keeps its worker 
   await d.waitForLog((l) => l.kind === 'ready', { since, timeout: 60_000, what: 'the new code ready' });
   await served(5, 'after the upgrade');
   await Promise.all(loads.map((l) => l.stop()));
-  assert.deepEqual(loads.flatMap((l) => l.failures), [], 'requests failed across the upgrade');
+  const failures = loads.flatMap((l) => l.failures);
+  // On failure the daemon's lines since the signal (the bridge's and the new code's) say which backend failed and why.
+  assert.deepEqual(failures, [], failures.length > 0 ? `requests failed across the upgrade\n${d.dump(since)}` : undefined);
   assert.ok(d.running, d.dump(since));
   assert.equal((await statusOf(control)).daemon.pid, d.pid, 'the same pid');
 
