@@ -30,6 +30,7 @@ import { stringify } from 'yaml';
 import { runWrk, type WrkResult } from './compare-wrk.js';
 import { generatePhpApp } from './php-app.js';
 import { treeCpu, type TreeCpu } from './proc-tree-cpu.js';
+import { startProbe, type ProbeSample } from './probe.js';
 
 const arg = (name: string, def: number): number => {
   const i = process.argv.indexOf(name);
@@ -93,7 +94,7 @@ const lines = ['| run | req/s | p50 ms | p99 ms | failed | daemon CPU ms/s | wor
 await runWrk(url, CONNECTIONS, 3); // warm-up: the pool grows to its width under this load
 let generation = 0;
 /** One request every 20 ms beside wrk during the reloads runs: when it started, how long it took. */
-const probes: Array<{ at: number; ms: number }> = [];
+const probes: ProbeSample[] = [];
 let steadyP99 = 0;
 for (let round = 0; round < ROUNDS; round++) {
   let cpu0 = treeCpu(daemon.pid!);
@@ -112,24 +113,10 @@ for (let round = 0; round < ROUNDS; round++) {
       reloads++;
     }
   })();
-  let probing = true;
-  const probe = (async () => {
-    while (probing) {
-      const at = Date.now();
-      const t0 = performance.now();
-      try {
-        await (await fetch(url)).arrayBuffer();
-      } catch {
-        /* counted by wrk */
-      }
-      probes.push({ at, ms: performance.now() - t0 });
-      await sleep(20);
-    }
-  })();
+  const stopProbe = startProbe(url, probes);
   const r = await runWrk(url, CONNECTIONS, SECONDS);
   const cpu = cpuSince(cpu0);
-  probing = false;
-  await probe;
+  await stopProbe();
   reloading = false;
   await reloader;
   lines.push(row(`${reloads} reloads`, r, cpu));

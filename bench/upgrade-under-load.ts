@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { runWrk, type WrkResult } from './compare-wrk.js';
 import { generatePhpApp } from './php-app.js';
+import { startProbe, type ProbeSample } from './probe.js';
 
 const arg = (name: string, def: number): number => {
   const i = process.argv.indexOf(name);
@@ -126,24 +127,10 @@ const upgrading = (async () => {
     pids.push(pidNow());
   }
 })();
-const probes: Array<{ at: number; ms: number }> = [];
-let probing = true;
-const probe = (async () => {
-  while (probing) {
-    const at = Date.now();
-    const t0 = performance.now();
-    try {
-      await (await fetch(url)).arrayBuffer();
-    } catch {
-      /* counted by wrk's errors */
-    }
-    probes.push({ at, ms: performance.now() - t0 });
-    await sleep(20);
-  }
-})();
+const probes: ProbeSample[] = [];
+const stopProbe = startProbe(url, probes);
 const during = await runWrk(url, CONNECTIONS, SECONDS);
-probing = false;
-await probe;
+await stopProbe();
 await upgrading;
 lines.push(row(`${UPGRADES} upgrades (${MODE})`, during));
 await sleep(3000);
