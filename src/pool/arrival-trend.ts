@@ -80,8 +80,12 @@ export class ArrivalTrend {
     this.completions++;
   }
 
-  /** True when the queue is growing (see the class comment). */
-  growing(now: number, serviceMs: number): boolean {
+  /**
+   * True when the queue is growing (see the class comment). `long`: the queue still holds
+   * much of what it may while growing; a growth already seen then holds too, so it ends
+   * once the queue has drained, not when arrivals and completions meet at the bound.
+   */
+  growing(now: number, serviceMs: number, long = false): boolean {
     this.rotate(now, serviceMs);
     let grew = 0;
     let outran = 0;
@@ -90,7 +94,7 @@ export class ArrivalTrend {
       if (g === GREW) grew++;
       if ((g & ~SCALING) !== 0) outran++;
     }
-    this.seen = this.seen ? outran >= GROWING_IN : grew >= GROWING_IN;
+    this.seen = this.seen ? outran >= GROWING_IN || long : grew >= GROWING_IN;
     return this.seen;
   }
 

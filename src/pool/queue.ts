@@ -43,6 +43,12 @@ const SERVICE_EWMA = 1 / 16;
  * measured rate, so a little room keeps it from shedding on every wobble.
  */
 const SHED_MARGIN = 1 / 4;
+/**
+ * Only requests that joined the queue this recently (ms) are shed from its tail, so a 503
+ * comes soon after its request, never after a long wait; older ones are served. One
+ * shortest sub-window of the trend: what came since it last counted.
+ */
+const SHED_FRESH_MS = 50;
 
 export class RequestQueue {
   /** queue_limit: the most requests that ever wait. */
@@ -165,8 +171,13 @@ export class RequestQueue {
    */
   get effectiveLimit(): number {
     const byWait = this.waitLimit;
-    if (byWait >= this.limit || !this.trend.growing(this.clock.now(), this.serviceMs)) return this.limit;
+    if (byWait >= this.limit || !this.growing(byWait)) return this.limit;
     return byWait;
+  }
+
+  /** The trend's verdict; a growth once seen also holds while the queue is still half its bound (`bound`), so it ends only once the queue has drained. */
+  private growing(bound: number): boolean {
+    return this.trend.growing(this.clock.now(), this.serviceMs, 2 * this.list.length >= bound);
   }
 
   /** Mean service time the limit is judged by, ms (0 before the first request ended). */
@@ -184,11 +195,11 @@ export class RequestQueue {
     const waiting = this.list.length - reserved;
     if (waiting >= this.limit) return 'limit';
     // Past the smallest bound there can be, the growth verdict and then the bound are read.
-    if (waiting >= 2 * this.seats && this.maxWaitMs > 0 && this.trend.growing(this.clock.now(), this.serviceMs)) {
+    if (waiting >= 2 * this.seats && this.maxWaitMs > 0) {
       const bound = this.waitLimit;
-      if (waiting >= bound) {
+      if (this.growing(bound) && waiting >= bound) {
         // What queued while the growth was being seen, or before the bound fell, would
-        // be served late: refused now instead, newest first.
+        // be served late: the newest of it, come within SHED_FRESH_MS, refused now instead.
         if (waiting > bound * (1 + SHED_MARGIN)) this.shed(waiting - bound);
         return 'growing';
       }
@@ -239,9 +250,10 @@ export class RequestQueue {
   }
 
   private shed(n: number): void {
+    const since = this.clock.now() - SHED_FRESH_MS;
     for (let i = 0; i < n; i++) {
       const last = this.list.last;
-      if (last === null) return;
+      if (last === null || last.addedAt < since) return;
       this.list.remove(last);
       last.item.onAbort = undefined;
       this.events.shed(last.item);

@@ -152,6 +152,25 @@ test('a growth once seen holds while arrivals still outrun completions (1.1×), 
   assert.equal(s.verdicts.at(-1), false);
 });
 
+test('a growth once seen also holds while the queue is long, even with arrivals no faster than completions; a short queue lets it end', () => {
+  const run = (long: boolean): boolean[] => {
+    const s = sim();
+    for (let t = 0; t < 25; t++) step(s, 20, 8, 4);
+    assert.equal(s.verdicts.at(-1), true);
+    // Arrivals meet completions (as at the bound of a loaded machine, where the excess
+    // that reaches the daemon swings): the queue stands where it was.
+    const verdicts: boolean[] = [];
+    for (let t = 0; t < 25; t++) {
+      for (let i = 0; i < 4; i++) s.trend.arrival();
+      for (let i = 0; i < 4; i++) s.trend.completion((s.now += 5), 20);
+      verdicts.push(s.trend.growing(s.now, 20, long));
+    }
+    return verdicts;
+  };
+  assert.deepEqual(run(true).filter((v) => !v), [], 'held while the queue is long');
+  assert.equal(run(false).at(-1), false, 'ended once arrivals no longer outrun completions');
+});
+
 test('a stall of the daemon\'s loop (nothing counted for 3 sub-windows, then all that waited) does not end a growth, and a long idle does', () => {
   const s = sim();
   // 2× on 2 seats of 25 ms (sub-windows of 125 ms).
