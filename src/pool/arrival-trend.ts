@@ -32,7 +32,8 @@
  * holds a verdict already seen (a worker replaced under an overload does not end it).
  *
  * The same sub-windows give the rate at which the pool really drains its queue while it
- * is saturated (completions over the history's span): what a wait is predicted from.
+ * is saturated (completions over the history's span, and the slowest of them): what a
+ * wait is predicted from.
  *
  * Pure: times are passed in; no timers. The counts rotate lazily when asked.
  */
@@ -111,6 +112,23 @@ export class ArrivalTrend {
       span += this.spans[i]!;
     }
     return done < atLeast || span <= 0 ? 0 : done / span;
+  }
+
+  /**
+   * The slowest rate of the last HISTORY whole sub-windows that saw a completion,
+   * completions per ms (0 as for drainRate): what a request queued now can count on while
+   * the rate swings between sub-windows (a machine short of CPU), where their mean would
+   * promise more. One without a completion (idle, or a stall of the daemon's loop) says
+   * nothing of the rate; workers that stop finishing show in the head's wait (RequestQueue).
+   */
+  slowestRate(now: number, serviceMs: number, atLeast: number): number {
+    if (this.drainRate(now, serviceMs, atLeast) === 0) return 0;
+    let slowest = Infinity;
+    for (let i = 0; i < HISTORY; i++) {
+      const done = this.done[i]!;
+      if (done > 0) slowest = Math.min(slowest, done / this.spans[i]!);
+    }
+    return slowest;
   }
 
   private rotate(now: number, serviceMs: number): void {

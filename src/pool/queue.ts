@@ -120,10 +120,12 @@ export class RequestQueue {
   /**
    * As many requests as the pool serves within queue_max_wait (at least 2 per seat, so slow
    * pages still queue a few), at most queue_limit; queue_limit when there is no such bound
-   * (off, or no service time yet). The rate is the one measured over the last sub-windows
+   * (off, or no service time yet). The rate is the slowest measured in the last sub-windows
    * (read while the queue grows, the pool is saturated, so it is what the pool really
    * drains, the time between two requests on a worker and a machine short of CPU
-   * included); the seats over the mean service time before enough completions are counted.
+   * included; the slowest, because a request queued now is served at the rates to come,
+   * and on a busy machine they swing); the seats over the mean service time before
+   * enough completions are counted.
    */
   get waitLimit(): number {
     if (this.maxWaitMs <= 0 || this.seats <= 0 || this.serviceMs <= 0) return this.limit;
@@ -131,7 +133,7 @@ export class RequestQueue {
   }
 
   /**
-   * Requests a ms the queue drains: the rate measured over the last sub-windows (the
+   * Requests a ms the queue drains: the slowest rate of the last sub-windows (the
    * seats over the mean service time before enough completions are counted), and no
    * faster than the head saw while the pool drains: the requests that were ahead of it
    * when it came left in the time it has waited. The head's wait follows a fall of the
@@ -140,7 +142,7 @@ export class RequestQueue {
    */
   private drainPerMs(): number {
     const now = this.clock.now();
-    const measured = this.trend.drainRate(now, this.serviceMs, this.seats);
+    const measured = this.trend.slowestRate(now, this.serviceMs, this.seats);
     if (measured <= 0) return this.seats / this.serviceMs;
     // Only while the pool drains (completions counted): before, the head waited for
     // workers being started (a cold burst), not behind a slower rate.
