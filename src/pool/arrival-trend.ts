@@ -19,11 +19,14 @@
  *   clients between an answer and their next request (at most one per seat), so
  *   completions and arrivals cannot part by a fifth in 3 sub-windows of 4;
  * - an open loop at 1.25× capacity or more shows growth in every sub-window.
- * Once seen, the growth holds until arrivals no longer exceed completions in at least 3 of
- * the last 4 sub-windows: an overload just past the pool's rate (1.1×) does not part by a
- * fifth every time, and a verdict that came and went would let the queue fill past its
- * bound between two refusals. An overload that never parts by a fifth in 3 sub-windows of
- * 4 is bounded by queue_timeout alone.
+ * Once seen, the growth holds while arrivals exceed completions in at least 2 of the last 4
+ * sub-windows, or the queue still holds much of its bound (the caller says), and ends when
+ * neither is so: an overload just past the pool's rate (1.1×) does not part by a fifth
+ * every time, a loaded machine's front end that stalls for a sub-window lets the queue
+ * drain, and at the bound arrivals meet completions; a verdict that came and went would
+ * let the queue fill unseen past its bound for 3 sub-windows (its requests then waited past
+ * queue_max_wait, or were refused after waiting). An overload that never parts by a fifth
+ * in 3 sub-windows of 4 is bounded by queue_timeout alone.
  *
  * A sub-window in which a request arrived while the pool was starting workers does not
  * begin a verdict: its completions lag because seats are not up yet, not because arrivals
@@ -42,6 +45,8 @@
 const HISTORY = 4;
 /** Of those, how many must show growth. */
 const GROWING_IN = 3;
+/** A growth seen holds while this many of them outran. */
+const HELD_IN = 2;
 /** A sub-window spans this many mean service times... */
 const SERVICE_TIMES_PER_WINDOW = 5;
 /** ...and at least this long, ms. */
@@ -66,7 +71,7 @@ export class ArrivalTrend {
   /** ...and how long it lasted, ms. */
   private readonly spans = new Float64Array(HISTORY);
   private next = 0;
-  /** The verdict: GROWING_IN of the last HISTORY sub-windows grew; held while arrivals still outrun completions. */
+  /** The verdict: GROWING_IN of the last HISTORY sub-windows grew; held while HELD_IN still outran, or the queue is long. */
   private seen = false;
 
   /** A request was offered to the pool (whatever became of it); `scaling`: the pool is starting workers. */
@@ -95,7 +100,7 @@ export class ArrivalTrend {
       if (g === GREW) grew++;
       if ((g & ~SCALING) !== 0) outran++;
     }
-    this.seen = this.seen ? outran >= GROWING_IN || long : grew >= GROWING_IN;
+    this.seen = this.seen ? outran >= HELD_IN || long : grew >= GROWING_IN;
     return this.seen;
   }
 

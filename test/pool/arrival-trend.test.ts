@@ -98,12 +98,17 @@ for (const factor of [1.5, 2, 10]) {
   });
 }
 
-test('the verdict ends with the overload: two whole quiet sub-windows and it is standing again', () => {
+test('the verdict ends with the overload: three whole quiet sub-windows and it is standing again, two are not enough', () => {
   const s = sim();
   for (let t = 0; t < 40; t++) step(s, 25, 8, 4);
   assert.equal(s.verdicts.at(-1), true);
-  // Sub-windows of 125 ms: two whole ones lie within three of them, 15 steps of 25 ms.
-  for (let t = 0; t < 15; t++) step(s, 25, 4, 4);
+  // Sub-windows of 125 ms. Two quiet ones (a front end that stalled on a loaded machine,
+  // the queue drained) and the overload again: held, not seen again only 3 sub-windows later.
+  for (let t = 0; t < 10; t++) step(s, 25, 4, 4);
+  for (let t = 0; t < 10; t++) step(s, 25, 8, 4);
+  assert.deepEqual(s.verdicts.slice(-20).filter((v) => !v), [], 'held across two quiet sub-windows');
+  // Three whole ones lie within four of them, 20 steps of 25 ms.
+  for (let t = 0; t < 20; t++) step(s, 25, 4, 4);
   assert.equal(s.verdicts.at(-1), false);
 });
 

@@ -424,6 +424,31 @@ test('queue_max_wait: a growth seen holds while the queue is still half its boun
   assert.ok(waitedFor503.max() <= 50, `the longest wait before a 503: ${waitedFor503.max()} ms`);
 });
 
+test('queue_max_wait: arrivals that stop for two sub-windows (a front end stalled on a loaded machine) do not end a growth, so the queue does not fill unseen when they resume', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  send(4);
+  clock.advance(20);
+  finishAll(wf, ep);
+  // 20 ms pages on 4 workers (sub-windows of 100 ms, a bound of 60); 1.5× for 1 s (the
+  // growth seen, the queue within its bound meanwhile), 3× for 1 s, nothing for 200 ms
+  // (the queue drains to 20), then 3× again.
+  const all: ReturnType<typeof send> = [];
+  for (const [steps, per] of [[50, 6], [50, 12], [10, 0], [50, 12]] as const) {
+    for (let t = 0; t < steps; t++) {
+      all.push(...send(per));
+      clock.advance(20);
+      finishAll(wf, ep);
+    }
+  }
+  const served = all.filter((r) => r.sink.status === 200);
+  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  // Ended by the stall, the growth was seen again 3 sub-windows later, the queue at 140.
+  assert.ok(worst <= 300 * 1.25 + 20, `the longest wait of a request served: ${worst} ms`);
+});
+
 test('queue_max_wait: after every worker stalled, the excess of a growing queue is refused at admission, not from its tail after the stall', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
   const started = pool.start();
