@@ -156,24 +156,39 @@ export class ProcHandle {
   }
 
   readRollup(): RollupFields | undefined {
-    if (this.closed || !this.hasRollup) return undefined;
-    try {
-      return parseSmapsRollup(preadText(this.rollupFd!));
-    } catch {
-      // ESRCH: gone. EACCES can also come at read time (ptrace check): stop trying.
-      this.dropRollup();
-      return undefined;
+    for (let again = true; !this.closed && this.hasRollup; again = false) {
+      try {
+        return parseSmapsRollup(preadText(this.rollupFd!));
+      } catch (e) {
+        if (!(again && this.reopenAfter((e as NodeJS.ErrnoException).code))) break;
+      }
     }
+    this.dropRollup();
+    return undefined;
   }
 
   async readRollupAsync(): Promise<RollupFields | undefined> {
-    if (this.closed || !this.hasRollup) return undefined;
-    const text = await this.preadAsync(this.rollupFd!);
-    if (text === undefined) {
-      this.dropRollup();
-      return undefined;
+    for (let again = true; !this.closed && this.hasRollup; again = false) {
+      const got = await this.preadAsync(this.rollupFd!);
+      if (typeof got === 'string') return parseSmapsRollup(got);
+      if (!(again && this.reopenAfter(got.code))) break;
     }
-    return parseSmapsRollup(text);
+    this.dropRollup();
+    return undefined;
+  }
+
+  /**
+   * smaps_rollup's descriptor holds the address space the process had when it was opened.
+   * A worker is first setpriv (or prlimit, or a shell) that exec()s the program: a
+   * descriptor opened before that exec reads ESRCH from then on, though the process lives.
+   * One fresh open answers for the new image; a process that is gone (or a zombie) fails
+   * again and is dropped. EACCES (the ptrace check at read time) stops at once.
+   */
+  private reopenAfter(code: string | undefined): boolean {
+    if (code !== 'ESRCH' || this.closed) return false;
+    this.dropRollup();
+    this.rollupFd = openQuiet(`/proc/${this.pid}/smaps_rollup`) ?? -1;
+    return this.rollupFd >= 0;
   }
 
   close(): void {
@@ -182,13 +197,13 @@ export class ProcHandle {
     this.closeFds();
   }
 
-  private preadAsync(fd: number): Promise<string | undefined> {
+  private preadAsync(fd: number): Promise<string | NodeJS.ErrnoException> {
     this.inflight++;
     return new Promise((resolve) => {
       fs.read(fd, this.buf, 0, this.buf.length, 0, (err, n) => {
-        const text = err ? undefined : this.buf.toString('latin1', 0, n);
+        const got = err ?? this.buf.toString('latin1', 0, n);
         if (--this.inflight === 0 && this.closed) this.closeFds();
-        resolve(text);
+        resolve(got);
       });
     });
   }

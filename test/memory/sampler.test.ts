@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdirSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { once } from 'node:events';
 import { parseSmapsRollup, parseStat, parseStatus, ProcHandle } from '../../src/memory/proc.js';
 import { PidusageSampler, ProcSampler, PSS_QUIET_REFRESH_SAMPLES, PSS_REFRESH_SAMPLES } from '../../src/memory/sampler.js';
@@ -196,6 +196,46 @@ test('ProcSampler rounds read PSS through the threadpool; a process forgotten mi
   assert.equal(procFds(g.pid), 2, 'still open while a read is in flight');
   await inFlight;
   assert.equal(procFds(g.pid), 0, 'closed as soon as it ended');
+});
+
+/** `sh` that exec()s `sleep` when a line comes on stdin, as setpriv exec()s a worker's program. */
+async function execOnCue(t: import('node:test').TestContext) {
+  const child = spawn('/bin/sh', ['-c', 'read cue; exec sleep 30'], { stdio: ['pipe', 'ignore', 'inherit'] });
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  const pid = child.pid!;
+  const cmdline = (): string => readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+  return {
+    pid,
+    exec: async () => {
+      child.stdin.write('go\n');
+      const until = Date.now() + 10_000;
+      while (!cmdline().startsWith('sleep')) {
+        assert.ok(Date.now() < until, 'the shell did not exec sleep');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
+  };
+}
+
+test('ProcSampler: a process sampled before it exec()s keeps its PSS after (setpriv runs first in every worker)', async (t) => {
+  const s = new ProcSampler();
+  t.after(() => s.close());
+  const direct = await execOnCue(t);
+  assert.equal(s.readNow(direct.pid, 1)!.measure, 'pss');
+  await direct.exec();
+  const after = s.readNow(direct.pid, 2, true)!;
+  assert.equal(after.measure, 'pss', 'the rollup descriptor opened before the exec still answers');
+  assert.ok(after.pss! > 0 && after.pss! <= after.rss);
+
+  const rounds = await execOnCue(t);
+  assert.equal((await s.read([rounds.pid], 1)).get(rounds.pid)!.measure, 'pss');
+  await rounds.exec();
+  // The rollup is read again within PSS_QUIET_REFRESH_SAMPLES rounds, through the threadpool.
+  const reads = s.rollupReads;
+  for (let i = 2; s.rollupReads === reads; i++) assert.equal((await s.read([rounds.pid], i)).get(rounds.pid)!.measure, 'pss', `round ${i}`);
+  assert.equal((await s.read([rounds.pid], 1000)).get(rounds.pid)!.measure, 'pss', 'after the re-read');
 });
 
 test('the hard-limit kill only ever signals our own child', async (t) => {
