@@ -133,7 +133,8 @@ function poolStatus(group: PoolGroup, gens: PoolGenerations, inFlight: InFlight,
     slowRequests: totals.slowRequests,
     spawns: totals.spawnLatency,
     backends: s.backends.map((b) => ({ ...b })),
-    memory: memory === undefined ? undefined : { ...memory },
+    // Made for this snapshot (figures() of the pool's memory part): not copied again.
+    memory,
     cpu: s.cpu === undefined ? undefined : { ...s.cpu },
     preload: s.preload === undefined ? undefined : { ...s.preload },
     workers,
@@ -170,8 +171,8 @@ function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number,
   else if (w.current !== undefined) {
     out.request = { method: '', uri: w.current.uri, script: '', contentLength: 0, user: '', remote: '', startedAt: w.current.startedAt, durationMs: nowEpoch - w.current.startedAt };
   } else {
-    const last = board.lastOf(w.pid);
-    if (last !== undefined) out.last = requestStatus(last, nowPerf, nowEpoch, last.endedAt);
+    const last = board.lastStatus(w.pid, nowPerf, nowEpoch);
+    if (last !== undefined) out.last = last;
   }
   return out;
 }
