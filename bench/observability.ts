@@ -16,9 +16,13 @@
  * --json FILE also writes the figures there (bench/budget.ts reads them).
  * --profile DIR runs daemon a under `node --cpu-prof` (its file written in DIR as it exits)
  * and prints where its CPU went in each window: no page open, one page open.
+ * --node-flags "..." gives daemon a these V8 flags instead of bin/fcgi-pm's (as
+ * FCGI_PM_NODE_FLAGS), --daemon-log FILE writes daemon a's stdout there, each window
+ * marked; with `--node-flags "... --trace-gc --trace-gc-nvp"` it prints what daemon a
+ * allocated, promoted and paused for in each window (bytes move little with load).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,9 +39,17 @@ const ACTIVE = Number(arg('--active', '200'));
 const CPU_S = Number(arg('--cpu-seconds', '30'));
 const JSON_FILE = process.argv.includes('--json') ? arg('--json', '') : undefined;
 const PROFILE_DIR = process.argv.includes('--profile') ? arg('--profile', '') : undefined;
+/** bin/fcgi-pm's flags for a daemon. */
+const DEFAULT_FLAGS = '--max-semi-space-size=2 --max-old-space-size=256';
+const A_FLAGS = arg('--node-flags', DEFAULT_FLAGS);
+const A_LOG = process.argv.includes('--daemon-log') ? arg('--daemon-log', '') : undefined;
 /** The CPU windows, in the profile's clock (CLOCK_MONOTONIC, µs: what process.hrtime reads). */
 const windows: Array<{ what: string; fromUs: number; toUs: number }> = [];
 const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
+/** A line in --daemon-log where a window begins or ends. */
+const mark = (what: string): void => {
+  if (A_LOG !== undefined) appendFileSync(A_LOG, `--- ${what}\n`);
+};
 /** What --json writes. */
 const figures: Record<string, number> = {};
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -103,11 +115,10 @@ function run(args: string[]): Promise<string> {
   });
 }
 
-async function daemon(dir: string, text: string, allowRoot = false, profileDir?: string): Promise<{ proc: ChildProcess; control: string }> {
+async function daemon(dir: string, text: string, allowRoot = false, flags?: string, log?: string): Promise<{ proc: ChildProcess; control: string }> {
   const file = join(dir, 'fcgi-pm.yaml');
   writeFileSync(file, text);
-  // The heap flags bin/fcgi-pm gives a daemon, and the profiler.
-  const env = profileDir === undefined ? process.env : { ...process.env, FCGI_PM_NODE_FLAGS: `--max-semi-space-size=2 --max-old-space-size=256 --cpu-prof --cpu-prof-dir=${profileDir}` };
+  const env = flags === undefined ? process.env : { ...process.env, FCGI_PM_NODE_FLAGS: flags };
   const proc = spawn(BIN, ['run', '-c', file, ...(allowRoot ? ['--allow-root'] : [])], { stdio: ['ignore', 'pipe', 'pipe'], env });
   await new Promise<void>((resolve, reject) => {
     let buf = '';
@@ -117,8 +128,32 @@ async function daemon(dir: string, text: string, allowRoot = false, profileDir?:
     });
     proc.on('exit', (code) => reject(new Error(`daemon exited ${code}: ${buf.slice(-500)}`)));
   });
+  if (log !== undefined) proc.stdout!.on('data', (c: string) => appendFileSync(log, c));
   proc.stdout!.resume();
   return { proc, control: join(dir, 'control.sock') };
+}
+
+/** From a --trace-gc-nvp log with the windows marked: each window's collections, bytes allocated and promoted, pauses. */
+function printGcWindows(log: string): void {
+  let cur: { what: string; n: number; allocated: number; promoted: number; pause: number; marks: number } | undefined;
+  for (const line of readFileSync(log, 'utf8').split('\n')) {
+    const m = /^--- (.*): (begins|ends)$/.exec(line);
+    if (m !== null) {
+      if (m[2] === 'begins') cur = { what: m[1]!, n: 0, allocated: 0, promoted: 0, pause: 0, marks: 0 };
+      else if (cur !== undefined) {
+        console.log(`daemon a, ${cur.what}: ${cur.n} collections (${cur.marks} mark-compact), ${(cur.allocated / 2 ** 20).toFixed(1)} MiB allocated, ${(cur.promoted / 2 ** 20).toFixed(1)} MiB promoted, ${cur.pause.toFixed(0)} ms paused (the figures count from the collection before the window)`);
+        cur = undefined;
+      }
+      continue;
+    }
+    if (cur === undefined || !line.includes(' pause=')) continue;
+    const field = (k: string): number => Number(new RegExp(` ${k}=([0-9.]+)`).exec(line)?.[1] ?? 0);
+    cur.n++;
+    if (line.includes(' gc=mc ')) cur.marks++;
+    cur.allocated += field('allocated');
+    cur.promoted += field('promoted');
+    cur.pause += field('pause');
+  }
 }
 
 /** Where daemon a's CPU went in each window (its profile is written as it exits). */
@@ -171,7 +206,9 @@ async function main(): Promise<void> {
       adir,
       `control_socket: ${join(adir, 'control.sock')}\nlisten:\n  - { protocol: http, address: "127.0.0.1:${http}", vhosts: true, status_path: /status }\nvhosts:\n  dir: ${sites}\n  defaults: { command: [php-cgi] }\ndashboard:\n  address: "127.0.0.1:${dash}"\n  token: ${TOKEN}\n  peers: [${peers.join(', ')}]\nlog: { access: false }\n`,
       false,
-      PROFILE_DIR,
+      // The profiler beside the heap flags bin/fcgi-pm gives a daemon (or --node-flags).
+      PROFILE_DIR === undefined ? A_FLAGS : `${A_FLAGS} --cpu-prof --cpu-prof-dir=${PROFILE_DIR}`,
+      A_LOG,
     );
     procs.push(a.proc);
     console.log(`${SITES} sites, daemon a ready in ${Math.round(performance.now() - t0)} ms`);
@@ -211,7 +248,9 @@ async function main(): Promise<void> {
     let c0 = cpuTicks(pid);
     let w0 = nowUs();
     let th0 = threadCpu(pid);
+    mark('no page open: begins');
     await sleep(CPU_S * 1000);
+    mark('no page open: ends');
     const idleThreads = threadShares(th0, threadCpu(pid), CPU_S);
     windows.push({ what: 'no page open', fromUs: w0, toUs: nowUs() });
     const idleCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
@@ -247,7 +286,9 @@ async function main(): Promise<void> {
       const b0 = bytes;
       w0 = nowUs();
       th0 = threadCpu(pid);
+      mark('one page open: begins');
       await sleep(CPU_S * 1000);
+      mark('one page open: ends');
       const openThreads = threadShares(th0, threadCpu(pid), CPU_S);
       windows.push({ what: 'one page open', fromUs: w0, toUs: nowUs() });
       const openCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
@@ -264,6 +305,7 @@ async function main(): Promise<void> {
     rmSync(base, { recursive: true, force: true });
   }
   if (PROFILE_DIR !== undefined) printProfile(PROFILE_DIR);
+  if (A_LOG !== undefined) printGcWindows(A_LOG);
   if (JSON_FILE !== undefined && JSON_FILE !== '') writeFileSync(JSON_FILE, JSON.stringify(figures, null, 2));
 }
 

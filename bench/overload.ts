@@ -6,6 +6,9 @@
  *   django: a view of the Django example (--django-path, default its 8,750-byte /page/;
  *           /app/db/ is its SQLite workload): fcgi-pm with an exec pool
  *           and with a preload pool (FastCGI workers, nginx keep-alive) beside uWSGI.
+ * nginx, fcgi-pm and php-fpm each run in a session of their own, as services do (with
+ * autogroups each session is one entity the kernel shares the CPU between; until
+ * 2026-12-03 nginx and fcgi-pm shared the load generator's).
  * Every server runs with its defaults for queueing (fcgi-pm: queue_max_wait, queue_limit,
  * queue_timeout; php-fpm: listen.backlog; uWSGI: listen 100), `--workers` workers each.
  * Capacity is the peer's (php-fpm, uWSGI) closed-loop rate (wrk, 2 connections per worker,
@@ -13,12 +16,17 @@
  * the rates are multiples of it, the same for every stack, windows interleaved.
  *
  *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
- *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/]
+ *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/] [--daemon-view]
  *
  * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
- * latency percentiles of the served requests and of the 503s.
+ * latency percentiles of the served requests and of the 503s. --daemon-view (php suite)
+ * has fcgi-pm write an access line per request (status and time from its arrival in the
+ * daemon to its end) and prints the same p99s as the daemon saw them: a 503 slow at the
+ * client but quick inside waited before the daemon read it (nginx, the sockets, the
+ * client's own loop), one slow inside waited in the daemon. The access log costs the
+ * daemon a little CPU: the target figures are taken without it.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -123,9 +131,13 @@ env[APP_DB_PATH] = ${db}
   return Object.assign(p, { sock });
 }
 
-async function startFcgiPmPhp(dir: string, workers: number, db: string): Promise<Started & { sock: string }> {
+/** fcgi-pm's access file for --daemon-view: status and milliseconds from arrival to end, one request a line. */
+const DAEMON_VIEW_FORMAT = '%s %{milli}d';
+
+async function startFcgiPmPhp(dir: string, workers: number, db: string, accessFile?: string): Promise<Started & { sock: string }> {
   mkdirSync(dir, { recursive: true });
   const sock = join(dir, 'fcgi-pm.sock');
+  const log = accessFile === undefined ? '{ level: warn, access: false }' : `{ level: warn, access: true, access_file: ${accessFile}, access_format: "${DAEMON_VIEW_FORMAT}" }`;
   writeFileSync(
     join(dir, 'fcgi-pm.yaml'),
     `listen:
@@ -136,13 +148,31 @@ pools:
     env: { APP_DB_PATH: ${db} }
     pm: static
     max_children: ${workers}
-log: { level: warn, access: false }
+log: ${log}
 runtime_dir: ${dir}
 `,
   );
-  const p = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir });
+  const p = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir, detached: true });
   await waitReady('fcgi-pm', { path: sock }, p);
   return Object.assign(p, { sock });
+}
+
+/** The access lines written since `from` (a byte offset), as served and 503 durations; and the new offset. */
+function daemonView(file: string, from: number): { served: number[]; refused: number[]; end: number } {
+  let text: Buffer;
+  try {
+    text = readFileSync(file);
+  } catch {
+    return { served: [], refused: [], end: from };
+  }
+  const served: number[] = [];
+  const refused: number[] = [];
+  for (const line of text.subarray(from).toString('latin1').split('\n')) {
+    const [status, ms] = line.split(' ');
+    if (status === '503') refused.push(Number(ms));
+    else if (status !== undefined && status.startsWith('2')) served.push(Number(ms));
+  }
+  return { served, refused, end: text.length };
 }
 
 interface Site {
@@ -150,6 +180,8 @@ interface Site {
   port: number;
   kind: 'php' | 'fastcgi' | 'uwsgi';
   sock: string;
+  /** fcgi-pm's access file (--daemon-view). */
+  accessFile?: string;
 }
 
 async function startNginx(dir: string, sites: Site[]): Promise<Started> {
@@ -165,7 +197,7 @@ async function startNginx(dir: string, sites: Site[]): Promise<Started> {
     return `${s.kind === 'uwsgi' ? '' : up}
   server { listen 127.0.0.1:${s.port} backlog=4096; ${loc} }`;
   });
-  return runNginx(dir, blocks, sites.map((s) => s.port));
+  return runNginx(dir, blocks, sites.map((s) => s.port), { detached: true });
 }
 
 async function suite(name: string, tag: string, dir: string, sites: Site[], peer: string, path: string, workers: number, rates: number[], seconds: number, timeoutMs: number): Promise<void> {
@@ -175,20 +207,33 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
     for (const s of sites) await runWrk(url(s), workers * 2, 3); // warm-up
     const caps = new Map<string, number>();
     for (const s of sites) caps.set(s.name, (await runWrk(url(s), workers * 2, 5, true)).rps);
+    // The windows' access lines only: past the warm-up's and the capacity runs'.
+    const offsets = new Map<Site, number>();
+    for (const s of sites) if (s.accessFile !== undefined) offsets.set(s, daemonView(s.accessFile, 0).end);
     const capacity = caps.get(peer)!;
     process.stdout.write(
       `\n${name}: ${path}, ${workers} workers each; closed-loop capacity (wrk -c${workers * 2} -H 'Connection: close', 5 s): ${[...caps].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')} req/s; rates are multiples of ${peer}'s; ${machineLine()}\n`,
     );
-    process.stdout.write('| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n');
+    const viewed = sites.some((s) => s.accessFile !== undefined);
+    const p99 = (xs: number[]): string => (xs.length > 0 ? pct(xs, 99).toFixed(0) : '–');
+    process.stdout.write(
+      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms |' : ''}\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|' : ''}\n`,
+    );
     for (const m of rates) {
       for (const s of sites) {
         const rate = Math.round(capacity * m);
         const r = await openLoop(url(s), rate, seconds, timeoutMs);
-        process.stdout.write(
-          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors}${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''} | ${pct(r.servedMs, 50).toFixed(0)} | ${pct(r.servedMs, 99).toFixed(0)} | ${r.refused > 0 ? pct(r.refusedMs, 99).toFixed(0) : '–'} |\n`,
-        );
-        // Let the queues empty before the next window.
+        // Let the queues empty before the next window (and the access lines reach the file).
         await new Promise((res) => setTimeout(res, 2000));
+        let inside = viewed ? ' – | – |' : '';
+        if (s.accessFile !== undefined) {
+          const v = daemonView(s.accessFile, offsets.get(s) ?? 0);
+          offsets.set(s, v.end);
+          inside = ` ${p99(v.served)} | ${p99(v.refused)} |`;
+        }
+        process.stdout.write(
+          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors}${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''} | ${pct(r.servedMs, 50).toFixed(0)} | ${p99(r.servedMs)} | ${p99(r.refusedMs)} |${inside}\n`,
+        );
       }
     }
   } finally {
@@ -202,16 +247,18 @@ async function main(): Promise<void> {
   const workers = Number(arg('--workers', '4'));
   const rates = arg('--rates', '0.5,1,1.5,2').split(',').map(Number);
   const timeoutMs = Number(arg('--timeout', '10')) * 1000;
+  const view = process.argv.includes('--daemon-view');
   const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-overload-'));
   try {
     if (suites.includes('php')) {
       const dbA = join(dir, 'php-a.sqlite3');
       const dbB = join(dir, 'php-b.sqlite3');
-      const fpm = await startFcgiPmPhp(join(dir, 'fcgi-pm-php'), workers, dbA);
+      const accessFile = view ? join(dir, 'fcgi-pm-access.log') : undefined;
+      const fpm = await startFcgiPmPhp(join(dir, 'fcgi-pm-php'), workers, dbA, accessFile);
       const peer = await startPhpFpmDb(join(dir, 'php-fpm'), workers, dbB);
       try {
         const sites: Site[] = [
-          { name: 'fcgi-pm', port: await freePort(), kind: 'php', sock: fpm.sock },
+          { name: 'fcgi-pm', port: await freePort(), kind: 'php', sock: fpm.sock, ...(accessFile === undefined ? {} : { accessFile }) },
           { name: 'php-fpm', port: await freePort(), kind: 'php', sock: peer.sock },
         ];
         await suite('PHP + SQLite (examples/php db.php)', 'php', dir, sites, 'php-fpm', '/db.php', workers, rates, seconds, timeoutMs);

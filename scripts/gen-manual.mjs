@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildProgram } from '../dist/src/cli/main.js';
+import { buildProgram } from '../dist/src/cli/program.js';
 import { commandPageName, renderBashCompletion, renderCommandManPage, renderConfigManPage, renderFishCompletion, renderHelpManPage, renderProgramManPage, renderZshCompletion } from '../dist/src/cli/manual.js';
 import { packageVersion } from '../dist/src/version.js';
 

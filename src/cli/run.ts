@@ -13,9 +13,9 @@ import { hasQuickOptions, quickConfigObject, UsageError, type QuickOptions } fro
 import { ConfigError, ErrorCodes, codeOf } from '../errors.js';
 import { EXIT_FAILURE, isExpectedError, reportError } from './report.js';
 import { packageVersion } from '../version.js';
-import { startSuccessor, stopHanded, UPGRADE_CHECK_ENV, type ExecPlan } from '../daemon/upgrade.js';
+import { startSuccessor, stopHanded, tellPredecessorFailure, UPGRADE_CHECK_ENV, type ExecPlan } from '../daemon/upgrade.js';
 import { execInPlace } from '../daemon/exec-in-place.js';
-import { bridgeConfig, stopBridge } from '../daemon/bridge.js';
+import { BRIDGE_ENV, bridgeConfig, stopBridge } from '../daemon/bridge.js';
 
 interface RunOptions extends QuickOptions {
   config?: string;
@@ -70,11 +70,17 @@ Examples:
         process.exitCode = reportError(err);
         return;
       }
-      // The bridge of an upgrade by exec (src/daemon/bridge.ts) serves the old code's workers while the process re-executes.
-      config = bridgeConfig(config) ?? config;
-      if (process.env[UPGRADE_CHECK_ENV] !== undefined) {
-        process.exitCode = await checkForUpgrade(config, opts.allowRoot === true);
-        return;
+      // The bridge of an upgrade by exec (src/daemon/bridge.ts) serves the old code's workers
+      // while the process re-executes. Its start is the new code's check: the host checks
+      // on the config as it is, before it becomes the bridge's.
+      const bridge = process.env[BRIDGE_ENV] !== undefined;
+      if (bridge || process.env[UPGRADE_CHECK_ENV] !== undefined) {
+        const failed = await checkForUpgrade(config, opts.allowRoot === true, bridge);
+        if (failed !== 0 || !bridge) {
+          process.exitCode = failed;
+          return;
+        }
+        config = bridgeConfig(config) ?? config;
       }
       // SIGHUP re-reads the file with the same command-line overrides.
       process.exitCode = await runDaemon(config, () => buildConfig(opts), opts.allowRoot === true);
@@ -101,10 +107,11 @@ function configFromOptions(opts: RunOptions): Config {
 }
 
 /**
- * An upgrade by exec runs the new code this way first (src/daemon/upgrade.ts): the config
- * was read; now the daemon's modules load and the host checks pass, or it exits 1.
+ * An upgrade by exec runs the new code this way first (src/daemon/upgrade.ts), as its
+ * bridge or alone: the config was read; now the daemon's modules load and the host checks
+ * pass, or it exits 1 (a bridge first says why on its readiness pipe).
  */
-async function checkForUpgrade(config: Config, allowRoot: boolean): Promise<number> {
+async function checkForUpgrade(config: Config, allowRoot: boolean, bridge: boolean): Promise<number> {
   try {
     await import('../daemon/daemon.js');
     await import('../daemon/process.js');
@@ -112,6 +119,7 @@ async function checkForUpgrade(config: Config, allowRoot: boolean): Promise<numb
     assertPreflight(config, { allowRoot }, () => undefined);
     return 0;
   } catch (err) {
+    if (bridge) tellPredecessorFailure(err instanceof ConfigError ? err.problems.join('\n') : `${(err as Error)?.message ?? String(err)}`.split('\n')[0]!);
     return reportError(err);
   }
 }

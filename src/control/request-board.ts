@@ -22,6 +22,8 @@ export interface FinishedRequest {
   startedAt: number;
   /** performance.now() at its end. */
   endedAt: number;
+  /** What status shows of it, made at the first snapshot after it ended and shown by every one until the worker's next request ends. */
+  status?: RequestStatus | undefined;
 }
 
 export class RequestBoard {
@@ -44,9 +46,10 @@ export class RequestBoard {
       rec.params = ex.params;
       rec.startedAt = ex.startedAt;
       rec.endedAt = now;
+      rec.status = undefined;
       return;
     }
-    this.last.set(pid, { params: ex.params, startedAt: ex.startedAt, endedAt: now });
+    this.last.set(pid, { params: ex.params, startedAt: ex.startedAt, endedAt: now, status: undefined });
     // Workers recycled over months leave entries behind even when nobody takes a snapshot
     // to prune them: past the bound a new worker's entry pushes out the longest finished.
     if (this.last.size > MAX_REMEMBERED) this.forgetOldest();
@@ -92,6 +95,17 @@ export class RequestBoard {
   /** The last finished request of a worker, if known. */
   lastOf(pid: number): FinishedRequest | undefined {
     return this.last.get(pid);
+  }
+
+  /**
+   * The status of a worker's last finished request, made once: an idle worker's last
+   * request was decoded from its PARAMS again at every snapshot (about 600 bytes a worker
+   * each time, at 200 idle sites most of what a dashboard sample made).
+   */
+  lastStatus(pid: number, nowPerf: number, nowEpoch: number): RequestStatus | undefined {
+    const rec = this.last.get(pid);
+    if (rec === undefined) return undefined;
+    return (rec.status ??= requestStatus(rec, nowPerf, nowEpoch, rec.endedAt));
   }
 
   /** Forgets workers that are gone (called with the live pids at each snapshot). */

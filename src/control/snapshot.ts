@@ -75,7 +75,7 @@ interface InFlight {
 }
 
 /** One pool name's status from its live generation, draining ones and folded counters. */
-function poolStatus(group: PoolGroup, gens: PoolGenerations, inFlight: InFlight, nowPerf: number, nowEpoch: number): PoolStatus | undefined {
+function poolStatus(group: PoolGroup, gens: PoolGenerations, inFlight: InFlight, nowPerf: number, nowEpoch: number, outcomes: OutcomeCounter | undefined): PoolStatus | undefined {
   const live: Array<{ snap: PoolSnapshot; retiring: boolean; pool: Pool }> = [];
   if (group.current) {
     const s = snapOrUndefined(group.current);
@@ -133,10 +133,14 @@ function poolStatus(group: PoolGroup, gens: PoolGenerations, inFlight: InFlight,
     slowRequests: totals.slowRequests,
     spawns: totals.spawnLatency,
     backends: s.backends.map((b) => ({ ...b })),
-    memory: memory === undefined ? undefined : { ...memory },
+    // Made for this snapshot (figures() of the pool's memory part): not copied again.
+    memory,
     cpu: s.cpu === undefined ? undefined : { ...s.cpu },
     preload: s.preload === undefined ? undefined : { ...s.preload },
     workers,
+    // In the literal, not added after: a field added to a made object costs a new hidden class.
+    outcomes: outcomes?.of(group.name),
+    rps: outcomes?.rate(group.name, nowPerf),
   };
 }
 
@@ -167,8 +171,8 @@ function workerStatus(w: WorkerSnapshot, retiring: boolean, running: Map<number,
   else if (w.current !== undefined) {
     out.request = { method: '', uri: w.current.uri, script: '', contentLength: 0, user: '', remote: '', startedAt: w.current.startedAt, durationMs: nowEpoch - w.current.startedAt };
   } else {
-    const last = board.lastOf(w.pid);
-    if (last !== undefined) out.last = requestStatus(last, nowPerf, nowEpoch, last.endedAt);
+    const last = board.lastStatus(w.pid, nowPerf, nowEpoch);
+    if (last !== undefined) out.last = last;
   }
   return out;
 }
@@ -200,12 +204,8 @@ export async function takeSnapshot(src: SnapshotSources, opts: SnapshotOptions =
   const pools: PoolStatus[] = [];
   const inFlight: InFlight = { board: src.board, running: src.board.runningByPid(), oldestQueued: src.board.oldestQueued() };
   for (const g of src.generations.groups(src.pools())) {
-    const st = poolStatus(g, src.generations, inFlight, nowPerf, nowEpoch);
-    if (st) {
-      st.outcomes = src.outcomes?.of(g.name);
-      st.rps = src.outcomes?.rate(g.name, nowPerf);
-      pools.push(st);
-    }
+    const st = poolStatus(g, src.generations, inFlight, nowPerf, nowEpoch, src.outcomes);
+    if (st) pools.push(st);
   }
   const alive = new Set<number>();
   for (const p of pools) for (const w of p.workers) alive.add(w.pid);

@@ -7,9 +7,10 @@
  * real one: each spawned pool whose workers can be handed on becomes an external pool
  * whose backends are those workers' sockets (one connection each, not kept, so the old
  * code, the bridge and the new code can all reach them), the other spawned pools start
- * workers only on demand, and there is no control socket, pid file or dashboard. It
- * starts after the new code passed its check; a bridge that cannot start fails the
- * upgrade, and nothing changed. Once the bridge serves, the old code stops accepting,
+ * workers only on demand, and there is no control socket, pid file or dashboard. Its
+ * start is the new code's check (cli/run.ts: the host checks on the config as it is,
+ * before it becomes the bridge's; a failure is told on the readiness pipe); a bridge that
+ * cannot start fails the upgrade, and nothing changed. Once the bridge serves, the old code stops accepting,
  * finishes its requests, hands its workers on and execs; the new code, once it serves,
  * stops the bridge (SIGTERM: it finishes what it runs) and reaps it. The bridge dies with
  * the process (setpriv --pdeathsig), whatever happens to it.

@@ -345,9 +345,11 @@ export class Daemon {
     const t = h.times;
     const bridged = t.bridged ?? t.checked;
     const phases = { check_ms: t.checked - t.begin, bridge_start_ms: bridged - t.checked, stop_ms: t.exec - bridged, boot_ms: this.startBegan - t.exec, start_ms: ready - this.startBegan, bridge_stop_ms: bridgeMs };
+    // The bridge's start is the check (operations.ts prepareExec): no check of its own before it.
+    const check = h.bridge !== undefined && t.checked === t.begin ? 'bridge' : 'alone';
     this.logger.info(
-      { kind: 'upgrade_phases', ...phases, total_ms: ready - t.begin, unserved_ms: ready - bridged, bridge: h.bridge !== undefined, handed: h.pools.reduce((n, p) => n + p.workers.length, 0), adopted },
-      `upgrade phases: check ${phases.check_ms} ms, ${h.bridge !== undefined ? `bridge start ${phases.bridge_start_ms} ms, ` : ''}stop ${phases.stop_ms} ms, exec and load ${phases.boot_ms} ms, start ${phases.start_ms} ms; ` +
+      { kind: 'upgrade_phases', ...phases, check, total_ms: ready - t.begin, unserved_ms: ready - bridged, bridge: h.bridge !== undefined, handed: h.pools.reduce((n, p) => n + p.workers.length, 0), adopted },
+      `upgrade phases: ${check === 'bridge' ? `check and bridge start ${phases.bridge_start_ms} ms` : `check ${phases.check_ms} ms${h.bridge !== undefined ? `, bridge start ${phases.bridge_start_ms} ms` : ''}`}, stop ${phases.stop_ms} ms, exec and load ${phases.boot_ms} ms, start ${phases.start_ms} ms; ` +
         (h.bridge !== undefined ? `the bridge served, then its stop took ${bridgeMs ?? 0} ms while connections waited in the queues` : `no listener accepted for ${ready - t.checked} ms`),
     );
   }

@@ -247,15 +247,26 @@ export class Operations {
   }
 
   /**
-   * upgrade: exec, once the new code passed its check: the sockets are duplicated (so they
-   * outlive the servers the stop closes, and connections wait in their queues), the pid
-   * file stays (the pid does), and systemd hears RELOADING=1 (READY=1 comes from the new code).
+   * upgrade: exec, once the new code passed its check (the bridge's start, or without a
+   * bridge a run in check mode: one start of the new code before the exec, not two): the
+   * sockets are duplicated (so they outlive the servers the stop closes, and connections
+   * wait in their queues), the pid file stays (the pid does), and systemd hears RELOADING=1
+   * (READY=1 comes from the new code).
    */
   private async prepareExec(seats: ReadonlyMap<string, number>, begin: number): Promise<Successor> {
-    this.logger.info({ kind: 'upgrade' }, 'upgrade: checking that the new code on disk starts');
-    await checkSuccessor();
-    const checked = Date.now();
     const bridge = await this.startBridge();
+    // With a bridge, the check was its start: the phases then show no check of their own.
+    let checked = begin;
+    if (bridge === undefined) {
+      this.logger.info({ kind: 'upgrade' }, 'upgrade: checking that the new code on disk starts');
+      try {
+        await checkSuccessor();
+      } catch (err) {
+        for (const pool of this.view.pools.values()) pool.holdForHandover?.(false);
+        throw err;
+      }
+      checked = Date.now();
+    }
     const sockets = this.sockets.handOn();
     const kept: typeof sockets = [];
     try {
@@ -277,9 +288,9 @@ export class Operations {
   }
 
   /**
-   * The bridge (bridge.ts) when this config can have one: the new code (checked already)
-   * started on the listeners' sockets, serving through the workers that will be handed on
-   * while the process re-executes; undefined when there is none.
+   * The bridge (bridge.ts) when this config can have one: the new code started on the
+   * listeners' sockets (its start is the new code's check), serving through the workers
+   * that will be handed on while the process re-executes; undefined when there is none.
    */
   private async startBridge(): Promise<number | undefined> {
     const cfg = this.view.config;
@@ -297,13 +308,15 @@ export class Operations {
       this.logger.info({ kind: 'upgrade', bridge: false, reason: why }, `upgrade: no bridge (${why}); connections wait in the queues while the process re-executes`);
       return undefined;
     }
-    this.logger.info({ kind: 'upgrade', bridge: true, pools: Object.fromEntries([...workers].map(([n, a]) => [n, a.length])) }, 'upgrade: starting the new code as a bridge that serves through the workers while the process re-executes');
+    this.logger.info({ kind: 'upgrade', bridge: true, pools: Object.fromEntries([...workers].map(([n, a]) => [n, a.length])) }, 'upgrade: checking the new code on disk by starting it as a bridge that serves through the workers while the process re-executes');
     try {
       const b = await startBridge(listeners, workers);
-      this.logger.info({ kind: 'upgrade', bridge_pid: b.pid }, `upgrade: the bridge (pid ${b.pid}) serves; the new code starts`);
+      this.logger.info({ kind: 'upgrade', bridge_pid: b.pid }, `upgrade: the new code passed its check and serves as the bridge (pid ${b.pid}); the process re-executes it`);
       return b.pid;
     } catch (err) {
       for (const pool of this.view.pools.values()) pool.holdForHandover?.(false);
+      const told = err instanceof UpgradeError ? err.told : undefined;
+      if (told !== undefined) throw new UpgradeError(`the new code cannot start (its check exited with ${told.exit}: ${told.message}); not upgrading, still serving`);
       throw new UpgradeError(`the upgrade's bridge did not start (${(err as Error).message.replace(/; still serving$/, '')}); not upgrading, still serving`);
     }
   }

@@ -15,8 +15,10 @@
  *
  * `upgrade: exec` (the default) keeps the pid instead, as PHP-FPM's and uWSGI's re-exec
  * do, for supervisors that wait on the process they started (runit, s6, supervisord, a
- * container's PID 1): the new code is first checked by running it (UPGRADE_CHECK_ENV: it
- * loads its modules and the config on disk and runs the host checks, then exits), the
+ * container's PID 1): the new code is first checked by running it: it loads its modules
+ * and the config on disk and runs the host checks, as the bridge that serves during the
+ * exec (bridge.ts) before it serves, or, when there is no bridge, in check mode
+ * (UPGRADE_CHECK_ENV: then it exits); the
  * listening sockets are duplicated so that the old daemon can stop accepting and finish
  * its requests while the kernel queues new connections, and then the process execs the
  * new code (exec-in-place.ts), which finds the sockets at their numbers
@@ -65,9 +67,12 @@ export interface HandedSocket {
 
 export class UpgradeError extends Error {
   readonly code = ErrorCodes.UPGRADE_FAILED;
-  constructor(message: string) {
+  /** A new daemon (or bridge) that exited before it was ready: how, and what it said on the readiness pipe (tellPredecessorFailure). */
+  readonly told: { exit: string; message: string } | undefined;
+  constructor(message: string, told?: { exit: string; message: string }) {
     super(message);
     this.name = 'UpgradeError';
+    this.told = told;
   }
 }
 
@@ -147,13 +152,25 @@ export function startSuccessor(
       finish(new UpgradeError(`the new daemon (pid ${child.pid}) was not ready within ${readyMs / 1000}s; stopped it, still serving`));
     }, readyMs);
     pipe.setEncoding('utf8');
+    let ended = false;
     pipe.on('data', (s: string) => {
       said += s;
       if (said.includes('ready\n')) finish(undefined);
     });
     pipe.on('error', () => undefined);
     child.once('error', (err) => finish(new UpgradeError(`could not start the new daemon: ${err.message}`)));
-    child.once('exit', (code, signal) => finish(new UpgradeError(`the new daemon (pid ${child.pid}) exited (${signal ?? `code ${code}`}) before it was ready; see its log lines above; still serving`)));
+    child.once('exit', (code, signal) => {
+      const exit = signal ?? `code ${code}`;
+      const failed = (): void => {
+        const told = /^failed: (.*)$/m.exec(said)?.[1];
+        finish(new UpgradeError(`the new daemon (pid ${child.pid}) exited (${exit}) before it was ready${told !== undefined ? `: ${told}` : '; see its log lines above'}; still serving`, told === undefined ? undefined : { exit, message: told }));
+      };
+      // What it wrote on the pipe just before it exited may still be on its way.
+      if (ended) return failed();
+      pipe.once('end', failed);
+      setTimeout(failed, 200).unref();
+    });
+    pipe.once('end', () => (ended = true));
   });
 }
 
@@ -312,6 +329,22 @@ export function tellPredecessor(env: NodeJS.ProcessEnv = process.env): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * In a new daemon or bridge started by an upgrade that cannot start: tells the old one why
+ * (one line), before it exits.
+ */
+export function tellPredecessorFailure(message: string, env: NodeJS.ProcessEnv = process.env): void {
+  const fd = Number(env[UPGRADE_FD_ENV]);
+  delete env[UPGRADE_FD_ENV];
+  if (!Number.isInteger(fd) || fd < 3) return;
+  try {
+    writeSync(fd, `failed: ${message.replace(/\s*\n\s*/g, '; ')}\n`);
+    closeSync(fd);
+  } catch {
+    // gone: its exit says enough
   }
 }
 

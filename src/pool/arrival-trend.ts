@@ -19,11 +19,14 @@
  *   clients between an answer and their next request (at most one per seat), so
  *   completions and arrivals cannot part by a fifth in 3 sub-windows of 4;
  * - an open loop at 1.25× capacity or more shows growth in every sub-window.
- * Once seen, the growth holds until arrivals no longer exceed completions in at least 3 of
- * the last 4 sub-windows: an overload just past the pool's rate (1.1×) does not part by a
- * fifth every time, and a verdict that came and went would let the queue fill past its
- * bound between two refusals. An overload that never parts by a fifth in 3 sub-windows of
- * 4 is bounded by queue_timeout alone.
+ * Once seen, the growth holds while arrivals exceed completions in at least 2 of the last 4
+ * sub-windows, or the queue still holds much of its bound (the caller says), and ends when
+ * neither is so: an overload just past the pool's rate (1.1×) does not part by a fifth
+ * every time, a loaded machine's front end that stalls for a sub-window lets the queue
+ * drain, and at the bound arrivals meet completions; a verdict that came and went would
+ * let the queue fill unseen past its bound for 3 sub-windows (its requests then waited past
+ * queue_max_wait, or were refused after waiting). An overload that never parts by a fifth
+ * in 3 sub-windows of 4 is bounded by queue_timeout alone.
  *
  * A sub-window in which a request arrived while the pool was starting workers does not
  * begin a verdict: its completions lag because seats are not up yet, not because arrivals
@@ -32,7 +35,8 @@
  * holds a verdict already seen (a worker replaced under an overload does not end it).
  *
  * The same sub-windows give the rate at which the pool really drains its queue while it
- * is saturated (completions over the history's span): what a wait is predicted from.
+ * is saturated (completions over the history's span, and the slowest of them): what a
+ * wait is predicted from.
  *
  * Pure: times are passed in; no timers. The counts rotate lazily when asked.
  */
@@ -41,6 +45,8 @@
 const HISTORY = 4;
 /** Of those, how many must show growth. */
 const GROWING_IN = 3;
+/** A growth seen holds while this many of them outran. */
+const HELD_IN = 2;
 /** A sub-window spans this many mean service times... */
 const SERVICE_TIMES_PER_WINDOW = 5;
 /** ...and at least this long, ms. */
@@ -65,7 +71,7 @@ export class ArrivalTrend {
   /** ...and how long it lasted, ms. */
   private readonly spans = new Float64Array(HISTORY);
   private next = 0;
-  /** The verdict: GROWING_IN of the last HISTORY sub-windows grew; held while arrivals still outrun completions. */
+  /** The verdict: GROWING_IN of the last HISTORY sub-windows grew; held while HELD_IN still outran, or the queue is long. */
   private seen = false;
 
   /** A request was offered to the pool (whatever became of it); `scaling`: the pool is starting workers. */
@@ -80,8 +86,12 @@ export class ArrivalTrend {
     this.completions++;
   }
 
-  /** True when the queue is growing (see the class comment). */
-  growing(now: number, serviceMs: number): boolean {
+  /**
+   * True when the queue is growing (see the class comment). `long`: the queue still holds
+   * much of what it may while growing; a growth already seen then holds too, so it ends
+   * once the queue has drained, not when arrivals and completions meet at the bound.
+   */
+  growing(now: number, serviceMs: number, long = false): boolean {
     this.rotate(now, serviceMs);
     let grew = 0;
     let outran = 0;
@@ -90,7 +100,7 @@ export class ArrivalTrend {
       if (g === GREW) grew++;
       if ((g & ~SCALING) !== 0) outran++;
     }
-    this.seen = this.seen ? outran >= GROWING_IN : grew >= GROWING_IN;
+    this.seen = this.seen ? outran >= HELD_IN || long : grew >= GROWING_IN;
     return this.seen;
   }
 
@@ -107,6 +117,23 @@ export class ArrivalTrend {
       span += this.spans[i]!;
     }
     return done < atLeast || span <= 0 ? 0 : done / span;
+  }
+
+  /**
+   * The slowest rate of the last HISTORY whole sub-windows that saw a completion,
+   * completions per ms (0 as for drainRate): what a request queued now can count on while
+   * the rate swings between sub-windows (a machine short of CPU), where their mean would
+   * promise more. One without a completion (idle, or a stall of the daemon's loop) says
+   * nothing of the rate; workers that stop finishing show in the head's wait (RequestQueue).
+   */
+  slowestRate(now: number, serviceMs: number, atLeast: number): number {
+    if (this.drainRate(now, serviceMs, atLeast) === 0) return 0;
+    let slowest = Infinity;
+    for (let i = 0; i < HISTORY; i++) {
+      const done = this.done[i]!;
+      if (done > 0) slowest = Math.min(slowest, done / this.spans[i]!);
+    }
+    return slowest;
   }
 
   private rotate(now: number, serviceMs: number): void {

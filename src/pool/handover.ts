@@ -6,10 +6,13 @@
  * at once makes every request wait on a first request. So for a while both serve: a
  * request goes to a new worker that has served before, or to one that has not while fewer
  * than `firstAtOnce` first requests run; else to the old generation (at once, or in its
- * queue: its workers are warm and each request there is short). The hand-over ends when every new worker that is
- * up has finished a request, when no request came for `quietMs` and the old generation runs
- * none, after `maxMs`, or when the pool is
- * stopped or handed on; then the new pool serves alone and the old one drains (`ended`).
+ * queue: its workers are warm and each request there is short). A php-cgi group (a
+ * resident pool) is one worker whose children share its parent's opcache memory: its
+ * first request loads the application once for all of them, and its other seats wait
+ * for it (Pool.warmth), so a generation costs one exec and one load, not one per child.
+ * The hand-over ends when every new worker that is up has finished a request, when no
+ * request came for `quietMs` and the old generation runs none, after `maxMs`, or when the
+ * pool is stopped or handed on; then the new pool serves alone and the old one drains (`ended`).
  * For a few seconds, requests may thus run under the old settings, as in uWSGI's chain
  * reload, where old workers serve until each is replaced.
  */

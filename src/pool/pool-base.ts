@@ -11,7 +11,7 @@ import type { PoolConfig } from '../config/types.js';
 import type { Exchange } from '../protocol/exchange.js';
 import { WallClock, type Clock } from '../util/clock.js';
 import { RequestQueue, type QueueRefusal } from './queue.js';
-import { countersOf } from './counters.js';
+import { copyCounters, zeroCounters } from './counters.js';
 import { PoolStats } from './stats.js';
 import type { AuthorizerRules, Pool, PoolSnapshot, ScriptRules, StopReason, WarmStart } from './types.js';
 
@@ -21,6 +21,28 @@ type RejectCause = keyof PoolStats['rejected'];
 
 /** A flood of refusals: the first logged at once, then one count per code per this many ms. */
 const REJECT_LOG_INTERVAL_MS = 1000;
+
+/** Every field a snapshot has (copyCounters says why one shape): snapshot() copies it, fillSnapshot sets what its kind has. */
+const SNAPSHOT_SHAPE: PoolSnapshot = {
+  ...zeroCounters(),
+  name: '',
+  kind: 'external',
+  pm: undefined,
+  state: undefined,
+  queued: 0,
+  queueLimit: 0,
+  maxChildren: undefined,
+  capacity: undefined,
+  active: 0,
+  workers: [],
+  backends: [],
+  memory: undefined,
+  slotsPerWorker: undefined,
+  preload: undefined,
+  direct: undefined,
+  directFallback: undefined,
+  cpu: undefined,
+};
 
 export abstract class PoolBase implements Pool {
   readonly name: string;
@@ -130,18 +152,17 @@ export abstract class PoolBase implements Pool {
   }
 
   snapshot(): PoolSnapshot {
-    const s: PoolSnapshot = {
-      ...countersOf({ ...this.stats, maxQueued: this.queue.maxLength, queueWait: this.queue.waits() }),
-      name: this.name,
-      kind: 'external',
-      pm: undefined,
-      state: this.state,
-      queued: this.queue.length,
-      queueLimit: this.queue.limit,
-      active: this.stats.active,
-      workers: [],
-      backends: [],
-    };
+    const s: PoolSnapshot = { ...SNAPSHOT_SHAPE };
+    copyCounters(s, this.stats);
+    s.maxQueued = this.queue.maxLength;
+    s.queueWait = this.queue.waits();
+    s.name = this.name;
+    s.state = this.state;
+    s.queued = this.queue.length;
+    s.queueLimit = this.queue.limit;
+    s.active = this.stats.active;
+    s.workers = [];
+    s.backends = [];
     this.fillSnapshot(s);
     return s;
   }

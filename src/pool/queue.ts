@@ -43,6 +43,12 @@ const SERVICE_EWMA = 1 / 16;
  * measured rate, so a little room keeps it from shedding on every wobble.
  */
 const SHED_MARGIN = 1 / 4;
+/**
+ * Only requests that joined the queue this recently (ms) are shed from its tail, so a 503
+ * comes soon after its request, never after a long wait; older ones are served. One
+ * shortest sub-window of the trend: what came since it last counted.
+ */
+const SHED_FRESH_MS = 50;
 
 export class RequestQueue {
   /** queue_limit: the most requests that ever wait. */
@@ -114,10 +120,12 @@ export class RequestQueue {
   /**
    * As many requests as the pool serves within queue_max_wait (at least 2 per seat, so slow
    * pages still queue a few), at most queue_limit; queue_limit when there is no such bound
-   * (off, or no service time yet). The rate is the one measured over the last sub-windows
+   * (off, or no service time yet). The rate is the slowest measured in the last sub-windows
    * (read while the queue grows, the pool is saturated, so it is what the pool really
    * drains, the time between two requests on a worker and a machine short of CPU
-   * included); the seats over the mean service time before enough completions are counted.
+   * included; the slowest, because a request queued now is served at the rates to come,
+   * and on a busy machine they swing); the seats over the mean service time before
+   * enough completions are counted.
    */
   get waitLimit(): number {
     if (this.maxWaitMs <= 0 || this.seats <= 0 || this.serviceMs <= 0) return this.limit;
@@ -125,7 +133,7 @@ export class RequestQueue {
   }
 
   /**
-   * Requests a ms the queue drains: the rate measured over the last sub-windows (the
+   * Requests a ms the queue drains: the slowest rate of the last sub-windows (the
    * seats over the mean service time before enough completions are counted), and no
    * faster than the head saw while the pool drains: the requests that were ahead of it
    * when it came left in the time it has waited. The head's wait follows a fall of the
@@ -134,7 +142,7 @@ export class RequestQueue {
    */
   private drainPerMs(): number {
     const now = this.clock.now();
-    const measured = this.trend.drainRate(now, this.serviceMs, this.seats);
+    const measured = this.trend.slowestRate(now, this.serviceMs, this.seats);
     if (measured <= 0) return this.seats / this.serviceMs;
     // Only while the pool drains (completions counted): before, the head waited for
     // workers being started (a cold burst), not behind a slower rate.
@@ -165,8 +173,13 @@ export class RequestQueue {
    */
   get effectiveLimit(): number {
     const byWait = this.waitLimit;
-    if (byWait >= this.limit || !this.trend.growing(this.clock.now(), this.serviceMs)) return this.limit;
+    if (byWait >= this.limit || !this.growing(byWait)) return this.limit;
     return byWait;
+  }
+
+  /** The trend's verdict; a growth once seen also holds while the queue is still half its bound (`bound`), so it ends only once the queue has drained. */
+  private growing(bound: number): boolean {
+    return this.trend.growing(this.clock.now(), this.serviceMs, 2 * this.list.length >= bound);
   }
 
   /** Mean service time the limit is judged by, ms (0 before the first request ended). */
@@ -184,11 +197,11 @@ export class RequestQueue {
     const waiting = this.list.length - reserved;
     if (waiting >= this.limit) return 'limit';
     // Past the smallest bound there can be, the growth verdict and then the bound are read.
-    if (waiting >= 2 * this.seats && this.maxWaitMs > 0 && this.trend.growing(this.clock.now(), this.serviceMs)) {
+    if (waiting >= 2 * this.seats && this.maxWaitMs > 0) {
       const bound = this.waitLimit;
-      if (waiting >= bound) {
+      if (this.growing(bound) && waiting >= bound) {
         // What queued while the growth was being seen, or before the bound fell, would
-        // be served late: refused now instead, newest first.
+        // be served late: the newest of it, come within SHED_FRESH_MS, refused now instead.
         if (waiting > bound * (1 + SHED_MARGIN)) this.shed(waiting - bound);
         return 'growing';
       }
@@ -239,9 +252,10 @@ export class RequestQueue {
   }
 
   private shed(n: number): void {
+    const since = this.clock.now() - SHED_FRESH_MS;
     for (let i = 0; i < n; i++) {
       const last = this.list.last;
-      if (last === null) return;
+      if (last === null || last.addedAt < since) return;
       this.list.remove(last);
       last.item.onAbort = undefined;
       this.events.shed(last.item);

@@ -164,11 +164,12 @@ export interface Pool {
    */
   retune?(next: PoolConfig): (() => void) | undefined;
   /**
-   * Spawned pools of one seat per worker (a reload's hand-over, handover.ts): what the next
-   * request would meet ('warm': an idle worker that has served before; 'cold': an idle
-   * worker that has not; 'wait': none idle), how many workers run their first request, and
-   * how many are up and have served none. undefined: the pool cannot tell (php-cgi groups)
-   * or takes no request (stopping).
+   * Spawned pools (a reload's hand-over, handover.ts): what the next request would meet
+   * ('warm': an idle seat of a worker that has finished a request; 'cold': of one that has
+   * not; 'wait': none idle), how many workers run their first requests (none finished yet),
+   * and how many are up and were given none. A php-cgi group is one worker: its first
+   * request warms every child's (they share its parent's opcache memory). undefined: the
+   * pool cannot tell or takes no request (stopping).
    */
   warmth?(): Warmth | undefined;
   /** After a stop for 'upgrade': the workers handed on to the new code (spawned pools). */

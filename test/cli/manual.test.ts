@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { commandPageName, EXIT_CODES, renderCommandManPage, renderFishCompletion, renderZshCompletion } from '../../src/cli/manual.js';
 import { REPO_ROOT } from '../helpers/paths.js';
 import { makeTempDir } from '../helpers/tmp.js';

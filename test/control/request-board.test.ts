@@ -90,3 +90,19 @@ test('requests in flight: added, walked, deleted in any order', () => {
   board.finished(exs[2]!, 21); // twice: no effect
   assert.equal(board.inFlight, 1);
 });
+
+test("a worker's last request is decoded once for status, and again only after its next request ends", () => {
+  const board = new RequestBoard();
+  finishOn(board, 9, '/a', 10, 20);
+  const first = board.lastStatus(9, 100, 1_000_000)!;
+  assert.equal(first.uri, '/a');
+  assert.equal(first.durationMs, 10);
+  assert.equal(board.lastStatus(9, 5_000, 1_004_900), first, 'an idle worker: the status made before, not a new decode');
+  finishOn(board, 9, '/b', 6_000, 6_030);
+  const next = board.lastStatus(9, 7_000, 1_006_900)!;
+  assert.notEqual(next, first);
+  assert.equal(next.uri, '/b', 'the next request shows, not the one kept');
+  assert.equal(next.durationMs, 30);
+  assert.equal(next.startedAt, 1_005_900);
+  assert.equal(board.lastStatus(10, 7_000, 1_006_900), undefined);
+});

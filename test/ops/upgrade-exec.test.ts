@@ -114,6 +114,9 @@ test('SIGUSR2 under a foreground supervisor: the pid it waits on keeps serving, 
   assert.equal(readFileSync(pidFile, 'utf8').trim(), String(d.pid));
   assert.equal((await httpRequest(`${ngx.url}/unix/hello.php`)).status, 200);
   assert.deepEqual(d.logsSince(since).filter((l) => (l.level ?? 0) >= 50), [], 'no error across the upgrade');
+  // With a bridge, its start was the new code's check: one start of the new code before the exec, not two.
+  const phases = d.findLog((l) => l.kind === 'upgrade_phases', since);
+  if (phases?.['bridge'] === true) assert.equal(phases['check'], 'bridge');
 });
 
 test('a new version that cannot start leaves the old code serving, and fcgi-pm upgrade says so', { timeout: 150_000 }, async (t) => {

@@ -98,12 +98,17 @@ for (const factor of [1.5, 2, 10]) {
   });
 }
 
-test('the verdict ends with the overload: two whole quiet sub-windows and it is standing again', () => {
+test('the verdict ends with the overload: three whole quiet sub-windows and it is standing again, two are not enough', () => {
   const s = sim();
   for (let t = 0; t < 40; t++) step(s, 25, 8, 4);
   assert.equal(s.verdicts.at(-1), true);
-  // Sub-windows of 125 ms: two whole ones lie within three of them, 15 steps of 25 ms.
-  for (let t = 0; t < 15; t++) step(s, 25, 4, 4);
+  // Sub-windows of 125 ms. Two quiet ones (a front end that stalled on a loaded machine,
+  // the queue drained) and the overload again: held, not seen again only 3 sub-windows later.
+  for (let t = 0; t < 10; t++) step(s, 25, 4, 4);
+  for (let t = 0; t < 10; t++) step(s, 25, 8, 4);
+  assert.deepEqual(s.verdicts.slice(-20).filter((v) => !v), [], 'held across two quiet sub-windows');
+  // Three whole ones lie within four of them, 20 steps of 25 ms.
+  for (let t = 0; t < 20; t++) step(s, 25, 4, 4);
   assert.equal(s.verdicts.at(-1), false);
 });
 
@@ -150,6 +155,25 @@ test('a growth once seen holds while arrivals still outrun completions (1.1×), 
   s.verdicts.length = 0;
   for (let t = 0; t < 25; t++) step(s, 20, 3, 4);
   assert.equal(s.verdicts.at(-1), false);
+});
+
+test('a growth once seen also holds while the queue is long, even with arrivals no faster than completions; a short queue lets it end', () => {
+  const run = (long: boolean): boolean[] => {
+    const s = sim();
+    for (let t = 0; t < 25; t++) step(s, 20, 8, 4);
+    assert.equal(s.verdicts.at(-1), true);
+    // Arrivals meet completions (as at the bound of a loaded machine, where the excess
+    // that reaches the daemon swings): the queue stands where it was.
+    const verdicts: boolean[] = [];
+    for (let t = 0; t < 25; t++) {
+      for (let i = 0; i < 4; i++) s.trend.arrival();
+      for (let i = 0; i < 4; i++) s.trend.completion((s.now += 5), 20);
+      verdicts.push(s.trend.growing(s.now, 20, long));
+    }
+    return verdicts;
+  };
+  assert.deepEqual(run(true).filter((v) => !v), [], 'held while the queue is long');
+  assert.equal(run(false).at(-1), false, 'ended once arrivals no longer outrun completions');
 });
 
 test('a stall of the daemon\'s loop (nothing counted for 3 sub-windows, then all that waited) does not end a growth, and a long idle does', () => {

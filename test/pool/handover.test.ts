@@ -3,7 +3,7 @@
 // ends once every new worker has served (fake workers, fake clocks).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HandoverPool } from '../../src/pool/handover.js';
+import { canHandOver, HandoverPool } from '../../src/pool/handover.js';
 import { makeRequest } from './helpers.js';
 import { setup } from './spawned-harness.js';
 
@@ -69,4 +69,28 @@ test('hand-over: it ends after quietMs without a request, and at stop', async ()
   await stopped;
   await again.ended;
   void chain;
+});
+
+test('hand-over to a php-cgi group: its first request runs alone (it fills the opcache its children share), then all its seats serve', async () => {
+  const old = await started();
+  const neu = await started({ maxChildren: 4, groupSize: 4 });
+  assert.ok(canHandOver(old.pool, neu.pool), 'a reload hands over to a group too');
+  let ended = 0;
+  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void ended++ });
+  const send = () => {
+    const r = makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php' });
+    chain.dispatch(r.ex);
+    return r;
+  };
+  const running = () => neu.seatEps(neu.wf.workers[0]!).flatMap((e) => e.running);
+  const [o1, o2] = old.wf.workers;
+  const [a, b, c] = [send(), send(), send()];
+  assert.deepEqual(running().map((r) => r.ex), [a.ex], 'one request on the group while its first runs');
+  assert.deepEqual([old.ep(o2!).running[0]?.ex, old.ep(o1!).running[0]?.ex], [b.ex, c.ex], 'the others on the old generation');
+  assert.equal(ended, 0);
+  neu.seatEps(neu.wf.workers[0]!).find((e) => e.running.length > 0)!.finish();
+  // The group has served: every seat is warm, and the hand-over is over.
+  const more = [send(), send(), send(), send()];
+  assert.equal(ended, 1, 'the group has served: the new pool serves alone');
+  assert.deepEqual(new Set(running().map((r) => r.ex)), new Set(more.map((r) => r.ex)), 'all four seats of the group take requests at once');
 });

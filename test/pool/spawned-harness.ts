@@ -15,6 +15,8 @@ export function setup(over: Partial<PoolConfig> = {}) {
   const clock = new FakeClock();
   const wf = new FakeWorkerFactory(clock);
   const eps = new Map<string, FakeEndpoint>();
+  /** Every endpoint made per address: a php-cgi group's seats each have one. */
+  const all = new Map<string, FakeEndpoint[]>();
   const { logger, lines } = recordingLogger();
   const cfg = poolConfig({ command: ['/fake/app'], ...over });
   const pool = new SpawnedPool(cfg, {
@@ -26,11 +28,13 @@ export function setup(over: Partial<PoolConfig> = {}) {
     endpointFactory: (a, o) => {
       const e = new FakeEndpoint(a, o);
       eps.set(a.text, e);
+      all.set(a.text, [...(all.get(a.text) ?? []), e]);
       return e;
     },
     random: () => 0.999,
   });
   const ep = (w: FakeWorker): FakeEndpoint => eps.get(w.address.text)!;
+  const seatEps = (w: FakeWorker): FakeEndpoint[] => all.get(w.address.text) ?? [];
   const send = (n: number, params: Record<string, string> = {}): TestRequest[] => {
     const out: TestRequest[] = [];
     for (let i = 0; i < n; i++) {
@@ -40,7 +44,7 @@ export function setup(over: Partial<PoolConfig> = {}) {
     }
     return out;
   };
-  return { pool, clock, wf, ep, lines, send, cfg };
+  return { pool, clock, wf, ep, seatEps, lines, send, cfg };
 }
 
 /** The worker closed the connection before responding (it may be dying). */

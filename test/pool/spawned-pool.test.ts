@@ -264,6 +264,24 @@ test('ondemand: requests waiting for a starting worker do not use up queue_limit
 });
 
 /** Runs every worker's oldest request to its end (a step of one service time). */
+/** When each refused request got its 503, after how long in the pool: pass every batch sent through `sent` (sheds happen as requests are sent). */
+function refusalWaits(clock: { now(): number }): { sent(rs: TestRequest[]): TestRequest[]; max(): number; count(): number } {
+  const open = new Map<TestRequest, number>();
+  const waits: number[] = [];
+  return {
+    sent(rs) {
+      for (const r of rs) open.set(r, clock.now());
+      for (const [r, at] of open) {
+        if (r.sink.error !== undefined) waits.push(clock.now() - at);
+        if (r.sink.error !== undefined || r.sink.status !== 0) open.delete(r);
+      }
+      return rs;
+    },
+    max: () => Math.max(0, ...waits),
+    count: () => waits.length,
+  };
+}
+
 function finishAll(wf: { workers: FakeWorker[] }, ep: (w: FakeWorker) => { active: number; finish(): unknown }): number {
   let n = 0;
   for (const w of wf.workers) if (ep(w).active) {
@@ -375,6 +393,112 @@ test('queue_max_wait: when the rate falls (two of four workers stuck mid-run), t
   const served = late.filter((r) => r.sink.error === undefined && r.ex.workerPid !== undefined && r.sink.status === 200);
   const worst = Math.max(...served.map((r) => r.ex.queuedMs));
   assert.ok(worst <= 300 * 1.25 + 20, `the longest wait of a request served: ${worst} ms`);
+});
+
+test('queue_max_wait: a growth seen holds while the queue is still half its bound, so arrivals that meet completions there, then outrun them by less than a fifth, neither fill it nor get 503s after a wait', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  send(4);
+  clock.advance(20);
+  finishAll(wf, ep);
+  // 20 ms pages on 4 workers: 20 served per 100 ms sub-window, 60 within queue_max_wait.
+  // As a loaded machine swings what reaches the daemon: 2× (seen), then 1× with the queue
+  // at its bound, then 1.15× (more than completions, never a fifth more), then 2× again.
+  const phases: Array<[steps: number, perStep: readonly number[]]> = [[100, [8]], [50, [4]], [200, [5, 5, 5, 4, 4]], [50, [8]]];
+  const all: ReturnType<typeof send> = [];
+  const waitedFor503 = refusalWaits(clock);
+  for (const [steps, per] of phases) {
+    for (let t = 0; t < steps; t++) {
+      all.push(...waitedFor503.sent(send(per[t % per.length]!)));
+      clock.advance(20);
+      finishAll(wf, ep);
+    }
+  }
+  const served = all.filter((r) => r.sink.status === 200);
+  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  // Without the hold the verdict ended at 1×, the queue grew to 180 at 1.15× (900 ms of
+  // waiting) and 2× shed it back to 60 from the tail, requests that had waited 600 ms.
+  assert.ok(worst <= 300 * 1.25 + 20, `the longest wait of a request served: ${worst} ms`);
+  assert.ok(waitedFor503.max() <= 50, `the longest wait before a 503: ${waitedFor503.max()} ms`);
+});
+
+test('queue_max_wait: arrivals that stop for two sub-windows (a front end stalled on a loaded machine) do not end a growth, so the queue does not fill unseen when they resume', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  send(4);
+  clock.advance(20);
+  finishAll(wf, ep);
+  // 20 ms pages on 4 workers (sub-windows of 100 ms, a bound of 60); 1.5× for 1 s (the
+  // growth seen, the queue within its bound meanwhile), 3× for 1 s, nothing for 200 ms
+  // (the queue drains to 20), then 3× again.
+  const all: ReturnType<typeof send> = [];
+  for (const [steps, per] of [[50, 6], [50, 12], [10, 0], [50, 12]] as const) {
+    for (let t = 0; t < steps; t++) {
+      all.push(...send(per));
+      clock.advance(20);
+      finishAll(wf, ep);
+    }
+  }
+  const served = all.filter((r) => r.sink.status === 200);
+  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  // Ended by the stall, the growth was seen again 3 sub-windows later, the queue at 140.
+  assert.ok(worst <= 300 * 1.25 + 20, `the longest wait of a request served: ${worst} ms`);
+});
+
+test('queue_max_wait: after every worker stalled, the excess of a growing queue is refused at admission, not from its tail after the stall', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  send(4);
+  clock.advance(20);
+  finishAll(wf, ep);
+  // 20 ms pages, 1.5× four workers for 2 s: the queue stands at its bound, 60.
+  const waitedFor503 = refusalWaits(clock);
+  for (let t = 0; t < 100; t++) {
+    waitedFor503.sent(send(6));
+    clock.advance(20);
+    finishAll(wf, ep);
+  }
+  // Every page stalls 200 ms (a lock, a machine short of CPU), and nothing reaches the
+  // daemon meanwhile; then both resume. The head's wait lowers the bound past what waits.
+  clock.advance(200);
+  for (let t = 0; t < 50; t++) {
+    waitedFor503.sent(send(6));
+    clock.advance(20);
+    finishAll(wf, ep);
+  }
+  assert.ok(waitedFor503.count() > 0, 'the excess is refused');
+  // Shed from the tail, the requests queued before the stall got their 503 200 ms late.
+  assert.ok(waitedFor503.max() <= 50, `the longest wait before a 503: ${waitedFor503.max()} ms`);
+});
+
+test('queue_max_wait: while the rate swings between sub-windows, the bound holds what the slowest of them serves, so no one waits much past queue_max_wait', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  send(4);
+  clock.advance(5);
+  finishAll(wf, ep);
+  // Steps of 5 ms; the four workers finish a page every step for 100 ms, then every third
+  // step for 100 ms (0.8 and 0.27 a ms, as on a machine whose CPU other work takes in
+  // turns); 11 arrive every 10 ms, 2× the mean, for 4 s.
+  const all: ReturnType<typeof send> = [];
+  for (let t = 0; t < 800; t++) {
+    all.push(...send(t % 2 === 0 ? 5 : 6));
+    clock.advance(5);
+    if (t % 40 < 20 || t % 3 === 0) finishAll(wf, ep);
+  }
+  const served = all.filter((r) => r.sink.status === 200);
+  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  // At the mean of the sub-windows the bound held twice as many: waits up to 345 ms (185 now).
+  assert.ok(worst <= 300, `the longest wait of a request served: ${worst} ms`);
+  assert.ok(served.length > 0.95 * (4 / 5 + 4 / 15) * 0.5 * 4000, `the workers kept busy: ${served.length} served`);
 });
 
 test('queue_max_wait: a burst is queued whole, it is not an overload', async () => {

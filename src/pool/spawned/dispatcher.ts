@@ -167,16 +167,20 @@ export class SpawnedPool extends PoolBase {
   }
 
   warmth(): Warmth | undefined {
-    if (this.supervisor.slotsPerWorker !== 1 || this.state !== 'running') return undefined;
+    if (this.state !== 'running') return undefined;
+    // Warm: the worker has finished a request. For a php-cgi group that holds for all of its
+    // seats: its first request filled the opcache memory every child shares, so the others'
+    // first requests find the application loaded (until then they are cold, like it).
+    const served = (s: SlotView): number => s.requests - s.busy;
     let firstRunning = 0;
     let unserved = 0;
     for (const s of this.supervisor.slots) {
       if (s.state !== 'up') continue;
       if (s.requests === 0) unserved++;
-      else if (s.requests === 1 && s.busy > 0) firstRunning++;
+      else if (served(s) === 0) firstRunning++;
     }
     const top = this.idle.at(-1);
-    return { next: top === undefined ? 'wait' : top.slot.requests > 0 ? 'warm' : 'cold', firstRunning, unserved };
+    return { next: top === undefined ? 'wait' : served(top.slot) > 0 ? 'warm' : 'cold', firstRunning, unserved };
   }
 
   retune(next: PoolConfig): (() => void) | undefined {

@@ -262,8 +262,16 @@ export class Supervisor {
     return this.procs.slots;
   }
 
-  /** The live workers without the parked parent. */
-  private *workers(): Iterable<Slot> {
+  /**
+   * The live workers without the parked parent: the set itself when none is parked (the
+   * memory part and status walk it for every pool each round and snapshot, and a
+   * generator allocates a result per worker).
+   */
+  private workers(): Iterable<Slot> {
+    return this.parked === undefined ? this.procs.slots : this.unparked();
+  }
+
+  private *unparked(): Iterable<Slot> {
     for (const s of this.procs.slots) if (s !== this.parked) yield s;
   }
 
