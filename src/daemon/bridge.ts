@@ -36,11 +36,19 @@ export function bridgeBlocker(cfg: Config): string | undefined {
 export function startBridge(sockets: readonly HandedSocket[], workers: ReadonlyMap<string, string[]>): Promise<Successor> {
   const argv = ownCommandLine();
   const w = defaultDeathGuard().wrap(argv[0]!, argv.slice(1));
-  return startSuccessor(sockets, new Map(), [w.file, ...w.args], UPGRADE_READY_MS, {
-    [BRIDGE_ENV]: JSON.stringify(Object.fromEntries(workers)),
-    // Not systemd's main process, ever.
-    NOTIFY_SOCKET: undefined,
-  });
+  // Its start (the new code's check) takes what serving leaves; it serves at the normal weight.
+  return startSuccessor(
+    sockets,
+    new Map(),
+    [w.file, ...w.args],
+    UPGRADE_READY_MS,
+    {
+      [BRIDGE_ENV]: JSON.stringify(Object.fromEntries(workers)),
+      // Not systemd's main process, ever.
+      NOTIFY_SOCKET: undefined,
+    },
+    true,
+  );
 }
 
 /** In the new code started as a bridge: the config it serves with; undefined when not a bridge. Clears the variable. */

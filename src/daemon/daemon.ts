@@ -32,14 +32,14 @@ import { addDirectFallbacks } from './direct-fallback.js';
 import { PoolRegistry } from './pool-registry.js';
 import { Sites } from './vhosts/sites.js';
 import { openSiteSource } from './vhosts/open-source.js';
-import { makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
+import { freshSubdir, makeRuntimeDir, removeRuntimeDir } from './runtime-dir.js';
 import { takeHandover, takeReadySeats, UpgradeError, withHandover, type ExecPlan, type HandedPool, type Handover, type Successor } from './upgrade.js';
 import type { HandedWorker } from '../worker/types.js';
 import { endHanded } from '../worker/handover.js';
 import { watchChild } from '../worker/reaper.js';
 import { stopBridge } from './bridge.js';
 import { opcacheRoot, ROOT_CACHE_DIR } from '../config/opcache-path.js';
-import { sweepCacheRoots } from '../worker/php-cache.js';
+import { RUNTIME_CACHE_SUBDIR, sweepCacheRoots } from '../worker/php-cache.js';
 import { Operations, type OperationsOptions } from './operations.js';
 import { poolFingerprint, warmStartOf, type ReloadReport } from './reload.js';
 import { defaultDeathGuard } from '../worker/death-guard.js';
@@ -95,6 +95,8 @@ export class Daemon {
   private sites: Sites | undefined;
   private readonly listenerList: Listener[] = [];
   private privateDir: string | undefined;
+  /** Where this code's workers bind their sockets: the private dir, or after an exec in place that kept it a fresh one in it. */
+  private workerDir: string | undefined;
   /** The memory governor all pools share (memory_budget, sampling): docs/memory.md. */
   private governor: HostGovernor | undefined;
   private stopping: Promise<void> | undefined;
@@ -123,7 +125,7 @@ export class Daemon {
     this.startListener = deps.startListener ?? required(frontend.startListener, 'startListener', 'src/frontend/index.ts');
     this.allowRoot = deps.allowRoot === true;
     this.ops = new Operations({ ...deps.operations, logger: this.logger });
-    this.registry = new PoolRegistry(this.ops.generations, (p, runtimeDir = this.privateDir!) => this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir, memory: this.governor, opcacheRoot: opcacheRoot(this._config) }), this.logger);
+    this.registry = new PoolRegistry(this.ops.generations, (p, runtimeDir = this.workerDir!) => this.createPool(p, { logger: this.logger.child({ pool: p.name }), runtimeDir, memory: this.governor, opcacheRoot: this.opcacheRoot() }), this.logger);
     this.ctx = {
       // A pool a reload removed still serves the connections of listeners closing with it.
       getPool: (name) => this.registry.get(name),
@@ -226,6 +228,8 @@ export class Daemon {
       this.checkHost(cfg);
       const made = makeRuntimeDir(cfg, undefined, handover?.runtimeDir);
       this.privateDir = made.dir;
+      // The handed workers keep their sockets in the dir they were started in (by pool and worker number, as ours would be).
+      this.workerDir = made.reused === true ? freshSubdir(made.dir, 'x').dir : made.dir;
       if (handover !== undefined) adopt = this.sortHanded(handover, made.reused === true);
       adoptedCount = [...adopt.values()].reduce((n, w) => n + w.length, 0);
       if (made.swept.length > 0) this.logger.info({ kind: 'runtime_dir', swept: made.swept }, `removed ${made.swept.length} runtime dir(s) of dead predecessors: ${made.swept.join(', ')}`);
@@ -524,6 +528,12 @@ export class Daemon {
 
   private logFailures(results: PromiseSettledResult<unknown>[], msg: string): void {
     for (const r of results) if (r.status === 'rejected') this.logger.error({ code: ErrorCodes.STOP_FAILED, err: r.reason }, msg);
+  }
+
+  /** php-cgi pools' opcache file caches: the configured or root's, else one in the private dir that every generation of this process shares. */
+  private opcacheRoot(): string | false | undefined {
+    const root = opcacheRoot(this._config);
+    return root === undefined && this.privateDir !== undefined ? nodePath.join(this.privateDir, RUNTIME_CACHE_SUBDIR) : root;
   }
 
   private removePrivateDir(): void {

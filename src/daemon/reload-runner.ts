@@ -3,7 +3,6 @@
  * dashboard's edits queue behind each other), checked against the host first, applied
  * by applyReload (reload.ts), counted for status and reported to systemd and the log.
  */
-import { mkdirSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { loadConfig } from '../config/load.js';
 import type { Config, ListenerConfig, PoolConfig } from '../config/types.js';
@@ -16,6 +15,7 @@ import { logListener, logPool } from '../log/startup.js';
 import type { Pool } from '../pool/types.js';
 import type { PoolRegistry } from './pool-registry.js';
 import { applyReload, type ReloadReport } from './reload.js';
+import { freshSubdir } from './runtime-dir.js';
 import type { SystemdNotifier } from './sd-notify.js';
 
 /** What operations and reloads read of the daemon (Daemon has these getters). */
@@ -181,16 +181,12 @@ export class ReloadRunner {
     }
   }
 
-  /**
-   * A fresh 0700 directory per reload for the new pools' worker sockets: a replaced pool's
-   * workers (same pool name, same worker numbers) still own their socket paths until they
-   * exit, and remove them when they do.
-   */
+  /** A fresh directory per reload for the new pools' worker sockets (runtime-dir.ts freshSubdir). */
   private generationDir(parts: ReloadParts): string | undefined {
     const base = parts.runtimeDir();
     if (base === undefined) return undefined;
-    const dir = nodePath.join(base, `r${++this.generation}`);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const { dir, n } = freshSubdir(base, 'r', this.generation);
+    this.generation = n;
     return dir;
   }
 

@@ -125,6 +125,24 @@ export function pidAlive(pid: number): boolean {
 }
 
 /** Synchronous so it can run from a process 'exit' handler too. */
+/**
+ * A new 0700 directory `<prefix><n>` in `base` for one generation's worker sockets, n the
+ * first free number after `after`: worker sockets are named by pool and worker number, and workers of an
+ * earlier generation (a reload's, or those an exec in place handed on) still own theirs in
+ * the directory they were started in until they exit, and remove them when they do.
+ */
+export function freshSubdir(base: string, prefix: string, after = 0): { dir: string; n: number } {
+  for (let n = after + 1; ; n++) {
+    const dir = nodePath.join(base, `${prefix}${n}`);
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+      return { dir, n };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+}
+
 export function removeRuntimeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -27,7 +27,7 @@
  */
 import { spawn } from 'node:child_process';
 import { EXEC_FDS_ENV } from './socket-activation.js';
-import { closeSync, writeSync } from 'node:fs';
+import { closeSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { setPriority } from 'node:os';
 import { ErrorCodes } from '../errors.js';
@@ -50,6 +50,9 @@ export const UPGRADE_CHECK_MS = 30_000;
 
 /** The check's nice value: lowest priority (it shares the daemon's session, and so its autogroup). */
 const CHECK_NICE = 19;
+
+/** A quiet start (startSuccessor) gets the normal CPU weight back after this long at most: on a saturated machine it would wait for idle CPU. */
+export const QUIET_START_MS = 5000;
 
 /** LISTEN_FDNAMES prefix of a socket handed on by an upgrade; the rest is the address text, base64url. */
 const NAME_PREFIX = 'fcgi-pm.addr.';
@@ -105,9 +108,41 @@ function nameOf(s: HandedSocket): string {
 }
 
 /**
+ * Lowers the CPU weight of a process started in its own session (its autogroup: the
+ * kernel shares a busy CPU between sessions first) to nice 19; returns what gives it back
+ * nice 0, or undefined where the kernel has no autogroups. Giving back a nice of 0 or more
+ * needs no privilege, but a write may be refused for 100 ms after another one (EAGAIN).
+ */
+export function lowerAutogroup(pid: number): (() => void) | undefined {
+  const write = (nice: number): boolean => {
+    try {
+      writeFileSync(`/proc/${pid}/autogroup`, String(nice));
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  try {
+    if (readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() !== '1') return undefined;
+  } catch {
+    return undefined;
+  }
+  if (!write(CHECK_NICE)) return undefined;
+  return () => {
+    let tries = 0;
+    const again = (): void => {
+      if (!write(0) && ++tries < 5) setTimeout(again, 110).unref();
+    };
+    again();
+  };
+}
+
+/**
  * Starts the new daemon with the same command line and hands it `sockets`; resolves once
  * it is ready, rejects (UpgradeError, the new daemon stopped) when it exits first or is
- * not ready in time.
+ * not ready in time. `quietStart`: it starts at the lowest CPU weight (lowerAutogroup)
+ * while this daemon serves, and gets the normal one back once ready, or after
+ * QUIET_START_MS.
  */
 export function startSuccessor(
   sockets: readonly HandedSocket[],
@@ -115,6 +150,7 @@ export function startSuccessor(
   argv: readonly string[] = ownCommandLine(),
   readyMs = UPGRADE_READY_MS,
   extraEnv: NodeJS.ProcessEnv = {},
+  quietStart = false,
 ): Promise<Successor> {
   const n = sockets.length;
   const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_FD_ENV]: String(3 + n), [UPGRADE_WARM_ENV]: JSON.stringify(Object.fromEntries(readySeats)), ...extraEnv };
@@ -134,6 +170,8 @@ export function startSuccessor(
     // Not in our process group: a Ctrl-C meant for the old daemon on a terminal must not reach it.
     detached: true,
   });
+  const normal = quietStart && child.pid !== undefined ? lowerAutogroup(child.pid) : undefined;
+  const giveBack = normal === undefined ? undefined : setTimeout(normal, QUIET_START_MS);
   return new Promise<Successor>((resolve, reject) => {
     const pipe = child.stdio[3 + n] as Readable;
     let said = '';
@@ -142,6 +180,8 @@ export function startSuccessor(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(giveBack);
+      normal?.();
       pipe.destroy();
       child.unref();
       if (err === undefined) resolve({ pid: child.pid! });

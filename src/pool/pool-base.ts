@@ -84,6 +84,7 @@ export abstract class PoolBase implements Pool {
       timeout: (ex, waited) => this.onQueueTimeout(ex, waited),
       aborted: (ex) => this.onQueuedAbort(ex),
       shed: (ex) => this.reject(ex, 'queueFull', this.queueFull('growing')),
+      spawning: () => this.spawning(),
     }, Math.max(0, cfg.queueMaxWait ?? 0));
   }
 
@@ -108,6 +109,10 @@ export abstract class PoolBase implements Pool {
    */
   protected growable(): number {
     return 0;
+  }
+  /** Seats of targets being started and how long a request waits for one (past queue_timeout); undefined when none starts. */
+  protected spawning(): { seats: number; waitMs: number } | undefined {
+    return undefined;
   }
   abstract start(warm?: WarmStart): Promise<void>;
 

@@ -33,6 +33,8 @@ export interface QueueEvents {
   aborted(ex: Exchange): void;
   /** Refused from the tail: the queue grew past what the pool serves within queue_max_wait. It is out of the queue, not yet answered. */
   shed(ex: Exchange): void;
+  /** Seats of the workers being started, and how long (ms) a request one of them will take may wait for it (spawn_timeout); undefined when none starts. */
+  spawning?(): { seats: number; waitMs: number } | undefined;
 }
 
 /** Weight of a new service time in the pool's running mean (1/16: the mean follows a change within tens of requests). */
@@ -79,14 +81,30 @@ export class RequestQueue {
     this.limit = limit;
     this.maxWaitMs = maxWaitMs;
     this.events = events;
-    this.list = new DeadlineList(clock, timeoutMs, (ex, node) => {
-      ex.onAbort = undefined;
-      events.timeout(ex, clock.now() - (node as QueueEntry).addedAt);
-    });
+    this.list = new DeadlineList(
+      clock,
+      timeoutMs,
+      (ex, node) => {
+        ex.onAbort = undefined;
+        events.timeout(ex, clock.now() - node.addedAt);
+      },
+      (_ex, node, ahead) => this.spawnWait(node.addedAt, ahead),
+    );
   }
 
   get length(): number {
     return this.list.length;
+  }
+
+  /**
+   * A request queue_timeout would end, that a worker being started will take (one of the
+   * first as many as those workers have seats), waits on for it up to spawn_timeout from
+   * its arrival: a cold start (Django importing its application on a busy machine) may
+   * take longer than queue_timeout, and the worker is killed at spawn_timeout anyway.
+   */
+  private spawnWait(addedAt: number, ahead: number): number | undefined {
+    const s = this.events.spawning?.();
+    return s === undefined || ahead >= s.seats ? undefined : addedAt + s.waitMs;
   }
 
   get timeoutMs(): number {

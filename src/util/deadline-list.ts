@@ -12,6 +12,8 @@ export class DeadlineNode<T> {
   deadline = 0;
   /** Monotonic ms at which it was added. */
   addedAt = 0;
+  /** Its deadline was put later by the list's `extend` (it may expire after entries behind it). */
+  extended = false;
   prev: DeadlineNode<T> | null = null;
   next: DeadlineNode<T> | null = null;
   list: DeadlineList<T> | null = null;
@@ -20,6 +22,9 @@ export class DeadlineNode<T> {
     this.item = item;
   }
 }
+
+/** Asked before `node` expires; `ahead`: entries before it, every one kept by an extension. */
+export type Extend<T> = (item: T, node: DeadlineNode<T>, ahead: number) => number | undefined;
 
 export class DeadlineList<T> {
   private head: DeadlineNode<T> | null = null;
@@ -30,11 +35,17 @@ export class DeadlineList<T> {
   /** 0 = entries never expire. */
   readonly timeoutMs: number;
   private readonly onExpire: (item: T, node: DeadlineNode<T>) => void;
+  private readonly extend: Extend<T> | undefined;
 
-  constructor(clock: Clock, timeoutMs: number, onExpire: (item: T, node: DeadlineNode<T>) => void) {
+  /**
+   * `extend`, when given, is asked before an entry expires: a later deadline keeps it where
+   * it is (out of order: the entries behind it still expire on time), undefined lets it go.
+   */
+  constructor(clock: Clock, timeoutMs: number, onExpire: (item: T, node: DeadlineNode<T>) => void, extend?: Extend<T>) {
     this.clock = clock;
     this.timeoutMs = timeoutMs;
     this.onExpire = onExpire;
+    this.extend = extend;
     this.timer = new OneTimer(clock, () => this.expire());
   }
 
@@ -55,6 +66,7 @@ export class DeadlineList<T> {
     if (node.list) node.list.remove(node);
     const now = this.clock.now();
     node.addedAt = now;
+    node.extended = false;
     node.deadline = this.timeoutMs > 0 ? now + this.timeoutMs : Infinity;
     node.list = this;
     node.next = null;
@@ -74,6 +86,7 @@ export class DeadlineList<T> {
     if (node.list) node.list.remove(node);
     const now = this.clock.now();
     node.addedAt = now;
+    node.extended = false;
     let deadline = this.timeoutMs > 0 ? now + this.timeoutMs : Infinity;
     if (this.head && this.head.deadline < deadline) deadline = this.head.deadline;
     node.deadline = deadline;
@@ -120,11 +133,31 @@ export class DeadlineList<T> {
   private expire(): void {
     const now = this.clock.now();
     let n = this.head;
-    while (n && n.deadline <= now) {
-      this.remove(n);
-      this.onExpire(n.item, n);
-      n = this.head;
+    // Extended entries are a prefix (each was the head, or behind extended ones, when it
+    // was due): skipped, and the timer armed for the earliest of them and the first other.
+    let ahead = 0;
+    let next = Infinity;
+    while (n) {
+      if (n.deadline <= now) {
+        const later = this.extend?.(n.item, n, ahead);
+        if (later !== undefined && later > now) {
+          n.deadline = later;
+          n.extended = true;
+        } else {
+          this.remove(n);
+          this.onExpire(n.item, n);
+          // The callback may have changed the list: from the head again.
+          n = this.head;
+          ahead = 0;
+          next = Infinity;
+          continue;
+        }
+      }
+      if (n.deadline < next) next = n.deadline;
+      if (!n.extended) break;
+      ahead++;
+      n = n.next;
     }
-    if (n && n.deadline !== Infinity) this.timer.armAt(n.deadline);
+    if (next !== Infinity) this.timer.armAt(next);
   }
 }

@@ -96,8 +96,8 @@ export class Daemon {
   }
 
   /** Text dump for assertion messages. */
-  dump(since = 0, max = 40): string {
-    return this.logs.slice(since).slice(-max).map((l) => JSON.stringify(l)).join('\n') + (this.stderr ? `\nstderr: ${this.stderr.slice(-2000)}` : '');
+  dump(since = 0, max = 40, keep: (l: LogLine) => boolean = () => true): string {
+    return this.logs.slice(since).filter(keep).slice(-max).map((l) => JSON.stringify(l)).join('\n') + (this.stderr ? `\nstderr: ${this.stderr.slice(-2000)}` : '');
   }
 
   /** Live processes below the daemon whose command line contains `needle`. */

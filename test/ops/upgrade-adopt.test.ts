@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
 import { statusOf } from '../helpers/control-status.js';
@@ -94,12 +94,16 @@ test('USR2: a bridge serves during the exec; an unchanged pool keeps its worker 
   changeConfig();
   const since = d.mark();
   d.signal('SIGUSR2');
-  await d.waitForLog((l) => l.kind === 'ready', { since, timeout: 60_000, what: 'the new code ready' });
+  // Access lines would crowd out the upgrade's own (and the bridge's warnings) in a dump.
+  const upgradeLines = (): string => d.dump(since, 80, (l) => l.kind !== 'access');
+  await d.waitForLog((l) => l.kind === 'ready', { since, timeout: 60_000, what: 'the new code ready' }).catch((err: Error) => {
+    throw new Error(`${err.message}\n${upgradeLines()}`);
+  });
   await served(5, 'after the upgrade');
   await Promise.all(loads.map((l) => l.stop()));
   const failures = loads.flatMap((l) => l.failures);
   // On failure the daemon's lines since the signal (the bridge's and the new code's) say which backend failed and why.
-  assert.deepEqual(failures, [], failures.length > 0 ? `requests failed across the upgrade\n${d.dump(since)}` : undefined);
+  assert.deepEqual(failures, [], failures.length > 0 ? `requests failed across the upgrade\n${upgradeLines()}` : undefined);
   assert.ok(d.running, d.dump(since));
   assert.equal((await statusOf(control)).daemon.pid, d.pid, 'the same pid');
 
@@ -131,6 +135,12 @@ test('USR2: a bridge serves during the exec; an unchanged pool keeps its worker 
   assert.ok(!changed.includes(changedNow[0]!), 'the changed pool kept its worker');
   await waitFor(() => procState(changed[0]!) === undefined, { timeout: 15_000, what: `the changed pool's old worker ${changed[0]} gone (state ${procState(changed[0]!)})` });
   assert.equal((await httpRequest(`${ngx.url}/unix/hello.php`)).status, 200);
+  // The old worker's socket file went with it, and only its: the new one (same pool, same worker number) keeps its own.
+  const newSocket = d.findLog((l) => l.kind === 'access' && l.pool === 'changed' && l.worker === changedNow[0], since)?.backend;
+  assert.ok(typeof newSocket === 'string' && newSocket.startsWith('unix:'), `no access line of the changed pool's new worker ${changedNow[0]}`);
+  assert.ok(existsSync(newSocket.slice('unix:'.length)), `${newSocket} of worker ${changedNow[0]} was removed with the old worker's`);
+  assert.deepEqual(await poolPids(control, 'changed'), changedNow, `the changed pool's new worker was replaced\n${upgradeLines()}`);
+  assert.equal(d.findLog((l) => l.code === 'ERR_BACKEND_UNREACHABLE', since), undefined, upgradeLines());
 
   // An adopted worker killed from outside: reaped by the daemon (no zombie), replaced (static pool).
   const victim = same[0]!;

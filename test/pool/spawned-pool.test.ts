@@ -263,7 +263,27 @@ test('ondemand: requests waiting for a starting worker do not use up queue_limit
   assert.equal(reqs[0]!.ex.workerPid !== undefined, true);
 });
 
-/** Runs every worker's oldest request to its end (a step of one service time). */
+test('a request a starting worker will take waits for it past queue_timeout, up to spawn_timeout (a cold start); one behind it does not', async () => {
+  const { wf, clock, ep, send } = setup({ pm: 'ondemand', maxChildren: 1, queueTimeout: 5000, spawnTimeout: 10_000 });
+  // The worker takes 8 s to be ready (Django importing its application on a busy machine).
+  wf.plan = { readyAfter: 8000 };
+  const [first, second] = send(2) as [TestRequest, TestRequest];
+  clock.advance(5000);
+  assert.equal(second.sink.error?.code, ErrorCodes.QUEUE_TIMEOUT, 'the second would wait for the first one\'s page too: 503 at queue_timeout');
+  assert.equal(first.sink.error, undefined, 'the first waits on for the worker');
+  clock.advance(3000);
+  ep(wf.workers[0]!).finish();
+  assert.equal(first.sink.status, 200);
+  // A worker that never gets ready: the request waits no longer than spawn_timeout.
+  const w = setup({ pm: 'ondemand', maxChildren: 1, queueTimeout: 5000, spawnTimeout: 10_000 });
+  w.wf.plan = { readyAfter: undefined };
+  const [stuck] = w.send(1) as [TestRequest];
+  w.clock.advance(9999);
+  assert.equal(stuck.sink.error, undefined);
+  w.clock.advance(1);
+  assert.equal(stuck.sink.status, 503, 'answered at spawn_timeout');
+});
+
 /** When each refused request got its 503, after how long in the pool: pass every batch sent through `sent` (sheds happen as requests are sent). */
 function refusalWaits(clock: { now(): number }): { sent(rs: TestRequest[]): TestRequest[]; max(): number; count(): number } {
   const open = new Map<TestRequest, number>();
@@ -282,6 +302,7 @@ function refusalWaits(clock: { now(): number }): { sent(rs: TestRequest[]): Test
   };
 }
 
+/** Runs every worker's oldest request to its end (a step of one service time). */
 function finishAll(wf: { workers: FakeWorker[] }, ep: (w: FakeWorker) => { active: number; finish(): unknown }): number {
   let n = 0;
   for (const w of wf.workers) if (ep(w).active) {

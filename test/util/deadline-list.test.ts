@@ -50,3 +50,26 @@ test('timeout 0 never expires and arms no timer', () => {
   assert.equal(clock.pending, 0);
   assert.equal(list.length, 1);
 });
+
+test('extend keeps a due entry in place with a later deadline; the entries behind it still expire on time, and `ahead` counts the kept ones', () => {
+  const clock = new FakeClock();
+  const t0 = clock.now();
+  const fired: Array<[string, number]> = [];
+  const asked: Array<[string, number]> = [];
+  // The first two due are kept until t0 + 250; the rest go.
+  const list = new DeadlineList<string>(clock, 100, (s) => fired.push([s, clock.now() - t0]), (s, _n, ahead) => {
+    asked.push([s, ahead]);
+    return ahead < 2 && clock.now() < t0 + 250 ? t0 + 250 : undefined;
+  });
+  for (const s of ['a', 'b', 'c']) {
+    list.push(new DeadlineNode(s));
+    clock.advance(10);
+  }
+  clock.advance(100);
+  assert.deepEqual(fired, [['c', 120]]);
+  assert.deepEqual(asked, [['a', 0], ['b', 1], ['c', 2]]);
+  assert.deepEqual([list.first?.item, list.last?.item], ['a', 'b']);
+  clock.advance(130);
+  assert.deepEqual(fired, [['c', 120], ['a', 250], ['b', 250]]);
+  assert.equal(list.length, 0);
+});

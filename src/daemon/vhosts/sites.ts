@@ -7,7 +7,7 @@
  * request makes a new one from the new definition; a definition that does not validate
  * is reported once and changes nothing (a site keeps its last good definition).
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import type { SiteConfig, VhostsConfig } from '../../config/types.js';
 import type { SitesView } from '../../control/types.js';
@@ -21,6 +21,7 @@ import type { PoolRegistry } from '../pool-registry.js';
 import type { SiteCheckMemo } from '../preflight.js';
 import { siteFromText, sitePool } from '../../config/site.js';
 import { stable } from '../reload.js';
+import { freshSubdir } from '../runtime-dir.js';
 import { SiteIndex } from './site-index.js';
 import type { SiteSource, SourceRead } from './source.js';
 
@@ -285,15 +286,12 @@ export class Sites {
 
   private readonly dirs = new Map<string, string>();
 
-  /**
-   * A fresh 0700 directory per pool of a site: an evicted or replaced pool's workers
-   * still own their socket paths until they exit.
-   */
+  /** A fresh directory per pool of a site (runtime-dir.ts freshSubdir): an evicted or replaced pool's workers still own theirs. */
   private poolDir(id: string): string | undefined {
     const base = this.deps.runtimeDir();
     if (base === undefined) return undefined;
-    const dir = nodePath.join(base, `s${++this.poolDirs}`);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const { dir, n } = freshSubdir(base, 's', this.poolDirs);
+    this.poolDirs = n;
     this.dirs.set(id, dir);
     return dir;
   }

@@ -162,6 +162,11 @@ export class SpawnedPool extends PoolBase {
     return this.supervisor.growableSeats();
   }
 
+  protected override spawning(): { seats: number; waitMs: number } | undefined {
+    const seats = this.supervisor.startingSeats();
+    return seats > 0 ? { seats, waitMs: this.cfg.spawnTimeout } : undefined;
+  }
+
   protected override targetNoun(): string {
     return 'worker';
   }
