@@ -124,6 +124,8 @@ export class HostGovernor implements MemoryGovernor {
   /** The daemon's readings of the last SELF_PEAK_MS, falling values only (the first is the peak). */
   private readonly selfPeaks: Array<{ at: number; value: number }> = [];
   private selfCounted = 0;
+  /** shareOfAll() in the current task. */
+  private allShare: number | undefined;
   private retryHandle: unknown;
   private stallHandle: unknown;
   private disposed = false;
@@ -374,9 +376,24 @@ export class HostGovernor implements MemoryGovernor {
   /** The budget share left for `m`: budget - daemon - what every other pool keeps while idle. */
   budgetShare(m: BudgetMember): number | undefined {
     if (this.budget === undefined) return undefined;
-    let rest = this.budget - this.self().value;
-    for (const o of this.members) if (o !== m) rest -= o.floor();
-    return rest;
+    return this.shareOfAll() + m.floor();
+  }
+
+  /**
+   * Budget - daemon - every pool's floor, summed once per synchronous run: a status
+   * snapshot asks it for every pool (recommended max_children), and a sum over all pools
+   * for each of them grew with the square of the pools. The daemon changes a floor only
+   * in a task of its own (a sample, a reload), and the next task sums again; a test that
+   * drives a fake clock and snapshots in one synchronous run sees the first sum.
+   */
+  private shareOfAll(): number {
+    if (this.allShare === undefined) {
+      let rest = this.budget! - this.self().value;
+      for (const o of this.members) rest -= o.floor();
+      this.allShare = rest;
+      queueMicrotask(() => (this.allShare = undefined));
+    }
+    return this.allShare;
   }
 
   snapshot(): BudgetSnapshot {

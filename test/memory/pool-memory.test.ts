@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { ErrorCodes } from '../../src/errors.js';
 import { linesMatching, MiB, world } from './helpers.js';
 import { QUIET_ROUNDS } from '../../src/pool/workers/memory-caps.js';
+import { PoolMemory } from '../../src/pool/workers/memory.js';
 
 test('sampling runs only while a pool has workers, at its own interval', async () => {
   const W = world();
@@ -390,4 +391,21 @@ test('host budget: a pool\'s last busy worker is never retired for it (the pool 
   W.clock.advance(1000);
   assert.equal(only!.retireReason, undefined, 'the only worker stays');
   assert.equal(W.governor.snapshot().overBudget, 0);
+});
+
+test("status of many pools under a budget sums their floors once, not once for each pool", async (t) => {
+  const W = world(2000 * MiB);
+  const pools = Array.from({ length: 40 }, (_, i) => W.pool(`p${i}`, { pm: 'dynamic', minSpare: 1, maxSpare: 2, startChildren: 1, maxChildren: 8 }));
+  // One at a time, each in a task of its own: what every pool's recommendation is.
+  const alone: Array<number | undefined> = [];
+  for (const p of pools) {
+    alone.push(p.pool.snapshot().memory!.recommendedMaxChildren);
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.ok(alone.every((n) => n !== undefined && n > 0), 'the budget gives each pool a recommendation');
+  const floor = t.mock.method(PoolMemory.prototype, 'floor');
+  // As a status snapshot takes them: all in one run.
+  const together = pools.map((p) => p.pool.snapshot().memory!.recommendedMaxChildren);
+  assert.deepEqual(together, alone);
+  assert.ok(floor.mock.callCount() <= 3 * pools.length, `floor() called ${floor.mock.callCount()} times for ${pools.length} pools`);
 });
