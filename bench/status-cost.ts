@@ -1,17 +1,19 @@
 /**
  * What the status path costs the daemon, in-process and independent of the machine's
- * load: `--pools` idle spawned pools of one worker each (fake workers and a fake clock,
- * the spawned pool's test harness), each having served one request; then, each averaged
- * over `--rounds` calls, CPU and bytes allocated by
+ * load: `--pools` idle ondemand pools, each with the memory part the daemon gives it (the
+ * host governor, a fake /proc sampler: test/memory/helpers.ts) and one worker that served
+ * one request and was measured; `--budget` gives the governor a memory_budget. Then, each
+ * averaged over `--rounds` calls, CPU and bytes allocated by
  *  - takeSnapshot (the status every scrape, `fcgi-pm status` and dashboard sample takes),
  *  - one dashboard sample of this daemon: the snapshot, the chart points and the page's
  *    table rows with the ones that changed (src/dashboard: points.ts, rows.ts).
  * Prints figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/status-cost.js [--pools 200] [--rounds 200]
+ *   npx tsc -p . && node dist/bench/status-cost.js [--pools 200] [--rounds 200] [--budget]
  *
  * Bytes are read from the heap's use between two points with no collection between them:
- * the script runs itself again with a young generation large enough for that.
+ * the script runs itself again with a young generation large enough for that. CPU is
+ * process.cpuUsage, V8's compiler threads included.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -26,11 +28,11 @@ import { poolPoint, type PoolPoint } from '../src/dashboard/points.js';
 import { SentRows, tableOf } from '../src/dashboard/rows.js';
 import type { Pool } from '../src/pool/types.js';
 import type { PoolStatus } from '../src/control/types.js';
-import { setup } from '../test/pool/spawned-harness.js';
+import { MiB, world } from '../test/memory/helpers.js';
 
-const SEMI = '--max-semi-space-size=512';
-if (!process.execArgv.includes(SEMI)) {
-  const r = spawnSync(process.execPath, [SEMI, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+const SEMI = ['--min-semi-space-size=512', '--max-semi-space-size=512'];
+if (!process.execArgv.includes(SEMI[0]!)) {
+  const r = spawnSync(process.execPath, [...SEMI, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }
 setFlagsFromString('--expose-gc');
@@ -43,26 +45,25 @@ const arg = (name: string, def: number): number => {
 const POOLS = arg('--pools', 200);
 const ROUNDS = arg('--rounds', 200);
 
-// The fake clock stands still between calls; the wall clock must too, or every worker's start time moves.
-const wallNow = Date.now();
-Date.now = () => wallNow;
-
+const W = world(process.argv.includes('--budget') ? 4000 * MiB : undefined);
 const pools = new Map<string, Pool>();
 const board = new RequestBoard();
 const outcomes = new OutcomeCounter();
 for (let i = 0; i < POOLS; i++) {
-  const h = setup({ pm: 'static', maxChildren: 1, name: `site${i}` });
-  const started = h.pool.start();
-  await h.clock.advance(200);
-  await started;
-  const [r] = h.send(1, { REQUEST_METHOD: 'GET', REMOTE_ADDR: '127.0.0.1', HTTP_HOST: `site${i}.test`, HTTP_USER_AGENT: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/120 Safari/537.36' });
+  const p = W.pool(`site${i}`, { pm: 'ondemand', maxChildren: 2 });
+  const [r] = p.send(1);
   board.add(r!.ex);
-  await h.clock.advance(1);
-  h.ep(h.wf.workers[0]!).finish();
+  W.clock.advance(200);
+  p.setAll(20 * MiB);
+  p.finishAll();
   outcomes.finished(r!.ex);
   board.finished(r!.ex);
-  pools.set(`site${i}`, h.pool);
+  pools.set(`site${i}`, p.pool);
 }
+W.clock.advance(3000); // sampled since
+// The fake clock stands still between calls; the wall clock must too, or every worker's start time moves.
+const wallNow = Date.now();
+Date.now = () => wallNow;
 const src: SnapshotSources = {
   version: 'bench',
   pid: process.pid,
@@ -76,6 +77,7 @@ const src: SnapshotSources = {
   generations: new PoolGenerations(),
   board,
   outcomes,
+  memory: () => W.governor.snapshot(),
 };
 
 const sent = new SentRows();
@@ -105,7 +107,7 @@ async function measure(what: string, f: () => Promise<unknown>): Promise<void> {
   console.log(`${what}: ${((cpu.user + cpu.system) / ROUNDS / 1000).toFixed(2)} ms CPU, ${(bytes / 1024).toFixed(0)} KiB allocated (${Math.round(bytes / POOLS)} B a pool)`);
 }
 
-console.log(`${POOLS} idle spawned pools, one worker each, averages of ${ROUNDS} calls (node ${process.version}):`);
+console.log(`${POOLS} idle ondemand pools of one measured worker${process.argv.includes('--budget') ? ', memory_budget set' : ''}, averages of ${ROUNDS} calls (node ${process.version}):`);
 await measure('takeSnapshot', () => takeSnapshot(src));
 await measure('one dashboard sample (snapshot, chart points, table rows)', sample);
 process.exit(0);
