@@ -28,6 +28,12 @@
  * queue_max_wait, or were refused after waiting). An overload that never parts by a fifth
  * in 3 sub-windows of 4 is bounded by queue_timeout alone.
  *
+ * A sub-window without a single arrival while requests waited at every completion counts
+ * neither way (its completions count for the rate): the front end stalled, as a loaded
+ * machine's does, and an overload that reaches the pool in lumps with such gaps between
+ * them is still seen. A burst's drain is such a sub-window until the queue empties, and the
+ * sub-window that empties it counts.
+ *
  * A sub-window in which a request arrived while the pool was starting workers does not
  * begin a verdict: its completions lag because seats are not up yet, not because arrivals
  * outrun what the pool serves (a burst that reaches an ondemand pool over several
@@ -64,11 +70,14 @@ export class ArrivalTrend {
   private windowStart = -Infinity;
   /** The open sub-window saw an arrival while the pool was starting workers. */
   private scaling = false;
-  /** Ring of the last HISTORY whole sub-windows: GREW, OUTRAN or 0, flagged SCALING... */
+  /** Every completion of the open sub-window found requests waiting. */
+  private waitedThroughout = true;
+  /** Ring of the last HISTORY whole sub-windows that had an arrival or emptied the queue: GREW, OUTRAN or 0, flagged SCALING. */
   private readonly grew = new Uint8Array(HISTORY);
-  /** ...its completions... */
+  private nextGrew = 0;
+  /** Ring of the last HISTORY whole sub-windows: their completions... */
   private readonly done = new Float64Array(HISTORY);
-  /** ...and how long it lasted, ms. */
+  /** ...and how long each lasted, ms. */
   private readonly spans = new Float64Array(HISTORY);
   private next = 0;
   /** The verdict: GROWING_IN of the last HISTORY sub-windows grew; held while HELD_IN still outran, or the queue is long. */
@@ -80,10 +89,11 @@ export class ArrivalTrend {
     if (scaling) this.scaling = true;
   }
 
-  /** A request left the pool answered, at `now`; `serviceMs` is the pool's mean service time. */
-  completion(now: number, serviceMs: number): void {
+  /** A request left the pool answered, at `now`; `serviceMs` is the pool's mean service time; `waiting`: requests were queued. */
+  completion(now: number, serviceMs: number, waiting = false): void {
     this.rotate(now, serviceMs);
     this.completions++;
+    if (!waiting) this.waitedThroughout = false;
   }
 
   /**
@@ -150,17 +160,26 @@ export class ArrivalTrend {
       // was idle, and the history starts afresh.
       const gaps = Math.floor(elapsed / span) - 1;
       const idle = gaps >= HISTORY ? HISTORY : 0;
-      this.push((a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0) | (this.scaling ? SCALING : 0), c, idle > 0 ? span : elapsed);
+      // Not one arrival while requests waited throughout: the front end stalled (a loaded
+      // machine), which says nothing of whether arrivals outrun completions; it counts for
+      // the rate only. A burst's drain is such a sub-window too, until the queue empties.
+      const silent = a === 0 && c > 0 && this.waitedThroughout;
+      this.push(silent ? -1 : (a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0) | (this.scaling ? SCALING : 0), c, idle > 0 ? span : elapsed);
       for (let i = 0; i < idle; i++) this.push(0, 0, span);
     }
     this.windowStart = now;
     this.arrivals = 0;
     this.completions = 0;
     this.scaling = false;
+    this.waitedThroughout = true;
   }
 
+  /** `grew` -1: the sub-window counts for the rate, not for the verdict. */
   private push(grew: number, done: number, spanMs: number): void {
-    this.grew[this.next] = grew;
+    if (grew >= 0) {
+      this.grew[this.nextGrew] = grew;
+      this.nextGrew = (this.nextGrew + 1) % HISTORY;
+    }
     this.done[this.next] = done;
     this.spans[this.next] = spanMs;
     this.next = (this.next + 1) % HISTORY;

@@ -132,7 +132,7 @@ export class RequestQueue {
    * answered 502 by a dying worker comes back like one that was served.
    */
   departed(): void {
-    this.trend.completion(this.clock.now(), this.serviceMs);
+    this.trend.completion(this.clock.now(), this.serviceMs, this.list.length > 0);
   }
 
   /**

@@ -18,13 +18,13 @@ function sim(): Sim {
   return { trend: new ArrivalTrend(), now: 0, verdicts: [] };
 }
 
-/** One step of `serviceMs`: `arrive` requests offered, `complete` requests ended (spread over the step). */
-function step(s: Sim, serviceMs: number, arrive: number, complete: number): void {
+/** One step of `serviceMs`: `arrive` requests offered, `complete` requests ended (spread over the step); `waiting`: requests queued at each. */
+function step(s: Sim, serviceMs: number, arrive: number, complete: number, waiting = false): void {
   const n = Math.max(arrive, complete, 1);
   for (let i = 0; i < n; i++) {
     s.now += serviceMs / n;
     if (i < arrive) s.trend.arrival();
-    if (i < complete) s.trend.completion(s.now, serviceMs);
+    if (i < complete) s.trend.completion(s.now, serviceMs, waiting);
   }
   s.verdicts.push(s.trend.growing(s.now, serviceMs));
 }
@@ -34,7 +34,7 @@ test('a closed loop keeps its queue standing: 20 clients on 4 seats of 100 ms ar
   // All 20 clients at once (wrk, ab): the burst fills the queue...
   for (let i = 0; i < 20; i++) s.trend.arrival();
   // ...then each answer brings its client back, in batches as the 4 seats finish together.
-  for (let t = 0; t < 200; t++) step(s, 100, 4, 4);
+  for (let t = 0; t < 200; t++) step(s, 100, 4, 4, true);
   assert.deepEqual(s.verdicts.filter(Boolean), []);
 });
 
@@ -76,12 +76,32 @@ test('a burst that reaches the pool over several sub-windows while it starts wor
   assert.deepEqual(s.verdicts.slice(-20).filter((v) => !v), [], 'a replacement under an overload does not end it');
 });
 
-test('a burst is queued whole: many requests at once, then arrivals no faster than completions', () => {
+test('a burst is queued whole: many requests at once, then arrivals no faster than completions, or none at all while it drains', () => {
   const s = sim();
   for (let t = 0; t < 20; t++) step(s, 25, 2, 2);
   for (let i = 0; i < 500; i++) s.trend.arrival();
-  for (let t = 0; t < 40; t++) step(s, 25, 1, 2);
+  for (let t = 0; t < 40; t++) step(s, 25, 1, 2, true);
   assert.deepEqual(s.verdicts.filter(Boolean), []);
+  // Bursts with silence between them, each drained before the next: never growing.
+  const q = sim();
+  for (let b = 0; b < 10; b++) {
+    for (let i = 0; i < 60; i++) q.trend.arrival();
+    for (let t = 0; t < 29; t++) step(q, 25, 0, 2, true);
+    step(q, 25, 0, 2, false);
+    for (let t = 0; t < 10; t++) step(q, 25, 0, 0);
+  }
+  assert.deepEqual(q.verdicts.filter(Boolean), []);
+});
+
+test('sub-windows without an arrival while requests wait (a stalled front end) count neither way: lumps that outrun completions are growth', () => {
+  const s = sim();
+  for (let t = 0; t < 20; t++) step(s, 20, 4, 4);
+  // 2× on 4 seats of 20 ms, arriving as 120 at once every 300 ms (3 sub-windows).
+  for (let t = 0; t < 75; t++) {
+    if (t % 15 === 0) for (let i = 0; i < 120; i++) s.trend.arrival();
+    step(s, 20, 0, 4, true);
+  }
+  assert.equal(s.verdicts.at(-1), true);
 });
 
 for (const factor of [1.5, 2, 10]) {
