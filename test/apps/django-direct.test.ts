@@ -156,6 +156,7 @@ server {
 
   for (const proto of PROTOCOLS) {
     it(`${proto}: from zero, the page is served by a fork of the pool's parent that accepted nginx's connection itself`, async () => {
+      const mark = d.daemon.mark();
       const before = await pool(proto);
       assert.equal(before.kind, 'direct');
       assert.equal(before.workers.length, 0, 'no worker before the first request');
@@ -169,7 +170,7 @@ server {
       const p = await pool(proto);
       const parent = p.preload?.pid as number;
       assert.ok(parent > 0, JSON.stringify(p.preload));
-      assert.equal(ppid, parent, `worker ${worker} is a fork of the pool's parent`);
+      assert.equal(ppid, parent, `worker ${worker} is a fork of the pool's parent${ppid === undefined ? ` (gone already):\n${d.daemon.dump(mark, 40, (l) => l.kind !== 'access')}` : ''}`);
       // The request went to the pool's socket, not through the daemon's overflow listener.
       assert.equal(await overflowAccepted(proto), proxied, 'the daemon proxied nothing');
     });
