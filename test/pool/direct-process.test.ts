@@ -223,6 +223,32 @@ test('after a burst, a trickle that every worker serves in turn still shrinks th
   assert.ok((e.stats.recycles['scale_down'] ?? 0) >= 3);
 });
 
+test('a worker started for a connection that waited beside a busy one is not scaled down at the next round: that moment is part of the peak', () => {
+  const e = setup({ maxChildren: 4, idleTimeout: 2000 });
+  e.setWaiting(1);
+  e.watch.look(false);
+  e.clock.advance(0);
+  e.setWaiting(0);
+  const [a] = [...e.sup.slots];
+  // One long request, past idle_timeout: the rounds' window covers the span, its peak 1.
+  e.proc.serving(a!.pid!, 101);
+  for (let t = 0; t <= 2000; t += SAMPLE_MS) e.tick();
+  // A second connection waits while it runs: a second worker, decided between rounds.
+  e.setWaiting(1);
+  e.watch.look(false);
+  e.clock.advance(0);
+  assert.equal(e.sup.slots.size, 2);
+  const b = [...e.sup.slots].find((s) => s !== a)!;
+  // By the next round both ended their requests and wait in accept() again.
+  e.setWaiting(0);
+  e.proc.accepting(a!.pid!);
+  e.proc.servedBetween(b.pid!);
+  e.tick();
+  e.tick();
+  assert.deepEqual([a!.state, b.state], ['up', 'up'], 'both workers kept within idle_timeout of the moment two were wanted');
+  assert.equal(e.stats.recycles['scale_down'], undefined);
+});
+
 test('planMeasuredStops: keep the peak of the last idle_timeout (plus min_spare, dynamic); static and a window not yet covered never stop', () => {
   const cfg = (pm: ScalingConfig['pm'], minSpare = 0): ScalingConfig => ({ pm, maxChildren: 8, startChildren: 2, minSpare, maxSpare: 4, maxSpawnRate: 8, idleTimeout: 10_000 });
   // [pm, min_spare, live, idle, peak, covered, stop]

@@ -100,8 +100,8 @@ export class AcceptWatch {
 
   /**
    * Reads every worker's state now. `full`: a sampling round (CPU, request_timeout, the
-   * measured concurrency and its stops); otherwise only idle or busy, before a spawn
-   * decision.
+   * stops of the measured concurrency); otherwise only idle or busy and the concurrency,
+   * before a spawn decision.
    */
   look(full: boolean): void {
     const r = this.report;
@@ -137,10 +137,11 @@ export class AcceptWatch {
         r.kill(slot, 'request_timeout', new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, `request_timeout (${this.d.requestTimeout} ms)`));
       }
     }
-    if (full) {
-      this.peak.record(now, active + this.d.waiting());
-      this.stopSurplus(idle, live, idleLive, now);
-    }
+    // Every look, not only the rounds: the look before a spawn decision may be the one
+    // moment a connection waited beside the busy workers, and the worker started for it
+    // must not go at the next round as surplus.
+    this.peak.record(now, active + this.d.waiting());
+    if (full) this.stopSurplus(idle, live, idleLive, now);
     r.scale();
   }
 
