@@ -312,6 +312,18 @@ function finishAll(wf: { workers: FakeWorker[] }, ep: (w: FakeWorker) => { activ
   return n;
 }
 
+/** A static pool of 4 workers with queue_max_wait 300 ms (and room and time to queue past it), started, each worker's first page of `pageMs` served. */
+async function queueOnFourWorkers(pageMs = 20) {
+  const h = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
+  const started = h.pool.start();
+  h.clock.advance(10);
+  await started;
+  h.send(4);
+  h.clock.advance(pageMs);
+  finishAll(h.wf, h.ep);
+  return h;
+}
+
 test('queue_max_wait: a closed loop of 20 clients on 4 workers of a 100 ms page is served whole, its standing queue waits', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
   const started = pool.start();
@@ -383,13 +395,7 @@ test('queue_max_wait: a growing queue is bounded by the rate the pool really dra
 });
 
 test('queue_max_wait: when the rate falls (two of four workers stuck mid-run), the newest of a growing queue are refused down to the new bound', async () => {
-  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
-  const started = pool.start();
-  clock.advance(10);
-  await started;
-  send(4);
-  clock.advance(20);
-  finishAll(wf, ep);
+  const { pool, clock, wf, ep, send } = await queueOnFourWorkers();
   // 20 ms pages; 6 arrive per 20 ms (1.5× four workers) for 2 s: the queue stands at its bound, 60.
   const all: ReturnType<typeof send> = [];
   for (let t = 0; t < 100; t++) {
@@ -417,13 +423,7 @@ test('queue_max_wait: when the rate falls (two of four workers stuck mid-run), t
 });
 
 test('queue_max_wait: a growth seen holds while the queue is still half its bound, so arrivals that meet completions there, then outrun them by less than a fifth, neither fill it nor get 503s after a wait', async () => {
-  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
-  const started = pool.start();
-  clock.advance(10);
-  await started;
-  send(4);
-  clock.advance(20);
-  finishAll(wf, ep);
+  const { clock, wf, ep, send } = await queueOnFourWorkers();
   // 20 ms pages on 4 workers: 20 served per 100 ms sub-window, 60 within queue_max_wait.
   // As a loaded machine swings what reaches the daemon: 2× (seen), then 1× with the queue
   // at its bound, then 1.15× (more than completions, never a fifth more), then 2× again.
@@ -446,13 +446,7 @@ test('queue_max_wait: a growth seen holds while the queue is still half its boun
 });
 
 test('queue_max_wait: arrivals that stop for two sub-windows (a front end stalled on a loaded machine) do not end a growth, so the queue does not fill unseen when they resume', async () => {
-  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
-  const started = pool.start();
-  clock.advance(10);
-  await started;
-  send(4);
-  clock.advance(20);
-  finishAll(wf, ep);
+  const { clock, wf, ep, send } = await queueOnFourWorkers();
   // 20 ms pages on 4 workers (sub-windows of 100 ms, a bound of 60); 1.5× for 1 s (the
   // growth seen, the queue within its bound meanwhile), 3× for 1 s, nothing for 200 ms
   // (the queue drains to 20), then 3× again.
@@ -471,13 +465,7 @@ test('queue_max_wait: arrivals that stop for two sub-windows (a front end stalle
 });
 
 test('queue_max_wait: an overload that reaches the pool in lumps, nothing between them while requests wait, is seen: the sub-windows without an arrival do not count against it', async () => {
-  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
-  const started = pool.start();
-  clock.advance(10);
-  await started;
-  send(4);
-  clock.advance(20);
-  finishAll(wf, ep);
+  const { clock, wf, ep, send } = await queueOnFourWorkers();
   // 20 ms pages on 4 workers (sub-windows of 100 ms, a bound of 60): 120 requests at once
   // every 300 ms (2×, as a loaded machine's front end passes an open loop on), for 4 s.
   const lumps: Array<ReturnType<typeof send>> = [];
@@ -495,13 +483,7 @@ test('queue_max_wait: an overload that reaches the pool in lumps, nothing betwee
 });
 
 test('queue_max_wait: after every worker stalled, the excess of a growing queue is refused at admission, not from its tail after the stall', async () => {
-  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
-  const started = pool.start();
-  clock.advance(10);
-  await started;
-  send(4);
-  clock.advance(20);
-  finishAll(wf, ep);
+  const { clock, wf, ep, send } = await queueOnFourWorkers();
   // 20 ms pages, 1.5× four workers for 2 s: the queue stands at its bound, 60.
   const waitedFor503 = refusalWaits(clock);
   for (let t = 0; t < 100; t++) {
@@ -523,13 +505,7 @@ test('queue_max_wait: after every worker stalled, the excess of a growing queue 
 });
 
 test('queue_max_wait: while the rate swings between sub-windows, the bound holds what the slowest of them serves, so no one waits much past queue_max_wait', async () => {
-  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
-  const started = pool.start();
-  clock.advance(10);
-  await started;
-  send(4);
-  clock.advance(5);
-  finishAll(wf, ep);
+  const { clock, wf, ep, send } = await queueOnFourWorkers(5);
   // Steps of 5 ms; the four workers finish a page every step for 100 ms, then every third
   // step for 100 ms (0.8 and 0.27 a ms, as on a machine whose CPU other work takes in
   // turns); 11 arrive every 10 ms, 2× the mean, for 4 s.
@@ -742,13 +718,7 @@ test('queue_limit 0, ondemand: a request spawns a worker and waits for it; one b
 });
 
 test('queue_max_wait: when the workers slow down, the head\'s wait lowers the bound as it happens, so the excess is refused at admission rather than after waiting', async () => {
-  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 60_000, queueMaxWait: 300 });
-  const started = pool.start();
-  clock.advance(10);
-  await started;
-  send(4);
-  clock.advance(20);
-  finishAll(wf, ep);
+  const { clock, wf, ep, send } = await queueOnFourWorkers();
   // 20 ms pages; 6 arrive per 20 ms (1.5× four workers) for 2 s: the queue stands at its bound, 60.
   for (let t = 0; t < 100; t++) {
     send(6);
