@@ -15,16 +15,24 @@ async function started(over = {}) {
   return s;
 }
 
-test('hand-over: one first request at a time on the new workers, the rest on the old ones, then the new pool alone', async () => {
-  const old = await started();
-  const neu = await started();
-  let ended = 0;
-  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void ended++ });
+type Started = Awaited<ReturnType<typeof started>>;
+
+/** A hand-over from `old` to `neu`, one first request at a time; `send` dispatches a request through it, `ended` counts its ends. */
+function handOver(neu: Started, old: Started) {
+  const counts = { ended: 0 };
+  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void counts.ended++ });
   const send = () => {
     const r = makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php' });
     chain.dispatch(r.ex);
     return r;
   };
+  return { send, ended: () => counts.ended };
+}
+
+test('hand-over: one first request at a time on the new workers, the rest on the old ones, then the new pool alone', async () => {
+  const old = await started();
+  const neu = await started();
+  const { send, ended } = handOver(neu, old);
   const [a, b, c] = [send(), send(), send()];
   const [n1, n2] = neu.wf.workers;
   const [o1, o2] = old.wf.workers;
@@ -41,13 +49,13 @@ test('hand-over: one first request at a time on the new workers, the rest on the
   // n2 has served: warm, it takes the next one.
   const e = send();
   assert.equal(neu.ep(n2!).running[0]?.ex, e.ex);
-  assert.equal(ended, 0, 'n1 has not served yet');
+  assert.equal(ended(), 0, 'n1 has not served yet');
   // Its first request: n2 is busy, no first request runs.
   const g = send();
   assert.equal(neu.ep(n1!).running[0]?.ex, g.ex);
   neu.ep(n1!).finish();
   neu.clock.advance(100);
-  assert.equal(ended, 1, 'every new worker has served: over');
+  assert.equal(ended(), 1, 'every new worker has served: over');
   const f = send();
   assert.equal(neu.ep(n1!).running[0]?.ex, f.ex);
   assert.equal(old.pool.snapshot().completed, 2);
@@ -75,22 +83,16 @@ test('hand-over to a php-cgi group: its first request runs alone (it fills the o
   const old = await started();
   const neu = await started({ maxChildren: 4, groupSize: 4 });
   assert.ok(canHandOver(old.pool, neu.pool), 'a reload hands over to a group too');
-  let ended = 0;
-  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => void ended++ });
-  const send = () => {
-    const r = makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php' });
-    chain.dispatch(r.ex);
-    return r;
-  };
+  const { send, ended } = handOver(neu, old);
   const running = () => neu.seatEps(neu.wf.workers[0]!).flatMap((e) => e.running);
   const [o1, o2] = old.wf.workers;
   const [a, b, c] = [send(), send(), send()];
   assert.deepEqual(running().map((r) => r.ex), [a.ex], 'one request on the group while its first runs');
   assert.deepEqual([old.ep(o2!).running[0]?.ex, old.ep(o1!).running[0]?.ex], [b.ex, c.ex], 'the others on the old generation');
-  assert.equal(ended, 0);
+  assert.equal(ended(), 0);
   neu.seatEps(neu.wf.workers[0]!).find((e) => e.running.length > 0)!.finish();
   // The group has served: every seat is warm, and the hand-over is over.
   const more = [send(), send(), send(), send()];
-  assert.equal(ended, 1, 'the group has served: the new pool serves alone');
+  assert.equal(ended(), 1, 'the group has served: the new pool serves alone');
   assert.deepEqual(new Set(running().map((r) => r.ex)), new Set(more.map((r) => r.ex)), 'all four seats of the group take requests at once');
 });
