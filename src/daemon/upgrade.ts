@@ -219,7 +219,7 @@ export function startSuccessor(
  * `nginx -t` before a binary upgrade: resolves when it could start, rejects (UpgradeError,
  * with the last lines it wrote) when it exits otherwise or takes longer than `checkMs`.
  */
-export function checkSuccessor(argv: readonly string[] = ownCommandLine(), checkMs = UPGRADE_CHECK_MS): Promise<void> {
+export function checkSuccessor(argv: readonly string[] = ownCommandLine(), checkMs = UPGRADE_CHECK_MS, quietMs = QUIET_START_MS): Promise<void> {
   const env: NodeJS.ProcessEnv = { ...process.env, [UPGRADE_CHECK_ENV]: '1' };
   for (const k of ['LISTEN_PID', 'LISTEN_FDS', 'LISTEN_FDNAMES', 'NOTIFY_SOCKET', EXEC_FDS_ENV]) delete env[k];
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env });
@@ -232,6 +232,17 @@ export function checkSuccessor(argv: readonly string[] = ownCommandLine(), check
       // gone already: its exit says why
     }
   }
+  // Where serving saturates the CPU, nice 19 gets next to nothing and the check would run
+  // out its time: after quietMs it gets the normal priority back (as root: raising it
+  // needs CAP_SYS_NICE; otherwise it stays at 19).
+  const pid = child.pid;
+  const giveBack = pid === undefined ? undefined : setTimeout(() => {
+    try {
+      setPriority(pid, 0);
+    } catch {
+      // not root, or gone
+    }
+  }, quietMs);
   let said = '';
   const keep = (b: Buffer): void => {
     said = (said + b.toString('utf8')).slice(-4000);
@@ -240,15 +251,18 @@ export function checkSuccessor(argv: readonly string[] = ownCommandLine(), check
   child.stderr!.on('data', keep);
   return new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
+      clearTimeout(giveBack);
       child.kill('SIGKILL');
       reject(new UpgradeError(`the new code did not finish its check within ${checkMs / 1000}s; not upgrading, still serving`));
     }, checkMs);
     child.once('error', (err) => {
       clearTimeout(timer);
+      clearTimeout(giveBack);
       reject(new UpgradeError(`could not run the new code's check: ${err.message}; still serving`));
     });
     child.once('close', (code, signal) => {
       clearTimeout(timer);
+      clearTimeout(giveBack);
       if (code === 0) return resolve();
       const last = lastMessage(said);
       reject(new UpgradeError(`the new code cannot start (its check exited ${signal ?? `with code ${code}`}${last ? `: ${last}` : ''}); not upgrading, still serving`));
