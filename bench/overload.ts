@@ -1,6 +1,6 @@
 /**
  * The seeds' overload table: open-loop load (requests leave on schedule, a new
- * connection each, whatever happened to the earlier ones; bench/open-loop.ts, a process
+ * connection each, whatever happened to the earlier ones; bench/load-generator.ts, a process
  * and session of its own, raised above the servers as root) at 0.5-2× capacity, through
  * one nginx, for
  *   php:    examples/php's SQLite workload page (db.php): fcgi-pm (php-cgi) beside php-fpm;
@@ -18,7 +18,7 @@
  *
  *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
  *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/] [--daemon-view]
- *       [--hops [--hops-dump PREFIX]]
+ *       [--hops [--hops-dump PREFIX]] [--capacity REQ_PER_S] [--generator-inline]
  *
  * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
  * latency percentiles of the served requests and of the 503s. --daemon-view (php suite)
@@ -31,7 +31,9 @@
  * `?i=<id>`, and prints where the time of the requests at each class's p99 went, hop by
  * hop (hopsTable); --hops-dump PREFIX writes every request's joined times as JSON. Each
  * window also prints the generator's own event-loop delay and CPU: a generator that lags
- * adds its lag to every figure at the client.
+ * adds its lag to every figure at the client. --capacity fixes the rates' base (the same
+ * offered load run after run); --generator-inline runs the generator in the bench's own
+ * process and session, as before 2026-12-03 (the A/B of that change).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,7 +42,7 @@ import { start, stopAll, waitReady, type Started } from './compare-procs.js';
 import { findPhpFpm, REPO, runNginx } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 import { djangoDatabase, freePort, machineLine, startFcgiPmDjango, startUwsgi } from './django.js';
-import { openLoopApart, type ClientHop } from './open-loop.js';
+import { openLoop, openLoopApart, type ClientHop } from './load-generator.js';
 
 const PHP_PUBLIC = join(REPO, 'examples', 'php', 'public');
 
@@ -227,12 +229,15 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
       fresh(s.accessFile);
       fresh(s.nginxFile);
     }
+    const inline = process.argv.includes('--generator-inline');
     let nextId = 0;
     let generator = '';
     const hopLines: string[] = [];
-    const capacity = caps.get(peer)!;
+    // --capacity: the same offered load run after run (an A/B on a busy machine), whatever was measured.
+    const fixed = arg('--capacity', '');
+    const capacity = fixed === '' ? caps.get(peer)! : Number(fixed);
     process.stdout.write(
-      `\n${name}: ${path}, ${workers} workers each; closed-loop capacity (wrk -c${workers * 2} -H 'Connection: close', 5 s): ${[...caps].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')} req/s; rates are multiples of ${peer}'s; ${machineLine()}\n`,
+      `\n${name}: ${path}, ${workers} workers each; closed-loop capacity (wrk -c${workers * 2} -H 'Connection: close', 5 s): ${[...caps].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')} req/s; rates are multiples of ${fixed === '' ? `${peer}'s` : `${fixed} req/s (--capacity)`}; ${machineLine()}\n`,
     );
     const viewed = sites.some((s) => s.accessFile !== undefined);
     const p99 = (xs: number[]): string => (xs.length > 0 ? pct(xs, 99).toFixed(0) : '–');
@@ -242,8 +247,8 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
     for (const m of rates) {
       for (const s of sites) {
         const rate = Math.round(capacity * m);
-        const r = await openLoopApart(url(s), rate, seconds, timeoutMs, s.nginxFile !== undefined, nextId);
-        generator = `the load generator: a process and session of its own, ${r.client.autogroup}`;
+        const r = inline ? await openLoop(url(s), rate, seconds, timeoutMs, s.nginxFile !== undefined, nextId) : await openLoopApart(url(s), rate, seconds, timeoutMs, s.nginxFile !== undefined, nextId);
+        generator = `the load generator: ${inline ? "in the bench's process (--generator-inline)" : 'a process and session of its own'}, ${r.client.autogroup}`;
         nextId += r.sent;
         // Let the queues empty before the next window (and the access lines reach the file).
         await new Promise((res) => setTimeout(res, 2000));

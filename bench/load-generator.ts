@@ -1,15 +1,17 @@
 /**
- * The open-loop load generator of bench/overload.ts: requests leave on schedule, a new
- * connection each, whatever happened to the earlier ones.
+ * The load generators of bench/overload.ts and bench/fairness.ts: an open loop (requests
+ * leave on schedule, a new connection each, whatever happened to the earlier ones) and a
+ * closed loop (clients that each wait for their answer, kept-alive).
  *
- * It runs in a process of its own, in a session of its own (its own autogroup), raised to
+ * Each runs in a process of its own, in a session of its own (its own autogroup), raised to
  * an autogroup nice of GENERATOR_NICE when the bench runs as root: users' browsers are on
  * other machines, and a generator that shares the 2 cores with the workers it overloads
  * measures its own lateness. Run inside the bench's process, beside the busy workers, its
  * event loop fell 100–400 ms behind at 1.5× (noisy, 2026-12-03): requests left in lumps
  * (what reached the daemon came 0, 0, 125, 339 a 50 ms sub-window) and answers the daemon
- * gave in 36 ms were read 400 ms later. Each window prints the generator's loop delay and
- * CPU, so a run where it still lagged shows it.
+ * gave in 36 ms were read 400 ms later. The open loop reports its loop delay and CPU, so a
+ * run where it still lagged shows it; both report where they ran. (bench/fairness's noise,
+ * wrk, stays in the bench's session: its lateness only lowers the noise.)
  */
 import { fork } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -111,23 +113,62 @@ export async function openLoop(url: string, rate: number, seconds: number, timeo
   return r;
 }
 
-interface Run {
-  url: string;
-  rate: number;
-  seconds: number;
-  timeoutMs: number;
-  trace: boolean;
-  firstId: number;
+export interface ClosedLoopResult {
+  statuses: Record<number, number>;
+  errors: number;
+  ms: number[];
+  /** The generator's session and autogroup. */
+  client: { session: number; autogroup: string };
 }
 
-/** What the generator's process sends back: the result, its trace as entries. */
-type Reply = Omit<OpenLoopResult, 'trace'> & { traceEntries?: Array<[number, ClientHop]> };
+/** `clients` loops, each one request after another on its own kept-alive connection, for `seconds`. */
+export async function closedLoop(url: string, clients: number, seconds: number): Promise<ClosedLoopResult> {
+  const r: ClosedLoopResult = { statuses: {}, errors: 0, ms: [], client: placement() };
+  const end = performance.now() + seconds * 1000;
+  const one = (agent: http.Agent): Promise<void> =>
+    new Promise((resolve) => {
+      const t0 = performance.now();
+      const req = http.get(url, { agent, timeout: 30_000 }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          r.ms.push(performance.now() - t0);
+          const s = res.statusCode ?? 0;
+          r.statuses[s] = (r.statuses[s] ?? 0) + 1;
+          resolve();
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', () => {
+        r.errors++;
+        resolve();
+      });
+    });
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      while (performance.now() < end) await one(agent);
+      agent.destroy();
+    }),
+  );
+  return r;
+}
 
-/** This process's session id and autogroup ("/autogroup-66169 nice -10"; "–" without autogroups), from /proc. */
+type Job =
+  | { kind: 'open'; url: string; rate: number; seconds: number; timeoutMs: number; trace: boolean; firstId: number }
+  | { kind: 'closed'; url: string; clients: number; seconds: number };
+
+/** What the generator's process sends back: the result, an open loop's trace as entries. */
+type Reply = (Omit<OpenLoopResult, 'trace'> & { traceEntries?: Array<[number, ClientHop]> }) | ClosedLoopResult;
+
+/** A process's session id, from /proc (after the command, which may hold spaces: state ppid pgrp session ...). */
+function sessionOf(pid: number | 'self'): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+}
+
+/** This process's session id and autogroup ("/autogroup-66169 nice -10"; "–" without autogroups). */
 function placement(): { session: number; autogroup: string } {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  // Fields after the command (which may hold spaces): state ppid pgrp session ...
-  const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+  const session = sessionOf('self');
   let autogroup = '–';
   try {
     autogroup = readFileSync('/proc/self/autogroup', 'utf8').trim();
@@ -137,34 +178,51 @@ function placement(): { session: number; autogroup: string } {
   return { session, autogroup };
 }
 
-/** openLoop() in a process and session of its own, at GENERATOR_NICE when root. */
-export async function openLoopApart(url: string, rate: number, seconds: number, timeoutMs: number, trace = false, firstId = 0): Promise<OpenLoopResult> {
+/** Runs a job in a process and session of its own, at GENERATOR_NICE when root; its reply. */
+async function apart(job: Job): Promise<Reply> {
   const child = fork(fileURLToPath(import.meta.url), ['--generator'], { detached: true, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  if (child.pid !== undefined) track(child.pid, 'load generator');
-  if (process.getuid?.() === 0 && child.pid !== undefined) {
+  if (child.pid === undefined) throw new Error('load generator: could not start');
+  const pid = child.pid;
+  track(pid, 'load generator');
+  // Only a session leader's autogroup is its own: another's nice would be the bench's session's.
+  if (process.getuid?.() === 0 && sessionOf(pid) === pid) {
     try {
-      writeFileSync(`/proc/${child.pid}/autogroup`, String(GENERATOR_NICE));
+      writeFileSync(`/proc/${pid}/autogroup`, String(GENERATOR_NICE));
     } catch {
-      // no autogroups on this kernel (the result says so)
+      // no autogroups on this kernel (the reply's placement says so)
     }
   }
-  const reply = await new Promise<Reply>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as Reply));
-    child.once('exit', (code) => reject(new Error(`load generator exited (${code}) before its answer`)));
-    child.send({ url, rate, seconds, timeoutMs, trace, firstId } satisfies Run);
-  });
-  child.disconnect();
-  if (child.pid !== undefined) untrack(child.pid);
-  const { traceEntries, ...rest } = reply;
+  try {
+    return await new Promise<Reply>((resolve, reject) => {
+      child.once('message', (m) => resolve(m as Reply));
+      child.once('exit', (code) => reject(new Error(`load generator exited (${code}) before its answer`)));
+      child.send(job);
+    });
+  } finally {
+    child.disconnect();
+    untrack(pid);
+  }
+}
+
+/** openLoop() in a process and session of its own. */
+export async function openLoopApart(url: string, rate: number, seconds: number, timeoutMs: number, trace = false, firstId = 0): Promise<OpenLoopResult> {
+  const { traceEntries, ...rest } = (await apart({ kind: 'open', url, rate, seconds, timeoutMs, trace, firstId })) as Omit<OpenLoopResult, 'trace'> & { traceEntries?: Array<[number, ClientHop]> };
   return { ...rest, ...(traceEntries === undefined ? {} : { trace: new Map(traceEntries) }) };
+}
+
+/** closedLoop() in a process and session of its own. */
+export async function closedLoopApart(url: string, clients: number, seconds: number): Promise<ClosedLoopResult> {
+  return (await apart({ kind: 'closed', url, clients, seconds })) as ClosedLoopResult;
 }
 
 if (process.argv.includes('--generator')) {
   process.once('message', (m) => {
-    const r = m as Run;
-    void openLoop(r.url, r.rate, r.seconds, r.timeoutMs, r.trace, r.firstId).then((res) => {
-      const { trace, ...rest } = res;
-      process.send!({ ...rest, ...(trace === undefined ? {} : { traceEntries: [...trace] }) } satisfies Reply, () => process.exit(0));
-    });
+    const job = m as Job;
+    const done = (reply: Reply): void => void process.send!(reply, () => process.exit(0));
+    if (job.kind === 'closed') void closedLoop(job.url, job.clients, job.seconds).then(done);
+    else
+      void openLoop(job.url, job.rate, job.seconds, job.timeoutMs, job.trace, job.firstId).then(({ trace, ...rest }) =>
+        done({ ...rest, ...(trace === undefined ? {} : { traceEntries: [...trace] }) }),
+      );
   });
 }
