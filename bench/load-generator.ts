@@ -33,6 +33,9 @@ export interface OpenLoopResult {
   errorKinds: Record<string, number>;
   servedMs: number[];
   refusedMs: number[];
+  /** When each of servedMs / refusedMs was due, ms from the first (the onset: the first sub-windows of an overload). */
+  servedDue: number[];
+  refusedDue: number[];
   /** The load generator's own state over the window: its event loop's delay (p99, max, ms), CPU (% of one core), session and autogroup. */
   client: { loopP99: number; loopMax: number; cpu: number; session: number; autogroup: string };
   /** --hops: per request (by its `?i=` id) when it was due, left, and was answered (epoch ms), and its status (0: failed). */
@@ -49,7 +52,7 @@ export interface ClientHop {
 /** `rate` requests a second for `seconds`, each on a new connection; resolves once every one is answered or failed. */
 export async function openLoop(url: string, rate: number, seconds: number, timeoutMs: number, trace = false, firstId = 0): Promise<OpenLoopResult> {
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
-  const r: OpenLoopResult = { sent: 0, served: 0, refused: 0, other: 0, errors: 0, errorKinds: {}, servedMs: [], refusedMs: [], client: { loopP99: 0, loopMax: 0, cpu: 0, ...placement() } };
+  const r: OpenLoopResult = { sent: 0, served: 0, refused: 0, other: 0, errors: 0, errorKinds: {}, servedMs: [], refusedMs: [], servedDue: [], refusedDue: [], client: { loopP99: 0, loopMax: 0, cpu: 0, ...placement() } };
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
   const cpu0 = process.cpuUsage();
@@ -63,7 +66,7 @@ export async function openLoop(url: string, rate: number, seconds: number, timeo
   const total = Math.round(rate * seconds);
   const pending: Array<Promise<void>> = [];
   const epoch = (t: number): number => performance.timeOrigin + t;
-  const one = (dueAt: number): Promise<void> =>
+  const one = (dueAt: number, dueMs: number): Promise<void> =>
     new Promise((resolve) => {
       const t0 = performance.now();
       const id = firstId + r.sent;
@@ -81,9 +84,11 @@ export async function openLoop(url: string, rate: number, seconds: number, timeo
           if (s >= 200 && s < 300) {
             r.served++;
             r.servedMs.push(ms);
+            r.servedDue.push(dueMs);
           } else if (s === 503) {
             r.refused++;
             r.refusedMs.push(ms);
+            r.refusedDue.push(dueMs);
           } else r.other++;
           resolve();
         });
@@ -101,7 +106,7 @@ export async function openLoop(url: string, rate: number, seconds: number, timeo
   const begin = performance.now();
   while (r.sent < total) {
     const due = Math.min(total, Math.floor(((performance.now() - begin) / 1000) * rate) + 1);
-    for (; r.sent < due; r.sent++) pending.push(one(begin + (r.sent / rate) * 1000));
+    for (; r.sent < due; r.sent++) pending.push(one(begin + (r.sent / rate) * 1000, (r.sent / rate) * 1000));
     await new Promise((res) => setTimeout(res, 2));
   }
   const cpu = process.cpuUsage(cpu0);

@@ -31,7 +31,9 @@
  * `?i=<id>`, and prints where the time of the requests at each class's p99 went, hop by
  * hop (hopsTable); --hops-dump PREFIX writes every request's joined times as JSON. Each
  * window also prints the generator's own event-loop delay and CPU: a generator that lags
- * adds its lag to every figure at the client. --capacity fixes the rates' base (the same
+ * adds its lag to every figure at the client, and a second table the onset: the served and
+ * 503 p99s of the requests due in the first 150 and 300 ms (while the growth is being
+ * seen), up to 1 s, and after. --capacity fixes the rates' base (the same
  * offered load run after run); --generator-inline runs the generator in the bench's own
  * process and session, as before 2026-12-03 (the A/B of that change).
  */
@@ -42,7 +44,7 @@ import { start, stopAll, waitReady, type Started } from './compare-procs.js';
 import { findPhpFpm, REPO, runNginx } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 import { djangoDatabase, freePort, machineLine, startFcgiPmDjango, startUwsgi } from './django.js';
-import { openLoop, openLoopApart, type ClientHop } from './load-generator.js';
+import { openLoop, openLoopApart, type ClientHop, type OpenLoopResult } from './load-generator.js';
 
 const PHP_PUBLIC = join(REPO, 'examples', 'php', 'public');
 
@@ -102,6 +104,18 @@ runtime_dir: ${dir}
   const p = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir, detached: true });
   await waitReady('fcgi-pm', { path: sock }, p);
   return Object.assign(p, { sock });
+}
+
+/** The onset's spans (ms of due time from the window's first request): the first sub-windows of 50 ms, while the growth is being seen, then the rest. */
+const ONSET_SPANS: Array<[number, number]> = [[0, 150], [150, 300], [300, 1000], [1000, Infinity]];
+
+/** Served and 503 counts and p99s of the requests due in each onset span, as table cells. */
+function onsetCells(r: OpenLoopResult): string {
+  const cell = (ms: number[], due: number[], [from, to]: [number, number]): string => {
+    const xs = ms.filter((_, i) => due[i]! >= from && due[i]! < to);
+    return xs.length === 0 ? '0' : `${xs.length}: ${pct(xs, 99).toFixed(0)}`;
+  };
+  return ONSET_SPANS.map((span) => `${cell(r.servedMs, r.servedDue, span)} / ${cell(r.refusedMs, r.refusedDue, span)}`).join(' | ');
 }
 
 /** fcgi-pm's access rows as served and 503 durations. */
@@ -230,6 +244,7 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
       fresh(s.nginxFile);
     }
     const inline = process.argv.includes('--generator-inline');
+    const onsetLines: string[] = [];
     let nextId = 0;
     let generator = '';
     const hopLines: string[] = [];
@@ -248,6 +263,7 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
       for (const s of sites) {
         const rate = Math.round(capacity * m);
         const r = inline ? await openLoop(url(s), rate, seconds, timeoutMs, s.nginxFile !== undefined, nextId) : await openLoopApart(url(s), rate, seconds, timeoutMs, s.nginxFile !== undefined, nextId);
+        onsetLines.push(`| ${m}× | ${s.name} | ${onsetCells(r)} |`);
         generator = `the load generator: ${inline ? "in the bench's process (--generator-inline)" : 'a process and session of its own'}, ${r.client.autogroup}`;
         nextId += r.sent;
         // Let the queues empty before the next window (and the access lines reach the file).
@@ -270,6 +286,9 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
       }
     }
     process.stdout.write(`(${generator})\n`);
+    process.stdout.write(
+      `\nThe onset: by when each request was due (ms from the window's first), served and 503s as "count: p99 ms" at the client\n| load | stack | ${ONSET_SPANS.map(([a, b]) => `${a}–${b === Infinity ? 'end' : b}: served / 503`).join(' | ')} |\n|---|---|${ONSET_SPANS.map(() => '---|').join('')}\n${onsetLines.join('\n')}\n`,
+    );
     if (hopLines.length > 0) {
       process.stdout.write(
         `\nWhere the slowest requests' time went (--hops): medians over the requests at or past the p99 at the client, ms\n| window | class | requests | p99 at the client | past it | due → sent | sent → nginx's accept | accept → nginx's request | nginx's upstream connect | nginx → daemon | in the daemon | daemon → nginx | nginx → client |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n${hopLines.join('\n')}\n`,

@@ -39,6 +39,9 @@ test('open loop: a process and session of its own, on schedule, every request tr
   assert.equal(r.served, 50);
   assert.equal(r.refused, 50);
   apartFromUs(r.client);
+  // When each answered request was due (the onset table): ids 1000, 1002, ... served, due every 10 ms.
+  assert.deepEqual([...r.servedDue].sort((a, b) => a - b), Array.from({ length: 50 }, (_, k) => k * 10));
+  assert.deepEqual([...r.refusedDue].sort((a, b) => a - b), Array.from({ length: 50 }, (_, k) => k * 10 + 5));
   const trace = r.trace!;
   assert.deepEqual([...trace.keys()].sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => 1000 + i));
   for (const [id, h] of trace) {
