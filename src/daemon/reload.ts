@@ -226,26 +226,32 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
   // 4. Commit. A changed pool whose old generation is serving hands over from it
   // (pool/handover.ts): the new workers' first requests do not all come at once.
   for (const pool of fresh.values()) {
-    let old = t.pools.pools.get(pool.name);
-    // A hand-over still running ends first: two generations serve at most, never a pile of them.
-    if (old instanceof HandoverPool) {
-      old.end('replaced');
-      old = old.next;
-    }
-    if (old !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && old.snapshot().active > 0 && canHandOver(old, pool)) {
+    const cur = t.pools.pools.get(pool.name);
+    // Two generations serve at most: a hand-over still running is replaced, and the newest
+    // hands over from its old generation, the warm one (its new one has not warmed yet).
+    const from = cur instanceof HandoverPool ? cur.prev : cur;
+    // Any ready worker of the old generation is warm: one idle at the commit (its client
+    // between two requests) serves the next request better than a new worker's first.
+    if (from !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && (readySeats(from) > 0 || from.snapshot().active > 0) && canHandOver(from, pool)) {
       const cores = availableParallelism();
-      const chain: HandoverPool = new HandoverPool(pool, old, {
+      const chain: HandoverPool = new HandoverPool(pool, from, {
         clock: systemClock,
         firstAtOnce: Math.max(1, Math.floor(cores / 2)),
         quietMs: HANDOVER_QUIET_MS,
         maxMs: HANDOVER_MAX_MS,
+        ...(cur instanceof HandoverPool ? { since: cur.since } : {}),
         ended: (why, ms) => {
           t.pools.swap(chain, pool);
           log.info({ kind: 'reload', pool: pool.name, handoverMs: ms, why }, `pool ${pool.name}: the new generation serves alone after a hand-over of ${ms} ms (${HANDOVER_WHY[why]}); the old one drains`);
         },
       });
-      t.pools.put(chain, (o) => chain.ended.then(() => o.stop(drainMs, 'reload')));
-    } else t.pools.put(pool, (o) => o.stop(drainMs, 'reload'));
+      // Ends the replaced hand-over; the registry then holds its new generation, which drains now.
+      if (cur instanceof HandoverPool) cur.passPrevTo(chain);
+      t.pools.put(chain, (o) => (o === from ? chain.released.then(() => o.stop(drainMs, 'reload')) : o.stop(drainMs, 'reload')));
+    } else {
+      if (cur instanceof HandoverPool) cur.end('replaced');
+      t.pools.put(pool, (o) => o.stop(drainMs, 'reload'));
+    }
   }
   for (const p of plan.pools.retuned) {
     retunes.get(p.name)!();
