@@ -15,7 +15,9 @@
  *              client beside the share the daemon saw (its latency histogram: arrival to
  *              end), and where each process runs (its CPU cgroup, its autogroup). nginx, fcgi-pm and php-fpm each run in a session of
  *              their own, as services do (with autogroups each session is one entity the
- *              kernel shares the CPU between); the clients stay in this one. --variant
+ *              kernel shares the CPU between); the clients in one of their own too, raised
+ *              above the servers as root (bench/load-generator.ts: users are on other
+ *              machines); wrk, the noise, stays in this one. --variant
  *              "key: value" adds a second fcgi-pm whose pools have that key, or whose top
  *              level has it when it is a top-level key (an A/B of a setting in the same
  *              rounds: "busy_cpu_slice: 0", "daemon_cpu_weight: 0", "cpu_weight: 0").
@@ -26,7 +28,6 @@
  *   node dist/bench/fairness.js [--rows closed,noisy,slowloris] [--seconds 8] [--variant "cpu_weight: 0"]
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +40,7 @@ import { controlRequest } from '../src/control/client.js';
 import { LATENCY_BOUNDS_MS } from '../src/control/outcomes.js';
 import type { Histogram, StatusSnapshot } from '../src/control/types.js';
 import { TOP_KEYS } from '../src/config/keys.js';
+import { closedLoopApart, type ClosedLoopResult } from './load-generator.js';
 import { pct } from './overload.js';
 
 function arg(name: string, def: string): string {
@@ -128,45 +130,7 @@ async function startFront(dir: string, doc: string, routes: Array<{ port: number
   return runNginx(dir, blocks, routes.map((r) => r.port), { detached: service });
 }
 
-interface LoopResult {
-  statuses: Record<number, number>;
-  errors: number;
-  ms: number[];
-}
-
-/** `clients` loops, each one request after another on its own kept-alive connection, for `seconds`. */
-async function closedLoop(url: string, clients: number, seconds: number): Promise<LoopResult> {
-  const r: LoopResult = { statuses: {}, errors: 0, ms: [] };
-  const end = performance.now() + seconds * 1000;
-  const one = (agent: http.Agent): Promise<void> =>
-    new Promise((resolve) => {
-      const t0 = performance.now();
-      const req = http.get(url, { agent, timeout: 30_000 }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          r.ms.push(performance.now() - t0);
-          const s = res.statusCode ?? 0;
-          r.statuses[s] = (r.statuses[s] ?? 0) + 1;
-          resolve();
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', () => {
-        r.errors++;
-        resolve();
-      });
-    });
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-      while (performance.now() < end) await one(agent);
-      agent.destroy();
-    }),
-  );
-  return r;
-}
-
-function statusText(r: LoopResult): string {
+function statusText(r: ClosedLoopResult): string {
   return Object.entries(r.statuses).map(([s, n]) => `${n} × ${s}`).join(', ') + (r.errors > 0 ? `, ${r.errors} client errors` : '');
 }
 
@@ -180,7 +144,7 @@ async function rowClosed(dir: string, doc: string, seconds: number): Promise<voi
   process.stdout.write('| stack | answers | req/s | p50 ms | p99 ms |\n|---|---|---|---|---|\n');
   for (let round = 0; round < 2; round++) {
     for (const [name, port] of [['php-fpm', pf], ['fcgi-pm', po]] as const) {
-      const r = await closedLoop(`http://127.0.0.1:${port}/sleep.php`, 20, seconds);
+      const r = await closedLoopApart(`http://127.0.0.1:${port}/sleep.php`, 20, seconds);
       process.stdout.write(`| ${name} | ${statusText(r)} | ${(r.ms.length / seconds).toFixed(1)} | ${pct(r.ms, 50).toFixed(0)} | ${pct(r.ms, 99).toFixed(0)} |\n`);
     }
   }
@@ -282,6 +246,7 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
   process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker ${placement(ngxWorker[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
   process.stdout.write('| stack | quiet p99 alone ms | quiet p99 beside ms | ratio | noisy served req/s | noisy answers |\n|---|---|---|---|---|---|\n');
   const waits: string[] = [];
+  let quietClient = '';
   const us = (n: number | undefined): string => (n === undefined ? '–' : n.toFixed(0));
   for (let round = 0; round < 2; round++) {
     for (let i = 0; i < stacks.length; i++) {
@@ -292,12 +257,13 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
       const control = 'control' in st.s ? (st.s.control as string) : undefined;
       const h0 = await daemonLatency(control, 'quiet');
       const s0 = readAll();
-      const alone = await closedLoop(quietUrl, 1, seconds);
+      const alone = await closedLoopApart(quietUrl, 1, seconds);
+      quietClient = alone.client.autogroup;
       const s1 = readAll();
       const h1 = await daemonLatency(control, 'quiet');
-      // The noise from wrk, a process of its own: timed in this one, the quiet client's
-      // answers would wait behind the event loop's handling of 30 noisy ones.
-      const [beside, noise] = await Promise.all([closedLoop(quietUrl, 1, seconds), runWrk(`http://127.0.0.1:${p.noisy}/cpu.php`, 30, seconds)]);
+      // The noise from wrk, a process of its own: timed in the quiet client's, its answers
+      // would wait behind the event loop's handling of 30 noisy ones.
+      const [beside, noise] = await Promise.all([closedLoopApart(quietUrl, 1, seconds), runWrk(`http://127.0.0.1:${p.noisy}/cpu.php`, 30, seconds)]);
       const s2 = readAll();
       const h2 = await daemonLatency(control, 'quiet');
       const a = pct(alone.ms, 99);
@@ -314,6 +280,7 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
   process.stdout.write('\nwhere the quiet requests waited: the share over 2 ms and over 5 ms at the client and inside fcgi-pm (from its arrival to its end: the daemon and the worker; the rest is nginx, the client and the sockets between); run-queue wait per wakeup (/proc/PID/schedstat) of nginx\'s worker, the daemon and the quiet pool\'s workers; CPU used in the window\n');
   process.stdout.write('| stack | window | quiet p50 / p99 ms | > 2 ms: client / inside | > 5 ms: client / inside | wait µs: nginx / daemon / quiet workers | CPU s: daemon / quiet / noisy workers |\n|---|---|---|---|---|---|---|\n');
   process.stdout.write(waits.join('\n') + '\n');
+  process.stdout.write(`(the quiet client: a process and session of its own, ${quietClient})\n`);
   await ngx.stop();
   await fpm.proc.stop();
   await ours.proc.stop();

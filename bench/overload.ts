@@ -1,6 +1,7 @@
 /**
  * The seeds' overload table: open-loop load (requests leave on schedule, a new
- * connection each, whatever happened to the earlier ones) at 0.5-2× capacity, through
+ * connection each, whatever happened to the earlier ones; bench/load-generator.ts, a process
+ * and session of its own, raised above the servers as root) at 0.5-2× capacity, through
  * one nginx, for
  *   php:    examples/php's SQLite workload page (db.php): fcgi-pm (php-cgi) beside php-fpm;
  *   django: a view of the Django example (--django-path, default its 8,750-byte /page/;
@@ -17,6 +18,7 @@
  *
  *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
  *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/] [--daemon-view]
+ *       [--hops [--hops-dump PREFIX]] [--capacity REQ_PER_S] [--generator-inline]
  *
  * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
  * latency percentiles of the served requests and of the 503s. --daemon-view (php suite)
@@ -24,84 +26,31 @@
  * daemon to its end) and prints the same p99s as the daemon saw them: a 503 slow at the
  * client but quick inside waited before the daemon read it (nginx, the sockets, the
  * client's own loop), one slow inside waited in the daemon. The access log costs the
- * daemon a little CPU: the target figures are taken without it.
+ * daemon a little CPU: the target figures are taken without it. --hops (php suite; implies
+ * --daemon-view) also has nginx log each request's times and the generator tag each with
+ * `?i=<id>`, and prints where the time of the requests at each class's p99 went, hop by
+ * hop (hopsTable); --hops-dump PREFIX writes every request's joined times as JSON. Each
+ * window also prints the generator's own event-loop delay and CPU: a generator that lags
+ * adds its lag to every figure at the client, and a second table the onset: the served and
+ * 503 p99s of the requests due in the first 150 and 300 ms (while the growth is being
+ * seen), up to 1 s, and after. --capacity fixes the rates' base (the same
+ * offered load run after run); --generator-inline runs the generator in the bench's own
+ * process and session, as before 2026-12-03 (the A/B of that change).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { start, stopAll, waitReady, type Started } from './compare-procs.js';
 import { findPhpFpm, REPO, runNginx } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 import { djangoDatabase, freePort, machineLine, startFcgiPmDjango, startUwsgi } from './django.js';
+import { openLoop, openLoopApart, type ClientHop, type OpenLoopResult } from './load-generator.js';
 
 const PHP_PUBLIC = join(REPO, 'examples', 'php', 'public');
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1]! : def;
-}
-
-export interface OpenLoopResult {
-  sent: number;
-  served: number;
-  refused: number;
-  other: number;
-  errors: number;
-  /** Client errors by kind (timeout, ECONNRESET, ...). */
-  errorKinds: Record<string, number>;
-  servedMs: number[];
-  refusedMs: number[];
-}
-
-/** `rate` requests a second for `seconds`, each on a new connection; resolves once every one is answered or failed. */
-export async function openLoop(url: string, rate: number, seconds: number, timeoutMs: number): Promise<OpenLoopResult> {
-  const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
-  const r: OpenLoopResult = { sent: 0, served: 0, refused: 0, other: 0, errors: 0, errorKinds: {}, servedMs: [], refusedMs: [] };
-  const failed = (err: NodeJS.ErrnoException): void => {
-    r.errors++;
-    const kind = err.code ?? err.message;
-    r.errorKinds[kind] = (r.errorKinds[kind] ?? 0) + 1;
-  };
-  const total = Math.round(rate * seconds);
-  const pending: Array<Promise<void>> = [];
-  const one = (): Promise<void> =>
-    new Promise((resolve) => {
-      const t0 = performance.now();
-      const req = http.get(url, { agent, timeout: timeoutMs }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          const ms = performance.now() - t0;
-          const s = res.statusCode ?? 0;
-          if (s >= 200 && s < 300) {
-            r.served++;
-            r.servedMs.push(ms);
-          } else if (s === 503) {
-            r.refused++;
-            r.refusedMs.push(ms);
-          } else r.other++;
-          resolve();
-        });
-        res.on('error', (err) => {
-          failed(err);
-          resolve();
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', (err) => {
-        failed(err);
-        resolve();
-      });
-    });
-  const begin = performance.now();
-  while (r.sent < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - begin) / 1000) * rate) + 1);
-    for (; r.sent < due; r.sent++) pending.push(one());
-    await new Promise((res) => setTimeout(res, 2));
-  }
-  await Promise.all(pending);
-  agent.destroy();
-  return r;
 }
 
 export function pct(xs: number[], p: number): number {
@@ -131,8 +80,8 @@ env[APP_DB_PATH] = ${db}
   return Object.assign(p, { sock });
 }
 
-/** fcgi-pm's access file for --daemon-view: status and milliseconds from arrival to end, one request a line. */
-const DAEMON_VIEW_FORMAT = '%s %{milli}d';
+/** fcgi-pm's access file for --daemon-view: status, milliseconds from arrival to end, the query (--hops: `i=<id>`), arrival and end (epoch s), one request a line. */
+const DAEMON_VIEW_FORMAT = '%s %{milli}d %q %{msec}t %{msec}T';
 
 async function startFcgiPmPhp(dir: string, workers: number, db: string, accessFile?: string): Promise<Started & { sock: string }> {
   mkdirSync(dir, { recursive: true });
@@ -157,22 +106,27 @@ runtime_dir: ${dir}
   return Object.assign(p, { sock });
 }
 
-/** The access lines written since `from` (a byte offset), as served and 503 durations; and the new offset. */
-function daemonView(file: string, from: number): { served: number[]; refused: number[]; end: number } {
-  let text: Buffer;
-  try {
-    text = readFileSync(file);
-  } catch {
-    return { served: [], refused: [], end: from };
-  }
+/** The onset's spans (ms of due time from the window's first request): the first sub-windows of 50 ms, while the growth is being seen, then the rest. */
+const ONSET_SPANS: Array<[number, number]> = [[0, 150], [150, 300], [300, 1000], [1000, Infinity]];
+
+/** Served and 503 counts and p99s of the requests due in each onset span, as table cells. */
+function onsetCells(r: OpenLoopResult): string {
+  const cell = (ms: number[], due: number[], [from, to]: [number, number]): string => {
+    const xs = ms.filter((_, i) => due[i]! >= from && due[i]! < to);
+    return xs.length === 0 ? '0' : `${xs.length}: ${pct(xs, 99).toFixed(0)}`;
+  };
+  return ONSET_SPANS.map((span) => `${cell(r.servedMs, r.servedDue, span)} / ${cell(r.refusedMs, r.refusedDue, span)}`).join(' | ');
+}
+
+/** fcgi-pm's access rows as served and 503 durations. */
+function daemonView(rows: string[][]): { served: number[]; refused: number[] } {
   const served: number[] = [];
   const refused: number[] = [];
-  for (const line of text.subarray(from).toString('latin1').split('\n')) {
-    const [status, ms] = line.split(' ');
+  for (const [status, ms] of rows) {
     if (status === '503') refused.push(Number(ms));
     else if (status !== undefined && status.startsWith('2')) served.push(Number(ms));
   }
-  return { served, refused, end: text.length };
+  return { served, refused };
 }
 
 interface Site {
@@ -182,6 +136,74 @@ interface Site {
   sock: string;
   /** fcgi-pm's access file (--daemon-view). */
   accessFile?: string;
+  /** nginx's access file for this site (--hops). */
+  nginxFile?: string;
+}
+
+/** nginx's access line for --hops: the request's id, then when nginx's request ended (epoch s) and its times (s). */
+const NGINX_HOPS_FORMAT = 'log_format hops \'$arg_i $status $msec $request_time $upstream_connect_time $upstream_header_time $upstream_response_time $connection_time\';';
+
+interface Hop {
+  client: ClientHop;
+  /** nginx: request start and end, connect time to the upstream (epoch ms, ms). */
+  nginx?: { accepted: number; start: number; end: number; connect: number };
+  /** fcgi-pm: arrival (params complete) and end (epoch ms). */
+  daemon?: { start: number; end: number };
+}
+
+/** Lines of a log file past `from`, split on spaces; and the new offset. */
+function linesFrom(file: string, from: number): { rows: string[][]; end: number } {
+  let text: Buffer;
+  try {
+    text = readFileSync(file);
+  } catch {
+    return { rows: [], end: from };
+  }
+  return { rows: text.subarray(from).toString('latin1').split('\n').filter((l) => l !== '').map((l) => l.split(' ')), end: text.length };
+}
+
+/** The client's, nginx's and the daemon's times of each request joined by its id. */
+function joinHops(client: Map<number, ClientHop>, nginxRows: string[][], daemonRows: string[][]): Hop[] {
+  const hops = new Map<number, Hop>();
+  for (const [id, c] of client) hops.set(id, { client: c });
+  for (const [id, , msec, rt, uct, , , ct] of nginxRows) {
+    const h = hops.get(Number(id));
+    if (h === undefined) continue;
+    const end = Number(msec) * 1000;
+    h.nginx = { accepted: end - Number(ct) * 1000, start: end - Number(rt) * 1000, end, connect: Number(uct) * 1000 };
+  }
+  for (const [, , q, t, tEnd] of daemonRows) {
+    const h = q?.startsWith('i=') ? hops.get(Number(q.slice(2))) : undefined;
+    if (h !== undefined) h.daemon = { start: Number(t) * 1000, end: Number(tEnd) * 1000 };
+  }
+  return [...hops.values()];
+}
+
+/**
+ * Where the time of the slowest requests went, hop by hop: the client's schedule (due →
+ * sent), client → nginx (sent → nginx's request start: connect, accept, first read),
+ * nginx → daemon (→ the daemon's arrival: nginx's upstream connect and write, the daemon's
+ * accept and read), the daemon (arrival → end), daemon → nginx (→ nginx's end), nginx →
+ * client (→ the client's end). Each figure is the median of that hop over the requests at
+ * or past the class's p99 at the client; "connect" is nginx's $upstream_connect_time.
+ */
+function hopsTable(label: string, hops: Hop[]): string {
+  const lines: string[] = [];
+  for (const [cls, ok] of [['served', (s: number) => s >= 200 && s < 300], ['503', (s: number) => s === 503]] as const) {
+    const all = hops.filter((h) => ok(h.client.status) && h.nginx !== undefined);
+    if (all.length === 0) continue;
+    const total = (h: Hop): number => h.client.endAt - h.client.sentAt;
+    const p99 = pct(all.map(total), 99);
+    const tail = all.filter((h) => total(h) >= p99);
+    const med = (f: (h: Hop) => number | undefined): string => {
+      const xs = tail.map(f).filter((x): x is number => x !== undefined && Number.isFinite(x));
+      return xs.length === 0 ? '–' : pct(xs, 50).toFixed(0);
+    };
+    lines.push(
+      `| ${label} | ${cls} | ${all.length} | ${p99.toFixed(0)} | ${tail.length} | ${med((h) => h.client.sentAt - h.client.dueAt)} | ${med((h) => h.nginx!.accepted - h.client.sentAt)} | ${med((h) => h.nginx!.start - h.nginx!.accepted)} | ${med((h) => h.nginx!.connect)} | ${med((h) => (h.daemon === undefined ? undefined : h.daemon.start - h.nginx!.start))} | ${med((h) => (h.daemon === undefined ? undefined : h.daemon.end - h.daemon.start))} | ${med((h) => (h.daemon === undefined ? undefined : h.nginx!.end - h.daemon.end))} | ${med((h) => h.client.endAt - h.nginx!.end)} |`,
+    );
+  }
+  return lines.join('\n');
 }
 
 async function startNginx(dir: string, sites: Site[]): Promise<Started> {
@@ -194,9 +216,11 @@ async function startNginx(dir: string, sites: Site[]): Promise<Started> {
         : s.kind === 'fastcgi'
           ? `location /app/ { fastcgi_split_path_info ^(/app)(/.*)$; include /etc/nginx/fastcgi_params; fastcgi_param PATH_INFO $fastcgi_path_info; fastcgi_keep_conn on; fastcgi_pass up${i}; }`
           : `location ~ ^(?<p>/app)(?<rest>/.*)$ { include /etc/nginx/uwsgi_params; uwsgi_param SCRIPT_NAME $p; uwsgi_param PATH_INFO $rest; uwsgi_pass unix:${s.sock}; }`;
+    const log = s.nginxFile === undefined ? '' : `access_log ${s.nginxFile} hops; `;
     return `${s.kind === 'uwsgi' ? '' : up}
-  server { listen 127.0.0.1:${s.port} backlog=4096; ${loc} }`;
+  server { listen 127.0.0.1:${s.port} backlog=4096; ${log}${loc} }`;
   });
+  if (sites.some((s) => s.nginxFile !== undefined)) blocks.unshift(NGINX_HOPS_FORMAT);
   return runNginx(dir, blocks, sites.map((s) => s.port), { detached: true });
 }
 
@@ -208,33 +232,67 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
     const caps = new Map<string, number>();
     for (const s of sites) caps.set(s.name, (await runWrk(url(s), workers * 2, 5, true)).rps);
     // The windows' access lines only: past the warm-up's and the capacity runs'.
-    const offsets = new Map<Site, number>();
-    for (const s of sites) if (s.accessFile !== undefined) offsets.set(s, daemonView(s.accessFile, 0).end);
-    const capacity = caps.get(peer)!;
+    const offsets = new Map<string, number>();
+    const fresh = (file: string | undefined): string[][] => {
+      if (file === undefined) return [];
+      const l = linesFrom(file, offsets.get(file) ?? 0);
+      offsets.set(file, l.end);
+      return l.rows;
+    };
+    for (const s of sites) {
+      fresh(s.accessFile);
+      fresh(s.nginxFile);
+    }
+    const inline = process.argv.includes('--generator-inline');
+    const onsetLines: string[] = [];
+    let nextId = 0;
+    let generator = '';
+    const hopLines: string[] = [];
+    // --capacity: the same offered load run after run (an A/B on a busy machine), whatever was measured.
+    const fixed = arg('--capacity', '');
+    const capacity = fixed === '' ? caps.get(peer)! : Number(fixed);
     process.stdout.write(
-      `\n${name}: ${path}, ${workers} workers each; closed-loop capacity (wrk -c${workers * 2} -H 'Connection: close', 5 s): ${[...caps].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')} req/s; rates are multiples of ${peer}'s; ${machineLine()}\n`,
+      `\n${name}: ${path}, ${workers} workers each; closed-loop capacity (wrk -c${workers * 2} -H 'Connection: close', 5 s): ${[...caps].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')} req/s; rates are multiples of ${fixed === '' ? `${peer}'s` : `${fixed} req/s (--capacity)`}; ${machineLine()}\n`,
     );
     const viewed = sites.some((s) => s.accessFile !== undefined);
     const p99 = (xs: number[]): string => (xs.length > 0 ? pct(xs, 99).toFixed(0) : '–');
     process.stdout.write(
-      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms |' : ''}\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|' : ''}\n`,
+      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms |' : ''} the client's loop delay p99 / max ms, CPU |\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|' : ''}---|\n`,
     );
     for (const m of rates) {
       for (const s of sites) {
         const rate = Math.round(capacity * m);
-        const r = await openLoop(url(s), rate, seconds, timeoutMs);
+        const r = inline ? await openLoop(url(s), rate, seconds, timeoutMs, s.nginxFile !== undefined, nextId) : await openLoopApart(url(s), rate, seconds, timeoutMs, s.nginxFile !== undefined, nextId);
+        onsetLines.push(`| ${m}× | ${s.name} | ${onsetCells(r)} |`);
+        generator = `the load generator: ${inline ? "in the bench's process (--generator-inline)" : 'a process and session of its own'}, ${r.client.autogroup}`;
+        nextId += r.sent;
         // Let the queues empty before the next window (and the access lines reach the file).
         await new Promise((res) => setTimeout(res, 2000));
         let inside = viewed ? ' – | – |' : '';
+        const daemonRows = fresh(s.accessFile);
         if (s.accessFile !== undefined) {
-          const v = daemonView(s.accessFile, offsets.get(s) ?? 0);
-          offsets.set(s, v.end);
+          const v = daemonView(daemonRows);
           inside = ` ${p99(v.served)} | ${p99(v.refused)} |`;
         }
+        if (r.trace !== undefined) {
+          const joined = joinHops(r.trace, fresh(s.nginxFile), daemonRows);
+          hopLines.push(hopsTable(`${m}× ${s.name}`, joined));
+          const dump = arg('--hops-dump', '');
+          if (dump !== '') writeFileSync(`${dump}-${m}-${s.name}.json`, JSON.stringify(joined));
+        }
         process.stdout.write(
-          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors}${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''} | ${pct(r.servedMs, 50).toFixed(0)} | ${p99(r.servedMs)} | ${p99(r.refusedMs)} |${inside}\n`,
+          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors}${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''} | ${pct(r.servedMs, 50).toFixed(0)} | ${p99(r.servedMs)} | ${p99(r.refusedMs)} |${inside} ${r.client.loopP99.toFixed(0)} / ${r.client.loopMax.toFixed(0)}, ${r.client.cpu.toFixed(0)} % |\n`,
         );
       }
+    }
+    process.stdout.write(`(${generator})\n`);
+    process.stdout.write(
+      `\nThe onset: by when each request was due (ms from the window's first), served and 503s as "count: p99 ms" at the client\n| load | stack | ${ONSET_SPANS.map(([a, b]) => `${a}–${b === Infinity ? 'end' : b}: served / 503`).join(' | ')} |\n|---|---|${ONSET_SPANS.map(() => '---|').join('')}\n${onsetLines.join('\n')}\n`,
+    );
+    if (hopLines.length > 0) {
+      process.stdout.write(
+        `\nWhere the slowest requests' time went (--hops): medians over the requests at or past the p99 at the client, ms\n| window | class | requests | p99 at the client | past it | due → sent | sent → nginx's accept | accept → nginx's request | nginx's upstream connect | nginx → daemon | in the daemon | daemon → nginx | nginx → client |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n${hopLines.join('\n')}\n`,
+      );
     }
   } finally {
     await ngx.stop();
@@ -247,7 +305,8 @@ async function main(): Promise<void> {
   const workers = Number(arg('--workers', '4'));
   const rates = arg('--rates', '0.5,1,1.5,2').split(',').map(Number);
   const timeoutMs = Number(arg('--timeout', '10')) * 1000;
-  const view = process.argv.includes('--daemon-view');
+  const hops = process.argv.includes('--hops');
+  const view = hops || process.argv.includes('--daemon-view');
   const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-overload-'));
   try {
     if (suites.includes('php')) {
@@ -258,8 +317,8 @@ async function main(): Promise<void> {
       const peer = await startPhpFpmDb(join(dir, 'php-fpm'), workers, dbB);
       try {
         const sites: Site[] = [
-          { name: 'fcgi-pm', port: await freePort(), kind: 'php', sock: fpm.sock, ...(accessFile === undefined ? {} : { accessFile }) },
-          { name: 'php-fpm', port: await freePort(), kind: 'php', sock: peer.sock },
+          { name: 'fcgi-pm', port: await freePort(), kind: 'php', sock: fpm.sock, ...(accessFile === undefined ? {} : { accessFile }), ...(hops ? { nginxFile: join(dir, 'nginx-fcgi-pm.log') } : {}) },
+          { name: 'php-fpm', port: await freePort(), kind: 'php', sock: peer.sock, ...(hops ? { nginxFile: join(dir, 'nginx-php-fpm.log') } : {}) },
         ];
         await suite('PHP + SQLite (examples/php db.php)', 'php', dir, sites, 'php-fpm', '/db.php', workers, rates, seconds, timeoutMs);
       } finally {

@@ -70,6 +70,10 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
   readonly writer: FcgiWriter;
   /** Requests whose PARAMS ended in the chunk being decoded; routed once the whole chunk is. */
   private readonly ready: FcgiRequest[] = [];
+  /** Requests begun in the chunk being decoded; their header deadline is armed after it, if their PARAMS did not end in it. */
+  private readonly begun: FcgiRequest[] = [];
+  /** A request head came whole in the chunk being decoded. */
+  private headCame = false;
   private readonly deadlines: ClientDeadlines;
   /** On the header list while bytes arrived and no request has begun yet. */
   private readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
@@ -87,6 +91,11 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     // client_header_timeout; a kept connection's later ones, after their first byte.
     this.deadlines.header.push(this.deadline);
     env.listener.add(this);
+  }
+
+  /** The session closed (read through a getter: a call out may have closed it). */
+  private get closed(): boolean {
+    return this.state === 'closed';
   }
 
   // ---- Session (listener side) ------------------------------------------------------
@@ -110,32 +119,52 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
 
   // ---- input ------------------------------------------------------------------------
 
-  /** @internal socket listener (session-socket.ts). */
+  /**
+   * @internal socket listener (session-socket.ts). The client deadlines are armed once
+   * the chunk is decoded, for what is still owed then: a request head and a GET's empty
+   * STDIN that come in one chunk, as a front end sends them, need no deadline at all.
+   */
   onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
     this.heard = true;
-    // Bytes with no request begun: one must begin within header_timeout.
-    if (this.requests.size === 0 && this.deadline.list === null) this.deadlines.header.push(this.deadline);
+    // Bytes with no request begun: one must begin within header_timeout, unless a head comes whole here.
+    const unbegun = this.requests.size === 0 && this.deadline.list === null;
+    this.headCame = false;
     try {
       this.decoder.push(chunk);
     } catch (err) {
       this.ready.length = 0; // their exchanges were aborted with the connection
+      this.begun.length = 0;
       this.badInput(err);
       return;
     }
+    if (unbegun && !this.headCame && !this.closed) this.deadlines.header.push(this.deadline);
+    if (this.begun.length > 0) this.armBegun();
     if (this.ready.length > 0) this.routeReady();
+  }
+
+  /** Requests begun in this chunk whose PARAMS did not end in it: their head is due within header_timeout. */
+  private armBegun(): void {
+    const list = this.begun;
+    for (let i = 0; i < list.length; i++) {
+      const r = list[i]!;
+      if (r.state === 'params' && !this.closed) this.deadlines.header.push(r.deadline);
+    }
+    list.length = 0;
   }
 
   /**
    * Routes the requests whose PARAMS ended in this chunk. After the chunk, not inside the
    * decoder loop: the STDIN records behind the PARAMS (for a GET, the empty one) are in
-   * the exchange by then, so the backend gets the whole request in one write.
+   * the exchange by then, so the backend gets the whole request in one write. A request
+   * still owed body bytes then (not paused by its exchange) gets its body deadline.
    */
   private routeReady(): void {
     const list = this.ready;
     for (let i = 0; i < list.length; i++) {
-      const ex = list[i]!.exchange!;
-      if (this.state !== 'closed') routeExchange(this.env, ex);
+      const r = list[i]!;
+      if (!this.closed) routeExchange(this.env, r.exchange!);
+      if (r.state === 'running' && !r.stdinDone && !r.bodyPaused && r.role !== Role.Authorizer && !this.closed) this.deadlines.bodyActive(r.deadline);
     }
     list.length = 0;
   }
@@ -225,7 +254,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     }
     const r = new FcgiRequest(this, id, role, keepConn, new ParamsCollector(this.env.ctx.limits));
     this.requests.add(r);
-    this.deadlines.header.push(r.deadline);
+    this.begun.push(r); // its header deadline: after the chunk (onData)
   }
 
   private rejectBegin(id: number, protocolStatus: number, keepConn: boolean): void {
@@ -249,6 +278,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     r.collector = undefined;
     r.state = 'running';
     // A head came whole: the connection's own header deadline (from its accept or first byte) is met.
+    this.headCame = true;
     if (this.deadline.list !== null) this.deadlines.stop(this.deadline);
     applyOverride(params, this.env.override);
     const ex = new Exchange(params, r, 'fastcgi', performance.now());
@@ -258,10 +288,9 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
       // No body and no wait for STDIN: Apache's mod_authnz_fcgi sends none, not even the empty record.
       ex.role = Role.Authorizer;
       ex.endBody();
-      this.deadlines.stop(r.deadline);
-    } else {
-      this.deadlines.bodyActive(r.deadline);
     }
+    // Off the header list (begun in an earlier chunk); the body deadline is armed after this chunk (routeReady).
+    this.deadlines.stop(r.deadline);
     announceExchange(this.env, ex);
     this.ready.push(r);
   }

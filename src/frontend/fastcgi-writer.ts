@@ -1,8 +1,11 @@
 /**
  * The output side of a front-end FastCGI connection: response records coalesced per
- * tick. A response head is held for the rest of its tick so that its first body bytes
- * (or its end) leave in the same record; small records are copied into one buffer, larger
- * ones go out as views (writev); everything written in one tick leaves in one uncork.
+ * tick. A response head (or a small first record) is held for the rest of its tick so
+ * that its first body bytes (or its end) leave in the same record; small records are
+ * copied into one buffer, larger ones go out as views (writev); what is written in one
+ * tick leaves in one uncork. A response that comes whole (the usual page: head, body and
+ * end in one backend chunk) leaves as one buffer in a plain write, never corked: the
+ * stream's cork, buffer and uncork cost more than the write itself.
  * A request whose write hit a full socket waits for the drain here.
  */
 import type { Socket } from 'node:net';
@@ -21,7 +24,10 @@ export class FcgiWriter implements FcgiOutput {
   /** The session closed: nothing more is written. */
   private readonly closed: () => boolean;
   private drainWaiters: FcgiRequest[] = [];
+  /** The socket is corked until the end of this tick. */
   private corked = false;
+  /** The end-of-tick flush (held heads, the uncork) is scheduled. */
+  private scheduled = false;
   /** Scratch list for encodeStream, reused for every write. */
   private readonly out: Buffer[] = [];
   /** Requests whose head waits for its first body bytes; flushed before the tick's uncork at the latest. */
@@ -50,7 +56,7 @@ export class FcgiWriter implements FcgiOutput {
     if (this.closed()) return;
     r.pendingHead = raw;
     this.pendingHeads.push(r);
-    this.cork();
+    this.schedule();
   }
 
   body(r: FcgiRequest, chunk: Buffer): boolean {
@@ -84,7 +90,7 @@ export class FcgiWriter implements FcgiOutput {
       // Held for the tick: a small response then leaves with its end as one buffer (one write, not a writev).
       r.pendingRecord = raw;
       this.pendingHeads.push(r);
-      this.cork();
+      this.schedule();
       return true;
     }
     return this.waitIfFull(r, this.write1(raw));
@@ -101,21 +107,22 @@ export class FcgiWriter implements FcgiOutput {
 
   /**
    * Writes the held head and first body bytes, with `end` the empty STDOUT and
-   * END_REQUEST too: one buffer when small; else the data as views (head and body are
-   * one view when they lie side by side in the backend's chunk, as they usually do).
+   * END_REQUEST too: one buffer when small, which joins this tick's cork if there is one
+   * and else goes out at once; else the data as views (head and body are one view when
+   * they lie side by side in the backend's chunk, as they usually do).
    */
   held(r: FcgiRequest, end: boolean): void {
     const rec = r.pendingRecord;
     if (rec !== undefined) {
       r.pendingRecord = undefined;
-      this.write1(end ? encodeRecordsAndEnd(r.id, rec) : rec);
+      this.send(end ? encodeRecordsAndEnd(r.id, rec) : rec);
       return;
     }
     const head = r.pendingHead ?? EMPTY;
     const body = r.pendingBody ?? EMPTY;
     r.pendingHead = r.pendingBody = undefined;
     if (head.length + body.length <= SMALL_RECORD) {
-      this.write1(encodeStdout(r.id, head, body, end));
+      this.send(encodeStdout(r.id, head, body, end));
       return;
     }
     const joined = adjacent(head, body);
@@ -133,6 +140,12 @@ export class FcgiWriter implements FcgiOutput {
     return this.socket.write(buf);
   }
 
+  /** One buffer: with what this tick corked, or on its own at once. */
+  private send(buf: Buffer): boolean {
+    if (this.closed()) return true;
+    return this.socket.write(buf);
+  }
+
   private writeList(bufs: Buffer[]): boolean {
     if (this.closed()) return true;
     this.cork();
@@ -141,17 +154,24 @@ export class FcgiWriter implements FcgiOutput {
     return ok;
   }
 
-  /** Everything written in this tick leaves in one writev. */
+  /** Everything written from now to the end of this tick leaves in one writev. */
   private cork(): void {
     if (this.corked) return;
     this.corked = true;
     this.socket.cork();
-    process.nextTick(uncork, this);
+    this.schedule();
   }
 
-  /** Sends what this tick corked now (the session is closing). */
+  /** The end-of-tick flush, once per tick. */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    process.nextTick(endOfTick, this);
+  }
+
+  /** Sends what this tick held and corked now (the session is closing). */
   flush(): void {
-    if (this.corked) this.uncorkNow();
+    if (this.scheduled) this.endOfTick();
   }
 
   /** A response is waiting for the socket to drain (the client stopped reading). */
@@ -164,9 +184,11 @@ export class FcgiWriter implements FcgiOutput {
     this.drainWaiters = [];
   }
 
-  /** @internal process.nextTick target. */
-  uncorkNow(): void {
+  /** @internal process.nextTick target: held heads go out with what body they have, then the corked writes. */
+  endOfTick(): void {
+    this.scheduled = false;
     if (this.pendingHeads.length > 0) this.flushHeads();
+    if (!this.corked) return;
     this.corked = false;
     this.socket.uncork();
   }
@@ -203,6 +225,6 @@ function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
   return Buffer.from(a.buffer, a.byteOffset, a.length + b.length);
 }
 
-function uncork(w: FcgiWriter): void {
-  w.uncorkNow();
+function endOfTick(w: FcgiWriter): void {
+  w.endOfTick();
 }

@@ -52,6 +52,8 @@ export interface ConnectionOwner {
   idleClosed(conn: UpstreamConnection): void;
 }
 
+const NO_BYTES = Buffer.alloc(0);
+
 /** Socket buffer before the request body is paused: one full FastCGI record fits. */
 const WRITE_HIGH_WATER = 128 * 1024;
 
@@ -100,6 +102,20 @@ export abstract class UpstreamConnection implements BodyConsumer {
   protected readonly onHeadWritten = (err?: Error | null): void => {
     if (!err) this.headAccepted = true;
   };
+
+  /**
+   * The request head was just written, alone and uncorked. Nothing left in the stream's
+   * buffer and no error means the kernel took it all in that write (the usual case),
+   * known without a write callback, which costs a tick per request; still buffered, an
+   * empty write's callback says when the bytes before it are gone. A write that failed
+   * (EPIPE: the backend closed a kept-alive connection) leaves the head not sent.
+   */
+  protected headWritten(): void {
+    const s = this.socket;
+    if (s.destroyed || s.errored !== null) return;
+    if (s.writableLength === 0) this.headAccepted = true;
+    else s.write(NO_BYTES, this.onHeadWritten);
+  }
   private readonly onResponseDrainBound = (): void => this.resumeReading();
 
   constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {

@@ -76,7 +76,8 @@ export class FastcgiConnection extends UpstreamConnection {
     if (ex.noBody) {
       // The usual GET: BEGIN_REQUEST, PARAMS and the empty STDIN in one buffer, one write.
       this.bodyDone = true;
-      s.write(encodeRequestHead(REQUEST_ID, role, flags, ex.params, true), this.onHeadWritten);
+      s.write(encodeRequestHead(REQUEST_ID, role, flags, ex.params, true));
+      this.headWritten();
       ex.consumeBody(this); // detaches at once: end() finds bodyDone
       return;
     }

@@ -51,7 +51,7 @@ const filenameOffsets = new Map<string, number>();
 
 /**
  * The stack of the PHP request `pid` runs, innermost call first, or why it cannot be
- * read. `script`: the request's SCRIPT_FILENAME (finds zend_op_array.filename).
+ * read. `script`: the request's SCRIPT_FILENAME (finds zend_op_array.filename), undefined where fcgi-pm does not see the request.
  */
 export function phpBacktrace(pid: number, script: string | undefined): PhpFrame[] | string {
   let exe: string;
@@ -125,7 +125,11 @@ function walk(mem: Memory, eg: number, exe: string, script: string | undefined):
   return frames;
 }
 
-/** zend_op_array.filename's offset: the field of the main frame's op_array that points at SCRIPT_FILENAME. */
+/**
+ * zend_op_array.filename's offset: the field of the main frame's op_array that points at
+ * SCRIPT_FILENAME, or where the request is not known (a direct pool's worker) at a file
+ * that exists.
+ */
 function filenameOffset(mem: Memory, exe: string, mainEd: number, script: string | undefined): number | undefined {
   const known = filenameOffsets.get(exe);
   if (known !== undefined) return known;
@@ -135,11 +139,19 @@ function filenameOffset(mem: Memory, exe: string, mainEd: number, script: string
   for (let off = 64; off <= 256; off += 8) {
     const s = mem.zstr(mem.ptr(func + off) ?? 0);
     if (s === undefined || !s.startsWith('/')) continue;
-    if (want !== undefined && !want.includes(s)) continue;
+    if (want !== undefined ? !want.includes(s) : !isFile(s)) continue;
     filenameOffsets.set(exe, off);
     return off;
   }
   return undefined;
+}
+
+function isFile(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
 }
 
 function safeRealpath(p: string): string {

@@ -27,6 +27,8 @@ interface Setup {
   ops: OpsDaemon;
   ngx: Nginx;
   dir: string;
+  /** The document root. */
+  root: string;
   status(): Promise<any>;
   get(path: string): Promise<{ status: number; text: string }>;
   workers(): number[];
@@ -54,6 +56,7 @@ async function directBehindNginx(scope: Cleanup, pool: Record<string, unknown>):
     ops,
     ngx,
     dir,
+    root,
     status: async () => {
       const r = await ops.ctl(['status', '--json']);
       assert.equal(r.code, 0, r.stderr);
@@ -133,6 +136,23 @@ describe('accept: direct, managed', { timeout: 180_000, skip: process.platform !
     assert.ok(left <= 2, `workers after 2 × idle_timeout of trickle: ${left} (seen ${counts.join(',')})`);
     const p = await s.status();
     assert.ok((p.recycles.scale_down ?? 0) + (p.recycles.idle_timeout ?? 0) >= 2, JSON.stringify(p.recycles));
+  });
+
+  it('slow_request: a request on the direct path running longer is logged with the PHP call stack read from the worker', async (t) => {
+    const scope = new Cleanup();
+    t.after(() => scope.run());
+    const s = await directBehindNginx(scope, { pm: 'static', max_children: 1, slow_request: '300ms' });
+    await waitFor(() => s.workers().length === 1, { timeout: 10_000, what: 'the worker' });
+    const mark = s.ops.daemon.mark();
+    const slow = s.get('/sleep.php?ms=1500');
+    const line = await s.ops.daemon.waitForLog((l) => l['code'] === 'ERR_SLOW_REQUEST', { since: mark, timeout: 10_000, what: 'the slow request line' });
+    assert.equal((await slow).status, 200);
+    const script = join(s.root, 'sleep.php');
+    assert.equal(line['wpid'], s.workers()[0]);
+    assert.equal(line['script'], script, JSON.stringify(line));
+    assert.deepEqual(line['backtrace'], [`usleep() ${script}:11`], JSON.stringify(line));
+    const p = await s.status();
+    assert.equal(p.slowRequests, 1, 'counted once for the one request');
   });
 
   it('a pool with no worker while connections wait is not ready, and says so', async (t) => {

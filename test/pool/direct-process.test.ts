@@ -54,8 +54,9 @@ function setup(over: Partial<PoolConfig> = {}) {
   const { logger, lines } = recordingLogger();
   const proc = new FakeProc();
   let waiting = 0;
+  const slow: Array<{ pid: number; elapsedMs: number }> = [];
   const scaling: ScalingConfig = { pm: cfg.pm, maxChildren: cfg.maxChildren, startChildren: cfg.startChildren, minSpare: cfg.minSpare, maxSpare: cfg.maxSpare, maxSpawnRate: cfg.maxSpawnRate, idleTimeout: cfg.idleTimeout };
-  const watch = new AcceptWatch({ clock, log: logger, scaling, requestTimeout: cfg.requestTimeout, waiting: () => waiting, read: proc.read });
+  const watch = new AcceptWatch({ clock, log: logger, scaling, requestTimeout: cfg.requestTimeout, slowRequest: cfg.slowRequest, onSlow: (_slot, pid, elapsedMs) => slow.push({ pid, elapsedMs }), waiting: () => waiting, read: proc.read });
   const hooks: SupervisorHooks = {
     waiting: () => waiting,
     poolState: () => 'running',
@@ -82,7 +83,7 @@ function setup(over: Partial<PoolConfig> = {}) {
     clock.advance(SAMPLE_MS);
     watch.look(true);
   };
-  return { cfg, clock, wf, sup, watch, proc, stats, lines, tick, setWaiting: (n: number) => (waiting = n) };
+  return { cfg, clock, wf, sup, watch, proc, stats, lines, slow, tick, setWaiting: (n: number) => (waiting = n) };
 }
 
 test('connections waiting beyond idle workers spawn workers; a sampled connection counts as a request, its end releases the worker', async () => {
@@ -193,6 +194,25 @@ test('request_timeout: a worker holding one connection too long is killed', () =
   assert.equal(slot.state, 'stopping');
   assert.equal(slot.reason, 'request_timeout');
   assert.ok(e.lines.some((l) => l['code'] === 'ERR_REQUEST_TIMEOUT'));
+});
+
+test('slow_request: a worker holding one connection longer is logged once for that connection, again for a slow next one', () => {
+  const e = setup({ pm: 'static', maxChildren: 1, slowRequest: 500 });
+  void e.sup.start();
+  e.clock.advance(0);
+  const slot = [...e.sup.slots][0]!;
+  e.proc.serving(slot.pid!, 9);
+  e.tick();
+  e.tick();
+  assert.equal(e.slow.length, 0, 'not yet slow after 400 ms');
+  for (let i = 0; i < 5; i++) e.tick();
+  assert.equal(e.slow.length, 1, 'one line for the connection, however long it runs');
+  assert.equal(e.slow[0]!.pid, slot.pid);
+  assert.ok(e.slow[0]!.elapsedMs > 500);
+  e.proc.serving(slot.pid!, 10);
+  for (let i = 0; i < 4; i++) e.tick();
+  assert.equal(e.slow.length, 2, 'the next slow connection has its own line');
+  assert.equal(slot.state, 'up', 'slow is logged, not killed');
 });
 
 test('after a burst, a trickle that every worker serves in turn still shrinks the pool to what it needs (measured concurrency)', () => {

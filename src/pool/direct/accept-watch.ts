@@ -12,6 +12,7 @@
  *   retire     idle workers beyond what the measured concurrency needs
  *              (planMeasuredStops: the scale-down rule that works under a trickle)
  *   kill       a worker holding one connection for longer than request_timeout
+ *   slow       a worker holding one connection for longer than slow_request (once a connection)
  *   scale      after each look: spawn for connections waiting beyond idle workers
  *
  * Each worker has one `DirectSeat` (a SeatView): busy while it holds a connection (or
@@ -54,6 +55,8 @@ export class DirectSeat implements SeatView {
   /** The connection it serves (socket inode), since connSince. */
   conn: number | undefined;
   connSince = 0;
+  /** The connection already logged as slow. */
+  slowConn: number | undefined;
 }
 
 export interface AcceptWatchDeps {
@@ -61,6 +64,9 @@ export interface AcceptWatchDeps {
   log: Logger;
   scaling: ScalingConfig;
   requestTimeout: number;
+  /** slow_request (0 = off) and what logs one: a connection held longer, once each. */
+  slowRequest: number;
+  onSlow: (slot: SlotView, pid: number, elapsedMs: number) => void;
   /** Connections waiting in the socket's accept queue. */
   waiting: () => number;
   /** Reads a worker's state (tests may read a fake /proc). */
@@ -135,6 +141,9 @@ export class AcceptWatch {
       if (full && this.d.requestTimeout > 0 && seat.conn !== undefined && now - seat.connSince > this.d.requestTimeout) {
         slot.log.warn({ code: ErrorCodes.REQUEST_TIMEOUT, wpid: pid, requestTimeout: this.d.requestTimeout }, `worker ${pid} ran one request for over request_timeout (${this.d.requestTimeout} ms): killed`);
         r.kill(slot, 'request_timeout', new ProxyError(ErrorCodes.REQUEST_TIMEOUT, 504, `request_timeout (${this.d.requestTimeout} ms)`));
+      } else if (full && this.d.slowRequest > 0 && seat.conn !== undefined && seat.slowConn !== seat.conn && now - seat.connSince > this.d.slowRequest) {
+        seat.slowConn = seat.conn;
+        this.d.onSlow(slot, pid, now - seat.connSince);
       }
     }
     // Every look, not only the rounds: the look before a spawn decision may be the one

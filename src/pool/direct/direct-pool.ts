@@ -26,9 +26,10 @@
 import fs from 'node:fs';
 import type { PoolConfig } from '../../config/types.js';
 import { DIRECT_BACKLOG_DEFAULT, runsPhpCgi, wsgiAdapterIndex } from '../../config/schema.js';
-import { ProxyError } from '../../errors.js';
+import { ErrorCodes, ProxyError } from '../../errors.js';
 import type { Exchange } from '../../protocol/exchange.js';
 import type { Endpoint, UpstreamOutcome } from '../../upstream/types.js';
+import { formatBacktrace, requestBacktrace } from '../../worker/php-backtrace.js';
 import { SharedSocket, type QueueWatch } from '../../worker/shared-socket.js';
 import type { WorkerFactory, WorkerSpec } from '../../worker/types.js';
 import { OneTimer } from '../../util/clock.js';
@@ -69,9 +70,12 @@ export class DirectPool extends PoolBase {
   private arrivals = 0;
   private guard: { file: string; remove(): void } | undefined;
   private startedEpoch = Date.now();
+  /** Its workers run php-cgi: the slow log reads their PHP stack. */
+  private readonly phpCgi: boolean;
 
   constructor(cfg: PoolConfig, deps: DirectPoolDeps) {
     super(cfg, deps.logger, deps.clock);
+    this.phpCgi = cfg.command !== undefined && runsPhpCgi(cfg.command);
     // A worker exits 0 by itself only after its own limit (exit-verdict.ts): php-cgi's
     // PHP_FCGI_MAX_REQUESTS, fcgi-pm-wsgi's FCGI_PM_MAX_REQUESTS.
     const adapter = cfg.command !== undefined && wsgiAdapterIndex(cfg.command) >= 0;
@@ -105,6 +109,8 @@ export class DirectPool extends PoolBase {
       log: deps.logger,
       scaling: { pm: cfg.pm, maxChildren: cfg.maxChildren, startChildren: cfg.startChildren, minSpare: cfg.minSpare, maxSpare: cfg.maxSpare, maxSpawnRate: cfg.maxSpawnRate, idleTimeout: cfg.idleTimeout },
       requestTimeout: cfg.requestTimeout,
+      slowRequest: cfg.slowRequest,
+      onSlow: (slot, pid, elapsedMs) => this.slowRequest(slot, pid, elapsedMs),
       waiting: () => this.socket?.queued().waiting ?? 0,
     });
     this.tickTimer = new OneTimer(clock, () => this.tick());
@@ -187,6 +193,23 @@ export class DirectPool extends PoolBase {
   private readonly freshLook = (): void => {
     if (this.state !== 'stopped') this.accepts.look(false);
   };
+
+  /**
+   * slow_request on the direct path: fcgi-pm never sees the request, so the line has the
+   * worker and, for php-cgi, the PHP stack read from it (the script is its outermost file).
+   */
+  private slowRequest(slot: SlotView, pid: number, elapsedMs: number): void {
+    this.stats.slowRequests++;
+    const trace = this.phpCgi ? requestBacktrace(pid, undefined) : undefined;
+    const frames = trace === undefined || typeof trace === 'string' ? undefined : trace;
+    const backtrace = frames === undefined ? undefined : formatBacktrace(frames);
+    const script = frames?.[frames.length - 1]?.file;
+    const elapsed = Math.round(elapsedMs);
+    slot.log.warn(
+      { code: ErrorCodes.SLOW_REQUEST, wpid: pid, script, elapsedMs: elapsed, slowRequest: this.cfg.slowRequest, slowRequests: this.stats.slowRequests, backtrace, backtraceError: typeof trace === 'string' ? trace : undefined },
+      `slow request: worker ${pid} still on one connection after ${elapsed} ms${backtrace === undefined || backtrace.length === 0 ? '' : `: ${backtrace.join(' ← ')}`}`,
+    );
+  }
 
   private tick(): void {
     if (this.state === 'stopped') return;
