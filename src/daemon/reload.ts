@@ -168,6 +168,18 @@ export function readySeats(pool: Pool): number {
   return seats;
 }
 
+/**
+ * Whether a pool is serving: it runs a request, or one of its workers served within the
+ * hand-over's quiet time. Under load a commit may find every worker between two requests
+ * of its client: the next ones come at once, and a warm worker serves them better than a
+ * new one's first request.
+ */
+function servingLately(pool: Pool): boolean {
+  const s = pool.snapshot();
+  const now = Date.now();
+  return s.active > 0 || s.workers.some((w) => (w.state === 'idle' || w.state === 'busy') && now - w.lastUsedAt < HANDOVER_QUIET_MS);
+}
+
 /** A start that brings `seats` up before the first request; undefined for none. */
 export function warmStartOf(seats: number): WarmStart | undefined {
   // A step per core: the replacements' start-up shares the cores with the requests the old ones serve.
@@ -230,9 +242,7 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
     // Two generations serve at most: a hand-over still running is replaced, and the newest
     // hands over from its old generation, the warm one (its new one has not warmed yet).
     const from = cur instanceof HandoverPool ? cur.prev : cur;
-    // Any ready worker of the old generation is warm: one idle at the commit (its client
-    // between two requests) serves the next request better than a new worker's first.
-    if (from !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && (readySeats(from) > 0 || from.snapshot().active > 0) && canHandOver(from, pool)) {
+    if (from !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && servingLately(from) && canHandOver(from, pool)) {
       const cores = availableParallelism();
       const chain: HandoverPool = new HandoverPool(pool, from, {
         clock: systemClock,

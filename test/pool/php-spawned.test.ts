@@ -51,9 +51,9 @@ test('an idle php-cgi retired by idle_timeout gets SIGKILL at once (nothing to f
   const p = phpPool(t, { pm: 'ondemand', maxChildren: 1, idleTimeout: 300 });
   await p.pool.start();
   const pid = Number((await p.get('pid.php')).sink.text());
-  await waitFor(() => p.processes().length === 0, { timeout: 10_000, what: 'the idle worker to stop' });
-  const exit = p.lines.find((l) => l.wpid === pid && 'exitCode' in l);
-  assert.ok(exit !== undefined, 'its exit line');
+  let exit: (typeof p.lines)[number] | undefined;
+  await waitFor(() => (exit = p.lines.find((l) => l.wpid === pid && 'exitCode' in l)) !== undefined, { timeout: 10_000, what: 'the idle worker\'s exit' });
+  assert.ok(exit !== undefined);
   assert.deepEqual([exit.reason, exit.signal], ['idle_timeout', 'SIGKILL'], exit.msg);
   assert.doesNotMatch(exit.msg, /needed SIGKILL/);
   assert.equal(p.pool.snapshot().recycles['idle_timeout'], 1);
