@@ -3,7 +3,7 @@
  * line. Used to learn the status for logs and to build HTTP responses. Pure.
  */
 import { ErrorCodes, ProtocolError } from '../errors.js';
-import type { CgiResponseHead } from './exchange.js';
+import { contentLengthOf, type CgiResponseHead } from './exchange.js';
 
 export const MAX_RESPONSE_HEAD = 64 * 1024;
 
@@ -180,11 +180,14 @@ class LazyCgiHead implements CgiResponseHead {
   readonly reason: string;
   readonly raw: Buffer;
   private list: Array<[string, string]> | undefined;
+  /** Read from the bytes with the status; forgotten when the header list is replaced. */
+  private length: number | undefined;
 
-  constructor(status: number, reason: string, raw: Buffer) {
+  constructor(status: number, reason: string, raw: Buffer, contentLength: number) {
     this.status = status;
     this.reason = reason;
     this.raw = raw;
+    this.length = contentLength;
   }
 
   get headers(): Array<[string, string]> {
@@ -193,8 +196,14 @@ class LazyCgiHead implements CgiResponseHead {
 
   set headers(v: Array<[string, string]>) {
     this.list = v;
+    this.length = undefined;
+  }
+
+  get contentLength(): number | undefined {
+    return this.length;
   }
 }
+
 
 /** Case-insensitive match of raw[at..) against a lower-case ASCII word. */
 function nameIs(raw: Buffer, at: number, lower: string): boolean {
@@ -211,6 +220,8 @@ export function parseCgiHead(raw: Buffer): CgiResponseHead {
   let status = 0;
   let reason = '';
   let location = false;
+  let contentLength = -1;
+  let sawLength = false;
   const len = raw.length;
   let start = 0;
   for (;;) {
@@ -239,12 +250,16 @@ export function parseCgiHead(raw: Buffer): CgiResponseHead {
       reason = m[2] ?? '';
     } else if (nameLen === 8 && nameIs(raw, start, 'location')) {
       location = true;
+    } else if (nameLen === 14 && !sawLength && nameIs(raw, start, 'content-length')) {
+      // The first one counts, as announcedLength reads the list (src/protocol/exchange.ts).
+      sawLength = true;
+      contentLength = contentLengthOf(trimOws(raw.toString('latin1', p + 1, end)));
     }
     start = nl + 1;
   }
   if (status === 0) status = location ? 302 : 200;
   if (reason === '') reason = reasonPhrase(status);
-  return new LazyCgiHead(status, reason, raw);
+  return new LazyCgiHead(status, reason, raw, contentLength);
 }
 
 /** The header lines of a head that parseCgiHead validated, Status left out. */

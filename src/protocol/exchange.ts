@@ -23,6 +23,11 @@ export interface CgiResponseHead {
   headers: Array<[string, string]>;
   /** The head exactly as the backend sent it, including the blank line. */
   raw: Buffer;
+  /**
+   * The first Content-Length header's value, -1 when there is none or it is not a plain
+   * number; undefined when the maker of the head did not read it (then `headers` is read).
+   */
+  readonly contentLength?: number | undefined;
 }
 
 /** Implemented by each front end: where one request's response goes. */
@@ -382,12 +387,22 @@ export class Exchange {
   }
 }
 
-/** The head's Content-Length, or -1 when it has none (or one that is not a plain number). */
+/** A Content-Length value as a count of bytes, or -1 when it is not a plain number. */
+export function contentLengthOf(value: string): number {
+  return /^\d{1,15}$/.test(value) ? Number(value) : -1;
+}
+
+/**
+ * The head's Content-Length, or -1 when it has none (or one that is not a plain number).
+ * A parsed head read it with its status, so its header strings need not be made.
+ */
 export function announcedLength(head: CgiResponseHead): number {
+  const known = head.contentLength;
+  if (known !== undefined) return known;
   const headers = head.headers;
   for (let i = 0; i < headers.length; i++) {
     const [name, value] = headers[i]!;
-    if (name.length === 14 && name.toLowerCase() === 'content-length') return /^\d{1,15}$/.test(value) ? Number(value) : -1;
+    if (name.length === 14 && name.toLowerCase() === 'content-length') return contentLengthOf(value);
   }
   return -1;
 }

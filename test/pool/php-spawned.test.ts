@@ -187,8 +187,12 @@ test('a client abort while the script runs: its worker is not handed the next re
   );
   const first = Number((await p.get('pid.php')).sink.text());
   const held = p.request('hold.php');
-  await waitFor(() => existsSync(join(p.dir, 'started')), { timeout: 10_000, what: 'hold.php to start' });
-  assert.equal(Number(readFileSync(join(p.dir, 'started'), 'utf8')), first, 'the warm worker runs it');
+  // file_put_contents creates the file before it writes the pid: wait for the pid itself.
+  const startedBy = await waitFor(() => {
+    const text = existsSync(join(p.dir, 'started')) ? readFileSync(join(p.dir, 'started'), 'utf8') : '';
+    return text === '' ? undefined : Number(text);
+  }, { timeout: 10_000, what: 'hold.php to start' });
+  assert.equal(startedBy, first, 'the warm worker runs it');
   held.ex.abort(); // the client goes away; php-cgi runs the script on
 
   // The next request must not queue behind the running script on the same worker.

@@ -14,7 +14,7 @@ import {
   reasonPhrase,
   renderCgiError,
 } from '../../src/protocol/cgi-response.js';
-import type { CgiResponseHead } from '../../src/protocol/exchange.js';
+import { announcedLength, type CgiResponseHead } from '../../src/protocol/exchange.js';
 import { assertSplitInvariant, cutsArb, splitAt } from './split.js';
 
 function isViewOf(view: Buffer, whole: Buffer): boolean {
@@ -384,6 +384,27 @@ describe('properties', () => {
         assert.deepEqual(outcome(() => parseCgiHead(raw)), outcome(() => parseCgiHeadStrict(raw)));
       }),
       { numRuns: 3000 },
+    );
+  });
+
+  test('the Content-Length read with the status is the one the header list announces', () => {
+    const lengthName = fc.constantFrom('Content-Length', 'content-length', 'CONTENT-LENGTH', 'Content-Lengthy', 'X-Content-Length');
+    const lengthValue = fc.oneof(fc.nat({ max: 1e9 }).map(String), fc.constantFrom('', '12, 12', '-1', '1e3', '0x10', ' 7', '1234567890123456'), value);
+    const withLengths = fc.record({
+      head: headArb,
+      lengths: fc.array(fc.tuple(lengthName, lengthValue, fc.nat()), { maxLength: 3 }),
+    });
+    fc.assert(
+      fc.property(withLengths, ({ head, lengths }) => {
+        const headers = [...head.headers];
+        for (const [n, v, at] of lengths) headers.splice(at % (headers.length + 1), 0, [n, v.replace(/^[ \t]+|[ \t]+$/g, '')]);
+        const parsed = parseCgiHead(Buffer.from(render({ ...head, headers, body: '' }), 'latin1'));
+        // The list-based reading, as for a head whose maker did not read the length.
+        const listed = announcedLength({ status: parsed.status, reason: parsed.reason, raw: parsed.raw, headers: parsed.headers });
+        assert.equal(parsed.contentLength, listed);
+        assert.equal(announcedLength(parsed), listed);
+      }),
+      { numRuns: 1000 },
     );
   });
 
