@@ -47,6 +47,18 @@ test('ondemand: zero processes at start, never more than max_children under 20 c
   assert.equal(p.pool.snapshot().recycles['idle_timeout'], 3);
 });
 
+test('an idle php-cgi retired by idle_timeout gets SIGKILL at once (nothing to finish), logged as the planned stop it is', T, async (t) => {
+  const p = phpPool(t, { pm: 'ondemand', maxChildren: 1, idleTimeout: 300 });
+  await p.pool.start();
+  const pid = Number((await p.get('pid.php')).sink.text());
+  let exit: (typeof p.lines)[number] | undefined;
+  await waitFor(() => (exit = p.lines.find((l) => l.wpid === pid && 'exitCode' in l)) !== undefined, { timeout: 10_000, what: 'the idle worker\'s exit' });
+  assert.ok(exit !== undefined);
+  assert.deepEqual([exit.reason, exit.signal], ['idle_timeout', 'SIGKILL'], exit.msg);
+  assert.doesNotMatch(exit.msg, /needed SIGKILL/);
+  assert.equal(p.pool.snapshot().recycles['idle_timeout'], 1);
+});
+
 test('max_requests recycles the worker: the pid changes', T, async (t) => {
   const p = phpPool(t, { pm: 'ondemand', maxChildren: 1, maxRequests: 2 });
   const pids: number[] = [];
