@@ -23,6 +23,7 @@ import { OomCounter } from './pool-cgroup.js';
 import { decideShare, type ShareMember } from './worker-shares.js';
 import { collectWorkers, decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
 import { createSampler, type MemorySampler } from './sampler.js';
+import { MemoryRounds, type RoundSchedule } from './rounds.js';
 import type { BudgetMember, BudgetSnapshot, MemoryClock, MemorySample, WorkerRef } from './types.js';
 import { ErrorCodes } from '../errors.js';
 
@@ -65,6 +66,8 @@ export interface MemoryGovernor {
   readonly sampler: MemorySampler;
   /** Default interval for pools that do not set their own (ms). */
   readonly sampleInterval: number;
+  /** Every pool's sampling rounds on one timer, the budget checked once after each pass (rounds.ts). */
+  readonly rounds: RoundSchedule;
   /** Bytes; undefined without memory_budget. */
   readonly budget: number | undefined;
   /** fcgi-pm's own memory cgroup, where pool cgroups go; undefined when unknown. */
@@ -106,6 +109,7 @@ export class HostGovernor implements MemoryGovernor {
   readonly sampler: MemorySampler;
   readonly sampleInterval: number;
   readonly clock: MemoryClock;
+  readonly rounds: MemoryRounds;
   readonly cgroup: MemoryCgroup | undefined;
   readonly cpuCgroups: boolean;
   /** max_children_total (0 = off). */
@@ -143,6 +147,7 @@ export class HostGovernor implements MemoryGovernor {
     this.oom = this.cgroup && new OomCounter(this.cgroup);
     this.sampler = opts.sampler ?? createSampler();
     this.clock = opts.clock ?? systemClock;
+    this.rounds = new MemoryRounds(this.clock, () => this.checkBudget());
     const owner = { members: () => this.members, checkBudget: () => this.checkBudget(), retry: () => this.scheduleRetry(), evicted: () => void this.evictions++ };
     this.box = new BoxWatch(owner, opts.box, this.clock, this.log, this.sampleInterval);
     this.disposeWhenEmpty = opts.disposeWhenEmpty === true;
@@ -305,7 +310,7 @@ export class HostGovernor implements MemoryGovernor {
     this.scheduleRetry();
   }
 
-  /** After a sampling round: measured use over the budget retires workers until it is back under. */
+  /** After a pass of sampling rounds (rounds.ts): measured use over the budget retires workers until it is back under. */
   checkBudget(): void {
     const budget = this.budget;
     if (budget === undefined || this.disposed) return;
@@ -317,8 +322,7 @@ export class HostGovernor implements MemoryGovernor {
       freeing += o.freeingMeasured();
     }
     const excess = measured - freeing - budget;
-    // Within the budget (nearly always): no list of every pool's workers. Each pool's round
-    // asks, so at 200 pools this ran 200 times every memory_sample_interval.
+    // Within the budget (nearly always): no list of every pool's workers.
     if (excess <= 0) return;
     const idle: WorkerRef[] = [];
     const busy: WorkerRef[] = [];
@@ -439,6 +443,7 @@ export class HostGovernor implements MemoryGovernor {
 
   dispose(): void {
     this.disposed = true;
+    this.rounds.dispose();
     if (this.retryHandle !== undefined) this.clock.clearTimer(this.retryHandle);
     this.retryHandle = undefined;
     this.box.dispose();

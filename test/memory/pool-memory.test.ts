@@ -30,6 +30,37 @@ test('sampling runs only while a pool has workers, at its own interval', async (
   assert.equal(W.sampler.reads, n, 'no workers left: sampling stopped');
 });
 
+test('every pool\'s rounds on one timer: each at its own interval, the host budget checked once a pass', async () => {
+  const W = world(1000 * MiB);
+  let checks = 0;
+  const check = W.governor.checkBudget.bind(W.governor);
+  W.governor.checkBudget = () => {
+    checks++;
+    check();
+  };
+  const pools = [W.pool('a'), W.pool('b'), W.pool('c', { memorySampleInterval: 2000 })];
+  for (const p of pools) {
+    await p.pool.start();
+    p.send(1);
+  }
+  W.clock.advance(10);
+  for (const p of pools) p.setAll(20 * MiB); // busy all along: never a quiet worker skipped
+  // Onto the beat: a and b (1 s) fall on every second, c (2 s) on every other.
+  W.clock.advance(2000 - (W.clock.now() % 2000) + 500);
+  let armed = 0;
+  const setTimer = W.clock.setTimer.bind(W.clock);
+  W.clock.setTimer = (fn, ms) => {
+    armed++;
+    return setTimer(fn, ms);
+  };
+  const reads = W.sampler.reads;
+  checks = 0;
+  W.clock.advance(2000);
+  assert.equal(W.sampler.reads - reads, 5, 'a and b sampled twice, c once');
+  assert.equal(checks, 2, 'the budget checked once a pass, not once a pool');
+  assert.equal(armed, 2, 'one timer armed a beat, not one a pool');
+});
+
 test('max_memory: a worker over it finishes its request, then is replaced; one log line with the numbers', async () => {
   const W = world();
   const a = W.pool('a', { maxMemory: 100 * MiB });

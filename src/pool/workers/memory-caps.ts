@@ -8,7 +8,8 @@
  * A quiet worker (idle at its last sample and now, given no request since) is read once
  * in QUIET_ROUNDS rounds: it cannot have grown without running, and at 200 idle sites
  * a read of every worker every round was most of the sampler's cost. Rounds start on a
- * ROUND_GRAIN grid, so the rounds of many pools share one wake-up of the daemon.
+ * ROUND_GRAIN grid and are run by the host (memory/rounds.ts: one timer for every pool,
+ * the host budget checked once after each pass), so many pools share one wake-up.
  * What it decides is carried out through the pool's hooks (PoolMemoryHooks).
  */
 import { ErrorCodes } from '../../errors.js';
@@ -16,9 +17,10 @@ import type { Logger } from '../../log/log.js';
 import { formatBytes } from '../../memory/format.js';
 import { checkWorker, planRelief, type WorkerCaps } from '../../memory/governor.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
+import type { RoundTaker } from '../../memory/rounds.js';
 import type { BudgetMember, MemorySample } from '../../memory/types.js';
 import type { RetireReason } from '../../worker/types.js';
-import { OneTimer, type Clock } from '../../util/clock.js';
+import type { Clock } from '../../util/clock.js';
 import type { PoolEstimate } from './memory-estimate.js';
 import type { PreloadParentMemory } from './memory-parent.js';
 import { scriptOf, type SlotView } from './slot.js';
@@ -58,9 +60,8 @@ export interface MemoryCapsDeps {
   log: Logger;
 }
 
-export class MemoryCaps {
+export class MemoryCaps implements RoundTaker {
   private readonly d: MemoryCapsDeps;
-  private readonly timer: OneTimer;
   private sampling = false;
   private disposed = false;
   private warnedFresh = false;
@@ -69,12 +70,11 @@ export class MemoryCaps {
 
   constructor(deps: MemoryCapsDeps) {
     this.d = deps;
-    this.timer = new OneTimer(deps.clock, () => this.round());
   }
 
   /** A worker was spawned: sampling runs while the pool has any. */
   spawned(): void {
-    if (!this.timer.armed && !this.disposed) this.armNext();
+    if (!this.d.host.rounds.has(this) && !this.disposed) this.armNext();
   }
 
   /**
@@ -84,7 +84,7 @@ export class MemoryCaps {
    */
   private armNext(): void {
     const grain = Math.min(ROUND_GRAIN, this.d.interval);
-    this.timer.armAt(Math.floor((this.d.clock.now() + this.d.interval) / grain) * grain);
+    this.d.host.rounds.schedule(this, Math.floor((this.d.clock.now() + this.d.interval) / grain) * grain);
   }
 
   /** Passes over a quiet worker in this round, except once in QUIET_ROUNDS. */
@@ -146,11 +146,12 @@ export class MemoryCaps {
 
   dispose(): void {
     this.disposed = true;
-    this.timer.cancel();
+    this.d.host.rounds.cancel(this);
   }
 
-  private round(): void {
-    if (this.disposed || this.sampling) return;
+  /** One round (the host's rounds call it when due); a promise while its reads are in flight. */
+  round(): Promise<void> | undefined {
+    if (this.disposed || this.sampling) return undefined;
     const now = this.d.clock.now();
     const sampler = this.d.host.sampler;
     const slots = [...this.d.hooks.slots()].filter((s) => s.pid !== undefined && s.state !== 'gone' && !this.quiet(s));
@@ -160,7 +161,7 @@ export class MemoryCaps {
       // Every worker quiet: nothing new to estimate from or to hold against memory_limit.
       this.d.parent.keep(undefined, undefined, undefined);
       this.afterRound(false);
-      return;
+      return undefined;
     }
     if (sampler.syncRounds === true) {
       for (const slot of slots) {
@@ -169,13 +170,13 @@ export class MemoryCaps {
       }
       this.d.parent.keep(parent, parent === undefined ? undefined : sampler.readNow(parent, now), spare === undefined ? undefined : sampler.readNow(spare, now));
       this.afterRound();
-      return;
+      return undefined;
     }
     this.sampling = true;
     const pids = slots.map((s) => s.pid!);
     if (parent !== undefined) pids.push(parent);
     if (spare !== undefined) pids.push(spare);
-    void sampler
+    return sampler
       .read(pids, now)
       .then((got) => {
         for (const slot of slots) {
@@ -191,14 +192,16 @@ export class MemoryCaps {
       });
   }
 
-  /** `measured`: the round read something (else the pool's estimate and memory_limit have nothing new to go by). */
+  /**
+   * `measured`: the round read something (else the pool's estimate and memory_limit have
+   * nothing new to go by). The host budget is checked by the host's rounds, once a pass.
+   */
   private afterRound(measured = true): void {
     if (this.disposed) return;
     if (measured) {
       this.d.estimate.update(this.d.hooks.slots());
       this.checkLimit();
     }
-    this.d.host.checkBudget();
     let live = false;
     for (const _ of this.d.hooks.slots()) {
       live = true;
