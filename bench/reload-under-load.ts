@@ -15,8 +15,9 @@
  *
  * The daemon is bin/fcgi-pm run (its own temp dir and config); pool: ondemand,
  * max_children 8, idle_timeout 60 s. Beside each run: the CPU the daemon and its workers
- * used (from /proc: live workers and the ones reaped meanwhile; a resident group's children
- * are reaped by their parent, not counted once it exits), and per reload, from the
+ * used (from /proc: live workers and the ones reaped meanwhile; the daemon runs under a
+ * small subreaper, so the children of a php-cgi group whose parent exits first are reaped
+ * there and counted too, not by init), and per reload, from the
  * daemon's log: how long it took (SIGHUP to commit), how many workers the new generation
  * started and their spawn → ready time; how long each hand-over from the old generation
  * lasted and why it ended, and how long the old generations then drained.
@@ -68,7 +69,28 @@ const config = (generation: number): void =>
   }));
 config(0);
 const bin = process.argv.includes('--fcgi-pm') ? process.argv[process.argv.indexOf('--fcgi-pm') + 1]! : join(ROOT, 'bin', 'fcgi-pm');
-const daemon = spawn(process.execPath, [bin, 'run', '--allow-root', '-c', file], { stdio: ['ignore', 'ignore', 'inherit'] });
+/**
+ * The daemon's parent: a child subreaper (prctl PR_SET_CHILD_SUBREAPER) that passes on the
+ * signals the bench sends and reaps what is orphaned below the daemon (a php-cgi group's
+ * parent does not wait for its children), so that their CPU lands in its cutime.
+ */
+const SUBREAPER = `
+import ctypes, os, signal, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+    signal.signal(s, lambda n, f: os.kill(pid, n))
+while True:
+    try:
+        p, st = os.wait()
+    except ChildProcessError:
+        sys.exit(0)
+    if p == pid:
+        sys.exit(os.waitstatus_to_exitcode(st) & 0xff)
+`;
+const daemon = spawn('python3', ['-c', SUBREAPER, process.execPath, bin, 'run', '--allow-root', '-c', file], { stdio: ['ignore', 'ignore', 'inherit'] });
 const url = `http://127.0.0.1:${port}/index.php`;
 for (let i = 0; ; i++) {
   try {
@@ -85,8 +107,16 @@ const row = (what: string, r: WrkResult, cpu: TreeCpu): string => {
   const perReq = r.rps > 0 ? (cpu.workers * 1000) / (r.rps * SECONDS) : 0;
   return `| ${what} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.errors + r.non2xx} | ${(cpu.self / SECONDS).toFixed(0)} | ${(cpu.workers / SECONDS).toFixed(0)} | ${perReq.toFixed(0)} |`;
 };
+/** The fcgi-pm process: the subreaper's one child. */
+const daemonPid = Number(readFileSync(`/proc/${daemon.pid}/task/${daemon.pid}/children`, 'latin1').trim().split(' ')[0]);
+/** The daemon's own CPU, and everything below it, reaped orphans included. */
+const cpuNow = (): TreeCpu => {
+  const all = treeCpu(daemon.pid!);
+  const self = treeCpu(daemonPid).self;
+  return { self, workers: all.workers - self };
+};
 const cpuSince = (a: TreeCpu): TreeCpu => {
-  const b = treeCpu(daemon.pid!);
+  const b = cpuNow();
   return { self: b.self - a.self, workers: b.workers - a.workers };
 };
 console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; ${bin}${RESIDENT ? '; resident_parent (one php-cgi group)' : ''}; each reload changes the pool's ${CHANGE === 'scaling' ? 'max_children (8 ↔ 9)' : 'env'}`);
@@ -97,11 +127,11 @@ let generation = 0;
 const probes: ProbeSample[] = [];
 let steadyP99 = 0;
 for (let round = 0; round < ROUNDS; round++) {
-  let cpu0 = treeCpu(daemon.pid!);
+  let cpu0 = cpuNow();
   const steady = await runWrk(url, CONNECTIONS, SECONDS);
   steadyP99 = Math.max(steadyP99, steady.p99Ms);
   lines.push(row('steady', steady, cpuSince(cpu0)));
-  cpu0 = treeCpu(daemon.pid!);
+  cpu0 = cpuNow();
   let reloading = true;
   let reloads = 0;
   const reloader = (async () => {
