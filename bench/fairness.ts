@@ -26,6 +26,7 @@
  *              connect.
  *
  *   node dist/bench/fairness.js [--rows closed,noisy,slowloris] [--seconds 8] [--variant "cpu_weight: 0"]
+ *       [--generator-inline]
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -40,8 +41,11 @@ import { controlRequest } from '../src/control/client.js';
 import { LATENCY_BOUNDS_MS } from '../src/control/outcomes.js';
 import type { Histogram, StatusSnapshot } from '../src/control/types.js';
 import { TOP_KEYS } from '../src/config/keys.js';
-import { closedLoopApart, type ClosedLoopResult } from './load-generator.js';
+import { closedLoop, closedLoopApart, type ClosedLoopResult } from './load-generator.js';
 import { pct } from './overload.js';
+
+/** The clients in a process and session of their own, or (--generator-inline, the A/B of that placement) in this one, as before 2026-12-03. */
+const clients = process.argv.includes('--generator-inline') ? closedLoop : closedLoopApart;
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(name);
@@ -144,7 +148,7 @@ async function rowClosed(dir: string, doc: string, seconds: number): Promise<voi
   process.stdout.write('| stack | answers | req/s | p50 ms | p99 ms |\n|---|---|---|---|---|\n');
   for (let round = 0; round < 2; round++) {
     for (const [name, port] of [['php-fpm', pf], ['fcgi-pm', po]] as const) {
-      const r = await closedLoopApart(`http://127.0.0.1:${port}/sleep.php`, 20, seconds);
+      const r = await clients(`http://127.0.0.1:${port}/sleep.php`, 20, seconds);
       process.stdout.write(`| ${name} | ${statusText(r)} | ${(r.ms.length / seconds).toFixed(1)} | ${pct(r.ms, 50).toFixed(0)} | ${pct(r.ms, 99).toFixed(0)} |\n`);
     }
   }
@@ -257,13 +261,13 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
       const control = 'control' in st.s ? (st.s.control as string) : undefined;
       const h0 = await daemonLatency(control, 'quiet');
       const s0 = readAll();
-      const alone = await closedLoopApart(quietUrl, 1, seconds);
+      const alone = await clients(quietUrl, 1, seconds);
       quietClient = alone.client.autogroup;
       const s1 = readAll();
       const h1 = await daemonLatency(control, 'quiet');
       // The noise from wrk, a process of its own: timed in the quiet client's, its answers
       // would wait behind the event loop's handling of 30 noisy ones.
-      const [beside, noise] = await Promise.all([closedLoopApart(quietUrl, 1, seconds), runWrk(`http://127.0.0.1:${p.noisy}/cpu.php`, 30, seconds)]);
+      const [beside, noise] = await Promise.all([clients(quietUrl, 1, seconds), runWrk(`http://127.0.0.1:${p.noisy}/cpu.php`, 30, seconds)]);
       const s2 = readAll();
       const h2 = await daemonLatency(control, 'quiet');
       const a = pct(alone.ms, 99);
@@ -280,7 +284,7 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
   process.stdout.write('\nwhere the quiet requests waited: the share over 2 ms and over 5 ms at the client and inside fcgi-pm (from its arrival to its end: the daemon and the worker; the rest is nginx, the client and the sockets between); run-queue wait per wakeup (/proc/PID/schedstat) of nginx\'s worker, the daemon and the quiet pool\'s workers; CPU used in the window\n');
   process.stdout.write('| stack | window | quiet p50 / p99 ms | > 2 ms: client / inside | > 5 ms: client / inside | wait µs: nginx / daemon / quiet workers | CPU s: daemon / quiet / noisy workers |\n|---|---|---|---|---|---|---|\n');
   process.stdout.write(waits.join('\n') + '\n');
-  process.stdout.write(`(the quiet client: a process and session of its own, ${quietClient})\n`);
+  process.stdout.write(`(the quiet client: ${clients === closedLoop ? "in the bench's process (--generator-inline)" : 'a process and session of its own'}, ${quietClient})\n`);
   await ngx.stop();
   await fpm.proc.stop();
   await ours.proc.stop();

@@ -146,7 +146,7 @@ const NGINX_HOPS_FORMAT = 'log_format hops \'$arg_i $status $msec $request_time 
 interface Hop {
   client: ClientHop;
   /** nginx: request start and end, connect time to the upstream (epoch ms, ms). */
-  nginx?: { accepted: number; start: number; end: number; connect: number };
+  nginx?: { accepted: number; start: number; end: number; connect: number; header: number };
   /** fcgi-pm: arrival (params complete) and end (epoch ms). */
   daemon?: { start: number; end: number };
 }
@@ -166,11 +166,11 @@ function linesFrom(file: string, from: number): { rows: string[][]; end: number 
 function joinHops(client: Map<number, ClientHop>, nginxRows: string[][], daemonRows: string[][]): Hop[] {
   const hops = new Map<number, Hop>();
   for (const [id, c] of client) hops.set(id, { client: c });
-  for (const [id, , msec, rt, uct, , , ct] of nginxRows) {
+  for (const [id, , msec, rt, uct, uht, , ct] of nginxRows) {
     const h = hops.get(Number(id));
     if (h === undefined) continue;
     const end = Number(msec) * 1000;
-    h.nginx = { accepted: end - Number(ct) * 1000, start: end - Number(rt) * 1000, end, connect: Number(uct) * 1000 };
+    h.nginx = { accepted: end - Number(ct) * 1000, start: end - Number(rt) * 1000, end, connect: Number(uct) * 1000, header: Number(uht) * 1000 };
   }
   for (const [, , q, t, tEnd] of daemonRows) {
     const h = q?.startsWith('i=') ? hops.get(Number(q.slice(2))) : undefined;
@@ -185,7 +185,10 @@ function joinHops(client: Map<number, ClientHop>, nginxRows: string[][], daemonR
  * nginx → daemon (→ the daemon's arrival: nginx's upstream connect and write, the daemon's
  * accept and read), the daemon (arrival → end), daemon → nginx (→ nginx's end), nginx →
  * client (→ the client's end). Each figure is the median of that hop over the requests at
- * or past the class's p99 at the client; "connect" is nginx's $upstream_connect_time.
+ * or past the class's p99 at the client; "connect" and "header time" are nginx's
+ * $upstream_connect_time and $upstream_header_time (from its connect to the upstream to the
+ * response's header: when nginx → daemon is long and this short, nginx was late to begin
+ * the upstream; when this is long too, the request waited on the daemon's side).
  */
 function hopsTable(label: string, hops: Hop[]): string {
   const lines: string[] = [];
@@ -200,7 +203,7 @@ function hopsTable(label: string, hops: Hop[]): string {
       return xs.length === 0 ? '–' : pct(xs, 50).toFixed(0);
     };
     lines.push(
-      `| ${label} | ${cls} | ${all.length} | ${p99.toFixed(0)} | ${tail.length} | ${med((h) => h.client.sentAt - h.client.dueAt)} | ${med((h) => h.nginx!.accepted - h.client.sentAt)} | ${med((h) => h.nginx!.start - h.nginx!.accepted)} | ${med((h) => h.nginx!.connect)} | ${med((h) => (h.daemon === undefined ? undefined : h.daemon.start - h.nginx!.start))} | ${med((h) => (h.daemon === undefined ? undefined : h.daemon.end - h.daemon.start))} | ${med((h) => (h.daemon === undefined ? undefined : h.nginx!.end - h.daemon.end))} | ${med((h) => h.client.endAt - h.nginx!.end)} |`,
+      `| ${label} | ${cls} | ${all.length} | ${p99.toFixed(0)} | ${tail.length} | ${med((h) => h.client.sentAt - h.client.dueAt)} | ${med((h) => h.nginx!.accepted - h.client.sentAt)} | ${med((h) => h.nginx!.start - h.nginx!.accepted)} | ${med((h) => h.nginx!.connect)} | ${med((h) => h.nginx!.header)} | ${med((h) => (h.daemon === undefined ? undefined : h.daemon.start - h.nginx!.start))} | ${med((h) => (h.daemon === undefined ? undefined : h.daemon.end - h.daemon.start))} | ${med((h) => (h.daemon === undefined ? undefined : h.nginx!.end - h.daemon.end))} | ${med((h) => h.client.endAt - h.nginx!.end)} |`,
     );
   }
   return lines.join('\n');
@@ -291,7 +294,7 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
     );
     if (hopLines.length > 0) {
       process.stdout.write(
-        `\nWhere the slowest requests' time went (--hops): medians over the requests at or past the p99 at the client, ms\n| window | class | requests | p99 at the client | past it | due → sent | sent → nginx's accept | accept → nginx's request | nginx's upstream connect | nginx → daemon | in the daemon | daemon → nginx | nginx → client |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n${hopLines.join('\n')}\n`,
+        `\nWhere the slowest requests' time went (--hops): medians over the requests at or past the p99 at the client, ms\n| window | class | requests | p99 at the client | past it | due → sent | sent → nginx's accept | accept → nginx's request | nginx's upstream connect | nginx's upstream header time | nginx → daemon | in the daemon | daemon → nginx | nginx → client |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n${hopLines.join('\n')}\n`,
       );
     }
   } finally {

@@ -168,6 +168,18 @@ export function readySeats(pool: Pool): number {
   return seats;
 }
 
+/**
+ * Whether a pool is serving: it runs a request, or one of its workers served within the
+ * hand-over's quiet time. Under load a commit may find every worker between two requests
+ * of its client: the next ones come at once, and a warm worker serves them better than a
+ * new one's first request.
+ */
+function servingLately(pool: Pool): boolean {
+  const s = pool.snapshot();
+  const now = Date.now();
+  return s.active > 0 || s.workers.some((w) => (w.state === 'idle' || w.state === 'busy') && now - w.lastUsedAt < HANDOVER_QUIET_MS);
+}
+
 /** A start that brings `seats` up before the first request; undefined for none. */
 export function warmStartOf(seats: number): WarmStart | undefined {
   // A step per core: the replacements' start-up shares the cores with the requests the old ones serve.
@@ -226,26 +238,30 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
   // 4. Commit. A changed pool whose old generation is serving hands over from it
   // (pool/handover.ts): the new workers' first requests do not all come at once.
   for (const pool of fresh.values()) {
-    let old = t.pools.pools.get(pool.name);
-    // A hand-over still running ends first: two generations serve at most, never a pile of them.
-    if (old instanceof HandoverPool) {
-      old.end('replaced');
-      old = old.next;
-    }
-    if (old !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && old.snapshot().active > 0 && canHandOver(old, pool)) {
+    const cur = t.pools.pools.get(pool.name);
+    // Two generations serve at most: a hand-over still running is replaced, and the newest
+    // hands over from its old generation, the warm one (its new one has not warmed yet).
+    const from = cur instanceof HandoverPool ? cur.prev : cur;
+    if (from !== undefined && plan.pools.changed.some((p) => p.name === pool.name) && servingLately(from) && canHandOver(from, pool)) {
       const cores = availableParallelism();
-      const chain: HandoverPool = new HandoverPool(pool, old, {
+      const chain: HandoverPool = new HandoverPool(pool, from, {
         clock: systemClock,
         firstAtOnce: Math.max(1, Math.floor(cores / 2)),
         quietMs: HANDOVER_QUIET_MS,
         maxMs: HANDOVER_MAX_MS,
+        ...(cur instanceof HandoverPool ? { since: cur.since } : {}),
         ended: (why, ms) => {
           t.pools.swap(chain, pool);
           log.info({ kind: 'reload', pool: pool.name, handoverMs: ms, why }, `pool ${pool.name}: the new generation serves alone after a hand-over of ${ms} ms (${HANDOVER_WHY[why]}); the old one drains`);
         },
       });
-      t.pools.put(chain, (o) => chain.ended.then(() => o.stop(drainMs, 'reload')));
-    } else t.pools.put(pool, (o) => o.stop(drainMs, 'reload'));
+      // Ends the replaced hand-over; the registry then holds its new generation, which drains now.
+      if (cur instanceof HandoverPool) cur.passPrevTo(chain);
+      t.pools.put(chain, (o) => (o === from ? chain.released.then(() => o.stop(drainMs, 'reload')) : o.stop(drainMs, 'reload')));
+    } else {
+      if (cur instanceof HandoverPool) cur.end('replaced');
+      t.pools.put(pool, (o) => o.stop(drainMs, 'reload'));
+    }
   }
   for (const p of plan.pools.retuned) {
     retunes.get(p.name)!();

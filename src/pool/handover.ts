@@ -12,7 +12,9 @@
  * for it (Pool.warmth), so a generation costs one exec and one load, not one per child.
  * The hand-over ends when every new worker that is up has finished a request, when no
  * request came for `quietMs` and the old generation runs none, after `maxMs`, or when the
- * pool is stopped or handed on; then the new pool serves alone and the old one drains (`ended`).
+ * pool is stopped or handed on; then the new pool serves alone and the old one drains
+ * (`released`). A reload during a hand-over replaces it: the newest generation hands over
+ * from the same warm old one (passPrevTo), and the one in between, never warm, drains.
  * For a few seconds, requests may thus run under the old settings, as in uWSGI's chain
  * reload, where old workers serve until each is replaced.
  */
@@ -32,6 +34,8 @@ export interface HandoverOptions {
   maxMs: number;
   /** Called once when it ends (why, and how long it lasted): the new pool serves alone from then on. */
   ended(why: HandoverEnd, ms: number): void;
+  /** When the old generation began handing over (a replaced hand-over's start, when this one took its old generation on); maxMs counts from it. */
+  since?: number;
 }
 
 /** Why a hand-over ended: every new worker served, quiet, maxMs, or the pool was stopped, replaced by a newer reload, handed on, drained or restarted. */
@@ -57,9 +61,13 @@ export class HandoverPool implements Pool {
   private lastRequest: number;
   private timer: unknown;
   private over = false;
-  /** Resolves when the hand-over ended (the old generation may drain then). */
+  /** Resolves when the hand-over ended. */
   readonly ended: Promise<void>;
   private resolveEnded!: () => void;
+  /** Resolves when the old generation may drain: at the end, or when the hand-over that took it on (passPrevTo) lets it go. */
+  readonly released: Promise<void>;
+  private resolveReleased!: () => void;
+  private passedOn = false;
 
   constructor(
     readonly next: Pool,
@@ -68,8 +76,10 @@ export class HandoverPool implements Pool {
   ) {
     this.name = next.name;
     this.opts = opts;
-    this.began = this.lastRequest = opts.clock.now();
+    this.lastRequest = opts.clock.now();
+    this.began = opts.since ?? this.lastRequest;
     this.ended = new Promise<void>((r) => (this.resolveEnded = r));
+    this.released = new Promise<void>((r) => (this.resolveReleased = r));
     this.timer = opts.clock.setTimer(() => this.check(), CHECK_MS);
   }
 
@@ -104,6 +114,24 @@ export class HandoverPool implements Pool {
     this.opts.clock.clearTimer(this.timer);
     this.opts.ended(why, Math.round(this.opts.clock.now() - this.began));
     this.resolveEnded();
+    if (!this.passedOn) this.resolveReleased();
+  }
+
+  /**
+   * A newer reload replaces this hand-over before its new generation has warmed: `successor`
+   * hands over from this one's old generation (warm: it served alone before) instead, which
+   * drains only when `successor` releases it. Ends this hand-over ('replaced').
+   */
+  passPrevTo(successor: HandoverPool): void {
+    if (this.over) return;
+    this.passedOn = true;
+    void successor.released.then(() => this.resolveReleased());
+    this.end('replaced');
+  }
+
+  /** When the old generation began handing over (HandoverOptions.since for a successor). */
+  get since(): number {
+    return this.began;
   }
 
   private check(): void {

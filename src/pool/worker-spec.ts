@@ -48,6 +48,8 @@ export function buildWorkerSpec(cfg: PoolConfig, runtimeDir: string, parentEnv: 
     spawnTimeout: cfg.spawnTimeout,
     killTimeout: cfg.killTimeout,
     priority: cfg.processPriority,
+    // Not on the direct path: there an idle worker may be taking a connection.
+    killIdle: runsPhpCgi(cfg.command ?? []) && cfg.accept !== 'direct',
   };
 }
 

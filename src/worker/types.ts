@@ -44,6 +44,8 @@ export interface WorkerExit {
   served: number;
   /** A request ran on it when it went (its exit may lose it). */
   busy: boolean;
+  /** fcgi-pm ended it idle with SIGKILL at once (WorkerSpec.killIdle), not after SIGTERM's grace. */
+  killedIdle?: boolean;
 }
 
 export interface WorkerSpec {
@@ -65,6 +67,14 @@ export interface WorkerSpec {
   sharedSocket?: { fd: number; address: SocketAddress } | undefined;
   /** Nice value set right after spawn (process_priority); undefined = fcgi-pm's own. */
   priority?: number | undefined;
+  /**
+   * Stopped while it runs no request, it gets SIGKILL at once: php-cgi answers SIGTERM
+   * with PHP's module shutdown (each child of a group too: 15–25 ms of CPU each, and the
+   * copy-on-write faults of freeing what it inherited), which serves nothing once no
+   * script runs (php-cgi has no fastcgi_finish_request: its END_REQUEST comes after the
+   * request's own shutdown). On a reload that CPU competes with the new generation's start.
+   */
+  killIdle?: boolean | undefined;
   /** Called synchronously once the process exists, before its socket can accept (memory cgroup, oom_score_adj). */
   onStarted?: ((pid: number) => void) | undefined;
 }
@@ -114,9 +124,10 @@ export interface ManagedWorker {
   readonly address: SocketAddress;
   /**
    * SIGTERM now (to a process not started yet: it is not started), SIGKILL after
-   * killTimeout. Idempotent; resolves with the one exit. The owner's `reason()` says why.
+   * killTimeout; `idle` (it runs no request) and WorkerSpec.killIdle: SIGKILL now.
+   * Idempotent; resolves with the one exit. The owner's `reason()` says why.
    */
-  stop(): Promise<WorkerExit>;
+  stop(idle?: boolean): Promise<WorkerExit>;
   /**
    * An exec in place of the daemon is about to happen: when this worker can go on in the
    * new code (ready, on a Unix socket of its own, pipes the daemon knows), its record;

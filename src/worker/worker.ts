@@ -120,6 +120,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
   private termRetryTimer: NodeJS.Timeout | undefined;
   private termSent = false;
   private killSent = false;
+  /** Ended idle with SIGKILL at once (WorkerExit.killedIdle). */
+  private killedIdle = false;
   private failureEmitted = false;
   private finished = false;
   private socketPath: string | undefined;
@@ -151,10 +153,10 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
   // ---- what the pool calls ----------------------------------------------------------
 
-  stop(): Promise<WorkerExit> {
+  stop(idle = false): Promise<WorkerExit> {
     if (!this.finished) {
       this.stopping = true;
-      this.terminate();
+      this.terminate(idle && this.spec.killIdle === true);
     }
     return this.exitPromise;
   }
@@ -370,8 +372,8 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
   // ---- stop -------------------------------------------------------------------------
 
-  /** SIGTERM to its process group now, SIGKILL after killTimeout. Once. */
-  private terminate(): void {
+  /** SIGTERM to its process group now, SIGKILL after killTimeout (`now`: SIGKILL at once). Once. */
+  private terminate(now = false): void {
     this.cancelProbe();
     this.clearSpawnTimer();
     if (this.pid === undefined && !this.finished && this.forkServer?.cancel(this.id) === true) {
@@ -380,6 +382,10 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     }
     if (this.termSent || this.finished || this.pid === undefined) return; // no process yet: start() sees the state
     this.termSent = true;
+    if (now && this.readyAt !== undefined) {
+      this.killSent = this.killedIdle = true;
+      return this.signalGroup('SIGKILL');
+    }
     this.signalGroup('SIGTERM');
     this.retryTermWhileAccepting();
     this.killTimer = setTimeout(() => {
@@ -469,6 +475,7 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       ready: this.readyAt !== undefined,
       served: this.owner.requests() - (busy ? 1 : 0),
       busy,
+      ...(this.killedIdle ? { killedIdle: true } : {}),
     };
     this.emit('exit', exit);
     this.resolveExit(exit);

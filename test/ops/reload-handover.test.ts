@@ -49,3 +49,35 @@ test('reloading a changed pool under load: the old generation serves beside the 
   await load.stop();
   assert.deepEqual(load.failures, []);
 });
+
+test('a reload while a hand-over runs: the newest generation hands over from the warm old one, not from the one still taking its first requests', { timeout: 120_000 }, async (t) => {
+  const dir = makeTempDir(t, 'fpm-handover2-');
+  const port = await freePort();
+  const cmd = phpCommand(dir, 'ops-handover2');
+  const clients = Math.max(1, Math.floor(availableParallelism() / 2)) + 2;
+  const config = (generation: number): Record<string, unknown> => ({
+    listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'a' }],
+    pools: { a: { command: cmd, pm: 'ondemand', max_children: clients, idle_timeout: '60s', env: { GENERATION: String(generation) } } },
+    shutdown_timeout: '20s',
+  });
+  const d = await opsDaemon(t, config(0), { dir });
+  const { load } = await loadThroughNginx(t, port, clients, { path: '/sleep.php?ms=1000', expect: /^slept 1000 pid \d+\n$/ });
+  await waitFor(async () => (await poolPids(d, 'a')).length === clients, { timeout: 30_000, what: `${clients} workers under load` });
+  await load.more(2 * clients);
+  const old = await poolPids(d, 'a');
+
+  // The first reload's new workers take their first requests (a second each) one at a time:
+  // its hand-over runs for seconds when the second reload commits.
+  for (const g of [1, 2]) {
+    d.rewrite(config(g));
+    const r = await d.ctl(['reload'], 60_000);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+  }
+  const after = Date.now();
+  await load.more(2 * clients);
+  const pidOf = (body: string): number => Number(/pid (\d+)/.exec(body)![1]);
+  const byOld = load.answers.filter((a) => a.sentAt >= after && old.includes(pidOf(a.body)));
+  assert.ok(byOld.length > 0, `no request sent after the second reload was served by the warm generation (${old.join(', ')}): ${load.answers.filter((a) => a.sentAt >= after).map((a) => pidOf(a.body)).join(', ')}`);
+  await load.stop();
+  assert.deepEqual(load.failures, []);
+});

@@ -72,6 +72,10 @@ test('a planned stop of a busy worker warns about request loss; one that needed 
   const rt = classifyExit(exit({ signal: 'SIGKILL', reason: 'request_timeout' }), true);
   assert.equal(rt.level, 'warn');
   assert.doesNotMatch(rt.message, /needed SIGKILL/);
+  // An idle php-cgi is sent SIGKILL at once (WorkerSpec.killIdle): no SIGTERM was sat out.
+  const idle = classifyExit(exit({ signal: 'SIGKILL', reason: 'reload', killedIdle: true }), false);
+  assert.deepEqual([idle.crash, idle.outside, idle.level], [false, false, 'debug']);
+  assert.doesNotMatch(idle.message, /needed SIGKILL/);
 });
 
 test('early: only what the application does to itself before ready or soon after start counts toward crash_limit; a kill from outside never does', () => {

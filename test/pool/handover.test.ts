@@ -96,3 +96,37 @@ test('hand-over to a php-cgi group: its first request runs alone (it fills the o
   assert.equal(ended(), 1, 'the group has served: the new pool serves alone');
   assert.deepEqual(new Set(running().map((r) => r.ex)), new Set(more.map((r) => r.ex)), 'all four seats of the group take requests at once');
 });
+
+test('a reload during a hand-over: the newest generation hands over from the warm old one, not from the one still taking its first request; the old one is released only when the newest is warm', async () => {
+  const old = await started();
+  const mid = await started();
+  const neu = await started();
+  const opts = (s: Started) => ({ clock: s.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => {} });
+  const first = new HandoverPool(mid.pool, old.pool, opts(mid));
+  const send = (p: HandoverPool) => {
+    const r = makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php' });
+    p.dispatch(r.ex);
+    return r;
+  };
+  const a = send(first);
+  const [m1] = mid.wf.workers.filter((w) => mid.ep(w).running.length > 0);
+  assert.equal(mid.ep(m1!).running[0]?.ex, a.ex, 'the middle generation takes its first request');
+  let released = false;
+  void first.released.then(() => (released = true));
+  // The next reload commits while that first request runs (daemon/reload.ts: from = cur.prev).
+  const second = new HandoverPool(neu.pool, first.prev, { ...opts(neu), since: first.since });
+  first.passPrevTo(second);
+  await first.ended;
+  const [b, c, d] = [send(second), send(second), send(second)];
+  const onNew = neu.wf.workers.flatMap((w) => neu.ep(w).running.map((r) => r.ex));
+  const onOld = old.wf.workers.flatMap((w) => old.ep(w).running.map((r) => r.ex));
+  assert.deepEqual(onNew, [b.ex], 'one first request on the newest');
+  assert.deepEqual(new Set(onOld), new Set([c.ex, d.ex]), 'the rest on the warm old generation');
+  assert.equal(mid.wf.workers.flatMap((w) => mid.ep(w).running).length, 1, 'none more on the middle one');
+  await Promise.resolve();
+  assert.equal(released, false, 'the old generation serves on: not released when the replaced hand-over ended');
+  second.end('warm');
+  await second.released;
+  await first.released;
+  assert.equal(released, true);
+});

@@ -121,3 +121,17 @@ test('max_memory_hard kills the one child over it; its parent forks a new one an
   assert.equal(r.sink.status, 200);
   assert.equal(p.pool.snapshot().recycles['memory_hard'], 1);
 });
+
+test('stopped idle, a group goes by SIGKILL at once: its parent and children skip the PHP shutdown SIGTERM would run', T, async (t) => {
+  const p = phpPool(t, { pm: 'static', maxChildren: 4, groupSize: 4 });
+  await p.pool.start();
+  const { parent, kids } = await fourChildren(p);
+  assert.equal((await p.get('pid.php')).sink.status, 200);
+  await p.pool.stop(5000);
+  const exit = p.lines.find((l) => l.wpid === parent && 'exitCode' in l);
+  assert.ok(exit !== undefined, 'the group\'s exit line');
+  assert.equal(exit.signal, 'SIGKILL', exit.msg);
+  assert.doesNotMatch(exit.msg, /needed SIGKILL/);
+  assert.equal(exit.level, 20, 'a planned stop, logged as one');
+  for (const k of kids) await waitFor(() => !isAlive(k), { timeout: 5000, what: `child ${k} to go` });
+});

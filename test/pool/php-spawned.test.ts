@@ -47,6 +47,18 @@ test('ondemand: zero processes at start, never more than max_children under 20 c
   assert.equal(p.pool.snapshot().recycles['idle_timeout'], 3);
 });
 
+test('an idle php-cgi retired by idle_timeout gets SIGKILL at once (nothing to finish), logged as the planned stop it is', T, async (t) => {
+  const p = phpPool(t, { pm: 'ondemand', maxChildren: 1, idleTimeout: 300 });
+  await p.pool.start();
+  const pid = Number((await p.get('pid.php')).sink.text());
+  let exit: (typeof p.lines)[number] | undefined;
+  await waitFor(() => (exit = p.lines.find((l) => l.wpid === pid && 'exitCode' in l)) !== undefined, { timeout: 10_000, what: 'the idle worker\'s exit' });
+  assert.ok(exit !== undefined);
+  assert.deepEqual([exit.reason, exit.signal], ['idle_timeout', 'SIGKILL'], exit.msg);
+  assert.doesNotMatch(exit.msg, /needed SIGKILL/);
+  assert.equal(p.pool.snapshot().recycles['idle_timeout'], 1);
+});
+
 test('max_requests recycles the worker: the pid changes', T, async (t) => {
   const p = phpPool(t, { pm: 'ondemand', maxChildren: 1, maxRequests: 2 });
   const pids: number[] = [];
@@ -175,8 +187,12 @@ test('a client abort while the script runs: its worker is not handed the next re
   );
   const first = Number((await p.get('pid.php')).sink.text());
   const held = p.request('hold.php');
-  await waitFor(() => existsSync(join(p.dir, 'started')), { timeout: 10_000, what: 'hold.php to start' });
-  assert.equal(Number(readFileSync(join(p.dir, 'started'), 'utf8')), first, 'the warm worker runs it');
+  // file_put_contents creates the file before it writes the pid: wait for the pid itself.
+  const startedBy = await waitFor(() => {
+    const text = existsSync(join(p.dir, 'started')) ? readFileSync(join(p.dir, 'started'), 'utf8') : '';
+    return text === '' ? undefined : Number(text);
+  }, { timeout: 10_000, what: 'hold.php to start' });
+  assert.equal(startedBy, first, 'the warm worker runs it');
   held.ex.abort(); // the client goes away; php-cgi runs the script on
 
   // The next request must not queue behind the running script on the same worker.

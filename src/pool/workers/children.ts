@@ -97,9 +97,9 @@ export class Children {
     return verdict;
   }
 
-  /** SIGTERM now (a process not started yet is not started), SIGKILL after kill_timeout. */
-  signal(slot: Slot): void {
-    void slot.worker.stop();
+  /** SIGTERM now (a process not started yet is not started), SIGKILL after kill_timeout; SIGKILL now to an idle php-cgi (WorkerSpec.killIdle). */
+  signal(slot: Slot, idle = false): void {
+    void slot.worker.stop(idle);
   }
 
   /** SIGKILL now, after `signal` (max_memory_hard: the kernel frees memory only when it is gone). */

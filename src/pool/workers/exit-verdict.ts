@@ -132,8 +132,8 @@ export function judgeExit(f: ExitFacts): ExitVerdict {
   }
   if (reason !== undefined) {
     const rule = PLANNED[reason];
-    // A planned stop that needed SIGKILL did not honour SIGTERM within kill_timeout.
-    const forced = e.signal === 'SIGKILL' && reason !== 'memory_hard' && reason !== 'request_timeout' ? ' (needed SIGKILL)' : '';
+    // A planned stop that needed SIGKILL did not honour SIGTERM within kill_timeout (an idle php-cgi gets it at once).
+    const forced = e.signal === 'SIGKILL' && reason !== 'memory_hard' && reason !== 'request_timeout' && e.killedIdle !== true ? ' (needed SIGKILL)' : '';
     const level = e.busy ? atLeast(rule.level, 'warn') : forced ? atLeast(rule.level, 'info') : rule.level;
     return verdict({ rule: 'planned', crash: false, early: false, outside: false, restart: rule.restart, message: `${rule.what}${forced} ${after}${loss}` }, level, rule.code ?? ErrorCodes.REQUEST_LOST);
   }

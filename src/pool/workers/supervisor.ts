@@ -425,7 +425,7 @@ export class Supervisor {
       case 'drained':
         // Its kept-alive connection closes first, or php-cgi waiting on it would sit out SIGTERM until kill_timeout.
         slot.endpoint?.closeIdle();
-        this.procs.signal(slot);
+        this.procs.signal(slot, this.idle(slot));
         return;
       case 'kill':
         this.doStop(slot, ctx.reason!, ctx.err!);
@@ -447,7 +447,7 @@ export class Supervisor {
         return;
       case 'shut':
         slot.endpoint?.closeIdle();
-        this.procs.signal(slot);
+        this.procs.signal(slot, this.idle(slot));
         return;
       case 'hand_on':
         this.hooks.withdraw(slot);
@@ -494,7 +494,12 @@ export class Supervisor {
     else slot.log.info(fields, `retiring worker ${w.pid}: ${reason}`);
     slot.endpoint?.closeIdle();
     // A worker running requests finishes them first (`idle`: drained).
-    if (slot.busy === 0 || this.deps.acceptsItself === true) this.procs.signal(slot);
+    if (slot.busy === 0 || this.deps.acceptsItself === true) this.procs.signal(slot, this.idle(slot));
+  }
+
+  /** It runs no request we know of (a worker that accepts itself may be taking one). */
+  private idle(slot: Slot): boolean {
+    return slot.busy === 0 && this.deps.acceptsItself !== true;
   }
 
   private doStop(slot: Slot, reason: RetireReason, err: ProxyError): void {
