@@ -7,9 +7,8 @@
  * an autogroup nice of GENERATOR_NICE when the bench runs as root: users' browsers are on
  * other machines, and a generator that shares the 2 cores with the workers it overloads
  * measures its own lateness. Run inside the bench's process, beside the busy workers, its
- * event loop fell 100–400 ms behind at 1.5× (noisy, 2026-12-03): requests left in lumps
- * (what reached the daemon came 0, 0, 125, 339 a 50 ms sub-window) and answers the daemon
- * gave in 36 ms were read 400 ms later. The open loop reports its loop delay and CPU, so a
+ * event loop fell 100–400 ms behind at 1.5× (noisy, 2026-12-03): requests left up to
+ * 300 ms late, in lumps, and answers the daemon gave at once were read 300 ms later. The open loop reports its loop delay and CPU, so a
  * run where it still lagged shows it; both report where they ran. (bench/fairness's noise,
  * wrk, stays in the bench's session: its lateness only lowers the noise.)
  */
