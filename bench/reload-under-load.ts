@@ -4,8 +4,14 @@
  * steady, then while the pool's config is changed and reloaded (SIGHUP) every second.
  * Prints figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/reload-under-load.js [--seconds 8] [--connections 8] [--rounds 2] [--fcgi-pm BIN] [--resident] [--change env|scaling] [--log FILE]
+ *   npx tsc -p . && node dist/bench/reload-under-load.js [--seconds 8] [--connections 8] [--rounds 2] [--fcgi-pm BIN] [--resident] [--change env|scaling] [--log FILE] [--peer-fpm]
  *
+ * --peer-fpm: then the same rounds on php-fpm (pm static, 8 children, its own config)
+ * behind nginx (kept-alive FastCGI), reloaded as its operators do, SIGUSR2 every second
+ * (the master finishes its children's requests, then executes itself again: a new opcache
+ * memory, and every child compiles the application anew). wrk reaches fcgi-pm's HTTP
+ * listener directly and php-fpm through nginx: compare each stack's share of its own steady
+ * figures, not the req/s across stacks.
  * --fcgi-pm runs another build's bin/fcgi-pm (an older commit's, for a before/after).
  * --resident: the pool has resident_parent (one php-cgi group: each generation is one exec
  * whose children share its opcache, instead of one exec per worker).
@@ -15,8 +21,9 @@
  *
  * The daemon is bin/fcgi-pm run (its own temp dir and config); pool: ondemand,
  * max_children 8, idle_timeout 60 s. Beside each run: the CPU the daemon and its workers
- * used (from /proc: live workers and the ones reaped meanwhile; a resident group's children
- * are reaped by their parent, not counted once it exits), and per reload, from the
+ * used (from /proc: live workers and the ones reaped meanwhile; the daemon runs under a
+ * small subreaper, so the children of a php-cgi group whose parent exits first are reaped
+ * there and counted too, not by init), and per reload, from the
  * daemon's log: how long it took (SIGHUP to commit), how many workers the new generation
  * started and their spawn → ready time; how long each hand-over from the old generation
  * lasted and why it ended, and how long the old generations then drained.
@@ -27,6 +34,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { startNginx, startPhpFpm } from './compare-stacks.js';
 import { runWrk, type WrkResult } from './compare-wrk.js';
 import { generatePhpApp } from './php-app.js';
 import { treeCpu, type TreeCpu } from './proc-tree-cpu.js';
@@ -68,7 +76,28 @@ const config = (generation: number): void =>
   }));
 config(0);
 const bin = process.argv.includes('--fcgi-pm') ? process.argv[process.argv.indexOf('--fcgi-pm') + 1]! : join(ROOT, 'bin', 'fcgi-pm');
-const daemon = spawn(process.execPath, [bin, 'run', '--allow-root', '-c', file], { stdio: ['ignore', 'ignore', 'inherit'] });
+/**
+ * The daemon's parent: a child subreaper (prctl PR_SET_CHILD_SUBREAPER) that passes on the
+ * signals the bench sends and reaps what is orphaned below the daemon (a php-cgi group's
+ * parent does not wait for its children), so that their CPU lands in its cutime.
+ */
+const SUBREAPER = `
+import ctypes, os, signal, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+    signal.signal(s, lambda n, f: os.kill(pid, n))
+while True:
+    try:
+        p, st = os.wait()
+    except ChildProcessError:
+        sys.exit(0)
+    if p == pid:
+        sys.exit(os.waitstatus_to_exitcode(st) & 0xff)
+`;
+const daemon = spawn('python3', ['-c', SUBREAPER, process.execPath, bin, 'run', '--allow-root', '-c', file], { stdio: ['ignore', 'ignore', 'inherit'] });
 const url = `http://127.0.0.1:${port}/index.php`;
 for (let i = 0; ; i++) {
   try {
@@ -85,8 +114,16 @@ const row = (what: string, r: WrkResult, cpu: TreeCpu): string => {
   const perReq = r.rps > 0 ? (cpu.workers * 1000) / (r.rps * SECONDS) : 0;
   return `| ${what} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.errors + r.non2xx} | ${(cpu.self / SECONDS).toFixed(0)} | ${(cpu.workers / SECONDS).toFixed(0)} | ${perReq.toFixed(0)} |`;
 };
+/** The fcgi-pm process: the subreaper's one child. */
+const daemonPid = Number(readFileSync(`/proc/${daemon.pid}/task/${daemon.pid}/children`, 'latin1').trim().split(' ')[0]);
+/** The daemon's own CPU, and everything below it, reaped orphans included. */
+const cpuNow = (): TreeCpu => {
+  const all = treeCpu(daemon.pid!);
+  const self = treeCpu(daemonPid).self;
+  return { self, workers: all.workers - self };
+};
 const cpuSince = (a: TreeCpu): TreeCpu => {
-  const b = treeCpu(daemon.pid!);
+  const b = cpuNow();
   return { self: b.self - a.self, workers: b.workers - a.workers };
 };
 console.log(`${new Date().toISOString()} load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; wrk -c${CONNECTIONS} ${SECONDS} s per run; ${bin}${RESIDENT ? '; resident_parent (one php-cgi group)' : ''}; each reload changes the pool's ${CHANGE === 'scaling' ? 'max_children (8 ↔ 9)' : 'env'}`);
@@ -97,11 +134,11 @@ let generation = 0;
 const probes: ProbeSample[] = [];
 let steadyP99 = 0;
 for (let round = 0; round < ROUNDS; round++) {
-  let cpu0 = treeCpu(daemon.pid!);
+  let cpu0 = cpuNow();
   const steady = await runWrk(url, CONNECTIONS, SECONDS);
   steadyP99 = Math.max(steadyP99, steady.p99Ms);
   lines.push(row('steady', steady, cpuSince(cpu0)));
-  cpu0 = treeCpu(daemon.pid!);
+  cpu0 = cpuNow();
   let reloading = true;
   let reloads = 0;
   const reloader = (async () => {
@@ -125,7 +162,50 @@ for (let round = 0; round < ROUNDS; round++) {
 for (const l of lines) console.log(l);
 printPhases();
 console.log(`load average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+const exited = new Promise((r) => daemon.once('exit', r));
 daemon.kill('SIGTERM');
+await exited;
+if (process.argv.includes('--peer-fpm')) await fpmRounds();
+rmSync(dir, { recursive: true, force: true });
+
+/** The same rounds on php-fpm behind nginx, reloaded by SIGUSR2 every second (see the header). */
+async function fpmRounds(): Promise<void> {
+  const fpm = await startPhpFpm(join(dir, 'fpm'), { pm: 'static', workers: 8 });
+  const fpmPort = port + 1;
+  const ngx = await startNginx(join(dir, 'nginx'), app, [{ port: fpmPort, upstream: `unix:${fpm.sock}`, keepAlive: true }]);
+  const fpmUrl = `http://127.0.0.1:${fpmPort}/index.php`;
+  console.log(`\nphp-fpm (pm static, 8 children) behind nginx, SIGUSR2 every second; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const out = ['| run | req/s | p50 ms | p99 ms | failed | master CPU ms/s | workers CPU ms/s | workers µs/req |', '|---|---|---|---|---|---|---|---|'];
+  await runWrk(fpmUrl, CONNECTIONS, 3);
+  for (let round = 0; round < ROUNDS; round++) {
+    let cpu0 = treeCpu(fpm.pid);
+    const since = (a: TreeCpu): TreeCpu => {
+      const b = treeCpu(fpm.pid);
+      return { self: b.self - a.self, workers: b.workers - a.workers };
+    };
+    out.push(row('steady', await runWrk(fpmUrl, CONNECTIONS, SECONDS), since(cpu0)));
+    cpu0 = treeCpu(fpm.pid);
+    let reloading = true;
+    let reloads = 0;
+    const reloader = (async () => {
+      while (reloading) {
+        await sleep(1000);
+        if (!reloading) break;
+        process.kill(fpm.pid, 'SIGUSR2');
+        reloads++;
+      }
+    })();
+    const r = await runWrk(fpmUrl, CONNECTIONS, SECONDS);
+    const cpu = since(cpu0);
+    reloading = false;
+    await reloader;
+    out.push(row(`${reloads} reloads`, r, cpu));
+    await sleep(2000);
+  }
+  for (const l of out) console.log(l);
+  await ngx.stop();
+  await fpm.stop();
+}
 
 /** Per reload, from the daemon's log lines: its phases (see the header). */
 function printPhases(): void {
@@ -179,5 +259,3 @@ function printPhases(): void {
   console.log(`probe (one request every 20 ms beside wrk during the reloads runs), by when it started:\n| window | requests | p50 ms | p90 ms | max ms | over 2× steady p99 (${(2 * steadyP99).toFixed(1)} ms) |\n|---|---|---|---|---|---|`);
   for (const [name, xs] of by) console.log(`| ${name} | ${xs.length} | ${q(xs, 0.5).toFixed(1)} | ${q(xs, 0.9).toFixed(1)} | ${Math.max(...xs).toFixed(1)} | ${xs.filter((x) => x > 2 * steadyP99).length} |`);
 }
-await new Promise((r) => daemon.once('exit', r));
-rmSync(dir, { recursive: true, force: true });

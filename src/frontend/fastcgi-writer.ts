@@ -32,6 +32,8 @@ export class FcgiWriter implements FcgiOutput {
   private readonly out: Buffer[] = [];
   /** Requests whose head waits for its first body bytes; flushed before the tick's uncork at the latest. */
   private readonly pendingHeads: FcgiRequest[] = [];
+  /** Whole small responses, written at the end of the tick (after the backend got its next request). */
+  private readonly finished: Buffer[] = [];
 
   constructor(socket: Socket, closed: () => boolean) {
     this.socket = socket;
@@ -115,14 +117,17 @@ export class FcgiWriter implements FcgiOutput {
     const rec = r.pendingRecord;
     if (rec !== undefined) {
       r.pendingRecord = undefined;
-      this.send(end ? encodeRecordsAndEnd(r.id, rec) : rec);
+      if (end) this.finish(encodeRecordsAndEnd(r.id, rec));
+      else this.send(rec);
       return;
     }
     const head = r.pendingHead ?? EMPTY;
     const body = r.pendingBody ?? EMPTY;
     r.pendingHead = r.pendingBody = undefined;
     if (head.length + body.length <= SMALL_RECORD) {
-      this.send(encodeStdout(r.id, head, body, end));
+      const buf = encodeStdout(r.id, head, body, end);
+      if (end) this.finish(buf);
+      else this.send(buf);
       return;
     }
     const joined = adjacent(head, body);
@@ -144,6 +149,17 @@ export class FcgiWriter implements FcgiOutput {
   private send(buf: Buffer): boolean {
     if (this.closed()) return true;
     return this.socket.write(buf);
+  }
+
+  /**
+   * A whole response (its last bytes and END_REQUEST), written at the end of this tick:
+   * the request's end frees its worker, which gets the next queued request first in the
+   * same tick (a backend kept busy), and nothing of the request follows it.
+   */
+  private finish(buf: Buffer): void {
+    if (this.closed()) return;
+    this.finished.push(buf);
+    this.schedule();
   }
 
   private writeList(bufs: Buffer[]): boolean {
@@ -184,10 +200,21 @@ export class FcgiWriter implements FcgiOutput {
     this.drainWaiters = [];
   }
 
-  /** @internal process.nextTick target: held heads go out with what body they have, then the corked writes. */
+  /** @internal process.nextTick target: held heads go out with what body they have, finished responses, then the corked writes. */
   endOfTick(): void {
     this.scheduled = false;
     if (this.pendingHeads.length > 0) this.flushHeads();
+    const done = this.finished;
+    if (done.length > 0) {
+      // Accepted while the session was open: written even if it closes gracefully now (not once destroyed).
+      const socket = this.socket;
+      if (done.length > 1 && !this.corked) {
+        this.corked = true; // one writev for them all
+        socket.cork();
+      }
+      for (let i = 0; i < done.length; i++) if (!socket.destroyed) socket.write(done[i]!);
+      done.length = 0;
+    }
     if (!this.corked) return;
     this.corked = false;
     this.socket.uncork();
