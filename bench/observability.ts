@@ -12,7 +12,8 @@
  *  - the dashboard in headless Chromium: first render (navigation to the table drawn with
  *    every active row), bytes the page loaded (documents, scripts, the event stream up to
  *    then), the page's height once drawn (against the 1,000 px viewport), daemon a's CPU
- *    over `--cpu-seconds` with the page open against with none.
+ *    and its main thread's context switches (wake-ups) over `--cpu-seconds` with the page
+ *    open against with none.
  * --json FILE also writes the figures there (bench/budget.ts reads them).
  * --profile DIR runs daemon a under `node --cpu-prof` (its file written in DIR as it exits)
  * and prints where its CPU went in each window: no page open, one page open.
@@ -94,6 +95,12 @@ function threadCpu(pid: number): Map<string, number> {
     }
   }
   return out;
+}
+
+/** The main thread's context switches (each a wake-up after it blocked, or a preemption). */
+function mainSwitches(pid: number): number {
+  const st = readFileSync(`/proc/${pid}/task/${pid}/status`, 'latin1');
+  return Number(/^voluntary_ctxt_switches:\s*(\d+)/m.exec(st)?.[1] ?? 0) + Number(/^nonvoluntary_ctxt_switches:\s*(\d+)/m.exec(st)?.[1] ?? 0);
 }
 
 /** Where a window's CPU went by thread: "node 1.2 %, V8 DefaultWorke 0.3 %". */
@@ -248,10 +255,12 @@ async function main(): Promise<void> {
     let c0 = cpuTicks(pid);
     let w0 = nowUs();
     let th0 = threadCpu(pid);
+    let cs0 = mainSwitches(pid);
     mark('no page open: begins');
     await sleep(CPU_S * 1000);
     mark('no page open: ends');
     const idleThreads = threadShares(th0, threadCpu(pid), CPU_S);
+    const idleWakeups = (mainSwitches(pid) - cs0) / CPU_S;
     windows.push({ what: 'no page open', fromUs: w0, toUs: nowUs() });
     const idleCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
 
@@ -286,15 +295,18 @@ async function main(): Promise<void> {
       const b0 = bytes;
       w0 = nowUs();
       th0 = threadCpu(pid);
+      cs0 = mainSwitches(pid);
       mark('one page open: begins');
       await sleep(CPU_S * 1000);
       mark('one page open: ends');
       const openThreads = threadShares(th0, threadCpu(pid), CPU_S);
+      const openWakeups = (mainSwitches(pid) - cs0) / CPU_S;
       windows.push({ what: 'one page open', fromUs: w0, toUs: nowUs() });
       const openCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
-      Object.assign(figures, { cpuIdlePct: idleCpu, cpuPageOpenPct: openCpu });
+      Object.assign(figures, { cpuIdlePct: idleCpu, cpuPageOpenPct: openCpu, wakeupsIdle: idleWakeups, wakeupsPageOpen: openWakeups });
       console.log(`daemon a CPU over ${CPU_S} s: ${idleCpu.toFixed(2)} % of a core with no page open, ${openCpu.toFixed(2)} % with one page open (target ≤ 1 %); the page received ${((bytes - b0) / 1024 / CPU_S).toFixed(1)} KiB/s`);
       console.log(`  by thread, no page open: ${idleThreads}\n  by thread, one page open: ${openThreads}`);
+      console.log(`  main thread's context switches: ${idleWakeups.toFixed(1)}/s with no page open, ${openWakeups.toFixed(1)}/s with one page open`);
     } finally {
       await browser.close();
       rmSync(profile, { recursive: true, force: true });
