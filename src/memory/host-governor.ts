@@ -24,6 +24,7 @@ import { decideShare, type ShareMember } from './worker-shares.js';
 import { collectWorkers, decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
 import { createSampler, type MemorySampler } from './sampler.js';
 import type { BudgetMember, BudgetSnapshot, MemoryClock, MemorySample, WorkerRef } from './types.js';
+import { SharedTimer, type Clock } from '../util/clock.js';
 import { ErrorCodes } from '../errors.js';
 
 export interface HostGovernorOptions {
@@ -83,6 +84,8 @@ export interface MemoryGovernor {
   checkBudget(): void;
   isWaiting(m: BudgetMember): boolean;
   recommend(m: BudgetMember, estimate: number, limit: number): number | undefined;
+  /** The one timer every pool's sampling rounds share, for pools on `clock`. */
+  rounds(clock: Clock): SharedTimer;
 }
 
 export const DEFAULT_SAMPLE_INTERVAL = 2000;
@@ -117,6 +120,8 @@ export class HostGovernor implements MemoryGovernor {
   private readonly oom: OomCounter | undefined;
   private readonly log: Logger;
   private readonly members = new Set<BudgetMember>();
+  /** The pools' rounds' one timer, per clock (pools and tests on another clock get their own). */
+  private readonly roundTimers = new WeakMap<Clock, SharedTimer>();
   /** Pools whose queued requests wait for the budget, in the order they began waiting. */
   private readonly waiters = new Set<BudgetMember>();
   private selfSample: MemorySample | undefined;
@@ -426,6 +431,12 @@ export class HostGovernor implements MemoryGovernor {
       memAvailableAtStart: this.meminfo?.memAvailable,
       cgroup: this.box.snapshot(),
     };
+  }
+
+  rounds(clock: Clock): SharedTimer {
+    let t = this.roundTimers.get(clock);
+    if (t === undefined) this.roundTimers.set(clock, (t = new SharedTimer(clock)));
+    return t;
   }
 
   isWaiting(m: BudgetMember): boolean {

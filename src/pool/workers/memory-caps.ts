@@ -8,7 +8,8 @@
  * A quiet worker (idle at its last sample and now, given no request since) is read once
  * in QUIET_ROUNDS rounds: it cannot have grown without running, and at 200 idle sites
  * a read of every worker every round was most of the sampler's cost. Rounds start on a
- * ROUND_GRAIN grid, so the rounds of many pools share one wake-up of the daemon.
+ * ROUND_GRAIN grid, on the host governor's one timer for every pool's rounds, so the
+ * rounds of many pools are one wake-up of the daemon and one timer.
  * What it decides is carried out through the pool's hooks (PoolMemoryHooks).
  */
 import { ErrorCodes } from '../../errors.js';
@@ -18,7 +19,7 @@ import { checkWorker, planRelief, type WorkerCaps } from '../../memory/governor.
 import type { MemoryGovernor } from '../../memory/host-governor.js';
 import type { BudgetMember, MemorySample } from '../../memory/types.js';
 import type { RetireReason } from '../../worker/types.js';
-import { OneTimer, type Clock } from '../../util/clock.js';
+import type { Clock, SharedTimer, TimedJob } from '../../util/clock.js';
 import type { PoolEstimate } from './memory-estimate.js';
 import type { PreloadParentMemory } from './memory-parent.js';
 import { scriptOf, type SlotView } from './slot.js';
@@ -60,7 +61,9 @@ export interface MemoryCapsDeps {
 
 export class MemoryCaps {
   private readonly d: MemoryCapsDeps;
-  private readonly timer: OneTimer;
+  /** The host's one timer for every pool's rounds (on this pool's clock), and this pool's place on it. */
+  private readonly rounds: SharedTimer;
+  private readonly job: TimedJob = { dueAt: Infinity, run: () => this.round() };
   private sampling = false;
   private disposed = false;
   private warnedFresh = false;
@@ -69,12 +72,12 @@ export class MemoryCaps {
 
   constructor(deps: MemoryCapsDeps) {
     this.d = deps;
-    this.timer = new OneTimer(deps.clock, () => this.round());
+    this.rounds = deps.host.rounds(deps.clock);
   }
 
   /** A worker was spawned: sampling runs while the pool has any. */
   spawned(): void {
-    if (!this.timer.armed && !this.disposed) this.armNext();
+    if (!this.rounds.scheduled(this.job) && !this.disposed) this.armNext();
   }
 
   /**
@@ -84,7 +87,7 @@ export class MemoryCaps {
    */
   private armNext(): void {
     const grain = Math.min(ROUND_GRAIN, this.d.interval);
-    this.timer.armAt(Math.floor((this.d.clock.now() + this.d.interval) / grain) * grain);
+    this.rounds.schedule(this.job, Math.floor((this.d.clock.now() + this.d.interval) / grain) * grain);
   }
 
   /** Passes over a quiet worker in this round, except once in QUIET_ROUNDS. */
@@ -146,7 +149,7 @@ export class MemoryCaps {
 
   dispose(): void {
     this.disposed = true;
-    this.timer.cancel();
+    this.rounds.cancel(this.job);
   }
 
   private round(): void {
