@@ -23,8 +23,8 @@ import { OomCounter } from './pool-cgroup.js';
 import { decideShare, type ShareMember } from './worker-shares.js';
 import { collectWorkers, decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
 import { createSampler, type MemorySampler } from './sampler.js';
-import { MemoryRounds, type RoundSchedule } from './rounds.js';
 import type { BudgetMember, BudgetSnapshot, MemoryClock, MemorySample, WorkerRef } from './types.js';
+import { SharedTimer, type Clock } from '../util/clock.js';
 import { ErrorCodes } from '../errors.js';
 
 export interface HostGovernorOptions {
@@ -66,8 +66,6 @@ export interface MemoryGovernor {
   readonly sampler: MemorySampler;
   /** Default interval for pools that do not set their own (ms). */
   readonly sampleInterval: number;
-  /** Every pool's sampling rounds on one timer, the budget checked once after each pass (rounds.ts). */
-  readonly rounds: RoundSchedule;
   /** Bytes; undefined without memory_budget. */
   readonly budget: number | undefined;
   /** fcgi-pm's own memory cgroup, where pool cgroups go; undefined when unknown. */
@@ -86,6 +84,8 @@ export interface MemoryGovernor {
   checkBudget(): void;
   isWaiting(m: BudgetMember): boolean;
   recommend(m: BudgetMember, estimate: number, limit: number): number | undefined;
+  /** The one timer every pool's sampling rounds share, for pools on `clock`. */
+  rounds(clock: Clock): SharedTimer;
 }
 
 export const DEFAULT_SAMPLE_INTERVAL = 2000;
@@ -109,7 +109,6 @@ export class HostGovernor implements MemoryGovernor {
   readonly sampler: MemorySampler;
   readonly sampleInterval: number;
   readonly clock: MemoryClock;
-  readonly rounds: MemoryRounds;
   readonly cgroup: MemoryCgroup | undefined;
   readonly cpuCgroups: boolean;
   /** max_children_total (0 = off). */
@@ -121,6 +120,8 @@ export class HostGovernor implements MemoryGovernor {
   private readonly oom: OomCounter | undefined;
   private readonly log: Logger;
   private readonly members = new Set<BudgetMember>();
+  /** The pools' rounds' one timer, per clock (pools and tests on another clock get their own). */
+  private readonly roundTimers = new WeakMap<Clock, SharedTimer>();
   /** Pools whose queued requests wait for the budget, in the order they began waiting. */
   private readonly waiters = new Set<BudgetMember>();
   private selfSample: MemorySample | undefined;
@@ -147,7 +148,6 @@ export class HostGovernor implements MemoryGovernor {
     this.oom = this.cgroup && new OomCounter(this.cgroup);
     this.sampler = opts.sampler ?? createSampler();
     this.clock = opts.clock ?? systemClock;
-    this.rounds = new MemoryRounds(this.clock, () => this.checkBudget());
     const owner = { members: () => this.members, checkBudget: () => this.checkBudget(), retry: () => this.scheduleRetry(), evicted: () => void this.evictions++ };
     this.box = new BoxWatch(owner, opts.box, this.clock, this.log, this.sampleInterval);
     this.disposeWhenEmpty = opts.disposeWhenEmpty === true;
@@ -310,7 +310,7 @@ export class HostGovernor implements MemoryGovernor {
     this.scheduleRetry();
   }
 
-  /** After a pass of sampling rounds (rounds.ts): measured use over the budget retires workers until it is back under. */
+  /** After a sampling round: measured use over the budget retires workers until it is back under. */
   checkBudget(): void {
     const budget = this.budget;
     if (budget === undefined || this.disposed) return;
@@ -322,7 +322,8 @@ export class HostGovernor implements MemoryGovernor {
       freeing += o.freeingMeasured();
     }
     const excess = measured - freeing - budget;
-    // Within the budget (nearly always): no list of every pool's workers.
+    // Within the budget (nearly always): no list of every pool's workers. Each pool's round
+    // asks, so at 200 pools this ran 200 times every memory_sample_interval.
     if (excess <= 0) return;
     const idle: WorkerRef[] = [];
     const busy: WorkerRef[] = [];
@@ -432,6 +433,12 @@ export class HostGovernor implements MemoryGovernor {
     };
   }
 
+  rounds(clock: Clock): SharedTimer {
+    let t = this.roundTimers.get(clock);
+    if (t === undefined) this.roundTimers.set(clock, (t = new SharedTimer(clock)));
+    return t;
+  }
+
   isWaiting(m: BudgetMember): boolean {
     return this.waiters.has(m);
   }
@@ -443,7 +450,6 @@ export class HostGovernor implements MemoryGovernor {
 
   dispose(): void {
     this.disposed = true;
-    this.rounds.dispose();
     if (this.retryHandle !== undefined) this.clock.clearTimer(this.retryHandle);
     this.retryHandle = undefined;
     this.box.dispose();

@@ -62,6 +62,65 @@ export class OneTimer {
   }
 }
 
+/** A periodic job on a SharedTimer: the time it asked for (Infinity: none) and what it runs then. */
+export interface TimedJob {
+  /** Monotonic ms it is due at; written by the SharedTimer only. */
+  dueAt: number;
+  run(): void;
+}
+
+/**
+ * One timer for many periodic jobs on one clock (every pool's memory round): each job
+ * asks for a time, the timer is armed for the earliest, and when it fires every job that
+ * is due runs, in the order the jobs first asked. N pools' rounds cost one timer and one
+ * walk of the jobs, not N timers (each a Timeout object and a timer list re-armed every
+ * round), and the code of a round runs often enough to be optimised.
+ */
+export class SharedTimer {
+  private readonly jobs: TimedJob[] = [];
+  private readonly timer: OneTimer;
+  private readonly clock: Clock;
+
+  constructor(clock: Clock) {
+    this.clock = clock;
+    this.timer = new OneTimer(clock, () => this.fire());
+  }
+
+  /** `job` runs at or soon after `at` (monotonic ms), replacing any time it asked for before. */
+  schedule(job: TimedJob, at: number): void {
+    if (job.dueAt === Infinity && !this.jobs.includes(job)) this.jobs.push(job);
+    job.dueAt = at;
+    this.timer.armAt(at);
+  }
+
+  /** `job` asked for a time that has not come yet. */
+  scheduled(job: TimedJob): boolean {
+    return job.dueAt !== Infinity;
+  }
+
+  /** `job` runs no more (it may ask again). */
+  cancel(job: TimedJob): void {
+    job.dueAt = Infinity;
+    const i = this.jobs.indexOf(job);
+    if (i >= 0) this.jobs.splice(i, 1);
+    if (this.jobs.length === 0) this.timer.cancel();
+  }
+
+  private fire(): void {
+    const now = this.clock.now();
+    // The due ones first: a job that runs may schedule or cancel others (each is checked again before it runs).
+    const due = this.jobs.filter((j) => j.dueAt <= now);
+    for (const job of due) {
+      if (job.dueAt > now) continue;
+      job.dueAt = Infinity;
+      job.run();
+    }
+    let next = Infinity;
+    for (const job of this.jobs) if (job.dueAt < next) next = job.dueAt;
+    if (next !== Infinity) this.timer.armAt(next);
+  }
+}
+
 /**
  * Epoch milliseconds for the pool's monotonic times: the one conversion the status's
  * wall-clock times (a worker's start, its last request) go through. Read against the

@@ -8,8 +8,8 @@
  * A quiet worker (idle at its last sample and now, given no request since) is read once
  * in QUIET_ROUNDS rounds: it cannot have grown without running, and at 200 idle sites
  * a read of every worker every round was most of the sampler's cost. Rounds start on a
- * ROUND_GRAIN grid and are run by the host (memory/rounds.ts: one timer for every pool,
- * the host budget checked once after each pass), so many pools share one wake-up.
+ * ROUND_GRAIN grid, on the host governor's one timer for every pool's rounds, so the
+ * rounds of many pools are one wake-up of the daemon and one timer.
  * What it decides is carried out through the pool's hooks (PoolMemoryHooks).
  */
 import { ErrorCodes } from '../../errors.js';
@@ -17,10 +17,9 @@ import type { Logger } from '../../log/log.js';
 import { formatBytes } from '../../memory/format.js';
 import { checkWorker, planRelief, type WorkerCaps } from '../../memory/governor.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
-import type { RoundTaker } from '../../memory/rounds.js';
 import type { BudgetMember, MemorySample } from '../../memory/types.js';
 import type { RetireReason } from '../../worker/types.js';
-import type { Clock } from '../../util/clock.js';
+import type { Clock, SharedTimer, TimedJob } from '../../util/clock.js';
 import type { PoolEstimate } from './memory-estimate.js';
 import type { PreloadParentMemory } from './memory-parent.js';
 import { scriptOf, type SlotView } from './slot.js';
@@ -60,8 +59,11 @@ export interface MemoryCapsDeps {
   log: Logger;
 }
 
-export class MemoryCaps implements RoundTaker {
+export class MemoryCaps {
   private readonly d: MemoryCapsDeps;
+  /** The host's one timer for every pool's rounds (on this pool's clock), and this pool's place on it. */
+  private readonly rounds: SharedTimer;
+  private readonly job: TimedJob = { dueAt: Infinity, run: () => this.round() };
   private sampling = false;
   private disposed = false;
   private warnedFresh = false;
@@ -70,11 +72,12 @@ export class MemoryCaps implements RoundTaker {
 
   constructor(deps: MemoryCapsDeps) {
     this.d = deps;
+    this.rounds = deps.host.rounds(deps.clock);
   }
 
   /** A worker was spawned: sampling runs while the pool has any. */
   spawned(): void {
-    if (!this.d.host.rounds.has(this) && !this.disposed) this.armNext();
+    if (!this.rounds.scheduled(this.job) && !this.disposed) this.armNext();
   }
 
   /**
@@ -84,7 +87,7 @@ export class MemoryCaps implements RoundTaker {
    */
   private armNext(): void {
     const grain = Math.min(ROUND_GRAIN, this.d.interval);
-    this.d.host.rounds.schedule(this, Math.floor((this.d.clock.now() + this.d.interval) / grain) * grain);
+    this.rounds.schedule(this.job, Math.floor((this.d.clock.now() + this.d.interval) / grain) * grain);
   }
 
   /** Passes over a quiet worker in this round, except once in QUIET_ROUNDS. */
@@ -146,12 +149,11 @@ export class MemoryCaps implements RoundTaker {
 
   dispose(): void {
     this.disposed = true;
-    this.d.host.rounds.cancel(this);
+    this.rounds.cancel(this.job);
   }
 
-  /** One round (the host's rounds call it when due); a promise while its reads are in flight. */
-  round(): Promise<void> | undefined {
-    if (this.disposed || this.sampling) return undefined;
+  private round(): void {
+    if (this.disposed || this.sampling) return;
     const now = this.d.clock.now();
     const sampler = this.d.host.sampler;
     const slots = [...this.d.hooks.slots()].filter((s) => s.pid !== undefined && s.state !== 'gone' && !this.quiet(s));
@@ -161,7 +163,7 @@ export class MemoryCaps implements RoundTaker {
       // Every worker quiet: nothing new to estimate from or to hold against memory_limit.
       this.d.parent.keep(undefined, undefined, undefined);
       this.afterRound(false);
-      return undefined;
+      return;
     }
     if (sampler.syncRounds === true) {
       for (const slot of slots) {
@@ -170,13 +172,13 @@ export class MemoryCaps implements RoundTaker {
       }
       this.d.parent.keep(parent, parent === undefined ? undefined : sampler.readNow(parent, now), spare === undefined ? undefined : sampler.readNow(spare, now));
       this.afterRound();
-      return undefined;
+      return;
     }
     this.sampling = true;
     const pids = slots.map((s) => s.pid!);
     if (parent !== undefined) pids.push(parent);
     if (spare !== undefined) pids.push(spare);
-    return sampler
+    void sampler
       .read(pids, now)
       .then((got) => {
         for (const slot of slots) {
@@ -192,16 +194,14 @@ export class MemoryCaps implements RoundTaker {
       });
   }
 
-  /**
-   * `measured`: the round read something (else the pool's estimate and memory_limit have
-   * nothing new to go by). The host budget is checked by the host's rounds, once a pass.
-   */
+  /** `measured`: the round read something (else the pool's estimate and memory_limit have nothing new to go by). */
   private afterRound(measured = true): void {
     if (this.disposed) return;
     if (measured) {
       this.d.estimate.update(this.d.hooks.slots());
       this.checkLimit();
     }
+    this.d.host.checkBudget();
     let live = false;
     for (const _ of this.d.hooks.slots()) {
       live = true;
