@@ -82,6 +82,8 @@ export interface MemoryGovernor {
   released(): void;
   wentIdle(m: BudgetMember): void;
   checkBudget(): void;
+  /** A pool's sampling round ended: the budget is checked once for the rounds that end together. */
+  roundDone(): void;
   isWaiting(m: BudgetMember): boolean;
   recommend(m: BudgetMember, estimate: number, limit: number): number | undefined;
   /** The one timer every pool's sampling rounds share, for pools on `clock`. */
@@ -133,6 +135,8 @@ export class HostGovernor implements MemoryGovernor {
   private allShare: number | undefined;
   private retryHandle: unknown;
   private stallHandle: unknown;
+  /** A round ended since the budget was last checked (roundDone). */
+  private budgetDue = false;
   private disposed = false;
   private readonly disposeWhenEmpty: boolean;
   refusedSpawns = 0;
@@ -310,7 +314,26 @@ export class HostGovernor implements MemoryGovernor {
     this.scheduleRetry();
   }
 
-  /** After a sampling round: measured use over the budget retires workers until it is back under. */
+  /**
+   * The budget is checked once for the rounds that end together, not once a pool (each
+   * check sums every pool: at 200 pools, 200 sums of 200 pools every memory_sample_interval).
+   * Rounds that read synchronously end inside the rounds' timer, which checks after the
+   * last of them (afterRounds); rounds whose reads went through the threadpool end as
+   * those reads come back, and the ones that end in the same task share one check.
+   */
+  roundDone(): void {
+    if (this.budgetDue) return;
+    this.budgetDue = true;
+    queueMicrotask(() => this.afterRounds());
+  }
+
+  private afterRounds(): void {
+    if (!this.budgetDue) return;
+    this.budgetDue = false;
+    this.checkBudget();
+  }
+
+  /** After sampling rounds (roundDone): measured use over the budget retires workers until it is back under. */
   checkBudget(): void {
     const budget = this.budget;
     if (budget === undefined || this.disposed) return;
@@ -322,8 +345,7 @@ export class HostGovernor implements MemoryGovernor {
       freeing += o.freeingMeasured();
     }
     const excess = measured - freeing - budget;
-    // Within the budget (nearly always): no list of every pool's workers. Each pool's round
-    // asks, so at 200 pools this ran 200 times every memory_sample_interval.
+    // Within the budget (nearly always): no list of every pool's workers.
     if (excess <= 0) return;
     const idle: WorkerRef[] = [];
     const busy: WorkerRef[] = [];
@@ -435,7 +457,7 @@ export class HostGovernor implements MemoryGovernor {
 
   rounds(clock: Clock): SharedTimer {
     let t = this.roundTimers.get(clock);
-    if (t === undefined) this.roundTimers.set(clock, (t = new SharedTimer(clock)));
+    if (t === undefined) this.roundTimers.set(clock, (t = new SharedTimer(clock, () => this.afterRounds())));
     return t;
   }
 

@@ -80,9 +80,14 @@ export class SharedTimer {
   private readonly jobs: TimedJob[] = [];
   private readonly timer: OneTimer;
   private readonly clock: Clock;
+  private readonly afterFire: (() => void) | undefined;
+  /** Jobs running now: the times they ask for are armed once, after the last of them. */
+  private firing = false;
 
-  constructor(clock: Clock) {
+  /** `afterFire` runs once after the jobs due at a firing ran (the host's budget check after a beat's rounds). */
+  constructor(clock: Clock, afterFire?: () => void) {
     this.clock = clock;
+    this.afterFire = afterFire;
     this.timer = new OneTimer(clock, () => this.fire());
   }
 
@@ -90,7 +95,7 @@ export class SharedTimer {
   schedule(job: TimedJob, at: number): void {
     if (job.dueAt === Infinity && !this.jobs.includes(job)) this.jobs.push(job);
     job.dueAt = at;
-    this.timer.armAt(at);
+    if (!this.firing) this.timer.armAt(at);
   }
 
   /** `job` asked for a time that has not come yet. */
@@ -110,14 +115,21 @@ export class SharedTimer {
     const now = this.clock.now();
     // The due ones first: a job that runs may schedule or cancel others (each is checked again before it runs).
     const due = this.jobs.filter((j) => j.dueAt <= now);
-    for (const job of due) {
-      if (job.dueAt > now) continue;
-      job.dueAt = Infinity;
-      job.run();
+    this.firing = true;
+    try {
+      for (const job of due) {
+        if (job.dueAt > now) continue;
+        job.dueAt = Infinity;
+        job.run();
+      }
+    } finally {
+      // Armed again even when a job threw: the others keep their times.
+      this.firing = false;
+      let next = Infinity;
+      for (const job of this.jobs) if (job.dueAt < next) next = job.dueAt;
+      if (next !== Infinity) this.timer.armAt(next);
     }
-    let next = Infinity;
-    for (const job of this.jobs) if (job.dueAt < next) next = job.dueAt;
-    if (next !== Infinity) this.timer.armAt(next);
+    if (due.length > 0) this.afterFire?.();
   }
 }
 

@@ -30,7 +30,7 @@ test('sampling runs only while a pool has workers, at its own interval', async (
   assert.equal(W.sampler.reads, n, 'no workers left: sampling stopped');
 });
 
-test('every pool\'s rounds on one timer: each at its own interval, the host budget checked once a pass', async () => {
+test('every pool\'s rounds on one timer, each at its own interval: one arming and one budget check a beat, not one a pool', async () => {
   const W = world(1000 * MiB);
   let checks = 0;
   const check = W.governor.checkBudget.bind(W.governor);

@@ -67,3 +67,31 @@ test('cancel: before its time, and from another job run at the same moment', () 
   clock.advance(10);
   assert.deepEqual(log, ['a', 'b'], 'a cancelled job may ask again');
 });
+
+test('afterFire runs once after the due jobs; the times they ask for are armed once; a job that throws costs the others nothing', () => {
+  const clock = new FakeClock();
+  let after = 0;
+  const t = new SharedTimer(clock, () => void after++);
+  const log: string[] = [];
+  let armed = 0;
+  const setTimer = clock.setTimer.bind(clock);
+  clock.setTimer = (fn, ms) => {
+    armed++;
+    return setTimer(fn, ms);
+  };
+  // Each asks again as it runs, the later interval first: armed while firing, that would be two timers.
+  const slow: TimedJob = job(log, 'slow', () => t.schedule(slow, clock.now() + 300));
+  const fast: TimedJob = job(log, 'fast', () => t.schedule(fast, clock.now() + 100));
+  t.schedule(slow, clock.now() + 100);
+  t.schedule(fast, clock.now() + 100);
+  armed = 0;
+  clock.advance(100);
+  assert.deepEqual(log, ['slow', 'fast']);
+  assert.equal(after, 1, 'once for the two jobs');
+  assert.equal(armed, 1, 'one arming for what they asked');
+  const bad: TimedJob = { dueAt: Infinity, run: () => { throw new Error('job failed'); } };
+  t.schedule(bad, clock.now() + 100);
+  assert.throws(() => clock.advance(100), /job failed/);
+  clock.advance(200);
+  assert.deepEqual(log, ['slow', 'fast', 'fast', 'fast', 'slow', 'fast'], 'the others keep their times after the throw');
+});

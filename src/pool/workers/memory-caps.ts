@@ -201,7 +201,7 @@ export class MemoryCaps {
       this.d.estimate.update(this.d.hooks.slots());
       this.checkLimit();
     }
-    this.d.host.checkBudget();
+    this.d.host.roundDone();
     let live = false;
     for (const _ of this.d.hooks.slots()) {
       live = true;
