@@ -38,12 +38,13 @@ export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'idle' | 'exit' |
 /**
  * offer        ready: count its spawn time, end the crash back-off, hand its slots to the dispatcher
  * retire       withdraw its idle seats, close idle connections; SIGTERM now when no seat
- *              runs a request, else it finishes them first (`idle`: drained)
+ *              runs a request (an idle php-cgi: SIGKILL, WorkerSpec.killIdle), else it
+ *              finishes them first (`idle`: drained)
  * stop         answer the requests it runs, withdraw its slots, SIGTERM (SIGKILL after kill_timeout)
  * kill         as stop, then SIGKILL now (max_memory_hard: the kernel frees memory only when it is gone)
  * drained      the last request of a retired worker ended (`idle`): close its kept-alive
  *              connections (a php-cgi waiting on one would sit out SIGTERM), SIGTERM it
- *              (SIGKILL after kill_timeout)
+ *              (SIGKILL after kill_timeout; an idle php-cgi: SIGKILL at once)
  * start_failed it exited before ready: count an early crash, log SPAWN_FAILED once, maybe refuse the queue
  * bury         it exited after ready, or was killed from outside at any time: count the exit
  *              (early ones only back off), hand its requests to failure handling, respawn
@@ -53,7 +54,8 @@ export type SlotEvent = 'ready' | 'retire' | 'stop' | 'kill' | 'idle' | 'exit' |
  * unhold       that wait is over and it did not exit (`grace`): its held failures are answered,
  *              or, when it is alive but unreachable, their requests go to another worker
  * shut         the pool stops (shutdown, or a reload that replaced it): close its idle
- *              connections and SIGTERM it (SIGKILL after kill_timeout); its requests were
+ *              connections and SIGTERM it (SIGKILL after kill_timeout; an idle php-cgi:
+ *              SIGKILL at once); its requests were
  *              answered by the dispatcher, nothing is counted as a recycle, nothing respawned
  * hand_on      the pool stops for an exec in place of the daemon and the idle worker goes on
  *              in the new code (its process handle gave its record: Worker.handOver): its
