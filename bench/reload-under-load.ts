@@ -139,24 +139,15 @@ for (let round = 0; round < ROUNDS; round++) {
   steadyP99 = Math.max(steadyP99, steady.p99Ms);
   lines.push(row('steady', steady, cpuSince(cpu0)));
   cpu0 = cpuNow();
-  let reloading = true;
-  let reloads = 0;
-  const reloader = (async () => {
-    while (reloading) {
-      await sleep(1000);
-      if (!reloading) break;
-      config(++generation);
-      daemon.kill('SIGHUP');
-      reloads++;
-    }
-  })();
+  const reloader = reloadEverySecond(() => {
+    config(++generation);
+    daemon.kill('SIGHUP');
+  });
   const stopProbe = startProbe(url, probes);
   const r = await runWrk(url, CONNECTIONS, SECONDS);
   const cpu = cpuSince(cpu0);
   await stopProbe();
-  reloading = false;
-  await reloader;
-  lines.push(row(`${reloads} reloads`, r, cpu));
+  lines.push(row(`${await reloader.stop()} reloads`, r, cpu));
   await sleep(2000);
 }
 for (const l of lines) console.log(l);
@@ -185,26 +176,36 @@ async function fpmRounds(): Promise<void> {
     };
     out.push(row('steady', await runWrk(fpmUrl, CONNECTIONS, SECONDS), since(cpu0)));
     cpu0 = treeCpu(fpm.pid);
-    let reloading = true;
-    let reloads = 0;
-    const reloader = (async () => {
-      while (reloading) {
-        await sleep(1000);
-        if (!reloading) break;
-        process.kill(fpm.pid, 'SIGUSR2');
-        reloads++;
-      }
-    })();
+    const reloader = reloadEverySecond(() => process.kill(fpm.pid, 'SIGUSR2'));
     const r = await runWrk(fpmUrl, CONNECTIONS, SECONDS);
     const cpu = since(cpu0);
-    reloading = false;
-    await reloader;
-    out.push(row(`${reloads} reloads`, r, cpu));
+    out.push(row(`${await reloader.stop()} reloads`, r, cpu));
     await sleep(2000);
   }
   for (const l of out) console.log(l);
   await ngx.stop();
   await fpm.stop();
+}
+
+/** `reload()` once a second until stop(), which resolves with how many were sent. */
+function reloadEverySecond(reload: () => void): { stop(): Promise<number> } {
+  let reloading = true;
+  let reloads = 0;
+  const loop = (async () => {
+    while (reloading) {
+      await sleep(1000);
+      if (!reloading) break;
+      reload();
+      reloads++;
+    }
+  })();
+  return {
+    async stop() {
+      reloading = false;
+      await loop;
+      return reloads;
+    },
+  };
 }
 
 /** Per reload, from the daemon's log lines: its phases (see the header). */
