@@ -204,7 +204,6 @@ class LazyCgiHead implements CgiResponseHead {
   }
 }
 
-
 /** Case-insensitive match of raw[at..) against a lower-case ASCII word. */
 function nameIs(raw: Buffer, at: number, lower: string): boolean {
   for (let i = 0; i < lower.length; i++) if ((raw[at + i]! | 0x20) !== lower.charCodeAt(i)) return false;

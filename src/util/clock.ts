@@ -77,7 +77,8 @@ export interface TimedJob {
  * round), and the code of a round runs often enough to be optimised.
  */
 export class SharedTimer {
-  private readonly jobs: TimedJob[] = [];
+  /** Every job that asked once and was not cancelled, in the order they first asked. */
+  private readonly jobs = new Set<TimedJob>();
   private readonly timer: OneTimer;
   private readonly clock: Clock;
   private readonly afterFire: (() => void) | undefined;
@@ -93,7 +94,7 @@ export class SharedTimer {
 
   /** `job` runs at or soon after `at` (monotonic ms), replacing any time it asked for before. */
   schedule(job: TimedJob, at: number): void {
-    if (job.dueAt === Infinity && !this.jobs.includes(job)) this.jobs.push(job);
+    this.jobs.add(job);
     job.dueAt = at;
     if (!this.firing) this.timer.armAt(at);
   }
@@ -106,15 +107,15 @@ export class SharedTimer {
   /** `job` runs no more (it may ask again). */
   cancel(job: TimedJob): void {
     job.dueAt = Infinity;
-    const i = this.jobs.indexOf(job);
-    if (i >= 0) this.jobs.splice(i, 1);
-    if (this.jobs.length === 0) this.timer.cancel();
+    this.jobs.delete(job);
+    if (this.jobs.size === 0) this.timer.cancel();
   }
 
   private fire(): void {
     const now = this.clock.now();
     // The due ones first: a job that runs may schedule or cancel others (each is checked again before it runs).
-    const due = this.jobs.filter((j) => j.dueAt <= now);
+    const due: TimedJob[] = [];
+    for (const job of this.jobs) if (job.dueAt <= now) due.push(job);
     this.firing = true;
     try {
       for (const job of due) {
