@@ -184,12 +184,18 @@ test('a retired direct worker that is busy gets its SIGTERM at once (it cannot b
   assert.deepEqual(e.wf.workers[0]!.stopCalls, ['max_lifetime']);
 });
 
-test('request_timeout: a worker holding one connection too long is killed', () => {
-  const e = setup({ pm: 'static', maxChildren: 1, requestTimeout: 1000 });
+/** A static pool of one worker, started, on connection 9. */
+function oneWorkerServing(over: Partial<PoolConfig>) {
+  const e = setup({ pm: 'static', maxChildren: 1, ...over });
   void e.sup.start();
   e.clock.advance(0);
   const slot = [...e.sup.slots][0]!;
   e.proc.serving(slot.pid!, 9);
+  return { e, slot };
+}
+
+test('request_timeout: a worker holding one connection too long is killed', () => {
+  const { e, slot } = oneWorkerServing({ requestTimeout: 1000 });
   for (let i = 0; i < 7; i++) e.tick();
   assert.equal(slot.state, 'stopping');
   assert.equal(slot.reason, 'request_timeout');
@@ -197,11 +203,7 @@ test('request_timeout: a worker holding one connection too long is killed', () =
 });
 
 test('slow_request: a worker holding one connection longer is logged once for that connection, again for a slow next one', () => {
-  const e = setup({ pm: 'static', maxChildren: 1, slowRequest: 500 });
-  void e.sup.start();
-  e.clock.advance(0);
-  const slot = [...e.sup.slots][0]!;
-  e.proc.serving(slot.pid!, 9);
+  const { e, slot } = oneWorkerServing({ slowRequest: 500 });
   e.tick();
   e.tick();
   assert.equal(e.slow.length, 0, 'not yet slow after 400 ms');
