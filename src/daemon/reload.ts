@@ -198,8 +198,9 @@ export function warmStart(old: Pool | undefined): WarmStart | undefined {
  * workers' requests, and one that a newer reload replaces has not started workers in vain.
  */
 function reloadStart(cur: Pool | undefined): WarmStart | undefined {
-  const w = warmStart(cur);
+  // During a hand-over, as wide as its old generation (the one that serves), not its new one still starting.
   const from = cur instanceof HandoverPool ? cur.prev : cur;
+  const w = warmStart(from);
   return w !== undefined && from !== undefined && servingLately(from) && from.warmth?.() !== undefined ? { ...w, afterServed: true } : w;
 }
 
