@@ -7,6 +7,7 @@
  * (a timer, a promise), it is a process.nextTick.
  *
  * A turn ends before ticks its handler queued run: nothing held here may wait for them.
+ * It also reads the clock once (turnNow).
  */
 
 /** What runs at the end of the turn; asked for once until it ran (its owner keeps the flag). */
@@ -16,6 +17,8 @@ export interface TurnEnd {
 
 let depth = 0;
 const due: TurnEnd[] = [];
+/** The turn's time (performance.now()), read on first use in it; -1 until then. */
+let stamp = -1;
 
 function runOne(t: TurnEnd): void {
   t.endOfTurn();
@@ -34,7 +37,9 @@ export function openTurn(): void {
 
 /** Closes the turn opened last; the outermost close runs what is due, in the order it was asked. */
 export function closeTurn(): void {
-  if (--depth > 0 || due.length === 0) return;
+  if (--depth > 0) return;
+  stamp = -1;
+  if (due.length === 0) return;
   depth++; // what runs now and asks again is held for this loop, not a tick
   let i = 0;
   try {
@@ -44,5 +49,18 @@ export function closeTurn(): void {
     for (let j = i + 1; j < due.length; j++) process.nextTick(runOne, due[j]!);
     due.length = 0;
     depth--;
+    stamp = -1;
   }
+}
+
+/**
+ * performance.now(), read once a turn: the request path reads the time a dozen times
+ * while it handles one chunk (the exchange's start, the queue, the seat, the timers, the
+ * counters), each a call into the runtime; within one socket callback they all get the
+ * time it was first read. Outside a turn, the time now.
+ */
+export function turnNow(): number {
+  if (depth === 0) return performance.now();
+  if (stamp < 0) stamp = performance.now();
+  return stamp;
 }

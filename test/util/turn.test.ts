@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { atTurnEnd, closeTurn, openTurn, type TurnEnd } from '../../src/util/turn.js';
+import { atTurnEnd, closeTurn, openTurn, turnNow, type TurnEnd } from '../../src/util/turn.js';
 
 function recorder(log: string[], name: string, then?: () => void): TurnEnd {
   return {
@@ -57,4 +57,20 @@ test('one that throws: the others still run (on the next tick) and the next turn
   atTurnEnd(recorder(log, 'c'));
   closeTurn();
   assert.deepEqual(log, ['a', 'b', 'c']);
+});
+
+test('the clock is read once a turn: every reading inside one gets the time of the first', () => {
+  const spin = (ms: number): void => {
+    const end = performance.now() + ms;
+    while (performance.now() < end);
+  };
+  openTurn();
+  const first = turnNow();
+  spin(3);
+  assert.equal(turnNow(), first);
+  closeTurn();
+  assert.ok(turnNow() >= first + 3, 'outside a turn: the time now');
+  openTurn();
+  assert.ok(turnNow() >= first + 3, 'a new turn reads it again');
+  closeTurn();
 });
