@@ -102,14 +102,15 @@ export class SentRows {
       changed.push(JSON.stringify(r));
     }
     const gone: string[] = [];
-    for (const [d, pools] of this.sent) {
-      for (const [pool, last] of pools) {
-        if (last.tick === tick) continue;
+    // forEach, not for-of: no [key, value] array per entry.
+    this.sent.forEach((pools, d) => {
+      pools.forEach((last, pool) => {
+        if (last.tick === tick) return;
         pools.delete(pool);
         gone.push(rowKey({ d, pool }));
-      }
+      });
       if (pools.size === 0) this.sent.delete(d);
-    }
+    });
     return { changed, gone };
   }
 }
