@@ -188,12 +188,13 @@ export async function startNginx(dir: string, doc: string, servers: NginxServer[
  * `blocks` (upstream and server blocks) in http {}; ready once every port accepts.
  */
 /** `spawnOpts.detached`: nginx in a session of its own, as a service runs (its own autogroup: the CPU is shared with it as with a service). */
-export async function runNginx(dir: string, blocks: string[], ports: number[], spawnOpts: SpawnOptions = {}): Promise<Started> {
+/** nginx with `blocks` in its http block; `workers`: worker_processes (1 unless an A/B asks for more). */
+export async function runNginx(dir: string, blocks: string[], ports: number[], spawnOpts: SpawnOptions = {}, workers = 1): Promise<Started> {
   for (const d of ['logs', 'client_body', 'fastcgi', 'scgi', 'uwsgi', 'proxy']) mkdirSync(join(dir, d), { recursive: true });
   const conf = `${process.getuid?.() === 0 ? 'user root root;' : ''}
 daemon off;
 master_process on;
-worker_processes 1;
+worker_processes ${workers};
 pid ${dir}/nginx.pid;
 error_log ${dir}/logs/error.log warn;
 events { worker_connections 16384; }

@@ -26,7 +26,13 @@
  *              connect.
  *
  *   node dist/bench/fairness.js [--rows closed,noisy,slowloris] [--seconds 8] [--variant "cpu_weight: 0"]
- *       [--generator-inline]
+ *       [--generator-inline] [--nginx-workers N] [--nginx-nice N]
+ *
+ * --nginx-workers N and --nginx-nice N (the noisy row) are the A/Bs of where the quiet
+ * request waits in the web server both stacks share: N worker processes instead of 1, and
+ * the autogroup of nginx's session at nice N instead of 0 (as root; what an operator sets
+ * with the service's CPU weight), so that a quiet request's wake-ups of nginx do not wait
+ * behind the noisy pool's workers.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -131,7 +137,11 @@ async function startFront(dir: string, doc: string, routes: Array<{ port: number
   server { listen 127.0.0.1:${r.port} backlog=4096; root ${doc};
     location ~ \\.php$ { include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_pass u${i}; } }`,
   );
-  return runNginx(dir, blocks, routes.map((r) => r.port), { detached: service });
+  const ngx = await runNginx(dir, blocks, routes.map((r) => r.port), { detached: service }, Number(arg('--nginx-workers', '1')));
+  const nice = arg('--nginx-nice', '');
+  // nginx leads its session (detached): its autogroup is its own, shared by its workers.
+  if (service && nice !== '') writeFileSync(`/proc/${ngx.pid}/autogroup`, nice);
+  return ngx;
 }
 
 function statusText(r: ClosedLoopResult): string {
@@ -244,10 +254,10 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
     ]),
     true,
   );
-  const ngxWorker = childPids(ngx.pid);
+  const ngxWorkers = childPids(ngx.pid);
   const pids = stacks.map((st) => stackPids(st.s.proc.pid, st.daemon));
   process.stdout.write(`\nnoisy neighbour: quiet pool (1 client, small page) alone, then beside a noisy pool (30 clients of a 20 ms CPU-bound page), 4 workers each, ${seconds} s windows; ${machineLine()}\n`);
-  process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker ${placement(ngxWorker[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
+  process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker${ngxWorkers.length > 1 ? `s (${ngxWorkers.length})` : ''} ${placement(ngxWorkers[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
   process.stdout.write('| stack | quiet p99 alone ms | quiet p99 beside ms | ratio | noisy served req/s | noisy answers |\n|---|---|---|---|---|---|\n');
   const waits: string[] = [];
   let quietClient = '';
@@ -257,7 +267,7 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
       const st = stacks[i]!;
       const p = ports[i]!;
       const quietUrl = `http://127.0.0.1:${p.quiet}/small.php`;
-      const readAll = (): Sched[] => [schedOf(ngxWorker), schedOf(pids[i]!.daemon === undefined ? [] : [pids[i]!.daemon!]), schedOf(pids[i]!.quiet), schedOf(pids[i]!.noisy)];
+      const readAll = (): Sched[] => [schedOf(ngxWorkers), schedOf(pids[i]!.daemon === undefined ? [] : [pids[i]!.daemon!]), schedOf(pids[i]!.quiet), schedOf(pids[i]!.noisy)];
       const control = 'control' in st.s ? (st.s.control as string) : undefined;
       const h0 = await daemonLatency(control, 'quiet');
       const s0 = readAll();

@@ -19,6 +19,7 @@
  *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
  *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/] [--daemon-view]
  *       [--hops [--hops-dump PREFIX]] [--capacity REQ_PER_S] [--generator-inline]
+ *       [--nginx-workers N]
  *
  * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
  * latency percentiles of the served requests and of the 503s. --daemon-view (php suite)
@@ -35,7 +36,9 @@
  * 503 p99s of the requests due in the first 150 and 300 ms (while the growth is being
  * seen), up to 1 s, and after. --capacity fixes the rates' base (the same
  * offered load run after run); --generator-inline runs the generator in the bench's own
- * process and session, as before 2026-12-03 (the A/B of that change).
+ * process and session, as before 2026-12-03 (the A/B of that change). --nginx-workers N
+ * gives the one nginx in front of every stack N worker processes (1 by default): the A/B of
+ * nginx's own delay to accept at 2× (one worker at nice 0 beside 4 busy workers).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -224,7 +227,7 @@ async function startNginx(dir: string, sites: Site[]): Promise<Started> {
   server { listen 127.0.0.1:${s.port} backlog=4096; ${log}${loc} }`;
   });
   if (sites.some((s) => s.nginxFile !== undefined)) blocks.unshift(NGINX_HOPS_FORMAT);
-  return runNginx(dir, blocks, sites.map((s) => s.port), { detached: true });
+  return runNginx(dir, blocks, sites.map((s) => s.port), { detached: true }, Number(arg('--nginx-workers', '1')));
 }
 
 async function suite(name: string, tag: string, dir: string, sites: Site[], peer: string, path: string, workers: number, rates: number[], seconds: number, timeoutMs: number): Promise<void> {

@@ -97,18 +97,33 @@ class PoolCounts extends Answers {
 export class OutcomeCounter {
   private readonly byPool = new Map<string, PoolCounts>();
   private readonly byListener = new Map<string, Answers>();
+  // The pool and listener counted last: the next answer is usually theirs too (no Map look-up).
+  private lastPool: string | undefined;
+  private lastPoolCounts: PoolCounts | undefined;
+  private lastListener: string | undefined;
+  private lastAnswers: Answers | undefined;
 
   finished(ex: Exchange, nowPerf = performance.now()): void {
     const l = ex.listener;
     if (l !== undefined) {
-      let a = this.byListener.get(l);
-      if (a === undefined) this.byListener.set(l, (a = new Answers()));
+      let a = l === this.lastListener ? this.lastAnswers : undefined;
+      if (a === undefined) {
+        a = this.byListener.get(l);
+        if (a === undefined) this.byListener.set(l, (a = new Answers()));
+        this.lastListener = l;
+        this.lastAnswers = a;
+      }
       a.count(ex);
     }
     const name = ex.pool;
     if (name === undefined) return;
-    let c = this.byPool.get(name);
-    if (c === undefined) this.byPool.set(name, (c = new PoolCounts()));
+    let c = name === this.lastPool ? this.lastPoolCounts : undefined;
+    if (c === undefined) {
+      c = this.byPool.get(name);
+      if (c === undefined) this.byPool.set(name, (c = new PoolCounts()));
+      this.lastPool = name;
+      this.lastPoolCounts = c;
+    }
     c.count(ex);
     c.finished++;
     c.rate.add(nowPerf);
@@ -153,6 +168,9 @@ export class OutcomeCounter {
 
   /** Pools that no longer exist (after a reload removed them), listeners no longer open. */
   forget(keep: ReadonlySet<string>, listeners?: ReadonlySet<string>): void {
+    this.lastPool = this.lastListener = undefined;
+    this.lastPoolCounts = undefined;
+    this.lastAnswers = undefined;
     for (const k of this.byPool.keys()) if (!keep.has(k)) this.byPool.delete(k);
     if (listeners !== undefined) for (const k of this.byListener.keys()) if (!listeners.has(k)) this.byListener.delete(k);
   }

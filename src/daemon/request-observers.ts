@@ -10,6 +10,7 @@ import type { LogFiles } from '../log/files.js';
 import type { Logger } from '../log/log.js';
 import type { Pool } from '../pool/types.js';
 import type { Exchange } from '../protocol/exchange.js';
+import { turnNow } from '../util/turn.js';
 
 export class RequestObservers {
   readonly board = new RequestBoard();
@@ -22,8 +23,8 @@ export class RequestObservers {
   private figuresAt = -Infinity;
   /** The one onFinish of every exchange: board and access log, no closure per request. */
   readonly finish = (ex: Exchange): void => {
-    // One clock read for both.
-    const now = performance.now();
+    // One clock read for all three (the turn's: src/util/turn.ts).
+    const now = turnNow();
     this.board.finished(ex, now);
     this.outcomes.finished(ex, now);
     const a = this.access;

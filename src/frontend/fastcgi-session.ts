@@ -8,7 +8,6 @@
  * the connection kept (record framing is still sound); bytes that are not FastCGI close
  * the connection and abort every exchange on it.
  */
-import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import { ErrorCodes, ProtocolError, ProxyError } from '../errors.js';
 import {
@@ -38,6 +37,7 @@ import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
 import { announceExchange, routeExchange } from './dispatch.js';
 import { TokenBucket } from '../util/token-bucket.js';
+import { turnNow } from '../util/turn.js';
 
 /**
  * Roles this server plays. An authorizer request is an exchange like any other with its
@@ -281,7 +281,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     this.headCame = true;
     if (this.deadline.list !== null) this.deadlines.stop(this.deadline);
     applyOverride(params, this.env.override);
-    const ex = new Exchange(params, r, 'fastcgi', performance.now());
+    const ex = new Exchange(params, r, 'fastcgi', turnNow());
     ex.onBodyDrain = fcgiBodyDrained;
     r.exchange = ex;
     if (r.role === Role.Authorizer) {

@@ -1,6 +1,6 @@
 /**
  * The output side of a front-end FastCGI connection: response records coalesced per
- * tick. A response head (or a small first record) is held for the rest of its tick so
+ * tick (here: the socket callback running, src/util/turn.ts). A response head (or a small first record) is held for the rest of its tick so
  * that its first body bytes (or its end) leave in the same record; small records are
  * copied into one buffer, larger ones go out as views (writev); what is written in one
  * tick leaves in one uncork. A response that comes whole (the usual page: head, body and
@@ -10,6 +10,7 @@
  */
 import type { Socket } from 'node:net';
 import { RecordType, encodeRecordsAndEnd, encodeStdout, encodeStream } from '../protocol/fastcgi.js';
+import { atTurnEnd, type TurnEnd } from '../util/turn.js';
 import type { FcgiOutput, FcgiRequest } from './fastcgi-request.js';
 
 /** A head with body bytes up to this size is held for the tick, so that head, body and end can leave together. */
@@ -19,7 +20,7 @@ const SMALL_RECORD = 1024;
 
 const EMPTY = Buffer.alloc(0);
 
-export class FcgiWriter implements FcgiOutput {
+export class FcgiWriter implements FcgiOutput, TurnEnd {
   private readonly socket: Socket;
   /** The session closed: nothing more is written. */
   private readonly closed: () => boolean;
@@ -178,16 +179,16 @@ export class FcgiWriter implements FcgiOutput {
     this.schedule();
   }
 
-  /** The end-of-tick flush, once per tick. */
+  /** The end-of-tick flush, once per tick: at the end of the socket callback running now (src/util/turn.ts). */
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    process.nextTick(endOfTick, this);
+    atTurnEnd(this);
   }
 
   /** Sends what this tick held and corked now (the session is closing). */
   flush(): void {
-    if (this.scheduled) this.endOfTick();
+    if (this.scheduled) this.endOfTurn();
   }
 
   /** A response is waiting for the socket to drain (the client stopped reading). */
@@ -200,8 +201,9 @@ export class FcgiWriter implements FcgiOutput {
     this.drainWaiters = [];
   }
 
-  /** @internal process.nextTick target: held heads go out with what body they have, finished responses, then the corked writes. */
-  endOfTick(): void {
+  /** @internal turn-end target: held heads go out with what body they have, finished responses, then the corked writes. */
+  endOfTurn(): void {
+    if (!this.scheduled) return; // flushed early (the session closed)
     this.scheduled = false;
     if (this.pendingHeads.length > 0) this.flushHeads();
     const done = this.finished;
@@ -250,8 +252,4 @@ function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
   if (b.length === 0) return a;
   if (a.buffer !== b.buffer || a.byteOffset + a.length !== b.byteOffset) return undefined;
   return Buffer.from(a.buffer, a.byteOffset, a.length + b.length);
-}
-
-function endOfTick(w: FcgiWriter): void {
-  w.endOfTick();
 }

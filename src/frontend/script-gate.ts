@@ -41,8 +41,8 @@ export class ScriptGate {
     if (early !== undefined) return early;
     const now = Date.now();
     const t = runTarget(filename!, (p) => this.cache.peekResolved(p, now));
-    if ('missing' in t) return this.walk(filename!, t.missing).then((found) => this.judge(found, rules));
-    return this.judge(t, rules);
+    if ('missing' in t) return this.walk(filename!, t.missing).then((found) => this.judge(found, rules, Date.now()));
+    return this.judge(t, rules, now);
   }
 
   /** A static file (HTTP listener, latin1 path under `root`: document_root or a site's) must not be reached through a symlink out of it. */
@@ -78,11 +78,10 @@ export class ScriptGate {
     }
   }
 
-  /** Judges the file that would run against the extensions and every set of roots (their real paths). */
-  private judge(t: { name: string; file: ResolvedPath }, rules: ScriptRules): ScriptVerdict | Promise<ScriptVerdict> {
+  /** Judges the file that would run against the extensions and every set of roots (their real paths), with the cache read at `now` (epoch ms). */
+  private judge(t: { name: string; file: ResolvedPath }, rules: ScriptRules, now: number): ScriptVerdict | Promise<ScriptVerdict> {
     const rec = this.rootSetsOf(rules);
     const paths = rec.paths;
-    const now = Date.now();
     // The roots' sets are made again only when a cache entry they came from changed: a
     // request to a pool with script rules then allocates nothing here.
     let same = true;

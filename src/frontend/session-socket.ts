@@ -6,6 +6,7 @@
 import type { Socket } from 'node:net';
 import type { SocketAddress } from '../protocol/address.js';
 import { remoteText } from './listen.js';
+import { closeTurn, openTurn } from '../util/turn.js';
 
 /** What a session does with its socket's events. */
 export interface SocketOwner {
@@ -37,8 +38,14 @@ export function remoteOf(socket: Socket, address: SocketAddress): string {
 }
 
 // `this` is the socket (EventEmitter calls listeners so).
+// A turn (src/util/turn.ts): what the chunk's requests write leaves when it is decoded.
 function onSocketData(this: Socket, chunk: Buffer): void {
-  (this as OwnedSocket)[OWNER].onData(chunk);
+  openTurn();
+  try {
+    (this as OwnedSocket)[OWNER].onData(chunk);
+  } finally {
+    closeTurn();
+  }
 }
 function onSocketEnd(this: Socket): void {
   (this as OwnedSocket)[OWNER].onSocketEnd();

@@ -34,6 +34,24 @@
  * them is still seen. A burst's drain is such a sub-window until the queue empties, and the
  * sub-window that empties it counts.
  *
+ * An overload that outruns the pool by far is growing one sub-window sooner: when the last
+ * whole sub-window surged (its arrivals more than twice its completions, and more than one,
+ * in its first half and again in its second) and the one before grew. The work that comes
+ * with such an overload (the front end accepting and the daemon queueing every request)
+ * takes the CPU the workers need, so the pool's rate falls as it begins (to a third on a
+ * quiet 2-core box at 2×), and each sub-window of waiting queued more than the pool then
+ * serves within queue_max_wait. A closed loop cannot surge in two sub-windows in a row (over
+ * consecutive sub-windows its arrivals exceed its completions by at most the clients that
+ * were between an answer and their next request), nor can a burst: one that reaches the
+ * pool across the border of two sub-windows comes in the first moments of the second, not
+ * in its second half.
+ *
+ * The sub-windows' span follows the mean service time, except that it lengthens only from
+ * a sub-window in which the pool was not saturated (no completion found requests waiting):
+ * workers starved of CPU by an overload report longer service times, which would stretch
+ * the sub-windows (from 50 to 400 ms on a loaded machine) and hold the verdict back for a
+ * second while hundreds queued.
+ *
  * A sub-window in which a request arrived while the pool was starting workers does not
  * begin a verdict: its completions lag because seats are not up yet, not because arrivals
  * outrun what the pool serves (a burst that reaches an ondemand pool over several
@@ -63,16 +81,25 @@ const GREW = 2;
 const OUTRAN = 1;
 /** Flag on a sub-window's value: the pool was starting workers during it. */
 const SCALING = 4;
+/** Flag on a sub-window's value: its arrivals were more than twice its completions, and more than one, in both its halves (it also GREW). */
+const SURGED = 8;
 
 export class ArrivalTrend {
   private arrivals = 0;
   private completions = 0;
+  /** Of the open sub-window's arrivals and completions, those of its second half. */
+  private lateArrivals = 0;
+  private lateCompletions = 0;
   private windowStart = -Infinity;
+  /** The sub-windows' span, ms: 0 until the first is opened (see rotate). */
+  private spanMs = 0;
   /** The open sub-window saw an arrival while the pool was starting workers. */
   private scaling = false;
   /** Every completion of the open sub-window found requests waiting. */
   private waitedThroughout = true;
-  /** Ring of the last HISTORY whole sub-windows that had an arrival or emptied the queue: GREW, OUTRAN or 0, flagged SCALING. */
+  /** A completion of the open sub-window found requests waiting. */
+  private waitedOnce = false;
+  /** Ring of the last HISTORY whole sub-windows that had an arrival or emptied the queue: GREW (maybe SURGED), OUTRAN or 0, flagged SCALING. */
   private readonly grew = new Uint8Array(HISTORY);
   private nextGrew = 0;
   /** Ring of the last HISTORY whole sub-windows: their completions... */
@@ -80,20 +107,28 @@ export class ArrivalTrend {
   /** ...and how long each lasted, ms. */
   private readonly spans = new Float64Array(HISTORY);
   private next = 0;
-  /** The verdict: GROWING_IN of the last HISTORY sub-windows grew; held while HELD_IN still outran, or the queue is long. */
+  /** The verdict: GROWING_IN of the last HISTORY sub-windows grew, or a surge (surging); held while HELD_IN still outran, or the queue is long. */
   private seen = false;
 
-  /** A request was offered to the pool (whatever became of it); `scaling`: the pool is starting workers. */
-  arrival(scaling = false): void {
+  /** A request was offered to the pool (whatever became of it), at `now` when known; `scaling`: the pool is starting workers. */
+  arrival(scaling = false, now = -Infinity): void {
     this.arrivals++;
+    if (this.late(now)) this.lateArrivals++;
     if (scaling) this.scaling = true;
+  }
+
+  /** `now` lies in the second half of the open sub-window. */
+  private late(now: number): boolean {
+    return now - this.windowStart >= this.spanMs / 2;
   }
 
   /** A request left the pool answered, at `now`; `serviceMs` is the pool's mean service time; `waiting`: requests were queued. */
   completion(now: number, serviceMs: number, waiting = false): void {
     this.rotate(now, serviceMs);
     this.completions++;
+    if (this.late(now)) this.lateCompletions++;
     if (!waiting) this.waitedThroughout = false;
+    else this.waitedOnce = true;
   }
 
   /**
@@ -107,11 +142,18 @@ export class ArrivalTrend {
     let outran = 0;
     for (let i = 0; i < HISTORY; i++) {
       const g = this.grew[i]!;
-      if (g === GREW) grew++;
+      if ((g & ~SURGED) === GREW) grew++;
       if ((g & ~SCALING) !== 0) outran++;
     }
-    this.seen = this.seen ? outran >= HELD_IN || long : grew >= GROWING_IN;
+    this.seen = this.seen ? outran >= HELD_IN || long : grew >= GROWING_IN || this.surging();
     return this.seen;
+  }
+
+  /** The last sub-window that counts for the verdict surged and the one before grew, neither while workers started. */
+  private surging(): boolean {
+    const last = this.grew[(this.nextGrew - 1 + HISTORY) % HISTORY]!;
+    const before = this.grew[(this.nextGrew - 2 + HISTORY) % HISTORY]!;
+    return last === (GREW | SURGED) && (before & ~SURGED) === GREW;
   }
 
   /**
@@ -147,7 +189,10 @@ export class ArrivalTrend {
   }
 
   private rotate(now: number, serviceMs: number): void {
-    const span = Math.max(MIN_WINDOW_MS, SERVICE_TIMES_PER_WINDOW * serviceMs);
+    const wanted = Math.max(MIN_WINDOW_MS, SERVICE_TIMES_PER_WINDOW * serviceMs);
+    // Shorter at once; longer only after a sub-window in which the pool was not saturated (below).
+    if (this.spanMs === 0 || wanted < this.spanMs) this.spanMs = wanted;
+    const span = this.spanMs;
     if (now - this.windowStart < span) return;
     if (this.windowStart !== -Infinity) {
       const c = this.completions;
@@ -164,14 +209,24 @@ export class ArrivalTrend {
       // machine), which says nothing of whether arrivals outrun completions; it counts for
       // the rate only. A burst's drain is such a sub-window too, until the queue empties.
       const silent = a === 0 && c > 0 && this.waitedThroughout;
-      this.push(silent ? -1 : (a > c + Math.max(1, c / 5) ? GREW : a > c ? OUTRAN : 0) | (this.scaling ? SCALING : 0), c, idle > 0 ? span : elapsed);
+      const la = this.lateArrivals;
+      const lc = this.lateCompletions;
+      const surged = a - la > 2 * (c - lc) + 1 && la > 2 * lc + 1;
+      const verdict = a > c + Math.max(1, c / 5) ? GREW | (surged ? SURGED : 0) : a > c ? OUTRAN : 0;
+      this.push(silent ? -1 : verdict | (this.scaling ? SCALING : 0), c, idle > 0 ? span : elapsed);
       for (let i = 0; i < idle; i++) this.push(0, 0, span);
+      // Saturated (a completion found requests waiting): the service times measured may be
+      // the starved ones of an overload, and the span keeps its length.
+      if (!this.waitedOnce || idle > 0) this.spanMs = wanted;
     }
     this.windowStart = now;
     this.arrivals = 0;
     this.completions = 0;
+    this.lateArrivals = 0;
+    this.lateCompletions = 0;
     this.scaling = false;
     this.waitedThroughout = true;
+    this.waitedOnce = false;
   }
 
   /** `grew` -1: the sub-window counts for the rate, not for the verdict. */

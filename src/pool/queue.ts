@@ -118,7 +118,7 @@ export class RequestQueue {
 
   /** A request was offered to the pool (started at once, queued or refused): the arrival rate; `scaling`: workers are starting. */
   arrival(scaling: boolean): void {
-    this.trend.arrival(scaling);
+    this.trend.arrival(scaling, this.clock.now());
   }
 
   /** A request ran to its end in `ms` (from its start on a worker): the mean the wait is judged by. */

@@ -18,6 +18,7 @@
  * the client owes body bytes a timeout is ignored (the front end's body_timeout acts).
  */
 import { connect, type NetConnectOpts, type Socket } from 'node:net';
+import { closeTurn, openTurn } from '../util/turn.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import type { BodyConsumer, CgiResponseHead, Exchange } from '../protocol/exchange.js';
@@ -133,10 +134,15 @@ export abstract class UpstreamConnection implements BodyConsumer {
     this.socket.on('connect', () => this.onConnect());
     this.socket.on('data', (chunk: Buffer) => {
       this.gotBytes = true;
+      // A turn (src/util/turn.ts): the responses this chunk ends leave once it is decoded,
+      // after the freed worker got its next request.
+      openTurn();
       try {
         this.onData(chunk);
       } catch (err) {
         this.onThrown(err, chunk);
+      } finally {
+        closeTurn();
       }
     });
     this.socket.on('end', () => this.onPeerClosed(undefined));

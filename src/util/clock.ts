@@ -2,6 +2,8 @@
  * Time as the pool sees it: a monotonic millisecond clock and one-shot timers.
  * Injected so the scaling and queue logic can run on a fake clock in tests.
  */
+import { turnNow } from './turn.js';
+
 export interface Clock {
   /** Monotonic milliseconds (performance.now() in production). */
   now(): number;
@@ -9,9 +11,13 @@ export interface Clock {
   clearTimer(handle: unknown): void;
 }
 
-/** Real time. Timers are unref'd: a pool's bookkeeping alone never keeps the process alive. */
+/**
+ * Real time, read once per socket callback on the request path (turnNow: within one
+ * callback every reading is the time of the first). Timers are unref'd: a pool's
+ * bookkeeping alone never keeps the process alive.
+ */
 export const systemClock: Clock = {
-  now: () => performance.now(),
+  now: turnNow,
   setTimer(fn, ms) {
     const t = setTimeout(fn, Math.max(0, Math.ceil(ms)));
     t.unref();

@@ -423,3 +423,25 @@ test("a pool's outcomes: the same view while nothing was answered, a new one wit
   assert.deepEqual([first.status['2xx'], first.status['5xx']], [1, 0], 'a view given out is never changed');
   assert.equal(c.of('p'), second);
 });
+
+test('outcomes of a pool and a listener that were forgotten (a reload removed them) and came back start again, every answer counted', () => {
+  const c = new OutcomeCounter();
+  const ex = (pool: string, listener: string): Exchange => {
+    const e = new Exchange(new CgiParams(), sink, 'fastcgi', 0);
+    e.pool = pool;
+    e.listener = listener;
+    e.status = 200;
+    return e;
+  };
+  c.finished(ex('p', 'l'), 1000);
+  c.finished(ex('q', 'm'), 1000);
+  c.finished(ex('p', 'l'), 1000);
+  assert.equal(c.of('p')!.status['2xx'], 2);
+  assert.equal(c.ofListener('l')!.status['2xx'], 2);
+  c.forget(new Set(['q']), new Set(['m']));
+  assert.equal(c.of('p'), undefined);
+  c.finished(ex('p', 'l'), 1001);
+  assert.equal(c.of('p')!.status['2xx'], 1, 'counted in the new record');
+  assert.equal(c.ofListener('l')!.status['2xx'], 1);
+  assert.equal(c.of('q')!.status['2xx'], 1);
+});

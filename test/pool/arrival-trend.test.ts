@@ -211,3 +211,71 @@ test('a stall of the daemon\'s loop (nothing counted for 3 sub-windows, then all
   step(s, 25, 30, 2);
   assert.equal(s.verdicts.at(-1), false);
 });
+
+/**
+ * Steps of `stepMs` in which `arrive` requests are offered and `complete` end, the pool
+ * reporting `serviceMs` as its mean service time (which rises when its workers are short of
+ * CPU, while the steps stay as long): the verdict at each step.
+ */
+function run(s: Sim, steps: number, stepMs: number, serviceMs: number, arrive: number, complete: number, waiting = true): boolean[] {
+  const out: boolean[] = [];
+  for (let t = 0; t < steps; t++) {
+    const n = Math.max(arrive, complete, 1);
+    for (let i = 0; i < n; i++) {
+      s.now += stepMs / n;
+      if (i < arrive) s.trend.arrival(false, s.now);
+      if (i < complete) s.trend.completion(s.now, serviceMs, waiting);
+    }
+    out.push(s.trend.growing(s.now, serviceMs));
+  }
+  return out;
+}
+
+test('an overload that outruns the pool by far (the workers starved of CPU as it begins) is growing by the end of the next sub-window, not three', () => {
+  const s = sim();
+  // 4 seats of 10 ms (sub-windows of 50 ms), at capacity with room to spare.
+  run(s, 20, 10, 10, 3, 3, false);
+  // 2× what the seats served, and they now finish one page a step: the front end's and the
+  // daemon's work for the overload took their CPU.
+  const v = run(s, 40, 10, 10, 8, 1);
+  const first = v.indexOf(true);
+  // The sub-window it began in and one whole one of 5 steps (3 sub-windows before: 12 steps).
+  assert.ok(first >= 0 && first < 10, `growing after ${first + 1} steps`);
+  assert.deepEqual(v.slice(first).filter((x) => !x), [], 'and stays so');
+});
+
+test('while the pool is saturated its sub-windows do not lengthen: starved workers\' longer service times do not hold the verdict back', () => {
+  const s = sim();
+  run(s, 20, 10, 10, 3, 3, false);
+  // 1.5× (not a surge), and the mean service time the pool reports climbs 5× (workers short
+  // of CPU): sub-windows of 5 service times would grow from 50 to 250 ms.
+  const v = run(s, 100, 10, 50, 6, 4);
+  const first = v.indexOf(true);
+  assert.ok(first >= 0 && first < 20, `growing after ${first + 1} steps of 10 ms`);
+  // Once the pool is no longer saturated (a completion finds no one waiting), the span
+  // follows the service time again: at 50 ms a page, a growth takes 3 sub-windows of 250 ms.
+  const t = sim();
+  run(t, 20, 10, 10, 3, 3, false);
+  run(t, 60, 10, 50, 1, 1, false);
+  const later = run(t, 100, 10, 50, 6, 4);
+  assert.ok(later.indexOf(true) >= 50, `sub-windows of 250 ms again: growing after ${later.indexOf(true) + 1} steps`);
+});
+
+test('a closed loop whose workers slow down 4× under its standing queue is never growing (no surge: arrivals follow completions)', () => {
+  const s = sim();
+  for (let i = 0; i < 20; i++) s.trend.arrival();
+  const v = [...run(s, 50, 10, 10, 4, 4), ...run(s, 100, 10, 40, 1, 1), ...run(s, 50, 10, 40, 0, 0, true), ...run(s, 50, 10, 10, 4, 4)];
+  assert.deepEqual(v.filter(Boolean), []);
+});
+
+test('a burst that reaches the pool across the border of two sub-windows is not a surge, wherever the border falls', () => {
+  for (let offset = 0; offset < 50; offset += 2) {
+    const s = sim();
+    run(s, 20, 10, 10, 3, 3, false);
+    s.now += offset;
+    // 200 requests within 4 ms, then the pool serves them as its clients come back.
+    for (let i = 0; i < 200; i++) s.trend.arrival(false, (s.now += 0.02));
+    const v = run(s, 60, 10, 10, 3, 3);
+    assert.deepEqual(v.filter(Boolean), [], `the burst ${offset} ms after the warm-up`);
+  }
+});
