@@ -197,7 +197,7 @@ export function warmStart(old: Pool | undefined): WarmStart | undefined {
  * generation's cold workers then load the application a step at a time beside the old
  * workers' requests, and one that a newer reload replaces has not started workers in vain.
  */
-function reloadStart(cur: Pool | undefined): WarmStart | undefined {
+export function reloadStart(cur: Pool | undefined): WarmStart | undefined {
   // During a hand-over, as wide as its old generation (the one that serves), not its new one still starting.
   const from = cur instanceof HandoverPool ? cur.prev : cur;
   const w = warmStart(from);

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { canHandOver, HandoverPool } from '../../src/pool/handover.js';
 import { PACE_MS } from '../../src/pool/workers/supervisor.js';
+import { reloadStart } from '../../src/daemon/reload.js';
 import { makeRequest } from './helpers.js';
 import { setup } from './spawned-harness.js';
 
@@ -176,4 +177,19 @@ test('a reload paced by first requests (afterServed): its start resolves with on
   await tick(100);
   assert.equal(ended(), 1, 'every new worker has served and none is to come: over');
   assert.equal(neu.wf.workers.length, 3, 'never more than the seats asked for');
+});
+
+test('a reload during a hand-over: the newest generation is as wide as the old generation that serves (not the replaced one still starting), and paced by first requests', async () => {
+  const old = await started();
+  const neu = setup({ pm: 'ondemand', maxChildren: 2 });
+  const start = neu.pool.start({ seats: 2, step: 1, afterServed: true });
+  neu.clock.advance(10);
+  await start;
+  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => {} });
+  for (let i = 0; i < 2; i++) chain.dispatch(makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php' }).ex);
+  assert.equal(old.pool.snapshot().active, 1, 'the old generation serves');
+  const w = reloadStart(chain);
+  assert.equal(w?.seats, 2, 'two seats: the old generation has two ready (the new one one)');
+  assert.equal(w?.afterServed, true);
+  assert.equal(reloadStart(undefined), undefined, 'a new pool: its own initial workers');
 });
