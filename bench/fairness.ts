@@ -254,7 +254,13 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
     ]),
     true,
   );
-  const ngxWorkers = childPids(ngx.pid);
+  // nginx's master listens before its workers are forked: wait for them, or the run-queue
+  // waits of nginx read 0 (as in a run of 2026-12-03).
+  let ngxWorkers = childPids(ngx.pid);
+  for (let tries = 0; ngxWorkers.length < Number(arg('--nginx-workers', '1')) && tries < 50; tries++) {
+    await new Promise((r) => setTimeout(r, 20));
+    ngxWorkers = childPids(ngx.pid);
+  }
   const pids = stacks.map((st) => stackPids(st.s.proc.pid, st.daemon));
   process.stdout.write(`\nnoisy neighbour: quiet pool (1 client, small page) alone, then beside a noisy pool (30 clients of a 20 ms CPU-bound page), 4 workers each, ${seconds} s windows; ${machineLine()}\n`);
   process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker${ngxWorkers.length > 1 ? `s (${ngxWorkers.length})` : ''} ${placement(ngxWorkers[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');

@@ -25,7 +25,8 @@
  * small subreaper, so the children of a php-cgi group whose parent exits first are reaped
  * there and counted too, not by init), and per reload, from the
  * daemon's log: how long it took (SIGHUP to commit), how many workers the new generation
- * started and their spawn → ready time; how long each hand-over from the old generation
+ * started by the commit and their spawn → ready time, how many until the next reload (a
+ * reload under load starts the rest after the commit, paced by their first requests); how long each hand-over from the old generation
  * lasted and why it ended, and how long the old generations then drained.
  */
 import { spawn } from 'node:child_process';
@@ -221,7 +222,7 @@ function printPhases(): void {
   }
   const at = (l: Line): number => Date.parse(l.time);
   const windows: Array<{ name: string; from: number; to: number }> = [];
-  const out = ['| reload | SIGHUP → commit ms | workers started | spawn → ready ms (mean / max) | retuned in place |', '|---|---|---|---|---|'];
+  const out = ['| reload | SIGHUP → commit ms | workers started by the commit | spawn → ready ms (mean / max) | workers started until the next reload | retuned in place |', '|---|---|---|---|---|---|'];
   let n = 0;
   for (let i = 0; i < log.length; i++) {
     if (!(log[i]!.kind === 'reload' && log[i]!.msg.startsWith('reloading'))) continue;
@@ -235,9 +236,12 @@ function printPhases(): void {
     }
     const done = log[j];
     if (done === undefined) break;
+    // A start paced by first requests (a reload under load) starts its other workers after the commit.
+    let after = 0;
+    for (let k = j + 1; k < log.length && !(log[k]!.kind === 'reload' && log[k]!.msg.startsWith('reloading')); k++) if (log[k]!.spawnMs !== undefined) after++;
     const mean = spawns.length > 0 ? spawns.reduce((a, b) => a + b, 0) / spawns.length : 0;
     windows.push({ name: 'starting the new generation', from: begin, to: at(done) }, { name: 'first second after the commit', from: at(done), to: at(done) + 1000 });
-    out.push(`| ${++n} | ${at(done) - begin} | ${spawns.length} | ${spawns.length > 0 ? `${mean.toFixed(0)} / ${Math.max(...spawns)}` : '–'} | ${retuned || '–'} |`);
+    out.push(`| ${++n} | ${at(done) - begin} | ${spawns.length} | ${spawns.length > 0 ? `${mean.toFixed(0)} / ${Math.max(...spawns)}` : '–'} | ${spawns.length + after} | ${retuned || '–'} |`);
   }
   for (const l of out) console.log(l);
   // The hand-overs, as the daemon says each ended (in the order they ended), and the old generations' drains.

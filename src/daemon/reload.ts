@@ -191,6 +191,19 @@ export function warmStart(old: Pool | undefined): WarmStart | undefined {
   return old === undefined ? undefined : warmStartOf(readySeats(old));
 }
 
+/**
+ * A changed pool's new generation: as wide as the old one has ready, and, while the old one
+ * serves (it will hand over), paced by first requests (WarmStart.afterServed): under load a
+ * generation's cold workers then load the application a step at a time beside the old
+ * workers' requests, and one that a newer reload replaces has not started workers in vain.
+ */
+export function reloadStart(cur: Pool | undefined): WarmStart | undefined {
+  // During a hand-over, as wide as its old generation (the one that serves), not its new one still starting.
+  const from = cur instanceof HandoverPool ? cur.prev : cur;
+  const w = warmStart(from);
+  return w !== undefined && from !== undefined && servingLately(from) && from.warmth?.() !== undefined ? { ...w, afterServed: true } : w;
+}
+
 function name(l: Listener | ListenerConfig): string {
   const cfg = 'config' in l ? l.config : l;
   return `${cfg.protocol} ${cfg.address.text}`;
@@ -219,7 +232,7 @@ export async function applyReload(t: ReloadTarget, next: Config): Promise<Reload
       const pool = t.makePool(p);
       fresh.set(p.name, pool);
     }
-    await Promise.all([...fresh.values()].map((p) => p.start(warmStart(t.pools.get(p.name)))));
+    await Promise.all([...fresh.values()].map((p) => p.start(reloadStart(t.pools.get(p.name)))));
   } catch (err) {
     await undoPools();
     throw err;

@@ -67,31 +67,50 @@ function poolRow(d: string, p: PoolStatus, pt: PoolPoint | undefined): PoolRow {
 /** A row's key: daemon id and pool joined as the page joins them (app.js keyOf). */
 export const rowKey = (r: Pick<PoolRow, 'd' | 'pool'>): string => `${r.d}\u241f${r.pool}`;
 
+/** Every field of a row the same (a row is flat: strings, numbers, undefined). */
+function sameRow(a: PoolRow, b: PoolRow): boolean {
+  for (const k of ROW_FIELDS) if (!Object.is(a[k], b[k])) return false;
+  return true;
+}
+/** Every key of PoolRow: the compiler refuses this record when a field is added to the row and not here. */
+const ROW_FIELD_SET: Record<keyof PoolRow, true> = { d: true, pool: true, state: true, pm: true, busy: true, idle: true, max: true, queue: true, limit: true, rps: true, p99: true, mem: true, e4: true, e5: true, refused: true };
+const ROW_FIELDS = Object.keys(ROW_FIELD_SET) as Array<keyof PoolRow>;
+
 /**
- * What one page has been sent of the table: each row's JSON by key. `next` returns the
- * rows that changed since (as JSON) and the keys of rows gone, and remembers the table.
+ * What one page has been sent of the table: the last row sent by daemon and pool. `next`
+ * returns the rows that changed since (as JSON) and the keys of rows gone, and remembers
+ * the table. Rows are compared field by field: only a changed row is made JSON (at 200
+ * pools, every row made JSON at every tick was most of what a tick allocated).
  */
 export class SentRows {
-  private readonly sent = new Map<string, string>();
+  private readonly sent = new Map<string, Map<string, { row: PoolRow; tick: number }>>();
+  private tick = 0;
 
   next(rows: readonly PoolRow[]): { changed: string[]; gone: string[] } {
+    const tick = ++this.tick;
     const changed: string[] = [];
-    const seen = new Set<string>();
     for (const r of rows) {
-      const k = rowKey(r);
-      seen.add(k);
-      const json = JSON.stringify(r);
-      if (this.sent.get(k) !== json) {
-        this.sent.set(k, json);
-        changed.push(json);
+      let pools = this.sent.get(r.d);
+      if (pools === undefined) this.sent.set(r.d, (pools = new Map()));
+      const last = pools.get(r.pool);
+      if (last === undefined) pools.set(r.pool, { row: r, tick });
+      else {
+        last.tick = tick;
+        if (sameRow(last.row, r)) continue;
+        last.row = r;
       }
+      changed.push(JSON.stringify(r));
     }
     const gone: string[] = [];
-    for (const k of this.sent.keys()) {
-      if (seen.has(k)) continue;
-      this.sent.delete(k);
-      gone.push(k);
-    }
+    // forEach, not for-of: no [key, value] array per entry.
+    this.sent.forEach((pools, d) => {
+      pools.forEach((last, pool) => {
+        if (last.tick === tick) return;
+        pools.delete(pool);
+        gone.push(rowKey({ d, pool }));
+      });
+      if (pools.size === 0) this.sent.delete(d);
+    });
     return { changed, gone };
   }
 }

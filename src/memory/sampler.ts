@@ -135,7 +135,7 @@ export class ProcSampler implements MemorySampler {
 
   private readAsync(pid: number, now: number): Promise<MemorySample | undefined> {
     const t = this.track(pid);
-    // One read at a time per process: the handle's buffer is shared by its two files.
+    // One read at a time per process: a round that finds one in flight shares it.
     t.pending ??= this.readTracked(t, pid, now).finally(() => (t.pending = undefined));
     return t.pending;
   }

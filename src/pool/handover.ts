@@ -44,9 +44,9 @@ export type HandoverEnd = 'warm' | 'quiet' | 'max' | 'stop' | 'replaced' | 'upgr
 /** How often it looks whether the hand-over is over while no request comes. */
 const CHECK_MS = 100;
 
-/** Every new worker that is up has finished a request. */
+/** Every new worker has finished a request, and none is still to come (a start paced by first requests: WarmStart.afterServed). */
 function warmAll(w: Warmth): boolean {
-  return w.unserved === 0 && w.firstRunning === 0;
+  return w.unserved === 0 && w.firstRunning === 0 && w.pending === 0;
 }
 
 /** Whether `prev` can hand over to `next` this way (both tell their workers' warmth). */

@@ -125,6 +125,14 @@ export interface WarmStart {
   seats: number;
   /** Workers started at once; the next step waits for them to be ready. */
   step: number;
+  /**
+   * A reload whose old generation serves meanwhile (the hand-over): start() resolves once
+   * the first step is ready, and each further step starts once the previous one's workers
+   * have finished a request (or were ready PACE_MS without one), so that a reload under
+   * load loads the application in one cold worker per step at a time, and a reload that a
+   * newer one replaces has not started workers that never serve.
+   */
+  afterServed?: boolean;
   /** Spawned pools: workers the code before an exec in place of the daemon handed on, adopted first (they count toward `seats`). */
   adopt?: readonly HandedWorker[];
 }
@@ -186,6 +194,8 @@ export interface Warmth {
   next: 'warm' | 'cold' | 'wait';
   firstRunning: number;
   unserved: number;
+  /** Workers still to come: starting, or not spawned yet by a start paced by first requests (WarmStart.afterServed). */
+  pending: number;
 }
 
 /** What drain or a rolling restart did: the pids retired, and those started in their place. */

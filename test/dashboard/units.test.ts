@@ -288,4 +288,7 @@ test('a page is sent only the rows that changed since its last tick, and the key
   assert.deepEqual(third.gone, [rowKey({ d: 'peer', pool: 'a' })]);
   // A row that comes back is sent again whole.
   assert.equal(sent.next([row('self', 'a', 0), row('self', 'b', 2.5), row('peer', 'a', 0)]).changed.length, 1);
+  // A field that goes to undefined (no latency yet) is a change too.
+  const noP99 = { ...row('self', 'a', 0), p99: undefined };
+  assert.deepEqual(sent.next([noP99, row('self', 'b', 2.5), row('peer', 'a', 0)]).changed, [JSON.stringify(noP99)]);
 });

@@ -18,8 +18,16 @@ const MiB = 1024 * 1024;
 
 test('parseStat: comm with spaces and parentheses; utime+stime and rss pages', () => {
   const text = '4759 (we(i)rd name) S 4756 4756 30670 0 -1 4194304 15202 0 0 0 150 25 0 0 20 0 11 0 212272 832249856 23617 18446744073709551615 1 2 3\n';
-  assert.deepEqual(parseStat(text), { cpuTicks: 175, rssPages: 23617, faults: 15202 });
-  assert.equal(parseStat('garbage'), undefined);
+  const bytes = (t: string): Buffer => Buffer.from(t, 'latin1');
+  assert.deepEqual(parseStat(bytes(text)), { cpuTicks: 175, rssPages: 23617, faults: 15202 });
+  // Read into a larger buffer: only `length` bytes count (what lies past them is an older, longer read).
+  const buf = Buffer.alloc(4096, '9');
+  const n = buf.write(text, 'latin1');
+  assert.deepEqual(parseStat(buf, n), { cpuTicks: 175, rssPages: 23617, faults: 15202 });
+  assert.deepEqual(parseStat(bytes(text.trimEnd())), { cpuTicks: 175, rssPages: 23617, faults: 15202 }, 'no newline at the end');
+  assert.equal(parseStat(bytes('garbage')), undefined);
+  assert.equal(parseStat(bytes(text.replace(' 150 25 ', ' 15x 25 '))), undefined, 'utime not a count');
+  assert.equal(parseStat(bytes(text.slice(0, 60))), undefined, 'cut before rss');
 });
 
 test('parseSmapsRollup / parseStatus: kB lines to bytes', () => {

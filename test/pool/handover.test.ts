@@ -4,6 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { canHandOver, HandoverPool } from '../../src/pool/handover.js';
+import { PACE_MS } from '../../src/pool/workers/supervisor.js';
+import { reloadStart } from '../../src/daemon/reload.js';
 import { makeRequest } from './helpers.js';
 import { setup } from './spawned-harness.js';
 
@@ -129,4 +131,65 @@ test('a reload during a hand-over: the newest generation hands over from the war
   await second.released;
   await first.released;
   assert.equal(released, true);
+});
+
+test('a reload paced by first requests (afterServed): its start resolves with one worker, the next starts once that one has served, and the hand-over lasts until the last has served', async () => {
+  const old = await started();
+  const neu = setup({ pm: 'ondemand', maxChildren: 3 });
+  const tick = async (ms: number) => {
+    neu.clock.advance(ms);
+    await new Promise((r) => setImmediate(r));
+  };
+  const start = neu.pool.start({ seats: 3, step: 1, afterServed: true });
+  for (let i = 0; i < 3; i++) await tick(10);
+  await start;
+  assert.equal(neu.wf.workers.length, 1, 'one worker before the commit (the code before spawned the next as each got ready)');
+  const { send, ended } = handOver(neu, old);
+  const [a, b] = [send(), send()];
+  const [n1] = neu.wf.workers;
+  assert.equal(neu.ep(n1!).running[0]?.ex, a.ex, 'its first request');
+  assert.ok(old.wf.workers.some((w) => old.ep(w).running[0]?.ex === b.ex), 'the next on the old generation');
+  await tick(500);
+  assert.equal(neu.wf.workers.length, 1, 'no second cold worker while the first loads the application');
+  neu.ep(n1!).finish();
+  assert.equal(neu.wf.workers.length, 2, 'the first has served: the next step starts');
+  const c = send();
+  assert.equal(ended(), 0, 'the next worker is starting: the hand-over goes on (not over when the first served)');
+  assert.equal(neu.ep(n1!).running[0]?.ex, c.ex, 'the warm one takes it');
+  neu.ep(n1!).finish();
+  await tick(10);
+  await tick(100);
+  assert.equal(ended(), 0, 'a worker is still to come: the old generation still serves beside');
+  // No request reaches the second one: it is not waited for longer than PACE_MS.
+  await tick(PACE_MS);
+  assert.equal(neu.wf.workers.length, 3, 'the third starts after PACE_MS without a first request on the second');
+  await tick(10);
+  // Two requests at a time: a warm worker takes one, a cold one (no first request runs) the other.
+  const finishAll = (g: Started | typeof neu) => {
+    for (const w of g.wf.workers) while (g.ep(w).running.length > 0) g.ep(w).finish();
+  };
+  for (let i = 0; i < 3 && neu.pool.warmth()!.unserved > 0; i++) {
+    send();
+    send();
+    finishAll(neu);
+    finishAll(old);
+  }
+  await tick(100);
+  assert.equal(ended(), 1, 'every new worker has served and none is to come: over');
+  assert.equal(neu.wf.workers.length, 3, 'never more than the seats asked for');
+});
+
+test('a reload during a hand-over: the newest generation is as wide as the old generation that serves (not the replaced one still starting), and paced by first requests', async () => {
+  const old = await started();
+  const neu = setup({ pm: 'ondemand', maxChildren: 2 });
+  const start = neu.pool.start({ seats: 2, step: 1, afterServed: true });
+  neu.clock.advance(10);
+  await start;
+  const chain = new HandoverPool(neu.pool, old.pool, { clock: neu.clock, firstAtOnce: 1, quietMs: 1000, maxMs: 10_000, ended: () => {} });
+  for (let i = 0; i < 2; i++) chain.dispatch(makeRequest({ SCRIPT_FILENAME: '/srv/app/index.php' }).ex);
+  assert.equal(old.pool.snapshot().active, 1, 'the old generation serves');
+  const w = reloadStart(chain);
+  assert.equal(w?.seats, 2, 'two seats: the old generation has two ready (the new one one)');
+  assert.equal(w?.afterServed, true);
+  assert.equal(reloadStart(undefined), undefined, 'a new pool: its own initial workers');
 });

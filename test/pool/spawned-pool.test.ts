@@ -522,6 +522,32 @@ test('queue_max_wait: while the rate swings between sub-windows, the bound holds
   assert.ok(served.length > 0.95 * (4 / 5 + 4 / 15) * 0.5 * 4000, `the workers kept busy: ${served.length} served`);
 });
 
+test('queue_max_wait: an open loop at 2× whose workers serve a third of their rate as it begins (its own work takes their CPU) is seen soon enough that no request served waits much past queue_max_wait', async () => {
+  const { clock, wf, ep, send } = await queueOnFourWorkers(5);
+  for (let t = 0; t < 100; t++) {
+    send(3);
+    clock.advance(5);
+    finishAll(wf, ep);
+  }
+  clock.advance(3000);
+  // 8 arrive every 5 ms (2× the four workers' 5 ms pages), for 3 s; for the first second
+  // the workers finish a page every third step only.
+  const waitedFor503 = refusalWaits(clock);
+  const all: ReturnType<typeof send> = [];
+  for (let t = 0; t < 600; t++) {
+    all.push(...waitedFor503.sent(send(8)));
+    clock.advance(5);
+    if (t >= 200 || t % 3 === 0) finishAll(wf, ep);
+  }
+  const served = all.filter((r) => r.sink.status === 200);
+  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  // Before the surge was seen a sub-window sooner, the first 300 ms queued twice what the
+  // starved workers then served in 300 ms: waits up to 755 ms.
+  assert.ok(worst <= 330, `the longest wait of a request served: ${worst} ms`);
+  assert.ok(waitedFor503.max() <= 50, `the longest wait before a 503: ${waitedFor503.max()} ms`);
+  assert.ok(served.length > 0.95 * (200 * 4 / 3 + 400 * 4) * 0.9, `the workers kept busy: ${served.length} served`);
+});
+
 test('queue_max_wait: a burst is queued whole, it is not an overload', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
   const started = pool.start();

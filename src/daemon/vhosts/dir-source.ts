@@ -6,7 +6,7 @@
  * directory and a tenth of the files in turn, and rescans only when one of them changed:
  * a thousand stats every two seconds was most of an idle daemon's CPU.
  */
-import { readdirSync, readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
+import { readdirSync, readFileSync, statSync, watch, type FSWatcher, type Stats } from 'node:fs';
 import * as nodePath from 'node:path';
 import { siteFromText } from '../../config/site.js';
 import { ConfigError } from '../../errors.js';
@@ -18,8 +18,16 @@ const YIELD_EVERY = 100;
 /** While watched, every file is stat'ed once in this many polls. */
 export const WATCHED_POLL_SPREAD = 10;
 
+/** A file's kind, inode, size and mtime: when all are the same, it was not changed. */
+interface Stamp {
+  file: boolean;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
 interface Cached {
-  stamp: string;
+  stamp: Stamp;
   site: SiteConfig | undefined;
   problems: string[];
 }
@@ -33,8 +41,10 @@ export class DirSource implements SiteSource {
   private timer: NodeJS.Timeout | undefined;
   private debounce: NodeJS.Timeout | undefined;
   /** The directory's stamp before the last rescan's readdir, and the site files it found. */
-  private dirStamp: string | undefined;
+  private dirStamp: Stamp | undefined;
   private files: string[] = [];
+  /** Each of `files` joined to the directory once, not at every poll. */
+  private paths: string[] = [];
   private cursor = 0;
 
   constructor(
@@ -49,7 +59,8 @@ export class DirSource implements SiteSource {
     const out: SourceRead = { sites: [], broken: [] };
     const seen = new Set<string>();
     let parsed = 0;
-    this.dirStamp = stampOf(this.dir);
+    const dirStat = statQuiet(this.dir);
+    this.dirStamp = dirStat === undefined ? undefined : stampOf(dirStat);
     const files: string[] = [];
     for (const file of readdirSync(this.dir).sort()) {
       // Parsing is garbage; a turn of the event loop now and then lets it die young
@@ -74,6 +85,7 @@ export class DirSource implements SiteSource {
     }
     for (const file of this.cache.keys()) if (!seen.has(SITE_FILE.exec(file)?.[1] ?? '')) this.cache.delete(file);
     this.files = files;
+    this.paths = files.map((f) => nodePath.join(this.dir, f));
     return out;
   }
 
@@ -82,23 +94,23 @@ export class DirSource implements SiteSource {
    * tenth of the files' (each file's in WATCHED_POLL_SPREAD calls): the watch's safety net.
    */
   changedSinceRead(): boolean {
-    if (this.dirStamp === undefined || stampOf(this.dir) !== this.dirStamp) return true;
+    if (!sameStamp(statQuiet(this.dir), this.dirStamp)) return true;
     const n = this.files.length;
     for (let left = Math.ceil(n / WATCHED_POLL_SPREAD); left > 0; left--) {
       this.cursor = (this.cursor + 1) % n;
-      const file = this.files[this.cursor]!;
-      if (stampOf(nodePath.join(this.dir, file)) !== this.cache.get(file)?.stamp) return true;
+      if (!sameStamp(statQuiet(this.paths[this.cursor]!), this.cache.get(this.files[this.cursor]!)?.stamp)) return true;
     }
     return false;
   }
 
   private entry(file: string, id: string): Cached | undefined {
     const path = nodePath.join(this.dir, file);
-    const stamp = stampOf(path);
-    if (stamp === undefined) return undefined;
+    const st = statQuiet(path);
+    if (st === undefined) return undefined;
     const hit = this.cache.get(file);
-    if (hit?.stamp === stamp) return hit;
-    if (!stamp.startsWith('f')) {
+    if (hit !== undefined && sameStamp(st, hit.stamp)) return hit;
+    const stamp = stampOf(st);
+    if (!stamp.file) {
       const c = { stamp, site: undefined, problems: [`${path}: not a regular file`] };
       this.cache.set(file, c);
       return c;
@@ -161,12 +173,20 @@ export class DirSource implements SiteSource {
   }
 }
 
-/** A file's kind, inode, size and mtime; undefined when it is gone (or cannot be stat'ed). */
-function stampOf(path: string): string | undefined {
+/** undefined when it is gone (or cannot be stat'ed). */
+function statQuiet(path: string): Stats | undefined {
   try {
-    const st = statSync(path);
-    return `${st.isFile() ? 'f' : 'o'}:${st.ino}:${st.size}:${st.mtimeMs}`;
+    return statSync(path);
   } catch {
     return undefined;
   }
+}
+
+function stampOf(st: Stats): Stamp {
+  return { file: st.isFile(), ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+}
+
+/** Compared in place: a poll makes no stamp of its own. */
+function sameStamp(st: Stats | undefined, stamp: Stamp | undefined): boolean {
+  return st !== undefined && stamp !== undefined && st.isFile() === stamp.file && st.ino === stamp.ino && st.size === stamp.size && st.mtimeMs === stamp.mtimeMs;
 }

@@ -185,7 +185,7 @@ export class SpawnedPool extends PoolBase {
       else if (served(s) === 0) firstRunning++;
     }
     const top = this.idle.at(-1);
-    return { next: top === undefined ? 'wait' : served(top.slot) > 0 ? 'warm' : 'cold', firstRunning, unserved };
+    return { next: top === undefined ? 'wait' : served(top.slot) > 0 ? 'warm' : 'cold', firstRunning, unserved, pending: this.supervisor.pendingWorkers() };
   }
 
   retune(next: PoolConfig): (() => void) | undefined {

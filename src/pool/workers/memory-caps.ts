@@ -156,7 +156,9 @@ export class MemoryCaps {
     if (this.disposed || this.sampling) return;
     const now = this.d.clock.now();
     const sampler = this.d.host.sampler;
-    const slots = [...this.d.hooks.slots()].filter((s) => s.pid !== undefined && s.state !== 'gone' && !this.quiet(s));
+    // A loop, not a spread and a filter: at 200 idle sites this runs 100 times a second.
+    const slots: SlotView[] = [];
+    for (const s of this.d.hooks.slots()) if (s.pid !== undefined && s.state !== 'gone' && !this.quiet(s)) slots.push(s);
     const parent = this.d.parent.pid();
     const spare = parent === undefined ? undefined : this.d.parent.sparePid();
     if (slots.length === 0 && parent === undefined) {

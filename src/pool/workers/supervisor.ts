@@ -109,6 +109,9 @@ export interface SlotEventContext {
 /** For events that carry nothing: `idle` fires after most requests, so no object is made for it. */
 const NO_CONTEXT: Readonly<SlotEventContext> = Object.freeze({});
 
+/** A paced start (WarmStart.afterServed) goes on after this long when a ready worker got no request: it serves the old generation's overflow only. */
+export const PACE_MS = 1000;
+
 /** Every view the others hand back is one of the supervisor's own slots: it made them all. */
 function own(view: SlotView): Slot {
   return view as Slot;
@@ -157,6 +160,9 @@ export class Supervisor {
   /** Times the parked parent was woken (status: its "forks"). */
   private wakes = 0;
   private readonly resident: boolean;
+  /** A start paced by first requests (WarmStart.afterServed): the workers still to start, a step's size, and the step the next one waits for. */
+  private paced: { left: number; step: number; waiting: Slot[] } | undefined;
+  private readonly paceTimer: OneTimer;
   /** group_size > 1: each group's children, seen and measured one by one. */
   private readonly groups: GroupChildren | undefined;
 
@@ -175,6 +181,7 @@ export class Supervisor {
     this.crashes = new CrashGuard(cfg.name, cfg.crashLimit, cfg.crashWindow, clock, this.log, () => this.onProbe());
     this.idleTimer = new OneTimer(clock, () => this.onIdleTimer());
     this.scaleTimer = new OneTimer(clock, () => this.scale());
+    this.paceTimer = new OneTimer(clock, () => this.pace());
     this.firstIdleDue = firstIdleDueOf(cfg);
     this.resident = cfg.residentParent === true && deps.forkServer === undefined;
     this.mem = deps.memory && new PoolMemory(cfg, deps.memory, {
@@ -221,15 +228,21 @@ export class Supervisor {
     const step = Math.max(1, opts.step ?? n);
     // The adopted ones are waited for with the first step (spawned in the same tick, so the policy counts them as starting).
     let waits: Array<Promise<void>> = adopted.map((slot) => new Promise<void>((resolve) => (slot.settle = resolve)));
+    let started = 0;
+    let last: Slot[] = [];
     try {
-      for (let started = 0; started < n && !this.shuttingDown; waits = []) {
+      for (; started < n && !this.shuttingDown; waits = []) {
         const now = started < initial ? Math.min(n, initial) - started : Math.min(step, n - started);
+        last = [];
         for (let i = 0; i < now; i++) {
           const slot = this.spawn();
+          last.push(slot);
           waits.push(new Promise<void>((resolve) => (slot.settle = resolve)));
         }
         started += now;
         await Promise.all(waits);
+        // Paced by first requests: the rest start after the commit (pace()).
+        if (opts.afterServed === true && started >= initial) break;
       }
       if (waits.length > 0) await Promise.all(waits);
     } finally {
@@ -237,6 +250,50 @@ export class Supervisor {
       this.inServiceAt = this.clock.now();
       if (this.firstIdleDue !== Infinity) this.idleTimer.armAt(this.inServiceAt + this.firstIdleDue);
     }
+    if (started < n && !this.shuttingDown) {
+      this.paced = { left: n - started, step, waiting: last };
+      this.log.info({ kind: 'paced_start', left: n - started, step }, `pool ${this.name}: ${n - started} more worker(s) to start, ${step} at a time, each step once the last has served a request (or after ${PACE_MS} ms without one)`);
+      this.pace();
+    }
+  }
+
+  // ---- a start paced by first requests (WarmStart.afterServed) -----------------------------
+
+  /** Starts the next step of a paced start when the step it waits for has served (each worker: a request finished, or gone, or ready PACE_MS without one). */
+  private pace(): void {
+    const p = this.paced;
+    if (p === undefined) return;
+    if (this.shuttingDown || p.left <= 0) return this.stopPacing();
+    const now = this.clock.now();
+    for (const s of p.waiting) {
+      if (s.state !== 'up' && s.state !== 'starting') continue;
+      if (s.requests - s.busy > 0) continue;
+      // Not ready yet: its settle calls again.
+      if (s.state === 'starting' || s.readyAt === undefined) return;
+      if (now < s.readyAt + PACE_MS) return this.paceTimer.armAt(s.readyAt + PACE_MS);
+    }
+    // The policy may have started workers on demand meanwhile: never past max_children.
+    const room = Math.floor(this.growableSeats() / this.slotsPerWorker);
+    const wanted = Math.min(p.step, p.left, room);
+    const k = this.mem ? this.mem.admit(wanted, 0) : wanted;
+    if (k <= 0) return this.stopPacing();
+    p.left -= k;
+    p.waiting = [];
+    for (let i = 0; i < k; i++) {
+      const slot = this.spawn();
+      slot.settle = () => this.pace();
+      p.waiting.push(slot);
+    }
+  }
+
+  private stopPacing(): void {
+    this.paced = undefined;
+    this.paceTimer.cancel();
+  }
+
+  /** Workers still to come: starting, or not yet started by a paced start (Pool.warmth). */
+  pendingWorkers(): number {
+    return this.inState.starting + (this.paced?.left ?? 0);
   }
 
   /** Slots for workers handed on by an exec in place (Worker.adopt), counted as starting until their ready on the next tick. */
@@ -393,6 +450,8 @@ export class Supervisor {
   /** The last request running on the worker ended: a retired worker may go now. */
   released(slot: SlotView): void {
     if (slot.busy === 0) this.fire(slot, 'idle', NO_CONTEXT);
+    // A paced start's next step may wait for this worker's first request.
+    if (this.paced?.waiting.includes(own(slot)) === true) this.pace();
   }
 
   /** @internal The one entry for events: the worker's (ready, exit), the dispatcher's and the memory part's. */
@@ -797,6 +856,7 @@ export class Supervisor {
    * its spare workers). A static pool never stops serving: its drain is a rolling restart.
    */
   async drain(): Promise<ActionReport> {
+    this.stopPacing();
     if (this.cfg.pm === 'static') return this.rollingRestart();
     const retired: number[] = [];
     for (const slot of [...this.procs.slots]) {
@@ -818,6 +878,7 @@ export class Supervisor {
    * fails to start ends the restart with the remaining old workers still serving.
    */
   rollingRestart(): Promise<ActionReport> {
+    this.stopPacing();
     this.rolling ??= this.roll().finally(() => (this.rolling = undefined));
     return this.rolling;
   }
@@ -880,6 +941,7 @@ export class Supervisor {
     this.shuttingDown = true;
     this.idleTimer.cancel();
     this.scaleTimer.cancel();
+    this.stopPacing();
     this.crashes.dispose();
     this.groups?.dispose();
     const handed: HandedWorker[] = [];
