@@ -11,7 +11,7 @@ import { DeadlineNode, type ClientTimed } from './client-deadlines.js';
 /** What a request asks of its connection; FcgiSession implements it. */
 export interface FcgiConnection {
   readonly writer: FcgiOutput;
-  endRequest(r: FcgiRequest): void;
+  endRequest(r: FcgiRequest, endRecords?: Buffer): void;
   headerTimedOut(r?: FcgiRequest): void;
   bodyTimedOut(r?: FcgiRequest): void;
   answerError(r: FcgiRequest, status: number, code: string, retryAfter: number | undefined): number;
@@ -83,8 +83,8 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
     this.session.writer.stream(RecordType.Stderr, this.id, chunk);
   }
 
-  end(): void {
-    this.session.endRequest(this);
+  end(endRecords?: Buffer): void {
+    this.session.endRequest(this, endRecords);
   }
 
   headerTimedOut(): void {

@@ -395,11 +395,12 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
 
   // ---- output (the writer writes; these end a request) -------------------------------
 
-  endRequest(r: FcgiRequest): void {
+  /** `endRecords`: the backend's own closing records (ResponseSink.end), sent on when they join what is held. */
+  endRequest(r: FcgiRequest, endRecords?: Buffer): void {
     if (r.state === 'ended') return;
     this.forget(r);
     if (this.state === 'closed') return;
-    this.writer.held(r, true);
+    this.writer.held(r, true, endRecords);
     this.maybeCloseAfterRequest(r.keepConn);
   }
 

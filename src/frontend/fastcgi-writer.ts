@@ -9,7 +9,7 @@
  * A request whose write hit a full socket waits for the drain here.
  */
 import type { Socket } from 'node:net';
-import { RecordType, encodeRecordsAndEnd, encodeStdout, encodeStream } from '../protocol/fastcgi.js';
+import { RecordType, encodeRecordsAndEnd, encodeStdout, encodeStream, joinAdjacent, setRequestIds } from '../protocol/fastcgi.js';
 import { atTurnEnd, type TurnEnd } from '../util/turn.js';
 import type { FcgiOutput, FcgiRequest } from './fastcgi-request.js';
 
@@ -83,16 +83,28 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
    */
   record(r: FcgiRequest, raw: Buffer): boolean {
     if (this.closed()) return true;
-    if (r.pendingHead !== undefined || r.pendingRecord !== undefined) this.held(r, false);
+    if (r.pendingHead !== undefined) this.held(r, false);
     const id = r.id;
     if (raw[2] !== id >> 8 || raw[3] !== (id & 0xff)) {
       raw[2] = id >> 8;
       raw[3] = id & 0xff;
     }
+    const prev = r.pendingRecord;
+    if (prev !== undefined) {
+      // The next record of the backend's chunk lies right after it: one view.
+      const joined = prev.length + raw.length <= SMALL_RECORD ? joinAdjacent(prev, raw) : undefined;
+      if (joined !== undefined) {
+        r.pendingRecord = joined;
+        return true;
+      }
+      this.held(r, false);
+    }
     if (raw.length <= SMALL_RECORD) {
-      // Held for the tick: a small response then leaves with its end as one buffer (one write, not a writev).
+      // Held for the tick: a small response then leaves with its end as one buffer (one
+      // write, not a writev): the backend's own end records when they follow it in its
+      // chunk (one view, no copy), else a copy with ours.
       r.pendingRecord = raw;
-      this.pendingHeads.push(r);
+      if (prev === undefined) this.pendingHeads.push(r); // else it is there since prev was held
       this.schedule();
       return true;
     }
@@ -112,32 +124,53 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
    * Writes the held head and first body bytes, with `end` the empty STDOUT and
    * END_REQUEST too: one buffer when small, which joins this tick's cork if there is one
    * and else goes out at once; else the data as views (head and body are one view when
-   * they lie side by side in the backend's chunk, as they usually do).
+   * they lie side by side in the backend's chunk, as they usually do). Held backend
+   * records end with the backend's own closing records (`endRecords`, ids rewritten) when
+   * those lie right after them: one view; else with ours.
    */
-  held(r: FcgiRequest, end: boolean): void {
+  held(r: FcgiRequest, end: boolean, endRecords?: Buffer): void {
+    // Only small records are held (record()), so a copy with ours stays small.
     const rec = r.pendingRecord;
     if (rec !== undefined) {
       r.pendingRecord = undefined;
-      if (end) this.finish(encodeRecordsAndEnd(r.id, rec));
-      else this.send(rec);
+      if (!end) {
+        this.send(rec);
+        return;
+      }
+      const whole = endRecords === undefined ? undefined : joinAdjacent(rec, endRecords);
+      if (whole !== undefined) {
+        setRequestIds(endRecords!, r.id);
+        this.finish(whole);
+      } else this.finish(encodeRecordsAndEnd(r.id, rec));
       return;
     }
     const head = r.pendingHead ?? EMPTY;
     const body = r.pendingBody ?? EMPTY;
     r.pendingHead = r.pendingBody = undefined;
+    if (end && endRecords !== undefined && head.length + body.length === 0) {
+      this.finish(this.closing(r, endRecords));
+      return;
+    }
     if (head.length + body.length <= SMALL_RECORD) {
       const buf = encodeStdout(r.id, head, body, end);
       if (end) this.finish(buf);
       else this.send(buf);
       return;
     }
-    const joined = adjacent(head, body);
+    const joined = joinAdjacent(head, body);
     if (joined !== undefined) this.stream(RecordType.Stdout, r.id, joined);
     else {
       this.stream(RecordType.Stdout, r.id, head);
       this.stream(RecordType.Stdout, r.id, body);
     }
     if (end) this.write1(encodeStdout(r.id, EMPTY, EMPTY, true));
+  }
+
+  /** The empty STDOUT and END_REQUEST of r: the backend's, ids rewritten, else ours. */
+  private closing(r: FcgiRequest, endRecords: Buffer | undefined): Buffer {
+    if (endRecords === undefined) return encodeStdout(r.id, EMPTY, EMPTY, true);
+    setRequestIds(endRecords, r.id);
+    return endRecords;
   }
 
   write1(buf: Buffer): boolean {
@@ -244,12 +277,4 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
       if (r.state !== 'ended') r.exchange?.responseDrained();
     }
   }
-}
-
-/** `a` and `b` as one view when b starts where a ends in the same memory. */
-function adjacent(a: Buffer, b: Buffer): Buffer | undefined {
-  if (a.length === 0) return b;
-  if (b.length === 0) return a;
-  if (a.buffer !== b.buffer || a.byteOffset + a.length !== b.byteOffset) return undefined;
-  return Buffer.from(a.buffer, a.byteOffset, a.length + b.length);
 }

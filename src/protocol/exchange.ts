@@ -43,7 +43,12 @@ export interface ResponseSink {
   records?(raw: Buffer): boolean;
   /** Backend's FastCGI STDERR output. */
   stderr(chunk: Buffer): void;
-  end(): void;
+  /**
+   * The response is complete. `endRecords`, with records passed: the backend's own empty
+   * STDOUT and END_REQUEST records (a view of its chunk, right after the last STDOUT
+   * record it passed when they came in one chunk), which the sink may send on.
+   */
+  end(endRecords?: Buffer): void;
   /**
    * The request failed. Before head(): answer err.status with a short body.
    * After head(): the response is cut; end it as the protocol allows (close or abort).
@@ -290,10 +295,11 @@ export class Exchange {
     if (!this.finished) this.sink.stderr(chunk);
   }
 
-  respondEnd(): void {
+  /** `endRecords`: see ResponseSink.end. */
+  respondEnd(endRecords?: Buffer): void {
     if (this.finished) return;
     this.state = 'done';
-    this.sink.end();
+    this.sink.end(endRecords);
     this.finish();
   }
 

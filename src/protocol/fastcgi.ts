@@ -59,7 +59,7 @@ export interface FcgiRecord {
   type: number;
   requestId: number;
   content: Buffer;
-  /** STDOUT from a decoder built with `raw`: the whole record (header, content, padding). */
+  /** STDOUT and END_REQUEST from a decoder built with `raw`: the whole record (header, content, padding). */
   raw?: Buffer | undefined;
 }
 
@@ -277,7 +277,7 @@ export class FcgiDecoder {
   }
 
   private keepsRaw(): boolean {
-    return this.wantRaw && this.type === RecordType.Stdout;
+    return this.wantRaw && (this.type === RecordType.Stdout || this.type === RecordType.EndRequest);
   }
 
   /** The header of the current record: in `chunk` at recStart, else gathered in hdr. */
@@ -397,6 +397,26 @@ export function encodeBeginRequest(requestId: number, role: number, flags: numbe
 export function parseBeginRequest(content: Buffer): { role: number; flags: number } {
   if (content.length < 8) throw new ProtocolError(ErrorCodes.FCGI_BAD_RECORD, 'short FastCGI BEGIN_REQUEST body');
   return { role: content.readUInt16BE(0), flags: content[2]! };
+}
+
+/** `a` and `b` as one view when b starts where a ends in the same memory (two records read in one chunk), else undefined. */
+export function joinAdjacent(a: Buffer, b: Buffer): Buffer | undefined {
+  if (a.length === 0) return b;
+  if (b.length === 0) return a;
+  if (a.buffer !== b.buffer || a.byteOffset + a.length !== b.byteOffset) return undefined;
+  return Buffer.from(a.buffer, a.byteOffset, a.length + b.length);
+}
+
+/** Sets the request id of every whole record in `raw` (in place; records whose id is already `id` are not written). */
+export function setRequestIds(raw: Buffer, id: number): void {
+  const hi = id >> 8;
+  const lo = id & 0xff;
+  for (let p = 0; p + FCGI_HEADER_LEN <= raw.length; p += FCGI_HEADER_LEN + ((raw[p + 4]! << 8) | raw[p + 5]!) + raw[p + 6]!) {
+    if (raw[p + 2] !== hi || raw[p + 3] !== lo) {
+      raw[p + 2] = hi;
+      raw[p + 3] = lo;
+    }
+  }
 }
 
 /** `records` (whole records, copied) then the empty STDOUT and END_REQUEST (complete) of `requestId`, as one buffer. */

@@ -10,7 +10,9 @@
  *           held until it parsed (a bad or missing head still fails as before, with
  *           nothing sent); END_REQUEST → respondEnd (acted on once the chunk that
  *           carried it is fully decoded, so stray bytes after it cannot leak into the
- *           next request on this connection).
+ *           next request on this connection), with the backend's own empty STDOUT and
+ *           END_REQUEST records when they lay side by side in its chunk (the sink may
+ *           send them on, ids rewritten, as one view with the records before them).
  */
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
@@ -24,6 +26,7 @@ import {
   encodeStream,
   FCGI_KEEP_CONN,
   FcgiDecoder,
+  joinAdjacent,
   parseEndRequest,
   ProtocolStatus,
   RecordType,
@@ -56,6 +59,10 @@ export class FastcgiConnection extends UpstreamConnection {
   private passRecords = false;
   /** Raw STDOUT records of a head not yet complete (held so a bad head fails before any byte went out). */
   private readonly heldRecords: Buffer[] = [];
+  /** The backend's empty STDOUT record (the end of the stream), when records are passed. */
+  private stdoutEnd: Buffer | undefined;
+  /** Its empty STDOUT and END_REQUEST records as one view, for respondEnd. */
+  private endRecords: Buffer | undefined;
   protected readonly cancellable = true;
 
   constructor(owner: ConnectionOwner, address: SocketAddress, opts: UpstreamOptions, logger: Logger) {
@@ -122,6 +129,7 @@ export class FastcgiConnection extends UpstreamConnection {
     const ex = this.ex;
     this.passRecords = ex !== undefined && ex.sink.records !== undefined && ex.role !== Role.Authorizer;
     this.heldRecords.length = 0;
+    this.stdoutEnd = this.endRecords = undefined;
   }
 
   protected onData(chunk: Buffer): void {
@@ -155,7 +163,7 @@ export class FastcgiConnection extends UpstreamConnection {
         if (rec.content.length > 0) this.ex!.respondStderr(rec.content);
         return;
       case RecordType.EndRequest:
-        this.onEndRequest(rec.content);
+        this.onEndRequest(rec.content, this.passRecords ? rec.raw : undefined);
         return;
       default:
         this.fail(protocolFault(this.address.text, `unexpected record type ${rec.type}`));
@@ -164,7 +172,10 @@ export class FastcgiConnection extends UpstreamConnection {
 
   /** `raw`: the whole record, when the sink takes records. */
   private onStdout(content: Buffer, raw: Buffer | undefined): void {
-    if (content.length === 0) return; // end of the STDOUT stream; END_REQUEST follows
+    if (content.length === 0) {
+      this.stdoutEnd = raw; // end of the STDOUT stream; END_REQUEST follows
+      return;
+    }
     this.sawStdout = true;
     if (this.headDone) {
       if (raw !== undefined) this.flowControl(this.ex!.respondRecords(raw, content.length));
@@ -195,7 +206,7 @@ export class FastcgiConnection extends UpstreamConnection {
     this.flowControl(ok);
   }
 
-  private onEndRequest(content: Buffer): void {
+  private onEndRequest(content: Buffer, raw: Buffer | undefined): void {
     if (this.orphaned) {
       // The cancelled request is over, whatever its status: the worker is free.
       this.endSeen = true;
@@ -228,6 +239,8 @@ export class FastcgiConnection extends UpstreamConnection {
       return;
     }
     this.endSeen = true;
+    const end = this.stdoutEnd;
+    if (end !== undefined && raw !== undefined) this.endRecords = joinAdjacent(end, raw);
   }
 
   private complete(): void {
@@ -239,7 +252,9 @@ export class FastcgiConnection extends UpstreamConnection {
     // Reuse only a connection whose request went out completely: leftover STDIN for
     // id 1 would be read as part of the next request.
     const reusable = this.opts.keepAlive && this.bodyDone && !this.tainted && !this.decoder.midRecord;
-    this.ex!.respondEnd();
+    const end = this.endRecords;
+    this.stdoutEnd = this.endRecords = undefined;
+    this.ex!.respondEnd(end);
     this.finish(DONE, reusable, false);
   }
 

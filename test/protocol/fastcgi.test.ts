@@ -26,6 +26,8 @@ import {
   encodeRequestHead,
   encodeStream,
   encodeUnknownType,
+  joinAdjacent,
+  setRequestIds,
   parseBeginRequest,
   parseEndRequest,
   parseUnknownType,
@@ -558,7 +560,7 @@ describe('decoder', () => {
   });
 });
 
-describe('decoder with raw STDOUT records', () => {
+describe('decoder with raw STDOUT and END_REQUEST records', () => {
   const records = [
     encodeRecord(RecordType.Stdout, 3, Buffer.from('Status: 200\r\n\r\nhi')), // padded
     encodeRecord(RecordType.Stderr, 3, Buffer.from('warn')),
@@ -580,15 +582,15 @@ describe('decoder with raw STDOUT records', () => {
     return got;
   }
 
-  test('every STDOUT record carries its whole bytes wherever the chunks are cut; others none', () => {
+  test('every STDOUT and END_REQUEST record carries its whole bytes wherever the chunks are cut; others none', () => {
     for (let a = 0; a <= stream.length; a++) {
       for (const b of [a, a + 3, a + 9]) {
         const cuts = b > a && b < stream.length ? [a, b] : [a];
         const got = rawOf(cuts);
         assert.equal(got.length, records.length, `cuts ${cuts}`);
         got.forEach(([type, raw], i) => {
-          if (type === RecordType.Stdout) assert.deepEqual(raw, records[i], `record ${i}, cuts ${cuts}`);
-          else assert.equal(raw, undefined, `record ${i} is not STDOUT`);
+          if (type === RecordType.Stdout || type === RecordType.EndRequest) assert.deepEqual(raw, records[i], `record ${i}, cuts ${cuts}`);
+          else assert.equal(raw, undefined, `record ${i} is neither STDOUT nor END_REQUEST`);
         });
       }
     }
@@ -597,11 +599,27 @@ describe('decoder with raw STDOUT records', () => {
   test('a record inside one chunk is a view of it, not a copy', () => {
     const seen: Buffer[] = [];
     new FcgiDecoder((r: FcgiRecord) => r.raw && seen.push(r.raw), true, true).push(stream);
-    assert.equal(seen.length, 3);
+    assert.equal(seen.length, 4);
     for (const raw of seen) {
       const inside = raw.buffer === stream.buffer && raw.byteOffset >= stream.byteOffset && raw.byteOffset + raw.length <= stream.byteOffset + stream.length;
       assert.ok(inside, 'raw lies in the pushed chunk');
     }
+  });
+
+  test('records read in one chunk join into one view; the ids of every record in it are set', () => {
+    const seen: Buffer[] = [];
+    const chunk = Buffer.from(Buffer.concat([records[2]!, records[3]!, records[4]!])); // STDOUT, empty STDOUT, END_REQUEST
+    new FcgiDecoder((r: FcgiRecord) => r.raw && seen.push(r.raw), true, true).push(chunk);
+    const whole = joinAdjacent(joinAdjacent(seen[0]!, seen[1]!)!, seen[2]!)!;
+    assert.ok(whole.buffer === chunk.buffer && whole.byteOffset === chunk.byteOffset && whole.length === chunk.length, 'one view of the chunk');
+    assert.equal(joinAdjacent(seen[0]!, seen[2]!), undefined, 'not side by side: no view');
+    assert.equal(joinAdjacent(seen[0]!, Buffer.from(seen[1]!)), undefined, 'another buffer: no view');
+    setRequestIds(whole, 0x1234);
+    const got: Array<[number, number, string]> = [];
+    new FcgiDecoder((r: FcgiRecord) => got.push([r.type, r.requestId, r.content.toString('hex')])).push(chunk);
+    const before: Array<[number, number, string]> = [];
+    new FcgiDecoder((r: FcgiRecord) => before.push([r.type, 0x1234, r.content.toString('hex')])).push(Buffer.concat([records[2]!, records[3]!, records[4]!]));
+    assert.deepEqual(got, before, 'the ids changed, nothing else');
   });
 });
 
