@@ -40,11 +40,11 @@
  * with such an overload (the front end accepting and the daemon queueing every request)
  * takes the CPU the workers need, so the pool's rate falls as it begins (to a third on a
  * quiet 2-core box at 2×), and each sub-window of waiting queued more than the pool then
- * serves within queue_max_wait. A closed loop cannot surge in two sub-windows in a row (over
- * consecutive sub-windows its arrivals exceed its completions by at most the clients that
- * were between an answer and their next request), nor can a burst: one that reaches the
- * pool across the border of two sub-windows comes in the first moments of the second, not
- * in its second half.
+ * serves within queue_max_wait. A closed loop whose clients come straight back does not
+ * surge (over consecutive sub-windows its arrivals exceed its completions by at most the
+ * clients that were between an answer and their next request), nor does a burst that comes
+ * at once: one that reaches the pool across the border of two sub-windows comes in the
+ * first moments of the second, not in its second half.
  *
  * The sub-windows' span follows the mean service time, except that it lengthens only from
  * a sub-window in which the pool was not saturated (no completion found requests waiting):
