@@ -26,13 +26,15 @@
  *              connect.
  *
  *   node dist/bench/fairness.js [--rows closed,noisy,slowloris] [--seconds 8] [--variant "cpu_weight: 0"]
- *       [--generator-inline] [--nginx-workers N] [--nginx-nice N]
+ *       [--generator-inline] [--nginx-workers N] [--nginx-nice N] [--nginx-slice NS]
  *
- * --nginx-workers N and --nginx-nice N (the noisy row) are the A/Bs of where the quiet
- * request waits in the web server both stacks share: N worker processes instead of 1, and
- * the autogroup of nginx's session at nice N instead of 0 (as root; what an operator sets
- * with the service's CPU weight), so that a quiet request's wake-ups of nginx do not wait
- * behind the noisy pool's workers.
+ * --nginx-workers N, --nginx-nice N and --nginx-slice NS (the noisy row) are the A/Bs of
+ * where the quiet request waits in the web server both stacks share: N worker processes
+ * instead of 1; the autogroup of nginx's session at nice N instead of 0 (as root; what an
+ * operator sets with the service's CPU weight); its processes' CPU slice NS ns (EEVDF custom
+ * slices, Linux 6.12+, through fcgi-pm's addon; an operator's `chrt --other -T NS`, util-linux
+ * 2.41+): whether a quiet request's wake-ups of nginx wait behind the noisy pool's workers
+ * for their weight (nginx not yet eligible) or for their slice.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -48,6 +50,7 @@ import { LATENCY_BOUNDS_MS } from '../src/control/outcomes.js';
 import type { Histogram, StatusSnapshot } from '../src/control/types.js';
 import { TOP_KEYS } from '../src/config/keys.js';
 import { closedLoop, closedLoopApart, type ClosedLoopResult } from './load-generator.js';
+import { readSlice, setSlice } from '../src/memory/cpu-slice.js';
 import { pct } from './overload.js';
 
 /** The clients in a process and session of their own, or (--generator-inline, the A/B of that placement) in this one, as before 2026-12-03. */
@@ -261,9 +264,14 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
     await new Promise((r) => setTimeout(r, 20));
     ngxWorkers = childPids(ngx.pid);
   }
+  const slice = arg('--nginx-slice', '');
+  if (slice !== '') {
+    const err = setSlice(ngx.pid, Number(slice));
+    if (err !== undefined) throw new Error(`--nginx-slice: ${err}`);
+  }
   const pids = stacks.map((st) => stackPids(st.s.proc.pid, st.daemon));
   process.stdout.write(`\nnoisy neighbour: quiet pool (1 client, small page) alone, then beside a noisy pool (30 clients of a 20 ms CPU-bound page), 4 workers each, ${seconds} s windows; ${machineLine()}\n`);
-  process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker${ngxWorkers.length > 1 ? `s (${ngxWorkers.length})` : ''} ${placement(ngxWorkers[0])}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
+  process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker${ngxWorkers.length > 1 ? `s (${ngxWorkers.length})` : ''} ${placement(ngxWorkers[0])}${slice !== '' ? ` slice ${readSlice(ngxWorkers[0]!) ?? '?'} ns` : ''}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
   process.stdout.write('| stack | quiet p99 alone ms | quiet p99 beside ms | ratio | noisy served req/s | noisy answers |\n|---|---|---|---|---|---|\n');
   const waits: string[] = [];
   let quietClient = '';
