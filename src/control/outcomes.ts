@@ -94,36 +94,45 @@ class PoolCounts extends Answers {
   answers: PoolAuthorizerAnswers | undefined;
 }
 
+/** Counts by pool or listener name, the one counted last at hand: the next answer is usually theirs too (no Map look-up). */
+class CountsByName<V> {
+  private readonly map = new Map<string, V>();
+  private lastName: string | undefined;
+  private last: V | undefined;
+
+  constructor(private readonly make: () => V) {}
+
+  /** The counts of `name`, made on first use. */
+  of(name: string): V {
+    if (name === this.lastName) return this.last!;
+    let v = this.map.get(name);
+    if (v === undefined) this.map.set(name, (v = this.make()));
+    this.lastName = name;
+    this.last = v;
+    return v;
+  }
+
+  get(name: string): V | undefined {
+    return this.map.get(name);
+  }
+
+  /** Drops every name not in `keep` (and the one at hand). */
+  keepOnly(keep: ReadonlySet<string>): void {
+    this.lastName = this.last = undefined;
+    for (const k of this.map.keys()) if (!keep.has(k)) this.map.delete(k);
+  }
+}
+
 export class OutcomeCounter {
-  private readonly byPool = new Map<string, PoolCounts>();
-  private readonly byListener = new Map<string, Answers>();
-  // The pool and listener counted last: the next answer is usually theirs too (no Map look-up).
-  private lastPool: string | undefined;
-  private lastPoolCounts: PoolCounts | undefined;
-  private lastListener: string | undefined;
-  private lastAnswers: Answers | undefined;
+  private readonly byPool = new CountsByName(() => new PoolCounts());
+  private readonly byListener = new CountsByName(() => new Answers());
 
   finished(ex: Exchange, nowPerf = performance.now()): void {
     const l = ex.listener;
-    if (l !== undefined) {
-      let a = l === this.lastListener ? this.lastAnswers : undefined;
-      if (a === undefined) {
-        a = this.byListener.get(l);
-        if (a === undefined) this.byListener.set(l, (a = new Answers()));
-        this.lastListener = l;
-        this.lastAnswers = a;
-      }
-      a.count(ex);
-    }
+    if (l !== undefined) this.byListener.of(l).count(ex);
     const name = ex.pool;
     if (name === undefined) return;
-    let c = name === this.lastPool ? this.lastPoolCounts : undefined;
-    if (c === undefined) {
-      c = this.byPool.get(name);
-      if (c === undefined) this.byPool.set(name, (c = new PoolCounts()));
-      this.lastPool = name;
-      this.lastPoolCounts = c;
-    }
+    const c = this.byPool.of(name);
     c.count(ex);
     c.finished++;
     c.rate.add(nowPerf);
@@ -168,10 +177,7 @@ export class OutcomeCounter {
 
   /** Pools that no longer exist (after a reload removed them), listeners no longer open. */
   forget(keep: ReadonlySet<string>, listeners?: ReadonlySet<string>): void {
-    this.lastPool = this.lastListener = undefined;
-    this.lastPoolCounts = undefined;
-    this.lastAnswers = undefined;
-    for (const k of this.byPool.keys()) if (!keep.has(k)) this.byPool.delete(k);
-    if (listeners !== undefined) for (const k of this.byListener.keys()) if (!listeners.has(k)) this.byListener.delete(k);
+    this.byPool.keepOnly(keep);
+    if (listeners !== undefined) this.byListener.keepOnly(listeners);
   }
 }
