@@ -48,6 +48,39 @@ export interface SnapshotOptions {
   processes?: boolean;
   /** List every defined vhost site, not only the count. */
   allSites?: boolean;
+  /** Statuses of idle pools kept from an earlier snapshot of this caller (the dashboard's samples). */
+  reuse?: StatusReuse | undefined;
+}
+
+/** A kept status is made again after this long even without an event: memory samples and worker CPU move it too. */
+export const REUSE_MAX_AGE_MS = 10_000;
+
+/**
+ * Pool statuses kept between one caller's snapshots: an idle pool's (Pool.idleRevision)
+ * is made again only when an event changed it, or REUSE_MAX_AGE_MS after it was made. A
+ * dashboard over 200 idle sites made every pool's status again at every sample, most of
+ * what an idle daemon allocated with a page open. Only for readers that take an idle
+ * pool's memory and CPU figures as up to that old; status and metrics make them afresh.
+ */
+export class StatusReuse {
+  private readonly kept = new WeakMap<Pool, { revision: number; base: PoolGroup['base']; at: number; status: PoolStatus }>();
+
+  /** The group's status: the kept one when its one generation is idle and nothing changed it since; else `make()`'s, kept when idle. */
+  status(group: PoolGroup, nowPerf: number, make: () => PoolStatus | undefined): PoolStatus | undefined {
+    const pool = group.current;
+    const revision = pool !== undefined && group.retiring.length === 0 ? pool.idleRevision?.() : undefined;
+    if (revision === undefined) {
+      // What was kept from before is not reused after a busy spell, whatever it says.
+      if (pool !== undefined) this.kept.delete(pool);
+      return make();
+    }
+    const k = this.kept.get(pool!);
+    // A generation gone since (its counters folded into `base`) changes the totals too.
+    if (k !== undefined && k.revision === revision && k.base === group.base && nowPerf - k.at < REUSE_MAX_AGE_MS) return k.status;
+    const status = make();
+    if (status !== undefined) this.kept.set(pool!, { revision, base: group.base, at: nowPerf, status });
+    return status;
+  }
 }
 
 interface WorkerMemoryLike {
@@ -203,8 +236,9 @@ export async function takeSnapshot(src: SnapshotSources, opts: SnapshotOptions =
   const nowEpoch = Date.now();
   const pools: PoolStatus[] = [];
   const inFlight: InFlight = { board: src.board, running: src.board.runningByPid(), oldestQueued: src.board.oldestQueued() };
+  const reuse = opts.processes === true ? undefined : opts.reuse;
   for (const g of src.generations.groups(src.pools())) {
-    const st = poolStatus(g, src.generations, inFlight, nowPerf, nowEpoch, src.outcomes);
+    const st = reuse === undefined ? poolStatus(g, src.generations, inFlight, nowPerf, nowEpoch, src.outcomes) : reuse.status(g, nowPerf, () => poolStatus(g, src.generations, inFlight, nowPerf, nowEpoch, src.outcomes));
     if (st) pools.push(st);
   }
   const alive = new Set<number>();

@@ -9,7 +9,7 @@
 import type { Config } from '../config/types.js';
 import { PoolGenerations } from '../control/generations.js';
 import { readiness, type Readiness } from '../control/readiness.js';
-import { takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
+import { StatusReuse, takeSnapshot, type SnapshotOptions } from '../control/snapshot.js';
 import { createStatusResponder, type StatusResponder } from '../control/status-route.js';
 import type { ListenerStatus, StatusSnapshot } from '../control/types.js';
 import { codeOf, ErrorCodes } from '../errors.js';
@@ -64,6 +64,8 @@ export class Operations {
   private readonly version: string;
   private readonly logFiles: LogFiles | undefined;
   private readonly startedAt = Date.now();
+  /** The dashboard's samples of this daemon keep idle pools' statuses between them. */
+  private readonly sampleReuse = new StatusReuse();
   private view!: DaemonView;
   private parts: ReloadParts | undefined;
   /** Every listening socket: adopted, bound, handed on (sockets.ts). */
@@ -95,7 +97,7 @@ export class Operations {
       },
     });
     this.dashboard = new DashboardHost(
-      { config: () => this.view.config, site: (id) => this.view.siteEditTarget?.(id), snapshot: (what) => this.snapshot({ processes: what.processes === true, allSites: what.allSites === true }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
+      { config: () => this.view.config, site: (id) => this.view.siteEditTarget?.(id), snapshot: (what) => this.snapshot({ processes: what.processes === true, allSites: what.allSites === true, reuse: what.sample === true ? this.sampleReuse : undefined }), reload: () => this.reloadFromSource(), poolAction: (pool, verb) => (verb === 'restart' ? this.restartPool(pool) : this.poolAction(pool, verb === 'drain' ? 'drain' : 'rollingRestart')) },
       opts.logger.child({ component: 'dashboard' }),
       this.sockets.listen,
     );

@@ -61,6 +61,8 @@ export function httpJson(url: string, token: string | undefined, body?: unknown,
 export interface ReadWhat {
   processes?: boolean;
   allSites?: boolean;
+  /** A sample of the sampler's: this daemon may keep its idle pools' statuses from the last one (StatusReuse); peers are read whole. */
+  sample?: boolean;
 }
 
 export async function readPeer(id: string, peerToken: string | undefined, self?: (what: ReadWhat) => Promise<StatusSnapshot>, what: ReadWhat = {}): Promise<PeerRead> {

@@ -117,7 +117,7 @@ export class ClusterSampler {
   }
 
   private async read(): Promise<Tick> {
-    const cluster = await this.cluster();
+    const cluster = await this.cluster(undefined, { sample: true });
     const points: Record<string, PoolPoint> = {};
     const cap = Math.max(1, Math.ceil(this.src.history() / this.src.interval()));
     const live = new Set<string>();

@@ -148,6 +148,12 @@ export interface Pool {
   /** Takes ownership of the exchange: it will be answered (response or error) exactly once. */
   dispatch(ex: Exchange): void;
   /**
+   * Pools that can tell: a number that grows with every event that changes what status
+   * shows of the pool while it is idle; undefined while requests run or wait (status kept
+   * between two dashboard samples is made again then: control/snapshot.ts StatusReuse).
+   */
+  idleRevision?(): number | undefined;
+  /**
    * Spawns the workers static/dynamic modes start with, or `warm.seats` when more (in
    * steps of `warm.step` workers); resolves when they are ready or failed.
    */

@@ -794,3 +794,27 @@ test('queue_max_wait: a burst that comes over a few sub-windows while ondemand w
   assert.deepEqual(burst.filter((r) => r.sink.error !== undefined).map((r) => r.sink.error!.code), []);
   assert.equal(burst.filter((r) => r.sink.status === 200).length, 50);
 });
+
+test('idle revision: grows with each arrival and worker event, none while a request runs, and not with time', async () => {
+  const { pool, clock, wf, ep, send, cfg } = setup({ pm: 'ondemand', maxChildren: 2, idleTimeout: 1000 });
+  await pool.start();
+  const r0 = pool.idleRevision();
+  assert.notEqual(r0, undefined, 'an idle running pool has one');
+  clock.advance(500);
+  assert.equal(pool.idleRevision(), r0, 'time alone changes nothing');
+  send(1);
+  assert.equal(pool.idleRevision(), undefined, 'a request waits for its worker');
+  clock.advance(10);
+  assert.equal(pool.idleRevision(), undefined, 'and then runs');
+  ep(wf.workers[0]!).finish();
+  const r1 = pool.idleRevision();
+  assert.ok(r1 !== undefined && r1 > r0!, `after the request: ${r1} > ${r0}`);
+  clock.advance(1500); // the worker stops after idle_timeout: an event, status shows one worker fewer
+  assert.equal(wf.workers[0]!.state, 'exited');
+  const r2 = pool.idleRevision();
+  assert.ok(r2 !== undefined && r2 > r1, `after the idle stop: ${r2} > ${r1}`);
+  const retune = pool.retune({ ...cfg, maxChildren: 3 });
+  assert.ok(retune !== undefined);
+  retune();
+  assert.ok(pool.idleRevision()! > r2, 'a retune in place shows in status');
+});

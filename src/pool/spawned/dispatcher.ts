@@ -188,11 +188,25 @@ export class SpawnedPool extends PoolBase {
     return { next: top === undefined ? 'wait' : served(top.slot) > 0 ? 'warm' : 'cold', firstRunning, unserved, pending: this.supervisor.pendingWorkers() };
   }
 
+  /** Retunes applied in place: they change what status shows without an event. */
+  private retunes = 0;
+
+  /**
+   * A number that grows with every event that changes what status shows of the pool while
+   * it is idle (a request's arrival, a worker's event, a retune); undefined while requests
+   * run or wait, or the pool is not running, when its status moves with time as well.
+   */
+  idleRevision(): number | undefined {
+    if (this.state !== 'running' || this.stats.active > 0 || this.queue.length > 0) return undefined;
+    return this.stats.accepted + this.supervisor.events + this.retunes;
+  }
+
   retune(next: PoolConfig): (() => void) | undefined {
     // As createPool made the running settings (resident_parent decided); a preload pool is renewed, not retuned.
     const cfg = this.deps.resolveConfig?.(next) ?? next;
     if (this.deps.forkServer !== undefined || this.state !== 'running' || !retunesInPlace(this.cfg, cfg)) return undefined;
     return () => {
+      this.retunes++;
       this.cfg = cfg;
       this.queue.setSeats(cfg.maxChildren * this.supervisor.slotsPerWorker);
       this.supervisor.retune(cfg);

@@ -157,6 +157,8 @@ export class Supervisor {
   private parked: Slot | undefined;
   /** The parked parent's child kept stopped beside it: the next request's, without waiting for a fork. */
   private keptChild: number | undefined;
+  /** Slot events so far: what status shows of the workers moves only with one (SpawnedPool.idleRevision). */
+  events = 0;
   /** Times the parked parent was woken (status: its "forks"). */
   private wakes = 0;
   private readonly resident: boolean;
@@ -456,6 +458,7 @@ export class Supervisor {
 
   /** @internal The one entry for events: the worker's (ready, exit), the dispatcher's and the memory part's. */
   fire(view: SlotView, event: SlotEvent, ctx: Readonly<SlotEventContext>): void {
+    this.events++;
     const slot = own(view);
     const cell = SUPERVISOR_TABLE[slot.state][event];
     if (ctx.reason !== undefined && replacesReason(slot.state, slot.reason, event, slot.busy)) slot.reason = ctx.reason;
