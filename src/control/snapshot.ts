@@ -65,19 +65,19 @@ export const REUSE_MAX_AGE_MS = 10_000;
 export class StatusReuse {
   private readonly kept = new WeakMap<Pool, { revision: number; base: PoolGroup['base']; at: number; status: PoolStatus }>();
 
-  /** The group's status: the kept one when its one generation is idle and nothing changed it since; else `make()`'s, kept when idle. */
-  status(group: PoolGroup, nowPerf: number, make: () => PoolStatus | undefined): PoolStatus | undefined {
+  /** The group's status: the kept one when its one generation is idle and nothing changed it since; else `make(group)`'s, kept when idle. */
+  status(group: PoolGroup, nowPerf: number, make: (group: PoolGroup) => PoolStatus | undefined): PoolStatus | undefined {
     const pool = group.current;
     const revision = pool !== undefined && group.retiring.length === 0 ? pool.idleRevision?.() : undefined;
     if (revision === undefined) {
       // What was kept from before is not reused after a busy spell, whatever it says.
       if (pool !== undefined) this.kept.delete(pool);
-      return make();
+      return make(group);
     }
     const k = this.kept.get(pool!);
     // A generation gone since (its counters folded into `base`) changes the totals too.
     if (k !== undefined && k.revision === revision && k.base === group.base && nowPerf - k.at < REUSE_MAX_AGE_MS) return k.status;
-    const status = make();
+    const status = make(group);
     if (status !== undefined) this.kept.set(pool!, { revision, base: group.base, at: nowPerf, status });
     return status;
   }
@@ -237,8 +237,9 @@ export async function takeSnapshot(src: SnapshotSources, opts: SnapshotOptions =
   const pools: PoolStatus[] = [];
   const inFlight: InFlight = { board: src.board, running: src.board.runningByPid(), oldestQueued: src.board.oldestQueued() };
   const reuse = opts.processes === true ? undefined : opts.reuse;
+  const statusOf = (g: PoolGroup): PoolStatus | undefined => poolStatus(g, src.generations, inFlight, nowPerf, nowEpoch, src.outcomes);
   for (const g of src.generations.groups(src.pools())) {
-    const st = reuse === undefined ? poolStatus(g, src.generations, inFlight, nowPerf, nowEpoch, src.outcomes) : reuse.status(g, nowPerf, () => poolStatus(g, src.generations, inFlight, nowPerf, nowEpoch, src.outcomes));
+    const st = reuse === undefined ? statusOf(g) : reuse.status(g, nowPerf, statusOf);
     if (st) pools.push(st);
   }
   const alive = new Set<number>();
