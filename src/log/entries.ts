@@ -4,12 +4,15 @@
  * entry when it came in the same read as the line before it, or in a read within
  * ENTRY_GAP_MS of it and looks like a continuation: indented, or inside a "Traceback"
  * block (which ends with its first unindented line, the exception). Otherwise, and
- * ENTRY_GAP_MS after the last read, the entry is complete. Entries are capped
- * (MAX_ENTRY_LINES, MAX_ENTRY_BYTES); a longer burst goes on in a new entry.
+ * ENTRY_GAP_MS after the last read, the entry is complete; a traceback still waiting for
+ * its exception line stays open up to TRACEBACK_GAP_MS, because Python writes it line by
+ * line and a busy machine can pause the writer longer than ENTRY_GAP_MS between two lines.
+ * Entries are capped (MAX_ENTRY_LINES, MAX_ENTRY_BYTES); a longer burst goes on in a new entry.
  */
 
 /** Writers flush a block in one go; the next read of the same block comes well within this. */
 export const ENTRY_GAP_MS = 5;
+export const TRACEBACK_GAP_MS = 1000;
 export const MAX_ENTRY_LINES = 100;
 export const MAX_ENTRY_BYTES = 16 * 1024;
 
@@ -21,10 +24,12 @@ export class EntryGrouper {
   private traceback = false;
   private firstOfRead = true;
   private timer: NodeJS.Timeout | undefined;
+  private timerGap = 0;
 
   constructor(
     private readonly emit: (text: string) => void,
     private readonly gapMs = ENTRY_GAP_MS,
+    private readonly tracebackGapMs = TRACEBACK_GAP_MS,
   ) {}
 
   /** Call before the lines of one read. */
@@ -46,18 +51,21 @@ export class EntryGrouper {
     this.bytes += line.length + 1;
   }
 
-  /** Call after the lines of one read: the entry stays open for ENTRY_GAP_MS. */
+  /** Call after the lines of one read: the entry stays open for its gap. */
   endRead(): void {
     if (this.lines.length === 0) return;
-    if (this.timer === undefined) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.flush();
-      }, this.gapMs);
-      this.timer.unref();
-    } else {
+    const gap = this.traceback ? this.tracebackGapMs : this.gapMs;
+    if (this.timer !== undefined && this.timerGap === gap) {
       this.timer.refresh();
+      return;
     }
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerGap = gap;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+    }, gap);
+    this.timer.unref();
   }
 
   /** Emits the open entry now (stream end, or a line that starts a new one). */

@@ -1,6 +1,6 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { ENTRY_GAP_MS, EntryGrouper, MAX_ENTRY_LINES } from '../../src/log/entries.js';
+import { ENTRY_GAP_MS, EntryGrouper, MAX_ENTRY_LINES, TRACEBACK_GAP_MS } from '../../src/log/entries.js';
 
 /** Feeds reads (arrays of lines) to a grouper; `gap` ms of mock time pass between reads. */
 function group(t: TestContext, reads: (string[] | number)[]): string[] {
@@ -32,6 +32,22 @@ const TRACEBACK = [
 test('EntryGrouper: a traceback written line by line, one read each, is one entry', (t) => {
   const entries = group(t, [...TRACEBACK.map((l) => [l]), ['next request log line']]);
   assert.deepEqual(entries, [TRACEBACK.join('\n'), 'next request log line']);
+});
+
+test('EntryGrouper: a traceback stays open for its exception line when its writer pauses past the gap', (t) => {
+  const [first, ...rest] = TRACEBACK;
+  const slow = [[first!], ...rest.flatMap((l) => [ENTRY_GAP_MS * 20, [l]])];
+  const entries = group(t, [...slow, ['next request log line']]);
+  assert.deepEqual(entries, [TRACEBACK.join('\n'), 'next request log line']);
+});
+
+test('EntryGrouper: a traceback cut short (no exception line) is logged after TRACEBACK_GAP_MS', (t) => {
+  const entries = group(t, [TRACEBACK.slice(0, 3)]); // ENTRY_GAP_MS has passed
+  assert.deepEqual(entries, [], 'still waiting for its exception line');
+  t.mock.timers.tick(TRACEBACK_GAP_MS - ENTRY_GAP_MS - 1);
+  assert.deepEqual(entries, []);
+  t.mock.timers.tick(2);
+  assert.deepEqual(entries, [TRACEBACK.slice(0, 3).join('\n')]);
 });
 
 test('EntryGrouper: lines of one read are one entry; a later unindented line starts the next', (t) => {
