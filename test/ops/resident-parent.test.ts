@@ -4,7 +4,9 @@
  * the parent's opcache, as does a worker that starts while another is busy (the pool is
  * one php-cgi group); the parent shows in status and workers with its memory,
  * counts in the pool's, and is the first thing given back under memory pressure, after
- * which the pool starts cold. Real php-cgi behind real nginx.
+ * which the pool starts cold; the children kept beside the paused parent are ones that
+ * served, so a request beside a busy one after warm zero finds a warm child. Real php-cgi
+ * behind real nginx.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -61,7 +63,7 @@ test('warm zero: the next request, and one beside a busy worker, are served by f
   const first = await get();
   // No file cache: whatever the next worker finds compiled comes from the parent's shared memory.
   assert.equal(first.cached, true);
-  // Scaled to zero: the parent stays, paused, with one child paused beside it, measured and counted.
+  // Scaled to zero: the parent stays, paused, with its two children paused beside it, measured and counted.
   const atZero = await waitFor(async () => {
     const p = pool(await status(), 'php');
     return p.workers.length === 0 && p.preload?.memory !== undefined ? p : undefined;
@@ -69,12 +71,8 @@ test('warm zero: the next request, and one beside a busy worker, are served by f
   const parent = atZero.preload!;
   assert.equal(parent.kind, 'php-cgi');
   assert.equal(parent.pid, first.ppid, 'the parent is the first child\'s parent');
-  // The other children were sent SIGTERM as the pool parked: gone, or zombies of the stopped parent, once they handled it.
-  const [kept] = await waitFor(() => {
-    const live = listProcesses().filter((x) => x.ppid === parent.pid && x.state !== 'Z');
-    return live.length === 1 ? live : undefined;
-  }, { timeout: 5_000, what: 'one child left beside the parent' });
-  assert.equal(kept!.state, 'T', 'the kept child is stopped (SIGSTOP)');
+  const kept = listProcesses().filter((x) => x.ppid === parent.pid && x.state !== 'Z');
+  assert.deepEqual(kept.map((x) => x.state), ['T', 'T'], 'the group of two is kept, stopped (SIGSTOP)');
   assert.equal(listProcesses().find((x) => x.pid === parent.pid)?.state, 'T', 'the parent is stopped (SIGSTOP)');
   assert.ok(parent.memory! > 0);
   assert.ok((atZero.memory as { committed: number }).committed >= parent.memory!, 'the parent counts in the pool');
@@ -143,4 +141,44 @@ test('warm zero: the next request, and one beside a busy worker, are served by f
   const cold = await get();
   assert.notEqual(cold.ppid, parent.pid);
   assert.notEqual(cold.opcache_start, first.opcache_start, 'a new opcache');
+});
+
+test('warm zero keeps the children that served beside the paused parent: a request beside a busy one after it is served by a warm child, not a new fork', { timeout: 120_000 }, async (t) => {
+  const port = await freePort();
+  const logs = makeTempDir(t, 'fpm-resident-spare-');
+  const d = await opsDaemon(t, {
+    listen: [{ protocol: 'fastcgi', address: `127.0.0.1:${port}`, pool: 'php' }],
+    pools: { php: { command: phpCommand(logs, 'spare'), pm: 'ondemand', max_children: 4, idle_timeout: '1s', resident_parent: true, opcache_file_cache: false } },
+  });
+  const ngx = await startNginx(t, `root ${PHP_FIXTURES}; location ~ \\.php$ { fastcgi_pass 127.0.0.1:${port}; ${fastcgiParams()} }`);
+  const status = async (): Promise<StatusSnapshot> => JSON.parse((await d.ctl(['status', '--json'])).stdout) as StatusSnapshot;
+  const pidOf = (text: string): number => Number(/pid (\d+)/.exec(text)![1]);
+  const sleep = async (ms: number): Promise<number> => {
+    const r = await httpRequest(`${ngx.url}/sleep.php?ms=${ms}`, { timeout: 30_000 });
+    assert.equal(r.status, 200, r.text);
+    return pidOf(r.text);
+  };
+
+  // Two children serve at once; the group's two others never serve.
+  const served = new Set(await Promise.all([sleep(1500), sleep(1500)]));
+  assert.equal(served.size, 2, 'two children served the two requests');
+  const parent = await waitFor(async () => {
+    const p = (await status()).pools.find((x) => x.name === 'php')!;
+    return p.workers.length === 0 && p.preload !== undefined ? p.preload : undefined;
+  }, { timeout: 20_000, what: 'php at warm zero' });
+  const kept = await waitFor(() => {
+    const live = listProcesses().filter((x) => x.ppid === parent.pid && x.state !== 'Z');
+    return live.length === 2 ? live : undefined;
+  }, { timeout: 5_000, what: 'two children left beside the parent' });
+  assert.deepEqual(new Set(kept.map((x) => x.pid)), served, 'the kept children are the two that served');
+
+  // Woken by a request that stays busy, the next request meets the warm spare.
+  const slow = sleep(4000);
+  await waitFor(async () => (await status()).pools.find((x) => x.name === 'php')!.workers.some((w) => w.state === 'busy' || (w.busySlots ?? 0) > 0), { timeout: 10_000, what: 'the slow request running' });
+  const r = await httpRequest(`${ngx.url}/warm.php`, { timeout: 30_000 });
+  assert.equal(r.status, 200, r.text);
+  const beside = JSON.parse(r.text) as Served;
+  assert.equal(beside.ppid, parent.pid);
+  assert.ok(served.has(beside.pid), `served by a child that served before warm zero (${[...served].join(', ')}), not ${beside.pid}`);
+  assert.ok(served.has(await slow), 'and so was the request that woke the pool');
 });

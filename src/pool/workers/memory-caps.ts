@@ -160,10 +160,10 @@ export class MemoryCaps {
     const slots: SlotView[] = [];
     for (const s of this.d.hooks.slots()) if (s.pid !== undefined && s.state !== 'gone' && !this.quiet(s)) slots.push(s);
     const parent = this.d.parent.pid();
-    const spare = parent === undefined ? undefined : this.d.parent.sparePid();
+    const spares = parent === undefined ? [] : this.d.parent.sparePids();
     if (slots.length === 0 && parent === undefined) {
       // Every worker quiet: nothing new to estimate from or to hold against memory_limit.
-      this.d.parent.keep(undefined, undefined, undefined);
+      this.d.parent.keep(undefined, undefined);
       this.afterRound(false);
       return;
     }
@@ -172,14 +172,14 @@ export class MemoryCaps {
         const s = sampler.readNow(slot.pid!, now);
         if (s !== undefined) this.apply(slot, s);
       }
-      this.d.parent.keep(parent, parent === undefined ? undefined : sampler.readNow(parent, now), spare === undefined ? undefined : sampler.readNow(spare, now));
+      this.d.parent.keep(parent, parent === undefined ? undefined : sampler.readNow(parent, now), spares.map((p) => sampler.readNow(p, now)));
       this.afterRound();
       return;
     }
     this.sampling = true;
     const pids = slots.map((s) => s.pid!);
     if (parent !== undefined) pids.push(parent);
-    if (spare !== undefined) pids.push(spare);
+    pids.push(...spares);
     void sampler
       .read(pids, now)
       .then((got) => {
@@ -187,7 +187,7 @@ export class MemoryCaps {
           const s = got.get(slot.pid!);
           if (s !== undefined && slot.exit === undefined) this.apply(slot, s);
         }
-        this.d.parent.keep(parent, parent === undefined ? undefined : got.get(parent), spare === undefined ? undefined : got.get(spare));
+        this.d.parent.keep(parent, parent === undefined ? undefined : got.get(parent), spares.map((p) => got.get(p)));
       })
       .catch((err: unknown) => this.d.log.debug({ err }, 'memory sampling failed'))
       .finally(() => {

@@ -1,8 +1,9 @@
 /**
  * A preload pool's parent (fork-server.ts) as its pool's memory counts it: its pages are
  * the pool's too (its children share them copy-on-write; PSS splits them), so it is
- * measured with the workers and counts in memory_limit and the budget, with its spare
- * (the child it keeps forked ahead of need, not yet a worker) added to its measure. While the pool has
+ * measured with the workers and counts in memory_limit and the budget, with its spares
+ * (the child a preload parent keeps forked ahead of need, the children a parked php-cgi
+ * parent keeps paused beside it: not workers) added to its measure. While the pool has
  * no worker it is the first thing given back under pressure; a parent stopped for memory
  * counts as freeing until it exited.
  */
@@ -13,8 +14,8 @@ import type { Clock } from '../../util/clock.js';
 export interface PreloadParentHooks {
   /** The parent's pid while one runs. */
   preloadParent?(): number | undefined;
-  /** The pid of the child the parent keeps forked ahead of need, while there is one. */
-  preloadSpare?(): number | undefined;
+  /** The pids of the children the parent keeps beside it, not yet workers. */
+  preloadSpares?(): readonly number[];
   /** Stops the parent now if it has no worker and no fork pending; resolves once it exited (undefined: nothing stopped). */
   stopPreloadParent?(): Promise<void> | undefined;
 }
@@ -43,14 +44,14 @@ export class PreloadParentMemory {
     return this.hooks.preloadParent?.();
   }
 
-  /** The parent's spare while there is one: a sampling round measures it with the parent. */
-  sparePid(): number | undefined {
-    return this.hooks.preloadSpare?.();
+  /** The parent's spares: a sampling round measures them with the parent. */
+  sparePids(): readonly number[] {
+    return this.hooks.preloadSpares?.() ?? [];
   }
 
-  /** A sampling round's reading of `pid` (the pid() it was asked for) and of its spare. */
-  keep(pid: number | undefined, s: MemorySample | undefined, spare?: MemorySample): void {
-    this.parent = pid !== undefined && s !== undefined ? { pid, sample: withSpare(s, spare) } : undefined;
+  /** A sampling round's reading of `pid` (the pid() it was asked for) and of its spares (those measured). */
+  keep(pid: number | undefined, s: MemorySample | undefined, spares: readonly (MemorySample | undefined)[] = []): void {
+    this.parent = pid !== undefined && s !== undefined ? { pid, sample: withSpares(s, spares) } : undefined;
   }
 
   /**
@@ -64,9 +65,8 @@ export class PreloadParentMemory {
     const now = this.clock.now();
     if ((this.parent?.pid !== pid || now - this.parent.sample.at >= this.interval) && this.host.sampler.sync) {
       const s = this.host.sampler.readNow(pid, now, true);
-      const sparePid = this.sparePid();
-      const spare = sparePid === undefined ? undefined : this.host.sampler.readNow(sparePid, now, true);
-      this.parent = s && { pid, sample: withSpare(s, spare) };
+      const spares = this.sparePids().map((p) => this.host.sampler.readNow(p, now, true));
+      this.parent = s && { pid, sample: withSpares(s, spares) };
     }
     return this.parent?.pid === pid ? this.parent.sample.value : 0;
   }
@@ -101,11 +101,15 @@ export class PreloadParentMemory {
   }
 }
 
-/** The parent's sample with its spare's added (pages the two share are split by PSS, so the sum is what they hold). */
-function withSpare(s: MemorySample, spare: MemorySample | undefined): MemorySample {
-  if (spare === undefined) return s;
-  const pss = s.pss === undefined || spare.pss === undefined ? undefined : s.pss + spare.pss;
-  const anon = s.anon === undefined || spare.anon === undefined ? undefined : s.anon + spare.anon;
-  const rss = s.rss + spare.rss;
-  return { ...s, rss, pss, anon, value: pss ?? rss, measure: pss === undefined ? 'rss' : s.measure };
+/** The parent's sample with its spares' added (pages they share are split by PSS, so the sum is what they hold). */
+function withSpares(s: MemorySample, spares: readonly (MemorySample | undefined)[]): MemorySample {
+  let out = s;
+  for (const spare of spares) {
+    if (spare === undefined) continue;
+    const pss = out.pss === undefined || spare.pss === undefined ? undefined : out.pss + spare.pss;
+    const anon = out.anon === undefined || spare.anon === undefined ? undefined : out.anon + spare.anon;
+    const rss = out.rss + spare.rss;
+    out = { ...out, rss, pss, anon, value: pss ?? rss, measure: pss === undefined ? 'rss' : s.measure };
+  }
+  return out;
 }

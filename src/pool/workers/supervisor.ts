@@ -17,6 +17,7 @@
  * backs off restarts; a worker killed from outside (whenever) or after it served is
  * replaced at once; the breaker stops spawning, not serving.
  */
+import fs from 'node:fs';
 import type { ForkServer } from '../../worker/fork-server.js';
 import { ErrorCodes, ProxyError } from '../../errors.js';
 import type { Logger } from '../../log/log.js';
@@ -29,6 +30,7 @@ import { OneTimer, type Clock } from '../../util/clock.js';
 import { CrashGuard } from './crash-guard.js';
 import { GroupChildren } from './groups.js';
 import { childrenOf } from '../../worker/children.js';
+import { parseStat } from '../../memory/proc.js';
 import { endHanded } from '../../worker/handover.js';
 import type { PoolState } from '../pool-base.js';
 import { PoolMemory } from './memory.js';
@@ -149,14 +151,14 @@ export class Supervisor {
   readonly mem: PoolMemory | undefined;
   /**
    * resident_parent: the last worker, paused when the pool scaled to zero (its php-cgi
-   * parent and one child stopped with SIGSTOP, its other children ended): not a worker for
-   * the policy, the seats or the memory part, which counts it as the pool's parent; woken
-   * by the next spawn the policy wants (SIGCONT: the kept child accepts again at once, and
-   * the parent forks the others again, warm).
+   * parent and the PARKED_CHILDREN children that did the most stopped with SIGSTOP, its
+   * other children ended): not a worker for the policy, the seats or the memory part, which
+   * counts it as the pool's parent; woken by the next spawn the policy wants (SIGCONT: the
+   * kept children accept again at once, and the parent forks the others again, warm).
    */
   private parked: Slot | undefined;
-  /** The parked parent's child kept stopped beside it: the next request's, without waiting for a fork. */
-  private keptChild: number | undefined;
+  /** The parked parent's children kept stopped beside it: the next requests', warm, without waiting for a fork. */
+  private keptChildren: readonly number[] = [];
   /** Slot events so far: what status shows of the workers moves only with one (SpawnedPool.idleRevision). */
   events = 0;
   /** Times the parked parent was woken (status: its "forks"). */
@@ -194,7 +196,7 @@ export class Supervisor {
       scale: () => this.scale(),
       queued: () => hooks.waiting(),
       preloadParent: () => deps.forkServer?.parent?.pid ?? this.parked?.pid,
-      preloadSpare: () => deps.forkServer?.parent?.spare ?? this.keptChild,
+      preloadSpares: () => (deps.forkServer?.parent?.spare !== undefined ? [deps.forkServer.parent.spare] : this.keptChildren),
       stopPreloadParent: () => deps.forkServer?.stopIdle() ?? this.evictParked(),
     }, clock, this.log);
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
@@ -467,13 +469,13 @@ export class Supervisor {
     slot.state = cell.next;
     // A parked parent that is retired, stopped or gone is no longer the pool's resident.
     const unparked = slot === this.parked && cell.next !== 'up';
-    const kept = unparked ? this.keptChild : undefined;
-    if (unparked) this.parked = this.keptChild = undefined;
+    const kept = unparked ? this.keptChildren : [];
+    if (unparked) this.unpark();
     this.act(cell.action, slot, ctx);
     // Stopped (SIGSTOP), it would hold the signal it was just sent until kill_timeout; the
-    // kept child would hold its parent's SIGTERM for ever.
+    // kept children would hold their parent's SIGTERM for ever.
     if (unparked && slot.pid !== undefined && cell.next !== 'gone') continueProcess(slot.pid);
-    if (kept !== undefined) continueProcess(kept);
+    for (const c of kept) continueProcess(c);
   }
 
   private act(action: SlotAction, slot: Slot, ctx: Readonly<SlotEventContext>): void {
@@ -775,9 +777,12 @@ export class Supervisor {
 
   /**
    * The pool's last worker stays as a paused parent: its seats withdrawn, the parent and
-   * one child stopped, its other children ended. The kept child takes the next request as
-   * soon as it runs again: woken, a group's parent forks all its children at once, and on
-   * two busy cores the first of k new children reaches accept() k times later than one.
+   * the PARKED_CHILDREN children that did the most (warmestFirst) stopped, its other
+   * children ended. A kept child takes the next request as soon as it runs again: woken, a
+   * group's parent forks all its children at once, and on two busy cores the first of k new
+   * children reaches accept() k times later than one. The second is a warm spare: a request
+   * that comes while the first is busy finds a child that served before (its copy-on-write
+   * faults and opcache's per-process work done), not a new fork's first request.
    */
   private park(slot: Slot): void {
     const pid = slot.pid;
@@ -790,33 +795,38 @@ export class Supervisor {
     } catch {
       return; // gone: its exit comes as an event
     }
-    let kept: number | undefined = children[0];
-    const ended = children.slice(1);
-    if (kept !== undefined && !signal(kept, 'SIGSTOP')) kept = undefined; // gone meanwhile
+    const ordered = warmestFirst(children);
+    const kept = ordered.slice(0, PARKED_CHILDREN).filter((c) => signal(c, 'SIGSTOP')); // not those gone meanwhile
+    const ended = ordered.slice(PARKED_CHILDREN);
     // Idle (their seats are withdrawn and their connections closed): SIGKILL spares each the
     // PHP shutdown SIGTERM would run, tens of ms of CPU the next wake would compete with.
     for (const c of ended) signal(c, 'SIGKILL');
     this.parked = slot;
-    this.keptChild = kept;
-    slot.log.info({ kind: 'park', kept: this.keptChild, ended },
+    this.keptChildren = kept;
+    slot.log.info({ kind: 'park', kept, ended },
       `pool ${this.name} at warm zero: worker ${pid}'s php-cgi parent stays, paused, with PHP and its opcache loaded` +
-      (this.keptChild !== undefined ? `, and its child ${this.keptChild} paused beside it` : '') + (ended.length > 0 ? `; its child(ren) ${ended.join(', ')} stopped` : ''));
+      (kept.length > 0 ? `, and its child(ren) ${kept.join(', ')} paused beside it` : '') + (ended.length > 0 ? `; its child(ren) ${ended.join(', ')} stopped` : ''));
   }
 
   /** Wakes the parked parent, if any: 1 when one was woken. Its seats take requests at once (they queue in its socket until the child accepts). */
   private wake(): number {
     const slot = this.parked;
     if (slot === undefined || slot.pid === undefined) return 0;
-    const kept = this.keptChild;
-    this.parked = this.keptChild = undefined;
-    // The child first: it accepts what waits while the parent forks the others.
-    if (kept !== undefined) continueProcess(kept);
+    const kept = this.keptChildren;
+    this.unpark();
+    // The children first: they accept what waits while the parent forks the others.
+    for (const c of kept) continueProcess(c);
     continueProcess(slot.pid);
     this.wakes++;
     slot.log.info({ kind: 'wake', wakes: this.wakes }, `pool ${this.name}: waking the parked php-cgi parent ${slot.pid}`);
     this.hooks.offer(slot);
     this.hooks.pump();
     return 1;
+  }
+
+  private unpark(): void {
+    this.parked = undefined;
+    this.keptChildren = [];
   }
 
   /** Memory pressure: the parked parent goes (the next start is cold); resolves once it exited. */
@@ -979,6 +989,32 @@ export class Supervisor {
   fill(s: PoolSnapshot): void {
     this.mem?.fill(s);
   }
+}
+
+/**
+ * The children a parked php-cgi parent keeps paused beside it: one for the next request,
+ * and a warm spare for a request that comes while that one is busy (docs/memory.md "Warm
+ * zero and cold zero": the spare's pages count with the parent's).
+ */
+export const PARKED_CHILDREN = 2;
+
+/**
+ * Children ordered by the page faults they took, most first: a child that served has
+ * faulted in its copy-on-write pages and the application's (hundreds on its first request),
+ * one that never served has not. A child /proc no longer has goes last.
+ */
+function warmestFirst(pids: readonly number[]): number[] {
+  const faults = new Map<number, number>();
+  for (const pid of pids) {
+    let f = -1;
+    try {
+      f = parseStat(fs.readFileSync(`/proc/${pid}/stat`))?.faults ?? -1;
+    } catch {
+      // gone meanwhile
+    }
+    faults.set(pid, f);
+  }
+  return [...pids].sort((a, b) => faults.get(b)! - faults.get(a)! || a - b);
 }
 
 /** SIGCONT: a parked parent runs again (and receives what it was sent meanwhile). */
