@@ -258,7 +258,7 @@ export class MemoryCaps {
     m.record(s);
     m.sampledWhen(slot.requests, slot.inIdle);
     const hwm = this.d.host.sampler.hwm?.(s.pid);
-    if (hwm !== undefined) m.peak = Math.max(m.peak, hwm - (s.rss - s.value));
+    if (hwm !== undefined) m.raisePeak(hwm - (s.rss - s.value));
   }
 
   /** Applies max_memory / max_memory_hard to one fresh sample. True when the worker was recycled or killed. */
