@@ -10,6 +10,7 @@
 import type { MemoryGovernor } from '../../memory/host-governor.js';
 import type { MemorySample, WorkerRef } from '../../memory/types.js';
 import type { Clock } from '../../util/clock.js';
+import type { FiguresRevision } from './worker-memory.js';
 
 export interface PreloadParentHooks {
   /** The parent's pid while one runs. */
@@ -31,7 +32,7 @@ export class PreloadParentMemory {
   /** Parents stopped for memory that have not exited yet: still counted, and freeing. */
   stopping = 0;
 
-  constructor(pool: string, host: MemoryGovernor, hooks: PreloadParentHooks, clock: Clock, interval: number) {
+  constructor(pool: string, host: MemoryGovernor, hooks: PreloadParentHooks, clock: Clock, interval: number, private readonly revision?: FiguresRevision) {
     this.pool = pool;
     this.host = host;
     this.hooks = hooks;
@@ -46,12 +47,19 @@ export class PreloadParentMemory {
 
   /** The parent's spares: a sampling round measures them with the parent. */
   sparePids(): readonly number[] {
-    return this.hooks.preloadSpares?.() ?? [];
+    return this.hooks.preloadSpares?.() ?? NO_SPARES;
   }
 
   /** A sampling round's reading of `pid` (the pid() it was asked for) and of its spares (those measured). */
   keep(pid: number | undefined, s: MemorySample | undefined, spares: readonly (MemorySample | undefined)[] = []): void {
-    this.parent = pid !== undefined && s !== undefined ? { pid, sample: withSpares(s, spares) } : undefined;
+    this.set(pid !== undefined && s !== undefined ? { pid, sample: withSpares(s, spares) } : undefined);
+  }
+
+  /** A new reading; one that changes what status shows moves the pool's revision. */
+  private set(next: { pid: number; sample: MemorySample } | undefined): void {
+    const was = this.parent;
+    if (this.revision !== undefined && (was?.pid !== next?.pid || was?.sample.value !== next?.sample.value)) this.revision.n++;
+    this.parent = next;
   }
 
   /**
@@ -66,7 +74,7 @@ export class PreloadParentMemory {
     if ((this.parent?.pid !== pid || now - this.parent.sample.at >= this.interval) && this.host.sampler.sync) {
       const s = this.host.sampler.readNow(pid, now, true);
       const spares = this.sparePids().map((p) => this.host.sampler.readNow(p, now, true));
-      this.parent = s && { pid, sample: withSpares(s, spares) };
+      this.set(s && { pid, sample: withSpares(s, spares) });
     }
     return this.parent?.pid === pid ? this.parent.sample.value : 0;
   }
@@ -100,6 +108,8 @@ export class PreloadParentMemory {
     return true;
   }
 }
+
+const NO_SPARES: readonly number[] = [];
 
 /** The parent's sample with its spares' added (pages they share are split by PSS, so the sum is what they hold). */
 function withSpares(s: MemorySample, spares: readonly (MemorySample | undefined)[]): MemorySample {

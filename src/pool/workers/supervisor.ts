@@ -33,6 +33,7 @@ import { childrenOf } from '../../worker/children.js';
 import { parseStat } from '../../memory/proc.js';
 import { endHanded } from '../../worker/handover.js';
 import type { PoolState } from '../pool-base.js';
+import { FiguresRevision } from './worker-memory.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
 import { exitText, type SeatView, type Slot, type SlotView } from './slot.js';
@@ -159,8 +160,10 @@ export class Supervisor {
   private parked: Slot | undefined;
   /** The parked parent's children kept stopped beside it: the next requests', warm, without waiting for a fork. */
   private keptChildren: readonly number[] = [];
-  /** Slot events so far: what status shows of the workers moves only with one (SpawnedPool.idleRevision). */
+  /** Slot events so far: what status shows of the workers moves only with one or with `figures` (SpawnedPool.idleRevision). */
   events = 0;
+  /** Samples that changed a worker's shown memory or CPU, and groups whose children changed. */
+  readonly figures = new FiguresRevision();
   /** Times the parked parent was woken (status: its "forks"). */
   private wakes = 0;
   private readonly resident: boolean;
@@ -198,7 +201,7 @@ export class Supervisor {
       preloadParent: () => deps.forkServer?.parent?.pid ?? this.parked?.pid,
       preloadSpares: () => (deps.forkServer?.parent?.spare !== undefined ? [deps.forkServer.parent.spare] : this.keptChildren),
       stopPreloadParent: () => deps.forkServer?.stopIdle() ?? this.evictParked(),
-    }, clock, this.log);
+    }, clock, this.log, this.figures);
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
     const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
     this.procs = new Children(
@@ -206,7 +209,7 @@ export class Supervisor {
       { ready: (slot) => this.fire(slot, 'ready', NO_CONTEXT), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );
     if (k > 1 || this.resident) {
-      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.procs.slots });
+      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.procs.slots, revision: this.figures });
     }
   }
 
