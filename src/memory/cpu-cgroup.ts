@@ -15,8 +15,8 @@
  * parent: every session's autogroup (nginx's, a database's, fcgi-pm's own) weighs as much
  * as one cgroup there, so N pools' cgroups would weigh N services, and a box of busy
  * pools would leave the web server every request passes through 1/(N+1) of a busy CPU.
- * There the pools' cgroups go into one of their own (POOLS_PARENT, one service's weight,
- * as systemd's slices hold services), removed with its last pool.
+ * There the pools' cgroups go into one of their own (POOLS_PARENT, by default one service's
+ * weight, as systemd's slices hold services: pools_cpu_weight), removed with its last pool.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,13 +35,26 @@ function root(): { root: CpuCgroupRoot } | { why: string } {
   return located;
 }
 
-/** The name (after `fcgi-pm-<pid>-`) and weight of the pools' parent at the v1 root: one nice-0 session's, a service's. */
+/** The name of the pools' parent at the v1 root, after `fcgi-pm-<pid>-`. */
 export const POOLS_PARENT = 'pools';
-export const POOLS_PARENT_WEIGHT = DEFAULT_CPU_WEIGHT;
+/** pools_cpu_weight's default: one nice-0 session's, a service's. */
+export const DEFAULT_POOLS_CPU_WEIGHT = DEFAULT_CPU_WEIGHT;
+
+let poolsWeight = DEFAULT_POOLS_CPU_WEIGHT;
+
+/** pools_cpu_weight, set once at start before the first pool (0 = no parent). */
+export function setPoolsCpuWeight(weight: number): void {
+  poolsWeight = weight;
+}
+
+/** Whether pools' CPU cgroups go into the pools' parent under `r`. */
+function inParent(r: CpuCgroupRoot): boolean {
+  return r.atRoot && poolsWeight > 0;
+}
 
 /** Where pools' CPU cgroups go under `r`: its own dir, or at the v1 root the pools' parent. */
 function poolsDir(r: CpuCgroupRoot): string {
-  return r.atRoot ? join(r.dir, `fcgi-pm-${process.pid}-${POOLS_PARENT}`) : r.dir;
+  return inParent(r) ? join(r.dir, `fcgi-pm-${process.pid}-${POOLS_PARENT}`) : r.dir;
 }
 
 /** What a pool's CPU placement is, for status. */
@@ -72,8 +85,8 @@ export class PoolCpuCgroup {
     if ('why' in r) throw Object.assign(new Error(r.why), { code: 'ENOCGROUP' });
     const w = cpuWeightFile(r.root.version, weight);
     let parent = r.root.dir;
-    if (r.root.atRoot) {
-      const pw = cpuWeightFile(r.root.version, POOLS_PARENT_WEIGHT);
+    if (inParent(r.root)) {
+      const pw = cpuWeightFile(r.root.version, poolsWeight);
       parent = makeOwnCgroupDir(r.root.dir, r.root.version, 'cpu', POOLS_PARENT, pw.file, pw.value);
     }
     const dir = makePoolCgroupDir(parent, r.root.version, 'cpu', pool, w.file, w.value);
@@ -90,7 +103,7 @@ export class PoolCpuCgroup {
     const err = removeCgroupDir(this.dir);
     const r = root();
     // The parent of other pools still holds their cgroups: EBUSY, and it stays.
-    if (err === undefined && 'root' in r && r.root.atRoot) removeCgroupDir(poolsDir(r.root));
+    if (err === undefined && 'root' in r && inParent(r.root)) removeCgroupDir(poolsDir(r.root));
     return err;
   }
 

@@ -118,3 +118,22 @@ test('a daemon that leads its session raises its autogroup to daemon_cpu_weight;
   // Unchanged: nice 0, or an empty file where the test runs in init's session (the root autogroup, no nice).
   assert.match(readFileSync(`/proc/${shared.daemon.pid}/autogroup`, 'latin1'), /^$| nice 0$/m);
 });
+
+test('pools_cpu_weight sets the pools\' parent at the v1 root; 0 leaves each pool\'s cgroup there as a service of its own', { timeout: 60_000, skip: atV1Root ? false : 'not at the root of the v1 cpu hierarchy: pools have their service\'s cgroup for a parent' }, async (t) => {
+  const dir = makeTempDir(t);
+  const cpuOf = async (weight: number): Promise<{ dir: string; pid: number }> => {
+    const d = await opsDaemon(t, {
+      listen: [{ protocol: 'http', address: `127.0.0.1:${await freePort()}`, pool: 'app', document_root: PHP_FIXTURES }],
+      pools: { app: { command: phpCommand(dir, `cpu-parent-${weight}`), pm: 'static', max_children: 1 } },
+      pools_cpu_weight: weight,
+    });
+    const p = await waitFor(async () => (JSON.parse((await d.ctl(['status', '--json'])).stdout) as { pools: PoolStatus[] }).pools.find((x) => x.cpu !== undefined), { timeout: 15_000, what: 'the pool\'s CPU cgroup' });
+    return { dir: p.cpu!.dir, pid: d.daemon.pid };
+  };
+  const heavy = await cpuOf(200);
+  assert.equal(basename(dirname(heavy.dir)), `fcgi-pm-${heavy.pid}-pools`);
+  assert.equal(readFileSync(`${dirname(heavy.dir)}/cpu.shares`, 'latin1').trim(), '2048');
+  const none = await cpuOf(0);
+  assert.equal(readFileSync(`${dirname(none.dir)}/cpu.shares`, 'latin1').trim(), '1024', 'the hierarchy\'s root');
+  assert.equal(existsSync(`${dirname(none.dir)}/cgroup.sane_behavior`), true, `${dirname(none.dir)} is the v1 root`);
+});
