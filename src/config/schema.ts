@@ -806,7 +806,6 @@ export function validateConfig(obj: unknown, source: string, opts: FromObjectOpt
     memoryBudget: top.values.memoryBudget as MemoryBudgetSetting | undefined,
     memorySampleInterval: top.values.memorySampleInterval as number,
     maxChildrenTotal: top.values.maxChildrenTotal as number,
-    poolsCpuWeight: top.values.poolsCpuWeight as number,
     daemonCpuWeight: top.values.daemonCpuWeight as number,
     daemonShortSlice: top.values.daemonShortSlice as boolean,
     oomScoreAdj: top.values.oomScoreAdj as number,

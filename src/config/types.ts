@@ -210,8 +210,6 @@ export interface Config {
   memoryBudget?: MemoryBudgetSetting | undefined;
   /** max_children_total: workers across all pools, shared fairly (0 / undefined = off). */
   maxChildrenTotal?: number;
-  /** All pools' CPU cgroups in one parent of this weight at the v1 root (default 100; 0 = none; src/memory/cpu-cgroup.ts). */
-  poolsCpuWeight?: number;
   /** fcgi-pm's own CPU weight beside its pools' CPU cgroups (default 300; 0 = leave it; src/memory/cpu-cgroup.ts). */
   daemonCpuWeight?: number;
   /** fcgi-pm's event loop on the shortest CPU slice (default true; src/memory/cpu-slice.ts). */

@@ -134,8 +134,6 @@ export function readOomKills(cg: MemoryCgroup): number | undefined {
 export interface CpuCgroupRoot {
   version: CgroupVersion;
   dir: string;
-  /** v1 and `dir` is the hierarchy's root, where every session's autogroup weighs as much as a cgroup. */
-  atRoot: boolean;
 }
 
 /**
@@ -151,7 +149,7 @@ export function locateCpuCgroup(proc = '/proc/self'): { root: CpuCgroupRoot } | 
   const mounts = parseMountinfo(mi);
   if (paths.v1Cpu !== undefined && mounts.v1Cpu !== undefined) {
     const dir = cgroupDir(mounts.v1Cpu, paths.v1Cpu);
-    if (dir !== undefined) return { root: { version: 1, dir, atRoot: paths.v1Cpu === '/' } };
+    if (dir !== undefined) return { root: { version: 1, dir } };
   }
   if (paths.v2 !== undefined && mounts.v2 !== undefined) {
     const at = cgroupDir(mounts.v2, paths.v2);
@@ -159,7 +157,7 @@ export function locateCpuCgroup(proc = '/proc/self'): { root: CpuCgroupRoot } | 
     const dir = aboveLeaf(at);
     const controllers = readText(`${dir}/cgroup.controllers`)?.split(/\s+/) ?? [];
     if (!controllers.includes('cpu')) return { why: `the cpu controller is not delegated to ${dir}` };
-    return { root: { version: 2, dir, atRoot: false } };
+    return { root: { version: 2, dir } };
   }
   return { why: 'no cpu cgroup hierarchy mounted' };
 }

@@ -9,20 +9,12 @@
  * with the cpu controller: v2 also needs +cpu in that cgroup's subtree_control, which the
  * kernel refuses while fcgi-pm's own cgroup holds processes). Where it cannot, pools go
  * without, and the daemon says why once at start (cpuCgroupsAtStart).
- *
- * Under a service's cgroup (v2, or v1 under systemd's slices) all of fcgi-pm weighs as
- * one service beside the web server's. At the root of the v1 hierarchy there is no such
- * parent: every session's autogroup (nginx's, a database's, fcgi-pm's own) weighs as much
- * as one cgroup there, so N pools' cgroups would weigh N services, and a box of busy
- * pools would leave the web server every request passes through 1/(N+1) of a busy CPU.
- * There the pools' cgroups go into one of their own (POOLS_PARENT, by default one service's
- * weight, as systemd's slices hold services: pools_cpu_weight), removed with its last pool.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpuWeightFile, DAEMON_LEAF, parseProcCgroup } from './cgroup.js';
 import { locateCpuCgroup, type CpuCgroupRoot } from './cgroup-files.js';
-import { makeOwnCgroupDir, makePoolCgroupDir, moveIntoCgroup, removeCgroupDir } from './pool-cgroup.js';
+import { makePoolCgroupDir, moveIntoCgroup, removeCgroupDir } from './pool-cgroup.js';
 
 /** cpu_weight's default: an equal share (v2's own default cpu.weight). */
 export const DEFAULT_CPU_WEIGHT = 100;
@@ -33,28 +25,6 @@ let located: { root: CpuCgroupRoot } | { why: string } | undefined;
 function root(): { root: CpuCgroupRoot } | { why: string } {
   located ??= locateCpuCgroup();
   return located;
-}
-
-/** The name of the pools' parent at the v1 root, after `fcgi-pm-<pid>-`. */
-export const POOLS_PARENT = 'pools';
-/** pools_cpu_weight's default: one nice-0 session's, a service's. */
-export const DEFAULT_POOLS_CPU_WEIGHT = DEFAULT_CPU_WEIGHT;
-
-let poolsWeight = DEFAULT_POOLS_CPU_WEIGHT;
-
-/** pools_cpu_weight, set once at start before the first pool (0 = no parent). */
-export function setPoolsCpuWeight(weight: number): void {
-  poolsWeight = weight;
-}
-
-/** Whether pools' CPU cgroups go into the pools' parent under `r`. */
-function inParent(r: CpuCgroupRoot): boolean {
-  return r.atRoot && poolsWeight > 0;
-}
-
-/** Where pools' CPU cgroups go under `r`: its own dir, or at the v1 root the pools' parent. */
-function poolsDir(r: CpuCgroupRoot): string {
-  return inParent(r) ? join(r.dir, `fcgi-pm-${process.pid}-${POOLS_PARENT}`) : r.dir;
 }
 
 /** What a pool's CPU placement is, for status. */
@@ -84,12 +54,7 @@ export class PoolCpuCgroup {
     const r = root();
     if ('why' in r) throw Object.assign(new Error(r.why), { code: 'ENOCGROUP' });
     const w = cpuWeightFile(r.root.version, weight);
-    let parent = r.root.dir;
-    if (inParent(r.root)) {
-      const pw = cpuWeightFile(r.root.version, poolsWeight);
-      parent = makeOwnCgroupDir(r.root.dir, r.root.version, 'cpu', POOLS_PARENT, pw.file, pw.value);
-    }
-    const dir = makePoolCgroupDir(parent, r.root.version, 'cpu', pool, w.file, w.value);
+    const dir = makePoolCgroupDir(r.root.dir, r.root.version, 'cpu', pool, w.file, w.value);
     return new PoolCpuCgroup(dir, weight, w.file, w.value);
   }
 
@@ -98,13 +63,9 @@ export class PoolCpuCgroup {
     return moveIntoCgroup(this.dir, pid);
   }
 
-  /** Removes the directory (its processes must be gone), and the pools' parent with the last pool; the error code when it could not. */
+  /** Removes the directory (its processes must be gone); the error code when it could not. */
   remove(): string | undefined {
-    const err = removeCgroupDir(this.dir);
-    const r = root();
-    // The parent of other pools still holds their cgroups: EBUSY, and it stays.
-    if (err === undefined && 'root' in r && inParent(r.root)) removeCgroupDir(poolsDir(r.root));
-    return err;
+    return removeCgroupDir(this.dir);
   }
 
   view(): CpuPlacementView {
@@ -123,7 +84,7 @@ export function cpuCgroupsAtStart(): { ok: true; dir: string; version: number } 
   try {
     const probe = PoolCpuCgroup.create('probe', 100);
     probe.remove();
-    return { ok: true, dir: poolsDir(r.root), version: r.root.version };
+    return { ok: true, dir: r.root.dir, version: r.root.version };
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? String(e);
     return { ok: false, why: `cannot create a cgroup under ${r.root.dir} (${code}): run as root, or delegate a cgroup subtree with the cpu controller` };

@@ -18,7 +18,7 @@ import { readMeminfo, resolveBudget, type MemInfo, type ResolvedBudget } from '.
 import { boxHeadroom, BoxWatch, readBox } from './box-watch.js';
 import type { MemoryBox, MemoryCgroup } from './cgroup-files.js';
 import { formatBytes } from './format.js';
-import { cpuCgroupsAtStart, DEFAULT_DAEMON_CPU_WEIGHT, DEFAULT_POOLS_CPU_WEIGHT, raiseDaemonShare, setPoolsCpuWeight } from './cpu-cgroup.js';
+import { cpuCgroupsAtStart, DEFAULT_DAEMON_CPU_WEIGHT, raiseDaemonShare } from './cpu-cgroup.js';
 import { OomCounter } from './pool-cgroup.js';
 import { decideShare, type ShareMember } from './worker-shares.js';
 import { collectWorkers, decideSpawn, idleName, planRelief, recommendMaxChildren, type SpawnDecision } from './governor.js';
@@ -514,7 +514,7 @@ export class HostGovernor implements MemoryGovernor {
 
 /** The daemon's governor: memory_budget resolved against /proc/meminfo and the cgroup limit now, one start-up line. */
 export function createHostGovernor(
-  cfg: Pick<Config, 'memoryBudget' | 'memorySampleInterval' | 'maxChildrenTotal' | 'daemonCpuWeight' | 'poolsCpuWeight'>,
+  cfg: Pick<Config, 'memoryBudget' | 'memorySampleInterval' | 'maxChildrenTotal' | 'daemonCpuWeight'>,
   logger: Logger,
   opts: { sampler?: MemorySampler; meminfo?: MemInfo; clock?: MemoryClock; cgroup?: MemoryCgroup; box?: MemoryBox; cpuCgroups?: ReturnType<typeof cpuCgroupsAtStart> } = {},
 ): HostGovernor {
@@ -522,7 +522,6 @@ export function createHostGovernor(
   const found = opts.cgroup !== undefined || opts.meminfo !== undefined ? { cgroup: opts.cgroup, box: opts.box } : readBox();
   const box = found.box;
   const budget = cfg.memoryBudget !== undefined ? resolveBudget(cfg.memoryBudget, meminfo, box && { limit: box.limit, dir: box.limitDir }) : undefined;
-  setPoolsCpuWeight(cfg.poolsCpuWeight ?? DEFAULT_POOLS_CPU_WEIGHT);
   const cpu = opts.cpuCgroups ?? (opts.cgroup === undefined && opts.meminfo === undefined ? cpuCgroupsAtStart() : undefined);
   if (cpu?.ok === true) {
     const weight = cfg.daemonCpuWeight ?? DEFAULT_DAEMON_CPU_WEIGHT;

@@ -25,18 +25,9 @@ let serial = 0;
  * its children. Returns the directory; throws with a reason when it cannot.
  */
 export function makePoolCgroupDir(parent: string, version: CgroupVersion, controller: 'memory' | 'cpu', pool: string, file: string, value: string): string {
-  return makeOwnCgroupDir(parent, version, controller, `${pool.replace(/[^A-Za-z0-9_.-]/g, '_')}-${++serial}`, file, value);
-}
-
-/**
- * Makes `<parent>/fcgi-pm-<pid>-<name>` (or takes it when it is there) with `file` set to
- * `value`, after sweeping stale ones; under v2 the parent first gives `controller` to its
- * children. Returns the directory; throws with a reason when it cannot.
- */
-export function makeOwnCgroupDir(parent: string, version: CgroupVersion, controller: 'memory' | 'cpu', name: string, file: string, value: string): string {
   if (version === 2) enableController(parent, controller);
   removeStale(parent);
-  const dir = path.join(parent, `fcgi-pm-${process.pid}-${name}`);
+  const dir = path.join(parent, `fcgi-pm-${process.pid}-${pool.replace(/[^A-Za-z0-9_.-]/g, '_')}-${++serial}`);
   let made = true;
   try {
     fs.mkdirSync(dir);
@@ -103,11 +94,7 @@ export class PoolCgroup {
   }
 }
 
-/**
- * Pool cgroups (memory or CPU) of an fcgi-pm that died without removing them (SIGKILL):
- * empty once its workers died with it. Its pools' parent (cpu-cgroup.ts) goes after the
- * pools' cgroups inside it.
- */
+/** Pool cgroups (memory or CPU) of an fcgi-pm that died without removing them (SIGKILL): empty once its workers died with it. */
 function removeStale(dir: string): void {
   let names: string[];
   try {
@@ -118,7 +105,6 @@ function removeStale(dir: string): void {
   for (const n of names) {
     const m = /^fcgi-pm-(\d+)-/.exec(n);
     if (m === null || Number(m[1]) === process.pid || alive(Number(m[1]))) continue;
-    removeStale(path.join(dir, n));
     try {
       fs.rmdirSync(path.join(dir, n));
     } catch {

@@ -32,7 +32,7 @@ const LISTENER_FIELDS: Record<keyof ListenerConfig, true> = {
 const LIMITS_FIELDS: Record<keyof LimitsConfig, true> = { maxParamsBytes: true, maxParamsCount: true };
 const LOG_FIELDS: Record<keyof Config['log'], true> = { level: true, format: true, access: true, file: true, accessFile: true, accessFormat: true };
 const TOP_FIELDS: Record<Exclude<keyof Config, 'source' | 'origin' | 'listen' | 'pools' | 'limits' | 'log' | 'vhosts' | 'dashboard'>, true> = {
-  shutdownTimeout: true, shutdownDelay: true, runtimeDir: true, opcacheDir: true, controlSocket: true, controlSocketMode: true, pidFile: true, upgrade: true, memoryBudget: true, memorySampleInterval: true, oomScoreAdj: true, maxChildrenTotal: true, poolsCpuWeight: true, daemonCpuWeight: true, daemonShortSlice: true,
+  shutdownTimeout: true, shutdownDelay: true, runtimeDir: true, opcacheDir: true, controlSocket: true, controlSocketMode: true, pidFile: true, upgrade: true, memoryBudget: true, memorySampleInterval: true, oomScoreAdj: true, maxChildrenTotal: true, daemonCpuWeight: true, daemonShortSlice: true,
 };
 
 const DASHBOARD_FIELDS: Record<keyof DashboardConfig, true> = {

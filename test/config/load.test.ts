@@ -450,13 +450,11 @@ test('anchors and merge keys share settings; x- keys hold them', (t) => {
 });
 
 test('the top-level CPU keys reach the config (daemon_cpu_weight was read, then dropped)', (t) => {
-  const file = fixture(tempDir(t), 'fcgi-pm.yaml', 'listen: [{ protocol: fastcgi, address: 127.0.0.1:9000, pool: app }]\npools:\n  app: { command: [php-cgi] }\ndaemon_cpu_weight: 0\ndaemon_short_slice: false\npools_cpu_weight: 0\n');
+  const file = fixture(tempDir(t), 'fcgi-pm.yaml', 'listen: [{ protocol: fastcgi, address: 127.0.0.1:9000, pool: app }]\npools:\n  app: { command: [php-cgi] }\ndaemon_cpu_weight: 0\ndaemon_short_slice: false\n');
   const cfg = loadConfig(file);
   assert.equal(cfg.daemonCpuWeight, 0);
-  assert.equal(cfg.poolsCpuWeight, 0);
   assert.equal(cfg.daemonShortSlice, false);
   const defaults = loadConfig(fixture(tempDir(t), 'fcgi-pm.yaml', 'listen: [{ protocol: fastcgi, address: 127.0.0.1:9000, pool: app }]\npools:\n  app: { command: [php-cgi] }\n'));
   assert.equal(defaults.daemonCpuWeight, 300);
-  assert.equal(defaults.poolsCpuWeight, 100);
   assert.equal(defaults.daemonShortSlice, true);
 });

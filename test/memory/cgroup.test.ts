@@ -20,7 +20,6 @@ import {
 import { parseMeminfo, resolveBudget } from '../../src/memory/budget.js';
 import { decideSpawn, type HostView, type SpawnAsk } from '../../src/memory/governor.js';
 import { locateCpuCgroup, locateMemoryCgroup, settleInLeaf } from '../../src/memory/cgroup-files.js';
-import { makePoolCgroupDir } from '../../src/memory/pool-cgroup.js';
 import { makeTempDir } from '../helpers/tmp.js';
 
 const MiB = 1024 * 1024;
@@ -186,7 +185,7 @@ test('cgroup v2 delegated (Delegate=yes): the daemon alone in its cgroup moves i
   writeFileSync(join(proc, 'cgroup'), `0::/system.slice/x.service/${DAEMON_LEAF}\n`);
   assert.equal(settleInLeaf(proc, 4242), undefined, 'already settled');
   const cpu = locateCpuCgroup(proc);
-  assert.deepEqual(cpu, { root: { version: 2, dir: svc, atRoot: false } });
+  assert.deepEqual(cpu, { root: { version: 2, dir: svc } });
   assert.equal(locateMemoryCgroup(proc)?.dir, svc);
 });
 
@@ -197,35 +196,4 @@ test('cgroup v2: a cgroup shared with other processes, or without the controller
   const bare = fakeV2(makeTempDir(t, 'fpm-leaf-'), 4242, [4242], 'pids\n');
   assert.equal(settleInLeaf(bare.proc, 4242), undefined);
   assert.equal(existsSync(join(bare.svc, DAEMON_LEAF)), false);
-});
-
-/** A fake /proc/self and v1 cpu mount in `base`, the daemon in CPU cgroup `at`. */
-function fakeV1Cpu(base: string, at: string): { proc: string; mount: string } {
-  const mount = join(base, 'cpu');
-  mkdirSync(join(mount, at), { recursive: true });
-  const proc = join(base, 'proc');
-  mkdirSync(proc);
-  writeFileSync(join(proc, 'cgroup'), `4:cpu:${at}\n1:name=systemd:/\n`);
-  writeFileSync(join(proc, 'mountinfo'), `32 31 0:29 / ${mount} rw,relatime - cgroup cgroup rw,cpu\n`);
-  return { proc, mount };
-}
-
-test('cgroup v1: at the cpu hierarchy\'s root (beside every session\'s autogroup) the pools need a parent of their own; under a service\'s cgroup they have one', (t) => {
-  const top = fakeV1Cpu(makeTempDir(t, 'fpm-v1-'), '/');
-  assert.deepEqual(locateCpuCgroup(top.proc), { root: { version: 1, dir: top.mount, atRoot: true } });
-  const svc = fakeV1Cpu(makeTempDir(t, 'fpm-v1-'), '/system.slice/x.service');
-  assert.deepEqual(locateCpuCgroup(svc.proc), { root: { version: 1, dir: join(svc.mount, 'system.slice', 'x.service'), atRoot: false } });
-});
-
-// A plain directory stands in for the cgroup hierarchy (rmdir of an empty one is the same).
-test('an fcgi-pm killed with its pools\' parent in place: the next one sweeps the pools\' cgroups inside it, then the parent', (t) => {
-  const base = makeTempDir(t, 'fpm-stale-');
-  const dead = 4194304; // past any pid_max: no such process
-  mkdirSync(join(base, `fcgi-pm-${dead}-pools`, `fcgi-pm-${dead}-www-1`), { recursive: true });
-  mkdirSync(join(base, `fcgi-pm-${dead}-pools`, `fcgi-pm-${dead}-api-2`));
-  mkdirSync(join(base, `fcgi-pm-${process.pid}-pools`));
-  const dir = makePoolCgroupDir(base, 1, 'cpu', 'www', 'cpu.shares', '1024');
-  assert.equal(existsSync(join(base, `fcgi-pm-${dead}-pools`)), false, 'the dead one\'s parent and its pools swept');
-  assert.equal(existsSync(join(base, `fcgi-pm-${process.pid}-pools`)), true, 'our own kept');
-  assert.equal(readFileSync(join(dir, 'cpu.shares'), 'latin1'), '1024');
 });

@@ -5,7 +5,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
 import type { PoolStatus } from '../../src/control/types.js';
 import { cpuCgroupsAtStart } from '../../src/memory/cpu-cgroup.js';
 import { httpRequest } from '../helpers/http-client.js';
@@ -17,14 +16,6 @@ import { waitFor } from '../helpers/wait.js';
 import { opsDaemon } from './helpers.js';
 
 const host = cpuCgroupsAtStart();
-/** fcgi-pm (which the tests' daemons inherit) is in the root of the v1 cpu hierarchy, beside every session's autogroup. */
-const atV1Root = ((): boolean => {
-  try {
-    return host.ok && host.version === 1 && /^\d+:([^:]*,)?cpu(,[^:]*)?:\/$/m.test(readFileSync('/proc/self/cgroup', 'latin1'));
-  } catch {
-    return false;
-  }
-})();
 
 test('pools run in CPU cgroups of their own, weighted by cpu_weight, shown in status and workers, removed at stop', { timeout: 60_000, skip: host.ok ? false : `this host lets fcgi-pm make no CPU cgroup: ${host.ok ? '' : host.why}` }, async (t) => {
   const [port, port2] = [await freePort(), await freePort()];
@@ -51,14 +42,6 @@ test('pools run in CPU cgroups of their own, weighted by cpu_weight, shown in st
   const noisy = ps.find((p) => p.name === 'noisy')!;
   assert.ok(quiet.cpu && noisy.cpu, 'both pools have a CPU cgroup');
   assert.notEqual(quiet.cpu.dir, noisy.cpu.dir);
-  // At the v1 root the pools weigh together as one service beside the web server's
-  // session, not one each: their cgroups share a parent of one service's weight.
-  const parent = dirname(quiet.cpu.dir);
-  assert.equal(dirname(noisy.cpu.dir), parent, 'one parent for every pool');
-  if (atV1Root) {
-    assert.equal(basename(parent), `fcgi-pm-${d.daemon.pid}-pools`, parent);
-    assert.equal(readFileSync(`${parent}/cpu.shares`, 'latin1').trim(), '1024', 'the pools together: one nice-0 session');
-  }
   assert.equal(quiet.cpu.weight, 100, 'equal weights by default');
   assert.equal(noisy.cpu.weight, 300);
   assert.equal(ps.find((p) => p.name === 'plain')!.cpu, undefined, 'cpu_weight 0: no CPU cgroup');
@@ -83,7 +66,6 @@ test('pools run in CPU cgroups of their own, weighted by cpu_weight, shown in st
   await d.ctl(['stop']);
   await waitFor(() => (d.daemon.running ? undefined : true), { timeout: 15_000, what: 'the daemon stopped' });
   for (const dir of dirs) assert.equal(existsSync(dir), false, `${dir} removed at stop`);
-  if (atV1Root) assert.equal(existsSync(parent), false, `the pools' parent ${parent} removed with the last pool`);
 });
 
 // daemon_cpu_weight under cgroup v1 with autogroups: the daemon's session is one entity
@@ -117,23 +99,4 @@ test('a daemon that leads its session raises its autogroup to daemon_cpu_weight;
   assert.match(String(line2.msg), /shares its session's autogroup/);
   // Unchanged: nice 0, or an empty file where the test runs in init's session (the root autogroup, no nice).
   assert.match(readFileSync(`/proc/${shared.daemon.pid}/autogroup`, 'latin1'), /^$| nice 0$/m);
-});
-
-test('pools_cpu_weight sets the pools\' parent at the v1 root; 0 leaves each pool\'s cgroup there as a service of its own', { timeout: 60_000, skip: atV1Root ? false : 'not at the root of the v1 cpu hierarchy: pools have their service\'s cgroup for a parent' }, async (t) => {
-  const dir = makeTempDir(t);
-  const cpuOf = async (weight: number): Promise<{ dir: string; pid: number }> => {
-    const d = await opsDaemon(t, {
-      listen: [{ protocol: 'http', address: `127.0.0.1:${await freePort()}`, pool: 'app', document_root: PHP_FIXTURES }],
-      pools: { app: { command: phpCommand(dir, `cpu-parent-${weight}`), pm: 'static', max_children: 1 } },
-      pools_cpu_weight: weight,
-    });
-    const p = await waitFor(async () => (JSON.parse((await d.ctl(['status', '--json'])).stdout) as { pools: PoolStatus[] }).pools.find((x) => x.cpu !== undefined), { timeout: 15_000, what: 'the pool\'s CPU cgroup' });
-    return { dir: p.cpu!.dir, pid: d.daemon.pid };
-  };
-  const heavy = await cpuOf(200);
-  assert.equal(basename(dirname(heavy.dir)), `fcgi-pm-${heavy.pid}-pools`);
-  assert.equal(readFileSync(`${dirname(heavy.dir)}/cpu.shares`, 'latin1').trim(), '2048');
-  const none = await cpuOf(0);
-  assert.equal(readFileSync(`${dirname(none.dir)}/cpu.shares`, 'latin1').trim(), '1024', 'the hierarchy\'s root');
-  assert.equal(existsSync(`${dirname(none.dir)}/cgroup.sane_behavior`), true, `${dirname(none.dir)} is the v1 root`);
 });
