@@ -35,8 +35,9 @@
  * slices, Linux 6.12+, through fcgi-pm's addon; an operator's `chrt --other -T NS`, util-linux
  * 2.41+): whether a quiet request's wake-ups of nginx wait behind the noisy pool's workers
  * for their weight (nginx not yet eligible) or for their slice. --noisy-pools N puts N
- * noisy pools (30 clients each) beside the quiet one: N busy pools, whose cgroups at the
- * v1 root weighed N sessions beside nginx's one until they shared a parent (2026-12-03).
+ * noisy pools (30 clients each) beside the quiet one: N busy pools' cgroups at the v1 root
+ * weigh N sessions beside nginx's one (one parent for them was tried on 2026-12-03 and
+ * backed out: the quiet pool then waited for the parent's turn; docs/BENCHMARKS.md).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';

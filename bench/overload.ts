@@ -19,7 +19,7 @@
  *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
  *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/] [--daemon-view]
  *       [--hops [--hops-dump PREFIX]] [--capacity REQ_PER_S] [--generator-inline]
- *       [--nginx-workers N]
+ *       [--nginx-workers N] [--nginx-keepalive N] [--daemon-keys "key: value; ..."]
  *
  * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
  * latency percentiles of the served requests and of the 503s. --daemon-view (php suite)
@@ -39,6 +39,11 @@
  * process and session, as before 2026-12-03 (the A/B of that change). --nginx-workers N
  * gives the one nginx in front of every stack N worker processes (1 by default): the A/B of
  * nginx's own delay to accept at 2× (one worker at nice 0 beside 4 busy workers).
+ * --nginx-keepalive N: nginx's kept connections to each upstream (32). --daemon-keys adds
+ * top-level keys to fcgi-pm's config ("daemon_cpu_weight: 1000"). Each fcgi-pm window also
+ * prints the daemon's front-end connections per request sent, its CPU per 1,000 sent, and
+ * the run-queue wait (/proc/PID/schedstat) of the daemon and of nginx's workers over the
+ * window and its drain: whether the 503s waited for a CPU before the daemon read them.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -106,7 +111,7 @@ pools:
 log: ${log}
 runtime_dir: ${dir}
 control_socket: ${dir}/control.sock
-`,
+${arg('--daemon-keys', '').split(';').filter((k) => k.trim() !== '').map((k) => `${k.trim()}\n`).join('')}`,
   );
   const p = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir, detached: true });
   await waitReady('fcgi-pm', { path: sock }, p);
