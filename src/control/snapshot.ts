@@ -52,8 +52,12 @@ export interface SnapshotOptions {
   reuse?: StatusReuse | undefined;
 }
 
-/** A kept status is made again after this long even without an event: memory samples and worker CPU move it too. */
-export const REUSE_MAX_AGE_MS = 10_000;
+/**
+ * A kept status is made again after this long even when its revision did not move: a
+ * safety net for what moves without an event (the revision counts samples that change a
+ * worker's memory or CPU, so those no longer need it).
+ */
+export const REUSE_MAX_AGE_MS = 60_000;
 
 /**
  * Pool statuses kept between one caller's snapshots: an idle pool's (Pool.idleRevision)

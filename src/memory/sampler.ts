@@ -36,6 +36,12 @@ export interface MemorySampler {
   readNow(pid: number, now: number, fresh?: boolean): MemorySample | undefined;
   /** Many processes; resolves with those that could be read. */
   read(pids: readonly number[], now: number): Promise<Map<number, MemorySample>>;
+  /**
+   * A round's read of one process without waiting, where the sampler can: its sample when
+   * its counters are all that is due, LATER when its PSS is due (read() it then, off the
+   * event loop), undefined when it is gone.
+   */
+  readCounters?(pid: number, now: number): MemorySample | typeof LATER | undefined;
   /** Rounds may use readNow instead of read (samplers whose reads cost nothing: tests). */
   readonly syncRounds?: boolean;
   /** The daemon itself, now. */
@@ -47,6 +53,9 @@ export interface MemorySampler {
   forget(pid: number): void;
   close(): void;
 }
+
+/** readCounters: this process's PSS is due; read() it. */
+export const LATER = 'later';
 
 export const PSS_REFRESH_SAMPLES = 5;
 /** Samples between PSS reads of a process that has mapped no page since the last one. */
@@ -114,6 +123,22 @@ export class ProcSampler implements MemorySampler {
       const r = t.handle.readRollup();
       if (r !== undefined) rss = this.rolledUp(t, r, st.faults);
     }
+    return this.sample(t, pid, now, st, rss);
+  }
+
+  readCounters(pid: number, now: number): MemorySample | typeof LATER | undefined {
+    const t = this.track(pid);
+    if (t.pending !== undefined) return LATER; // a read in flight: the round shares it
+    this.statReads++;
+    const st = t.handle.readStat();
+    if (st === undefined) {
+      this.forget(pid);
+      return undefined;
+    }
+    const rss = st.rssPages * this.page;
+    // A due rollup is left for read(), which reads the counters again with it: a sample's
+    // RSS and PSS come from the same moment.
+    if (t.handle.hasRollup && this.rollupDue(t, rss, st.faults, false)) return LATER;
     return this.sample(t, pid, now, st, rss);
   }
 

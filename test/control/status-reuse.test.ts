@@ -40,7 +40,7 @@ test('an idle pool whose revision did not move keeps its status; an event, a run
   assert.equal(at(8600), 7);
 });
 
-test('a kept status is made again REUSE_MAX_AGE_MS after it was made (memory samples move it without an event)', () => {
+test('a kept status is made again REUSE_MAX_AGE_MS after it was made, whatever its revision says', () => {
   const { at } = rig();
   assert.equal(at(0), 1);
   assert.equal(at(REUSE_MAX_AGE_MS - 1), 1);

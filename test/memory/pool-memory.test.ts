@@ -30,6 +30,31 @@ test('sampling runs only while a pool has workers, at its own interval', async (
   assert.equal(W.sampler.reads, n, 'no workers left: sampling stopped');
 });
 
+test('idle revision: a sample that changes what status shows of a worker moves it; samples that change nothing do not', async () => {
+  const W = world();
+  const a = W.pool('a', { idleTimeout: 60_000, memorySampleInterval: 250 });
+  await a.pool.start();
+  a.send(1);
+  W.clock.advance(10);
+  const w = a.live()[0]!;
+  W.sampler.values.set(w.pid!, 20 * MiB);
+  a.finishAll();
+  W.clock.advance(1000);
+  const r0 = a.pool.idleRevision();
+  assert.notEqual(r0, undefined);
+  const reads = W.sampler.reads;
+  W.clock.advance(5000);
+  assert.ok(W.sampler.reads > reads, 'the idle worker is still read');
+  assert.equal(a.pool.idleRevision(), r0, 'the same figures: the kept status stands');
+  W.sampler.values.set(w.pid!, 24 * MiB);
+  W.clock.advance(2000);
+  const r1 = a.pool.idleRevision();
+  assert.ok(r1 !== undefined && r1 > r0!, `its memory moved (and its peak): ${r1} > ${r0}`);
+  W.sampler.values.set(w.pid!, 22 * MiB);
+  W.clock.advance(2000);
+  assert.ok(a.pool.idleRevision()! > r1, 'smaller again: the memory shown moved, the peak did not');
+});
+
 test('every pool\'s rounds on one timer, each at its own interval: one arming and one budget check a beat, not one a pool', async () => {
   const W = world(1000 * MiB);
   let checks = 0;

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { once } from 'node:events';
 import { parseSmapsRollup, parseStat, parseStatus, ProcHandle } from '../../src/memory/proc.js';
-import { PidusageSampler, ProcSampler, PSS_QUIET_REFRESH_SAMPLES, PSS_REFRESH_SAMPLES } from '../../src/memory/sampler.js';
+import { LATER, PidusageSampler, ProcSampler, PSS_QUIET_REFRESH_SAMPLES, PSS_REFRESH_SAMPLES } from '../../src/memory/sampler.js';
 import { AUTO_SHARE, parseMeminfo, resolveBudget } from '../../src/memory/budget.js';
 import { killChildNow } from '../../src/pool/workers/hard-kill.js';
 import { configFromObject, poolConfigFromObject } from '../../src/config/schema.js';
@@ -204,6 +204,30 @@ test('ProcSampler rounds read PSS through the threadpool; a process forgotten mi
   assert.equal(procFds(g.pid), 2, 'still open while a read is in flight');
   await inFlight;
   assert.equal(procFds(g.pid), 0, 'closed as soon as it ended');
+});
+
+test('ProcSampler.readCounters: a sample now while only counters are due; LATER when PSS is due or a read is in flight; undefined once gone', async (t) => {
+  const g = await grower(t);
+  const s = new ProcSampler();
+  t.after(() => s.close());
+  assert.equal(s.readCounters(g.pid, 1000), LATER, 'no PSS yet: the round must read it');
+  const first = (await s.read([g.pid], 1000)).get(g.pid)!;
+  const rollups = s.rollupReads;
+  const next = s.readCounters(g.pid, 2000);
+  assert.ok(next !== LATER && next !== undefined, 'counters only: a sample at once');
+  assert.equal(s.rollupReads, rollups, 'no page-table walk on the event loop');
+  assert.equal(next.measure, 'pss');
+  assert.ok(Math.abs(next.pss! - first.pss!) < 4 * MiB, `PSS carried forward: ${first.pss} → ${next.pss}`);
+  // Grown by 40 MiB: its PSS is due again, and a read of it in flight is shared.
+  await g.grow(40);
+  assert.equal(s.readCounters(g.pid, 3000), LATER);
+  const inFlight = s.read([g.pid], 3000);
+  assert.equal(s.readCounters(g.pid, 3000), LATER, 'the read in flight has it');
+  const grown = (await inFlight).get(g.pid)!;
+  assert.ok(grown.pss! - first.pss! > 35 * MiB, `${first.pss} → ${grown.pss}`);
+  await g.kill();
+  assert.equal(s.readCounters(g.pid, 4000), undefined);
+  assert.equal(procFds(g.pid), 0, 'descriptors of a gone process are closed');
 });
 
 /** `sh` that exec()s `sleep` when a line comes on stdin, as setpriv exec()s a worker's program. */

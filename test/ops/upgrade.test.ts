@@ -119,7 +119,7 @@ async function upgradeUnderLoad(t: Scope, how: 'SIGUSR2' | 'command'): Promise<v
   // The new daemon serves on the same sockets, TCP and Unix, after the old one left.
   await traffic.served(5, 'every page served by the new daemon');
   const { failures } = await traffic.stop();
-  assert.deepEqual(failures, [], 'requests failed across the upgrade');
+  assert.deepEqual(failures, [], `requests failed across the upgrade; the daemons' log since the upgrade:\n${d.dump(since)}`);
   assert.equal(isAlive(oldPid), false);
   assert.ok(isAlive(newPid));
   assert.equal(readPid(pidFile), newPid, 'the pid file names the new daemon');

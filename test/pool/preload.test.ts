@@ -27,9 +27,17 @@ if os.path.exists(os.path.join(os.path.dirname(__file__), 'broken')):
     raise RuntimeError('broken on purpose')
 def application(env, start):
     q = env.get('QUERY_STRING', '')
+    here = os.path.dirname(__file__)
     if q.startswith('ms='):
-        open(os.path.join(os.path.dirname(__file__), 'running'), 'w').close()
+        open(os.path.join(here, 'running'), 'w').close()
         time.sleep(int(q[3:]) / 1000)
+    elif q == 'hold':
+        # Answers once the test writes 'release' (at most 30 s): requests held together run at once.
+        open(os.path.join(here, f'held-{os.getpid()}'), 'w').close()
+        for _ in range(3000):
+            if os.path.exists(os.path.join(here, 'release')):
+                break
+            time.sleep(0.01)
     start('200 OK', [('Content-Type', 'text/plain')])
     return [f"{os.getpid()} {os.getppid()}".encode()]
 `;
@@ -98,7 +106,11 @@ const pidsOf = (r: TestRequest): [number, number] => r.sink.text().split(' ').ma
 test('workers are forks of one parent (PPid in /proc), each a worker of its own in status; the parent is a child of the daemon', T, async (t) => {
   const p = preloadPool(t);
   await p.pool.start();
-  const rs = await Promise.all([p.request('ms=300'), p.request('ms=300'), p.request('ms=300')].map(async (r) => (await r.sink.answered, r)));
+  // Held until all three run: one worker cannot serve two of them in turn, however slowly forks start on a busy machine.
+  const held = [p.request('hold'), p.request('hold'), p.request('hold')];
+  await waitFor(() => readdirSync(p.dir).filter((n) => n.startsWith('held-')).length === 3, { timeout: 30_000, what: 'three requests running at once' });
+  writeFileSync(join(p.dir, 'release'), '');
+  const rs = await Promise.all(held.map(async (r) => (await withTimeout(r.sink.answered, 30_000, 'a held request'), r)));
   for (const r of rs) assert.equal(r.sink.status, 200, r.sink.error?.message);
   const pairs = rs.map(pidsOf);
   const parents = new Set(pairs.map(([, pp]) => pp));

@@ -193,12 +193,13 @@ export class SpawnedPool extends PoolBase {
 
   /**
    * A number that grows with every event that changes what status shows of the pool while
-   * it is idle (a request's arrival, a worker's event, a retune); undefined while requests
-   * run or wait, or the pool is not running, when its status moves with time as well.
+   * it is idle (a request's arrival, a worker's event, a retune, a sample that changed a
+   * worker's memory or CPU); undefined while requests run or wait, or the pool is not
+   * running, when its status moves with time as well.
    */
   idleRevision(): number | undefined {
     if (this.state !== 'running' || this.stats.active > 0 || this.queue.length > 0) return undefined;
-    return this.stats.accepted + this.supervisor.events + this.retunes;
+    return this.stats.accepted + this.supervisor.events + this.supervisor.figures.n + this.retunes;
   }
 
   retune(next: PoolConfig): (() => void) | undefined {

@@ -18,7 +18,7 @@ import type { MemorySample } from '../../memory/types.js';
 import { childrenOf } from '../../worker/children.js';
 import { OneTimer, type Clock } from '../../util/clock.js';
 import { signalChildOf } from './hard-kill.js';
-import { WorkerMemory } from './worker-memory.js';
+import { WorkerMemory, type FiguresRevision } from './worker-memory.js';
 import type { SlotView } from './slot.js';
 import type { PoolStats } from '../stats.js';
 
@@ -32,6 +32,8 @@ export interface GroupChildrenDeps {
   /** Children of a parent pid (tests give a fake /proc). */
   list?: (pid: number) => number[];
   signal?: (parent: number, pid: number, sig: NodeJS.Signals) => boolean;
+  /** Moves when a group's children or their shown memory change (SpawnedPool.idleRevision). */
+  revision?: FiguresRevision;
 }
 
 export class GroupChildren {
@@ -77,13 +79,19 @@ export class GroupChildren {
     const pids = this.list(parent);
     const kids = slot.children;
     if (kids === undefined) return [];
+    const rev = this.deps.revision;
     for (const pid of kids.keys()) {
       if (pids.includes(pid)) continue;
+      if (rev !== undefined) rev.n++;
       kids.delete(pid);
       this.marked.delete(pid);
       this.deps.host?.sampler.forget(pid);
     }
-    for (const pid of pids) if (!kids.has(pid)) kids.set(pid, new WorkerMemory());
+    for (const pid of pids) {
+      if (kids.has(pid)) continue;
+      if (rev !== undefined) rev.n++;
+      kids.set(pid, new WorkerMemory(rev));
+    }
     return pids;
   }
 

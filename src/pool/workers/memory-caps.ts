@@ -17,6 +17,7 @@ import type { Logger } from '../../log/log.js';
 import { formatBytes } from '../../memory/format.js';
 import { checkWorker, planRelief, type WorkerCaps } from '../../memory/governor.js';
 import type { MemoryGovernor } from '../../memory/host-governor.js';
+import { LATER } from '../../memory/sampler.js';
 import type { BudgetMember, MemorySample } from '../../memory/types.js';
 import type { RetireReason } from '../../worker/types.js';
 import type { Clock, SharedTimer, TimedJob } from '../../util/clock.js';
@@ -65,6 +66,8 @@ export class MemoryCaps {
   private readonly rounds: SharedTimer;
   private readonly job: TimedJob = { dueAt: Infinity, run: () => this.round() };
   private sampling = false;
+  /** A round's samples by pid (one map, reused: rounds of a pool never overlap). */
+  private readonly got = new Map<number, MemorySample>();
   private disposed = false;
   private warnedFresh = false;
   recycled = 0;
@@ -176,24 +179,50 @@ export class MemoryCaps {
       this.afterRound();
       return;
     }
+    // Counters are read now, in place; only processes whose PSS is due wait for a read off
+    // the event loop. Most rounds of idle sites read counters only and end here, with no promise.
+    this.got.clear();
+    let later: number[] | undefined;
+    for (const slot of slots) later = this.readCounters(slot.pid!, now, later);
+    if (parent !== undefined) later = this.readCounters(parent, now, later);
+    if (spare !== undefined) later = this.readCounters(spare, now, later);
+    if (later === undefined) {
+      this.finishRound(slots, parent, spare);
+      this.afterRound();
+      return;
+    }
     this.sampling = true;
-    const pids = slots.map((s) => s.pid!);
-    if (parent !== undefined) pids.push(parent);
-    if (spare !== undefined) pids.push(spare);
     void sampler
-      .read(pids, now)
-      .then((got) => {
-        for (const slot of slots) {
-          const s = got.get(slot.pid!);
-          if (s !== undefined && slot.exit === undefined) this.apply(slot, s);
-        }
-        this.d.parent.keep(parent, parent === undefined ? undefined : got.get(parent), spare === undefined ? undefined : got.get(spare));
+      .read(later, now)
+      .then((read) => {
+        for (const [pid, s] of read) this.got.set(pid, s);
+        this.finishRound(slots, parent, spare);
       })
       .catch((err: unknown) => this.d.log.debug({ err }, 'memory sampling failed'))
       .finally(() => {
         this.sampling = false;
         this.afterRound();
       });
+  }
+
+  /** A round's read of one process: into this.got, or onto `later` (returned) when it must wait for its PSS. */
+  private readCounters(pid: number, now: number, later: number[] | undefined): number[] | undefined {
+    const sampler = this.d.host.sampler;
+    const r = sampler.readCounters === undefined ? LATER : sampler.readCounters(pid, now);
+    if (r === LATER) (later ??= []).push(pid);
+    else if (r !== undefined) this.got.set(pid, r);
+    return later;
+  }
+
+  /** Applies a round's samples (this.got) to its workers and the preload parent. */
+  private finishRound(slots: readonly SlotView[], parent: number | undefined, spare: number | undefined): void {
+    const got = this.got;
+    for (const slot of slots) {
+      const s = got.get(slot.pid!);
+      if (s !== undefined && slot.exit === undefined) this.apply(slot, s);
+    }
+    this.d.parent.keep(parent, parent === undefined ? undefined : got.get(parent), spare === undefined ? undefined : got.get(spare));
+    got.clear();
   }
 
   /** `measured`: the round read something (else the pool's estimate and memory_limit have nothing new to go by). */
@@ -229,7 +258,7 @@ export class MemoryCaps {
     m.record(s);
     m.sampledWhen(slot.requests, slot.inIdle);
     const hwm = this.d.host.sampler.hwm?.(s.pid);
-    if (hwm !== undefined) m.peak = Math.max(m.peak, hwm - (s.rss - s.value));
+    if (hwm !== undefined) m.raisePeak(hwm - (s.rss - s.value));
   }
 
   /** Applies max_memory / max_memory_hard to one fresh sample. True when the worker was recycled or killed. */

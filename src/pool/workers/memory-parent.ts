@@ -9,6 +9,7 @@
 import type { MemoryGovernor } from '../../memory/host-governor.js';
 import type { MemorySample, WorkerRef } from '../../memory/types.js';
 import type { Clock } from '../../util/clock.js';
+import type { FiguresRevision } from './worker-memory.js';
 
 export interface PreloadParentHooks {
   /** The parent's pid while one runs. */
@@ -30,7 +31,7 @@ export class PreloadParentMemory {
   /** Parents stopped for memory that have not exited yet: still counted, and freeing. */
   stopping = 0;
 
-  constructor(pool: string, host: MemoryGovernor, hooks: PreloadParentHooks, clock: Clock, interval: number) {
+  constructor(pool: string, host: MemoryGovernor, hooks: PreloadParentHooks, clock: Clock, interval: number, private readonly revision?: FiguresRevision) {
     this.pool = pool;
     this.host = host;
     this.hooks = hooks;
@@ -50,7 +51,14 @@ export class PreloadParentMemory {
 
   /** A sampling round's reading of `pid` (the pid() it was asked for) and of its spare. */
   keep(pid: number | undefined, s: MemorySample | undefined, spare?: MemorySample): void {
-    this.parent = pid !== undefined && s !== undefined ? { pid, sample: withSpare(s, spare) } : undefined;
+    this.set(pid !== undefined && s !== undefined ? { pid, sample: withSpare(s, spare) } : undefined);
+  }
+
+  /** A new reading; one that changes what status shows moves the pool's revision. */
+  private set(next: { pid: number; sample: MemorySample } | undefined): void {
+    const was = this.parent;
+    if (this.revision !== undefined && (was?.pid !== next?.pid || was?.sample.value !== next?.sample.value)) this.revision.n++;
+    this.parent = next;
   }
 
   /**
@@ -66,7 +74,7 @@ export class PreloadParentMemory {
       const s = this.host.sampler.readNow(pid, now, true);
       const sparePid = this.sparePid();
       const spare = sparePid === undefined ? undefined : this.host.sampler.readNow(sparePid, now, true);
-      this.parent = s && { pid, sample: withSpare(s, spare) };
+      this.set(s && { pid, sample: withSpare(s, spare) });
     }
     return this.parent?.pid === pid ? this.parent.sample.value : 0;
   }

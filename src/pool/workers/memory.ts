@@ -36,7 +36,7 @@ import { PoolEstimate } from './memory-estimate.js';
 import { PreloadParentMemory, type PreloadParentHooks } from './memory-parent.js';
 import { WorkerPlacement } from './memory-placement.js';
 import { DEFAULT_BUSY_CPU_SLICE_MS } from './busy-slice.js';
-import { WorkerMemory } from './worker-memory.js';
+import { FiguresRevision, WorkerMemory } from './worker-memory.js';
 import type { PoolSnapshot } from '../types.js';
 
 /** What the memory part asks of its pool. */
@@ -61,7 +61,7 @@ export class PoolMemory implements BudgetMember {
   oomKills = 0;
   evicted = 0;
 
-  constructor(cfg: PoolConfig, host: MemoryGovernor, hooks: PoolMemoryHooks, clock: Clock, log: Logger) {
+  constructor(cfg: PoolConfig, host: MemoryGovernor, hooks: PoolMemoryHooks, clock: Clock, log: Logger, private readonly revision = new FiguresRevision()) {
     this.name = cfg.name;
     this.cfg = cfg;
     this.host = host;
@@ -71,7 +71,7 @@ export class PoolMemory implements BudgetMember {
     this.limit = cfg.memoryLimit ?? 0;
     this.interval = cfg.memorySampleInterval ?? host.sampleInterval;
     this.est = new PoolEstimate(cfg);
-    this.parent = new PreloadParentMemory(cfg.name, host, hooks, clock, this.interval);
+    this.parent = new PreloadParentMemory(cfg.name, host, hooks, clock, this.interval, revision);
     this.placement = new WorkerPlacement(cfg.name, this.limit, cfg.oomScoreAdj ?? WORKER_OOM_SCORE_ADJ, cfg.cpuWeight ?? DEFAULT_CPU_WEIGHT, cfg.busyCpuSlice ?? DEFAULT_BUSY_CPU_SLICE_MS, host, log);
     this.cgroup = this.placement.cgroup;
     const slots = (): Iterable<SlotView> => hooks.slots();
@@ -86,7 +86,7 @@ export class PoolMemory implements BudgetMember {
   /** A worker was spawned: its samples' record (the supervisor keeps it on the slot). */
   spawned(): WorkerMemory {
     this.sampling.spawned();
-    return new WorkerMemory();
+    return new WorkerMemory(this.revision);
   }
 
   /** A reload changed the pool's scaling keys in place (Supervisor.retune). */

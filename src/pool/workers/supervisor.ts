@@ -31,6 +31,7 @@ import { GroupChildren } from './groups.js';
 import { childrenOf } from '../../worker/children.js';
 import { endHanded } from '../../worker/handover.js';
 import type { PoolState } from '../pool-base.js';
+import { FiguresRevision } from './worker-memory.js';
 import { PoolMemory } from './memory.js';
 import { initialWorkers, NO_ROUND, planIdleStops, planSpawns, SURPLUS_IDLE_MS, type ScalingConfig, type SpawnRound, type WorkerCounts } from './scaling.js';
 import { exitText, type SeatView, type Slot, type SlotView } from './slot.js';
@@ -157,8 +158,10 @@ export class Supervisor {
   private parked: Slot | undefined;
   /** The parked parent's child kept stopped beside it: the next request's, without waiting for a fork. */
   private keptChild: number | undefined;
-  /** Slot events so far: what status shows of the workers moves only with one (SpawnedPool.idleRevision). */
+  /** Slot events so far: what status shows of the workers moves only with one or with `figures` (SpawnedPool.idleRevision). */
   events = 0;
+  /** Samples that changed a worker's shown memory or CPU, and groups whose children changed. */
+  readonly figures = new FiguresRevision();
   /** Times the parked parent was woken (status: its "forks"). */
   private wakes = 0;
   private readonly resident: boolean;
@@ -196,7 +199,7 @@ export class Supervisor {
       preloadParent: () => deps.forkServer?.parent?.pid ?? this.parked?.pid,
       preloadSpare: () => deps.forkServer?.parent?.spare ?? this.keptChild,
       stopPreloadParent: () => deps.forkServer?.stopIdle() ?? this.evictParked(),
-    }, clock, this.log);
+    }, clock, this.log, this.figures);
     // The memory part places each worker (cgroup, oom_score_adj) right after spawn.
     const spec = this.mem === undefined ? deps.spec : { ...deps.spec, onStarted: (pid: number) => this.mem!.started(pid) };
     this.procs = new Children(
@@ -204,7 +207,7 @@ export class Supervisor {
       { ready: (slot) => this.fire(slot, 'ready', NO_CONTEXT), exited: (slot, exit, verdict) => this.fire(slot, verdict.outside ? 'killed' : 'exit', { exit, verdict }) },
     );
     if (k > 1 || this.resident) {
-      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.procs.slots });
+      this.groups = new GroupChildren(cfg, { host: deps.memory, clock, log: this.log, stats, groups: () => this.procs.slots, revision: this.figures });
     }
   }
 

@@ -5,10 +5,19 @@
  */
 import type { MemorySample, WorkerMemoryFigures } from '../../memory/types.js';
 
+/**
+ * Counts the samples that changed what status shows of a pool's workers (memory, peak,
+ * CPU): an idle pool's kept status is made again after one (SpawnedPool.idleRevision),
+ * and only then. One per pool, shared by its workers' WorkerMemory.
+ */
+export class FiguresRevision {
+  n = 0;
+}
+
 /** Per worker: its samples and whether it is near a cap. */
 export class WorkerMemory {
   last: MemorySample | undefined;
-  peak = 0;
+  private peakBytes = 0;
   /** Epoch ms of the last sample, for status. */
   sampledAt = 0;
   /** At NEAR_SHARE of a cap: re-measured right after each request. */
@@ -21,6 +30,19 @@ export class WorkerMemory {
   /** Sampling rounds passed over it since its last sample (quiet: idle, nothing served since). */
   roundsSkipped = 0;
 
+  constructor(private readonly revision?: FiguresRevision) {}
+
+  /** The largest it was seen (samples, and the kernel's high-water mark less its shared part). */
+  get peak(): number {
+    return this.peakBytes;
+  }
+
+  raisePeak(bytes: number): void {
+    if (bytes <= this.peakBytes) return;
+    this.peakBytes = bytes;
+    if (this.revision !== undefined) this.revision.n++;
+  }
+
   /** After a sample: what the worker had done by then (a quiet one is read less often). */
   sampledWhen(requests: number, idle: boolean): void {
     this.requestsAtSample = requests;
@@ -29,13 +51,14 @@ export class WorkerMemory {
   }
 
   record(s: MemorySample): void {
-    this.last = s;
-    if (s.value > this.peak) this.peak = s.value;
-    this.sampledAt = Date.now();
+    this.recordFresh(s);
+    this.raisePeak(s.value);
   }
 
   /** A sample of the worker before it served: its charge, not a peak (a fresh process is smaller than one that ran the application). */
   recordFresh(s: MemorySample): void {
+    const l = this.last;
+    if (this.revision !== undefined && (l === undefined || l.value !== s.value || l.rss !== s.rss || shownCpu(l.cpu) !== shownCpu(s.cpu) || l.measure !== s.measure)) this.revision.n++;
     this.last = s;
     this.sampledAt = Date.now();
   }
@@ -43,6 +66,9 @@ export class WorkerMemory {
   figures(): WorkerMemoryFigures | undefined {
     const s = this.last;
     if (s === undefined) return undefined;
-    return { pss: s.pss, rss: s.rss, anon: s.anon, cpu: Math.round(s.cpu * 10) / 10, measure: s.measure, peak: this.peak, sampledAt: this.sampledAt };
+    return { pss: s.pss, rss: s.rss, anon: s.anon, cpu: shownCpu(s.cpu), measure: s.measure, peak: this.peak, sampledAt: this.sampledAt };
   }
 }
+
+/** CPU % as status shows it: one decimal. */
+const shownCpu = (cpu: number): number => Math.round(cpu * 10) / 10;
