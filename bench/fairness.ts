@@ -26,7 +26,7 @@
  *              connect.
  *
  *   node dist/bench/fairness.js [--rows closed,noisy,slowloris] [--seconds 8] [--variant "cpu_weight: 0"]
- *       [--generator-inline] [--nginx-workers N] [--nginx-nice N] [--nginx-slice NS]
+ *       [--generator-inline] [--nginx-workers N] [--nginx-nice N] [--nginx-slice NS] [--noisy-pools N]
  *
  * --nginx-workers N, --nginx-nice N and --nginx-slice NS (the noisy row) are the A/Bs of
  * where the quiet request waits in the web server both stacks share: N worker processes
@@ -34,7 +34,10 @@
  * operator sets with the service's CPU weight); its processes' CPU slice NS ns (EEVDF custom
  * slices, Linux 6.12+, through fcgi-pm's addon; an operator's `chrt --other -T NS`, util-linux
  * 2.41+): whether a quiet request's wake-ups of nginx wait behind the noisy pool's workers
- * for their weight (nginx not yet eligible) or for their slice.
+ * for their weight (nginx not yet eligible) or for their slice. --noisy-pools N puts N
+ * noisy pools (30 clients each) beside the quiet one: N busy pools' cgroups at the v1 root
+ * weigh N sessions beside nginx's one (one parent for them was tried on 2026-12-03 and
+ * backed out: the quiet pool then waited for the parent's turn; docs/BENCHMARKS.md).
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -238,7 +241,9 @@ function placement(pid: number | undefined): string {
 }
 
 async function rowNoisy(dir: string, doc: string, seconds: number, variant: string | undefined): Promise<void> {
-  const pools = [{ name: 'quiet', workers: 4 }, { name: 'noisy', workers: 4 }];
+  // --noisy-pools N: N noisy pools (noisy, noisy2, ...), 30 clients each: whether N busy pools weigh N services beside nginx's.
+  const noisyNames = Array.from({ length: Number(arg('--noisy-pools', '1')) }, (_, k) => (k === 0 ? 'noisy' : `noisy${k + 1}`));
+  const pools = [{ name: 'quiet', workers: 4 }, ...noisyNames.map((name) => ({ name, workers: 4 }))];
   const fpm = await startFpm(join(dir, 'fpm-noisy'), pools);
   const ours = await startFcgiPm(join(dir, 'ours-noisy'), pools, [], true);
   const alt = variant === undefined ? undefined : await startFcgiPm(join(dir, 'alt-noisy'), pools, [variant], true);
@@ -247,13 +252,13 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
     { name: 'fcgi-pm', s: ours, daemon: true },
     ...(alt === undefined ? [] : [{ name: `fcgi-pm (${variant})`, s: alt, daemon: true }]),
   ];
-  const ports = await Promise.all(stacks.map(async () => ({ quiet: await freePort(), noisy: await freePort() })));
+  const ports = await Promise.all(stacks.map(async () => ({ quiet: await freePort(), noisy: await Promise.all(noisyNames.map(() => freePort())) })));
   const ngx = await startFront(
     join(dir, 'nginx-noisy'),
     doc,
     stacks.flatMap((st, i) => [
       { port: ports[i]!.quiet, sock: st.s.socks.get('quiet')! },
-      { port: ports[i]!.noisy, sock: st.s.socks.get('noisy')! },
+      ...noisyNames.map((n, k) => ({ port: ports[i]!.noisy[k]!, sock: st.s.socks.get(n)! })),
     ]),
     true,
   );
@@ -270,7 +275,7 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
     if (err !== undefined) throw new Error(`--nginx-slice: ${err}`);
   }
   const pids = stacks.map((st) => stackPids(st.s.proc.pid, st.daemon));
-  process.stdout.write(`\nnoisy neighbour: quiet pool (1 client, small page) alone, then beside a noisy pool (30 clients of a 20 ms CPU-bound page), 4 workers each, ${seconds} s windows; ${machineLine()}\n`);
+  process.stdout.write(`\nnoisy neighbour: quiet pool (1 client, small page) alone, then beside ${noisyNames.length === 1 ? 'a noisy pool' : `${noisyNames.length} noisy pools`} (30 clients each of a 20 ms CPU-bound page), 4 workers each, ${seconds} s windows; ${machineLine()}\n`);
   process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker${ngxWorkers.length > 1 ? `s (${ngxWorkers.length})` : ''} ${placement(ngxWorkers[0])}${slice !== '' ? ` slice ${readSlice(ngxWorkers[0]!) ?? '?'} ns` : ''}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
   process.stdout.write('| stack | quiet p99 alone ms | quiet p99 beside ms | ratio | noisy served req/s | noisy answers |\n|---|---|---|---|---|---|\n');
   const waits: string[] = [];
@@ -291,7 +296,8 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
       const h1 = await daemonLatency(control, 'quiet');
       // The noise from wrk, a process of its own: timed in the quiet client's, its answers
       // would wait behind the event loop's handling of 30 noisy ones.
-      const [beside, noise] = await Promise.all([clients(quietUrl, 1, seconds), runWrk(`http://127.0.0.1:${p.noisy}/cpu.php`, 30, seconds)]);
+      const [beside, ...noises] = await Promise.all([clients(quietUrl, 1, seconds), ...p.noisy.map((port) => runWrk(`http://127.0.0.1:${port}/cpu.php`, 30, seconds))]);
+      const noise = noises.reduce((x, y) => ({ ...x, requests: x.requests + y.requests, non2xx: x.non2xx + y.non2xx, errors: x.errors + y.errors }));
       const s2 = readAll();
       const h2 = await daemonLatency(control, 'quiet');
       const a = pct(alone.ms, 99);

@@ -1,7 +1,7 @@
 /**
  * Figures for issue 24's targets (docs/BENCHMARKS.md). Prints figures, asserts nothing.
  *
- *   npx tsc -p . && node dist/bench/observability.js [--sites 1000] [--active 200] [--cpu-seconds 30]
+ *   npx tsc -p . && node dist/bench/observability.js [--sites 1000] [--active 200] [--cpu-seconds 30] [--settle-seconds 0]
  *
  * As root (the sites run as nobody). Three daemons: a (the dashboard, `--sites` vhosts
  * sites from a directory behind an HTTP listener with status_path) and two peers b, c
@@ -14,6 +14,9 @@
  *    then), the page's height once drawn (against the 1,000 px viewport), daemon a's CPU
  *    and its main thread's context switches (wake-ups) over `--cpu-seconds` with the page
  *    open against with none.
+ * --settle-seconds N waits N s before each CPU window: the windows then show a daemon that
+ * has run that way for a while, after V8 compiled what runs only while idle (or only with a
+ * page open), rather than one just back from the activation and the scrapes.
  * --json FILE also writes the figures there (bench/budget.ts reads them).
  * --profile DIR runs daemon a under `node --cpu-prof` (its file written in DIR as it exits)
  * and prints where its CPU went in each window: no page open, one page open.
@@ -38,6 +41,8 @@ const arg = (name: string, def: string): string => {
 const SITES = Number(arg('--sites', '1000'));
 const ACTIVE = Number(arg('--active', '200'));
 const CPU_S = Number(arg('--cpu-seconds', '30'));
+/** Seconds each CPU window waits before it starts (V8 compiles the code that runs only when idle, or with a page open, in its first minutes). */
+const SETTLE_S = Number(arg('--settle-seconds', '0'));
 const JSON_FILE = process.argv.includes('--json') ? arg('--json', '') : undefined;
 const PROFILE_DIR = process.argv.includes('--profile') ? arg('--profile', '') : undefined;
 /** bin/fcgi-pm's flags for a daemon. */
@@ -252,6 +257,10 @@ async function main(): Promise<void> {
 
     // CPU of daemon a with no page open (the idle sampler runs every 10 s).
     const pid = a.proc.pid!;
+    if (SETTLE_S > 0) {
+      mark(`no page open: settling ${SETTLE_S} s`);
+      await sleep(SETTLE_S * 1000);
+    }
     let c0 = cpuTicks(pid);
     let w0 = nowUs();
     let th0 = threadCpu(pid);
@@ -291,6 +300,10 @@ async function main(): Promise<void> {
       const height = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollHeight: number } } }).document.documentElement.scrollHeight);
       Object.assign(figures, { firstRenderMs: render, pageBytes: loaded, pageHeightPx: height, viewportPx: 1000 });
       console.log(`dashboard first render (navigation to the table drawn, ${ACTIVE + 2} active pools known, ${SITES} sites): ${Math.round(render)} ms (target ≤ 1000 ms); page weight until then ${(loaded / 1024).toFixed(0)} KiB (target ≤ 300 KB); page height ${height} px (target ≤ 3,000 px: three screens of 1,000)`);
+      if (SETTLE_S > 0) {
+        mark(`one page open: settling ${SETTLE_S} s`);
+        await sleep(SETTLE_S * 1000);
+      }
       c0 = cpuTicks(pid);
       const b0 = bytes;
       w0 = nowUs();
@@ -304,7 +317,7 @@ async function main(): Promise<void> {
       windows.push({ what: 'one page open', fromUs: w0, toUs: nowUs() });
       const openCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
       Object.assign(figures, { cpuIdlePct: idleCpu, cpuPageOpenPct: openCpu, wakeupsIdle: idleWakeups, wakeupsPageOpen: openWakeups });
-      console.log(`daemon a CPU over ${CPU_S} s: ${idleCpu.toFixed(2)} % of a core with no page open, ${openCpu.toFixed(2)} % with one page open (target ≤ 1 %); the page received ${((bytes - b0) / 1024 / CPU_S).toFixed(1)} KiB/s`);
+      console.log(`daemon a CPU over ${CPU_S} s${SETTLE_S > 0 ? ` (each after ${SETTLE_S} s of settling)` : ''}: ${idleCpu.toFixed(2)} % of a core with no page open, ${openCpu.toFixed(2)} % with one page open (target ≤ 1 %); the page received ${((bytes - b0) / 1024 / CPU_S).toFixed(1)} KiB/s`);
       console.log(`  by thread, no page open: ${idleThreads}\n  by thread, one page open: ${openThreads}`);
       console.log(`  main thread's context switches: ${idleWakeups.toFixed(1)}/s with no page open, ${openWakeups.toFixed(1)}/s with one page open`);
     } finally {

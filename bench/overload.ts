@@ -19,7 +19,7 @@
  *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
  *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/] [--daemon-view]
  *       [--hops [--hops-dump PREFIX]] [--capacity REQ_PER_S] [--generator-inline]
- *       [--nginx-workers N]
+ *       [--nginx-workers N] [--nginx-keepalive N] [--daemon-keys "key: value; ..."]
  *
  * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
  * latency percentiles of the served requests and of the 503s. --daemon-view (php suite)
@@ -39,6 +39,11 @@
  * process and session, as before 2026-12-03 (the A/B of that change). --nginx-workers N
  * gives the one nginx in front of every stack N worker processes (1 by default): the A/B of
  * nginx's own delay to accept at 2× (one worker at nice 0 beside 4 busy workers).
+ * --nginx-keepalive N: nginx's kept connections to each upstream (32). --daemon-keys adds
+ * top-level keys to fcgi-pm's config ("daemon_cpu_weight: 1000"). Each fcgi-pm window also
+ * prints the daemon's front-end connections per request sent, its CPU per 1,000 sent, and
+ * the run-queue wait (/proc/PID/schedstat) of the daemon and of nginx's workers over the
+ * window and its drain: whether the 503s waited for a CPU before the daemon read them.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,6 +53,9 @@ import { findPhpFpm, REPO, runNginx } from './compare-stacks.js';
 import { runWrk } from './compare-wrk.js';
 import { djangoDatabase, freePort, machineLine, startFcgiPmDjango, startUwsgi } from './django.js';
 import { openLoop, openLoopApart, type ClientHop, type OpenLoopResult } from './load-generator.js';
+import { childPids, cpuSeconds } from '../src/bench/proc-info.js';
+import { controlRequest } from '../src/control/client.js';
+import type { StatusSnapshot } from '../src/control/types.js';
 
 const PHP_PUBLIC = join(REPO, 'examples', 'php', 'public');
 
@@ -86,7 +94,7 @@ env[APP_DB_PATH] = ${db}
 /** fcgi-pm's access file for --daemon-view: status, milliseconds from arrival to end, the query (--hops: `i=<id>`), arrival and end (epoch s), one request a line. */
 const DAEMON_VIEW_FORMAT = '%s %{milli}d %q %{msec}t %{msec}T';
 
-async function startFcgiPmPhp(dir: string, workers: number, db: string, accessFile?: string): Promise<Started & { sock: string }> {
+async function startFcgiPmPhp(dir: string, workers: number, db: string, accessFile?: string): Promise<Started & { sock: string; control: string }> {
   mkdirSync(dir, { recursive: true });
   const sock = join(dir, 'fcgi-pm.sock');
   const log = accessFile === undefined ? '{ level: warn, access: false }' : `{ level: warn, access: true, access_file: ${accessFile}, access_format: "${DAEMON_VIEW_FORMAT}" }`;
@@ -102,11 +110,41 @@ pools:
     max_children: ${workers}
 log: ${log}
 runtime_dir: ${dir}
-`,
+control_socket: ${dir}/control.sock
+${arg('--daemon-keys', '').split(';').filter((k) => k.trim() !== '').map((k) => `${k.trim()}\n`).join('')}`,
   );
   const p = start('fcgi-pm', join(REPO, 'bin', 'fcgi-pm'), ['run', '-c', join(dir, 'fcgi-pm.yaml'), '--allow-root'], { cwd: dir, detached: true });
   await waitReady('fcgi-pm', { path: sock }, p);
-  return Object.assign(p, { sock });
+  return Object.assign(p, { sock, control: join(dir, 'control.sock') });
+}
+
+/** Run-queue wait (ms) of these threads so far (/proc/PID/schedstat: the main thread's). */
+function runQueueWaitMs(pids: number[]): number {
+  let ns = 0;
+  for (const pid of pids) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/schedstat`, 'latin1').split(' ')[1]);
+    } catch {
+      // gone
+    }
+  }
+  return ns / 1e6;
+}
+
+interface DaemonCost {
+  cpu: number;
+  accepted: number;
+  /** Its run-queue wait, ms. */
+  waitMs: number;
+}
+
+/** What the daemon has spent so far: its CPU seconds, the front-end connections its listeners took, its wait for a CPU. */
+async function daemonCost(pid: number, control: string): Promise<DaemonCost> {
+  const c = await controlRequest(control, { cmd: 'status' }, 10_000);
+  c.end();
+  if (!c.response.ok) throw new Error(`status: ${JSON.stringify(c.response.error)}`);
+  const accepted = (c.response.result as StatusSnapshot).listeners.reduce((n, l) => n + l.accepted, 0);
+  return { cpu: cpuSeconds(pid) ?? NaN, accepted, waitMs: runQueueWaitMs([pid]) };
 }
 
 /** The onset's spans (ms of due time from the window's first request): the first sub-windows of 50 ms, while the growth is being seen, then the rest. */
@@ -141,6 +179,8 @@ interface Site {
   accessFile?: string;
   /** nginx's access file for this site (--hops). */
   nginxFile?: string;
+  /** fcgi-pm's pid and control socket: its CPU and connections per request, each window. */
+  daemon?: { pid: number; control: string };
 }
 
 /** nginx's access line for --hops: the request's id, then when nginx's request ended (epoch s) and its times (s). */
@@ -214,7 +254,7 @@ function hopsTable(label: string, hops: Hop[]): string {
 
 async function startNginx(dir: string, sites: Site[]): Promise<Started> {
   const blocks = sites.map((s, i) => {
-    const up = `upstream up${i} { server unix:${s.sock}; keepalive 32; }`;
+    const up = `upstream up${i} { server unix:${s.sock}; keepalive ${arg('--nginx-keepalive', '32')}; }`;
     const loc =
       s.kind === 'php'
         ? `root ${PHP_PUBLIC};
@@ -263,17 +303,27 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
     const viewed = sites.some((s) => s.accessFile !== undefined);
     const p99 = (xs: number[]): string => (xs.length > 0 ? pct(xs, 99).toFixed(0) : '–');
     process.stdout.write(
-      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms |' : ''} the client's loop delay p99 / max ms, CPU |\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|' : ''}---|\n`,
+      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms |' : ''} the client's loop delay p99 / max ms, CPU | the daemon: connections a request, CPU ms a 1,000 sent | run-queue wait ms: daemon / nginx's workers |\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|' : ''}---|---|---|\n`,
     );
     for (const m of rates) {
       for (const s of sites) {
         const rate = Math.round(capacity * m);
+        const before = s.daemon === undefined ? undefined : await daemonCost(s.daemon.pid, s.daemon.control);
+        const nginxBefore = runQueueWaitMs(childPids(ngx.pid));
         const r = inline ? await openLoop(url(s), rate, seconds, timeoutMs, s.nginxFile !== undefined, nextId) : await openLoopApart(url(s), rate, seconds, timeoutMs, s.nginxFile !== undefined, nextId);
         onsetLines.push(`| ${m}× | ${s.name} | ${onsetCells(r)} |`);
         generator = `the load generator: ${inline ? "in the bench's process (--generator-inline)" : 'a process and session of its own'}, ${r.client.autogroup}`;
         nextId += r.sent;
         // Let the queues empty before the next window (and the access lines reach the file).
         await new Promise((res) => setTimeout(res, 2000));
+        let cost = '–';
+        const nginxWait = (runQueueWaitMs(childPids(ngx.pid)) - nginxBefore).toFixed(0);
+        let waits = `– / ${nginxWait}`;
+        if (s.daemon !== undefined && before !== undefined) {
+          const after = await daemonCost(s.daemon.pid, s.daemon.control);
+          cost = `${((after.accepted - before.accepted) / r.sent).toFixed(2)}, ${((1e6 * (after.cpu - before.cpu)) / r.sent).toFixed(0)}`;
+          waits = `${(after.waitMs - before.waitMs).toFixed(0)} / ${nginxWait}`;
+        }
         let inside = viewed ? ' – | – |' : '';
         const daemonRows = fresh(s.accessFile);
         if (s.accessFile !== undefined) {
@@ -287,7 +337,7 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
           if (dump !== '') writeFileSync(`${dump}-${m}-${s.name}.json`, JSON.stringify(joined));
         }
         process.stdout.write(
-          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors}${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''} | ${pct(r.servedMs, 50).toFixed(0)} | ${p99(r.servedMs)} | ${p99(r.refusedMs)} |${inside} ${r.client.loopP99.toFixed(0)} / ${r.client.loopMax.toFixed(0)}, ${r.client.cpu.toFixed(0)} % |\n`,
+          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors}${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''} | ${pct(r.servedMs, 50).toFixed(0)} | ${p99(r.servedMs)} | ${p99(r.refusedMs)} |${inside} ${r.client.loopP99.toFixed(0)} / ${r.client.loopMax.toFixed(0)}, ${r.client.cpu.toFixed(0)} % | ${cost} | ${waits} |\n`,
         );
       }
     }
@@ -323,7 +373,7 @@ async function main(): Promise<void> {
       const peer = await startPhpFpmDb(join(dir, 'php-fpm'), workers, dbB);
       try {
         const sites: Site[] = [
-          { name: 'fcgi-pm', port: await freePort(), kind: 'php', sock: fpm.sock, ...(accessFile === undefined ? {} : { accessFile }), ...(hops ? { nginxFile: join(dir, 'nginx-fcgi-pm.log') } : {}) },
+          { name: 'fcgi-pm', port: await freePort(), kind: 'php', sock: fpm.sock, daemon: { pid: fpm.pid, control: fpm.control }, ...(accessFile === undefined ? {} : { accessFile }), ...(hops ? { nginxFile: join(dir, 'nginx-fcgi-pm.log') } : {}) },
           { name: 'php-fpm', port: await freePort(), kind: 'php', sock: peer.sock, ...(hops ? { nginxFile: join(dir, 'nginx-php-fpm.log') } : {}) },
         ];
         await suite('PHP + SQLite (examples/php db.php)', 'php', dir, sites, 'php-fpm', '/db.php', workers, rates, seconds, timeoutMs);
