@@ -5,7 +5,7 @@
  * machine's load (the load average is printed at the start and the end of each row).
  *
  *   npx tsc -p . && node dist/bench/budget.js [--short] [--rows cpu,box,scale] [--rounds 3]
- *       [--seconds 5] [--sites 1000] [--active 200] [--cpu-seconds 30] [--json FILE]
+ *       [--seconds 5] [--warm-seconds 15] [--sites 1000] [--active 200] [--cpu-seconds 30] [--json FILE]
  *       [--variant "cpu_weight: 0"] [--variant-repo ../main] [--variant-node-flags "--single-threaded-gc"]
  *
  * Rows (as root for box and scale):
@@ -57,8 +57,13 @@ const VARIANT =
   VARIANT_KEY === undefined && VARIANT_REPO === undefined && VARIANT_FLAGS === undefined
     ? undefined
     : [VARIANT_KEY, VARIANT_REPO === undefined ? undefined : `from ${VARIANT_REPO}`, VARIANT_FLAGS === undefined ? undefined : `node ${VARIANT_FLAGS || '(defaults)'}`].filter((x) => x !== undefined).join(', ');
-/** Seconds of load per stack and page before the rounds: php-cgi's first requests and V8's compilations are no one's cost. */
-const WARM_SECONDS = SHORT ? 1 : 3;
+/**
+ * Seconds of load per stack and page before the rounds: php-cgi's first requests and V8's
+ * compilations are no one's cost. V8 still compiles fcgi-pm's request path in bursts until
+ * some 20 s of load (the floor's few functions are done in one), so 3 s left part of that
+ * in fcgi-pm's cells only (docs/BENCHMARKS.md).
+ */
+const WARM_SECONDS = Number(opt('--warm-seconds', SHORT ? '1' : '15'));
 const WORKERS = 2;
 const CONCURRENCY = 10;
 const MiB = 1024 * 1024;

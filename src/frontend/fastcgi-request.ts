@@ -6,7 +6,7 @@
 import type { ProxyError } from '../errors.js';
 import { RecordType, type ParamsCollector } from '../protocol/fastcgi.js';
 import type { CgiResponseHead, Exchange, ResponseSink } from '../protocol/exchange.js';
-import { DeadlineNode, type ClientTimed } from './client-deadlines.js';
+import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
 
 /** What a request asks of its connection; FcgiSession implements it. */
 export interface FcgiConnection {
@@ -54,8 +54,12 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
   bodyPaused = false;
   /** body() returned false; waiting for the socket's 'drain'. */
   awaitingDrain = false;
-  /** On the header list from BEGIN_REQUEST to the end of PARAMS, then on the body list until the end of STDIN. */
-  readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
+  /**
+   * On the header list from BEGIN_REQUEST to the end of PARAMS, then on the body list until
+   * the end of STDIN; made when first armed (a request head and a GET's empty STDIN that
+   * come in one chunk, as front ends send them, are never on a list).
+   */
+  private node: DeadlineNode<ClientTimed> | undefined;
 
   constructor(session: FcgiConnection, id: number, role: number, keepConn: boolean, collector: ParamsCollector) {
     this.session = session;
@@ -63,6 +67,16 @@ export class FcgiRequest implements ResponseSink, ClientTimed {
     this.role = role;
     this.keepConn = keepConn;
     this.collector = collector;
+  }
+
+  get deadline(): DeadlineNode<ClientTimed> {
+    return (this.node ??= new DeadlineNode<ClientTimed>(this));
+  }
+
+  /** Off whichever deadline list it is on, if it was ever armed. */
+  stopDeadline(deadlines: ClientDeadlines): void {
+    const n = this.node;
+    if (n !== undefined) deadlines.stop(n);
   }
 
   head(head: CgiResponseHead): void {

@@ -290,7 +290,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
       ex.endBody();
     }
     // Off the header list (begun in an earlier chunk); the body deadline is armed after this chunk (routeReady).
-    this.deadlines.stop(r.deadline);
+    r.stopDeadline(this.deadlines);
     announceExchange(this.env, ex);
     this.ready.push(r);
   }
@@ -305,7 +305,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     }
     if (content.length === 0) {
       r.stdinDone = true;
-      this.deadlines.stop(r.deadline);
+      r.stopDeadline(this.deadlines);
       ex.endBody();
       return;
     }
@@ -316,7 +316,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
       return;
     }
     // We stop reading: from now on the client is not the one stalling.
-    this.deadlines.stop(r.deadline);
+    r.stopDeadline(this.deadlines);
     r.bodyPaused = true;
     if (this.pausedBy++ === 0) this.socket.pause();
   }
@@ -436,7 +436,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     if (r.state === 'ended') return;
     r.state = 'ended';
     r.collector = undefined;
-    this.deadlines.stop(r.deadline);
+    r.stopDeadline(this.deadlines);
     this.requests.delete(r);
     if (r.bodyPaused) {
       r.bodyPaused = false;
@@ -489,7 +489,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     this.requests.clear();
     for (const r of open) {
       r.state = 'ended';
-      this.deadlines.stop(r.deadline);
+      r.stopDeadline(this.deadlines);
       r.exchange?.abort();
     }
     this.pausedBy = 0;

@@ -166,7 +166,7 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
     if (end) this.write1(encodeStdout(r.id, EMPTY, EMPTY, true));
   }
 
-  /** The empty STDOUT and END_REQUEST of r: the backend's, ids rewritten, else ours. */
+  /** The closing records of r: the backend's (its END_REQUEST, after its empty STDOUT if it sent one), ids rewritten, else ours. */
   private closing(r: FcgiRequest, endRecords: Buffer | undefined): Buffer {
     if (endRecords === undefined) return encodeStdout(r.id, EMPTY, EMPTY, true);
     setRequestIds(endRecords, r.id);

@@ -44,9 +44,10 @@ export interface ResponseSink {
   /** Backend's FastCGI STDERR output. */
   stderr(chunk: Buffer): void;
   /**
-   * The response is complete. `endRecords`, with records passed: the backend's own empty
-   * STDOUT and END_REQUEST records (a view of its chunk, right after the last STDOUT
-   * record it passed when they came in one chunk), which the sink may send on.
+   * The response is complete. `endRecords`, with records passed: the backend's own closing
+   * records, its END_REQUEST after its empty STDOUT when it sent one (php-cgi sends none),
+   * a view of its chunk, right after the last STDOUT record it passed when they came in
+   * one chunk, which the sink may send on.
    */
   end(endRecords?: Buffer): void;
   /**

@@ -89,8 +89,9 @@ export class ParamsCollector {
   private bytes = 0;
   private done = false;
   private failed: ProtocolError | undefined;
-  /** Record bodies so far. */
-  private parts: Buffer[] = [];
+  /** The first record body (the whole stream, as front ends send it), then any more (rare). */
+  private first: Buffer | undefined;
+  private more: Buffer[] | undefined;
   /** Name and value bytes of the current pair still to come. */
   private skip = 0;
   // Length prefixes that straddle records: gathered here (allocated on first need: rare).
@@ -124,11 +125,13 @@ export class ParamsCollector {
         throw new ProtocolError(ErrorCodes.FCGI_BAD_PARAMS, 'FastCGI PARAMS stream ends inside a name-value pair');
       }
       this.done = true;
-      const parts = this.parts;
-      this.parts = [];
-      return new FcgiParams(parts.length === 1 ? parts[0]! : Buffer.concat(parts), this.count);
+      const first = this.first;
+      const more = this.more;
+      this.first = this.more = undefined;
+      return new FcgiParams(more === undefined ? (first ?? EMPTY) : Buffer.concat([first!, ...more]), this.count);
     }
-    this.parts.push(c);
+    if (this.first === undefined) this.first = c;
+    else (this.more ??= []).push(c);
     let pos = 0;
     while (pos < end) {
       if (this.skip > 0) {

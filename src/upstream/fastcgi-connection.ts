@@ -10,9 +10,10 @@
  *           held until it parsed (a bad or missing head still fails as before, with
  *           nothing sent); END_REQUEST → respondEnd (acted on once the chunk that
  *           carried it is fully decoded, so stray bytes after it cannot leak into the
- *           next request on this connection), with the backend's own empty STDOUT and
- *           END_REQUEST records when they lay side by side in its chunk (the sink may
- *           send them on, ids rewritten, as one view with the records before them).
+ *           next request on this connection), with the backend's own closing records (its
+ *           END_REQUEST, after its empty STDOUT when it sent one and they lay side by side
+ *           in its chunk: the sink may send them on, ids rewritten, as one view with the
+ *           records before them).
  */
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
@@ -61,7 +62,7 @@ export class FastcgiConnection extends UpstreamConnection {
   private readonly heldRecords: Buffer[] = [];
   /** The backend's empty STDOUT record (the end of the stream), when records are passed. */
   private stdoutEnd: Buffer | undefined;
-  /** Its empty STDOUT and END_REQUEST records as one view, for respondEnd. */
+  /** Its closing records as one view, for respondEnd: its empty STDOUT (when it sent one) and END_REQUEST. */
   private endRecords: Buffer | undefined;
   protected readonly cancellable = true;
 
@@ -239,8 +240,10 @@ export class FastcgiConnection extends UpstreamConnection {
       return;
     }
     this.endSeen = true;
+    // php-cgi sends no empty STDOUT before its END_REQUEST (it is what front ends get
+    // from php-fpm too): its END_REQUEST alone is then its closing record.
     const end = this.stdoutEnd;
-    if (end !== undefined && raw !== undefined) this.endRecords = joinAdjacent(end, raw);
+    if (raw !== undefined) this.endRecords = end === undefined ? raw : joinAdjacent(end, raw);
   }
 
   private complete(): void {

@@ -43,7 +43,14 @@ def application(environ, start_response):
         if 'mark' in q:  # where the test finds the worker running it
             with open(os.path.join(os.path.dirname(__file__), q['mark']), 'w') as f:
                 f.write(str(os.getpid()))
-        time.sleep(int(q.get('ms', '0')) / 1000)
+        if 'until' in q:  # held until the test writes that file (at most ms)
+            release = os.path.join(os.path.dirname(__file__), q['until'])
+            for _ in range(int(q.get('ms', '0')) // 10):
+                if os.path.exists(release):
+                    break
+                time.sleep(0.01)
+        else:
+            time.sleep(int(q.get('ms', '0')) / 1000)
         body = str(os.getpid()).encode()
     elif path == '/grow/':
         held = bytearray(int(q['mb']) << 20)
@@ -223,10 +230,17 @@ server {
     it(`${proto}: the overflow answers 503 once its queue is full; the rest is served`, async () => {
       // Both workers busy, one connection in the pool socket's backlog (direct_backlog 1),
       // one in the overflow's queue (queue_limit 1): what comes next is refused.
-      const slow = [get(proto, '/sleep/?ms=3000'), get(proto, '/sleep/?ms=3000')];
-      await waitFor(async () => (await pool(proto)).workers.filter((w: { state: string }) => w.state === 'busy').length === 2, { timeout: 10_000, what: 'both workers busy' });
-      const more = await Promise.all(Array.from({ length: 6 }, () => get(proto, '/pid/')));
-      const statuses = more.map((x) => x.status);
+      // The two are held until the test releases them: both stay busy however slowly the
+      // second fork starts and status answers on a busy machine.
+      const release = `release-${proto}`;
+      const slow = [get(proto, `/sleep/?ms=25000&until=${release}`), get(proto, `/sleep/?ms=25000&until=${release}`)];
+      await waitFor(async () => (await pool(proto)).workers.filter((w: { state: string }) => w.state === 'busy').length === 2, { timeout: 20_000, what: 'both workers busy' });
+      const answered: number[] = [];
+      const more = Array.from({ length: 6 }, () => get(proto, '/pid/').then((x) => (answered.push(x.status), x)));
+      // The refused ones are answered while the two run; those queued wait for them.
+      await waitFor(() => answered.includes(503) || answered.length === 6, { timeout: 20_000, what: 'a 503 while both workers are busy' });
+      writeFileSync(join(dir, release), '');
+      const statuses = (await Promise.all(more)).map((x) => x.status);
       assert.ok(statuses.includes(503), `statuses: ${statuses.join(',')}`);
       assert.deepEqual(statuses.filter((s) => s !== 200 && s !== 503), [], `statuses: ${statuses.join(',')}`);
       for (const s of await Promise.all(slow)) assert.equal(s.status, 200);

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ClientDeadlines } from '../../src/frontend/client-deadlines.js';
 import { FcgiRequest, RequestTable } from '../../src/frontend/fastcgi-request.js';
+import type { ListenerConfig } from '../../src/config/types.js';
 import type { FcgiSession } from '../../src/frontend/fastcgi-session.js';
 import { ParamsCollector, Role } from '../../src/protocol/fastcgi.js';
 import { DEFAULT_PARAMS_LIMITS } from '../../src/protocol/params.js';
@@ -34,4 +36,22 @@ test('RequestTable: one request, then multiplexed ones, found by id and forgotte
   t.clear();
   assert.equal(t.size, 0);
   assert.equal(t.get(7), undefined);
+});
+
+test('FcgiRequest: its deadline node is made when first armed; stopping a request never armed makes none', () => {
+  const deadlines = new ClientDeadlines({ headerTimeout: 60_000, bodyTimeout: 60_000 } as ListenerConfig);
+  const whole = request(1);
+  whole.stopDeadline(deadlines); // a GET that came whole: its PARAMS ended, then its STDIN
+  whole.stopDeadline(deadlines);
+  assert.equal((whole as unknown as { node: unknown }).node, undefined);
+  const slow = request(2);
+  deadlines.header.push(slow.deadline);
+  assert.equal(deadlines.header.length, 1);
+  assert.equal(slow.deadline, slow.deadline, 'one node for its life');
+  slow.stopDeadline(deadlines);
+  assert.equal(deadlines.header.length, 0);
+  deadlines.bodyActive(slow.deadline);
+  assert.equal(deadlines.body.length, 1);
+  slow.stopDeadline(deadlines);
+  assert.equal(deadlines.body.length, 0);
 });

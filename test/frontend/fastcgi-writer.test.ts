@@ -38,10 +38,14 @@ function rig(): { socket: RecordingSocket; writer: FcgiWriter; request: FcgiRequ
   return { socket, writer, request };
 }
 
-/** A backend's response for request id 1 (as php-cgi sends it): STDOUT records, the empty STDOUT, END_REQUEST. */
-function backendResponse(bodies: Buffer[]): { chunk: Buffer; stdout: Buffer[]; end: Buffer } {
+/**
+ * A backend's response for request id 1: STDOUT records, the empty STDOUT, END_REQUEST;
+ * with `emptyStdout` false as php-cgi sends it, without the empty STDOUT.
+ */
+function backendResponse(bodies: Buffer[], emptyStdout = true): { chunk: Buffer; stdout: Buffer[]; end: Buffer } {
   const stdout = bodies.map((b) => encodeRecord(RecordType.Stdout, 1, b));
-  const end = Buffer.concat([encodeRecord(RecordType.Stdout, 1), encodeEndRequest(1, 0, ProtocolStatus.RequestComplete)]);
+  const closing = encodeEndRequest(1, 0, ProtocolStatus.RequestComplete);
+  const end = emptyStdout ? Buffer.concat([encodeRecord(RecordType.Stdout, 1), closing]) : closing;
   const chunk = Buffer.concat([...stdout, end]);
   // Views of the one chunk, as the upstream decoder hands them on.
   let at = 0;
@@ -78,6 +82,21 @@ test('a small response read whole in one backend chunk leaves in one plain write
   assert.deepEqual(decode(socket.writes[0]!), [
     [RecordType.Stdout, 7, 127],
     [RecordType.Stdout, 7, 0],
+    [RecordType.EndRequest, 7, 8],
+  ]);
+});
+
+test("php-cgi's small response (no empty STDOUT before its END_REQUEST) leaves as its chunk in one plain write, as php-fpm sends it", () => {
+  const { socket, writer, request } = rig();
+  const { chunk, stdout, end } = backendResponse([Buffer.from('Content-Type: text/html\r\n\r\n' + 'x'.repeat(100))], false);
+  openTurn();
+  for (const raw of stdout) writer.record(request, raw);
+  writer.held(request, true, end);
+  closeTurn();
+  assert.equal(socket.writes.length, 1, 'one write');
+  assert.ok(isViewOf(socket.writes[0]!, chunk, 0, chunk.length), 'a view of the backend chunk, not a copy');
+  assert.deepEqual(decode(socket.writes[0]!), [
+    [RecordType.Stdout, 7, 127],
     [RecordType.EndRequest, 7, 8],
   ]);
 });

@@ -83,7 +83,7 @@ test(`SIGTERM after mixed traffic (${kind} pool): the running request finishes a
     ),
   );
   const uploads = await Promise.all(Array.from({ length: 8 }, () => httpRequest(`${ngx.url}/upload-hash.php`, { method: 'POST', body: Buffer.alloc(300_000, 7), agent })));
-  for (const r of uploads) assert.equal(r.status, 200);
+  for (const r of uploads) assert.equal(r.status, 200, `an upload: ${r.text.slice(0, 300)}`);
 
   const params = phpParams(PHP_FIXTURES, '/hello.php');
   const target = { host: '127.0.0.1', port };

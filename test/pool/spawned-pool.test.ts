@@ -136,6 +136,27 @@ test('static: max_children always running, an exited worker is replaced', async 
   assert.equal(pool.snapshot().crashes, 1);
 });
 
+test('static: a request that queues while every worker lives walks no worker (the scaling plan is known)', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 3 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  const sup = pool.supervisor as unknown as { counts(): unknown };
+  const counts = sup.counts.bind(sup);
+  let walks = 0;
+  sup.counts = () => {
+    walks++;
+    return counts();
+  };
+  send(10); // 3 run, 7 wait
+  assert.equal(pool.snapshot().queued, 7);
+  assert.equal(walks, 0, 'no walk over the workers per queued request');
+  for (let i = 0; i < 10 && pool.snapshot().active > 0; i++) for (const w of wf.workers) if (ep(w).active) ep(w).finish();
+  assert.equal(pool.snapshot().completed, 10);
+  assert.equal(wf.workers.length, 3);
+  assert.equal(pool.snapshot().maxChildrenReached, 0);
+});
+
 test('max_requests (with jitter) recycles a worker between requests', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 1, maxRequests: 3, maxRequestsJitter: 2 });
   // random() = 0.999 → jitter 2 → 5 requests per worker.

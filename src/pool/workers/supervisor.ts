@@ -695,6 +695,13 @@ export class Supervisor {
   scale(): void {
     const poolState = this.hooks.poolState();
     if (this.crashes.failing || this.shuttingDown || poolState === 'stopped') return;
+    if (poolState === 'running' && this.scaling.pm === 'static' && this.parked === undefined && this.growableSeats() === 0) {
+      // Every worker of a static pool lives: none to spawn, none wanted beyond max_children
+      // (the plan below would say so). Known without walking the workers, which this runs
+      // for every request that queues.
+      this.atMaxChildren = false;
+      return;
+    }
     const now = this.clock.now();
     const k = this.slotsPerWorker;
     const c = this.counts();
