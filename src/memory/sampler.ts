@@ -111,12 +111,8 @@ export class ProcSampler implements MemorySampler {
 
   readNow(pid: number, now: number, fresh = false): MemorySample | undefined {
     const t = this.track(pid);
-    this.statReads++;
-    const st = t.handle.readStat();
-    if (st === undefined) {
-      this.forget(pid);
-      return undefined;
-    }
+    const st = this.counters(t, pid);
+    if (st === undefined) return undefined;
     let rss = st.rssPages * this.page;
     if (t.handle.hasRollup && this.rollupDue(t, rss, st.faults, fresh)) {
       this.rollupReads++;
@@ -129,12 +125,8 @@ export class ProcSampler implements MemorySampler {
   readCounters(pid: number, now: number): MemorySample | typeof LATER | undefined {
     const t = this.track(pid);
     if (t.pending !== undefined) return LATER; // a read in flight: the round shares it
-    this.statReads++;
-    const st = t.handle.readStat();
-    if (st === undefined) {
-      this.forget(pid);
-      return undefined;
-    }
+    const st = this.counters(t, pid);
+    if (st === undefined) return undefined;
     const rss = st.rssPages * this.page;
     // A due rollup is left for read(), which reads the counters again with it: a sample's
     // RSS and PSS come from the same moment.
@@ -166,13 +158,9 @@ export class ProcSampler implements MemorySampler {
   }
 
   private async readTracked(t: Tracked, pid: number, now: number): Promise<MemorySample | undefined> {
-    this.statReads++;
     // In place: counters, no page-table walk (a trip through the threadpool would cost more).
-    const st = t.handle.readStat();
-    if (st === undefined) {
-      if (this.tracked.get(pid) === t) this.forget(pid);
-      return undefined;
-    }
+    const st = this.counters(t, pid);
+    if (st === undefined) return undefined;
     let rss = st.rssPages * this.page;
     if (t.handle.hasRollup && this.rollupDue(t, rss, st.faults, false)) {
       this.rollupReads++;
@@ -180,6 +168,14 @@ export class ProcSampler implements MemorySampler {
       if (r !== undefined) rss = this.rolledUp(t, r, st.faults);
     }
     return this.sample(t, pid, now, st, rss);
+  }
+
+  /** /proc/PID/stat, read in place; undefined once the process is gone (then forgotten). */
+  private counters(t: Tracked, pid: number): StatFields | undefined {
+    this.statReads++;
+    const st = t.handle.readStat();
+    if (st === undefined && this.tracked.get(pid) === t) this.forget(pid);
+    return st;
   }
 
   private track(pid: number): Tracked {

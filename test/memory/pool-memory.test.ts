@@ -4,6 +4,7 @@
 // no worker, relief), plus the snapshot figures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { PoolConfig } from '../../src/config/types.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { linesMatching, MiB, world } from './helpers.js';
 import { QUIET_ROUNDS } from '../../src/pool/workers/memory-caps.js';
@@ -30,15 +31,21 @@ test('sampling runs only while a pool has workers, at its own interval', async (
   assert.equal(W.sampler.reads, n, 'no workers left: sampling stopped');
 });
 
-test('idle revision: a sample that changes what status shows of a worker moves it; samples that change nothing do not', async () => {
-  const W = world();
-  const a = W.pool('a', { idleTimeout: 60_000, memorySampleInterval: 250 });
+/** A pool with one worker, sampled at 20 MiB, idle after one request. */
+async function oneIdleWorker(W: ReturnType<typeof world>, over: Partial<PoolConfig> = {}) {
+  const a = W.pool('a', over);
   await a.pool.start();
   a.send(1);
   W.clock.advance(10);
   const w = a.live()[0]!;
   W.sampler.values.set(w.pid!, 20 * MiB);
   a.finishAll();
+  return { a, w };
+}
+
+test('idle revision: a sample that changes what status shows of a worker moves it; samples that change nothing do not', async () => {
+  const W = world();
+  const { a, w } = await oneIdleWorker(W, { idleTimeout: 60_000, memorySampleInterval: 250 });
   W.clock.advance(1000);
   const r0 = a.pool.idleRevision();
   assert.notEqual(r0, undefined);
@@ -379,13 +386,7 @@ test('no memory cap: a small measured size does not hold spawns back one at a ti
 
 test('a quiet worker (idle, given nothing since its last sample) is read once in QUIET_ROUNDS rounds; one given a request at the next round', async () => {
   const W = world();
-  const a = W.pool('a');
-  await a.pool.start();
-  a.send(1);
-  W.clock.advance(10);
-  const w = a.live()[0]!;
-  W.sampler.values.set(w.pid!, 20 * MiB);
-  a.finishAll();
+  const { a, w } = await oneIdleWorker(W);
   W.clock.advance(2000); // sampled once idle
   const reads = (rounds: number): number => {
     const n = W.sampler.reads;
