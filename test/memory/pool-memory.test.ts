@@ -9,6 +9,8 @@ import { ErrorCodes } from '../../src/errors.js';
 import { linesMatching, MiB, world } from './helpers.js';
 import { QUIET_ROUNDS } from '../../src/pool/workers/memory-caps.js';
 import { PoolMemory } from '../../src/pool/workers/memory.js';
+import type { PoolSnapshot } from '../../src/pool/types.js';
+import { poolConfig, recordingLogger } from '../pool/helpers.js';
 
 test('sampling runs only while a pool has workers, at its own interval', async () => {
   const W = world();
@@ -465,4 +467,35 @@ test("status of many pools under a budget sums their floors once, not once for e
   const together = pools.map((p) => p.pool.snapshot().memory!.recommendedMaxChildren);
   assert.deepEqual(together, alone);
   assert.ok(floor.mock.callCount() <= 3 * pools.length, `floor() called ${floor.mock.callCount()} times for ${pools.length} pools`);
+});
+
+test('a resident parent in status is the measure the pool\'s committed memory holds, even when a sample interval passes between the two', () => {
+  const W = world();
+  const PARENT = 4242;
+  let grown = 8 * MiB;
+  W.sampler.values.set(PARENT, grown);
+  // A loaded machine: every look at the clock is one sample interval later, so each
+  // value() finds its reading stale and reads again, and the parent grew in between.
+  const clock = { now: () => (W.clock.advance(1000), W.clock.now()), setTimer: W.clock.setTimer.bind(W.clock), clearTimer: W.clock.clearTimer.bind(W.clock) };
+  const hooks = {
+    slots: () => [],
+    handsRequests: true,
+    retire: () => undefined,
+    kill: () => undefined,
+    scale: () => undefined,
+    queued: () => 0,
+    preloadParent: () => PARENT,
+    stopPreloadParent: () => Promise.resolve(),
+  };
+  const mem = new PoolMemory(poolConfig({ name: 'php', memorySampleInterval: 1000 }), W.governor, hooks, clock, recordingLogger().logger);
+  for (let i = 0; i < 3; i++) {
+    const s = { workers: [] } as unknown as PoolSnapshot;
+    mem.fill(s);
+    W.sampler.values.set(PARENT, (grown += MiB));
+    const shown = mem.preloadParent();
+    assert.ok(shown !== undefined);
+    assert.ok(s.memory!.committed >= shown.memory, `the parent shown (${shown.memory}) counts in the pool's committed ${s.memory!.committed}`);
+    assert.equal(shown.memory, s.memory!.total);
+  }
+  mem.dispose();
 });

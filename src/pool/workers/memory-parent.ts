@@ -79,10 +79,14 @@ export class PreloadParentMemory {
     return this.parent?.pid === pid ? this.parent.sample.value : 0;
   }
 
-  /** The parent's pid and latest measure, for status. */
+  /**
+   * The parent's pid and measure as value() last counted it, for status: a snapshot's
+   * figures() has just counted it, and reading it again here could find a new sample
+   * (the interval passed in between) that the pool's committed memory does not hold.
+   */
   status(): { pid: number; memory: number; measure: string } | undefined {
-    if (this.value() === 0) return undefined;
-    const p = this.parent!;
+    const p = this.parent;
+    if (p === undefined || p.pid !== this.pid() || p.sample.value === 0) return undefined;
     return { pid: p.pid, memory: p.sample.value, measure: p.sample.measure };
   }
 

@@ -151,7 +151,7 @@ export class PoolMemory implements BudgetMember {
     s.cpu = this.placement.cpuView();
   }
 
-  /** The preload parent's pid and latest measure, for status. */
+  /** The preload parent's pid and measure as the last figures() counted it, for status (after fill()). */
   preloadParent(): { pid: number; memory: number; measure: string } | undefined {
     return this.parent.status();
   }
