@@ -46,11 +46,14 @@ const SERVICE_EWMA = 1 / 16;
  */
 const SHED_MARGIN = 1 / 4;
 /**
- * Only requests that joined the queue this recently (ms) are shed from its tail, so a 503
- * comes soon after its request, never after a long wait; older ones are served. One
- * shortest sub-window of the trend: what came since it last counted.
+ * Only requests that have waited less than this share of queue_max_wait are shed from the
+ * tail, so a 503 comes within it of its request or not at all; older ones are served. Half:
+ * 150 ms by default, the three shortest sub-windows an overload takes to be seen (the
+ * trend's surge), so that what queued meanwhile can be shed. An overload's own work
+ * starves the workers as it begins (their rate fell to a sixth, then a twenty-fifth, in a
+ * loaded machine's 2×): what queued then and is kept waits its bound at the fallen rate.
  */
-const SHED_FRESH_MS = 50;
+const SHED_FRESH_SHARE = 1 / 2;
 
 export class RequestQueue {
   /** queue_limit: the most requests that ever wait. */
@@ -219,7 +222,7 @@ export class RequestQueue {
       const bound = this.waitLimit;
       if (this.growing(bound) && waiting >= bound) {
         // What queued while the growth was being seen, or before the bound fell, would
-        // be served late: the newest of it, come within SHED_FRESH_MS, refused now instead.
+        // be served late: the newest of it, come within half of queue_max_wait, refused now.
         if (waiting > bound * (1 + SHED_MARGIN)) this.shed(waiting - bound);
         return 'growing';
       }
@@ -270,7 +273,7 @@ export class RequestQueue {
   }
 
   private shed(n: number): void {
-    const since = this.clock.now() - SHED_FRESH_MS;
+    const since = this.clock.now() - this.maxWaitMs * SHED_FRESH_SHARE;
     for (let i = 0; i < n; i++) {
       const last = this.list.last;
       if (last === null || last.addedAt < since) return;

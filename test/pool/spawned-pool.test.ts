@@ -569,6 +569,33 @@ test('queue_max_wait: an open loop at 2× whose workers serve a third of their r
   assert.ok(served.length > 0.95 * (200 * 4 / 3 + 400 * 4) * 0.9, `the workers kept busy: ${served.length} served`);
 });
 
+test('queue_max_wait: an open loop whose workers serve a tenth of their rate as it begins: what queued while the growth was being seen is refused down to the bound, so no request served waits far past queue_max_wait', async () => {
+  const { clock, wf, ep, send } = await queueOnFourWorkers(5);
+  for (let t = 0; t < 100; t++) {
+    send(3);
+    clock.advance(5);
+    finishAll(wf, ep);
+  }
+  clock.advance(3000);
+  // 7 arrive every 5 ms (1.4 a ms, 2× a warm machine's 0.7), for 2 s; for the first second
+  // the workers finish a page every tenth step only (0.08 a ms): as the daemon's trace of a
+  // loaded machine's 2× showed, 141 queued in the 100 ms before the growth was seen, and
+  // the 73 of them older than 50 ms were served after up to a second.
+  const waitedFor503 = refusalWaits(clock);
+  const all: ReturnType<typeof send> = [];
+  for (let t = 0; t < 400; t++) {
+    all.push(...waitedFor503.sent(send(7)));
+    clock.advance(5);
+    if (t >= 200 || t % 10 === 0) finishAll(wf, ep);
+  }
+  const served = all.filter((r) => r.sink.status === 200);
+  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  assert.ok(worst <= 300 * 1.25 + 5, `the longest wait of a request served: ${worst} ms`);
+  // A 503 within half of queue_max_wait of its request, or none.
+  assert.ok(waitedFor503.max() <= 150, `the longest wait before a 503: ${waitedFor503.max()} ms`);
+  assert.ok(served.length > 0.9 * (200 * 4 / 10 + 200 * 4), `the workers kept busy: ${served.length} served`);
+});
+
 test('queue_max_wait: a burst is queued whole, it is not an overload', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
   const started = pool.start();
