@@ -156,22 +156,21 @@ export class RequestQueue {
   /**
    * Requests a ms the queue drains: the slowest rate of the last sub-windows (the
    * seats over the mean service time before enough completions are counted), and no
-   * faster than the head saw while the pool drains: the requests that were ahead of it
-   * when it came left in the time it has waited. The head's wait follows a fall of the
-   * rate (workers stuck, a machine short of CPU) as it happens, the sub-windows only once
-   * they are counted.
+   * faster than the head saw: while it waits, fewer seats freed than the requests that
+   * were ahead of it when it came and one more (it would have been taken). The head's wait
+   * follows a fall of the rate (workers stuck, a machine short of CPU) as it happens, the
+   * sub-windows only once they are counted; and before they count enough completions it
+   * is the only measure: an overload's own work can starve the workers as it begins (on a
+   * loaded machine at 2×, not one finished in its first 150 ms), where the mean service
+   * time promised the warm pool's rate and let 166 requests queue for 3 s.
    */
   private drainPerMs(): number {
     const now = this.clock.now();
     const measured = this.trend.slowestRate(now, this.serviceMs, this.seats);
-    if (measured <= 0) return this.seats / this.serviceMs;
-    // Only while the pool drains (completions counted): before, the head waited for
-    // workers being started (a cold burst), not behind a slower rate.
-    const perMs = measured;
+    const perMs = measured > 0 ? measured : this.seats / this.serviceMs;
     const head = this.list.first as QueueEntry | null;
-    if (head === null || head.ahead < this.seats) return perMs;
-    const waited = now - head.addedAt;
-    return waited > 0 ? Math.min(perMs, head.ahead / waited) : perMs;
+    const waited = head === null ? 0 : now - head.addedAt;
+    return waited > 0 ? Math.min(perMs, (head!.ahead + 1) / waited) : perMs;
   }
 
   /**

@@ -596,6 +596,33 @@ test('queue_max_wait: an open loop whose workers serve a tenth of their rate as 
   assert.ok(served.length > 0.9 * (200 * 4 / 10 + 200 * 4), `the workers kept busy: ${served.length} served`);
 });
 
+test('queue_max_wait: an open loop whose workers finish nothing as it begins is bounded by the head\'s wait, not by the warm pool\'s mean service time', async () => {
+  const { clock, wf, ep, send } = await queueOnFourWorkers(5);
+  for (let t = 0; t < 100; t++) {
+    send(3);
+    clock.advance(5);
+    finishAll(wf, ep);
+  }
+  clock.advance(3000);
+  // 7 arrive every 5 ms (2× a warm machine's rate), for 2 s; the workers finish nothing for
+  // 200 ms, then every tenth step until 1 s (as a loaded machine's 2× began: not one page
+  // finished in its first 150 ms, and 166 requests queued, served after up to 3.5 s).
+  const waitedFor503 = refusalWaits(clock);
+  const all: ReturnType<typeof send> = [];
+  for (let t = 0; t < 400; t++) {
+    all.push(...waitedFor503.sent(send(7)));
+    clock.advance(5);
+    if (t >= 200 || (t >= 40 && t % 10 === 0)) finishAll(wf, ep);
+  }
+  const served = all.filter((r) => r.sink.status === 200);
+  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  // Before, with no rate counted the bound was the warm pool's: 4 seats over 5 ms, 240
+  // requests within queue_max_wait.
+  assert.ok(worst <= 300 * 1.25 + 5, `the longest wait of a request served: ${worst} ms`);
+  assert.ok(waitedFor503.max() <= 150, `the longest wait before a 503: ${waitedFor503.max()} ms`);
+  assert.ok(served.length > 0.9 * (160 * 4 / 10 + 200 * 4), `the workers kept busy: ${served.length} served`);
+});
+
 test('queue_max_wait: a burst is queued whole, it is not an overload', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
   const started = pool.start();
