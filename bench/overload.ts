@@ -43,7 +43,9 @@
  * top-level keys to fcgi-pm's config ("daemon_cpu_weight: 1000"). Each fcgi-pm window also
  * prints the daemon's front-end connections per request sent, its CPU per 1,000 sent, and
  * the run-queue wait (/proc/PID/schedstat) of the daemon and of nginx's workers over the
- * window and its drain: whether the 503s waited for a CPU before the daemon read them.
+ * window and its drain: whether the 503s waited for a CPU before the daemon read them; and
+ * how many requests a worker took after more than 200 and 500 ms in the pool's queue (its
+ * queue-wait histogram): whether a served tail waited in the queue or outside it.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -136,6 +138,21 @@ interface DaemonCost {
   accepted: number;
   /** Its run-queue wait, ms. */
   waitMs: number;
+  /** Requests a worker took after waiting in a pool's queue more than 200 ms, and more than 500 ms (its queue-wait histograms). */
+  queued200: number;
+  queued500: number;
+}
+
+/** Of the pools' queue-wait histograms, the requests counted above `ms` (a bucket bound). */
+function queuedOver(snap: StatusSnapshot, ms: number): number {
+  let n = 0;
+  for (const p of snap.pools) {
+    const h = p.outcomes?.queueWait;
+    if (h === undefined) continue;
+    const from = h.boundsMs.indexOf(ms) + 1;
+    for (let i = from; i < h.counts.length; i++) n += h.counts[i]!;
+  }
+  return n;
 }
 
 /** What the daemon has spent so far: its CPU seconds, the front-end connections its listeners took, its wait for a CPU. */
@@ -143,8 +160,9 @@ async function daemonCost(pid: number, control: string): Promise<DaemonCost> {
   const c = await controlRequest(control, { cmd: 'status' }, 10_000);
   c.end();
   if (!c.response.ok) throw new Error(`status: ${JSON.stringify(c.response.error)}`);
-  const accepted = (c.response.result as StatusSnapshot).listeners.reduce((n, l) => n + l.accepted, 0);
-  return { cpu: cpuSeconds(pid) ?? NaN, accepted, waitMs: runQueueWaitMs([pid]) };
+  const snap = c.response.result as StatusSnapshot;
+  const accepted = snap.listeners.reduce((n, l) => n + l.accepted, 0);
+  return { cpu: cpuSeconds(pid) ?? NaN, accepted, waitMs: runQueueWaitMs([pid]), queued200: queuedOver(snap, 200), queued500: queuedOver(snap, 500) };
 }
 
 /** The onset's spans (ms of due time from the window's first request): the first sub-windows of 50 ms, while the growth is being seen, then the rest. */
@@ -303,7 +321,7 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
     const viewed = sites.some((s) => s.accessFile !== undefined);
     const p99 = (xs: number[]): string => (xs.length > 0 ? pct(xs, 99).toFixed(0) : '–');
     process.stdout.write(
-      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms |' : ''} the client's loop delay p99 / max ms, CPU | the daemon: connections a request, CPU ms a 1,000 sent | run-queue wait ms: daemon / nginx's workers |\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|' : ''}---|---|---|\n`,
+      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms |' : ''} the client's loop delay p99 / max ms, CPU | the daemon: connections a request, CPU ms a 1,000 sent | run-queue wait ms: daemon / nginx's workers | served after a queue wait > 200 / > 500 ms |\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|' : ''}---|---|---|---|\n`,
     );
     for (const m of rates) {
       for (const s of sites) {
@@ -319,10 +337,12 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
         let cost = '–';
         const nginxWait = (runQueueWaitMs(childPids(ngx.pid)) - nginxBefore).toFixed(0);
         let waits = `– / ${nginxWait}`;
+        let queued = '–';
         if (s.daemon !== undefined && before !== undefined) {
           const after = await daemonCost(s.daemon.pid, s.daemon.control);
           cost = `${((after.accepted - before.accepted) / r.sent).toFixed(2)}, ${((1e6 * (after.cpu - before.cpu)) / r.sent).toFixed(0)}`;
           waits = `${(after.waitMs - before.waitMs).toFixed(0)} / ${nginxWait}`;
+          queued = `${after.queued200 - before.queued200} / ${after.queued500 - before.queued500}`;
         }
         let inside = viewed ? ' – | – |' : '';
         const daemonRows = fresh(s.accessFile);
@@ -337,7 +357,7 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
           if (dump !== '') writeFileSync(`${dump}-${m}-${s.name}.json`, JSON.stringify(joined));
         }
         process.stdout.write(
-          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors}${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''} | ${pct(r.servedMs, 50).toFixed(0)} | ${p99(r.servedMs)} | ${p99(r.refusedMs)} |${inside} ${r.client.loopP99.toFixed(0)} / ${r.client.loopMax.toFixed(0)}, ${r.client.cpu.toFixed(0)} % | ${cost} | ${waits} |\n`,
+          `| ${m}× (${rate}/s) | ${s.name} | ${r.sent} | ${r.served} | ${r.refused} | ${r.other} | ${r.errors}${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''} | ${pct(r.servedMs, 50).toFixed(0)} | ${p99(r.servedMs)} | ${p99(r.refusedMs)} |${inside} ${r.client.loopP99.toFixed(0)} / ${r.client.loopMax.toFixed(0)}, ${r.client.cpu.toFixed(0)} % | ${cost} | ${waits} | ${queued} |\n`,
         );
       }
     }
