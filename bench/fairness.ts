@@ -26,7 +26,7 @@
  *              connect.
  *
  *   node dist/bench/fairness.js [--rows closed,noisy,slowloris] [--seconds 8] [--variant "cpu_weight: 0"]
- *       [--generator-inline] [--nginx-workers N] [--nginx-nice N] [--nginx-slice NS] [--noisy-pools N]
+ *       [--generator-inline] [--nginx-workers N] [--nginx-nice N] [--nginx-slice NS] [--noisy-pools N] [--noisy-nap]
  *
  * --nginx-workers N, --nginx-nice N and --nginx-slice NS (the noisy row) are the A/Bs of
  * where the quiet request waits in the web server both stacks share: N worker processes
@@ -38,6 +38,10 @@
  * noisy pools (30 clients each) beside the quiet one: N busy pools' cgroups at the v1 root
  * weigh N sessions beside nginx's one (one parent for them was tried on 2026-12-03 and
  * backed out: the quiet pool then waited for the parent's turn; docs/BENCHMARKS.md).
+ * --noisy-nap has the noisy pool's page sleep its 20 ms instead of spinning: the daemon
+ * relays the same traffic (30 clients queued on 4 workers, about 200 req/s) while the CPU
+ * stays free, so the quiet pool's tail beside it is what the daemon's own work for the
+ * noisy pool costs it (its event-loop turns, dispatch order), apart from the workers' CPU.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -59,6 +63,9 @@ import { pct } from './overload.js';
 /** The clients in a process and session of their own, or (--generator-inline, the A/B of that placement) in this one, as before 2026-12-03. */
 const clients = process.argv.includes('--generator-inline') ? closedLoop : closedLoopApart;
 
+/** The noisy pool's page: its 20 ms spun on the CPU, or (--noisy-nap) slept, which leaves the daemon the same traffic to relay without the workers' CPU. */
+const noisyPage = process.argv.includes('--noisy-nap') ? 'nap.php' : 'cpu.php';
+
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1]! : def;
@@ -67,6 +74,7 @@ function arg(name: string, def: string): string {
 const PAGES: Record<string, string> = {
   'sleep.php': '<?php usleep(100000); echo "slept\\n";',
   'cpu.php': '<?php $t = hrtime(true) + 20000000; $x = 0; while (hrtime(true) < $t) { $x++; } echo "spun $x\\n";',
+  'nap.php': '<?php usleep(20000); echo "napped\\n";',
   'small.php': '<?php echo "hello\\n";',
 };
 
@@ -296,7 +304,7 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
       const h1 = await daemonLatency(control, 'quiet');
       // The noise from wrk, a process of its own: timed in the quiet client's, its answers
       // would wait behind the event loop's handling of 30 noisy ones.
-      const [beside, ...noises] = await Promise.all([clients(quietUrl, 1, seconds), ...p.noisy.map((port) => runWrk(`http://127.0.0.1:${port}/cpu.php`, 30, seconds))]);
+      const [beside, ...noises] = await Promise.all([clients(quietUrl, 1, seconds), ...p.noisy.map((port) => runWrk(`http://127.0.0.1:${port}/${noisyPage}`, 30, seconds))]);
       const noise = noises.reduce((x, y) => ({ ...x, requests: x.requests + y.requests, non2xx: x.non2xx + y.non2xx, errors: x.errors + y.errors }));
       const s2 = readAll();
       const h2 = await daemonLatency(control, 'quiet');
