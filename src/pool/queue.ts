@@ -169,8 +169,9 @@ export class RequestQueue {
     const measured = this.trend.slowestRate(now, this.serviceMs, this.seats);
     const perMs = measured > 0 ? measured : this.seats / this.serviceMs;
     const head = this.list.first as QueueEntry | null;
-    const waited = head === null ? 0 : now - head.addedAt;
-    return waited > 0 ? Math.min(perMs, (head!.ahead + 1) / waited) : perMs;
+    if (head === null) return perMs;
+    const waited = now - head.addedAt;
+    return waited > 0 ? Math.min(perMs, (head.ahead + 1) / waited) : perMs;
   }
 
   /**
