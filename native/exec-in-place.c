@@ -26,6 +26,7 @@
 #include <grp.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -247,7 +248,8 @@ struct child_args {
   volatile int err;
 };
 
-static char child_stack[64 * 1024] __attribute__((aligned(16)));
+/* The child's stack until its exec: its own mapping, so that any thread may spawn. */
+#define CHILD_STACK (64 * 1024)
 
 static int child_fail(struct child_args *a, int err) {
   a->err = err;
@@ -342,8 +344,14 @@ static napi_value spawn_worker(napi_env env, napi_callback_info info) {
     sigset_t all, old;
     sigfillset(&all);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, (size_t)(NSIG / 8));
-    pid_t pid = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
-    int err = pid < 0 ? errno : a.err;
+    char *stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    pid_t pid = -1;
+    int err = ENOMEM;
+    if (stack != MAP_FAILED) {
+      pid = clone(child_main, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+      err = pid < 0 ? errno : a.err;
+      munmap(stack, CHILD_STACK);
+    }
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, (size_t)(NSIG / 8));
     if (pid > 0 && err != 0) {
       /* It exited before its exec: reaped here, the error returned. */
