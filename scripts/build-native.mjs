@@ -4,7 +4,7 @@
 // daemon, native/sched-slice.c for busy_cpu_slice.
 // Never fails the install: without a compiler or headers, direct pools run through their
 // proxy listener (docs/direct.md), an upgrade starts a new daemon with a new pid and
-// workers are spawned by Node's fork (docs/operations.md) and busy pools keep the kernel's slice (docs/overload.md).
+// workers are spawned by Node's fork (docs/operations.md), and busy pools keep the kernel's slice (docs/overload.md).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
