@@ -10,7 +10,7 @@
  * list to list (body: re-pushed on every chunk, taken out while we paused the client).
  * The timers are unref'd and find nothing once a closed listener's sessions are gone.
  *
- * idle_timeout too, for a FastCGI session: its reads and writes stamp it, and one
+ * idle_timeout too, for a FastCGI or SCGI session: its reads and writes stamp it, and one
  * IdleWatch of the listener's sessions reads the stamp when one falls due
  * (src/util/idle-watch.ts), where the socket's own timer is re-armed on every read and write.
  */
