@@ -5,7 +5,7 @@
  * machine's load (the load average is printed at the start and the end of each row).
  *
  *   npx tsc -p . && node dist/bench/budget.js [--short] [--rows cpu,box,scale] [--rounds 3]
- *       [--seconds 5] [--warm-seconds 15] [--sites 1000] [--active 200] [--cpu-seconds 30] [--json FILE]
+ *       [--seconds 5] [--warm-seconds 15] [--sites 1000] [--active 200] [--cpu-seconds 30] [--settle-seconds 60] [--json FILE]
  *       [--variant "cpu_weight: 0"] [--variant-repo ../main] [--variant-node-flags "--single-threaded-gc"]
  *
  * Rows (as root for box and scale):
@@ -21,7 +21,10 @@
  *   box    bench/cgroup-box.js: fcgi-pm's PSS inside a 64 MiB memory cgroup under load
  *   scale  bench/observability.js: --sites vhosts sites with --active of them active, a
  *          Prometheus scrape (median of 20), the dashboard in headless Chromium (first
- *          render, page height), daemon CPU with no page open and with one
+ *          render, page height), daemon CPU with no page open and with one, each after
+ *          --settle-seconds idle (60; 0 in the short form), and with none open in the
+ *          window right after the activation and the scrapes (V8's compiles and its memory
+ *          reducer's collections after a burst: paid once, not while idling)
  * --short is the form CI runs after the tests (scripts/test-all.sh): 1 round of 2 s per
  * cell, the box loaded 5 s, CPU windows of 5 s; about two minutes in all.
  */
@@ -48,6 +51,8 @@ const SITES = opt('--sites', '1000');
 const ACTIVE = opt('--active', '200');
 const CPU_SECONDS = opt('--cpu-seconds', SHORT ? '5' : '30');
 const BOX_SECONDS = opt('--box-seconds', SHORT ? '5' : '30');
+/** The idle CPU windows after this long idle (the window right after the activation is printed beside them). */
+const SETTLE_SECONDS = opt('--settle-seconds', SHORT ? '0' : '60');
 const JSON_FILE = argv.includes('--json') ? opt('--json', '') : undefined;
 /** A second fcgi-pm stack measured beside the first: a pool key ("key: value"), another built checkout, V8 flags. */
 const VARIANT_KEY = argv.includes('--variant') ? opt('--variant', '') : undefined;
@@ -252,12 +257,20 @@ async function scaleRows(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'fcgi-pm-budget-'));
   const file = join(dir, 'scale.json');
   try {
-    await child('observability.js', ['--sites', SITES, '--active', ACTIVE, '--cpu-seconds', CPU_SECONDS, '--json', file]);
+    await child('observability.js', ['--sites', SITES, '--active', ACTIVE, '--cpu-seconds', CPU_SECONDS, '--settle-seconds', SETTLE_SECONDS, '--json', file]);
     const r = JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>;
     row(`Prometheus scrape, ${ACTIVE} active pools, median of 20 (min, max)`, `${f(r.scrapeMedianMs)} ms (${f(r.scrapeMinMs)}, ${f(r.scrapeMaxMs)})`, '≤ 50 ms', r.scrapeMedianMs! <= 50, r.scrapeMedianMs);
     row(`dashboard, ${SITES} sites of which ${ACTIVE} active: first render`, `${f(r.firstRenderMs, 0)} ms`, '≤ 1000 ms', r.firstRenderMs! <= 1000, r.firstRenderMs);
     row(`dashboard, ${SITES} sites: page height`, `${f(r.pageHeightPx, 0)} px (${f(r.viewportPx, 0)} px a screen)`, '≤ 3000 px', r.pageHeightPx! <= 3000, r.pageHeightPx);
-    row(`daemon CPU with a dashboard page open, ${ACTIVE} workers (with none open)`, `${f(r.cpuPageOpenPct, 2)} % (${f(r.cpuIdlePct, 2)} %) of a core`, '≤ 1 %', r.cpuPageOpenPct! <= 1, r.cpuPageOpenPct);
+    const settled = Number(SETTLE_SECONDS) > 0;
+    const worst = Math.max(r.cpuPageOpenPct!, r.cpuIdlePct!);
+    row(
+      `daemon CPU with a dashboard page open, ${ACTIVE} workers (with none open)${settled ? `, each after ${SETTLE_SECONDS} s idle; none open right after the activation` : ''}`,
+      `${f(r.cpuPageOpenPct, 2)} % (${f(r.cpuIdlePct, 2)} %${settled ? `; ${f(r.cpuIdleFreshPct, 2)} %` : ''}) of a core`,
+      '≤ 1 %',
+      worst <= 1,
+      worst,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

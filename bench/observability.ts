@@ -14,9 +14,11 @@
  *    then), the page's height once drawn (against the 1,000 px viewport), daemon a's CPU
  *    and its main thread's context switches (wake-ups) over `--cpu-seconds` with the page
  *    open against with none.
- * --settle-seconds N waits N s before each CPU window: the windows then show a daemon that
- * has run that way for a while, after V8 compiled what runs only while idle (or only with a
- * page open), rather than one just back from the activation and the scrapes.
+ * The first CPU window (no page open) starts right after the activation and the scrapes;
+ * --settle-seconds N then waits N s before a second one with no page open and before the
+ * one with the page open: those show a daemon that has run that way for a while, after V8
+ * compiled what runs only while idle (or only with a page open) and its memory reducer's
+ * collections after the activity, a cost paid once after each burst, not while idling.
  * --json FILE also writes the figures there (bench/budget.ts reads them).
  * --profile DIR runs daemon a under `node --cpu-prof` (its file written in DIR as it exits)
  * and prints where its CPU went in each window: no page open, one page open.
@@ -255,12 +257,9 @@ async function main(): Promise<void> {
     Object.assign(figures, { scrapeMedianMs: median(times), scrapeMinMs: Math.min(...times), scrapeMaxMs: Math.max(...times), scrapeBytes: body.length });
     console.log(`scrape with ${ACTIVE} active pools: median ${median(times).toFixed(1)} ms (min ${Math.min(...times).toFixed(1)}, max ${Math.max(...times).toFixed(1)}), ${(body.length / 1024).toFixed(0)} KiB, ${seriesOf(body)} series (${siteSeries(body)} of sites) (targets ≤ 50 ms, ≤ 1 MB)`);
 
-    // CPU of daemon a with no page open (the idle sampler runs every 10 s).
+    // CPU of daemon a with no page open (the idle sampler runs every 10 s): right after the
+    // activation and the scrapes, then (with --settle-seconds) once it has idled a while.
     const pid = a.proc.pid!;
-    if (SETTLE_S > 0) {
-      mark(`no page open: settling ${SETTLE_S} s`);
-      await sleep(SETTLE_S * 1000);
-    }
     let c0 = cpuTicks(pid);
     let w0 = nowUs();
     let th0 = threadCpu(pid);
@@ -268,10 +267,26 @@ async function main(): Promise<void> {
     mark('no page open: begins');
     await sleep(CPU_S * 1000);
     mark('no page open: ends');
-    const idleThreads = threadShares(th0, threadCpu(pid), CPU_S);
-    const idleWakeups = (mainSwitches(pid) - cs0) / CPU_S;
+    let idleThreads = threadShares(th0, threadCpu(pid), CPU_S);
+    let idleWakeups = (mainSwitches(pid) - cs0) / CPU_S;
     windows.push({ what: 'no page open', fromUs: w0, toUs: nowUs() });
-    const idleCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
+    let idleCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
+    const freshCpu = idleCpu;
+    if (SETTLE_S > 0) {
+      mark(`no page open: settling ${SETTLE_S} s`);
+      await sleep(SETTLE_S * 1000);
+      c0 = cpuTicks(pid);
+      w0 = nowUs();
+      th0 = threadCpu(pid);
+      cs0 = mainSwitches(pid);
+      mark('no page open, settled: begins');
+      await sleep(CPU_S * 1000);
+      mark('no page open, settled: ends');
+      idleThreads = threadShares(th0, threadCpu(pid), CPU_S);
+      idleWakeups = (mainSwitches(pid) - cs0) / CPU_S;
+      windows.push({ what: 'no page open, settled', fromUs: w0, toUs: nowUs() });
+      idleCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
+    }
 
     const profile = mkdtempSync(join(tmpdir(), 'fpm-obs-chrome-'));
     const browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', `--user-data-dir=${profile}`] });
@@ -316,8 +331,9 @@ async function main(): Promise<void> {
       const openWakeups = (mainSwitches(pid) - cs0) / CPU_S;
       windows.push({ what: 'one page open', fromUs: w0, toUs: nowUs() });
       const openCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
-      Object.assign(figures, { cpuIdlePct: idleCpu, cpuPageOpenPct: openCpu, wakeupsIdle: idleWakeups, wakeupsPageOpen: openWakeups });
+      Object.assign(figures, { cpuIdlePct: idleCpu, cpuIdleFreshPct: freshCpu, cpuPageOpenPct: openCpu, wakeupsIdle: idleWakeups, wakeupsPageOpen: openWakeups });
       console.log(`daemon a CPU over ${CPU_S} s${SETTLE_S > 0 ? ` (each after ${SETTLE_S} s of settling)` : ''}: ${idleCpu.toFixed(2)} % of a core with no page open, ${openCpu.toFixed(2)} % with one page open (target ≤ 1 %); the page received ${((bytes - b0) / 1024 / CPU_S).toFixed(1)} KiB/s`);
+      if (SETTLE_S > 0) console.log(`  no page open in the ${CPU_S} s right after the activation and the scrapes: ${freshCpu.toFixed(2)} %`);
       console.log(`  by thread, no page open: ${idleThreads}\n  by thread, one page open: ${openThreads}`);
       console.log(`  main thread's context switches: ${idleWakeups.toFixed(1)}/s with no page open, ${openWakeups.toFixed(1)}/s with one page open`);
     } finally {
