@@ -1,9 +1,10 @@
 // Builds the optional addons with the C compiler and Node's own headers, at install like
 // better-sqlite3: native/direct-socket.c for `accept: direct` pools, native/exec-in-place.c
-// for an upgrade in place that keeps the pid, native/sched-slice.c for busy_cpu_slice.
+// for an upgrade in place that keeps the pid and a worker's spawn without a fork of the
+// daemon, native/sched-slice.c for busy_cpu_slice.
 // Never fails the install: without a compiler or headers, direct pools run through their
-// proxy listener (docs/direct.md), an upgrade starts a new daemon with a new pid
-// (docs/operations.md) and busy pools keep the kernel's slice (docs/overload.md).
+// proxy listener (docs/direct.md), an upgrade starts a new daemon with a new pid and
+// workers are spawned by Node's fork (docs/operations.md), and busy pools keep the kernel's slice (docs/overload.md).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const addons = [
   { name: 'direct_socket', src: 'direct-socket.c', out: 'direct-socket.node', without: 'accept: direct pools will run through their proxy listener' },
-  { name: 'exec_in_place', src: 'exec-in-place.c', out: 'exec-in-place.node', without: 'an upgrade in place will start a new daemon with a new pid' },
+  { name: 'exec_in_place', src: 'exec-in-place.c', out: 'exec-in-place.node', without: 'an upgrade in place will start a new daemon with a new pid, and workers are spawned by a fork of the daemon' },
   { name: 'sched_slice', src: 'sched-slice.c', out: 'sched-slice.node', without: "a pool whose requests wait keeps the kernel's default CPU slice (busy_cpu_slice)" },
 ];
 if (process.platform !== 'linux') process.exit(0);

@@ -48,19 +48,20 @@ export function routeExchange(env: FrontendEnv, ex: Exchange, serveLocal?: (pool
   // A pool with an authorizer gets only what it grants, static files of the HTTP listener
   // included; an authorizer request itself (a front end's) is not asked about again.
   const authorizer = pool.authorizer;
-  if (authorizer !== undefined && ex.role !== Role.Authorizer) authorize(env.ctx, pool, authorizer, ex, () => admitted(env, pool, ex, routed?.site, serveLocal));
-  else admitted(env, pool, ex, routed?.site, serveLocal);
+  if (authorizer !== undefined && ex.role !== Role.Authorizer) authorize(env.ctx, pool, authorizer, ex, () => admitted(env, pool, ex, routed?.site, serveLocal, true));
+  else admitted(env, pool, ex, routed?.site, serveLocal, false);
 }
 
 /** The request may go to `pool`: answered by the front end, or rewritten and past the script guard. */
-function admitted(env: FrontendEnv, pool: Pool, ex: Exchange, site: SiteView | undefined, serveLocal?: (pool: Pool) => boolean): void {
+/** `waited`: for I/O since the pool was looked up (the authorizer; later, a rewrite's or the script check's lookups): see deliver. */
+function admitted(env: FrontendEnv, pool: Pool, ex: Exchange, site: SiteView | undefined, serveLocal: ((pool: Pool) => boolean) | undefined, waited: boolean): void {
   if (ex.finished) return; // the client left while it was authorized
   if (serveLocal?.(pool) === true) return;
   // The HTTP listener rewrote the URL itself, before splitting it.
   const rewrite = env.cfg.protocol === 'http' ? undefined : rulesOf(env, site);
   const rewritten = rewrite === undefined ? undefined : rewriteParams(ex.params, rewrite, env.scripts.cache);
-  if (rewritten instanceof Promise) void rewritten.then(() => guard(env, pool, ex, serveLocal));
-  else guard(env, pool, ex, serveLocal);
+  if (rewritten instanceof Promise) void rewritten.then(() => guard(env, pool, ex, serveLocal, true));
+  else guard(env, pool, ex, serveLocal, waited);
 }
 
 /** Site rules first, then the listener's; undefined when there are none. */
@@ -79,22 +80,22 @@ function rulesOf(env: FrontendEnv, site: SiteView | undefined): readonly Rewrite
 const combined = new WeakMap<SiteView, readonly RewriteRule[]>();
 
 /** A pool with script rules gets only what the listener's ScriptGate lets through. */
-function guard(env: FrontendEnv, pool: Pool, ex: Exchange, serveLocal: ((pool: Pool) => boolean) | undefined): void {
+function guard(env: FrontendEnv, pool: Pool, ex: Exchange, serveLocal: ((pool: Pool) => boolean) | undefined, waited: boolean): void {
   if (ex.finished) return; // the client left while the file was looked up
   const rules = pool.scriptRules;
   if (rules === undefined) {
-    deliver(env, pool, ex, serveLocal);
+    deliver(env, pool, ex, serveLocal, waited);
     return;
   }
   // A pool with `script` runs that file whatever the request named.
   const verdict = env.scripts.check(pool.script ?? ex.params.get('SCRIPT_FILENAME'), rules);
-  if (verdict instanceof Promise) void verdict.then((v) => admit(env, pool, ex, v, serveLocal));
-  else admit(env, pool, ex, verdict, serveLocal);
+  if (verdict instanceof Promise) void verdict.then((v) => admit(env, pool, ex, v, serveLocal, true));
+  else admit(env, pool, ex, verdict, serveLocal, waited);
 }
 
-function admit(env: FrontendEnv, pool: Pool, ex: Exchange, refusal: ScriptVerdict, serveLocal: ((pool: Pool) => boolean) | undefined): void {
+function admit(env: FrontendEnv, pool: Pool, ex: Exchange, refusal: ScriptVerdict, serveLocal: ((pool: Pool) => boolean) | undefined, waited: boolean): void {
   if (ex.finished) return; // the client left while the file was looked up
-  if (refusal === undefined) deliver(env, pool, ex, serveLocal);
+  if (refusal === undefined) deliver(env, pool, ex, serveLocal, waited);
   else {
     ex.pool = pool.name; // counted as the pool's refusal, though the pool never saw it
     env.scripts.refuse(env.listener.log, ex, refusal);
@@ -104,9 +105,15 @@ function admit(env: FrontendEnv, pool: Pool, ex: Exchange, refusal: ScriptVerdic
 /**
  * The authorizer, a rewrite or the script check may have waited for I/O since the pool
  * was looked up: a reload that replaced the pool meanwhile has begun stopping it, and it
- * would answer 503. The request is routed again, to the pool now in service.
+ * would answer 503. The request is routed again, to the pool now in service. Without a
+ * wait (`waited` false: the usual request, in the call that looked the pool up) nothing
+ * can have replaced it, and it is not looked up again.
  */
-function deliver(env: FrontendEnv, pool: Pool, ex: Exchange, serveLocal: ((pool: Pool) => boolean) | undefined): void {
+function deliver(env: FrontendEnv, pool: Pool, ex: Exchange, serveLocal: ((pool: Pool) => boolean) | undefined, waited: boolean): void {
+  if (!waited) {
+    pool.dispatch(ex);
+    return;
+  }
   const now = env.ctx.getPool(pool.name);
   if (now !== undefined && now !== pool) routeExchange(env, ex, serveLocal);
   else pool.dispatch(ex);

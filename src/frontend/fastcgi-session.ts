@@ -27,7 +27,7 @@ import {
 import { cgiErrorBodyLength, renderCgiError } from '../protocol/cgi-response.js';
 import { Exchange } from '../protocol/exchange.js';
 import { CgiParams } from '../protocol/params.js';
-import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
+import { DeadlineNode, type ClientDeadlines, type ClientIdle, type ClientTimed } from './client-deadlines.js';
 import type { FrontendEnv } from './env.js';
 import { FcgiRequest, RequestTable, fcgiBodyDrained, type FcgiConnection } from './fastcgi-request.js';
 import { FcgiWriter } from './fastcgi-writer.js';
@@ -77,16 +77,22 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
   private readonly deadlines: ClientDeadlines;
   /** On the header list while bytes arrived and no request has begun yet. */
   private readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
+  /** Monotonic ms of the last read or write: idle_timeout counts from it (client-deadlines.ts). */
+  activeAt = 0;
+  /** On the listener's idle watch while the socket is open. */
+  private readonly idleNode: DeadlineNode<ClientIdle> = new DeadlineNode<ClientIdle>(this);
+  /** Bytes the socket still held to write when idle_timeout last fell due: fewer since is progress. */
+  private pendingAtTimeout = 0;
 
   constructor(env: FrontendEnv, socket: Socket) {
     this.env = env;
     this.socket = socket;
     this.remote = remoteOf(socket, env.cfg.address);
     this.decoder = new FcgiDecoder((rec) => this.onRecord(rec), true);
-    this.writer = new FcgiWriter(socket, () => this.state === 'closed');
+    this.writer = new FcgiWriter(socket, () => this.state === 'closed', this);
     this.deadlines = env.deadlines!; // every stream listener builds them
     attachSession(socket, this);
-    if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
+    this.deadlines.idle?.watch(this.idleNode);
     // The first request's head is due header_timeout after the accept, as nginx's
     // client_header_timeout; a kept connection's later ones, after their first byte.
     this.deadlines.header.push(this.deadline);
@@ -127,6 +133,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
   onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
     this.heard = true;
+    this.activeAt = turnNow();
     // Bytes with no request begun: one must begin within header_timeout, unless a head comes whole here.
     const unbegun = this.requests.size === 0 && this.deadline.list === null;
     this.headCame = false;
@@ -469,11 +476,14 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     this.socket.end();
     // Read (and drop) until the client closes too; a paused socket would never see its FIN.
     if (wasPaused) this.socket.resume();
-    if (this.env.cfg.idleTimeout <= 0) this.socket.setTimeout(5000);
+    // The client's FIN is awaited idle_timeout at most (a timeout that closed it found it unwatched).
+    if (this.deadlines.idle !== undefined) this.deadlines.idle.watch(this.idleNode);
+    else this.socket.setTimeout(5000);
     this.env.listener.remove(this);
   }
 
   private closeNow(): void {
+    this.deadlines.idle?.stop(this.idleNode);
     if (this.state !== 'closed') {
       this.state = 'closed';
       this.deadlines.stop(this.deadline);
@@ -514,6 +524,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
 
   /** @internal socket listener (session-socket.ts). */
   onClose(): void {
+    this.deadlines.idle?.stop(this.idleNode);
     if (this.state === 'closed') return;
     this.env.listener.log.debug({ remote: this.remote, open: this.requests.size }, 'FastCGI connection lost');
     this.state = 'closed';
@@ -528,10 +539,23 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     this.env.listener.log.debug({ remote: this.remote, code: err.code }, 'FastCGI socket error');
   }
 
-  /** @internal socket listener (session-socket.ts). */
+  /** @internal socket listener (session-socket.ts): only while closing with no idle_timeout (closeGracefully). */
   onTimeout(): void {
+    this.idleTimedOut();
+  }
+
+  /** @internal the listener's idle watch: no read or write for idle_timeout; no longer watched. */
+  idleTimedOut(): void {
     if (this.state === 'closed') {
       this.socket.destroy(); // we ended our side; the client never closed its own
+      return;
+    }
+    // Written bytes leaving slowly are not idleness (as Node's own timer: progress on a pending write).
+    const pending = this.socket.writableLength;
+    const moving = pending > 0 && pending !== this.pendingAtTimeout;
+    this.pendingAtTimeout = pending;
+    if (moving) {
+      this.watchAgain();
       return;
     }
     if (this.writer.waitingForDrain) {
@@ -539,7 +563,10 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
       this.closeNow();
       return;
     }
-    if (this.pausedBy > 0) return;
+    if (this.pausedBy > 0) {
+      this.watchAgain();
+      return;
+    }
     if (this.decoder.midRecord) {
       this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI client stalled in the middle of a record; closing');
       this.closeNow();
@@ -547,13 +574,21 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     }
     let running = false;
     for (const r of this.requests.values()) if (r.state === 'running') running = true;
-    if (running) return; // waiting for a backend is not idleness
+    if (running) {
+      this.watchAgain(); // waiting for a backend is not idleness
+      return;
+    }
     if (this.requests.size > 0) {
       this.env.listener.log.warn({ remote: this.remote, code: ErrorCodes.FCGI_TRUNCATED }, 'FastCGI client stalled before its PARAMS ended; closing');
     } else {
       this.env.listener.log.debug({ remote: this.remote }, 'idle FastCGI connection closed');
     }
     this.closeGracefully();
+  }
+
+  /** A timeout found the session not idle: watched again from now, as the socket's timer re-armed by the next I/O. */
+  private watchAgain(): void {
+    this.deadlines.idle?.watch(this.idleNode);
   }
 }
 

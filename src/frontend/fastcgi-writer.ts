@@ -10,7 +10,8 @@
  */
 import type { Socket } from 'node:net';
 import { RecordType, encodeRecordsAndEnd, encodeStdout, encodeStream, joinAdjacent, setRequestIds } from '../protocol/fastcgi.js';
-import { atTurnEnd, type TurnEnd } from '../util/turn.js';
+import { atTurnEnd, turnNow, type TurnEnd } from '../util/turn.js';
+import type { Stamped } from '../util/idle-watch.js';
 import type { FcgiOutput, FcgiRequest } from './fastcgi-request.js';
 
 /** A head with body bytes up to this size is held for the tick, so that head, body and end can leave together. */
@@ -35,10 +36,13 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
   private readonly pendingHeads: FcgiRequest[] = [];
   /** Whole small responses, written at the end of the tick (after the backend got its next request). */
   private readonly finished: Buffer[] = [];
+  /** Stamped when bytes are written (its idle timeout: src/util/idle-watch.ts). */
+  private readonly active: Stamped;
 
-  constructor(socket: Socket, closed: () => boolean) {
+  constructor(socket: Socket, closed: () => boolean, active: Stamped) {
     this.socket = socket;
     this.closed = closed;
+    this.active = active;
   }
 
   /** One stream's bytes as records (small ones copied into one buffer, larger ones as views). */
@@ -182,6 +186,7 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
   /** One buffer: with what this tick corked, or on its own at once. */
   private send(buf: Buffer): boolean {
     if (this.closed()) return true;
+    this.active.activeAt = turnNow();
     return this.socket.write(buf);
   }
 
@@ -216,6 +221,8 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
+    // What this turn writes leaves at its end: the same time, as turnNow reads it.
+    this.active.activeAt = turnNow();
     atTurnEnd(this);
   }
 
@@ -269,6 +276,7 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
 
   /** The socket drained: the exchanges that waited for it hear of it. */
   onDrain(): void {
+    this.active.activeAt = turnNow();
     const waiters = this.drainWaiters;
     if (waiters.length === 0) return;
     this.drainWaiters = [];

@@ -13,7 +13,8 @@ import { Exchange, type CgiResponseHead, type ResponseSink } from '../protocol/e
 import type { CgiParams } from '../protocol/params.js';
 import { ScgiRequestDecoder, type ScgiHandlers, type ScgiLimits } from '../protocol/scgi.js';
 import { backendStderrLog } from './backend-stderr.js';
-import { DeadlineNode, type ClientDeadlines, type ClientTimed } from './client-deadlines.js';
+import { DeadlineNode, type ClientDeadlines, type ClientIdle, type ClientTimed } from './client-deadlines.js';
+import { turnNow } from '../util/turn.js';
 import { announceExchange, routeExchange } from './dispatch.js';
 import type { FrontendEnv } from './env.js';
 import { afterFreshGrace, type Session } from './listener-base.js';
@@ -47,6 +48,12 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
   private readonly deadlines: ClientDeadlines;
   /** Header list from the accept to the end of the netstring, then body list until the body is in. */
   private readonly deadline: DeadlineNode<ClientTimed> = new DeadlineNode<ClientTimed>(this);
+  /** Monotonic ms of the last read or write: idle_timeout counts from it (client-deadlines.ts). */
+  activeAt = 0;
+  /** On the listener's idle watch while the socket is open. */
+  private readonly idleNode: DeadlineNode<ClientIdle> = new DeadlineNode<ClientIdle>(this);
+  /** Bytes the socket still held to write when idle_timeout last fell due: fewer since is progress. */
+  private pendingAtTimeout = 0;
 
   constructor(env: FrontendEnv, socket: Socket, limits: ScgiLimits) {
     this.env = env;
@@ -56,7 +63,7 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
     // The session is the decoder's handler and its socket's listener: no closures per connection.
     this.decoder = new ScgiRequestDecoder(limits, this);
     attachSession(socket, this);
-    if (env.cfg.idleTimeout > 0) socket.setTimeout(env.cfg.idleTimeout);
+    this.deadlines.idle?.watch(this.idleNode);
     // One request per connection: its head is due header_timeout after the accept, as
     // nginx's client_header_timeout (a client that waits before its first byte gains nothing).
     this.deadlines.header.push(this.deadline);
@@ -188,6 +195,7 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
   private write(buf: Buffer): boolean {
     if (this.state === 'closed') return true;
     this.written = true;
+    this.activeAt = turnNow();
     if (!this.corked) {
       this.corked = true;
       this.socket.cork();
@@ -206,6 +214,7 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
   onData(chunk: Buffer): void {
     if (this.state === 'closed') return;
     this.received += chunk.length;
+    this.activeAt = turnNow();
     try {
       this.decoder.push(chunk);
     } catch (err) {
@@ -239,6 +248,7 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
 
   /** @internal socket listener (session-socket.ts). */
   onDrain(): void {
+    this.activeAt = turnNow();
     if (!this.awaitingDrain) return;
     this.awaitingDrain = false;
     this.exchange?.responseDrained();
@@ -265,11 +275,13 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
       this.bodyPaused = false;
       this.socket.resume();
     }
-    // The client may keep its side open; do not wait for it forever.
-    this.socket.setTimeout(this.env.cfg.idleTimeout > 0 ? this.env.cfg.idleTimeout : 5000);
+    // The client may keep its side open; do not wait for it forever (a timeout that closed it found it unwatched).
+    if (this.deadlines.idle !== undefined) this.deadlines.idle.watch(this.idleNode);
+    else this.socket.setTimeout(5000);
   }
 
   private closeNow(): void {
+    this.deadlines.idle?.stop(this.idleNode);
     this.state = 'closed';
     this.deadlines.stop(this.deadline);
     const ex = this.exchange;
@@ -297,6 +309,7 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
 
   /** @internal socket listener (session-socket.ts). */
   onClose(): void {
+    this.deadlines.idle?.stop(this.idleNode);
     const ex = this.exchange;
     if (ex !== undefined && !ex.finished) {
       this.env.listener.log.debug({ remote: this.remote }, 'SCGI client disconnected mid-request');
@@ -314,8 +327,21 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
 
   /** @internal socket listener (session-socket.ts). */
   onTimeout(): void {
+    this.idleTimedOut();
+  }
+
+  /** @internal the listener's idle watch: no read or write for idle_timeout; no longer watched. */
+  idleTimedOut(): void {
     if (this.state === 'closed') {
       this.socket.destroy(); // we ended, the client never did
+      return;
+    }
+    // Written bytes leaving slowly are not idleness (as Node's own timer: progress on a pending write).
+    const pending = this.socket.writableLength;
+    const moving = pending > 0 && pending !== this.pendingAtTimeout;
+    this.pendingAtTimeout = pending;
+    if (moving) {
+      this.deadlines.idle?.watch(this.idleNode);
       return;
     }
     if (this.awaitingDrain) {
@@ -323,7 +349,11 @@ export class ScgiSession implements Session, ResponseSink, ClientTimed, ScgiHand
       this.closeNow();
       return;
     }
-    if (this.bodyPaused || this.state === 'waiting') return; // back-pressure or a slow backend
+    if (this.bodyPaused || this.state === 'waiting') {
+      // Back-pressure or a slow backend: watched again from now, as the socket's timer re-armed by the next I/O.
+      this.deadlines.idle?.watch(this.idleNode);
+      return;
+    }
     if (this.received === 0) {
       this.env.listener.log.debug({ remote: this.remote }, 'idle SCGI connection closed');
     } else {

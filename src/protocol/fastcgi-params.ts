@@ -315,7 +315,10 @@ export class FcgiParams extends CgiParams {
   writeWire(buf: Buffer, off: number): number {
     const raw = this.raw;
     if (raw === undefined) return writeNameValues(this.flat, buf, off);
-    if (this.extra.length === 0) return off + raw.copy(buf, off);
+    if (this.extra.length === 0) {
+      buf.set(raw, off); // Buffer.copy validates its arguments before this same set
+      return off + raw.length;
+    }
     forEachPair(raw, (start, end, nameStart, nameLen) => {
       if (!this.overridden(raw, nameStart, nameLen)) off += raw.copy(buf, off, start, end);
     });

@@ -7,6 +7,8 @@
  * checks only what no peer may ever send; what a role may send (e.g. STDIN from a
  * backend) is for the role layer to judge.
  */
+// Imported: in an ES module the global `Buffer` is an accessor, a call on every use (twice a proxied request).
+import { Buffer } from 'node:buffer';
 import { ErrorCodes, ProtocolError } from '../errors.js';
 import { CgiParams } from './params.js';
 import { encodeNameValues, FcgiParams, nameValuesLength, writeNameValues } from './fastcgi-params.js';
@@ -551,24 +553,29 @@ export function encodeRequestHead(requestId: number, role: number, flags: number
   const fp = wireLen >= 0 && wireLen <= FCGI_MAX_CONTENT ? (params as FcgiParams) : undefined;
   const flat = fp === undefined ? params.pairs : EMPTY_FLAT;
   const nvLen = fp === undefined ? nameValuesLength(flat) : wireLen;
-  const lengths = nvLen <= FCGI_MAX_CONTENT ? (nvLen === 0 ? [] : [nvLen]) : paramsRecordLengths(flat);
+  // One PARAMS record (the common case) or several (undefined: one, or none when empty).
+  const lengths = nvLen <= FCGI_MAX_CONTENT ? undefined : paramsRecordLengths(flat);
+  const pad1 = lengths === undefined && nvLen > 0 ? paramsPadding(nvLen) : 0;
   // BEGIN_REQUEST (16) + PARAMS headers and padding + closing PARAMS (8) [+ empty STDIN (8)].
-  let total = 16 + nvLen + lengths.length * FCGI_HEADER_LEN + FCGI_HEADER_LEN + (noBody ? FCGI_HEADER_LEN : 0);
-  for (const cl of lengths) total += paramsPadding(cl);
+  let total = 16 + nvLen + FCGI_HEADER_LEN + (noBody ? FCGI_HEADER_LEN : 0);
+  if (lengths === undefined) total += nvLen > 0 ? FCGI_HEADER_LEN + pad1 : 0;
+  else for (const cl of lengths) total += FCGI_HEADER_LEN + paramsPadding(cl);
   const buf = Buffer.allocUnsafe(total);
   writeHeader(buf, 0, RecordType.BeginRequest, requestId, 8, 0);
-  buf.writeUInt16BE(role, 8);
+  // Byte stores, not writeUInt16BE and fill: those validate their arguments and fill calls into the runtime.
+  buf[8] = role >>> 8;
+  buf[9] = role & 0xff;
   buf[10] = flags;
-  buf.fill(0, 11, 16);
+  buf[11] = buf[12] = buf[13] = buf[14] = buf[15] = 0;
   let off = 16;
-  if (lengths.length === 1) {
-    // The common case: pairs written straight into place, no intermediate copy.
-    const pad = paramsPadding(nvLen);
-    writeHeader(buf, off, RecordType.Params, requestId, nvLen, pad);
-    off = fp === undefined ? writeNameValues(flat, buf, off + FCGI_HEADER_LEN) : fp.writeWire(buf, off + FCGI_HEADER_LEN);
-    buf.fill(0, off, off + pad);
-    off += pad;
-  } else if (lengths.length > 1) {
+  if (lengths === undefined) {
+    if (nvLen > 0) {
+      // The common case: pairs written straight into place, no intermediate copy.
+      writeHeader(buf, off, RecordType.Params, requestId, nvLen, pad1);
+      off = fp === undefined ? writeNameValues(flat, buf, off + FCGI_HEADER_LEN) : fp.writeWire(buf, off + FCGI_HEADER_LEN);
+      for (let end = off + pad1; off < end; off++) buf[off] = 0;
+    }
+  } else {
     const nv = Buffer.allocUnsafe(nvLen);
     writeNameValues(flat, nv, 0);
     let src = 0;

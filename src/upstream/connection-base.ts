@@ -12,13 +12,18 @@
  *
  * Socket and exchange callbacks are bound once per connection, not per request.
  *
- * Timeouts use the socket's inactivity timer: connectTimeout until connected, then
- * readTimeout. Our own writes re-arm it too, so a backend still taking a request body
- * is not "silent"; while the client is slow (socket paused) the timer is off, and while
- * the client owes body bytes a timeout is ignored (the front end's body_timeout acts).
+ * Timeouts are inactivity timeouts, as the socket's own timer would keep them, but on
+ * an IdleWatch (src/util/idle-watch.ts) of all connections with the same timeout: the
+ * socket's I/O only stamps `activeAt` (Node's timer is re-armed on every read and
+ * write). connectTimeout until connected, then readTimeout. Our own writes count too,
+ * so a backend still taking a request body is not "silent"; while the client is slow
+ * (socket paused) the connection is not watched, and while the client owes body bytes
+ * a timeout is ignored (the front end's body_timeout acts).
  */
 import { connect, type NetConnectOpts, type Socket } from 'node:net';
-import { closeTurn, openTurn } from '../util/turn.js';
+import { closeTurn, openTurn, turnNow } from '../util/turn.js';
+import { systemClock } from '../util/clock.js';
+import { DeadlineNode, IdleWatch } from '../util/idle-watch.js';
 import type { Logger } from '../log/log.js';
 import type { SocketAddress } from '../protocol/address.js';
 import type { BodyConsumer, CgiResponseHead, Exchange } from '../protocol/exchange.js';
@@ -54,6 +59,20 @@ export interface ConnectionOwner {
 }
 
 const NO_BYTES = Buffer.alloc(0);
+
+/** One watch per timeout value in use (a few: the pools' connect_timeout and read_timeout). */
+const watches = new Map<number, IdleWatch<UpstreamConnection>>();
+
+/** The watch of every connection with this timeout; undefined for 0 (none). */
+function watchFor(ms: number): IdleWatch<UpstreamConnection> | undefined {
+  if (!(ms > 0)) return undefined;
+  let w = watches.get(ms);
+  if (w === undefined) {
+    w = new IdleWatch<UpstreamConnection>(systemClock, ms, (c) => c.timedOut());
+    watches.set(ms, w);
+  }
+  return w;
+}
 
 /** Socket buffer before the request body is paused: one full FastCGI record fits. */
 const WRITE_HIGH_WATER = 128 * 1024;
@@ -97,6 +116,14 @@ export abstract class UpstreamConnection implements BodyConsumer {
   /** Socket paused because the client is slow; onResponseDrain resumes it. */
   private readPaused = false;
   private lastError: Error | undefined;
+  /** Monotonic ms of the socket's last I/O (read by the watch, src/util/idle-watch.ts). */
+  activeAt = 0;
+  /** On connectWatch while connecting, then on readWatch while a timeout may apply. */
+  private readonly watchNode = new DeadlineNode<UpstreamConnection>(this);
+  private readonly connectWatch: IdleWatch<UpstreamConnection> | undefined;
+  private readonly readWatch: IdleWatch<UpstreamConnection> | undefined;
+  /** Bytes the socket still held to write when a timeout was last found: fewer since is progress. */
+  private pendingAtTimeout = 0;
 
   private readonly onAbortBound = (): void => this.onClientAbort();
   /** Write callback of a request head; bound once. */
@@ -130,13 +157,16 @@ export abstract class UpstreamConnection implements BodyConsumer {
         ? { path: address.path, writableHighWaterMark: WRITE_HIGH_WATER }
         : { host: address.host, port: address.port, noDelay: true, writableHighWaterMark: WRITE_HIGH_WATER };
     this.socket = connect(connectOpts);
-    this.socket.setTimeout(opts.connectTimeout);
+    this.connectWatch = watchFor(opts.connectTimeout);
+    this.readWatch = watchFor(opts.readTimeout);
+    this.connectWatch?.watch(this.watchNode);
     this.socket.on('connect', () => this.onConnect());
     this.socket.on('data', (chunk: Buffer) => {
       this.gotBytes = true;
       // A turn (src/util/turn.ts): the responses this chunk ends leave once it is decoded,
       // after the freed worker got its next request.
       openTurn();
+      this.activeAt = turnNow();
       try {
         this.onData(chunk);
       } catch (err) {
@@ -150,7 +180,6 @@ export abstract class UpstreamConnection implements BodyConsumer {
       this.lastError ??= err;
     });
     this.socket.on('close', () => this.onPeerClosed(this.lastError));
-    this.socket.on('timeout', () => this.onTimeout());
     this.socket.on('drain', () => this.onWritable());
   }
 
@@ -170,6 +199,9 @@ export abstract class UpstreamConnection implements BodyConsumer {
     ex.onResponseDrain = this.onResponseDrainBound;
     this.resetResponse();
     if (this.state === 'idle') {
+      // Still watched from the last request unless a timeout found it idle since.
+      if (this.watchNode.list === null) this.readWatch?.watch(this.watchNode);
+      else this.activeAt = turnNow();
       this.state = 'busy';
       this.beginRequest(ex);
     }
@@ -183,6 +215,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
   /** Closes the connection without reporting anything (idle ones, or after finish). */
   close(): void {
     this.state = 'closed';
+    this.watchNode.list?.remove(this.watchNode);
     this.socket.destroy();
   }
 
@@ -221,6 +254,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
   /** Writes buffers as one writev; returns false (and remembers to resume) when the socket is full. */
   protected writeBody(bufs: readonly Buffer[]): boolean {
     const s = this.socket;
+    this.activeAt = turnNow();
     let ok = true;
     if (bufs.length === 1) {
       ok = s.write(bufs[0]!);
@@ -286,7 +320,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
     this.readPaused = true;
     this.socket.pause();
     // Waiting for the client is not the backend's silence.
-    this.socket.setTimeout(0);
+    this.watchNode.list?.remove(this.watchNode);
   }
 
   /** The request ended normally or failed; hands the connection back to the endpoint. */
@@ -350,8 +384,9 @@ export abstract class UpstreamConnection implements BodyConsumer {
   private onConnect(): void {
     if (this.state !== 'connecting') return;
     this.state = 'busy';
-    // Kept armed while idle too: a timeout then is ignored, and the next write re-arms it.
-    this.socket.setTimeout(this.opts.readTimeout);
+    // Kept watched while idle too: a timeout then is ignored, and the next request watches it again.
+    if (this.readWatch) this.readWatch.watch(this.watchNode);
+    else this.connectWatch?.stop(this.watchNode);
     this.beginRequest(this.ex!);
   }
 
@@ -364,13 +399,21 @@ export abstract class UpstreamConnection implements BodyConsumer {
     }
   }
 
-  private onTimeout(): void {
+  /** @internal the watch found no I/O for the timeout; no longer watched. */
+  timedOut(): void {
     if (this.state === 'connecting') {
       this.fail(connectTimedOut(this.address.text, this.opts.connectTimeout));
     } else if (this.state === 'busy' && !this.readPaused) {
+      // Written bytes leaving slowly are not silence (as Node's own timer: progress on a pending write).
+      const pending = this.socket.writableLength;
+      const moving = pending > 0 && pending !== this.pendingAtTimeout;
+      this.pendingAtTimeout = pending;
       // A backend waiting for body bytes the client has not sent is not silent; the
       // front end's body_timeout judges the client.
-      if (!this.bodyDone && !this.ex!.bodyComplete) return;
+      if (moving || (!this.bodyDone && !this.ex!.bodyComplete)) {
+        this.readWatch?.watch(this.watchNode);
+        return;
+      }
       this.fail(readTimedOut(this.address.text, this.opts.readTimeout));
     }
   }
@@ -420,6 +463,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
   }
 
   private onWritable(): void {
+    this.activeAt = turnNow();
     if (!this.bodyPaused || this.state !== 'busy') return;
     this.bodyPaused = false;
     this.ex!.bodyConsumerDrained();
@@ -429,7 +473,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
     if (!this.readPaused) return;
     this.readPaused = false;
     if (this.state === 'closed') return;
-    this.socket.setTimeout(this.opts.readTimeout);
+    this.readWatch?.watch(this.watchNode);
     this.socket.resume();
   }
 
@@ -441,6 +485,7 @@ export abstract class UpstreamConnection implements BodyConsumer {
       return;
     }
     if (this.state !== 'busy' || this.orphaned) return;
+    this.activeAt = turnNow();
     this.sendAbort();
     if (this.opts.drainOnAbort === true && this.cancellable && this.bodyDone) {
       // php-cgi ignores FCGI_ABORT_REQUEST and runs the script to its end: the worker is

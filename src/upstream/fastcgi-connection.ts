@@ -34,6 +34,7 @@ import {
   Role,
   type FcgiRecord,
 } from '../protocol/fastcgi.js';
+import { turnNow } from '../util/turn.js';
 import { UpstreamConnection, type ConnectionOwner } from './connection-base.js';
 import { authorizerRoleRefused, DONE, protocolFault, refusedRequest } from './failures.js';
 import type { UpstreamOptions } from './types.js';
@@ -113,6 +114,7 @@ export class FastcgiConnection extends UpstreamConnection {
   end(): void {
     if (this.state !== 'busy' || this.bodyDone) return;
     this.bodyDone = true;
+    this.activeAt = turnNow();
     this.socket.write((emptyStdin ??= encodeRecord(RecordType.Stdin, REQUEST_ID)));
   }
 

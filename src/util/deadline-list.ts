@@ -1,7 +1,8 @@
 /**
  * An intrusive FIFO whose entries all expire the same time after they were added, so
  * the head always expires first and one timer (armed for the head) serves the whole
- * list. Used for the request queue, request timeouts and slow-request warnings.
+ * list. Used for the request queue, request timeouts and slow-request warnings, and
+ * (insertAt, idle-watch.ts) for the sockets' inactivity timeouts.
  * Add, remove and shift are O(1); nodes may be reused (a worker keeps one node).
  */
 import { OneTimer, type Clock } from './clock.js';
@@ -98,6 +99,28 @@ export class DeadlineList<T> {
     this.head = node;
     this.count++;
     if (this.timeoutMs > 0) this.timer.armAt(deadline);
+  }
+
+  /**
+   * Inserts with its own deadline, in order: searched from the tail, so a deadline no
+   * later than the newest entries' (a recent time plus timeoutMs) passes few of them.
+   */
+  insertAt(node: DeadlineNode<T>, deadline: number): void {
+    if (node.list) node.list.remove(node);
+    node.addedAt = this.clock.now();
+    node.extended = false;
+    node.deadline = deadline;
+    node.list = this;
+    let before = this.tail;
+    while (before !== null && before.deadline > deadline) before = before.prev;
+    node.prev = before;
+    node.next = before === null ? this.head : before.next;
+    if (node.next) node.next.prev = node;
+    else this.tail = node;
+    if (before) before.next = node;
+    else this.head = node;
+    this.count++;
+    if (this.head === node && deadline !== Infinity) this.timer.armAt(deadline);
   }
 
   remove(node: DeadlineNode<T>): void {

@@ -10,6 +10,9 @@
  * It also reads the clock once (turnNow).
  */
 
+// Imported: in an ES module the global `performance` is an accessor, a call on every read.
+import { performance } from 'node:perf_hooks';
+
 /** What runs at the end of the turn; asked for once until it ran (its owner keeps the flag). */
 export interface TurnEnd {
   endOfTurn(): void;

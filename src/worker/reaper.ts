@@ -1,7 +1,8 @@
 /**
- * Reaping the children libuv did not spawn: the workers an exec in place of the daemon
- * handed to the new code (the same pid, so still our children, but unknown to libuv,
- * which waits only for the pids it spawned). On each SIGCHLD, and every POLL_MS in case
+ * Reaping the children libuv did not spawn: the workers the addon spawned without a fork
+ * (spawn.ts spawnUnforked), and the workers an exec in place of the daemon handed to the
+ * new code (the same pid, so still our children, but unknown to libuv, which waits only
+ * for the pids it spawned). On each SIGCHLD, and every POLL_MS in case
  * one was coalesced with libuv's, each watched pid is asked with waitpid(pid, WNOHANG)
  * (the addon's `reap`): a zombie is reaped and its exit reported once.
  */
@@ -25,8 +26,8 @@ export function watchChild(pid: number, onExit: (exit: ReapedExit) => void): voi
   watched.set(pid, onExit);
   if (watched.size === 1) {
     process.on('SIGCHLD', reapWatched);
+    // Held like libuv's handle of a child it spawned: a process waits for the children it watches.
     timer = setInterval(reapWatched, REAP_POLL_MS);
-    timer.unref();
   }
   // It may have exited already (between the exec and now).
   reapWatched();

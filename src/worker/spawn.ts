@@ -3,11 +3,19 @@
  * reported by name and errno before anything is forked, instead of as setpriv's exit 127),
  * then spawn it detached (its own process group, so a SIGKILL escalation reaches its
  * children too) through the death guard, with ONLY spec.env, spec.cwd and uid/gid.
+ *
+ * A worker whose output goes to pipes the daemon made is spawned by the addon
+ * (spawnUnforked: a vfork-style clone, which copies none of the daemon's page tables; the
+ * main thread waits only for the exec) and reaped by reaper.ts; anything else, and every
+ * worker where the addon is missing, by Node's child_process.spawn, whose libuv forks the
+ * whole daemon first (docs/BENCHMARKS.md "A spawn that does not fork the daemon").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { constants } from 'node:os';
 import path from 'node:path';
 import type { DeathGuard } from './death-guard.js';
+import { spawnAddon } from './exec-addon.js';
 import type { WorkerSpec } from './types.js';
 
 /** execvp's fallback when PATH is unset. */
@@ -94,4 +102,23 @@ export function startProcess(o: StartOptions): ChildProcess {
     detached: true,
     windowsHide: true,
   });
+}
+
+const ERRNO_NAMES = new Map<number, string>(Object.entries(constants.errno).map(([name, n]) => [n, name]));
+
+/**
+ * What startProcess does for a worker with daemon-made output pipes, through the addon:
+ * its pid, or undefined where the addon cannot (then startProcess). Throws as Node's spawn
+ * reports a failure (`code` the errno's name, "spawn FILE CODE").
+ */
+export function spawnUnforked(o: StartOptions & { output: [number, number] }): number | undefined {
+  const a = spawnAddon();
+  if (a === undefined || o.preload !== undefined) return undefined;
+  const w = o.guard.wrap(o.file, o.args);
+  const env: string[] = [];
+  for (const [k, v] of Object.entries(o.spec.env)) if (v !== undefined) env.push(`${k}=${v}`);
+  const pid = a.spawn(w.file, [w.file, ...w.args], env, [o.fd0 ?? -1, o.output[0], o.output[1]], o.spec.cwd ?? null, o.spec.uid ?? -1, o.spec.gid ?? -1);
+  if (pid > 0) return pid;
+  const code = ERRNO_NAMES.get(-pid) ?? `E${-pid}`;
+  throw Object.assign(new Error(`spawn ${w.file} ${code}`), { code, errno: pid, syscall: 'spawn' });
 }

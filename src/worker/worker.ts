@@ -35,9 +35,9 @@ import {
 } from './socket.js';
 import type { ForkServer } from './fork-server.js';
 import { WorkerSpawnError } from './spawn-error.js';
-import { checkCwd, resolveCommand, startProcess } from './spawn.js';
+import { checkCwd, resolveCommand, spawnUnforked, startProcess } from './spawn.js';
 import type { HandedWorker, ManagedWorker, RetireReason, WorkerAdopter, WorkerEventMap, WorkerExit, WorkerFactory, WorkerOwner, WorkerSpec } from './types.js';
-import { handOverAddon } from './exec-addon.js';
+import { execAddonProblem, handOverAddon, spawnAddon } from './exec-addon.js';
 import { signalGroup, watchChild } from './reaper.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { ErrorCodes } from '../errors.js';
@@ -55,6 +55,9 @@ export interface WorkerOptions {
 /** A worker nobody gives requests (tests, tools): the system clock, no requests, stopped without a reason. */
 /** How long after SIGTERM a worker still waiting in accept() gets it again (Worker.retryTermWhileAccepting). */
 const TERM_RETRY_MS = 200;
+
+/** Whether sayForked() spoke. */
+let forkSaid = false;
 
 const NO_OWNER: WorkerOwner = { clock: systemClock, busy: () => false, requests: () => 0, reason: () => undefined };
 
@@ -248,9 +251,15 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
 
     // Pipes the daemon made, so that an exec in place can hand the worker on with them (not for accept: direct).
     const pipes = shared === undefined ? outputPipes() : undefined;
-    let child: ChildProcess;
+    let child: ChildProcess | undefined;
+    let pid: number | undefined;
     try {
-      child = startProcess({ spec, file: resolved.file, args, fd0: shared?.fd ?? fd0?.fd, guard: this.guard, output: pipes && [pipes[0][1], pipes[1][1]] });
+      const start = { spec, file: resolved.file, args, fd0: shared?.fd ?? fd0?.fd, guard: this.guard };
+      pid = pipes === undefined ? undefined : spawnUnforked({ ...start, output: [pipes[0][1], pipes[1][1]] });
+      if (pid === undefined) {
+        if (shared === undefined && spawnAddon() === undefined) this.sayForked();
+        child = startProcess({ ...start, output: pipes && [pipes[0][1], pipes[1][1]] });
+      }
     } catch (e) {
       fd0?.abort();
       if (pipes !== undefined) for (const fd of pipes.flat()) closeQuiet(fd);
@@ -269,29 +278,37 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     }
     // The child has its copies of the write ends: ours would keep the pipes from ever ending.
     if (pipes !== undefined) for (const [, w] of pipes) closeQuiet(w);
-    child.on('error', (err: NodeJS.ErrnoException) => this.onChildError(err, resolved.file));
-    if (child.pid === undefined) {
+    if (child !== undefined) {
+      child.on('error', (err: NodeJS.ErrnoException) => this.onChildError(err, resolved.file));
+      pid = child.pid;
+    }
+    if (pid === undefined) {
       if (pipes !== undefined) for (const [r] of pipes) closeQuiet(r);
       return; // spawn failed; 'error' follows
     }
     this.child = child;
-    this.pid = child.pid;
-    spec.onStarted?.(child.pid);
+    this.pid = pid;
+    spec.onStarted?.(pid);
     // `wpid`, not `pid`: the base logger's `pid` is the daemon's.
-    this.log = this.log.child({ wpid: child.pid });
+    this.log = this.log.child({ wpid: pid });
     if (spec.priority !== undefined) {
       try {
-        setPriority(child.pid, spec.priority);
+        setPriority(pid, spec.priority);
       } catch (e) {
         this.log.warn({ code: ErrorCodes.SPAWN_FAILED, err: (e as Error).message }, `process_priority ${spec.priority} not set: ${(e as Error).message} (below fcgi-pm's own nice value needs root)`);
       }
     }
     this.out.logger = this.log;
-    this.guard.started(child.pid);
-    child.on('exit', (code, signal) => this.onExit(code, signal));
+    this.guard.started(pid);
+    if (child !== undefined) child.on('exit', (code, signal) => this.onExit(code, signal));
+    else {
+      // Reaped by us, not libuv; still after a hand-over, which ends this handle's reports (onExit), as libuv's reaping goes on for its own.
+      const unforked = pid;
+      process.nextTick(() => watchChild(unforked, (e) => this.onExit(e.code, e.signal)));
+    }
     if (pipes !== undefined) {
       this.readOutput(new Socket({ fd: pipes[0][0], readable: true, writable: false }), new Socket({ fd: pipes[1][0], readable: true, writable: false }), [pipes[0][0], pipes[1][0]]);
-    } else this.readOutput(child.stdout!, child.stderr!, undefined);
+    } else this.readOutput(child!.stdout!, child!.stderr!, undefined);
     this.log.debug({ command: [resolved.file, ...args], address: this.address.text }, 'worker spawned');
 
     // A probe on the shared socket would be taken by any worker.
@@ -351,6 +368,13 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
     this.readyAt = now;
     this.log.debug({ ms: Math.round(now - this.startedAt) }, 'worker ready');
     this.emit('ready');
+  }
+
+  /** Once per daemon: workers are spawned by a fork of the daemon, the addon being missing or older. */
+  private sayForked(): void {
+    if (forkSaid) return;
+    forkSaid = true;
+    this.log.info(`workers are spawned by a fork of the daemon (Node's child_process.spawn), not by the native addon: ${execAddonProblem() ?? 'it was built by an older fcgi-pm; run "node scripts/build-native.mjs"'}`);
   }
 
   private onSpawnTimeout(): void {

@@ -31,7 +31,7 @@ class RecordingSocket {
 
 function rig(): { socket: RecordingSocket; writer: FcgiWriter; request: FcgiRequest } {
   const socket = new RecordingSocket();
-  const writer = new FcgiWriter(socket as unknown as Socket, () => false);
+  const writer = new FcgiWriter(socket as unknown as Socket, () => false, { activeAt: 0 });
   const session = { writer } as unknown as FcgiConnection;
   const request = new FcgiRequest(session, 7, Role.Responder, true, new ParamsCollector(DEFAULT_PARAMS_LIMITS));
   request.state = 'running';

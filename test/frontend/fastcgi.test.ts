@@ -21,7 +21,7 @@ import {
 } from '../../src/protocol/fastcgi.js';
 import type { Exchange } from '../../src/protocol/exchange.js';
 import { FcgiClient, interleave, paramsRecords, parseCgiOutput, requestRecords, stdinRecords } from '../helpers/fcgi-client.js';
-import { echoBody, echoParams, failAfterHead, failWith, makeHead, never, readBody, respond, type Behaviour } from '../helpers/fake-pool.js';
+import { delayed, echoBody, echoParams, failAfterHead, failWith, makeHead, never, readBody, respond, type Behaviour } from '../helpers/fake-pool.js';
 import { seededBytes, sha256 } from '../helpers/payload.js';
 import { RawConn } from '../helpers/raw-socket.js';
 import { Cleanup } from '../helpers/scope.js';
@@ -325,6 +325,22 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       assert.equal(res.ended, 'end');
       await rig.logged((l) => /idle/.test(l.msg), DEBUG);
       await servesNormally(rig);
+    });
+
+    it('counts the idle timeout from the last response byte, not from the request', async () => {
+      // idle_timeout 300 ms (support.ts); the answer comes 250 ms after the request.
+      rig.pool.behaviour = delayed(250, echoParams);
+      const c = await FcgiClient.connect(rig.target);
+      try {
+        c.request(1, PARAMS);
+        assert.equal((await c.response(1)).protocolStatus, 0);
+        const answered = performance.now();
+        assert.equal(await c.waitClose(3000), true, 'closed as idle');
+        const quiet = performance.now() - answered;
+        assert.ok(quiet >= 200, `closed ${quiet.toFixed(0)} ms after the answer: the idle time counts from the write`);
+      } finally {
+        c.close();
+      }
     });
 
     it('closes a connection that stalls in the middle of a record', async () => {

@@ -3,6 +3,7 @@
  * 10 MB both ways, half-close, bad netstrings and headers, stalls, disconnects, failures;
  * after each bad input the listener still serves.
  */
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCodes, ProxyError } from '../../src/errors.js';
@@ -169,6 +170,29 @@ for (const transport of ['tcp', 'unix'] as Transport[]) {
       assert.equal(res.ended, 'end');
       await rig.logged((l) => /idle SCGI/.test(l.msg), DEBUG);
       await servesNormally(rig);
+    });
+
+    it('a client that keeps its side open after the response is closed after the idle timeout', async (t) => {
+      if (transport === 'unix') return t.skip('a Unix socket is closed at once, no FIN awaited');
+      // Its own listener (idle_timeout 300 ms, support.ts): its connection count is this client's.
+      const own = await startRig(t, 'scgi', addressFor(t, transport));
+      own.pool.behaviour = echoParams;
+      const target = own.target as { port: number; host?: string };
+      const c = connect({ port: target.port, host: target.host ?? '127.0.0.1', allowHalfOpen: true });
+      try {
+        const got: Buffer[] = [];
+        c.on('data', (b: Buffer) => got.push(b));
+        c.on('error', () => {});
+        const ended = new Promise<number>((resolve) => c.once('end', () => resolve(performance.now())));
+        c.write(encodeScgiRequest(PARAMS));
+        const endAt = await ended; // the response is whole; our side stays open
+        assert.equal(parseCgiOutput(Buffer.concat(got)).status, 200);
+        await waitFor(() => own.listener.connections === 0, { timeout: 3000, what: 'the server to close the half-open connection' });
+        const waited = performance.now() - endAt;
+        assert.ok(waited >= 200, `closed ${waited.toFixed(0)} ms after its FIN: idle_timeout (300 ms) waited`);
+      } finally {
+        c.destroy();
+      }
     });
 
     it('closes a connection that stalls mid-request', async () => {

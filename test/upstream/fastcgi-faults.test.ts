@@ -171,6 +171,12 @@ test('read timeout with no byte from the backend: 504 BACKEND_TIMEOUT, connectio
   await assertConnectionDropped(s);
 });
 
+test("read_timeout counts from the backend's last byte: a response that trickles for longer is not cut", async (t) => {
+  const s = await setup(t, { readTimeout: 200 });
+  const r = await s.run('trickle');
+  assertDone(r, '.....');
+});
+
 test('backend answers before reading the body: done, and the connection is not reused', async (t) => {
   const s = await setup(t);
   const body = Buffer.alloc(2 * 1024 * 1024, 1);

@@ -121,3 +121,44 @@ test('php-cgi with its own children: a crash of the master also ends the orphans
   assert.deepEqual([verdict.crash, verdict.restart], [true, true]);
   assert.ok(await waitFor(() => kids.every(processGone), 3000), 'php-cgi children killed with their group');
 });
+
+test("a worker's spawn copies none of the daemon's pages: the daemon writes its memory after it without copy-on-write faults", async (t) => {
+  // A fork (libuv's, for Node's child_process.spawn) makes every page of the daemon copy-on-write
+  // until it is written again: 64 MiB written after it take ~16,000 minor faults. A vfork-style
+  // clone shares the daemon's memory until the exec and leaves its pages as they were.
+  const memory = Buffer.alloc(64 * 2 ** 20, 1);
+  const dir = tempDir(t);
+  const w = Worker.spawn(makeSpec(dir, [PHP]), silentLogger(), 1);
+  t.after(async () => void (await w.stop()));
+  await once(w, 'ready');
+  const before = process.resourceUsage().minorPageFault;
+  memory.fill(2);
+  const faults = process.resourceUsage().minorPageFault - before;
+  assert.ok(faults < memory.length / 4096 / 4, `${faults} minor faults writing ${memory.length / 4096} pages after the spawn`);
+  // Reaped by the daemon as libuv's children are: a kill from outside is the exit's signal.
+  const exit = once(w, 'exit') as Promise<[WorkerExit]>;
+  process.kill(w.pid!, 'SIGKILL');
+  const [e] = await exit;
+  assert.deepEqual([e.code, e.signal], [null, 'SIGKILL']);
+  assert.ok(await waitFor(() => processGone(w.pid!), 2000), 'reaped');
+});
+
+test('a worker runs as the uid and gid it was given, with no supplementary groups (as root)', { skip: process.geteuid?.() !== 0 && 'needs root' }, async (t) => {
+  const dir = tempDir(t);
+  fs.chmodSync(dir, 0o755);
+  const run = path.join(dir, 'run');
+  fs.mkdirSync(run, { mode: 0o700 });
+  fs.chownSync(run, 65534, 65534);
+  const w = Worker.spawn(makeSpec(run, [PHP], { uid: 65534, gid: 65534 }), silentLogger(), 1);
+  t.after(async () => void (await w.stop()));
+  await once(w, 'ready');
+  const status = fs.readFileSync(`/proc/${w.pid}/status`, 'latin1');
+  assert.match(status, /^Uid:\t65534\t65534\t65534\t65534$/m);
+  assert.match(status, /^Gid:\t65534\t65534\t65534\t65534$/m);
+  assert.match(status, /^Groups:[ \t]*$/m);
+  // Its own session and process group, signals as a shell would start it.
+  const stat = fs.readFileSync(`/proc/${w.pid}/stat`, 'latin1');
+  const [, , pgrp, session] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  assert.deepEqual([Number(pgrp), Number(session)], [w.pid, w.pid]);
+  assert.match(status, /^SigBlk:\t0+$/m);
+});
