@@ -86,7 +86,7 @@ export class UpstreamEndpoint implements Endpoint, ConnectionOwner {
         this.logger.debug({ exchange: ex.id }, 'kept-alive connection was closed by the backend; retrying on a new one');
         const fresh = this.open();
         this.busy.add(fresh);
-        fresh.start(ex, done);
+        fresh.start(ex, outcome.kind === 'failed' && outcome.facts.headSent ? afterReplay(done) : done);
         return;
       }
     }
@@ -114,4 +114,9 @@ export class UpstreamEndpoint implements Endpoint, ConnectionOwner {
 
 export function createEndpoint(address: SocketAddress, opts: UpstreamOptions, logger: Logger): Endpoint {
   return new UpstreamEndpoint(address, opts, logger);
+}
+
+/** A replay's `done`: its failure says that an earlier attempt's head had left us (AttemptFacts.replayed). */
+function afterReplay(done: DoneCallback): DoneCallback {
+  return (o) => done(o.kind === 'failed' ? { ...o, facts: { ...o.facts, replayed: true } } : o);
 }

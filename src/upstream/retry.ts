@@ -55,6 +55,13 @@ export interface AttemptFacts {
   idempotent: boolean;
   /** The backend's process exited by itself with code 0 (known only to a spawned pool). */
   cleanExit?: boolean;
+  /**
+   * A replay's failure (the endpoint's, on a fresh connection) after the kept-alive one
+   * closed with our head sent: that attempt was vouched for by the reused-reset rule, which
+   * holds only for a backend that closed an idle connection, not for a process that died
+   * under the request. What this attempt proves does not cover that one.
+   */
+  replayed?: boolean;
 }
 
 export interface RetryVerdict {

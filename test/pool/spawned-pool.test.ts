@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { refusedRequest } from '../../src/upstream/failures.js';
+import { connectFailed, refusedRequest } from '../../src/upstream/failures.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { EXIT_GRACE_MS } from '../../src/pool/spawned/dispatcher.js';
 import type { UpstreamOutcome } from '../../src/upstream/types.js';
@@ -268,11 +268,31 @@ test('a crash is never replayed on another worker, even when the endpoint calls 
   const [r] = send(1);
   clock.advance(10);
   const w = wf.workers[0]!;
-  ep(w).finish(refused);
+  const replay = connectFailed('unix:/fake/w.sock', Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }));
+  ep(w).finish({ ...replay, facts: { ...replay.facts, replayed: true } });
   w.exit(null, 'SIGKILL');
   assert.equal(r!.sink.error?.code, ErrorCodes.WORKER_CRASHED);
   clock.advance(5000);
   assert.equal(wf.workers.length, 1, 'no worker was started to run it again');
+});
+
+test('a request handed to a worker killed before the pool heard of it, whose connect was refused, goes to another worker', async () => {
+  // A forked worker killed while idle: its socket refuses the next request at once, and the
+  // pool hears of the exit (from the preload parent) only after.
+  const { clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2 });
+  send(2);
+  clock.advance(10);
+  const [w1, w2] = wf.workers as [FakeWorker, FakeWorker];
+  ep(w2).finish();
+  const [r] = send(1);
+  assert.equal(w2.state, 'busy', 'LIFO: w2 took it');
+  ep(w2).finish(refused);
+  w2.exit(null, 'SIGKILL');
+  assert.equal(r!.sink.error, undefined, `not answered: ${r!.sink.error?.code}`);
+  ep(w1).finish();
+  assert.equal(ep(w1).running[0]!.ex, r!.ex);
+  ep(w1).finish();
+  assert.equal(r!.sink.status, 200);
 });
 
 test('ondemand: requests waiting for a starting worker do not use up queue_limit', async () => {

@@ -112,6 +112,20 @@ test('kept-alive connection closed by the backend: retried once on a fresh conne
   assert.equal(s.endpoint.idleCount, 1);
 });
 
+test('kept-alive connection closed after our request went out, and the replay finds no one listening: the failure says it followed a replay', async (t) => {
+  const s = await setup(t);
+  assertDone(await s.run('ok'), 'ok 1');
+  const r = await s.run('die-reused');
+  const f = failed(r.outcome);
+  assert.equal(s.endpoint.staleRetries, 1);
+  assert.equal(f.facts.failure, 'connect', f.error.message);
+  assert.equal(f.facts.replayed, true, 'a process that died under the request looks the same: the pool must not take the refusal as proof');
+  // A refusal with no replay before it is not marked.
+  const again = failed((await s.run('ok')).outcome);
+  assert.equal(again.facts.failure, 'connect');
+  assert.equal(again.facts.replayed, undefined);
+});
+
 test('kept-alive connection closed, body too large to replay: BACKEND_CLOSED, no replay, the exchange cannot rewind', async (t) => {
   const s = await setup(t);
   assertDone(await s.run('ok'), 'ok 1');

@@ -530,12 +530,16 @@ export class SpawnedPool extends PoolBase {
    */
   private lostAnswer(seat: Seat, ex: Exchange, o: FailedOutcome, exit: WorkerExit): ProxyError | undefined {
     // A worker that exits cleanly by itself (php-cgi after PHP_FCGI_MAX_REQUESTS) does so
-    // between requests: retry.ts takes that as proof (cleanExit). A crash is different:
-    // the endpoint's "retryable" may follow its replay of a request that the application
-    // did run (and crashed on) on the kept-alive connection, so the request is not given
-    // to another worker: a crashing page must not run twice.
+    // between requests: retry.ts takes that as proof (cleanExit). A crash is different: a
+    // reset of a kept-alive connection proves nothing then (the application may have run
+    // the request and crashed on it), nor does the failure of the endpoint's replay after
+    // one, so only what holds whatever the process did counts (never connected, our head
+    // never left us): a crashing page must not run twice, and a request handed to a worker
+    // killed before the pool heard of it must not be lost.
     const cleanSelfExit = exit.code === 0 && exit.signal === null && exit.reason === undefined;
-    if (cleanSelfExit && o.facts !== undefined && mayRetryElsewhere({ ...o.facts, cleanExit: true }).retry && ex.rewind()) {
+    const f = o.facts;
+    const neverRead = f !== undefined && (cleanSelfExit ? mayRetryElsewhere({ ...f, cleanExit: true }).retry : f.replayed !== true && mayRetryElsewhere({ ...f, reused: false }).retry);
+    if (neverRead && ex.rewind()) {
       seat.log.info({ exchange: ex.id, code: exit.code, signal: exit.signal }, 'worker went away before taking the request; giving it to another worker');
       return undefined;
     }
