@@ -189,6 +189,21 @@ function printProfile(dir: string): void {
   console.log(`profile: ${join(dir, file)}`);
 }
 
+/** One CPU window of daemon `pid` (--cpu-seconds, marked `what` in --daemon-log): its CPU in % of a core, its threads' shares, its main thread's wake-ups a second. */
+async function cpuWindow(pid: number, what: string): Promise<{ cpu: number; threads: string; wakeups: number }> {
+  const c0 = cpuTicks(pid);
+  const w0 = nowUs();
+  const th0 = threadCpu(pid);
+  const cs0 = mainSwitches(pid);
+  mark(`${what}: begins`);
+  await sleep(CPU_S * 1000);
+  mark(`${what}: ends`);
+  const threads = threadShares(th0, threadCpu(pid), CPU_S);
+  const wakeups = (mainSwitches(pid) - cs0) / CPU_S;
+  windows.push({ what, fromUs: w0, toUs: nowUs() });
+  return { cpu: ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100, threads, wakeups };
+}
+
 async function main(): Promise<void> {
   const base = mkdtempSync(join(tmpdir(), 'fpm-obs-'));
   chmodSync(base, 0o755);
@@ -260,32 +275,12 @@ async function main(): Promise<void> {
     // CPU of daemon a with no page open (the idle sampler runs every 10 s): right after the
     // activation and the scrapes, then (with --settle-seconds) once it has idled a while.
     const pid = a.proc.pid!;
-    let c0 = cpuTicks(pid);
-    let w0 = nowUs();
-    let th0 = threadCpu(pid);
-    let cs0 = mainSwitches(pid);
-    mark('no page open: begins');
-    await sleep(CPU_S * 1000);
-    mark('no page open: ends');
-    let idleThreads = threadShares(th0, threadCpu(pid), CPU_S);
-    let idleWakeups = (mainSwitches(pid) - cs0) / CPU_S;
-    windows.push({ what: 'no page open', fromUs: w0, toUs: nowUs() });
-    let idleCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
-    const freshCpu = idleCpu;
+    const fresh = await cpuWindow(pid, 'no page open');
+    let idle = fresh;
     if (SETTLE_S > 0) {
       mark(`no page open: settling ${SETTLE_S} s`);
       await sleep(SETTLE_S * 1000);
-      c0 = cpuTicks(pid);
-      w0 = nowUs();
-      th0 = threadCpu(pid);
-      cs0 = mainSwitches(pid);
-      mark('no page open, settled: begins');
-      await sleep(CPU_S * 1000);
-      mark('no page open, settled: ends');
-      idleThreads = threadShares(th0, threadCpu(pid), CPU_S);
-      idleWakeups = (mainSwitches(pid) - cs0) / CPU_S;
-      windows.push({ what: 'no page open, settled', fromUs: w0, toUs: nowUs() });
-      idleCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
+      idle = await cpuWindow(pid, 'no page open, settled');
     }
 
     const profile = mkdtempSync(join(tmpdir(), 'fpm-obs-chrome-'));
@@ -319,23 +314,13 @@ async function main(): Promise<void> {
         mark(`one page open: settling ${SETTLE_S} s`);
         await sleep(SETTLE_S * 1000);
       }
-      c0 = cpuTicks(pid);
       const b0 = bytes;
-      w0 = nowUs();
-      th0 = threadCpu(pid);
-      cs0 = mainSwitches(pid);
-      mark('one page open: begins');
-      await sleep(CPU_S * 1000);
-      mark('one page open: ends');
-      const openThreads = threadShares(th0, threadCpu(pid), CPU_S);
-      const openWakeups = (mainSwitches(pid) - cs0) / CPU_S;
-      windows.push({ what: 'one page open', fromUs: w0, toUs: nowUs() });
-      const openCpu = ((cpuTicks(pid) - c0) / TICKS / CPU_S) * 100;
-      Object.assign(figures, { cpuIdlePct: idleCpu, cpuIdleFreshPct: freshCpu, cpuPageOpenPct: openCpu, wakeupsIdle: idleWakeups, wakeupsPageOpen: openWakeups });
-      console.log(`daemon a CPU over ${CPU_S} s${SETTLE_S > 0 ? ` (each after ${SETTLE_S} s of settling)` : ''}: ${idleCpu.toFixed(2)} % of a core with no page open, ${openCpu.toFixed(2)} % with one page open (target ≤ 1 %); the page received ${((bytes - b0) / 1024 / CPU_S).toFixed(1)} KiB/s`);
-      if (SETTLE_S > 0) console.log(`  no page open in the ${CPU_S} s right after the activation and the scrapes: ${freshCpu.toFixed(2)} %`);
-      console.log(`  by thread, no page open: ${idleThreads}\n  by thread, one page open: ${openThreads}`);
-      console.log(`  main thread's context switches: ${idleWakeups.toFixed(1)}/s with no page open, ${openWakeups.toFixed(1)}/s with one page open`);
+      const open = await cpuWindow(pid, 'one page open');
+      Object.assign(figures, { cpuIdlePct: idle.cpu, cpuIdleFreshPct: fresh.cpu, cpuPageOpenPct: open.cpu, wakeupsIdle: idle.wakeups, wakeupsPageOpen: open.wakeups });
+      console.log(`daemon a CPU over ${CPU_S} s${SETTLE_S > 0 ? ` (each after ${SETTLE_S} s of settling)` : ''}: ${idle.cpu.toFixed(2)} % of a core with no page open, ${open.cpu.toFixed(2)} % with one page open (target ≤ 1 %); the page received ${((bytes - b0) / 1024 / CPU_S).toFixed(1)} KiB/s`);
+      if (SETTLE_S > 0) console.log(`  no page open in the ${CPU_S} s right after the activation and the scrapes: ${fresh.cpu.toFixed(2)} %`);
+      console.log(`  by thread, no page open: ${idle.threads}\n  by thread, one page open: ${open.threads}`);
+      console.log(`  main thread's context switches: ${idle.wakeups.toFixed(1)}/s with no page open, ${open.wakeups.toFixed(1)}/s with one page open`);
     } finally {
       await browser.close();
       rmSync(profile, { recursive: true, force: true });

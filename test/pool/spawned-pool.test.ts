@@ -365,6 +365,31 @@ async function queueOnFourWorkers(pageMs = 20) {
   return h;
 }
 
+/**
+ * queueOnFourWorkers of a 5 ms page, warmed 500 ms at 3 arrivals a step and then idle 3 s;
+ * then `perStep` arrive every 5 ms step for `steps` steps, the workers finishing a page on
+ * the steps `finishes` picks. The requests served, the longest of their queue waits, and
+ * how long the refused ones waited for their 503.
+ */
+async function surgeOnWarmWorkers(perStep: number, steps: number, finishes: (step: number) => boolean) {
+  const { clock, wf, ep, send } = await queueOnFourWorkers(5);
+  for (let t = 0; t < 100; t++) {
+    send(3);
+    clock.advance(5);
+    finishAll(wf, ep);
+  }
+  clock.advance(3000);
+  const waitedFor503 = refusalWaits(clock);
+  const all: TestRequest[] = [];
+  for (let t = 0; t < steps; t++) {
+    all.push(...waitedFor503.sent(send(perStep)));
+    clock.advance(5);
+    if (finishes(t)) finishAll(wf, ep);
+  }
+  const served = all.filter((r) => r.sink.status === 200);
+  return { served, worst: Math.max(...served.map((r) => r.ex.queuedMs)), waitedFor503 };
+}
+
 test('queue_max_wait: a closed loop of 20 clients on 4 workers of a 100 ms page is served whole, its standing queue waits', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
   const started = pool.start();
@@ -564,24 +589,9 @@ test('queue_max_wait: while the rate swings between sub-windows, the bound holds
 });
 
 test('queue_max_wait: an open loop at 2× whose workers serve a third of their rate as it begins (its own work takes their CPU) is seen soon enough that no request served waits much past queue_max_wait', async () => {
-  const { clock, wf, ep, send } = await queueOnFourWorkers(5);
-  for (let t = 0; t < 100; t++) {
-    send(3);
-    clock.advance(5);
-    finishAll(wf, ep);
-  }
-  clock.advance(3000);
   // 8 arrive every 5 ms (2× the four workers' 5 ms pages), for 3 s; for the first second
   // the workers finish a page every third step only.
-  const waitedFor503 = refusalWaits(clock);
-  const all: ReturnType<typeof send> = [];
-  for (let t = 0; t < 600; t++) {
-    all.push(...waitedFor503.sent(send(8)));
-    clock.advance(5);
-    if (t >= 200 || t % 3 === 0) finishAll(wf, ep);
-  }
-  const served = all.filter((r) => r.sink.status === 200);
-  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  const { served, worst, waitedFor503 } = await surgeOnWarmWorkers(8, 600, (t) => t >= 200 || t % 3 === 0);
   // Before the surge was seen a sub-window sooner, the first 300 ms queued twice what the
   // starved workers then served in 300 ms: waits up to 755 ms.
   assert.ok(worst <= 330, `the longest wait of a request served: ${worst} ms`);
@@ -590,26 +600,11 @@ test('queue_max_wait: an open loop at 2× whose workers serve a third of their r
 });
 
 test('queue_max_wait: an open loop whose workers serve a tenth of their rate as it begins: what queued while the growth was being seen is refused down to the bound, so no request served waits far past queue_max_wait', async () => {
-  const { clock, wf, ep, send } = await queueOnFourWorkers(5);
-  for (let t = 0; t < 100; t++) {
-    send(3);
-    clock.advance(5);
-    finishAll(wf, ep);
-  }
-  clock.advance(3000);
   // 7 arrive every 5 ms (1.4 a ms, 2× a warm machine's 0.7), for 2 s; for the first second
   // the workers finish a page every tenth step only (0.08 a ms): as the daemon's trace of a
   // loaded machine's 2× showed, 141 queued in the 100 ms before the growth was seen, and
   // the 73 of them older than 50 ms were served after up to a second.
-  const waitedFor503 = refusalWaits(clock);
-  const all: ReturnType<typeof send> = [];
-  for (let t = 0; t < 400; t++) {
-    all.push(...waitedFor503.sent(send(7)));
-    clock.advance(5);
-    if (t >= 200 || t % 10 === 0) finishAll(wf, ep);
-  }
-  const served = all.filter((r) => r.sink.status === 200);
-  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  const { served, worst, waitedFor503 } = await surgeOnWarmWorkers(7, 400, (t) => t >= 200 || t % 10 === 0);
   assert.ok(worst <= 300 * 1.25 + 5, `the longest wait of a request served: ${worst} ms`);
   // A 503 within half of queue_max_wait of its request, or none.
   assert.ok(waitedFor503.max() <= 150, `the longest wait before a 503: ${waitedFor503.max()} ms`);
@@ -617,25 +612,10 @@ test('queue_max_wait: an open loop whose workers serve a tenth of their rate as 
 });
 
 test('queue_max_wait: an open loop whose workers finish nothing as it begins is bounded by the head\'s wait, not by the warm pool\'s mean service time', async () => {
-  const { clock, wf, ep, send } = await queueOnFourWorkers(5);
-  for (let t = 0; t < 100; t++) {
-    send(3);
-    clock.advance(5);
-    finishAll(wf, ep);
-  }
-  clock.advance(3000);
   // 7 arrive every 5 ms (2× a warm machine's rate), for 2 s; the workers finish nothing for
   // 200 ms, then every tenth step until 1 s (as a loaded machine's 2× began: not one page
   // finished in its first 150 ms, and 166 requests queued, served after up to 3.5 s).
-  const waitedFor503 = refusalWaits(clock);
-  const all: ReturnType<typeof send> = [];
-  for (let t = 0; t < 400; t++) {
-    all.push(...waitedFor503.sent(send(7)));
-    clock.advance(5);
-    if (t >= 200 || (t >= 40 && t % 10 === 0)) finishAll(wf, ep);
-  }
-  const served = all.filter((r) => r.sink.status === 200);
-  const worst = Math.max(...served.map((r) => r.ex.queuedMs));
+  const { served, worst, waitedFor503 } = await surgeOnWarmWorkers(7, 400, (t) => t >= 200 || (t >= 40 && t % 10 === 0));
   // Before, with no rate counted the bound was the warm pool's: 4 seats over 5 ms, 240
   // requests within queue_max_wait.
   assert.ok(worst <= 300 * 1.25 + 5, `the longest wait of a request served: ${worst} ms`);
