@@ -145,7 +145,7 @@ test('warm zero: the next request, and one beside a busy worker, are served by f
   assert.notEqual(cold.opcache_start, first.opcache_start, 'a new opcache');
 });
 
-test('warm zero keeps the two children that served beside the paused parent, and the requests after it are served by children of that parent', { timeout: 120_000 }, async (t) => {
+test('warm zero keeps the two children that served beside the paused parent, which take the requests after it', { timeout: 120_000 }, async (t) => {
   const port = await freePort();
   const logs = makeTempDir(t, 'fpm-resident-spare-');
   const d = await opsDaemon(t, {
@@ -182,10 +182,8 @@ test('warm zero keeps the two children that served beside the paused parent, and
   const beside = JSON.parse(r.text) as Served;
   assert.equal(beside.ppid, parent.pid);
   const woke = await slow;
-  assert.notEqual(woke, beside.pid, 'two children served the two requests');
-  // Which child takes them is not asserted: a fork the parent makes on waking took the
-  // request that woke the pool in about one run of three, and both requests once in CI, even
-  // with the parent held until both kept children waited in accept() again (tried: they
-  // did within 1.3 ms, and a fork still took the first request in two runs of four).
-  // bench/cold-start measures what the request beside a busy one waits.
+  // The parent runs again only once a third request comes: a child it forks on waking,
+  // running into accept() as a connection arrives, would take it ahead of the kept ones
+  // still being woken (before, in two runs of five).
+  assert.ok(served.has(woke) && served.has(beside.pid), `the two requests after warm zero (${woke}, ${beside.pid}) met the children that served before (${[...served].join(', ')})`);
 });

@@ -160,6 +160,8 @@ export class Supervisor {
   private parked: Slot | undefined;
   /** The parked parent's children kept stopped beside it: the next requests', warm, without waiting for a fork. */
   private keptChildren: readonly number[] = [];
+  /** A woken parent still stopped until its kept children have taken their requests (wake()). */
+  private held: { slot: Slot; kept: number; assigned: number; timer: unknown } | undefined;
   /** Slot events so far: what status shows of the workers moves only with one or with `figures` (SpawnedPool.idleRevision). */
   events = 0;
   /** Samples that changed a worker's shown memory or CPU, and groups whose children changed. */
@@ -396,6 +398,8 @@ export class Supervisor {
   /** A request starts on one of the worker's seats: counted (max_requests, status, its exit line). */
   assigned(slot: SlotView): void {
     own(slot).requests++;
+    const h = this.held;
+    if (h !== undefined && h.slot === slot && ++h.assigned > h.kept) this.continueHeld();
   }
 
   /** A worker is alive and idle after a request: recycle it (true) or let it serve on (false). */
@@ -474,6 +478,7 @@ export class Supervisor {
     const unparked = slot === this.parked && cell.next !== 'up';
     const kept = unparked ? this.keptChildren : [];
     if (unparked) this.unpark();
+    if (slot === this.held?.slot && cell.next !== 'up') this.continueHeld();
     this.act(cell.action, slot, ctx);
     // Stopped (SIGSTOP), it would hold the signal it was just sent until kill_timeout; the
     // kept children would hold their parent's SIGTERM for ever.
@@ -824,14 +829,26 @@ export class Supervisor {
     if (slot === undefined || slot.pid === undefined) return 0;
     const kept = this.keptChildren;
     this.unpark();
-    // The children first: they accept what waits while the parent forks the others.
+    // The kept children only: a child the parent forks on waking, running into accept()
+    // as a request's connection arrives, takes it ahead of the kept ones still being
+    // woken. The parent runs once more requests came than they can take.
     for (const c of kept) continueProcess(c);
-    continueProcess(slot.pid);
+    if (kept.length === 0) continueProcess(slot.pid);
+    else this.held = { slot, kept: kept.length, assigned: 0, timer: this.clock.setTimer(() => this.continueHeld(), WAKE_HOLD_MS) };
     this.wakes++;
     slot.log.info({ kind: 'wake', wakes: this.wakes }, `pool ${this.name}: waking the parked php-cgi parent ${slot.pid}`);
     this.hooks.offer(slot);
     this.hooks.pump();
     return 1;
+  }
+
+  /** The woken parent runs again: it reaps the children ended at park and forks the group anew. */
+  private continueHeld(): void {
+    const h = this.held;
+    if (h === undefined) return;
+    this.held = undefined;
+    this.clock.clearTimer(h.timer);
+    if (h.slot.pid !== undefined) continueProcess(h.slot.pid);
   }
 
   private unpark(): void {
@@ -1007,6 +1024,8 @@ export class Supervisor {
  * zero and cold zero": the spare's pages count with the parent's).
  */
 export const PARKED_CHILDREN = 2;
+/** The longest a woken parent stays stopped while its kept children serve (it must run to replace one that exits). */
+const WAKE_HOLD_MS = 1000;
 
 /**
  * Children ordered by the page faults they took, most first: a child that served has
