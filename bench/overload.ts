@@ -26,11 +26,14 @@
  * has fcgi-pm write an access line per request (status and time from its arrival in the
  * daemon to its end) and prints the same p99s as the daemon saw them: a 503 slow at the
  * client but quick inside waited before the daemon read it (nginx, the sockets, the
- * client's own loop), one slow inside waited in the daemon. The access log costs the
+ * client's own loop), one slow inside waited in the daemon (how many 503s came from the
+ * queue, and their p99 there, has a column of its own). The access log costs the
  * daemon a little CPU: the target figures are taken without it. --hops (php suite; implies
  * --daemon-view) also has nginx log each request's times and the generator tag each with
  * `?i=<id>`, and prints where the time of the requests at each class's p99 went, hop by
- * hop (hopsTable); --hops-dump PREFIX writes every request's joined times as JSON. Each
+ * hop (hopsTable; the 503s also split into those refused at admission and those that came
+ * from the queue, 1 ms or more in the daemon: shed from a growing queue's tail or timed
+ * out); --hops-dump PREFIX writes every request's joined times as JSON. Each
  * window also prints the generator's own event-loop delay and CPU: a generator that lags
  * adds its lag to every figure at the client, and a second table the onset: the served and
  * 503 p99s of the requests due in the first 150 and 300 ms (while the growth is being
@@ -177,15 +180,21 @@ function onsetCells(r: OpenLoopResult): string {
   return ONSET_SPANS.map((span) => `${cell(r.servedMs, r.servedDue, span)} / ${cell(r.refusedMs, r.refusedDue, span)}`).join(' | ');
 }
 
-/** fcgi-pm's access rows as served and 503 durations. */
-function daemonView(rows: string[][]): { served: number[]; refused: number[] } {
+/**
+ * A 503 that spent this long in the daemon or more came from the queue (shed from a growing
+ * queue's tail, or timed out); one refused at admission is answered in the turn that read it.
+ */
+const QUEUED_503_MS = 1;
+
+/** fcgi-pm's access rows as served and 503 durations; `queued`: the 503s that came from the queue. */
+function daemonView(rows: string[][]): { served: number[]; refused: number[]; queued: number[] } {
   const served: number[] = [];
   const refused: number[] = [];
   for (const [status, ms] of rows) {
     if (status === '503') refused.push(Number(ms));
     else if (status !== undefined && status.startsWith('2')) served.push(Number(ms));
   }
-  return { served, refused };
+  return { served, refused, queued: refused.filter((ms) => ms >= QUEUED_503_MS) };
 }
 
 interface Site {
@@ -253,8 +262,15 @@ function joinHops(client: Map<number, ClientHop>, nginxRows: string[][], daemonR
  */
 function hopsTable(label: string, hops: Hop[]): string {
   const lines: string[] = [];
-  for (const [cls, ok] of [['served', (s: number) => s >= 200 && s < 300], ['503', (s: number) => s === 503]] as const) {
-    const all = hops.filter((h) => ok(h.client.status) && h.nginx !== undefined);
+  const inDaemon = (h: Hop): number => (h.daemon === undefined ? 0 : h.daemon.end - h.daemon.start);
+  const classes: [string, (h: Hop) => boolean][] = [
+    ['served', (h) => h.client.status >= 200 && h.client.status < 300],
+    ['503', (h) => h.client.status === 503],
+    ['503 at admission', (h) => h.client.status === 503 && h.daemon !== undefined && inDaemon(h) < QUEUED_503_MS],
+    ['503 from the queue', (h) => h.client.status === 503 && inDaemon(h) >= QUEUED_503_MS],
+  ];
+  for (const [cls, ok] of classes) {
+    const all = hops.filter((h) => ok(h) && h.nginx !== undefined);
     if (all.length === 0) continue;
     const total = (h: Hop): number => h.client.endAt - h.client.sentAt;
     const p99 = pct(all.map(total), 99);
@@ -321,7 +337,7 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
     const viewed = sites.some((s) => s.accessFile !== undefined);
     const p99 = (xs: number[]): string => (xs.length > 0 ? pct(xs, 99).toFixed(0) : '–');
     process.stdout.write(
-      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms |' : ''} the client's loop delay p99 / max ms, CPU | the daemon: connections a request, CPU ms a 1,000 sent | run-queue wait ms: daemon / nginx's workers | served after a queue wait > 200 / > 500 ms |\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|' : ''}---|---|---|---|\n`,
+      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms | 503s from the queue (≥ 1 ms in the daemon): count, p99 ms |' : ''} the client's loop delay p99 / max ms, CPU | the daemon: connections a request, CPU ms a 1,000 sent | run-queue wait ms: daemon / nginx's workers | served after a queue wait > 200 / > 500 ms |\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|---|' : ''}---|---|---|---|\n`,
     );
     for (const m of rates) {
       for (const s of sites) {
@@ -344,11 +360,11 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
           waits = `${(after.waitMs - before.waitMs).toFixed(0)} / ${nginxWait}`;
           queued = `${after.queued200 - before.queued200} / ${after.queued500 - before.queued500}`;
         }
-        let inside = viewed ? ' – | – |' : '';
+        let inside = viewed ? ' – | – | – |' : '';
         const daemonRows = fresh(s.accessFile);
         if (s.accessFile !== undefined) {
           const v = daemonView(daemonRows);
-          inside = ` ${p99(v.served)} | ${p99(v.refused)} |`;
+          inside = ` ${p99(v.served)} | ${p99(v.refused)} | ${v.queued.length} (${((100 * v.queued.length) / Math.max(1, v.refused.length)).toFixed(1)} %), ${p99(v.queued)} |`;
         }
         if (r.trace !== undefined) {
           const joined = joinHops(r.trace, fresh(s.nginxFile), daemonRows);
