@@ -19,7 +19,7 @@
  *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
  *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/] [--daemon-view]
  *       [--hops [--hops-dump PREFIX]] [--capacity REQ_PER_S] [--generator-inline]
- *       [--nginx-workers N] [--nginx-keepalive N] [--daemon-keys "key: value; ..."]
+ *       [--nginx-workers N] [--nginx-keepalive N] [--nginx-nice N] [--daemon-keys "key: value; ..."]
  *
  * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
  * latency percentiles of the served requests and of the 503s. --daemon-view (php suite)
@@ -42,7 +42,10 @@
  * process and session, as before 2026-12-03 (the A/B of that change). --nginx-workers N
  * gives the one nginx in front of every stack N worker processes (1 by default): the A/B of
  * nginx's own delay to accept at 2× (one worker at nice 0 beside 4 busy workers).
- * --nginx-keepalive N: nginx's kept connections to each upstream (32). --daemon-keys adds
+ * --nginx-keepalive N: nginx's kept connections to each upstream (32). --nginx-nice N sets
+ * the autogroup of nginx's session to nice N (as root; 0 by default, as a service starts):
+ * the A/B of the web server at the daemon's weight (about −5), which docs/overload.md
+ * tells operators to give it, since every 503 passes through nginx twice. --daemon-keys adds
  * top-level keys to fcgi-pm's config ("daemon_cpu_weight: 1000"). Each fcgi-pm window also
  * prints the daemon's front-end connections per request sent, its CPU per 1,000 sent, and
  * the run-queue wait (/proc/PID/schedstat) of the daemon and of nginx's workers over the
@@ -306,6 +309,9 @@ async function startNginx(dir: string, sites: Site[]): Promise<Started> {
 
 async function suite(name: string, tag: string, dir: string, sites: Site[], peer: string, path: string, workers: number, rates: number[], seconds: number, timeoutMs: number): Promise<void> {
   const ngx = await startNginx(join(dir, `nginx-${tag}`), sites);
+  // nginx leads its session: its autogroup is its own, shared by its workers.
+  const nice = arg('--nginx-nice', '');
+  if (nice !== '') writeFileSync(`/proc/${ngx.pid}/autogroup`, nice);
   try {
     const url = (s: Site): string => `http://127.0.0.1:${s.port}${path}`;
     for (const s of sites) await runWrk(url(s), workers * 2, 3); // warm-up
