@@ -46,22 +46,14 @@ const SERVICE_EWMA = 1 / 16;
  */
 const SHED_MARGIN = 1 / 4;
 /**
- * Requests that have waited less than this share of queue_max_wait (50 ms by default) are
- * shed from the tail down to the bound: their 503 comes about as soon as one refused at
- * admission.
+ * Only requests that have waited less than this share of queue_max_wait are shed from the
+ * tail, so a 503 comes within it of its request or not at all; older ones are served. Half:
+ * 150 ms by default, the three shortest sub-windows an overload takes to be seen (the
+ * trend's surge), so that what queued meanwhile can be shed. An overload's own work
+ * starves the workers as it begins (their rate fell to a sixth, then a twenty-fifth, in a
+ * loaded machine's 2×): what queued then and is kept waits its bound at the fallen rate.
  */
-const SHED_FRESH_SHARE = 1 / 6;
-/**
- * Older ones, up to this share (150 ms by default: the three shortest sub-windows an
- * overload takes to be seen, the trend's surge), are shed only down to the bound and its
- * margin. An overload's own work starves the workers as it begins (their rate fell to a
- * sixth, then a twenty-fifth, in a loaded machine's 2×): what queued while the growth was
- * being seen and is kept waits its bound at the fallen rate, so past the margin it goes.
- * Not down to the bound: a bound that moves with the rate (sub-windows that swing 3× on a
- * machine short of CPU) would shed, after up to 150 ms, requests the workers serve within
- * queue_max_wait, and those 503s set the 503 p99.
- */
-const SHED_STALE_SHARE = 1 / 2;
+const SHED_FRESH_SHARE = 1 / 2;
 
 export class RequestQueue {
   /** queue_limit: the most requests that ever wait. */
@@ -230,8 +222,8 @@ export class RequestQueue {
       const bound = this.waitLimit;
       if (this.growing(bound) && waiting >= bound) {
         // What queued while the growth was being seen, or before the bound fell, would
-        // be served late: the newest of it refused now (shed).
-        if (waiting > bound * (1 + SHED_MARGIN)) this.shed(waiting, bound);
+        // be served late: the newest of it, come within half of queue_max_wait, refused now.
+        if (waiting > bound * (1 + SHED_MARGIN)) this.shed(waiting - bound);
         return 'growing';
       }
     }
@@ -280,28 +272,15 @@ export class RequestQueue {
     this.list.dispose();
   }
 
-  /**
-   * Of `waiting` requests past the `bound`, the newest: those come within SHED_FRESH_SHARE
-   * of queue_max_wait down to the bound, then those come within SHED_STALE_SHARE of it down
-   * to the bound and its margin.
-   */
-  private shed(waiting: number, bound: number): void {
-    const now = this.clock.now();
-    const left = waiting - this.shedSince(waiting - bound, now - this.maxWaitMs * SHED_FRESH_SHARE);
-    const keep = Math.floor(bound * (1 + SHED_MARGIN));
-    if (left > keep) this.shedSince(left - keep, now - this.maxWaitMs * SHED_STALE_SHARE);
-  }
-
-  /** Sheds up to `n` of the newest requests, those queued at `since` or later; how many it shed. */
-  private shedSince(n: number, since: number): number {
+  private shed(n: number): void {
+    const since = this.clock.now() - this.maxWaitMs * SHED_FRESH_SHARE;
     for (let i = 0; i < n; i++) {
       const last = this.list.last;
-      if (last === null || last.addedAt < since) return i;
+      if (last === null || last.addedAt < since) return;
       this.list.remove(last);
       last.item.onAbort = undefined;
       this.events.shed(last.item);
     }
-    return n;
   }
 
   /** @internal */
