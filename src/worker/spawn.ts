@@ -107,8 +107,9 @@ export function startProcess(o: StartOptions): ChildProcess {
 const ERRNO_NAMES = new Map<number, string>(Object.entries(constants.errno).map(([name, n]) => [n, name]));
 
 /**
- * What startProcess does for a worker with daemon-made output pipes, through the addon:
- * its pid, or undefined where the addon cannot (then startProcess). Throws as Node's spawn
+ * What startProcess does for a worker with daemon-made output pipes (its own socket or an
+ * `accept: direct` pool's), through the addon: its pid, or undefined where the addon cannot
+ * or for a preload parent (then startProcess). Throws as Node's spawn
  * reports a failure (`code` the errno's name, "spawn FILE CODE").
  */
 export function spawnUnforked(o: StartOptions & { output: [number, number] }): number | undefined {

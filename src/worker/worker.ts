@@ -249,15 +249,15 @@ export class Worker extends EventEmitter<WorkerEventMap> implements ManagedWorke
       return this.finish(null, null);
     }
 
-    // Pipes the daemon made, so that an exec in place can hand the worker on with them (not for accept: direct).
-    const pipes = shared === undefined ? outputPipes() : undefined;
+    // Pipes the daemon made: the addon's spawn needs them, and an exec in place hands the worker on with them.
+    const pipes = outputPipes();
     let child: ChildProcess | undefined;
     let pid: number | undefined;
     try {
       const start = { spec, file: resolved.file, args, fd0: shared?.fd ?? fd0?.fd, guard: this.guard };
       pid = pipes === undefined ? undefined : spawnUnforked({ ...start, output: [pipes[0][1], pipes[1][1]] });
       if (pid === undefined) {
-        if (shared === undefined && spawnAddon() === undefined) this.sayForked();
+        if (spawnAddon() === undefined) this.sayForked();
         child = startProcess({ ...start, output: pipes && [pipes[0][1], pipes[1][1]] });
       }
     } catch (e) {

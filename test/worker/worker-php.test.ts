@@ -9,6 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { silentLogger } from '../../src/log/log.js';
 import { Worker } from '../../src/worker/worker.js';
+import { findSetpriv } from '../../src/worker/death-guard.js';
+import { directSocketSupport, SharedSocket } from '../../src/worker/shared-socket.js';
+import { unixAddress } from '../../src/worker/socket.js';
 import type { WorkerExit } from '../../src/worker/types.js';
 import { fcgiRequest } from './fcgi-raw.js';
 import { makeSpec, PoolSide, processGone, tempDir, waitFor } from './helpers.js';
@@ -122,13 +125,21 @@ test('php-cgi with its own children: a crash of the master also ends the orphans
   assert.ok(await waitFor(() => kids.every(processGone), 3000), 'php-cgi children killed with their group');
 });
 
-test("a worker's spawn copies none of the daemon's pages: the daemon writes its memory after it without copy-on-write faults", async (t) => {
+for (const kind of ['its own socket', "an accept: direct pool's shared socket"] as const)
+test(`a worker's spawn (${kind}) copies none of the daemon's pages: the daemon writes its memory after it without copy-on-write faults`, { skip: kind !== 'its own socket' && directSocketSupport() }, async (t) => {
   // A fork (libuv's, for Node's child_process.spawn) makes every page of the daemon copy-on-write
   // until it is written again: 64 MiB written after it take ~16,000 minor faults. A vfork-style
   // clone shares the daemon's memory until the exec and leaves its pages as they were.
+  findSetpriv(); // its one probe (spawnSync) forks, before the memory is there
   const memory = Buffer.alloc(64 * 2 ** 20, 1);
   const dir = tempDir(t);
-  const w = Worker.spawn(makeSpec(dir, [PHP]), silentLogger(), 1);
+  let spec = makeSpec(dir, [PHP]);
+  if (kind !== 'its own socket') {
+    const sock = SharedSocket.acquire(unixAddress(path.join(dir, 'app.sock')), { backlog: 16, mode: 0o600, uid: undefined, gid: undefined });
+    t.after(() => sock.release());
+    spec = { ...spec, sharedSocket: { fd: sock.fd, address: sock.address } };
+  }
+  const w = Worker.spawn(spec, silentLogger(), 1);
   t.after(async () => void (await w.stop()));
   await once(w, 'ready');
   const before = process.resourceUsage().minorPageFault;
