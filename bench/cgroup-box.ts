@@ -5,7 +5,7 @@
  * cgroup).
  *
  *   npx tsc -p . && node dist/bench/cgroup-box.js [--limit 64] [--pools 1] [--clients 20]
- *       [--seconds 30] [--mb 6] [--hold-ms 50] [--json] [--keep] [--node-flags "..."]
+ *       [--seconds 30] [--mb 6] [--hold-ms 50] [--json] [--keep] [--node-flags "..."] [--smaps N]
  *
  * The profile is used as written, except: HTTP listeners on loopback instead of the Unix
  * sockets lighttpd would use (one per pool), runtime_dir and cwd in a temp dir, log
@@ -19,7 +19,9 @@
  * Reported: OOM kills (memory.oom_control / memory.events.local of the box and of every
  * pool cgroup below it), the peak of the box's anonymous memory and of what it cannot
  * reclaim (sampled every 20 ms; v1 also gives the kernel's max_usage_in_bytes), replies
- * by status, connection errors, fcgi-pm's PSS after the load, and what the log said.
+ * by status, connection errors, fcgi-pm's PSS after the load (with --smaps, its N largest
+ * mappings: PSS beside RSS, which counts the node binary's shared pages whole), and what the
+ * log said.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -44,6 +46,8 @@ const SECONDS = arg('--seconds', 30);
 const MB = arg('--mb', 6);
 const HOLD_MS = arg('--hold-ms', 50);
 const JSON_OUT = process.argv.includes('--json');
+/** Print the daemon's N largest mappings by PSS after the load (where the box's PSS lies). */
+const SMAPS_TOP = arg('--smaps', 0);
 /** Keep the temp dir (config, fcgi-pm.log) and say where. */
 const KEEP = process.argv.includes('--keep');
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -109,6 +113,26 @@ function sampleBox(cg: MemoryCgroup, peaks: Peaks): void {
 function rssAnon(pid: number): number | undefined {
   const t = read(`/proc/${pid}/status`);
   return t === undefined ? undefined : parseStatus(t).rssAnon;
+}
+
+/** The daemon's mappings summed by name (the node binary's text and data, [heap], anonymous), largest PSS first; rss counts shared pages whole (what PSS would be were no other process mapping them). */
+function smapsByName(pid: number): Array<{ name: string; pss: number; rss: number }> {
+  const t = read(`/proc/${pid}/smaps`);
+  if (t === undefined) return [];
+  const by = new Map<string, { name: string; pss: number; rss: number }>();
+  let cur: { name: string; pss: number; rss: number } | undefined;
+  for (const line of t.split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (head) {
+      const name = `${head[2] || '[anon]'} ${head[1]}`;
+      cur = by.get(name) ?? { name, pss: 0, rss: 0 };
+      by.set(name, cur);
+      continue;
+    }
+    const kv = /^(Pss|Rss):\s+(\d+) kB/.exec(line);
+    if (kv && cur) cur[kv[1] === 'Pss' ? 'pss' : 'rss'] += Number(kv[2]) * 1024;
+  }
+  return [...by.values()].sort((a, b) => b.pss - a.pss);
 }
 
 function rollup(pid: number): ReturnType<typeof parseSmapsRollup> {
@@ -253,6 +277,7 @@ async function main(): Promise<void> {
     const seconds = (Date.now() - started) / 1000;
     await sleep(500);
     const after = rollup(daemon.pid!);
+    const maps = SMAPS_TOP > 0 ? smapsByName(daemon.pid!).slice(0, SMAPS_TOP) : [];
     const pssAfter = after?.pss;
     const anonAfter = rssAnon(daemon.pid!);
     clearInterval(watch);
@@ -302,6 +327,7 @@ async function main(): Promise<void> {
       console.log(`  peak anonymous memory     ${report.peakAnonMiB} MiB (${((limit - peaks.anon) / MiB).toFixed(1)} MiB under the limit)`);
       console.log(`  peak not reclaimable      ${report.peakUnreclaimableMiB} MiB; kernel's peak usage (page cache included) ${report.kernelPeakUsageMiB ?? 'n/a'} MiB`);
       console.log(`  fcgi-pm PSS               ${report.daemonPssIdleMiB} MiB idle, ${report.daemonPssAfterMiB} MiB after the load (anon ${report.daemonPssAnonAfterMiB}, file ${report.daemonPssFileAfterMiB}; RssAnon ${report.daemonRssAnonIdleMiB}, ${report.daemonRssAnonAfterMiB} MiB)`);
+      for (const m of maps) console.log(`    ${(m.pss / MiB).toFixed(2).padStart(6)} MiB PSS, ${(m.rss / MiB).toFixed(2).padStart(6)} MiB RSS  ${m.name}`);
       console.log(`  log                       ${Object.entries(report.log).map(([k, n]) => `${k}: ${n}`).join('; ')}`);
     }
   } finally {

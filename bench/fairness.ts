@@ -27,6 +27,7 @@
  *
  *   node dist/bench/fairness.js [--rows closed,noisy,slowloris] [--seconds 8] [--variant "cpu_weight: 0"]
  *       [--generator-inline] [--nginx-workers N] [--nginx-nice N] [--nginx-slice NS] [--noisy-pools N] [--noisy-nap]
+ *       [--variant "key: value" --quiet-slice NS]
  *
  * --nginx-workers N, --nginx-nice N and --nginx-slice NS (the noisy row) are the A/Bs of
  * where the quiet request waits in the web server both stacks share: N worker processes
@@ -42,6 +43,12 @@
  * relays the same traffic (30 clients queued on 4 workers, about 200 req/s) while the CPU
  * stays free, so the quiet pool's tail beside it is what the daemon's own work for the
  * noisy pool costs it (its event-loop turns, dispatch order), apart from the workers' CPU.
+ * --quiet-slice NS gives the quiet pool's workers of the --variant stack a CPU slice of NS
+ * ns, set from outside (100000: the shortest, as daemon_short_slice gives the daemon):
+ * whether a quiet worker, woken on a CPU that a task with the kernel's default slice holds
+ * (nginx, wrk, another service), waits for that slice or a tick (a waking task with a
+ * shorter slice takes the CPU at once; the noisy workers' busy_cpu_slice is longer anyway).
+ * Pass a --variant that changes nothing ("busy_cpu_slice: 10ms") to compare the slice alone.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -283,8 +290,16 @@ async function rowNoisy(dir: string, doc: string, seconds: number, variant: stri
     if (err !== undefined) throw new Error(`--nginx-slice: ${err}`);
   }
   const pids = stacks.map((st) => stackPids(st.s.proc.pid, st.daemon));
+  const quietSlice = arg('--quiet-slice', '');
+  if (quietSlice !== '') {
+    if (alt === undefined) throw new Error('--quiet-slice: with --variant only (its stack is the one changed)');
+    for (const pid of pids[2]!.quiet) {
+      const err = setSlice(pid, Number(quietSlice));
+      if (err !== undefined) throw new Error(`--quiet-slice: ${err}`);
+    }
+  }
   process.stdout.write(`\nnoisy neighbour: quiet pool (1 client, small page) alone, then beside ${noisyNames.length === 1 ? 'a noisy pool' : `${noisyNames.length} noisy pools`} (30 clients each of a 20 ms CPU-bound page), 4 workers each, ${seconds} s windows; ${machineLine()}\n`);
-  process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker${ngxWorkers.length > 1 ? `s (${ngxWorkers.length})` : ''} ${placement(ngxWorkers[0])}${slice !== '' ? ` slice ${readSlice(ngxWorkers[0]!) ?? '?'} ns` : ''}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
+  process.stdout.write('where each runs (CPU cgroup, autogroup and its nice): ' + `nginx worker${ngxWorkers.length > 1 ? `s (${ngxWorkers.length})` : ''} ${placement(ngxWorkers[0])}${slice !== '' ? ` slice ${readSlice(ngxWorkers[0]!) ?? '?'} ns` : ''}; ` + stacks.map((st, i) => `${st.name}: daemon ${placement(pids[i]!.daemon)}, quiet ${placement(pids[i]!.quiet[0])}${quietSlice !== '' ? ` slice ${readSlice(pids[i]!.quiet[0]!) ?? '?'} ns` : ''}, noisy ${placement(pids[i]!.noisy[0])}`).join('; ') + '\n');
   process.stdout.write('| stack | quiet p99 alone ms | quiet p99 beside ms | ratio | noisy served req/s | noisy answers |\n|---|---|---|---|---|---|\n');
   const waits: string[] = [];
   let quietClient = '';

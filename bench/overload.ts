@@ -19,18 +19,21 @@
  *   node dist/bench/overload.js [--suites php,django] [--seconds 8] [--workers 4]
  *       [--rates 0.5,1,1.5,2] [--timeout 10] [--django-path /app/page/] [--daemon-view]
  *       [--hops [--hops-dump PREFIX]] [--capacity REQ_PER_S] [--generator-inline]
- *       [--nginx-workers N] [--nginx-keepalive N] [--daemon-keys "key: value; ..."]
+ *       [--nginx-workers N] [--nginx-keepalive N] [--nginx-nice N] [--daemon-keys "key: value; ..."]
  *
  * Per window: served (2xx) and 503 counts, client errors (timeouts, resets), and
  * latency percentiles of the served requests and of the 503s. --daemon-view (php suite)
  * has fcgi-pm write an access line per request (status and time from its arrival in the
  * daemon to its end) and prints the same p99s as the daemon saw them: a 503 slow at the
  * client but quick inside waited before the daemon read it (nginx, the sockets, the
- * client's own loop), one slow inside waited in the daemon. The access log costs the
+ * client's own loop), one slow inside waited in the daemon (how many 503s came from the
+ * queue, and their p99 there, has a column of its own). The access log costs the
  * daemon a little CPU: the target figures are taken without it. --hops (php suite; implies
  * --daemon-view) also has nginx log each request's times and the generator tag each with
  * `?i=<id>`, and prints where the time of the requests at each class's p99 went, hop by
- * hop (hopsTable); --hops-dump PREFIX writes every request's joined times as JSON. Each
+ * hop (hopsTable; the 503s also split into those refused at admission and those that came
+ * from the queue, 1 ms or more in the daemon: shed from a growing queue's tail or timed
+ * out); --hops-dump PREFIX writes every request's joined times as JSON. Each
  * window also prints the generator's own event-loop delay and CPU: a generator that lags
  * adds its lag to every figure at the client, and a second table the onset: the served and
  * 503 p99s of the requests due in the first 150 and 300 ms (while the growth is being
@@ -39,7 +42,10 @@
  * process and session, as before 2026-12-03 (the A/B of that change). --nginx-workers N
  * gives the one nginx in front of every stack N worker processes (1 by default): the A/B of
  * nginx's own delay to accept at 2× (one worker at nice 0 beside 4 busy workers).
- * --nginx-keepalive N: nginx's kept connections to each upstream (32). --daemon-keys adds
+ * --nginx-keepalive N: nginx's kept connections to each upstream (32). --nginx-nice N sets
+ * the autogroup of nginx's session to nice N (as root; 0 by default, as a service starts):
+ * the A/B of the web server at the daemon's weight (about −5), which docs/overload.md
+ * tells operators to give it, since every 503 passes through nginx twice. --daemon-keys adds
  * top-level keys to fcgi-pm's config ("daemon_cpu_weight: 1000"). Each fcgi-pm window also
  * prints the daemon's front-end connections per request sent, its CPU per 1,000 sent, and
  * the run-queue wait (/proc/PID/schedstat) of the daemon and of nginx's workers over the
@@ -177,15 +183,21 @@ function onsetCells(r: OpenLoopResult): string {
   return ONSET_SPANS.map((span) => `${cell(r.servedMs, r.servedDue, span)} / ${cell(r.refusedMs, r.refusedDue, span)}`).join(' | ');
 }
 
-/** fcgi-pm's access rows as served and 503 durations. */
-function daemonView(rows: string[][]): { served: number[]; refused: number[] } {
+/**
+ * A 503 that spent this long in the daemon or more came from the queue (shed from a growing
+ * queue's tail, or timed out); one refused at admission is answered in the turn that read it.
+ */
+const QUEUED_503_MS = 1;
+
+/** fcgi-pm's access rows as served and 503 durations; `queued`: the 503s that came from the queue. */
+function daemonView(rows: string[][]): { served: number[]; refused: number[]; queued: number[] } {
   const served: number[] = [];
   const refused: number[] = [];
   for (const [status, ms] of rows) {
     if (status === '503') refused.push(Number(ms));
     else if (status !== undefined && status.startsWith('2')) served.push(Number(ms));
   }
-  return { served, refused };
+  return { served, refused, queued: refused.filter((ms) => ms >= QUEUED_503_MS) };
 }
 
 interface Site {
@@ -253,8 +265,15 @@ function joinHops(client: Map<number, ClientHop>, nginxRows: string[][], daemonR
  */
 function hopsTable(label: string, hops: Hop[]): string {
   const lines: string[] = [];
-  for (const [cls, ok] of [['served', (s: number) => s >= 200 && s < 300], ['503', (s: number) => s === 503]] as const) {
-    const all = hops.filter((h) => ok(h.client.status) && h.nginx !== undefined);
+  const inDaemon = (h: Hop): number => (h.daemon === undefined ? 0 : h.daemon.end - h.daemon.start);
+  const classes: [string, (h: Hop) => boolean][] = [
+    ['served', (h) => h.client.status >= 200 && h.client.status < 300],
+    ['503', (h) => h.client.status === 503],
+    ['503 at admission', (h) => h.client.status === 503 && h.daemon !== undefined && inDaemon(h) < QUEUED_503_MS],
+    ['503 from the queue', (h) => h.client.status === 503 && inDaemon(h) >= QUEUED_503_MS],
+  ];
+  for (const [cls, ok] of classes) {
+    const all = hops.filter((h) => ok(h) && h.nginx !== undefined);
     if (all.length === 0) continue;
     const total = (h: Hop): number => h.client.endAt - h.client.sentAt;
     const p99 = pct(all.map(total), 99);
@@ -290,6 +309,9 @@ async function startNginx(dir: string, sites: Site[]): Promise<Started> {
 
 async function suite(name: string, tag: string, dir: string, sites: Site[], peer: string, path: string, workers: number, rates: number[], seconds: number, timeoutMs: number): Promise<void> {
   const ngx = await startNginx(join(dir, `nginx-${tag}`), sites);
+  // nginx leads its session: its autogroup is its own, shared by its workers.
+  const nice = arg('--nginx-nice', '');
+  if (nice !== '') writeFileSync(`/proc/${ngx.pid}/autogroup`, nice);
   try {
     const url = (s: Site): string => `http://127.0.0.1:${s.port}${path}`;
     for (const s of sites) await runWrk(url(s), workers * 2, 3); // warm-up
@@ -321,7 +343,7 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
     const viewed = sites.some((s) => s.accessFile !== undefined);
     const p99 = (xs: number[]): string => (xs.length > 0 ? pct(xs, 99).toFixed(0) : '–');
     process.stdout.write(
-      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms |' : ''} the client's loop delay p99 / max ms, CPU | the daemon: connections a request, CPU ms a 1,000 sent | run-queue wait ms: daemon / nginx's workers | served after a queue wait > 200 / > 500 ms |\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|' : ''}---|---|---|---|\n`,
+      `| load | stack | sent | served | 503 | other | client errors | served p50 ms | served p99 ms | 503 p99 ms |${viewed ? ' in the daemon: served p99 ms | 503 p99 ms | 503s from the queue (≥ 1 ms in the daemon): count, p99 ms |' : ''} the client's loop delay p99 / max ms, CPU | the daemon: connections a request, CPU ms a 1,000 sent | run-queue wait ms: daemon / nginx's workers | served after a queue wait > 200 / > 500 ms |\n|---|---|---|---|---|---|---|---|---|---|${viewed ? '---|---|---|' : ''}---|---|---|---|\n`,
     );
     for (const m of rates) {
       for (const s of sites) {
@@ -344,11 +366,11 @@ async function suite(name: string, tag: string, dir: string, sites: Site[], peer
           waits = `${(after.waitMs - before.waitMs).toFixed(0)} / ${nginxWait}`;
           queued = `${after.queued200 - before.queued200} / ${after.queued500 - before.queued500}`;
         }
-        let inside = viewed ? ' – | – |' : '';
+        let inside = viewed ? ' – | – | – |' : '';
         const daemonRows = fresh(s.accessFile);
         if (s.accessFile !== undefined) {
           const v = daemonView(daemonRows);
-          inside = ` ${p99(v.served)} | ${p99(v.refused)} |`;
+          inside = ` ${p99(v.served)} | ${p99(v.refused)} | ${v.queued.length} (${((100 * v.queued.length) / Math.max(1, v.refused.length)).toFixed(1)} %), ${p99(v.queued)} |`;
         }
         if (r.trace !== undefined) {
           const joined = joinHops(r.trace, fresh(s.nginxFile), daemonRows);

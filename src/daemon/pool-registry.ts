@@ -15,6 +15,9 @@ export type PoolFactory = (cfg: PoolConfig, runtimeDir?: string) => Pool;
 
 export class PoolRegistry {
   private readonly live = new Map<string, Pool>();
+  /** The live pool found last, at hand: a listener's next request usually names it too (no Map look-up). Dropped on every change of `live`. */
+  private lastName: string | undefined;
+  private last: Pool | undefined;
 
   constructor(
     private readonly generations: PoolGenerations,
@@ -33,7 +36,12 @@ export class PoolRegistry {
 
   /** The live pool of `name`, else one still draining (requests of a closing listener reach it). */
   get(name: string): Pool | undefined {
-    return this.live.get(name) ?? this.generations.drainingPool(name);
+    if (name === this.lastName) return this.last;
+    const pool = this.live.get(name);
+    if (pool === undefined) return this.generations.drainingPool(name);
+    this.lastName = name;
+    this.last = pool;
+    return pool;
   }
 
   has(name: string): boolean {
@@ -55,7 +63,7 @@ export class PoolRegistry {
     let pool = this.live.get(name);
     if (pool !== undefined) return pool;
     pool = this.make(cfg(), runtimeDir?.());
-    this.live.set(name, pool);
+    this.setLive(name, pool);
     pool.start().catch((err: unknown) => this.logger.error({ code: ErrorCodes.START_FAILED, err, pool: name }, `pool ${name} could not start its workers`));
     return pool;
   }
@@ -63,13 +71,13 @@ export class PoolRegistry {
   /** Puts `pool` in service under its name; a pool it replaces drains (`stop` says how). */
   put(pool: Pool, stop: (old: Pool) => Promise<unknown>): void {
     const old = this.live.get(pool.name);
-    this.live.set(pool.name, pool);
+    this.setLive(pool.name, pool);
     if (old !== undefined && old !== pool) this.generations.retire(old, stop(old));
   }
 
   /** Puts `to` in service in place of `from`, which leaves without draining (a reload's hand-over ended); nothing when `from` is not the live pool any more. */
   swap(from: Pool, to: Pool): void {
-    if (this.live.get(from.name) === from) this.live.set(from.name, to);
+    if (this.live.get(from.name) === from) this.setLive(from.name, to);
   }
 
   /** Takes `name` out of service; its pool drains (`stop` says how). False when it had none. */
@@ -77,8 +85,14 @@ export class PoolRegistry {
     const old = this.live.get(name);
     if (old === undefined) return false;
     this.live.delete(name);
+    this.lastName = this.last = undefined;
     this.generations.retire(old, stop(old));
     return true;
+  }
+
+  private setLive(name: string, pool: Pool): void {
+    this.live.set(name, pool);
+    this.lastName = this.last = undefined;
   }
 
   /** Stops every live pool (daemon stop); they stay listed until stopped. */

@@ -36,6 +36,7 @@ import { attachSession, remoteOf, type SocketOwner } from './session-socket.js';
 import { applyOverride } from './params-override.js';
 import { errorText, statusOfProtocolError } from './request-errors.js';
 import { announceExchange, routeExchange } from './dispatch.js';
+import { clearArray } from '../util/clear-array.js';
 import { TokenBucket } from '../util/token-bucket.js';
 import { turnNow } from '../util/turn.js';
 
@@ -140,8 +141,8 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
     try {
       this.decoder.push(chunk);
     } catch (err) {
-      this.ready.length = 0; // their exchanges were aborted with the connection
-      this.begun.length = 0;
+      clearArray(this.ready); // their exchanges were aborted with the connection
+      clearArray(this.begun);
       this.badInput(err);
       return;
     }
@@ -157,7 +158,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
       const r = list[i]!;
       if (r.state === 'params' && !this.closed) this.deadlines.header.push(r.deadline);
     }
-    list.length = 0;
+    clearArray(list);
   }
 
   /**
@@ -173,7 +174,7 @@ export class FcgiSession implements Session, ClientTimed, SocketOwner, FcgiConne
       if (!this.closed) routeExchange(this.env, r.exchange!);
       if (r.state === 'running' && !r.stdinDone && !r.bodyPaused && r.role !== Role.Authorizer && !this.closed) this.deadlines.bodyActive(r.deadline);
     }
-    list.length = 0;
+    clearArray(list);
   }
 
   private badInput(err: unknown): void {

@@ -11,6 +11,7 @@
 import type { Socket } from 'node:net';
 import { RecordType, encodeRecordsAndEnd, encodeStdout, encodeStream, joinAdjacent, setRequestIds } from '../protocol/fastcgi.js';
 import { atTurnEnd, turnNow, type TurnEnd } from '../util/turn.js';
+import { clearArray } from '../util/clear-array.js';
 import type { Stamped } from '../util/idle-watch.js';
 import type { FcgiOutput, FcgiRequest } from './fastcgi-request.js';
 
@@ -51,7 +52,7 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
     const out = this.out;
     encodeStream(type, id, data, out);
     const ok = this.writeList(out);
-    out.length = 0;
+    clearArray(out);
     return ok;
   }
 
@@ -255,7 +256,7 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
         socket.cork();
       }
       for (let i = 0; i < done.length; i++) if (!socket.destroyed) socket.write(done[i]!);
-      done.length = 0;
+      clearArray(done);
     }
     if (!this.corked) return;
     this.corked = false;
@@ -271,7 +272,7 @@ export class FcgiWriter implements FcgiOutput, TurnEnd {
       if (r.state !== 'ended') this.held(r, false);
       else r.pendingHead = r.pendingBody = r.pendingRecord = undefined;
     }
-    list.length = 0;
+    clearArray(list);
   }
 
   /** The socket drained: the exchanges that waited for it hear of it. */

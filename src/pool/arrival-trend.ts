@@ -32,7 +32,11 @@
  * neither way (its completions count for the rate): the front end stalled, as a loaded
  * machine's does, and an overload that reaches the pool in lumps with such gaps between
  * them is still seen. A burst's drain is such a sub-window until the queue empties, and the
- * sub-window that empties it counts.
+ * sub-window that empties it counts. Its completions are not lost: the next sub-window that
+ * counts judges its arrivals against all completions since the last one that counted, so a
+ * closed loop whose clients come back together (rounds: all requests, then all again once
+ * answered, the last answers and the next round in one sub-window) does not read as growth,
+ * where a lump of an overload still brings more than was completed since the one before.
  *
  * An overload that outruns the pool by far is growing one sub-window sooner: when the last
  * whole sub-window surged (its arrivals more than twice its completions, and more than one,
@@ -90,6 +94,8 @@ export class ArrivalTrend {
   /** Of the open sub-window's arrivals and completions, those of its second half. */
   private lateArrivals = 0;
   private lateCompletions = 0;
+  /** Completions of the silent sub-windows since the last one that counted for the verdict. */
+  private carried = 0;
   private windowStart = -Infinity;
   /** The sub-windows' span, ms: 0 until the first is opened (see rotate). */
   private spanMs = 0;
@@ -209,10 +215,16 @@ export class ArrivalTrend {
       // machine), which says nothing of whether arrivals outrun completions; it counts for
       // the rate only. A burst's drain is such a sub-window too, until the queue empties.
       const silent = a === 0 && c > 0 && this.waitedThroughout;
+      // Arrivals are judged against every completion since the last sub-window that
+      // counted, the silent ones' too: a closed loop whose clients come back together (a
+      // round of requests, then the next once all are answered) brings back in one
+      // sub-window what the pool completed over several.
+      const since = c + this.carried;
+      this.carried = silent && idle === 0 ? since : 0;
       const la = this.lateArrivals;
       const lc = this.lateCompletions;
       const surged = a - la > 2 * (c - lc) + 1 && la > 2 * lc + 1;
-      const verdict = a > c + Math.max(1, c / 5) ? GREW | (surged ? SURGED : 0) : a > c ? OUTRAN : 0;
+      const verdict = a > since + Math.max(1, since / 5) ? GREW | (surged ? SURGED : 0) : a > since ? OUTRAN : 0;
       this.push(silent ? -1 : verdict | (this.scaling ? SCALING : 0), c, idle > 0 ? span : elapsed);
       for (let i = 0; i < idle; i++) this.push(0, 0, span);
       // Saturated (a completion found requests waiting): the service times measured may be

@@ -13,6 +13,7 @@
 import type { ProxyError } from '../errors.js';
 import type { CgiParams } from './params.js';
 import { Role } from './fastcgi.js';
+import { clearArray } from '../util/clear-array.js';
 
 /** A parsed CGI response head ("Status: 404 Not Found\r\nContent-Type: ...\r\n\r\n"). */
 export interface CgiResponseHead {
@@ -366,7 +367,7 @@ export class Exchange {
     const d = this.delivered;
     if (d === this.head) return;
     if (d === chunks.length) {
-      chunks.length = 0;
+      clearArray(chunks);
       this.head = this.delivered = 0;
       return;
     }

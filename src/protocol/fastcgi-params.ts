@@ -66,6 +66,13 @@ export function decodeNameValues(body: Buffer, limits: ParamsLimits): CgiParams 
   return c.add(EMPTY)!;
 }
 
+/**
+ * The one name every request's routing reads (the script check, the slow log): the
+ * collector notes where its value lies as it walks the lengths, so reading it walks no
+ * pairs again.
+ */
+const INDEXED = 'SCRIPT_FILENAME';
+
 /** Reads the 1- or 4-byte length at `p` (the caller checked the bytes are there). */
 function lengthAt(c: Buffer, p: number): number {
   const b = c[p]!;
@@ -80,7 +87,9 @@ function lengthAt(c: Buffer, p: number): number {
  * counted). Both are checked as soon as a pair's lengths are known, before its bytes
  * arrive, so a pair claiming 2 GB is refused at once and nothing large is allocated.
  * Only the length prefixes are read; names and values are skipped, and the record
- * bodies are kept as they are (one record, the usual case: a view, no copy).
+ * bodies are kept as they are (one record, the usual case: a view, no copy). Where
+ * SCRIPT_FILENAME's value lies is noted when its pair lies whole in the first record
+ * (whose offsets the kept bytes keep), so FcgiParams reads it without a walk.
  */
 export class ParamsCollector {
   private readonly maxBytes: number;
@@ -97,6 +106,9 @@ export class ParamsCollector {
   // Length prefixes that straddle records: gathered here (allocated on first need: rare).
   private hdr: Buffer | undefined;
   private hdrPos = 0;
+  /** Offset and length of SCRIPT_FILENAME's value in the first record; -1: not seen there. */
+  private indexedAt = -1;
+  private indexedLen = 0;
 
   constructor(limits: ParamsLimits) {
     this.maxBytes = limits.maxBytes;
@@ -128,7 +140,8 @@ export class ParamsCollector {
       const first = this.first;
       const more = this.more;
       this.first = this.more = undefined;
-      return new FcgiParams(more === undefined ? (first ?? EMPTY) : Buffer.concat([first!, ...more]), this.count);
+      const raw = more === undefined ? (first ?? EMPTY) : Buffer.concat([first!, ...more]);
+      return new FcgiParams(raw, this.count, this.indexedAt, this.indexedLen);
     }
     if (this.first === undefined) this.first = c;
     else (this.more ??= []).push(c);
@@ -146,8 +159,15 @@ export class ParamsCollector {
         if (pos + ns < end) {
           const vs = c[pos + ns]! < 128 ? 1 : 4;
           if (pos + ns + vs <= end) {
-            this.admit(lengthAt(c, pos), lengthAt(c, pos + ns));
+            const nl = lengthAt(c, pos);
+            const vl = lengthAt(c, pos + ns);
+            this.admit(nl, vl);
             pos += ns + vs;
+            // Every pair before it lay whole in the first record too, so this is the first of that name.
+            if (nl === INDEXED.length && this.indexedAt < 0 && c === this.first && pos + nl + vl <= end && nameIs(c, pos, nl, INDEXED)) {
+              this.indexedAt = pos + nl;
+              this.indexedLen = vl;
+            }
             continue;
           }
         }
@@ -203,11 +223,16 @@ export class FcgiParams extends CgiParams {
   private readonly rawCount: number;
   /** Flat [name, value, ...] that replace every pair of those names in `raw`. */
   private extra: readonly string[] = NO_OVERRIDE;
+  /** Where SCRIPT_FILENAME's value lies in `raw` (its first pair), as ParamsCollector found it; -1: look it up. */
+  private readonly indexedAt: number;
+  private readonly indexedLen: number;
 
-  constructor(raw: Buffer, count: number) {
+  constructor(raw: Buffer, count: number, indexedAt = -1, indexedLen = 0) {
     super([]);
     this.raw = raw;
     this.rawCount = count;
+    this.indexedAt = indexedAt;
+    this.indexedLen = indexedLen;
   }
 
   /** The bytes exactly as received, while neither decoded nor overridden (tests, encoders). */
@@ -237,6 +262,7 @@ export class FcgiParams extends CgiParams {
     if (raw === undefined) return super.get(name);
     const x = this.extra;
     for (let i = 0; i < x.length; i += 2) if (x[i] === name) return x[i + 1];
+    if (this.indexedAt >= 0 && name === INDEXED) return raw.toString('latin1', this.indexedAt, this.indexedAt + this.indexedLen);
     const p = findPair(raw, name);
     return p < 0 ? undefined : raw.toString('latin1', p, p + foundValueLen);
   }

@@ -34,6 +34,7 @@ import {
   Role,
   type FcgiRecord,
 } from '../protocol/fastcgi.js';
+import { clearArray } from '../util/clear-array.js';
 import { turnNow } from '../util/turn.js';
 import { UpstreamConnection, type ConnectionOwner } from './connection-base.js';
 import { authorizerRoleRefused, DONE, protocolFault, refusedRequest } from './failures.js';
@@ -101,13 +102,13 @@ export class FastcgiConnection extends UpstreamConnection {
     if (this.state !== 'busy' || this.bodyDone) return true;
     if (chunk.length === 0) return true;
     const out = this.out;
-    out.length = 0;
+    clearArray(out);
     encodeStream(RecordType.Stdin, REQUEST_ID, chunk, out);
     // Held until the end of this tick so that an end() that follows (the last body
     // bytes) leaves in the same write as them; see end().
     this.corkUntilTickEnd();
     const ok = this.writeBody(out);
-    out.length = 0;
+    clearArray(out);
     return ok;
   }
 
@@ -131,7 +132,7 @@ export class FastcgiConnection extends UpstreamConnection {
     // An authorizer's answer may be rewritten (src/protocol/authorizer.ts): not passed as records.
     const ex = this.ex;
     this.passRecords = ex !== undefined && ex.sink.records !== undefined && ex.role !== Role.Authorizer;
-    this.heldRecords.length = 0;
+    clearArray(this.heldRecords);
     this.stdoutEnd = this.endRecords = undefined;
   }
 
@@ -195,7 +196,7 @@ export class FastcgiConnection extends UpstreamConnection {
     if (!this.passHead(r.head)) return;
     // The sink may have aborted the exchange from inside respondHead.
     if (this.state !== 'busy') {
-      held.length = 0;
+      clearArray(held);
       return;
     }
     if (raw === undefined) {
@@ -205,7 +206,7 @@ export class FastcgiConnection extends UpstreamConnection {
     const last = held.length - 1;
     let ok = true;
     for (let i = 0; i <= last; i++) ok = ex.respondRecords(held[i]!, i === last ? r.rest.length : 0);
-    held.length = 0;
+    clearArray(held);
     this.flowControl(ok);
   }
 

@@ -10,6 +10,7 @@ import { announcedLength, type Exchange } from '../protocol/exchange.js';
 import { encodeScgiHead } from '../protocol/scgi.js';
 import { AUTHORIZER_AS_VARIABLE, Role } from '../protocol/fastcgi.js';
 import { UpstreamConnection, type ConnectionOwner } from './connection-base.js';
+import { clearArray } from '../util/clear-array.js';
 import { DONE } from './failures.js';
 import type { UpstreamOptions } from './types.js';
 
@@ -41,7 +42,7 @@ export class ScgiConnection extends UpstreamConnection {
     if (this.state !== 'busy' || this.bodyDone || chunk.length === 0) return true;
     this.one[0] = chunk;
     const ok = this.writeBody(this.one);
-    this.one.length = 0;
+    clearArray(this.one);
     return ok;
   }
 

@@ -12,6 +12,7 @@
 
 // Imported: in an ES module the global `performance` is an accessor, a call on every read.
 import { performance } from 'node:perf_hooks';
+import { clearArray } from './clear-array.js';
 
 /** What runs at the end of the turn; asked for once until it ran (its owner keeps the flag). */
 export interface TurnEnd {
@@ -50,7 +51,7 @@ export function closeTurn(): void {
   } finally {
     // One that threw: the rest still run, on the next tick.
     for (let j = i + 1; j < due.length; j++) process.nextTick(runOne, due[j]!);
-    due.length = 0;
+    clearArray(due);
     depth--;
     stamp = -1;
   }

@@ -2,14 +2,17 @@
  * The socket a worker serves on.
  *
  * 'fd0' (php-cgi, libfcgi, spawn-fcgi convention FCGI_LISTENSOCK_FILENO): we create a
- *   listening Unix socket and the child gets it as fd 0. Measured with php-cgi on Node 20:
+ *   listening Unix socket and the child gets it as fd 0. It is bound under a temporary
+ *   name, and the real name is hard-linked to it once the child has it, so no client
+ *   reaches it before a worker can accept. The native addon binds it without Node: the
+ *   daemon never watches or accepts on it. Without the addon a net.Server binds it and its
+ *   descriptor is read from Node's handle (no public way); measured with php-cgi on Node 20:
  *   - pass the raw fd (`stdio: [fd, …]`); passing the net.Server object throws after the
  *     fork and leaves an orphan;
  *   - libuv makes that fd blocking in the child, which changes the shared open file, so
  *     our own net.Server must stop listening at once or its accept() could block the event
  *     loop: we close it synchronously right after spawn();
- *   - server.close() unlinks its path, so we bind a temporary name, hard-link the real
- *     name to it, then close (which removes only the temporary name).
+ *   - server.close() unlinks its path (the temporary name only, once the real one is linked).
  * 'argv': the command binds by itself; `{socket}` becomes a path in the runtime dir,
  *   `{port}` a loopback port that was free a moment ago (bind 0, read, close: racy but
  *   what every port-0 handoff does).
@@ -18,6 +21,14 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { SocketAddress } from '../protocol/address.js';
+import { nativeAddon } from '../util/native-addon.js';
+
+/** The part of native/direct-socket.c a worker's own socket needs. */
+interface ListenAddon {
+  listenUnix(path: string, backlog: number): number;
+  close(fd: number): void;
+}
+const listenAddon = nativeAddon<ListenAddon>('direct-socket', 'not Linux');
 
 /** sun_path is 108 bytes on Linux including the NUL. */
 export const MAX_UNIX_PATH = 107;
@@ -86,6 +97,8 @@ export async function listenFd0(dir: string, base: string): Promise<Fd0Listener>
   const tooLong = checkPathLength(tmp);
   if (tooLong !== undefined) throw new Error(tooLong);
   unlinkQuiet(tmp);
+  const lib = listenAddon.get();
+  if (lib !== undefined) return addonFd0(lib, tmp, real);
   const server = net.createServer();
   // Nobody knows the temporary name, so no connection can reach our own accept().
   server.on('connection', (s) => s.destroy());
@@ -112,6 +125,36 @@ export async function listenFd0(dir: string, base: string): Promise<Fd0Listener>
     },
     abort() {
       server.close();
+    },
+  };
+}
+
+function addonFd0(lib: ListenAddon, tmp: string, real: string): Fd0Listener {
+  const fd = lib.listenUnix(tmp, 511);
+  let open = true;
+  const close = (): void => {
+    if (open) lib.close(fd);
+    open = false;
+  };
+  try {
+    fs.chmodSync(tmp, 0o600);
+  } catch (e) {
+    close();
+    unlinkQuiet(tmp);
+    throw e;
+  }
+  return {
+    fd,
+    path: real,
+    handOff() {
+      unlinkQuiet(real); // a stale socket from an earlier run
+      fs.linkSync(tmp, real);
+      unlinkQuiet(tmp);
+      close(); // the child has its own copy
+    },
+    abort() {
+      unlinkQuiet(tmp);
+      close();
     },
   };
 }

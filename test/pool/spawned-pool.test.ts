@@ -410,6 +410,29 @@ test('queue_max_wait: a closed loop of 20 clients on 4 workers of a 100 ms page 
   assert.equal(pool.snapshot().queued, 16, 'a standing queue of 16, past the 12 served within queue_max_wait');
 });
 
+test('queue_max_wait: a closed loop in rounds (16 clients on 4 workers, each round sent once the last is answered) is served whole after its pages slowed from 40 to 200 ms', async () => {
+  const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 4, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
+  const started = pool.start();
+  clock.advance(10);
+  await started;
+  send(4);
+  clock.advance(40);
+  finishAll(wf, ep);
+  // A busy machine: each page now takes 200 ms, so a round's last request waits 600 ms.
+  // The last answers of a round and the next round's requests meet in one sub-window.
+  const all: ReturnType<typeof send> = [];
+  for (let round = 0; round < 8; round++) {
+    all.push(...send(16));
+    for (let step = 0; step < 4; step++) {
+      clock.advance(200);
+      finishAll(wf, ep);
+    }
+    clock.advance(2);
+  }
+  const refused = all.filter((r) => r.sink.error !== undefined);
+  assert.deepEqual(refused.map((r) => r.sink.error!.code), [], 'nothing refused');
+});
+
 test('queue_max_wait: an open loop at 2× what the workers serve is refused at admission once it grows, and only the excess', async () => {
   const { pool, clock, wf, ep, send } = setup({ pm: 'static', maxChildren: 2, queueLimit: 1024, queueTimeout: 5000, queueMaxWait: 300 });
   const started = pool.start();

@@ -126,6 +126,27 @@ describe('ParamsCollector: the stream split into records anywhere', () => {
     }
   });
 
+  test('SCRIPT_FILENAME, noted by the collector, is the first pair of that name whatever the split', () => {
+    // Its first pair (a 4-byte value length), a second one, and its name inside another's value.
+    const first = '/srv/' + 'd'.repeat(150) + '.php';
+    const table = Buffer.concat([
+      Buffer.from([1, 1]), Buffer.from('A1', 'latin1'),
+      Buffer.from([1, 15]), Buffer.from('VSCRIPT_FILENAME', 'latin1'),
+      Buffer.from([15, 0x80, 0, 0, first.length]), Buffer.from('SCRIPT_FILENAME' + first, 'latin1'),
+      Buffer.from([15, 6]), Buffer.from('SCRIPT_FILENAME/b.php', 'latin1'),
+    ]);
+    const read = (chunks: Buffer[]): { script: string | undefined; again: string | undefined } => {
+      const p = collect(chunks);
+      return { script: p.get('SCRIPT_FILENAME'), again: new FcgiParams(p.wire!, p.size).get('SCRIPT_FILENAME') };
+    };
+    assertSplitInvariant(table, read, { script: first, again: first });
+    // Overridden, and absent.
+    const p = collect([table]);
+    p.override(['SCRIPT_FILENAME', '/o.php']);
+    assert.equal(p.get('SCRIPT_FILENAME'), '/o.php');
+    assert.equal(collect([TABLE]).get('SCRIPT_FILENAME'), undefined);
+  });
+
   test('limits hold whatever the split: count and bytes', () => {
     for (let i = 0; i <= TABLE.length; i++) {
       const records = [TABLE.subarray(0, i), TABLE.subarray(i)];
