@@ -17,6 +17,11 @@
  *
  * --resident: the pool has resident_parent (one php-cgi group whose children are forks of
  * one parent: a new generation starts one php-cgi exec instead of one per worker).
+ *
+ * --nginx-log: nginx logs every request's end and time (costs nginx a little CPU), and the
+ * requests of the upgrades run are put in the phase they started in, with two windows after
+ * each takeover (the new code's first second, and the two after): all of wrk's requests
+ * counted, where the probe samples one every 20 ms.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -39,6 +44,7 @@ const UPGRADES = arg('--upgrades', 5);
 const PM = process.argv.includes('--pm') ? process.argv[process.argv.indexOf('--pm') + 1]! : 'static';
 const MODE = process.argv.includes('--upgrade') ? process.argv[process.argv.indexOf('--upgrade') + 1]! : 'exec';
 const RESIDENT = process.argv.includes('--resident');
+const NGINX_LOG = process.argv.includes('--nginx-log');
 const BY = process.argv.includes('--by') ? process.argv[process.argv.indexOf('--by') + 1]! : 'signal';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -69,7 +75,7 @@ for (const d of ['logs', 'tmp']) mkdirSync(join(dir, 'nginx', d), { recursive: t
 const ngxConf = join(dir, 'nginx', 'nginx.conf');
 writeFileSync(ngxConf, `daemon off; worker_processes 1; pid ${dir}/nginx/nginx.pid; error_log ${dir}/nginx/logs/error.log warn;
 events { worker_connections 1024; }
-http { access_log off; client_body_temp_path ${dir}/nginx/tmp; fastcgi_temp_path ${dir}/nginx/tmp;
+http { ${NGINX_LOG ? `log_format t '$msec $request_time'; access_log ${dir}/nginx/logs/access.log t buffer=256k flush=1s;` : 'access_log off;'} client_body_temp_path ${dir}/nginx/tmp; fastcgi_temp_path ${dir}/nginx/tmp;
   upstream fcgipm { server 127.0.0.1:${fcgiPort}; keepalive 16; }
   server { listen 127.0.0.1:${httpPort}; root ${app};
     location ~ \\.php$ { include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_pass fcgipm; fastcgi_keep_conn on; } } }
@@ -127,10 +133,12 @@ const upgrading = (async () => {
     pids.push(pidNow());
   }
 })();
+const duringFrom = Date.now();
 const probes: ProbeSample[] = [];
 const stopProbe = startProbe(url, probes);
 const during = await runWrk(url, CONNECTIONS, SECONDS);
 await stopProbe();
+const duringTo = Date.now();
 await upgrading;
 lines.push(row(`${UPGRADES} upgrades (${MODE})`, during));
 await sleep(3000);
@@ -161,6 +169,8 @@ for (const l of logText().split('\n')) {
     phases.push({ name, from: to - ms, to });
     to -= ms;
   }
+  const served = Date.parse(String(o['time']));
+  phases.push({ name: 'new code, first second', from: served, to: served + 1000 }, { name: 'new code, 1-3 s', from: served + 1000, to: served + 3000 });
   const gap = o['bridge'] === true ? `the bridge served, its stop ${o['bridge_stop_ms']} ms (connections waited)` : `no listener accepted for ${o['unserved_ms']} ms`;
   console.log(`upgrade phases: check ${o['check_ms']} ms (serving), bridge start ${o['bridge_start_ms'] ?? '–'} ms (serving), stop ${o['stop_ms']} ms, exec and load ${o['boot_ms']} ms, start ${o['start_ms']} ms: ${gap}; workers handed over ${o['handed']}, adopted ${o['adopted']}`);
 }
@@ -176,6 +186,27 @@ const q = (xs: number[], f: number): number => [...xs].sort((a, b) => a - b)[Mat
 console.log(`probe (one request every 20 ms beside wrk, during the upgrades run), by the phase it started in:\n| phase | requests | p50 ms | p90 ms | max ms | over 2× steady p99 (${(2 * steadyP99).toFixed(1)} ms) |\n|---|---|---|---|---|---|`);
 for (const [name, xs] of [...byPhase].sort((a, b) => b[1].length - a[1].length)) {
   console.log(`| ${name} | ${xs.length} | ${q(xs, 0.5).toFixed(1)} | ${q(xs, 0.9).toFixed(1)} | ${Math.max(...xs).toFixed(1)} | ${xs.filter((x) => x > 2 * steadyP99).length} |`);
+}
+if (NGINX_LOG) {
+  // Every request of the upgrades run, from nginx's log: its start is its end less its time.
+  const byPh = new Map<string, number[]>();
+  for (const l of readFileSync(join(dir, 'nginx', 'logs', 'access.log'), 'utf8').split('\n')) {
+    const [end, secs] = l.split(' ').map(Number);
+    if (end === undefined || secs === undefined || !Number.isFinite(secs)) continue;
+    const at = end * 1000 - secs * 1000;
+    if (at < duringFrom || at > duringTo) continue;
+    const name = phases.find((ph) => at >= ph.from && at < ph.to)?.name ?? 'between upgrades';
+    const list = byPh.get(name) ?? [];
+    list.push(secs * 1000);
+    byPh.set(name, list);
+  }
+  const all = [...byPh.values()].flat();
+  const slow = all.filter((x) => x > 2 * steadyP99).length;
+  console.log(`every request of the upgrades run (nginx's log, ms resolution), by the phase it started in; ${all.length} requests, ${slow} over 2× steady p99:\n| phase | requests | p50 ms | p99 ms | max ms | over 2× steady p99 | share of those |\n|---|---|---|---|---|---|---|`);
+  for (const [name, xs] of [...byPh].sort((a, b) => b[1].length - a[1].length)) {
+    const n = xs.filter((x) => x > 2 * steadyP99).length;
+    console.log(`| ${name} | ${xs.length} | ${q(xs, 0.5).toFixed(1)} | ${q(xs, 0.99).toFixed(1)} | ${Math.max(...xs).toFixed(1)} | ${n} | ${slow === 0 ? 0 : Math.round((100 * n) / slow)} % |`);
+  }
 }
 console.log(`daemons: ${pids.join(' → ')}; old daemons still running after the upgrades: ${left.length === 0 ? 'none' : left.join(', ')}`);
 console.log(`the pid this bench started and waits on (as runit would), ${held}: ${heldServes ? 'still serves after the upgrades' : 'exited; another pid serves'}`);
