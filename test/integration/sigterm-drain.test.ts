@@ -47,7 +47,7 @@ test(`SIGTERM after mixed traffic (${kind} pool): the running request finishes a
   t.after(() => agent.destroy());
   for (let round = 0; round < 4; round++) {
     const rs = await Promise.all(Array.from({ length: 16 }, (_, i) => httpRequest(`${ngx.url}/${i % 2 ? 'hello.php' : 'sleep.php?ms=20'}`, { agent })));
-    for (const r of rs) assert.equal(r.status, 200);
+    for (const r of rs) assert.equal(r.status, 200, r.text.slice(0, 300));
   }
 
   // Aborted requests: the browser leaves while the script runs.
@@ -120,7 +120,7 @@ test(`SIGTERM after mixed traffic (${kind} pool): the running request finishes a
 
   // More kept-alive traffic after all that.
   const rs = await Promise.all(Array.from({ length: 16 }, () => httpRequest(`${ngx.url}/hello.php`, { agent })));
-  for (const r of rs) assert.equal(r.status, 200);
+  for (const r of rs) assert.equal(r.status, 200, r.text.slice(0, 300));
 
   // One request in flight, then SIGTERM.
   const since = daemon.mark();
