@@ -115,18 +115,7 @@ export async function listenFd0(dir: string, base: string): Promise<Fd0Listener>
     server.close();
     throw new Error('cannot get the listening socket fd (net.Server internals changed?)');
   }
-  return {
-    fd,
-    path: real,
-    handOff() {
-      unlinkQuiet(real); // a stale socket from an earlier run
-      fs.linkSync(tmp, real);
-      server.close(); // unlinks tmp only
-    },
-    abort() {
-      server.close();
-    },
-  };
+  return fd0Listener(fd, tmp, real, () => server.close());
 }
 
 function addonFd0(lib: ListenAddon, tmp: string, real: string): Fd0Listener {
@@ -143,6 +132,11 @@ function addonFd0(lib: ListenAddon, tmp: string, real: string): Fd0Listener {
     unlinkQuiet(tmp);
     throw e;
   }
+  return fd0Listener(fd, tmp, real, close);
+}
+
+/** `fd` bound at `tmp`; `close` ends our hold on it (the child has its own copy once spawned). */
+function fd0Listener(fd: number, tmp: string, real: string, close: () => void): Fd0Listener {
   return {
     fd,
     path: real,
@@ -150,7 +144,7 @@ function addonFd0(lib: ListenAddon, tmp: string, real: string): Fd0Listener {
       unlinkQuiet(real); // a stale socket from an earlier run
       fs.linkSync(tmp, real);
       unlinkQuiet(tmp);
-      close(); // the child has its own copy
+      close();
     },
     abort() {
       unlinkQuiet(tmp);

@@ -243,7 +243,11 @@ test('a worker dying under a request: 502 WORKER_CRASHED, whichever event comes 
   assert.equal(w3.state, 'idle');
 });
 
-test('a request that never reached the dying worker goes to another one', async () => {
+/**
+ * Two workers; w2 takes a request, its connect is refused and it then exits `exit` ways:
+ * the request is not answered, it waits first in line, and w1 serves it once free.
+ */
+async function refusedThenExit(exit: (w: FakeWorker) => void): Promise<void> {
   const { clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2 });
   send(2);
   clock.advance(10);
@@ -252,13 +256,17 @@ test('a request that never reached the dying worker goes to another one', async 
   const [r] = send(1);
   assert.equal(w2.state, 'busy', 'LIFO: w2 took it');
   ep(w2).finish(refused);
-  w2.exit(0, null); // php-cgi after PHP_FCGI_MAX_REQUESTS
+  exit(w2);
+  assert.equal(r!.sink.error, undefined, `not answered: ${r!.sink.error?.code}`);
   assert.equal(r!.sink.done, false);
-  // Queued first in line; w1 frees → it takes it.
   ep(w1).finish();
   assert.equal(ep(w1).running[0]!.ex, r!.ex);
   ep(w1).finish();
   assert.equal(r!.sink.status, 200);
+}
+
+test('a request that never reached the dying worker goes to another one', async () => {
+  await refusedThenExit((w) => w.exit(0, null)); // php-cgi after PHP_FCGI_MAX_REQUESTS
 });
 
 test('a crash is never replayed on another worker, even when the endpoint calls it retryable', async () => {
@@ -279,20 +287,7 @@ test('a crash is never replayed on another worker, even when the endpoint calls 
 test('a request handed to a worker killed before the pool heard of it, whose connect was refused, goes to another worker', async () => {
   // A forked worker killed while idle: its socket refuses the next request at once, and the
   // pool hears of the exit (from the preload parent) only after.
-  const { clock, wf, ep, send } = setup({ pm: 'ondemand', maxChildren: 2 });
-  send(2);
-  clock.advance(10);
-  const [w1, w2] = wf.workers as [FakeWorker, FakeWorker];
-  ep(w2).finish();
-  const [r] = send(1);
-  assert.equal(w2.state, 'busy', 'LIFO: w2 took it');
-  ep(w2).finish(refused);
-  w2.exit(null, 'SIGKILL');
-  assert.equal(r!.sink.error, undefined, `not answered: ${r!.sink.error?.code}`);
-  ep(w1).finish();
-  assert.equal(ep(w1).running[0]!.ex, r!.ex);
-  ep(w1).finish();
-  assert.equal(r!.sink.status, 200);
+  await refusedThenExit((w) => w.exit(null, 'SIGKILL'));
 });
 
 test('ondemand: requests waiting for a starting worker do not use up queue_limit', async () => {
